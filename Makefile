@@ -1,0 +1,65 @@
+# The two commands of the README: `make reproduce` and `make test`.
+# Both create the virtual environment .venv from the project's own files when it is missing or
+# stale (pyproject.toml or constraints.txt newer than the last install).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+# Keep BLAS single-threaded: results (and nbval's stored outputs) must not depend on threading.
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+
+PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+.PHONY: help env test test-fast reproduce lab export sync notebooks check bench clean
+
+help:
+	@echo "make test       run everything CI runs (sync checks, unit tests, nbval on every notebook)"
+	@echo "make reproduce  regenerate every figure and table into results/"
+	@echo "make lab        open JupyterLab on notebooks/"
+	@echo "make export     write the package modules from the notebooks' export cells"
+	@echo "make sync       re-pair the .py and .ipynb of every notebook (jupytext --sync)"
+	@echo "make notebooks  execute every chapter from its .py and store the outputs in its .ipynb"
+	@echo "make bench      run the benchmarks in benchmarks/ (JSON into results/)"
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+check: $(STAMP)
+	$(BIN)/python tools/export.py --check
+	$(BIN)/python tools/check_notebooks.py
+
+test: check
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) tests notebooks
+
+test-fast: check
+	$(BIN)/python -m pytest -n 2 tests
+
+reproduce: $(STAMP)
+	$(BIN)/python -m bandit_unlearning reproduce all --out results
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks
+
+export: $(STAMP)
+	$(BIN)/python tools/export.py
+
+sync: $(STAMP)
+	$(BIN)/jupytext --sync $$(find notebooks -name '*.py' -not -path '*/.ipynb_checkpoints/*')
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/run_notebooks.py $(NB)
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

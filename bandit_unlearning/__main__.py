@@ -1,0 +1,3 @@
+from bandit_unlearning.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""Command-line interface: ``python -m bandit_unlearning reproduce NAME [--out DIR] [--seed S]``.
+
+Every reproduction writes ``DIR/<name>.json`` (the numbers, with the protocol that produced them),
+``DIR/<name>.png`` and ``DIR/<name>.pdf``, and appends its table to ``DIR/summary.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _lemma31(out: Path, scale: str, seed: int) -> dict:
+    from bandit_unlearning.experiments.lemma31 import lemma31_curve, plot_lemma31
+
+    ns = [250, 500, 1000, 2000, 4000, 8000, 16000]
+    reps = 200_000 if scale == "paper" else 20_000
+    curve = lemma31_curve(ns, np.random.default_rng(seed), reps=reps)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    plot_lemma31(ns, curve, ax=ax)
+    _save_figure(fig, out / "lemma31")
+    panels = [{"id": "lemma31", "model": model, "vary": "N", "x": ns,
+               "methods": {"LCB": curve[model], "Lemma 3.1 bound": curve[f"{model} bound"]},
+               "stderr": {"LCB": curve[f"{model} stderr"]}} for model in ("Mf", "Md")]
+    protocol = {"means": [0.10, 0.08, 0.06, 0.04, 0.02], "tau": "1/N", "replicates": reps,
+                "Mf": "equal counts N/5", "Md": "behaviour policy with C* = 5"}
+    return {"experiment": "lemma31", "protocol": protocol, "panels": panels}
+
+
+EXPERIMENTS: dict[str, Callable[[Path, str, int], dict]] = {"lemma31": _lemma31}
+
+
+def _save_figure(fig, stem: Path) -> None:
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        fig.savefig(stem.with_suffix(f".{ext}"), dpi=150)
+    plt.close(fig)
+
+
+def _summary_table(result: dict) -> str:
+    lines = [f"## {result['experiment']} (scale {result['scale']}, seed {result['seed']})", ""]
+    for panel in result["panels"]:
+        names = list(panel["methods"])
+        lines += [f"**{panel['id']}** — model {panel.get('model', '-')}, vary {panel['vary']}", "",
+                  "| x | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        for i, x in enumerate(panel["x"]):
+            lines.append(f"| {x} | " + " | ".join(f"{panel['methods'][n][i]:.4g}" for n in names) + " |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0) -> list[dict]:
+    """Run the named reproductions; write their JSON, figures and ``summary.md`` into ``out``."""
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown:
+        raise ValueError(f"unknown experiment(s) {unknown}; choose from {sorted(EXPERIMENTS)} or 'all'")
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in names:
+        start = time.perf_counter()
+        result = {"experiment": name, "scale": scale, "seed": seed}
+        result.update(EXPERIMENTS[name](out, scale, seed))
+        result["scale"], result["seed"] = scale, seed
+        result["wall_time_s"] = round(time.perf_counter() - start, 2)
+        (out / f"{name}.json").write_text(json.dumps(result, indent=1))
+        results.append(result)
+        print(f"{name}: wrote {out / name}.json/.png/.pdf in {result['wall_time_s']} s")
+    (out / "summary.md").write_text("# Reproduced figures and tables\n\n" + "".join(map(_summary_table, results)))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bandit_unlearning", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("reproduce", help="regenerate paper figures and tables")
+    rep.add_argument("names", nargs="+", help=f"experiments: {', '.join(sorted(EXPERIMENTS))}, or all")
+    rep.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results/)")
+    rep.add_argument("--scale", choices=("paper", "quick"), default="paper")
+    rep.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    names = sorted(EXPERIMENTS) if "all" in args.names else args.names
+    try:
+        reproduce(names, args.out, args.scale, args.seed)
+    except ValueError as err:
+        parser.error(str(err))
+    return 0

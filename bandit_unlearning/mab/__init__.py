@@ -1,0 +1,1 @@
+"""Paper A: (eps, delta)-unlearning for offline stochastic multi-armed bandits."""
