@@ -1,2 +1,12 @@
-"""Privacy tools: Gaussian mechanism calibration (classic and analytic), privacy profiles, exact
-and Monte Carlo audits, and couplings of Gaussians (TV distance, maximal coupling)."""
+"""Privacy tools shared by every unlearning chapter.
+
+- ``bandit_unlearning.privacy.gaussian`` (chapter notebooks/privacy/01_gaussian_mechanism): the
+  privacy scale ``gamma``, the classic Gaussian calibration (only for epsilon < 1, SPEC E1), the
+  analytic Gaussian mechanism of Balle & Wang (2018), and the exact privacy profile
+  ``gaussian_delta`` with its inverse ``gaussian_epsilon``.
+- ``bandit_unlearning.privacy.audit`` (same chapter): exact audits of finite-output mechanisms
+  (``hockey_stick_delta``, ``hockey_stick_epsilon``) and a Monte Carlo auditor (``audit_epsilon``:
+  Clopper-Pearson lower confidence bound on the epsilon achieved, Bonferroni over the events).
+
+Import from the submodules; this package re-exports nothing.
+"""
