@@ -1,0 +1,1606 @@
+# ---
+# jupyter:
+#   bandit_unlearning:
+#     export: bandit_unlearning.mab.unlearn
+# ---
+
+# %% [markdown]
+# # Chapter A3 — Adaptive single-source unlearning (Algorithms 2 and 3)
+#
+# *Paper A, Section 3.2: Algorithm 2 (adaptive unlearning), Algorithm 3 (its reference),
+# Theorem 3.2 (privacy), Theorems 3.3 and 3.5 (utility).  Exports `bandit_unlearning.mab.unlearn`
+# and `bandit_unlearning.mab.bounds`.*
+#
+# Chapter A2 built the two base mechanisms.  Rollback is exact but throws away $k$ points of the
+# source arm $a_0$; the Gaussian mechanism keeps all the data but adds noise.  Which is better
+# depends on the privacy level $\gamma$ and on whether $a_0$ is the arm the learner chose.
+# **Algorithm 2** decides adaptively.  This chapter
+# 1. implements it, with its reference mechanism (Algorithm 3), behind one entry point `unlearn`
+#    that records what it did (branch, $\sigma$, calibration, sensitivity);
+# 2. computes the **exact** distributions over arms of the unlearned output and of the reference;
+# 3. checks Theorem 3.2 three ways: an exact hockey-stick audit over more than 1,000 worst-case
+#    settings, a Monte Carlo auditor that agrees with it, and both audits rejecting broken
+#    variants (half the noise; the $3k/2N$ sensitivity where its condition fails; the classic
+#    calibration at $\varepsilon \ge 1$, SPEC edge E1);
+# 4. checks the utility bounds of Theorems 3.3 and 3.5 by Monte Carlo, in both data models, with
+#    a vectorised version of Algorithm 2;
+# 5. shows where the paper's threshold $\gamma_0$ comes from, where the two branch bounds really
+#    cross (E3), and what that means for small and large $N$ (E4).
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+from scipy import stats
+
+from bandit_unlearning.mab.data import (
+    concentrability_behavior, fixed_sample_dataset, sample_statistics_distribution, sample_statistics_fixed,
+)
+from bandit_unlearning.mab.lcb import LCBState, fit_lcb, lcb_scores
+from bandit_unlearning.mab.mechanisms import (
+    DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
+)
+from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.privacy.audit import audit_epsilon, hockey_stick_delta, hockey_stick_epsilon
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma, gaussian_delta
+
+rng = np.random.default_rng(20260603)
+
+# %% [markdown]
+# ## 1. Statement
+#
+# **Algorithm 2 (adaptive unlearning).** Input: the learner's output $\hat a = \pi(D)$, a request
+# $U$ of $k$ points of one arm $a_0$, the stored statistic $T(D)$, and $\tau$ (so $L = \ln(m/\tau)$).
+# 1. $f(D') \leftarrow f(D)$; $\gamma_0 = \frac43\sqrt{\pi L / (N(a_0) - k)}$.
+# 2. If $\hat a = a_0$ and $\gamma < \gamma_0$ — **Gaussian branch**: add $\nu \sim \mathcal N(0, \sigma^2)$
+#    to $f_{a_0}(D')$, with $\sigma = \Delta_f \gamma$ and $\Delta_f = 3k/(2N(a_0))$ (Lemma A.1).
+# 3. Else — **rollback branch**: replace $f_{a_0}(D')$ by the score of $a_0$ on $D \setminus U$.
+# 4. Output $\hat a' = \arg\max_a f_a(D')$ (ties to the lowest index, E6).
+#
+# **Algorithm 3 (reference, empty request).** Given $\hat a = \pi(D)$, $a_0$, $k$, $N(a_0)$ and the
+# scores $f(D \setminus U)$ of data that never contained $U$: if $\hat a = a_0$ and $\gamma < \gamma_0$
+# add the same noise to $f_{a_0}(D \setminus U)$; output the argmax.  The **branch decision is the
+# same in both worlds**: it reads $\hat a$, $a_0$, $k$, $N(a_0)$ and $L$, which the paper treats as
+# public (they describe the request, not the deleted rewards).
+#
+# **Theorem 3.2.** Algorithm 2 is $(\varepsilon, \delta)$-unlearning for the LCB learner, under both
+# data models, with $\gamma = \sqrt{2 \ln(1.25/\delta)}/\varepsilon$: in the Gaussian branch the
+# two worlds differ by a shift of at most $\Delta_f$ in one noisy score (Lemma A.1, valid under its
+# condition), so the Gaussian mechanism plus post-processing (the argmax) gives
+# $(\varepsilon, \delta)$; in the rollback branch both worlds output $\arg\max f(D \setminus U)$
+# exactly, $(0, 0)$.
+#
+# Two holes in that argument, which the code closes (SPEC sharp edges):
+# * **E1** — $\sigma = \Delta\gamma$ is proven for $\varepsilon < 1$ only.  `calibration="paper"`
+#   keeps the formula for any $\gamma$ (to reproduce the figures) and records whether it is
+#   proven; `"classic"` refuses $\varepsilon \ge 1$; `"analytic"` uses the exact analytic Gaussian
+#   mechanism (Balle & Wang 2018), valid for every $\varepsilon$.
+# * **E2** — $3k/(2N)$ bounds the sensitivity only under Lemma A.1's condition.
+#   `sensitivity="paper"` is refused when noise would be calibrated with it while the condition
+#   fails; `sensitivity="exact"` uses the exact worst case.
+#
+# And one choice: the threshold.  `threshold="paper"` is $\gamma_0$ above (times
+# `threshold_scale`; the paper's experiments use 1.3), `threshold="exact"` the true crossing
+# $\gamma^\star$ of the two branch bounds (E3, Section 8 below).
+#
+# ## 2. The threshold and the two branch bounds
+#
+# Where does $\gamma_0$ come from?  When $a_0 = a^\star$ the proof of Theorem 3.3 bounds the loss of
+# each branch: the Gaussian branch loses at most $2b(a^\star)$ plus the expected downward noise
+# $E[\nu_-] = \sigma/\sqrt{2\pi}$, the rollback branch loses $2 b(a^\star)$ with the *smaller*
+# sample $N(a_0) - k$:
+# $$
+# R_g(\gamma) = \sqrt{\frac{2L}{N(a_0)}} + \frac{3k\gamma}{2\sqrt{2\pi}\,N(a_0)}, \qquad
+# R_r = \sqrt{\frac{2L}{N(a_0) - k}}.
+# $$
+# Algorithm 2 should add noise iff $R_g(\gamma) < R_r$.  Solving $R_g = R_r$ exactly gives
+# $$
+# \gamma^\star = \frac{2\sqrt{2\pi}\,N(a_0)}{3k}\Big(\sqrt{\tfrac{2L}{N(a_0)-k}} - \sqrt{\tfrac{2L}{N(a_0)}}\Big).
+# $$
+# Since $\frac{1}{\sqrt{N-k}} - \frac{1}{\sqrt N} = \frac{k}{\sqrt N \sqrt{N-k}\,(\sqrt N + \sqrt{N-k})}$,
+# bounding $\sqrt N + \sqrt{N-k} \ge \sqrt N$ gives $\gamma^\star \le \frac43\sqrt{\pi L/(N(a_0)-k)} = \gamma_0$:
+# the paper's threshold is an *upper bound* on the crossing, and since the dropped factor is
+# close to 2 for $k \ll N$, $\gamma_0 \approx 2\gamma^\star$ (SPEC E3).  For
+# $\gamma \in [\gamma^\star, \gamma_0)$ Algorithm 2 adds noise although the rollback bound is
+# the smaller one.  Both thresholds are implemented; the paper's is the default because the
+# figures use it.  Either keeps the mechanism private — the branch rule only
+# uses public quantities — it only moves the utility.
+
+# %% tags=["export:bandit_unlearning.mab.bounds"]
+"""The threshold of Algorithm 2 and the explicit upper bounds of Theorems 3.3 (M_f) and 3.5 (M_d).
+
+- ``gamma0_paper``: Algorithm 2's threshold ``(4/3) sqrt(pi L / (N(a0) - k))``;
+  ``gamma0_exact``: the true crossing ``gamma*`` of the two a0 = a* branch bounds (SPEC E3).
+- ``gaussian_branch_bound`` (``R_g``) and ``rollback_branch_bound`` (``R_r``): the two branch bounds.
+- ``theorem33_bound`` / ``theorem33_order`` (M_f) and ``theorem35_bound`` (M_d): SPEC A6, with the
+  constants of the proofs and ``tau = 1/N`` (so ``ln(m/tau) = ln(N m)``).
+Arrays broadcast wherever the arguments are numbers.
+"""
+
+import numpy as np
+
+
+def _counts(n_a0, k):
+    n_a0, k = np.asarray(n_a0, dtype=float), np.asarray(k, dtype=float)
+    if np.any(n_a0 < 1) or np.any(k < 1) or np.any(k > n_a0) or np.any(np.mod(n_a0, 1) != 0) or np.any(np.mod(k, 1) != 0):
+        raise ValueError(f"need integers 1 <= k <= N(a0), got k={k}, N(a0)={n_a0}")
+    return n_a0, k
+
+
+def _positive(name, x):
+    x = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(x)) or np.any(x <= 0):
+        raise ValueError(f"{name} must be finite and > 0, got {x}")
+    return x
+
+
+def _out(x):
+    x = np.asarray(x, dtype=float)
+    return float(x) if x.ndim == 0 else x
+
+
+def gamma0_paper(n_a0, k, log_term):
+    """Algorithm 2's threshold ``gamma0 = (4/3) sqrt(pi L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    n, k = _counts(n_a0, k)
+    L = _positive("log_term", log_term)
+    with np.errstate(divide="ignore"):
+        return _out(np.where(k < n, 4 / 3 * np.sqrt(np.pi * L / np.where(k < n, n - k, 1.0)), np.inf))
+
+
+def gamma0_exact(n_a0, k, log_term):
+    """``gamma*`` where ``R_g(gamma) = R_r`` (SPEC E3):
+    ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``)."""
+    n, k = _counts(n_a0, k)
+    L = _positive("log_term", log_term)
+    rest = np.where(k < n, n - k, 1.0)
+    value = 2 * np.sqrt(2 * np.pi) * n * (np.sqrt(2 * L / rest) - np.sqrt(2 * L / n)) / (3 * k)
+    return _out(np.where(k < n, value, np.inf))
+
+
+def gaussian_branch_bound(n_a0, k, gamma, log_term):
+    """``R_g = sqrt(2L/N(a0)) + sigma/sqrt(2 pi)`` with ``sigma = 3 k gamma / (2 N(a0))``."""
+    n, k = _counts(n_a0, k)
+    g, L = _positive("gamma", gamma), _positive("log_term", log_term)
+    return _out(np.sqrt(2 * L / n) + 3 * k * g / (2 * n) / np.sqrt(2 * np.pi))
+
+
+def rollback_branch_bound(n_a0, k, log_term):
+    """``R_r = sqrt(2L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    n, k = _counts(n_a0, k)
+    L = _positive("log_term", log_term)
+    rest = np.where(k < n, n - k, 1.0)
+    return _out(np.where(k < n, np.sqrt(2 * L / rest), np.inf))
+
+
+# %% [markdown]
+# ## 3. Implementation: one entry point, plans per source arm
+#
+# The code separates **what to do** from **doing it**.  `plan_unlearning` turns the public
+# quantities ($\hat a$, each source arm's $k$ and $N(a)$, $L$, $\gamma$) into one `SourcePlan` per
+# source arm: how many of its deleted points are rolled back ($k'$) and, if some are not, the
+# sensitivity $\Delta_f$ of what remains and the noise $\sigma$.  For Algorithm 2, $k' \in \{0, k\}$;
+# the same record expresses mixing (Algorithm 4, $k' \in [0, k]$, noise calibrated to
+# $\Delta_f = 3(k-k')/(2(N-k'))$) and multi-source unlearning (Algorithm 7 with the corrected rule of
+# E5: noise iff $\hat a = a_{u_i}$ and $\gamma < \gamma_0'$, rollback otherwise, with
+# $\gamma_0'$ computed from $N_{\min}$ and $k_{\max}$ — which for a single source are $N(a_0)$ and
+# $k$).  Those two extensions are the next chapters'; for now a request from several arms is
+# refused with a pointer to Algorithm 7.
+#
+# `unlearn(state, request, method, ...)` then applies the plan to $T(D)$ (`method` is
+# `"adaptive"` for Algorithm 2, or `"gaussian"`/`"rollback"` to force one branch, as the paper's
+# baselines do); `reference(retrained_state, request, method, learner_arm=...)` applies the same
+# plan to the statistic of $D \setminus U$ (Algorithm 3); `output_distributions` computes both
+# output distributions exactly; `unlearn_batch` runs Algorithm 2 (or 3) on many replicates at once.
+# Every argument is validated before anything is drawn or built, and every result records what
+# was done.
+
+# %% tags=["export"]
+"""Adaptive single-source unlearning for the LCB learner (Paper A, Section 3.2).
+
+- ``unlearn``: Algorithm 2 (``method="adaptive"``) or a forced branch (``"gaussian"``, ``"rollback"``);
+- ``reference``: Algorithm 3, the same mechanism with an empty request on data without ``U``;
+- ``output_distributions``: the exact output distributions over arms of both (closed form);
+- ``unlearn_batch``: Algorithms 2/3 vectorised over a leading replicate axis (for experiments);
+- ``plan_unlearning`` / ``SourcePlan``: the per-source-arm decision (k' points rolled back, noise),
+  made from quantities public in both worlds: a_hat = pi(D), the source arms, their k and N(a), L.
+
+Options (``UnlearnOptions``): calibration "paper" (sigma = Delta*gamma, SPEC E1: proven for eps < 1
+only), "classic" (same, refused for eps >= 1) or "analytic" (Balle & Wang); sensitivity "paper"
+(3k/2N, refused where Lemma A.1's condition fails, E2) or "exact"; threshold "paper" (gamma0) or
+"exact" (gamma*, E3), times ``threshold_scale``.  Ties in every argmax go to the lowest arm (E6).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper
+from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
+from bandit_unlearning.mab.mechanisms import (
+    DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
+)
+from bandit_unlearning.privacy.gaussian import (
+    analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gamma as privacy_gamma,
+)
+
+METHODS = ("adaptive", "gaussian", "rollback")
+THRESHOLDS = ("paper", "exact")
+CALIBRATIONS = ("paper", "classic", "analytic")
+SENSITIVITIES = ("paper", "exact")
+
+
+def _choice(name: str, value, allowed: tuple) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class UnlearnOptions:
+    """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
+    validated on construction (a ``ValueError`` names the argument and the rule).
+
+    Exactly one of ``gamma`` or (``epsilon``, ``delta``) must be given; ``method="rollback"`` adds no
+    noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
+    compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
+    ``calibration="classic"`` refuses epsilon >= 1 (SPEC E1); ``"classic"`` and ``"analytic"`` need
+    epsilon and delta (sigma is not a function of gamma alone).
+    """
+
+    method: str
+    epsilon: float | None = None
+    delta: float | None = None
+    gamma: float | None = None
+    threshold: str = "paper"
+    threshold_scale: float = 1.0
+    calibration: str = "paper"
+    sensitivity: str = "paper"
+
+    def __post_init__(self):
+        _choice("method", self.method, METHODS)
+        _choice("threshold", self.threshold, THRESHOLDS)
+        _choice("calibration", self.calibration, CALIBRATIONS)
+        _choice("sensitivity", self.sensitivity, SENSITIVITIES)
+        try:
+            scale = float(self.threshold_scale)
+        except (TypeError, ValueError):
+            raise TypeError(f"threshold_scale must be a number, got {self.threshold_scale!r}") from None
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"threshold_scale must be finite and > 0, got {self.threshold_scale!r}")
+        object.__setattr__(self, "threshold_scale", scale)
+        has_eps, has_delta, has_gamma = self.epsilon is not None, self.delta is not None, self.gamma is not None
+        if has_gamma and (has_eps or has_delta):
+            raise ValueError("give either gamma or (epsilon, delta), not both")
+        if has_eps != has_delta:
+            raise ValueError("epsilon and delta must be given together")
+        if has_eps:
+            eps, delta = check_epsilon(self.epsilon), check_delta(self.delta)
+            object.__setattr__(self, "epsilon", eps)
+            object.__setattr__(self, "delta", delta)
+            object.__setattr__(self, "gamma", privacy_gamma(eps, delta))
+        elif has_gamma:
+            try:
+                g = float(self.gamma)
+            except (TypeError, ValueError):
+                raise TypeError(f"gamma must be a real number, got {self.gamma!r}") from None
+            if not (np.isfinite(g) and g > 0):
+                raise ValueError(f"gamma must be a finite number > 0, got {self.gamma!r}")
+            object.__setattr__(self, "gamma", g)
+        elif self.method != "rollback":
+            raise ValueError(f"method={self.method!r} adds noise: give gamma, or epsilon and delta")
+        if self.calibration in ("classic", "analytic") and not has_eps:
+            raise ValueError(f"calibration={self.calibration!r} needs epsilon and delta, not only gamma "
+                             "(give them, or use calibration='paper' with gamma)")
+        if self.calibration == "classic" and self.epsilon >= 1:
+            raise ValueError(
+                f"calibration='classic' (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven for "
+                f"epsilon < 1 (Dwork & Roth Thm A.1; SPEC E1), got epsilon = {self.epsilon}; "
+                "use calibration='analytic'")
+
+    @property
+    def unit_sigma(self) -> float | None:
+        """Noise per unit of sensitivity (sigma is linear in the sensitivity for all calibrations)."""
+        if self.gamma is None:
+            return None
+        if self.calibration == "paper":
+            return self.gamma
+        if self.calibration == "classic":
+            return classic_gaussian_sigma(1.0, self.epsilon, self.delta)
+        return analytic_gaussian_sigma(1.0, self.epsilon, self.delta)
+
+    def sigma_for(self, delta_f):
+        """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
+        if self.unit_sigma is None:
+            raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
+        return np.asarray(delta_f, dtype=float) * self.unit_sigma
+
+    @property
+    def calibration_proven(self) -> bool | None:
+        """Whether the noise provably gives (epsilon, delta): True for "analytic", "classic" and
+        rollback; for "paper" True iff epsilon < 1, False for epsilon >= 1 (E1), None if only gamma
+        was given (gamma alone does not determine epsilon)."""
+        if self.method == "rollback" or self.calibration in ("analytic", "classic"):
+            return True
+        if self.epsilon is None:
+            return None
+        return self.epsilon < 1
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
+    ``k`` deleted points (the arm holds ``n`` points in D) and add N(0, ``sigma``^2) noise to its score,
+    calibrated to the sensitivity ``delta_f`` of the ``k - k_rollback`` points not rolled back."""
+
+    arm: int
+    k: int
+    n: int
+    k_rollback: int
+    delta_f: float
+    sigma: float
+
+    @property
+    def noised(self) -> bool:
+        return self.k_rollback < self.k
+
+    @property
+    def branch(self) -> str:
+        """``"rollback"`` (k' = k), ``"gaussian"`` (k' = 0) or ``"mixing"`` (0 < k' < k)."""
+        if not self.noised:
+            return "rollback"
+        return "gaussian" if self.k_rollback == 0 else "mixing"
+
+
+def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
+    """Sensitivity of an arm's score (``n`` points in D, ``k`` deleted, ``k_rollback`` of them rolled
+    back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
+    ``k -> k - k'``.  ``rule="paper"``: ``3(k-k')/(2(n-k'))``, refused (ValueError) where Lemma A.1's
+    condition fails (SPEC E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
+    n_rest, k_rest = np.asarray(n) - np.asarray(k_rollback), np.asarray(k) - np.asarray(k_rollback)
+    _choice("sensitivity", rule, SENSITIVITIES)
+    if rule == "exact":
+        return exact_sensitivity(n_rest, k_rest, log_term)
+    holds = np.asarray(sensitivity_condition_holds(n_rest, k_rest, log_term))
+    if not np.all(holds):
+        i = np.unravel_index(np.argmin(holds), holds.shape) if holds.ndim else ()
+        nn, kk = np.broadcast_to(n_rest, holds.shape)[i], np.broadcast_to(k_rest, holds.shape)[i]
+        L = float(np.broadcast_to(log_term, holds.shape)[i])
+        raise ValueError(
+            f"sensitivity='paper' (3k/(2N), Lemma A.1) needs k <= N - sqrt(N L / 2), which fails for "
+            f"k = {int(kk)}, N = {int(nn)}, L = {L:.4g} (bound {nn - np.sqrt(nn * L / 2):.4g}): noise "
+            "calibrated with it would not be private (SPEC E2); use sensitivity='exact' or method='rollback'")
+    return paper_sensitivity(n_rest, k_rest)
+
+
+def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
+    """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``."""
+    base = gamma0_paper(n, k, log_term) if options.threshold == "paper" else gamma0_exact(n, k, log_term)
+    return base * options.threshold_scale
+
+
+def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
+    """The per-source-arm plan of Algorithm 2 (and its forced variants), from public quantities only:
+    the learner's output ``a_hat = pi(D)``, the counts ``N(a)`` of D, the per-arm deletion counts ``k_a``
+    and ``L``.  Returns ``(plans, gamma0)``: one ``SourcePlan`` per source arm (increasing arm order)
+    and the threshold used.
+
+    Rule (Algorithm 2; Algorithm 7 with the corrected rule of SPEC E5, which for one source arm is
+    Algorithm 2): noise on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0``, computed with
+    ``N_min`` and ``k_max`` over the source arms; rollback otherwise.  Requests from several arms are
+    refused until Algorithm 7 is implemented.
+    """
+    counts, deleted = np.asarray(counts), np.asarray(deleted_counts)
+    sources = np.flatnonzero(deleted > 0)
+    if sources.size == 0:
+        raise ValueError("the request deletes no point")
+    if sources.size > 1:
+        raise ValueError(
+            f"multi-source requests (points from arms {tuple(int(a) for a in sources)}) are not "
+            "implemented yet: see Algorithm 7 (SPEC A10, E5); unlearn one source arm at a time")
+    n_min, k_max = int(counts[sources].min()), int(deleted[sources].max())
+    gamma0 = float(threshold_gamma0(n_min, k_max, log_term, options))
+    plans = []
+    for a in sources:
+        n, k = int(counts[a]), int(deleted[a])
+        if options.method == "adaptive":
+            noise = learner_arm == a and options.gamma < gamma0
+        else:
+            noise = options.method == "gaussian"
+        if noise:
+            delta_f = float(noise_sensitivity(n, k, 0, log_term, options.sensitivity))
+            plans.append(SourcePlan(int(a), k, n, 0, delta_f, float(options.sigma_for(delta_f))))
+        else:
+            plans.append(SourcePlan(int(a), k, n, k, 0.0, 0.0))
+    return tuple(plans), gamma0
+
+
+@dataclass(frozen=True, eq=False)
+class UnlearnResult:
+    """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
+
+    ``arm``: the output; ``scores``: the released (noisy) score vector (read-only); ``learner_arm``:
+    ``a_hat = pi(D)``; ``plans``: one ``SourcePlan`` per source arm (branch, k', Delta_f, sigma);
+    ``gamma0``: the threshold used; ``options``: method, privacy level, threshold rule, calibration
+    and sensitivity rule.  Properties give the common views (``branch``, ``sigma``, ``gamma``, ...).
+    """
+
+    arm: int
+    scores: np.ndarray
+    learner_arm: int
+    world: str
+    plans: tuple
+    gamma0: float
+    options: UnlearnOptions
+
+    @property
+    def source_arms(self) -> tuple:
+        return tuple(p.arm for p in self.plans)
+
+    @property
+    def branches(self) -> dict:
+        """Branch taken on every source arm: ``{arm: "gaussian" | "rollback"}``."""
+        return {p.arm: p.branch for p in self.plans}
+
+    @property
+    def branch(self) -> str:
+        """The branch of a single-source request."""
+        if len(self.plans) != 1:
+            raise ValueError(f"several source arms {self.source_arms}: use .branches")
+        return self.plans[0].branch
+
+    @property
+    def sigma(self) -> float:
+        """Noise standard deviation added (0 in the rollback branch; the largest over source arms)."""
+        return max(p.sigma for p in self.plans)
+
+    @property
+    def delta_f(self) -> float:
+        """Sensitivity the noise was calibrated to (0 in the rollback branch)."""
+        return max(p.delta_f for p in self.plans)
+
+    method = property(lambda self: self.options.method)
+    gamma = property(lambda self: self.options.gamma)
+    epsilon = property(lambda self: self.options.epsilon)
+    delta = property(lambda self: self.options.delta)
+    threshold = property(lambda self: self.options.threshold)
+    calibration = property(lambda self: self.options.calibration)
+    sensitivity = property(lambda self: self.options.sensitivity)
+    calibration_proven = property(lambda self: self.options.calibration_proven)
+
+
+def _check_call(state, request, rng):
+    if not isinstance(state, LCBState):
+        raise TypeError(f"state must be an LCBState, got {type(state).__name__}")
+    if not isinstance(request, DeletionRequest):
+        raise TypeError(f"request must be a DeletionRequest, got {type(request).__name__}")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+
+
+def _unlearned_base(state: LCBState, rolled: LCBState, plans) -> np.ndarray:
+    """Scores before noise in the unlearned world: f(D) with rolled-back arms replaced by f(D \\ U)."""
+    scores = state.scores.copy()
+    for p in plans:
+        if p.branch == "rollback":
+            scores[p.arm] = rolled.scores[p.arm]
+        elif p.branch == "mixing":
+            raise NotImplementedError("mixing (Algorithm 4) is not implemented yet")
+    return scores
+
+
+def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
+    """Add ``sigma * z`` to every noised source arm (one standard normal each, increasing arm order)."""
+    scores = np.array(base, dtype=float)
+    for p in plans:
+        if p.noised:
+            scores[p.arm] += p.sigma * rng.standard_normal()
+    scores.setflags(write=False)
+    return scores
+
+
+def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=None, delta=None, gamma=None,
+            rng: np.random.Generator, threshold: str = "paper", threshold_scale: float = 1.0,
+            calibration: str = "paper", sensitivity: str = "paper") -> UnlearnResult:
+    """Unlearn ``request`` from the LCB learner with stored statistic ``state`` (Algorithm 2).
+
+    ``method``: "adaptive" (Algorithm 2), "gaussian" (always noise the source arm's score of the
+    ORIGINAL data) or "rollback" (always remove U and recompute).  Give ``gamma`` or ``epsilon`` and
+    ``delta`` (not both).  ``threshold``/``threshold_scale``: "paper" gamma0 (1.3 reproduces the
+    experiments) or "exact" gamma* (E3).  ``calibration``: "paper" sigma = Delta*gamma, "classic"
+    (eps < 1 only), "analytic".  ``sensitivity``: "paper" 3k/2N (refused where Lemma A.1's condition
+    fails) or "exact" (E2).  Draws one standard normal per noised source arm from ``rng`` and nothing
+    else.  Every input is validated first; nothing passed in is modified.
+    """
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    _check_call(state, request, rng)
+    if rng is None:
+        raise TypeError("rng must be a numpy.random.Generator, got None")
+    request.validate_against(state)
+    plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
+                                    state.log_term, options)
+    base = _unlearned_base(state, rollback(state, request), plans)
+    scores = _release(base, plans, rng)
+    return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options)
+
+
+def reference(retrained: LCBState, request: DeletionRequest, method: str, *, learner_arm: int, epsilon=None,
+              delta=None, gamma=None, rng: np.random.Generator, threshold: str = "paper",
+              threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper") -> UnlearnResult:
+    """Algorithm 3: the reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``.
+
+    ``retrained`` is the stored statistic of data that never contained U (e.g. ``rollback(state, U)``
+    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, SPEC E12).  The branch decision is
+    made exactly as in ``unlearn`` from quantities public in both worlds: ``learner_arm = pi(D)``, the
+    request's source arms and ``k``, and ``N(a0) = N_retrained(a0) + k``; only the request's arms are
+    read, not its rewards.  Same options and the same random draws as ``unlearn``.
+    """
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    _check_call(retrained, request, rng)
+    if rng is None:
+        raise TypeError("rng must be a numpy.random.Generator, got None")
+    if isinstance(learner_arm, bool) or not isinstance(learner_arm, (int, np.integer)) \
+            or not 0 <= learner_arm < retrained.n_arms:
+        raise ValueError(f"learner_arm must be an arm of the state, in [0, {retrained.n_arms}), got {learner_arm!r}")
+    deleted = request.deleted_counts(retrained.n_arms)          # refuses unknown arms
+    plans, gamma0 = plan_unlearning(int(learner_arm), retrained.counts + deleted, deleted,
+                                    retrained.log_term, options)
+    scores = _release(retrained.scores, plans, rng)
+    return UnlearnResult(int(np.argmax(scores)), scores, int(learner_arm), "reference", plans, gamma0, options)
+
+
+def noisy_argmax_distribution(scores, arm: int, sigma):
+    """Exact distribution of ``argmax(scores + nu e_arm)``, ``nu ~ N(0, sigma^2)``, ties to the lowest index.
+
+    ``scores``: shape ``(..., m)``; ``sigma``: broadcasts against the leading axes (0 = no noise).
+    Only ``arm`` and ``b`` = argmax of the other arms (lowest index among ties) can win:
+    ``P[arm] = P[f_arm + nu > f_b] = Phi((f_arm - f_b) / sigma)`` (equality has probability 0 when
+    sigma > 0; lower-index ties are then irrelevant), ``P[b] = 1 - P[arm]``.  With sigma = 0 the
+    distribution is the point mass at ``argmax(scores)``.
+    """
+    scores = np.asarray(scores, dtype=float)
+    m = scores.shape[-1]
+    if not 0 <= arm < m:
+        raise ValueError(f"arm must lie in [0, {m}), got {arm}")
+    sigma = np.asarray(sigma, dtype=float)
+    if not np.all(np.isfinite(sigma)) or np.any(sigma < 0):
+        raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
+    shape = np.broadcast_shapes(scores.shape[:-1], sigma.shape)
+    scores, sigma = np.broadcast_to(scores, shape + (m,)), np.broadcast_to(sigma, shape)
+    out = np.zeros(shape + (m,))
+    if m == 1:
+        out[...] = 1.0
+        return out
+    others = np.delete(scores, arm, axis=-1)
+    j = np.argmax(others, axis=-1)
+    b = j + (j >= arm)
+    gap = scores[..., arm] - np.take_along_axis(others, j[..., None], axis=-1)[..., 0]
+    noisy = sigma > 0
+    safe = np.where(noisy, sigma, 1.0)
+    p_arm = np.where(noisy, stats.norm.cdf(gap / safe), 0.0)
+    p_b = np.where(noisy, stats.norm.cdf(-gap / safe), 0.0)        # = 1 - p_arm, accurate in the tail
+    out[..., arm] = p_arm
+    np.put_along_axis(out, b[..., None], np.take_along_axis(out, b[..., None], -1) + p_b[..., None], -1)
+    point = np.argmax(scores, axis=-1)
+    np.put_along_axis(out, point[..., None], np.where(noisy, 0.0, 1.0)[..., None]
+                      + np.take_along_axis(out, point[..., None], -1), -1)
+    return out
+
+
+def output_distributions(state: LCBState, request: DeletionRequest, method: str, *, epsilon=None, delta=None,
+                         gamma=None, threshold: str = "paper", threshold_scale: float = 1.0,
+                         calibration: str = "paper", sensitivity: str = "paper"):
+    """Exact output distributions ``(p_unlearned, p_reference)`` over arms of ``unlearn(state, request, ...)``
+    and of ``reference(rollback(state, request), request, ..., learner_arm=state.arm)``.
+
+    In the rollback branch both are the point mass at ``argmax f(D \\ U)``; in the Gaussian branch they
+    are ``noisy_argmax_distribution`` of ``f(D)`` and of ``f(D \\ U)`` with the same sigma on ``a0``.
+    """
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    _check_call(state, request, None)
+    request.validate_against(state)
+    plans, _ = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms), state.log_term, options)
+    rolled = rollback(state, request)
+    base_u, base_r = _unlearned_base(state, rolled, plans), rolled.scores
+    noised = [p for p in plans if p.noised]
+    if len(noised) > 1:
+        raise NotImplementedError("noise on several arms (multi-source) has no closed form here yet")
+    arm, sigma = (noised[0].arm, noised[0].sigma) if noised else (0, 0.0)
+    return noisy_argmax_distribution(base_u, arm, sigma), noisy_argmax_distribution(base_r, arm, sigma)
+
+
+def unlearn_batch(counts, reward_sums, tau: float, arm: int, k: int, deleted_sums, method: str, *,
+                  world: str = "unlearned", epsilon=None, delta=None, gamma=None,
+                  rng: np.random.Generator | None = None, z=None, threshold: str = "paper",
+                  threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper"):
+    """Algorithm 2 (``world="unlearned"``) or its reference Algorithm 3 (``world="reference"``) on ``R``
+    replicates at once: a request of ``k`` points of ``arm`` whose rewards sum to ``deleted_sums[r]``.
+
+    ``counts``, ``reward_sums``: shape ``(R, m)``, the statistics of D (as ``sample_statistics_*``
+    return them); ``deleted_sums``: shape ``(R,)``.  Noise ``sigma * z`` with ``z`` the given standard
+    normals (shape ``(R,)``) or ``rng.standard_normal(R)``.  Replicate ``r`` gives exactly what
+    ``unlearn`` (or ``reference``) gives on ``LCBState(counts[r], reward_sums[r], tau)`` with a
+    generator whose next standard normal is ``z[r]``.  Returns ``(arms, noised, sigma)``, each of
+    shape ``(R,)``.  Inputs are not modified.
+    """
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    _choice("world", world, ("unlearned", "reference"))
+    tau = check_tau(tau)
+    counts, sums = np.asarray(counts), np.asarray(reward_sums, dtype=float)
+    if counts.ndim != 2 or sums.shape != counts.shape:
+        raise ValueError(f"counts and reward_sums must have the same shape (R, m), got {counts.shape} and {sums.shape}")
+    n_rep, m = counts.shape
+    if isinstance(arm, bool) or not isinstance(arm, (int, np.integer)) or not 0 <= arm < m:
+        raise ValueError(f"arm must be an integer in [0, {m}), got {arm!r}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    s = np.asarray(deleted_sums, dtype=float)
+    if s.shape != (n_rep,):
+        raise ValueError(f"deleted_sums must have shape ({n_rep},), got {s.shape}")
+    n_a = counts[:, arm]
+    if np.any(n_a < k):
+        raise ValueError(f"more deletions (k = {k}) than arm {arm} holds in some replicate (min N = {n_a.min()})")
+    tol = 1e-9 * (1 + n_a)
+    if np.any(s < -tol) or np.any(s > k + tol) or np.any(s > sums[:, arm] + tol) \
+            or np.any(sums[:, arm] - s > n_a - k + tol):
+        raise ValueError("deleted_sums must be sums of k rewards in [0, 1] consistent with the arm's reward sum")
+    if z is None:
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("give rng (a numpy.random.Generator) or z (standard normals)")
+    else:
+        z = np.asarray(z, dtype=float)
+        if z.shape != (n_rep,) or not np.all(np.isfinite(z)):
+            raise ValueError(f"z must be {n_rep} finite standard normal draws")
+    log_term = float(np.log(m / tau))
+    scores_d = lcb_scores(counts, sums, tau)[2]
+    counts_du, sums_du = counts.copy(), sums.copy()
+    counts_du[:, arm] -= k
+    sums_du[:, arm] = np.clip(sums_du[:, arm] - s, 0.0, counts_du[:, arm])
+    scores_du = lcb_scores(counts_du, sums_du, tau)[2]
+    learner = np.argmax(scores_d, axis=-1)
+    gamma0 = threshold_gamma0(n_a, k, log_term, options)
+    if options.method == "adaptive":
+        noised = (learner == arm) & (options.gamma < gamma0)
+    else:
+        noised = np.full(n_rep, options.method == "gaussian")
+    sigma = np.zeros(n_rep)
+    if noised.any():
+        delta_f = noise_sensitivity(n_a[noised], k, 0, log_term, options.sensitivity)
+        sigma[noised] = options.sigma_for(delta_f)
+    if z is None:
+        z = rng.standard_normal(n_rep)
+    released = scores_du.copy()
+    if world == "unlearned":
+        released[:, arm] = np.where(noised, scores_d[:, arm], scores_du[:, arm])
+    released[:, arm] += np.where(noised, sigma * z, 0.0)
+    return np.argmax(released, axis=-1), noised, sigma
+
+
+# %%
+from bandit_unlearning.mab.bounds import *  # noqa: F403
+from bandit_unlearning.mab.unlearn import *  # noqa: F403
+
+# %% [markdown]
+# ## 4. Using it
+#
+# A dataset from the paper's instance ($m = 5$, means $0.10, 0.08, \dots$) with 200 points per arm,
+# and a request deleting 20 points of the learner's arm.  At $\gamma = 0.5$ the paper's threshold
+# sends it to the Gaussian branch; at $\gamma = 5$ to rollback.  Privacy can also be given as
+# $(\varepsilon, \delta)$, with the analytic calibration:
+
+# %%
+means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
+D = fixed_sample_dataset(means, [200] * 5, rng)
+state = fit_lcb(D)
+a0 = state.arm
+U = DeletionRequest.from_indices(D, np.flatnonzero(D.arms == a0)[:20])
+print(f"a_hat = {a0}, N(a0) = {state.counts[a0]}, k = {U.k}, L = {state.log_term:.3f}, "
+      f"gamma0 (paper) = {gamma0_paper(200, 20, state.log_term):.3f}, gamma* (exact) = {gamma0_exact(200, 20, state.log_term):.3f}")
+for kw in (dict(gamma=0.5), dict(gamma=5.0), dict(epsilon=0.5, delta=1e-5, calibration="analytic"),
+           dict(gamma=0.5, threshold="exact")):
+    res = unlearn(state, U, "adaptive", rng=rng, **kw)
+    print(f"{str(kw):58} -> arm {res.arm}, branch {res.branch:8}, sigma {res.sigma:.4f}, "
+          f"gamma {res.gamma:.3f}, gamma0 {res.gamma0:.3f}, calibration proven: {res.calibration_proven}")
+ref = reference(rollback(state, U), U, "adaptive", learner_arm=state.arm, gamma=0.5, rng=rng)
+print(f"reference (Algorithm 3): arm {ref.arm}, branch {ref.branch}, sigma {ref.sigma:.4f}")
+
+# %% [markdown]
+# **Bad input** is refused with a `ValueError` naming the rule, before anything is drawn; the state,
+# the request and the generator are left as they were:
+
+# %%
+rng_probe = np.random.default_rng(1)
+before = rng_probe.bit_generator.state
+bad_calls = {
+    "epsilon <= 0": dict(epsilon=0.0, delta=1e-5),
+    "delta outside (0,1)": dict(epsilon=0.5, delta=1.0),
+    "both gamma and (eps, delta)": dict(gamma=0.5, epsilon=0.5, delta=1e-5),
+    "neither": dict(),
+    "only epsilon": dict(epsilon=0.5),
+    "classic with eps >= 1": dict(epsilon=2.0, delta=1e-5, calibration="classic"),
+    "analytic with gamma only": dict(gamma=0.5, calibration="analytic"),
+    "unknown threshold rule": dict(gamma=0.5, threshold="tight"),
+}
+for rule, kw in bad_calls.items():
+    try:
+        unlearn(state, U, "adaptive", rng=rng_probe, **kw)
+        raise AssertionError(rule)
+    except ValueError as err:
+        print(f"{rule:28}: {err}")
+for rule, request in {
+    "unknown arm": DeletionRequest([9], [0.0]),
+    "more deletions than the arm": DeletionRequest([a0] * 201, [0.0] * 201),
+    "does not match the state": DeletionRequest([a0] * 200, [1.0] * 200),
+    "multi-source": DeletionRequest([0, 1], [0.0, 0.0]),
+}.items():
+    try:
+        unlearn(state, request, "adaptive", gamma=0.5, rng=rng_probe)
+        raise AssertionError(rule)
+    except ValueError as err:
+        print(f"{rule:28}: {err}")
+big = DeletionRequest.from_indices(D, np.flatnonzero(D.arms == a0)[:190])   # k > N - sqrt(N L / 2)
+try:
+    unlearn(state, big, "gaussian", gamma=0.5, rng=rng_probe)
+    raise AssertionError("paper sensitivity")
+except ValueError as err:
+    print(f"{'3k/2N where A.1 fails':28}: {err}")
+assert rng_probe.bit_generator.state == before            # nothing was drawn
+print("exact sensitivity instead:", unlearn(state, big, "gaussian", gamma=0.5, rng=rng_probe, sensitivity="exact").delta_f.__round__(4))
+
+# %% [markdown]
+# ## 5. The exact output distributions
+#
+# **Derivation.** In the rollback branch both worlds release $f(D \setminus U)$ without noise: the
+# two distributions are the same point mass, $(0,0)$-unlearning.  In the Gaussian branch only
+# $a_0$'s score is random, $f_{a_0} + \nu$; every other score is a constant, the same in both
+# worlds (a single-source request does not touch them).  Let $b$ be the argmax of the other arms
+# (lowest index among ties) and $g = f_{a_0} - f_b$.  The released arm is $a_0$ iff
+# $f_{a_0} + \nu$ beats $\max_{a < a_0} f_a$ strictly and $\max_{a > a_0} f_a$ weakly (lowest-index
+# rule), otherwise it is $b$: no other arm can ever win.  With $\sigma > 0$ the events
+# $\{f_{a_0} + \nu = f_b\}$ have probability zero, so
+# $$
+# P[\hat a' = a_0] = \Phi(g/\sigma), \qquad P[\hat a' = b] = \Phi(-g/\sigma),
+# $$
+# with $f_{a_0} = f_{a_0}(D)$ in the unlearned world and $f_{a_0}(D\setminus U)$ in the reference.
+# The tie rule only matters without noise, where the output is $\arg\max$ with lowest-index ties.
+# `noisy_argmax_distribution` implements this for arrays of any leading shape (the audit below
+# evaluates it on whole grids at once).
+#
+# **Checks.**
+# 1. The vectorised `unlearn_batch` against its oracle, the scalar `unlearn`/`reference`: 300 random
+#    small datasets (so that the learner's arm and the branch vary), four option sets, both worlds;
+#    replicate $r$ gets the standard normal that `unlearn` would draw from its own seeded generator.
+#    Arms, branches and $\sigma$ must agree exactly.
+# 2. The closed form against the mechanism: $10^6$ runs per case of the (oracle-checked) batch
+#    mechanism, on the demo request and on two datasets with ties (including noise on the highest
+#    arm, where the tie rule decides who wins when the noise is negative).  By Hoeffding, each
+#    empirical frequency is within $t = \sqrt{\ln(2C/10^{-6})/(2n)}$ of its probability for all $C$
+#    comparisons at once with probability $\ge 1 - 10^{-6}$; we assert exactly that.  The same
+#    check rejects two broken closed forms: one with $2\sigma$, one that breaks ties to the highest
+#    index.
+
+# %%
+def tiled(state, reps):
+    """R copies of a state's statistics, in the layout of ``sample_statistics_*``."""
+    return np.tile(state.counts, (reps, 1)), np.tile(state.reward_sums, (reps, 1))
+
+
+def request_with_sum(arm, k, s):
+    """k points of ``arm`` with 0/1 rewards summing to s."""
+    return DeletionRequest([arm] * k, [1.0] * int(s) + [0.0] * (k - int(s)))
+
+
+reps, k_small, tau_small = 300, 8, 1 / 120
+counts_r, sums_r = sample_statistics_fixed([0.5, 0.45, 0.4], [40, 40, 40], rng, size=reps)
+s_r = rng.hypergeometric(sums_r[:, 0].astype(int), (counts_r[:, 0] - sums_r[:, 0]).astype(int), k_small)
+seeds = rng.integers(2**32, size=reps)
+z_r = np.array([np.random.default_rng(sd).standard_normal() for sd in seeds])
+option_sets = [("adaptive", dict(gamma=0.8)), ("adaptive", dict(epsilon=0.9, delta=0.2, calibration="analytic", sensitivity="exact")),
+               ("adaptive", dict(gamma=0.3, threshold="exact", threshold_scale=1.3)), ("gaussian", dict(gamma=0.5))]
+n_compared, n_gauss = 0, 0
+for method, opts in option_sets:
+    for world in ("unlearned", "reference"):
+        arms_b, noised_b, sigma_b = unlearn_batch(counts_r, sums_r, tau_small, 0, k_small, s_r, method,
+                                                  world=world, z=z_r, **opts)
+        for r in range(reps):
+            st = LCBState(counts_r[r], sums_r[r], tau_small)
+            req = request_with_sum(0, k_small, s_r[r])
+            g = np.random.default_rng(seeds[r])
+            res = (unlearn(st, req, method, rng=g, **opts) if world == "unlearned"
+                   else reference(rollback(st, req), req, method, learner_arm=st.arm, rng=g, **opts))
+            assert res.arm == arms_b[r] and (res.branch == "gaussian") == noised_b[r] and res.sigma == sigma_b[r]
+            n_compared += 1
+            n_gauss += int(noised_b[r])
+print(f"unlearn_batch == scalar unlearn/reference on {n_compared} runs ({n_gauss} in the Gaussian branch)")
+
+# %%
+n_mc = 1_000_000
+tie_state = LCBState(counts=[50, 50, 50], reward_sums=[20.0, 25.0, 25.0], tau=1 / 150)    # arms 1, 2 tie
+flat_state = LCBState(counts=[50, 50, 50], reward_sums=[25.0, 25.0, 25.0], tau=1 / 150)   # all tie
+cases = [("demo, Gaussian branch", state, 0, U, "adaptive", dict(gamma=0.5)),
+         ("ties among the others", tie_state, 0, request_with_sum(0, 5, 0), "gaussian", dict(gamma=2.0)),
+         ("noise on the highest arm", flat_state, 2, request_with_sum(2, 5, 5), "gaussian", dict(gamma=2.0))]
+n_comparisons = len(cases) * 2 * 3
+t_hoeff = np.sqrt(np.log(2 * n_comparisons / 1e-6) / (2 * n_mc))
+
+
+def highest_index_ties(scores, arm, sigma):
+    """A broken closed form: ties among the other arms go to the HIGHEST index."""
+    rev = noisy_argmax_distribution(scores[..., ::-1], scores.shape[-1] - 1 - arm, sigma)
+    return rev[..., ::-1]
+
+
+worst_dev, rejected = 0.0, {"2 sigma": False, "highest-index ties": False}
+for name, st, arm, req, method, opts in cases:
+    p_u, p_r = output_distributions(st, req, method, **opts)
+    c, s = tiled(st, n_mc)
+    dsum = np.full(n_mc, req.deleted_sums(st.n_arms)[arm])
+    for world, p in (("unlearned", p_u), ("reference", p_r)):
+        arms_mc, noised_mc, sig = unlearn_batch(c, s, st.tau, arm, req.k, dsum, method, world=world, rng=rng, **opts)
+        freq = np.bincount(arms_mc, minlength=st.n_arms) / n_mc
+        worst_dev = max(worst_dev, np.abs(freq - p).max())
+        assert np.all(np.abs(freq - p) <= t_hoeff), (name, world, freq, p)
+        base = (rollback(st, req).scores if world == "reference" else st.scores)
+        rejected["2 sigma"] |= bool(np.any(np.abs(freq - noisy_argmax_distribution(base, arm, 2 * sig[0])) > t_hoeff))
+        rejected["highest-index ties"] |= bool(np.any(np.abs(freq - highest_index_ties(base, arm, sig[0])) > t_hoeff))
+    print(f"{name:26} p_unlearned = {np.round(p_u, 4)}, p_reference = {np.round(p_r, 4)}")
+print(f"largest |frequency - closed form| = {worst_dev:.5f} <= t = {t_hoeff:.5f}; broken closed forms rejected: {rejected}")
+assert all(rejected.values())
+
+# %% [markdown]
+# ## 6. Theorem 3.2, checked three ways
+#
+# ### 6a. Exact audit over a grid of worst cases
+#
+# For a finite-output mechanism, the smallest $\delta$ at which the unlearned output $P$ and the
+# reference $Q$ satisfy both inequalities of Definition 2.1 at $\varepsilon$ is the **hockey-stick
+# divergence** $\delta(\varepsilon) = \max\{\sum_a (P_a - e^\varepsilon Q_a)_+,\ \sum_a (Q_a - e^\varepsilon P_a)_+\}$
+# (`hockey_stick_delta`).  Theorem 3.2 claims $\delta(\varepsilon) \le \delta$ for **every** $D$ and
+# $U$, so we audit datasets chosen to be worst cases.
+#
+# *Datasets.* Two arms with $N(a_0) = N(b) = N$ points each ($\tau = 1/(2N)$, $L = \ln 4N$), the
+# request deletes $k$ points of $a_0 = 0$.  The shift $f_{a_0}(D) - f_{a_0}(D \setminus U)$ is
+# extreme for **deleted rewards 1, kept 0** (the E2 worst case, shift $+\Delta_{\text{exact}}$) and
+# for the **reverse** (deleted 0, kept 1).
+#
+# *The competitor.* The output is $\{a_0, b\}$, a threshold event on the noisy score
+# $f_{a_0} + \nu$ at the competitor's score $M = f_b$.  For two Gaussians
+# $\mathcal N(\mu_1, \sigma^2)$, $\mathcal N(\mu_2, \sigma^2)$ with $\mu_1 > \mu_2$, the event
+# $\{x > t\}$ attains the full Gaussian $\delta$ — the released bit is then as informative as the
+# noisy score itself — exactly when $t$ is where the privacy loss equals $\varepsilon$:
+# $$
+# \ln\frac{\varphi((t-\mu_1)/\sigma)}{\varphi((t-\mu_2)/\sigma)} = \frac{(\mu_1 - \mu_2)(t - \bar\mu)}{\sigma^2} = \varepsilon
+# \iff t^\star_\pm = \bar\mu \pm \frac{\varepsilon\sigma^2}{|\mu_1 - \mu_2|}, \quad \bar\mu = \tfrac{\mu_1 + \mu_2}2
+# $$
+# ($t^\star_+$ for the event $\{a_0\}$ in one direction, $t^\star_-$ for $\{b\}$ in the other).  Each
+# of the four one-sided terms is unimodal in $t$ with its maximum at $t^\star_\pm$ (its derivative
+# changes sign once, where the loss crosses $\varepsilon$), so over an interval of feasible $t$ the
+# worst case is $t^\star_\pm$ clipped to the interval.  Feasible: a competitor with $N$ points has a
+# score in $[-\sqrt{L/2N},\ 1 - \sqrt{L/2N}]$ (rewards in $[0,1]$; any value is attained).  For
+# Algorithm 2 the Gaussian branch also needs $\hat a = a_0$, i.e. $M \le f_{a_0}(D)$ — a real
+# constraint on the worst case, which we respect (if $M > f_{a_0}(D)$ the mechanism rolls back and
+# leaks nothing).  We evaluate $\delta$ at the clipped $t^\star_\pm$ and at both interval ends and
+# keep the largest.  As a consistency check, for the forced Gaussian mechanism the result must
+# never exceed the Gaussian profile `gaussian_delta(sigma, shift, eps)` and must equal it whenever
+# $t^\star$ is feasible.
+#
+# *Grid.* $N(a_0) \in \{5, 10, 20, 40, 100, 300, 10^3, 3\cdot10^3, 10^4\}$; five values of $k$ from 1
+# up to the largest $k$ allowed by Lemma A.1's condition; $\delta \in \{10^{-8}, 10^{-5}, 10^{-3},
+# 0.05, 0.3\}$; $\varepsilon \in \{0.05, 0.1, 0.25, 0.5, 0.75, 0.99\}$ for the paper's calibration
+# (proven there), plus $\{1.5, 3, 6\}$ for the analytic one.  Mechanisms: Algorithm 2 with the paper
+# threshold (scale 1 and the experiments' 1.3) and the exact threshold, and the forced Gaussian
+# mechanism; calibration paper or analytic; sensitivity paper or exact — 16 variants.  Everything
+# is vectorised over the grid with `scipy.stats.norm` through `noisy_argmax_distribution`.  A random
+# sample of grid points is re-computed through the public path (`LCBState`, `DeletionRequest`,
+# `output_distributions`, `hockey_stick_delta`) and must agree.
+
+# %%
+N_GRID = [5, 10, 20, 40, 100, 300, 1000, 3000, 10000]
+EPS_PROVEN, EPS_LARGE = [0.05, 0.1, 0.25, 0.5, 0.75, 0.99], [1.5, 3.0, 6.0]
+DELTAS = [1e-8, 1e-5, 1e-3, 0.05, 0.3]
+KINDS = ("deleted 1, kept 0", "deleted 0, kept 1")
+
+
+def audit_log_term(n):
+    return np.log(4.0 * n)                       # two arms of n points, tau = 1/(2n)
+
+
+def k_grid(n, beyond_condition=False):
+    """Five k values up to Lemma A.1's largest k (or, beyond_condition, between it and N)."""
+    k_cond = int(np.floor(n - np.sqrt(n * audit_log_term(n) / 2)))
+    if beyond_condition:
+        return sorted({min(n, max(k_cond + 1, int(np.ceil(k_cond + f * (n - k_cond))))) for f in (0.1, 0.4, 0.7, 1.0)})
+    return sorted({max(1, int(round(f * k_cond))) for f in (0.01, 0.1, 0.3, 0.6, 1.0)})
+
+
+def make_grid(eps_list, beyond_condition=False):
+    rows = [(n, k, e, d) for n in N_GRID for k in k_grid(n, beyond_condition) for e in eps_list for d in DELTAS]
+    n, k, e, d = (np.array(c, dtype=float) for c in zip(*rows))
+    return dict(n=n, k=k, eps=e, delta=d, L=audit_log_term(n))
+
+
+def worst_case_scores(g, kind):
+    """f_a0(D) and f_a0(D \\ U) on the two worst-case datasets (E7 rule if all of a0 is deleted)."""
+    n, k, L = g["n"], g["k"], g["L"]
+    rest = n - k
+    b_rest = np.sqrt(L / (2 * np.maximum(rest, 1)))
+    if kind == KINDS[0]:
+        f1, f2 = k / n - np.sqrt(L / (2 * n)), np.where(rest > 0, -b_rest, -1.0)
+    else:
+        f1, f2 = rest / n - np.sqrt(L / (2 * n)), np.where(rest > 0, 1 - b_rest, -1.0)
+    return f1, f2
+
+
+_unit_analytic = {}
+
+
+def unit_sigma(g, calibration):
+    """Noise per unit sensitivity over the grid (paper: gamma; analytic: Balle-Wang)."""
+    if calibration == "paper":
+        return np.sqrt(2 * np.log(1.25 / g["delta"])) / g["eps"]
+    for e, d in set(zip(g["eps"], g["delta"])):
+        if (e, d) not in _unit_analytic:
+            _unit_analytic[(e, d)] = analytic_gaussian_sigma(1.0, e, d)
+    return np.array([_unit_analytic[(e, d)] for e, d in zip(g["eps"], g["delta"])])
+
+
+def grid_sensitivity(g, rule):
+    return paper_sensitivity(g["n"], g["k"]) if rule == "paper" else exact_sensitivity(g["n"], g["k"], g["L"])
+
+
+def worst_delta(g, f1, f2, sigma, noised, learner_constraint):
+    """Largest hockey-stick delta at eps over the competitor's score M (vectorised over the grid).
+    Returns (delta, M, noise added (the Gaussian branch is reachable), worst threshold feasible)."""
+    r_b = np.sqrt(g["L"] / (2 * g["n"]))
+    lo, hi = -r_b, 1 - r_b
+    if learner_constraint:
+        hi = np.minimum(hi, f1 - 1e-9)              # the Gaussian branch needs a_hat = a0: M <= f_a0(D)
+    active = noised & (hi >= lo) & (sigma > 0)
+    gap = np.abs(f1 - f2)
+    shift = g["eps"] * sigma**2 / np.where(gap > 0, gap, 1.0)
+    t_plus, t_minus = (f1 + f2) / 2 + shift, (f1 + f2) / 2 - shift
+    best, best_m = np.zeros_like(f1), np.clip(t_plus, lo, hi)
+    for m_ in (np.clip(t_plus, lo, hi), np.clip(t_minus, lo, hi), lo, hi):
+        p = noisy_argmax_distribution(np.stack([f1, m_], -1), 0, sigma)
+        q = noisy_argmax_distribution(np.stack([f2, m_], -1), 0, sigma)
+        d = np.where(active, hockey_stick_delta(p, q, g["eps"]), 0.0)
+        better = d > best
+        best, best_m = np.where(better, d, best), np.where(better, m_, best_m)
+    inside = ((lo <= t_plus) & (t_plus <= hi)) | ((lo <= t_minus) & (t_minus <= hi))
+    return best, np.where(active, best_m, np.nan), active, active & inside
+
+
+VARIANTS = [dict(method="adaptive", threshold="paper", threshold_scale=1.0),
+            dict(method="adaptive", threshold="paper", threshold_scale=1.3),
+            dict(method="adaptive", threshold="exact", threshold_scale=1.0),
+            dict(method="gaussian", threshold="paper", threshold_scale=1.0)]
+
+
+def audit(g, variant, calibration, sensitivity, noise_factor=1.0, sensitivity_value=None):
+    """Exact audit of one mechanism variant on both worst-case datasets of every grid point.
+    ``noise_factor`` < 1 and ``sensitivity_value`` give the deliberately broken variants."""
+    delta_f = grid_sensitivity(g, sensitivity) if sensitivity_value is None else sensitivity_value
+    sigma = noise_factor * delta_f * unit_sigma(g, calibration)
+    if variant["method"] == "gaussian":
+        noisable = np.ones_like(sigma, dtype=bool)
+    else:
+        thr = gamma0_paper if variant["threshold"] == "paper" else gamma0_exact
+        gam = np.sqrt(2 * np.log(1.25 / g["delta"])) / g["eps"]
+        noisable = gam < thr(g["n"], g["k"], g["L"]) * variant["threshold_scale"]
+    out = {}
+    for kind in KINDS:
+        f1, f2 = worst_case_scores(g, kind)
+        d, m_, active, tight = worst_delta(g, f1, f2, sigma, noisable, variant["method"] == "adaptive")
+        out[kind] = dict(delta=d, M=m_, tight=tight,
+                         f1=f1, f2=f2, sigma=sigma, noised=active)
+    worst = np.maximum(out[KINDS[0]]["delta"], out[KINDS[1]]["delta"])
+    return out, worst / g["delta"]
+
+
+grid_p, grid_a = make_grid(EPS_PROVEN), make_grid(EPS_PROVEN + EPS_LARGE)
+n_settings = len(grid_a["n"])
+print(f"{len(grid_p['n'])} settings (N(a0), k, eps, delta) for the paper calibration (eps < 1), "
+      f"{n_settings} for the analytic one; two worst-case datasets each")
+results, rows = {}, []
+for variant in VARIANTS:
+    for calibration, g in (("paper", grid_p), ("analytic", grid_a)):
+        for sens in ("paper", "exact"):
+            res_, ratio = audit(g, variant, calibration, sens)
+            name = (f"{variant['method']:8} {variant['threshold']:5}x{variant['threshold_scale']:.1f} "
+                    f"cal={calibration:8} sens={sens}")
+            results[name] = (g, variant, calibration, sens, res_, ratio)
+            noised = res_[KINDS[0]]["noised"] | res_[KINDS[1]]["noised"]
+            rows.append((name, len(ratio), int(noised.sum()), float(ratio.max())))
+print(f"{'variant':52} {'settings':>8} {'noise':>6} {'max delta_exact/delta':>22}")
+for name, n_, n_noise, r in rows:
+    print(f"{name:52} {n_:8d} {n_noise:6d} {r:22.6g}")
+largest_ratio = max(r for *_, r in rows)
+n_gaussian_branch = sum(nn for name, _, nn, _ in rows if name.startswith("adaptive"))
+print(f"largest ratio over all {sum(n_ for _, n_, _, _ in rows)} audited (setting, variant) pairs: {largest_ratio:.10f}; "
+      f"Algorithm 2 took the Gaussian branch in {n_gaussian_branch} of its pairs")
+assert largest_ratio <= 1 + 1e-9
+assert all(nn > 50 for name, _, nn, _ in rows if name.startswith("adaptive") and "cal=analytic" in name)
+assert all(nn > 0 for name, _, nn, _ in rows if name.startswith("adaptive paper") and "cal=paper" in name)
+
+# %% [markdown]
+# The analytic calibration with the exact sensitivity on the forced Gaussian mechanism reaches a
+# ratio of 1 (to rounding): the worst-case dataset realises the exact sensitivity and the worst
+# competitor realises the Gaussian profile, and the analytic $\sigma$ is the *smallest* noise with
+# profile $\le \delta$ — the audit is tight, so it has no slack to hide an error.  The classic
+# calibration ($\varepsilon < 1$) and the $3k/2N$ sensitivity leave slack.  For Algorithm 2 the
+# constraint $\hat a = a_0$ (competitor below $f_{a_0}(D)$) often keeps the competitor away from
+# $t^\star$, so its worst case is below the Gaussian mechanism's.
+#
+# Consistency checks: the forced Gaussian audits never exceed the Gaussian profile of the actual
+# shift and equal it where $t^\star$ was feasible; and a random sample of 60 grid points (including
+# rollback-branch ones, where $\delta = 0$) re-computed through the public API agrees.
+
+# %%
+for name, (g, variant, calibration, sens, res_, ratio) in results.items():
+    if variant["method"] != "gaussian":
+        continue
+    for kind in KINDS:
+        r = res_[kind]
+        profile = np.array([gaussian_delta(s_, abs(a - b_), e) for s_, a, b_, e in
+                            zip(r["sigma"], r["f1"], r["f2"], g["eps"])])
+        assert np.all(r["delta"] <= profile * (1 + 1e-9) + 1e-15)
+        assert np.allclose(r["delta"][r["tight"]], profile[r["tight"]], rtol=1e-7, atol=1e-15)
+print("forced Gaussian: audit <= Gaussian profile everywhere, = where the worst threshold is feasible")
+
+names = list(results)
+picks = []                                   # 50 grid points where noise is added, 10 anywhere
+while len(picks) < 60:
+    name, kind = names[rng.integers(len(names))], KINDS[rng.integers(2)]
+    noised = results[name][4][kind]["noised"]
+    j = int(rng.integers(len(noised)))
+    if len(picks) < 50 and not noised[j]:
+        continue
+    picks.append((name, j, kind))
+max_gap, n_rollback_picks = 0.0, 0
+for name, j, kind in picks:
+    g, variant, calibration, sens, res_, _ = results[name]
+    r = res_[kind]
+    n, k, e, d = int(g["n"][j]), int(g["k"][j]), g["eps"][j], g["delta"][j]
+    m_ = r["M"][j] if r["noised"][j] else 0.0
+    b = np.sqrt(g["L"][j] / (2 * n))
+    s0 = float(k) if kind == KINDS[0] else float(n - k)
+    st = LCBState([n, n], [s0, n * (m_ + b)], 1 / (2 * n))
+    req = request_with_sum(0, k, k if kind == KINDS[0] else 0)
+    p_u, p_r = output_distributions(st, req, variant["method"], epsilon=e, delta=d, threshold=variant["threshold"],
+                                    threshold_scale=variant["threshold_scale"], calibration=calibration, sensitivity=sens)
+    exact = hockey_stick_delta(p_u, p_r, e)
+    n_rollback_picks += int(not r["noised"][j])
+    max_gap = max(max_gap, abs(exact - r["delta"][j]) / d)
+    assert abs(exact - r["delta"][j]) <= 1e-9 * d + 1e-14, (name, j, kind, exact, r["delta"][j])
+print(f"60 grid points re-computed through output_distributions: largest |difference|/delta = {max_gap:.2e} "
+      f"({60 - n_rollback_picks} with noise, {n_rollback_picks} without)")
+
+# %% [markdown]
+# ### 6b. The checks can fail: half the noise, and $3k/2N$ where Lemma A.1's condition fails
+#
+# **Half the noise.** The same exact audit, with every $\sigma$ halved.  Its *power* is the
+# fraction of settings where noise is added at which it finds $\delta(\varepsilon) > \delta$ on
+# some worst-case dataset.  Not every setting can reveal it: when $\varepsilon\sigma^2/\Delta$ is
+# large, the worst threshold $t^\star$ lies outside the range a competitor's score can take (scores
+# live in $[-1, 1]$), the released arm is then strictly less informative than the noisy score, and
+# even the exactly calibrated mechanism has slack there.  Where $t^\star$ is feasible the analytic
+# calibration is tight, so halving its noise must be caught every time — we assert that.
+#
+# **The $3k/2N$ sensitivity beyond its condition.** The public `unlearn` refuses it (E2), so we
+# audit a deliberately unsafe variant, defined only here: $\sigma = \frac{3k}{2N}\cdot$(noise per
+# unit sensitivity), for $k$ between Lemma A.1's largest $k$ and $N$ (four values per $N$, up to
+# deleting the whole arm, where $f_{a_0}(D\setminus U) = -1$), on the same worst-case datasets.
+
+# %%
+def unsafe_paper_sensitivity(g):
+    """DELIBERATELY UNSAFE (this chapter only): 3k/(2N) even where Lemma A.1's condition fails."""
+    return 3 * g["k"] / (2 * g["n"])
+
+
+def violation_summary(g, variant, calibration, sens, **kw):
+    """(noised settings, violated ones, largest ratio, settings where t* is feasible, violated among those)."""
+    res_, ratio = audit(g, variant, calibration, sens, **kw)
+    noised = res_[KINDS[0]]["noised"] | res_[KINDS[1]]["noised"]
+    tight = res_[KINDS[0]]["tight"] | res_[KINDS[1]]["tight"]
+    return (int(noised.sum()), int((ratio[noised] > 1).sum()), float(ratio.max()),
+            int(tight.sum()), int((ratio[tight] > 1).sum()))
+
+
+print("half the noise (exact audit):")
+power_half = {}
+for name, (g, variant, calibration, sens, _, _) in results.items():
+    n_noise, n_viol, worst, n_tight, n_viol_tight = violation_summary(g, variant, calibration, sens, noise_factor=0.5)
+    if n_noise:
+        power_half[name] = (n_viol / n_noise, n_viol_tight / max(n_tight, 1))
+        print(f"  {name:52} violated in {n_viol:4d} of {n_noise:4d} noised settings (power {n_viol / n_noise:.3f}; "
+              f"{n_viol_tight}/{n_tight} where t* is feasible); largest ratio {worst:.3g}")
+assert power_half["gaussian paperx1.0 cal=analytic sens=exact"][1] == 1.0
+assert all(p[0] > 0 for name, p in power_half.items() if "cal=analytic" in name)
+
+grid_u_p, grid_u_a = make_grid(EPS_PROVEN, beyond_condition=True), make_grid(EPS_PROVEN + EPS_LARGE, beyond_condition=True)
+too_small = unsafe_paper_sensitivity(grid_u_a) < exact_sensitivity(grid_u_a["n"], grid_u_a["k"], grid_u_a["L"])
+print(f"\n3k/2N beyond Lemma A.1's condition: {len(grid_u_a['n'])} settings; 3k/2N is below the exact "
+      f"sensitivity in {too_small.mean():.0%} of them")
+unsafe = {}
+for variant in (VARIANTS[0], VARIANTS[3]):
+    for calibration, g in (("paper", grid_u_p), ("analytic", grid_u_a)):
+        n_noise, n_viol, worst, _, _ = violation_summary(g, variant, calibration, "exact",
+                                                         sensitivity_value=unsafe_paper_sensitivity(g))
+        unsafe[(variant["method"], calibration)] = (n_noise, n_viol, worst)
+        print(f"  {variant['method']:8} calibration {calibration:8}: violated in {n_viol:4d} of {n_noise:4d} "
+              f"noised settings, largest delta_exact/delta = {worst:.3g}")
+assert unsafe[("gaussian", "analytic")][1] > 0
+# the classic calibration's slack absorbs the under-estimate in the eps < 1 range:
+assert unsafe[("gaussian", "paper")][2] < unsafe[("gaussian", "analytic")][2]
+
+# %% [markdown]
+# So the analytic calibration, which has no slack, turns every under-estimate of the sensitivity
+# into a real leak (up to the ratio printed above), while the classic calibration's slack at
+# $\varepsilon < 1$ happens to absorb the $3k/2N$ under-estimate on this grid.  That slack is not a
+# guarantee — it is exactly what the next check shows running out at $\varepsilon \ge 1$.
+#
+# ### 6c. E1: the paper's calibration at $\varepsilon \ge 1$
+#
+# $\sigma = \Delta\gamma$ is the classic calibration, proven for $\varepsilon < 1$.  The paper's
+# experiments set $\gamma$ directly, down to $0.01$, and since $\sqrt{2\ln(1.25/\delta)} > 0.668$
+# for every $\delta < 1$, any $\gamma < 0.668$ corresponds to $\varepsilon > 1$: **every Gaussian
+# branch in the paper's figures with $\gamma = 0.5$ or less is in the unproven regime.**  The exact
+# privacy profile of the Gaussian mechanism at $\sigma = \Delta\gamma$
+# (`gaussian_delta(gamma * Delta, Delta, eps)`) tells what it really gives:
+
+# %%
+eps_e1 = [1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0]
+print("delta_exact / delta of sigma = Delta * gamma(eps, delta):")
+print("eps    " + " ".join(f"{d:>10.0e}" for d in DELTAS))
+e1_ratio = np.array([[gaussian_delta(privacy_gamma(e, d), 1.0, e) / d for d in DELTAS] for e in eps_e1])
+for e, row in zip(eps_e1, e1_ratio):
+    print(f"{e:5.1f}  " + " ".join(f"{r:10.3g}" for r in row))
+first_bad = {d: next((e for e, r in zip(eps_e1, e1_ratio[:, i]) if r > 1), None) for i, d in enumerate(DELTAS)}
+print("smallest eps on this list where the guarantee fails, per delta:", first_bad)
+assert np.all(e1_ratio[0] <= 1) and np.any(e1_ratio > 1)
+
+g_e1 = make_grid([1.0, 2.0, 5.0, 10.0, 20.0, 50.0])
+for variant in (VARIANTS[1], VARIANTS[3]):
+    n_noise, n_viol, worst, _, _ = violation_summary(g_e1, variant, "paper", "exact")
+    print(f"full mechanism, {variant['method']:8} (threshold x{variant['threshold_scale']}), paper calibration, "
+          f"eps in [1, 50]: violated in {n_viol} of {n_noise} noised settings; largest ratio {worst:.3g}")
+
+# %% [markdown]
+# ### 6d. The Monte Carlo auditor agrees
+#
+# The third check treats the mechanism as a black box: sample its output in both worlds and ask
+# `audit_epsilon` (Clopper–Pearson, Bonferroni over events and directions) for a lower confidence
+# bound $\hat\varepsilon$ on the $\varepsilon$ it achieves at the claimed $\delta$.  We run it on
+# 10 worst-case settings drawn at random from the exact audit's near-tight ones (analytic
+# calibration, $\delta(\varepsilon) \ge 0.3\,\delta$, and $\delta \ge 10^{-3}$ so that $10^6$
+# samples resolve it), each with the correct mechanism, the half-noise variant, and — on the
+# two settings where the unsafe $3k/2N$ variant leaks most — that variant (realised through the
+# public batch mechanism with `sensitivity="exact"` and the standard normals scaled by
+# $\frac{3k/2N}{\Delta_{\rm exact}}$).  Samples come from `unlearn_batch`, checked above against
+# the scalar `unlearn`.
+#
+# **Sizing.** With $A$ audits and $n = 10^6$ samples per world, we give each audit confidence
+# $1 - 10^{-6}/(2A)$, so that with probability $\ge 1 - 10^{-6}/2$ no lower bound exceeds the true
+# $\varepsilon$ of its two exact distributions ($\varepsilon_{\rm true}$, from `hockey_stick_epsilon`).
+# For agreement from below: the Clopper–Pearson bounds are within $h_\alpha = \sqrt{\ln(1/\alpha)/2n}$
+# of the empirical frequencies, which are within $h = \sqrt{\ln(4A/10^{-6})/2n}$ of the true
+# probabilities for every audit with probability $\ge 1 - 10^{-6}/2$.  So
+# $\hat\varepsilon \ge \max_{E,\text{dir}} \ln\frac{p_E - \delta - w}{q_E + w}$ with $w = h + h_\alpha$,
+# computed from the exact $p, q$ — we assert both sides, so a correct implementation fails with
+# probability below $10^{-6}$.  A variant is *rejected* when $\hat\varepsilon > \varepsilon$; where the
+# guaranteed value already exceeds $\varepsilon$, rejection is asserted.
+
+# %%
+n_aud = 1_000_000
+def worst_case_state(n, k, kind, m_):
+    b = np.sqrt(audit_log_term(n) / (2 * n))
+    st = LCBState([n, n], [float(k) if kind == KINDS[0] else float(n - k), n * (m_ + b)], 1 / (2 * n))
+    return st, request_with_sum(0, k, k if kind == KINDS[0] else 0)
+
+
+def exact_eps_at(name, kind, j):
+    g, variant, calibration, sens, res_, _ = results[name]
+    st, req = worst_case_state(int(g["n"][j]), int(g["k"][j]), kind, res_[kind]["M"][j])
+    p_u, p_r = output_distributions(st, req, variant["method"], epsilon=g["eps"][j], delta=g["delta"][j],
+                                    threshold=variant["threshold"], threshold_scale=variant["threshold_scale"],
+                                    calibration=calibration, sensitivity=sens)
+    return hockey_stick_epsilon(p_u, p_r, g["delta"][j])
+
+
+mc_settings = []          # 5 forced-Gaussian and 5 Algorithm 2 settings whose exact eps is >= half the claim
+for names_ in (("gaussian paperx1.0 cal=analytic sens=exact", "gaussian paperx1.0 cal=analytic sens=paper"),
+               ("adaptive paperx1.3 cal=analytic sens=exact", "adaptive paperx1.0 cal=analytic sens=paper")):
+    pool = []
+    for name in names_:
+        g, _, _, _, res_, _ = results[name]
+        for kind in KINDS:
+            ok = np.flatnonzero(res_[kind]["noised"] & (g["delta"] >= 1e-3) & (res_[kind]["delta"] >= 0.3 * g["delta"]))
+            pool += [(name, kind, int(j)) for j in ok]
+    chosen = []
+    for i in rng.permutation(len(pool)):
+        name, kind, j = pool[i]
+        if exact_eps_at(name, kind, j) >= 0.5 * results[name][0]["eps"][j]:
+            chosen.append(pool[i])
+        if len(chosen) == 5:
+            break
+    mc_settings += chosen
+
+ug = grid_u_a
+u_res, u_ratio = audit(ug, VARIANTS[3], "analytic", "exact", sensitivity_value=unsafe_paper_sensitivity(ug))
+u_kind = np.where(u_res[KINDS[0]]["delta"] >= u_res[KINDS[1]]["delta"], 0, 1)
+u_ok = np.flatnonzero(ug["delta"] >= 1e-3)
+unsafe_settings = [int(j) for j in u_ok[np.argsort(u_ratio[u_ok])[-2:]]]
+
+n_audits = 2 * len(mc_settings) + len(unsafe_settings)
+confidence = 1 - 1e-6 / (2 * n_audits)
+level_cp = (1 - confidence) / (2 * 4)               # audit_epsilon: 2 events x 2 directions, two bounds each
+w = np.sqrt(np.log(4 * n_audits / 1e-6) / (2 * n_aud)) + np.sqrt(np.log(1 / level_cp) / (2 * n_aud))
+
+
+def guaranteed_lower(p, q, delta):
+    """Value the auditor's bound exceeds w.p. >= 1 - 1e-6 (from the exact distributions)."""
+    vals = [np.log((a[i] - delta - w) / (b[i] + w)) for a, b in ((p, q), (q, p)) for i in range(len(p))
+            if a[i] - delta - w > 0]
+    return max(vals + [0.0])
+
+
+def mc_audit(st, req, opts, method, delta, z_factor):
+    c, s = tiled(st, n_aud)
+    dsum = np.full(n_aud, req.deleted_sums(2)[0])
+    out = [unlearn_batch(c, s, st.tau, 0, req.k, dsum, method, world=w_, z=z_factor * rng.standard_normal(n_aud),
+                         **opts)[0] for w_ in ("unlearned", "reference")]
+    return audit_epsilon(out[0], out[1], delta, confidence=confidence, n_outcomes=2).epsilon_lower
+
+
+print(f"{'setting':66} {'claimed':>7} {'exact':>7} {'MC lower':>8} {'guaranteed':>10}  verdict")
+agree_gap, rejections, guaranteed_rejections = [], {"half noise": 0, "unsafe 3k/2N": 0}, 0
+half_results = {}
+for name, kind, j in mc_settings:
+    g, variant, calibration, sens, res_, _ = results[name]
+    n, k, e, d = int(g["n"][j]), int(g["k"][j]), g["eps"][j], g["delta"][j]
+    st, req = worst_case_state(n, k, kind, res_[kind]["M"][j])
+    opts = dict(epsilon=e, delta=d, threshold=variant["threshold"], threshold_scale=variant["threshold_scale"],
+                calibration=calibration, sensitivity=sens)
+    p_u, p_r = output_distributions(st, req, variant["method"], **opts)
+    eps_true = hockey_stick_epsilon(p_u, p_r, d)
+    half = half_results.setdefault(name, audit(g, variant, calibration, sens, noise_factor=0.5)[0])[kind]
+    st_h, _ = worst_case_state(n, k, kind, half["M"][j])          # the half-noise variant's own worst case
+    h_u = noisy_argmax_distribution(st_h.scores, 0, half["sigma"][j])
+    h_r = noisy_argmax_distribution(rollback(st_h, req).scores, 0, half["sigma"][j])
+    eps_half = hockey_stick_epsilon(h_u, h_r, d)
+    label = f"{name.split()[0]} {calibration}/{sens} N={n} k={k} eps={e} delta={d:g}"
+    for tag, factor, s_, pu, pr, et in (("correct", 1.0, st, p_u, p_r, eps_true),
+                                        ("half noise", 0.5, st_h, h_u, h_r, eps_half)):
+        lower = mc_audit(s_, req, opts, variant["method"], d, factor)
+        guar = guaranteed_lower(pu, pr, d)
+        assert guar - 1e-12 <= lower <= et + 1e-9, (label, tag, guar, lower, et)
+        if tag == "correct":
+            agree_gap.append(et - lower)
+            assert lower <= e + 1e-9
+            verdict = "passes"
+        else:
+            rejections[tag] += int(lower > e)
+            guaranteed_rejections += int(guar > e)
+            assert lower > e or guar <= e
+            verdict = "REJECTED" if lower > e else "not rejected"
+        print(f"{label:58} {tag:>7.7} {e:7.3f} {et:7.3f} {lower:8.3f} {guar:10.3f}  {verdict}")
+for j in unsafe_settings:
+    n, k, e, d = int(ug["n"][j]), int(ug["k"][j]), ug["eps"][j], ug["delta"][j]
+    kind = KINDS[u_kind[j]]
+    st, req = worst_case_state(n, k, kind, u_res[kind]["M"][j])
+    opts = dict(epsilon=e, delta=d, calibration="analytic", sensitivity="exact")
+    factor = paper_sensitivity(n, k) / exact_sensitivity(n, k, st.log_term)
+    sig = u_res[kind]["sigma"][j]
+    pu = noisy_argmax_distribution(st.scores, 0, sig)
+    pr = noisy_argmax_distribution(rollback(st, req).scores, 0, sig)
+    et = hockey_stick_epsilon(pu, pr, d)
+    lower = mc_audit(st, req, opts, "gaussian", d, factor)
+    guar = guaranteed_lower(pu, pr, d)
+    assert guar - 1e-12 <= lower <= et + 1e-9
+    rejections["unsafe 3k/2N"] += int(lower > e)
+    assert lower > e or guar <= e
+    print(f"{'unsafe 3k/2N, analytic N=%d k=%d eps=%g delta=%g' % (n, k, e, d):58} {'unsafe':>7} {e:7.3f} {et:7.3f} "
+          f"{lower:8.3f} {guar:10.3f}  {'REJECTED' if lower > e else 'not rejected'}")
+print(f"\ncorrect mechanisms: exact eps - MC lower bound in [{min(agree_gap):.4f}, {max(agree_gap):.4f}] "
+      f"(every lower bound <= exact eps <= claimed eps)")
+print(f"power of the Monte Carlo audit: half noise rejected in {rejections['half noise']} of {len(mc_settings)} "
+      f"settings ({guaranteed_rejections} guaranteed by the sizing); unsafe 3k/2N rejected in "
+      f"{rejections['unsafe 3k/2N']} of {len(unsafe_settings)}")
+
+# %% [markdown]
+# ## 7. Theorems 3.3 and 3.5: what unlearning costs in accuracy
+#
+# **Statement** (SPEC A6; $\tau = 1/N$, so $L = \ln(Nm)$; condition $k \le N(a_0) - \sqrt{N(a_0)L/2}$).
+# Under $\mathcal M_f$ (Theorem 3.3), the sub-optimality $E[\mu(a^\star) - \mu(\hat a')]$ of
+# Algorithm 2 is at most
+# * $\sqrt{2\ln(Nm)/N(a_0)} + \frac{3k\gamma}{2\sqrt{2\pi}N(a_0)} + \frac3N$ if $a_0 = a^\star$ and
+#   $\gamma < \gamma_0$ (the Gaussian branch may be taken);
+# * $\sqrt{2\ln(Nm)/(N(a_0)-k)} + \frac4N$ if $a_0 = a^\star$ and $\gamma \ge \gamma_0$ (always rollback);
+# * $\sqrt{2\ln(Nm)/N_\star} + \frac2N$ if $a_0 \ne a^\star$ — never worse than the learner itself.
+#
+# Under $\mathcal M_d$ (Theorem 3.5, $N > 8C^\star\ln N$): for $a_0 = a^\star$,
+# $\min\big\{\sqrt{4C^\star\ln(Nm)/\max(1, N-2kC^\star)},\ \sqrt{4C^\star\ln(Nm)/N} + \frac{3k\gamma C^\star}{\sqrt{2\pi}N}\big\} + \frac5N$;
+# for $a_0 \ne a^\star$, $2\sqrt{C^\star\ln(Nm)/N} + \frac2N$.
+#
+# **Proof idea.** On the event that every arm is within its Hoeffding radius and
+# $|\nu| \le \sigma\sqrt{2L}$ (probability $\ge 1 - O(1/N)$, which gives the $c/N$ terms): if the
+# noise lands on $a^\star$'s score, the chosen arm $\hat a'$ satisfies
+# $\mu(\hat a') \ge f_{\hat a'} \ge f_{a^\star} + \nu \ge \mu(a^\star) - 2b(a^\star) + \nu$, so the
+# loss is at most $2b(a^\star) + \nu_-$, and $E[\nu_-] = \sigma/\sqrt{2\pi}$.  Rollback on $a^\star$ only
+# widens its radius to $b$ with $N(a^\star) - k$ points.  Noise or rollback on a *sub-optimal* arm
+# can only lower that arm's standing or leave the learner's choice intact, so the learner's
+# guarantee (Lemma 3.1) survives.  Under $\mathcal M_d$, $N(a^\star) \ge N d(a^\star)/2$ except with
+# probability $e^{-Nd(a^\star)/8}$ (Lemma A.4).  The bound with $\gamma < \gamma_0$ holds whenever the
+# Gaussian branch *may* be taken, so for a scaled threshold we pass the threshold actually used.
+
+# %% tags=["export:bandit_unlearning.mab.bounds"]
+def _model(n, n_arms):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"N must be an integer >= 2, got {n!r}")
+    if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 1:
+        raise ValueError(f"n_arms must be a positive integer, got {n_arms!r}")
+    return float(np.log(n * n_arms))
+
+
+def _k_condition(n_a0, k, log_term, theorem):
+    if k > n_a0 - np.sqrt(n_a0 * log_term / 2):
+        raise ValueError(f"{theorem} assumes k <= N(a0) - sqrt(N(a0) ln(Nm) / 2), which fails for k={k}, N(a0)={n_a0}")
+
+
+def theorem33_bound(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: float, a0_is_best: bool,
+                    gamma0: float | None = None) -> float:
+    """Theorem 3.3 (M_f), explicit, ``tau = 1/N``: the sub-optimality bound of Algorithm 2.
+
+    ``a0 == a*`` and ``gamma < gamma0``: ``sqrt(2 ln(Nm)/N(a0)) + 3 k gamma / (2 sqrt(2 pi) N(a0)) + 3/N``;
+    ``a0 == a*`` and ``gamma >= gamma0``: ``sqrt(2 ln(Nm)/(N(a0)-k)) + 4/N``;
+    ``a0 != a*``: ``sqrt(2 ln(Nm)/N_*) + 2/N``.  ``gamma0``: the threshold the algorithm used
+    (default: the paper's ``gamma0_paper``).  Refuses k violating Lemma A.1's condition.
+    """
+    L = _model(n, n_arms)
+    n_a0, k, n_star = float(n_a0), float(k), float(_positive("n_star", n_star))
+    _counts(n_a0, k)
+    _k_condition(n_a0, k, L, "Theorem 3.3")
+    g = float(_positive("gamma", gamma))
+    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else float(gamma0)
+    if not a0_is_best:
+        return float(np.sqrt(2 * L / n_star) + 2 / n)
+    if g < g0:
+        return float(np.sqrt(2 * L / n_a0) + 3 * k * g / (2 * np.sqrt(2 * np.pi) * n_a0) + 3 / n)
+    return float(np.sqrt(2 * L / (n_a0 - k)) + 4 / n)
+
+
+def theorem33_order(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: float,
+                    gamma0: float | None = None) -> float:
+    """The order form of Theorem 3.3 (constants dropped):
+    ``max{sqrt(ln(Nm)/N(a0)) + k gamma/N(a0), sqrt(ln(Nm)/N_*)}`` for ``gamma < gamma0``,
+    ``max{sqrt(ln(Nm)/(N(a0)-k)), sqrt(ln(Nm)/N_*)}`` otherwise."""
+    L = _model(n, n_arms)
+    n_a0, k, n_star = float(n_a0), float(k), float(_positive("n_star", n_star))
+    _counts(n_a0, k)
+    g = float(_positive("gamma", gamma))
+    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else float(gamma0)
+    own = np.sqrt(L / n_a0) + k * g / n_a0 if g < g0 else np.sqrt(L / (n_a0 - k)) if k < n_a0 else np.inf
+    return float(max(own, np.sqrt(L / n_star)))
+
+
+def theorem35_bound(n: int, n_arms: int, c_star: float, k: int, gamma: float, a0_is_best: bool) -> float:
+    """Theorem 3.5 (M_d), explicit, ``tau = 1/N``, for ``N > 8 C* ln N``:
+    ``a0 == a*``: ``min{sqrt(4 C* ln(Nm)/max(1, N - 2kC*)), sqrt(4 C* ln(Nm)/N) + 3 k gamma C*/(sqrt(2 pi) N)} + 5/N``;
+    ``a0 != a*``: ``2 sqrt(C* ln(Nm)/N) + 2/N``.  (Lemma A.1's condition on k concerns the random N(a0);
+    the caller checks it on the data.)"""
+    L = _model(n, n_arms)
+    c = float(c_star)
+    if not (np.isfinite(c) and c > 1):
+        raise ValueError(f"C* must be > 1, got {c_star!r}")
+    if not n > 8 * c * np.log(n):
+        raise ValueError(f"Theorem 3.5 assumes N > 8 C* ln N, which fails for N={n}, C*={c}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ValueError(f"k must be an integer in [1, N], got {k!r}")
+    g = float(_positive("gamma", gamma))
+    if not a0_is_best:
+        return float(2 * np.sqrt(c * L / n) + 2 / n)
+    rollback_term = np.sqrt(4 * c * L / max(1.0, n - 2 * k * c))
+    gaussian_term = np.sqrt(4 * c * L / n) + 3 * k * g * c / (np.sqrt(2 * np.pi) * n)
+    return float(min(rollback_term, gaussian_term) + 5 / n)
+
+
+# %%
+from bandit_unlearning.mab.bounds import *  # noqa: F403
+
+# %% [markdown]
+# **Check.** Monte Carlo sub-optimality of Algorithm 2 with the experiments' threshold
+# ($1.3\gamma_0$) and the paper's calibration (the utility bounds hold for any $\gamma$, proven
+# privacy or not), for $N \in \{10^3, 5\cdot10^3, 2\cdot10^4\}$, $k \in \{20, 80\}$,
+# $\gamma \in \{0.05, 0.5, 5\}$, in the hard case ($a_0 = a^\star = 0$) and the easy case
+# ($a_0 = 2$), under $\mathcal M_f$ (round-robin, $N/5$ per arm) and $\mathcal M_d$ ($C^\star = 5$), on
+# two instances: the paper's means $(0.10, 0.08, 0.06, 0.04, 0.02)$ and a wide-gap instance
+# $(0.9, 0.6, 0.5, 0.4, 0.3)$.  On the paper's instance the bounds mostly exceed the largest
+# possible loss (0.08) at these $N$, so they can hardly fail there; on the wide instance every bound
+# is below the largest gap (0.6), so the check has teeth.
+#
+# **Vectorised.** Each replicate draws the per-arm statistics (`sample_statistics_fixed` /
+# `_distribution`), then the request's deleted reward sum: $U$ is chosen independently of the
+# rewards, so given arm $a_0$'s reward sum $S$ over $N(a_0)$ Bernoulli rewards, the sum over $k$
+# uniformly chosen points is hypergeometric$(S, N(a_0) - S, k)$; `unlearn_batch` applies Algorithm 2
+# to all replicates at once.
+#
+# **Sizing.** A replicate's loss lies in $[0, \max_a \mu(a^\star) - \mu(a)]$; with $R = 20{,}000$
+# replicates per setting we assert $\widehat{\rm SubOpt} \le \text{bound} + t$, $t$ the one-sided
+# Hoeffding margin at $10^{-6}/(\#\text{settings} + 1)$ (`hoeffding_margin`), so a correct
+# implementation fails anywhere with probability below $10^{-6}$.
+#
+# **The check can fail**: a variant that forgets the $1/N(a_0)$ in $\Delta_f$ (noise $N(a_0)$ times
+# too large) on the wide instance at $N = 2\cdot10^4$, $k = 80$, $\gamma = 0.1$ (Gaussian branch) is
+# rejected by the same assertion.
+
+# %%
+INSTANCES = {"paper": np.array([0.10, 0.08, 0.06, 0.04, 0.02]), "wide": np.array([0.9, 0.6, 0.5, 0.4, 0.3])}
+C_STAR, R_MC = 5.0, 20_000
+
+
+def mc_suboptimality(mu, model, n, k, gamma, a0, rng, reps=R_MC, method="adaptive", z_scale=1.0):
+    """Per-replicate loss of Algorithm 2 (or a forced branch), the Gaussian-branch fraction, and
+    whether Lemma A.1's condition held on every replicate."""
+    m = mu.size
+    if model == "Mf":
+        counts, sums = sample_statistics_fixed(mu, np.full(m, n // m), rng, size=reps)
+    else:
+        counts, sums = sample_statistics_distribution(mu, concentrability_behavior(m, C_STAR), n, rng, size=reps)
+    n_a0 = counts[:, a0]
+    s = rng.hypergeometric(sums[:, a0].astype(np.int64), (n_a0 - sums[:, a0]).astype(np.int64), k)
+    z = z_scale * rng.standard_normal(reps)
+    arms, noised, _ = unlearn_batch(counts, sums, 1 / counts.sum(axis=1)[0], a0, k, s, method, gamma=gamma,
+                                    z=z, threshold_scale=1.3)
+    cond = sensitivity_condition_holds(n_a0, k, np.log(m * n))
+    return mu.max() - mu[arms], noised.mean(), bool(np.all(cond))
+
+
+settings_mc = [(inst, model, n, k, g, case) for inst in INSTANCES for model in ("Mf", "Md")
+               for n in (1000, 5000, 20000) for k in (20, 80) for g in (0.05, 0.5, 5.0) for case in ("hard", "easy")]
+p_fail = 1e-6 / (len(settings_mc) + 1)
+rows_mc = []
+for inst, model, n, k, g, case in settings_mc:
+    mu = INSTANCES[inst]
+    a0 = 0 if case == "hard" else 2
+    loss, frac_gauss, cond = mc_suboptimality(mu, model, n, k, g, a0, rng)
+    assert cond
+    if model == "Mf":
+        g0 = 1.3 * gamma0_paper(n // 5, k, np.log(5 * n))
+        bound = theorem33_bound(n, 5, n // 5, n // 5, k, g, case == "hard", gamma0=g0)
+    else:
+        bound = theorem35_bound(n, 5, C_STAR, k, g, case == "hard")
+    t = hoeffding_margin(R_MC, np.ptp(mu), p_fail)
+    assert loss.mean() <= bound + t, (inst, model, n, k, g, case, loss.mean(), bound)
+    rows_mc.append((inst, model, n, k, g, case, loss.mean(), frac_gauss, bound))
+print(f"{len(settings_mc)} settings, {R_MC} replicates each: Monte Carlo sub-optimality <= bound + margin everywhere "
+      f"(margin {hoeffding_margin(R_MC, 0.08, p_fail):.4f} on the paper instance, "
+      f"{hoeffding_margin(R_MC, 0.6, p_fail):.4f} on the wide one)")
+print(f"{'instance':8} {'model':5} {'case':5} {'largest MC':>10} {'smallest bound':>14} {'bound < largest gap':>20}")
+for inst in INSTANCES:
+    for model in ("Mf", "Md"):
+        for case in ("hard", "easy"):
+            grp = [r for r in rows_mc if r[:2] == (inst, model) and r[5] == case]
+            informative = sum(r[8] < np.ptp(INSTANCES[inst]) for r in grp)
+            print(f"{inst:8} {model:5} {case:5} {max(r[6] for r in grp):10.4f} {min(r[8] for r in grp):14.4f} "
+                  f"{informative:14d} of {len(grp)}")
+print("\nwide instance, Mf, hard case (MC mean / Gaussian-branch fraction / bound):")
+for inst, model, n, k, g, case, est, fg, b in rows_mc:
+    if inst == "wide" and model == "Mf" and case == "hard" and k == 80:
+        print(f"  N={n:6d} k={k} gamma={g:<5}: {est:.4f} / {fg:.2f} / {b:.4f}")
+
+n_b, k_b, g_b, mu_w = 20000, 80, 0.1, INSTANCES["wide"]
+loss_ok, fg_ok, _ = mc_suboptimality(mu_w, "Mf", n_b, k_b, g_b, 0, rng)
+loss_bad, fg_bad, _ = mc_suboptimality(mu_w, "Mf", n_b, k_b, g_b, 0, rng, z_scale=n_b // 5)
+b_b = theorem33_bound(n_b, 5, n_b // 5, n_b // 5, k_b, g_b, True, gamma0=1.3 * gamma0_paper(n_b // 5, k_b, np.log(5 * n_b)))
+t_b = hoeffding_margin(R_MC, np.ptp(mu_w), p_fail)
+print(f"\nbroken variant (noise x N(a0)): MC {loss_bad.mean():.4f} > bound + margin {b_b + t_b:.4f} "
+      f"(correct: {loss_ok.mean():.4f}; Gaussian branch in {fg_ok:.0%} of replicates)")
+assert fg_ok > 0.5 and loss_ok.mean() <= b_b + t_b < loss_bad.mean()
+
+# %% [markdown]
+# ## 8. Figure: where the branches cross (E3), and why Gaussian noise is for small $N$ (E4)
+#
+# Left: the two $a_0 = a^\star$ branch bounds against $\gamma$ at the paper's default
+# $N = 3000$ ($N(a_0) = 600$), $k = 80$.  $R_g$ grows linearly in $\gamma$, $R_r$ is flat; they meet
+# at $\gamma^\star$ — about half the paper's $\gamma_0$ (and $1.3\gamma_0$ of the experiments).
+# Middle: the thresholds against $N$ ($N(a_0) = N/5$, $k = 80$).  Both shrink like $1/\sqrt N$:
+# at a fixed privacy level (dotted, $\gamma = 0.5$) Algorithm 2 adds noise for **small** $N$ and
+# rolls back for **large** $N$ — the opposite of what Section 4.1's prose says ("favors Gaussian
+# noise for large $N$"); we implement the formula (SPEC E4).  Right: Monte Carlo sub-optimality on
+# the paper's instance ($\mathcal M_f$, hard case, $N = 3000$, $k = 80$) of Algorithm 2 and of the
+# two forced branches against $\gamma$, with the learner on the full data for reference and the
+# Theorem 3.3 bound (log scale: the bound, about 0.18–0.19, is loose by more than an order of
+# magnitude on this instance).
+
+# %%
+n_a0_f, k_f, L_f = 600, 80, np.log(3000 * 5)
+gammas = np.logspace(-2, 1, 200)
+g0p, g0e = gamma0_paper(n_a0_f, k_f, L_f), gamma0_exact(n_a0_f, k_f, L_f)
+r_g = gaussian_branch_bound(n_a0_f, k_f, gammas, L_f)
+r_r = rollback_branch_bound(n_a0_f, k_f, L_f)
+assert np.isclose(gaussian_branch_bound(n_a0_f, k_f, g0e, L_f), r_r) and g0e < g0p
+print(f"N(a0)={n_a0_f}, k={k_f}: gamma* = {g0e:.4f} (R_g = R_r there), paper gamma0 = {g0p:.4f} "
+      f"(ratio {g0p / g0e:.2f}), experiments 1.3 gamma0 = {1.3 * g0p:.4f}")
+
+ns = np.array([500, 1000, 2000, 3000, 5000, 10000, 20000, 50000])
+g0p_n, g0e_n = gamma0_paper(ns // 5, 80, np.log(5 * ns)), gamma0_exact(ns // 5, 80, np.log(5 * ns))
+switch = ns[np.argmax(1.3 * g0p_n < 0.5)]
+print(f"at gamma = 0.5 the experiments' rule (1.3 gamma0) stops adding noise from N = {switch} on "
+      f"(gamma0 x sqrt(N) ranges over [{(g0p_n * np.sqrt(ns)).min():.2f}, {(g0p_n * np.sqrt(ns)).max():.2f}])")
+
+gam_sweep = [0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0]
+mu_p = INSTANCES["paper"]
+curves = {meth: [mc_suboptimality(mu_p, "Mf", 3000, 80, g, 0, rng, method=meth)[0].mean() for g in gam_sweep]
+          for meth in ("adaptive", "gaussian", "rollback")}
+c_o, s_o = sample_statistics_fixed(mu_p, np.full(5, 600), rng, size=R_MC)
+oracle = (mu_p.max() - mu_p[np.argmax(lcb_scores(c_o, s_o, 1 / 3000)[2], axis=-1)]).mean()
+bound_sweep = [theorem33_bound(3000, 5, 600, 600, 80, g, True, gamma0=1.3 * gamma0_paper(600, 80, np.log(15000)))
+               for g in gam_sweep]
+print("MC sub-optimality (paper instance, Mf, hard, N=3000, k=80):")
+for meth, c_ in curves.items():
+    print(f"  {meth:9}", " ".join(f"{v:.4f}" for v in c_))
+print(f"  oracle    {oracle:.4f}")
+
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+ax = axes[0]
+ax.plot(gammas, r_g, label=r"$R_g(\gamma)$ (Gaussian branch)")
+ax.axhline(r_r, color="C1", label=r"$R_r$ (rollback branch)")
+for x, lab, c in ((g0e, r"exact crossing $\gamma^\star$ (E3)", "C2"), (g0p, r"paper $\gamma_0$", "C3"),
+                  (1.3 * g0p, r"experiments $1.3\gamma_0$", "C4")):
+    ax.axvline(x, ls=":", color=c, label=f"{lab} = {x:.3f}")
+ax.set(xscale="log", xlabel=r"$\gamma$", ylabel="bound on sub-optimality",
+       title=f"Branch bounds, N(a0)={n_a0_f}, k={k_f}", ylim=(0.15, 0.3))
+ax.legend(fontsize=7)
+ax = axes[1]
+ax.plot(ns, g0p_n, "o-", label=r"paper $\gamma_0$")
+ax.plot(ns, 1.3 * g0p_n, "s-", label=r"experiments $1.3\gamma_0$")
+ax.plot(ns, g0e_n, "^-", label=r"exact $\gamma^\star$")
+ax.axhline(0.5, color="gray", ls=":", label=r"$\gamma = 0.5$: noise below the curves, rollback above")
+ax.set(xscale="log", yscale="log", xlabel="N (N(a0) = N/5, k = 80)", ylabel="threshold",
+       title=r"Thresholds shrink like $1/\sqrt{N}$ (E4)")
+ax.legend(fontsize=7)
+ax = axes[2]
+for meth, mk in (("adaptive", "o-"), ("gaussian", "s--"), ("rollback", "^--")):
+    ax.plot(gam_sweep, curves[meth], mk, label={"adaptive": "Algorithm 2 (1.3 gamma0)"}.get(meth, f"always {meth}"))
+ax.axhline(oracle, color="k", lw=0.8, label="learner on D (no deletion)")
+ax.plot(gam_sweep, bound_sweep, ":", color="C3", label="Theorem 3.3 bound")
+ax.set(xscale="log", yscale="log", xlabel=r"$\gamma$", ylabel=r"$E[\mu(a^\star) - \mu(\hat a')]$",
+       ylim=(1e-3, 0.4), title="Mf, hard case, paper instance, N=3000, k=80")
+ax.legend(fontsize=7)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Summary
+# - `bandit_unlearning.mab.unlearn`: `unlearn` (Algorithm 2 and the forced branches), `reference`
+#   (Algorithm 3), `output_distributions` and `noisy_argmax_distribution` (exact, closed form),
+#   `unlearn_batch` (vectorised, checked against the scalar oracle), `plan_unlearning` /
+#   `SourcePlan` (the per-source-arm plan that mixing and multi-source will extend),
+#   `UnlearnOptions`, `UnlearnResult`.  `bandit_unlearning.mab.bounds`: `gamma0_paper`,
+#   `gamma0_exact` (E3), the branch bounds `gaussian_branch_bound`/`rollback_branch_bound`, and
+#   `theorem33_bound`, `theorem33_order`, `theorem35_bound`.
+# - **Theorem 3.2 holds on every audited worst case**: 1,200 settings $(N(a_0), k, \varepsilon,
+#   \delta)$ with the paper's calibration and 1,800 with the analytic one, 16 mechanism variants, two
+#   worst-case datasets each, competitor at the privacy-loss threshold; the largest
+#   $\delta(\varepsilon)/\delta$ is 1 (to rounding) — attained, because analytic calibration with the
+#   exact sensitivity is tight.  The Monte Carlo auditor ($10^6$ samples per world) agreed on all
+#   ten near-tight settings: each lower bound lay between the sized guarantee and the exact
+#   $\varepsilon$, within 0.02–0.38 of it.
+# - **Power.** Half the noise: the exact audit catches it at *every* setting where the worst
+#   threshold is feasible for the analytic calibration (and 63–89% of all noised settings,
+#   depending on the variant); for the classic calibration its factor-of-several slack at
+#   $\varepsilon < 1$ hides the halving in most settings (0–15% caught).  The Monte Carlo auditor
+#   rejected the half-noise variant on 10 of 10 settings (7 guaranteed by the sizing).
+# - **E2**: with noise calibrated by $3k/2N$ beyond Lemma A.1's condition, the analytic calibration
+#   leaks (exact $\delta$ up to about six times the claim; caught by both audits), while the classic
+#   calibration's slack at $\varepsilon < 1$ hides it on this grid.  `unlearn` refuses it.
+# - **E1**: the paper's $\sigma = \Delta\gamma$ fails its claim from $\varepsilon \approx 5$–$10$ on
+#   (table above), and every $\gamma < 0.668$ — all Gaussian branches of the paper's experiments at
+#   $\gamma \le 0.5$ — is in the unproven $\varepsilon > 1$ regime.  With a *proven* calibration
+#   ($\varepsilon < 1$, so $\gamma > 0.668$) Algorithm 2's Gaussian branch requires
+#   $\gamma_0 > 0.668$, i.e. a tiny source arm ($N(a_0) - k \lesssim 4\pi L$).
+# - Theorems 3.3 and 3.5 held in all 144 Monte Carlo settings (both models, hard and easy cases).
+#   On the paper's instance the bound is below the largest possible loss in only 12 of 72 settings;
+#   on the wide instance in 70 of 72, and there a variant with the $1/N(a_0)$ missing from
+#   $\Delta_f$ violates it.
+# - E3/E4: the paper's $\gamma_0$ is an upper bound on the true crossing, about twice it; both
+#   shrink like $1/\sqrt N$, so Algorithm 2 favours noise for small $N$.
