@@ -19,6 +19,12 @@
 # | # | chapter | covers (paper numbering) | exports |
 # |---|---|---|---|
 # | A1 | [mab/01_data_and_lcb](mab/01_data_and_lcb.ipynb) | Paper A §2, Algorithm 1, Lemma 3.1 | `bandit_unlearning.mab.data`, `bandit_unlearning.mab.lcb`, `bandit_unlearning.montecarlo`, `bandit_unlearning.experiments.lemma31` |
+# | A2 | [mab/02_unlearning_mechanisms](mab/02_unlearning_mechanisms.ipynb) | Paper A Definition 2.1, §3.1, Lemma A.1; SPEC E2, E7, E12 | `bandit_unlearning.mab.mechanisms` |
+# | A3 | [mab/03_adaptive_unlearning](mab/03_adaptive_unlearning.ipynb) | Paper A Algorithms 2–3, Theorems 3.2, 3.3, 3.5; SPEC E1–E4 | `bandit_unlearning.mab.unlearn`, `bandit_unlearning.mab.bounds` |
+# | A6 | [mab/06_imitation_learning](mab/06_imitation_learning.ipynb) | Paper A Algorithm 6, Theorem 3.11 (C* in (1, 2)) | `bandit_unlearning.mab.imitation` |
+# | P1 | [privacy/01_gaussian_mechanism](privacy/01_gaussian_mechanism.ipynb) | Gaussian mechanism: classic and analytic calibration, privacy profile, hockey-stick divergence, Clopper–Pearson audit; SPEC E1 | `bandit_unlearning.privacy.gaussian`, `bandit_unlearning.privacy.audit` |
+# | B1 | [rl/01_tv_and_coupling](rl/01_tv_and_coupling.ipynb) | Paper B §2 (TV-stability, maximal coupling), coupling step of Algorithm 3 | `bandit_unlearning.privacy.coupling` |
+# | B5 | [rl/05_tabular_mdps](rl/05_tabular_mdps.ipynb) | Paper B §4 (episodic tabular MDPs), hard instance of Theorem 4.4; SPEC E10 | `bandit_unlearning.rl.mdp`, `bandit_unlearning.rl.envs`, `bandit_unlearning.rl.users`, `bandit_unlearning.rl.gym` |
 #
 # ## Notation (SPEC)
 #
@@ -41,10 +47,29 @@
 # Conventions: every function that draws takes `rng: numpy.random.Generator`; ties in an argmax go
 # to the lowest arm; bad input raises a `ValueError` naming the argument and leaves objects unchanged.
 
-# %%
-import bandit_unlearning
-from bandit_unlearning.mab import data, lcb
+# %% [markdown]
+# The cell below keeps this page honest: it lists every chapter on disk with the modules it exports,
+# and fails if a chapter or a module is missing from the table above.
 
-print("bandit_unlearning", bandit_unlearning.__version__)
-for module in (data, lcb):
-    print(f"{module.__name__}: {', '.join(module.__all__)}")
+# %%
+import sys
+from pathlib import Path
+
+import bandit_unlearning
+
+ROOT = Path("..").resolve()
+sys.path.insert(0, str(ROOT / "tools"))
+import export  # the project's export tool: which chapter fills which module  # noqa: E402
+
+index_text = Path("index.py").read_text()
+modules_of = {}
+for module, chunks in export.collect(ROOT).items():
+    modules_of.setdefault(chunks[0].notebook.relative_to("notebooks"), []).append(module)
+chapters = sorted(p for p in Path(".").rglob("*.py") if p.name != "index.py" and ".ipynb_checkpoints" not in p.parts)
+print("bandit_unlearning", bandit_unlearning.__version__, "-", len(chapters), "chapters")
+for chapter in chapters:
+    modules = sorted(modules_of.get(chapter, []))
+    print(f"{chapter.with_suffix('').as_posix():32} -> {', '.join(modules) or '(no exports)'}")
+    assert f"({chapter.with_suffix('.ipynb').as_posix()})" in index_text, f"{chapter} is missing from the index"
+    for module in modules:
+        assert f"`{module}`" in index_text, f"{module} is missing from the index"
