@@ -21,8 +21,8 @@
 # | A1 | [mab/01_data_and_lcb](mab/01_data_and_lcb.ipynb) | Paper A §2, Algorithm 1, Lemma 3.1 | `bandit_unlearning.mab.data`, `bandit_unlearning.mab.lcb`, `bandit_unlearning.montecarlo`, `bandit_unlearning.experiments.lemma31` |
 # | A2 | [mab/02_unlearning_mechanisms](mab/02_unlearning_mechanisms.ipynb) | Paper A Definition 2.1, §3.1, Lemma A.1; SPEC E2, E7, E12 | `bandit_unlearning.mab.mechanisms` |
 # | A3 | [mab/03_adaptive_unlearning](mab/03_adaptive_unlearning.ipynb) | Paper A Algorithms 2–3, Theorems 3.2, 3.3, 3.5; SPEC E1–E4 | `bandit_unlearning.mab.unlearn`, `bandit_unlearning.mab.bounds` |
-# | A6 | [mab/06_imitation_learning](mab/06_imitation_learning.ipynb) | Paper A Algorithm 6, Theorem 3.11 (C* in (1, 2)) | `bandit_unlearning.mab.imitation` |
-# | P1 | [privacy/01_gaussian_mechanism](privacy/01_gaussian_mechanism.ipynb) | Gaussian mechanism: classic and analytic calibration, privacy profile, hockey-stick divergence, Clopper–Pearson audit; SPEC E1 | `bandit_unlearning.privacy.gaussian`, `bandit_unlearning.privacy.audit` |
+# | A6 | [mab/06_imitation_learning](mab/06_imitation_learning.ipynb) | Paper A Algorithm 6, Theorem 3.11 (C* in (1, 2)); explicit Chernoff bound (the printed expression is vacuous for C* > 1.07); Table 2 comparison | `bandit_unlearning.mab.imitation` |
+# | P1 | [privacy/01_gaussian_mechanism](privacy/01_gaussian_mechanism.ipynb) | Gaussian mechanism: classic (ε < 1 only) and analytic calibration, privacy profile, hockey-stick divergence, Clopper–Pearson audit; SPEC E1 | `bandit_unlearning.privacy.gaussian`, `bandit_unlearning.privacy.audit` |
 # | B1 | [rl/01_tv_and_coupling](rl/01_tv_and_coupling.ipynb) | Paper B §2 (TV-stability, maximal coupling), coupling step of Algorithm 3 | `bandit_unlearning.privacy.coupling` |
 # | B5 | [rl/05_tabular_mdps](rl/05_tabular_mdps.ipynb) | Paper B §4 (episodic tabular MDPs), hard instance of Theorem 4.4; SPEC E10 | `bandit_unlearning.rl.mdp`, `bandit_unlearning.rl.envs`, `bandit_unlearning.rl.users`, `bandit_unlearning.rl.gym` |
 #
