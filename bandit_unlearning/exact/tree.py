@@ -75,8 +75,8 @@ def check_int(value, name: str, low: int = 1, high: int | None = None) -> int:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)
     if value < low or (high is not None and value > high):
-        allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must lie in {allowed}, got {value}")
+        allowed = f"lie in [{low}, {high}]" if high is not None else f"be >= {low}"
+        raise ValueError(f"{name} must {allowed}, got {value}")
     return value
 
 
@@ -132,6 +132,16 @@ def dyadic_decomposition(t: int) -> tuple:
             out.append(Node(h, start >> h))
             start += 1 << h
     return tuple(out)
+
+
+def _decomposition_rows(t: int) -> list:
+    """Post-order rows of ``dyadic_decomposition(t)`` (no validation; the hot path of prefix sums)."""
+    rows, start = [], 0
+    for h in range(t.bit_length() - 1, -1, -1):
+        if t >> h & 1:
+            start += 1 << h
+            rows.append(2 * (start - 1) - (start - 1).bit_count() + h)
+    return rows
 
 
 def leaf_path(t: int, n_leaves: int) -> tuple:
@@ -346,13 +356,13 @@ class BinaryTree:
         """GetNoisyPrefixSum: ``u~_t = sum of the noisy values of the dyadic decomposition of [1, t]``
         (``popcount(t)`` nodes, largest first); ``t = 0`` gives zeros."""
         t = check_int(t, "t", 0, self._n)
-        rows = [postorder_position(b) for b in dyadic_decomposition(t)]
+        rows = _decomposition_rows(t)
         return self._noisy[rows].sum(axis=0) if rows else np.zeros(self._d)
 
     def clean_prefix_sum(self, t: int) -> np.ndarray:
         """``u_t``, summed over the same nodes as ``noisy_prefix_sum``."""
         t = check_int(t, "t", 0, self._n)
-        rows = [postorder_position(b) for b in dyadic_decomposition(t)]
+        rows = _decomposition_rows(t)
         return self._clean[rows].sum(axis=0) if rows else np.zeros(self._d)
 
     # --- access ---------------------------------------------------------------------------------
