@@ -224,3 +224,34 @@ def test_run_is_immutable(users):
     with pytest.raises(ValueError):
         run.final_model[0] = 1.0
     assert isinstance(run, Run)
+
+
+# --- experiments.unlearning_cost ---------------------------------------------------------------
+def test_uniform_cost_formulas_against_brute_force():
+    from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform, retrain_probability_uniform
+    T, tv = 12, 0.3
+    probs, costs = [], []
+    for t in range(1, T + 1):
+        path = leaf_path(t, T)
+        probs.append(1 - (1 - tv) ** len(path))
+        costs.append(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)) / T)
+    assert retrain_probability_uniform(T, tv) == pytest.approx(np.mean(probs))
+    assert expected_cost_uniform(T, tv) == pytest.approx(np.mean(costs))
+    assert expected_cost_uniform(T, 0.0) == 0.0 and retrain_probability_uniform(T, 1.0) == 1.0
+    with pytest.raises(ValueError):
+        expected_cost_uniform(T, 1.5)
+
+
+def test_conditional_retraining(users):
+    from bandit_unlearning.experiments.unlearning_cost import conditional_retraining, measure_unlearning
+    run0 = train(ucb_bandit_learner(3, 0.0), users[:10], np.random.default_rng(0))
+    assert conditional_retraining(run0, 4) == (1.0, 6.0)
+    run = train(ucb_bandit_learner(3, 2.0), users[:10], np.random.default_rng(1))
+    p, steps = conditional_retraining(run, 3)
+    assert 0 <= p <= 1 and 0 <= steps <= 10 * p
+    # the conditional probability is what repeated requests on this run converge to
+    rng = np.random.default_rng(2)
+    hits = np.mean([unlearn(run, 3, rng)[1].retrained for _ in range(2000)])
+    assert abs(hits - p) < 5 * np.sqrt(p * (1 - p) / 2000) + 1e-9
+    m = measure_unlearning(ucb_bandit_learner(3, 2.0), users[:10], 2, 3, np.random.default_rng(3))
+    assert m["T"] == 10 and m["cost"].shape == (6,)
