@@ -90,8 +90,9 @@ rows, and truncating it to its first ``r`` steps keeps a prefix of the rows.
 
 The tree interface the learner of ``bandit_unlearning.exact.learner`` relies on (a memory-light tree
 must offer the same): ``BinaryTree(d, sigma, capacity=1)``; attributes ``d``, ``sigma``,
-``n_leaves``, ``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``copy()``,
-``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``.
+``n_leaves``, ``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``,
+``copy()``, ``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``; and, for checks and
+cost analysis, ``clean(node)`` and ``noisy(node)`` of complete nodes.
 """
 
 from dataclasses import dataclass

@@ -151,7 +151,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bandit_unlearning.exact.tree import BinaryTree, check_int, check_positive
+from bandit_unlearning.exact.tree import BinaryTree, check_int, check_positive, n_nodes, node_at
 from bandit_unlearning.privacy.coupling import check_sigma
 
 
@@ -223,7 +223,8 @@ class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
     ``w_{t+1} = update(noisy prefix sum u~_t, t, w_t)``, ``w_1 = initial_model``.
 
-    ``sigma``: tree noise scale (``0``: no noise, the non-private Algorithm 1); ``B``: the
+    ``oracle`` and ``update`` must be deterministic; ``update`` receives a fresh array ``u_tilde``
+    that it may keep.  ``sigma``: tree noise scale (``0``: no noise, the non-private Algorithm 1); ``B``: the
     sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, SPEC E8; ``None`` if
     unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``BinaryTree``).
     """
@@ -426,16 +427,12 @@ def verify_run(run: Run) -> None:
             raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
         if not same_model(run.models[t], learner.update(tree.noisy_prefix_sum(t), t, run.models[t - 1])):
             raise ValueError(f"w_{t + 1} differs from UPDATE of the recorded noisy prefix sum")
-    clean = tree.values()[0]
-    for p in range(clean.shape[0]):
-        level = _level_at(p)
-        if level and not np.array_equal(clean[p], clean[p - (1 << level)] + clean[p - 1]):
-            raise ValueError(f"the clean value of the node at post-order position {p} is not the sum of its children")
-
-
-def _level_at(position: int) -> int:
-    from bandit_unlearning.exact.tree import node_at
-    return node_at(position).level
+    for p in range(n_nodes(run.T)):
+        node = node_at(p)
+        if node.level:
+            left, right = node_at(p - (1 << node.level)), node_at(p - 1)
+            if not np.array_equal(tree.clean(node), tree.clean(left) + tree.clean(right)):
+                raise ValueError(f"the clean value of node {tuple(node)} is not the sum of its children")
 
 
 # %%
