@@ -1,2 +1,18 @@
 """Paper B's generic framework: the binary tree mechanism, prefix-sum learners and their exact
-unlearning by maximal coupling (Algorithms 1-3, Theorem 3.3)."""
+unlearning by maximal coupling (Algorithms 1-3, Theorem 3.3).
+
+Modules (generated from ``notebooks/rl/02_binary_tree.py`` and ``notebooks/rl/03_exact_unlearning.py``):
+
+* ``bandit_unlearning.exact.tree`` -- ``BinaryTree`` (anytime, dense, rows in post-order), its
+  bookkeeping (``Node``, ``dyadic_decomposition``, ``leaf_path``, ``postorder_position``, ...), noise
+  calibrations (``sigma_paper``, ``sigma_exact``, ``path_tv``), ``eps_app`` and the path coupling
+  ``BinaryTree.unlearn_leaf -> PathCoupling``;
+* ``bandit_unlearning.exact.learner`` -- ``PrefixSumLearner(d, sigma, oracle, update, initial_model,
+  B, tree_factory)``, ``train``, ``extend``, ``unlearn`` (Algorithm 3) returning an immutable ``Run`` and
+  an ``UnlearnRecord``, ``verify_run``, replayable users (``ReplayableUser``, ``replayable_users``) and
+  the default dummy ``ZERO_USER``;
+* ``bandit_unlearning.exact.bandit`` -- the first instance: UCB for an online multi-armed bandit.
+
+The TV distance and the maximal coupling of Gaussians live in ``bandit_unlearning.privacy.coupling``;
+cost measurements in ``bandit_unlearning.experiments.unlearning_cost``.
+"""
