@@ -23,7 +23,10 @@
 # | A3 | [mab/03_adaptive_unlearning](mab/03_adaptive_unlearning.ipynb) | Paper A Algorithms 2–3, Theorems 3.2, 3.3, 3.5; SPEC E1–E4 | `bandit_unlearning.mab.unlearn`, `bandit_unlearning.mab.bounds` |
 # | A6 | [mab/06_imitation_learning](mab/06_imitation_learning.ipynb) | Paper A Algorithm 6, Theorem 3.11 (C* in (1, 2)); explicit Chernoff bound (the printed expression is vacuous for C* > 1.07); Table 2 comparison | `bandit_unlearning.mab.imitation` |
 # | P1 | [privacy/01_gaussian_mechanism](privacy/01_gaussian_mechanism.ipynb) | Gaussian mechanism: classic (ε < 1 only) and analytic calibration, privacy profile, hockey-stick divergence, Clopper–Pearson audit; SPEC E1 | `bandit_unlearning.privacy.gaussian`, `bandit_unlearning.privacy.audit` |
-# | B1 | [rl/01_tv_and_coupling](rl/01_tv_and_coupling.ipynb) | Paper B §2 (TV-stability, maximal coupling), coupling step of Algorithm 3 | `bandit_unlearning.privacy.coupling` |
+# | B1 | [rl/01_tv_and_coupling](rl/01_tv_and_coupling.ipynb) | Paper B §2: TV distance, maximal coupling by rejection and point reflection (Algorithm 3's node step) | `bandit_unlearning.privacy.coupling` |
+# | B2 | [rl/02_binary_tree](rl/02_binary_tree.ipynb) | Paper B §3: Algorithm 2's binary tree mechanism, σ calibrations (paper and exact), ε_app | `bandit_unlearning.exact.tree` |
+# | B3 | [rl/03_exact_unlearning](rl/03_exact_unlearning.ipynb) | Paper B Algorithms 1–3: prefix-sum learners over replayable users, unlearning by coupling the tree; online-bandit instance; Theorem 3.3 (1) | `bandit_unlearning.exact.learner`, `bandit_unlearning.exact.bandit` |
+# | B4 | [rl/04_theorem_3_3](rl/04_theorem_3_3.ipynb) | Theorem 3.3 (1)–(3) checked: exactness tests, retraining probability (E11), unlearning cost vs retraining | `bandit_unlearning.experiments.unlearning_cost` |
 # | B5 | [rl/05_tabular_mdps](rl/05_tabular_mdps.ipynb) | Paper B §4 (episodic tabular MDPs), hard instance of Theorem 4.4; SPEC E10 | `bandit_unlearning.rl.mdp`, `bandit_unlearning.rl.envs`, `bandit_unlearning.rl.users`, `bandit_unlearning.rl.gym` |
 #
 # ## Notation (SPEC)
