@@ -49,7 +49,7 @@ def plot_regret_curves(results, ax=None):
         label = f"{res['mdp']}, bonus x {res['bonus_scale']:g} (slope {np.mean(res['slopes']):.2f})"
         ax.plot(res["t"], mean, color=f"C{i}", label=label)
         ax.fill_between(res["t"], res["regret"].min(axis=0), res["regret"].max(axis=0), color=f"C{i}", alpha=0.2)
-    t = np.asarray(results[0]["t"], dtype=float)
+    t = np.asarray(max(results, key=lambda res: res["T"])["t"], dtype=float)
     ax.plot(t, 30 * np.sqrt(t), "k:", label=r"$\propto\sqrt{T}$")
     ax.plot(t, t, "k--", lw=0.8, label=r"$\propto T$")
     ax.set(xscale="log", yscale="log", xlabel="episodes T", ylabel="expected regret R(T)",

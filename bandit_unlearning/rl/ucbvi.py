@@ -256,10 +256,11 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
 
 
 def _estimates(N, R, Nsas, config: UCBVIConfig):
-    """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~`` (0 rows where
-    unexplored) and the explored mask, from ``N, R [...]`` and ``Nsas [..., S]``."""
+    """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~`` and the explored mask,
+    from ``N, R [...]`` and ``Nsas [..., S]``.  Unexplored pairs get ``n = inf`` (so their ``r~``,
+    ``P~`` and bonus are 0 without a masking pass); their ``base = inf`` makes ``P~`` irrelevant."""
     explored = N > config.eps_unexplored
-    n = np.where(explored, N, config.eps_unexplored + 1.0)     # placeholder where unexplored
+    n = np.where(explored, N, np.inf)
     r = R / n
     P = Nsas / n[..., None]
     if config.stabilize:
@@ -267,8 +268,7 @@ def _estimates(N, R, Nsas, config: UCBVIConfig):
         P = np.maximum(P, 0.0)
         total = P.sum(axis=-1, keepdims=True)
         P = np.where(total > 0, P / np.where(total > 0, total, 1.0), 1.0 / P.shape[-1])
-    base = np.where(explored, r + config.bonus(n), np.inf)
-    return base, np.where(explored[..., None], P, 0.0), explored
+    return np.where(explored, r + config.bonus(n), np.inf), P, explored
 
 
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
