@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bandit_unlearning.rl.envs import gridworld, riverswim  # noqa: E402
-from bandit_unlearning.rl.ucbvi import run_ucbvi  # noqa: E402
+from bandit_unlearning.rl.ucbvi import (  # noqa: E402
+    StatsLayout, UCBVIConfig, plan_from_statistics, run_ucbvi, statistics_sensitivity,
+)
 
 STABLE_NOTE = ("stable_episodes_per_s, unlearning_cost_fraction and rho are null: TV-stable UCB-VI needs "
                "the binary tree mechanism (bandit_unlearning.exact.tree), not merged yet")
@@ -52,6 +54,22 @@ def peak_memory_mb(mdp, T: int, seed: int) -> float:
         tracemalloc.stop()
 
 
+def planner_microseconds(mdp, T: int, seed: int, calls: int = 500) -> float:
+    """Mean time (us) of one ``plan_from_statistics`` call on a noisy prefix sum (sigma for rho = 1):
+    what TV-stable UCB-VI pays per episode on top of the tree and the rollout."""
+    run = run_ucbvi(mdp, min(T, 2000), seed=seed)
+    layout = StatsLayout.of(mdp)
+    sigma = statistics_sensitivity(mdp.H) * np.sqrt(np.log2(T)) / np.sqrt(2)
+    rng = np.random.default_rng(seed)
+    u = layout.accumulate(run.indices, run.values) + sigma * np.sqrt(np.log2(T)) * rng.normal(size=layout.d)
+    config = UCBVIConfig.of(mdp, T, sigma=sigma)
+    plan_from_statistics(u, config)
+    start = time.perf_counter()
+    for _ in range(calls):
+        plan_from_statistics(u, config)
+    return (time.perf_counter() - start) / calls * 1e6
+
+
 def measure(T: int, repeats: int, seed: int) -> dict:
     out = {}
     for key, mdp in (("gridworld", gridworld(horizon=10)), ("riverswim", riverswim(horizon=20))):
@@ -61,6 +79,7 @@ def measure(T: int, repeats: int, seed: int) -> dict:
             "ucbvi_episodes_per_s": round(best, 1),
             "ucbvi_episodes_per_s_all_repeats": [round(r, 1) for r in rates],
             "peak_memory_mb": round(peak_memory_mb(mdp, T, seed), 2),
+            "plan_from_statistics_us": round(planner_microseconds(mdp, T, seed), 1),
             "unlearning_cost_fraction": None,
             "S": mdp.S, "A": mdp.A, "H": mdp.H, "T": T, "rho": None,
             "mdp": mdp.name,
@@ -68,7 +87,8 @@ def measure(T: int, repeats: int, seed: int) -> dict:
         }
     out["meta"] = {
         "what": "non-private UCB-VI (sigma = 0, paper's bonus, delta = 0.1), episodes/s = best of repeats; "
-                "peak memory = tracemalloc peak of one run (policies, trajectories, statistics included)",
+                "peak memory = tracemalloc peak of one run (policies, trajectories, statistics included); "
+                "plan_from_statistics_us = one planning call from a dense noisy prefix sum (sigma at rho = 1)",
         "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
@@ -90,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     for key in ("gridworld", "riverswim"):
         r = result[key]
         print(f"{key:10s} S={r['S']:2d} A={r['A']} H={r['H']:2d} T={r['T']}: UCB-VI {r['ucbvi_episodes_per_s']:,.0f} "
-              f"episodes/s, peak memory {r['peak_memory_mb']:.1f} MB")
+              f"episodes/s, peak memory {r['peak_memory_mb']:.1f} MB, "
+              f"plan_from_statistics {r['plan_from_statistics_us']:.0f} us/call")
     print(f"wrote {args.out}")
     return 0
 

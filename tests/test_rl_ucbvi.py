@@ -261,3 +261,20 @@ def test_loglog_slope_and_regret_curves():
     res = regret_curves(m, 300, seeds=[1, 2], bonus_scale=0.05, n_points=10)
     assert res["regret"].shape == (2, len(res["t"])) and np.all(np.diff(res["regret"], axis=1) >= -1e-12)
     assert len(res["slopes"]) == 2
+
+
+def test_rl_speed_benchmark_writes_the_issue_keys(tmp_path):
+    """Smoke test of benchmarks/rl_speed.py (tiny T; no timing is asserted)."""
+    import json
+    import runpy
+    from pathlib import Path
+
+    bench = runpy.run_path(str(Path(__file__).resolve().parents[1] / "benchmarks" / "rl_speed.py"))
+    out = tmp_path / "rl_speed.json"
+    assert bench["main"](["--T", "40", "--repeats", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    keys = {"stable_episodes_per_s", "ucbvi_episodes_per_s", "peak_memory_mb", "unlearning_cost_fraction",
+            "S", "A", "H", "T", "rho"}
+    for env, S in (("gridworld", 23), ("riverswim", 6)):
+        assert keys <= set(result[env]) and result[env]["S"] == S and result[env]["T"] == 40
+        assert result[env]["ucbvi_episodes_per_s"] > 0 and result[env]["stable_episodes_per_s"] is None
