@@ -1,1 +1,14 @@
-"""Paper B's RL instance: episodic tabular MDPs, UCB-VI and TV-stable UCB-VI (Algorithm 4)."""
+"""Paper B's RL instance: episodic tabular MDPs, UCB-VI and TV-stable UCB-VI (Algorithm 4).
+
+Modules (generated from the chapters under ``notebooks/rl/``):
+
+* ``mdp`` -- ``TabularMDP``, exact planning (``value_iteration``), exact policy evaluation and the
+  exact expected ``regret`` of a sequence of policies (chapter B5);
+* ``envs`` -- RiverSwim, a 5x5 gridworld with walls, Garnet MDPs, the hard instance of
+  Theorem 4.4 (``independent_bandits``) (chapter B5);
+* ``users`` -- replayable users (SPEC E10): counter-based environment randomness, ``rollout``,
+  ``rollout_batch`` (chapter B5);
+* ``gym`` -- optional Gymnasium interoperability (``to_gymnasium``, ``from_gymnasium``) (chapter B5);
+* ``ucbvi`` -- episode statistics (SPEC B5), the planner of Algorithm 4 from (noisy) prefix sums
+  (``plan_from_statistics``) and the fast non-private driver ``run_ucbvi`` (chapter B6).
+"""

@@ -557,7 +557,8 @@ for s, (i, j) in enumerate(cells):
         ax.arrow(j - 0.2 * dj, i - 0.2 * di, 0.3 * dj, 0.3 * di, head_width=0.15, color="w")
 for i, j in [(1, 1), (2, 3)]:
     ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color="0.3"))
-ax.set(title=r"Gridworld: $V^\star_0$ and $\pi^\star_0$ ($H=10$, slip 0.1)", xlabel="column", ylabel="row")
+ax.set(xlabel="column", ylabel="row")
+ax.set_title(r"Gridworld: $V^\star_0$, $\pi^\star_0$ ($H=10$, slip 0.1)", fontsize=10)
 fig.colorbar(im, ax=ax, label=r"$V^\star_0(s)$")
 plt.show()
 

@@ -1,0 +1,280 @@
+"""Tests of chapter B6: episode statistics, the UCB-VI planner (Algorithm 4) and the non-private
+driver, regret machinery."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bandit_unlearning.experiments.rl_regret import loglog_slope, regret_curves
+from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
+from bandit_unlearning.rl.mdp import TabularMDP, value_iteration
+from bandit_unlearning.rl.ucbvi import (
+    StatsLayout, UCBVIConfig, episode_statistics, optimistic_value_iteration, plan_from_statistics,
+    run_ucbvi, statistics_sensitivity, ucbvi_update,
+)
+from bandit_unlearning.rl.users import Trajectory, rollout, rollout_batch
+
+
+def loop_dense(layout, traj):
+    x = np.zeros(layout.d)
+    N, R, Nsas = layout.unpack(x)
+    for h in range(layout.H):
+        s, a, s2 = traj.states[h], traj.actions[h], traj.states[h + 1]
+        N[h, s, a] += 1
+        R[h, s, a] += traj.rewards[h]
+        Nsas[h, s, a, s2] += 1
+    return x
+
+
+def loop_plan(u, cfg):
+    """SPEC B6 read literally."""
+    S, A, H = cfg.S, cfg.A, cfg.H
+    N, R, Nsas = cfg.layout.unpack(u)
+    eps = cfg.eps_app(cfg.delta / 4)
+    V = np.zeros((H + 1, S))
+    Q = np.zeros((H, S, A))
+    pi = np.zeros((H, S), int)
+    for h in reversed(range(H)):
+        for s in range(S):
+            for a in range(A):
+                n = N[h, s, a]
+                if n <= eps:
+                    Q[h, s, a] = H - h
+                    continue
+                r, P = R[h, s, a] / n, Nsas[h, s, a] / n
+                if cfg.stabilize:
+                    r = min(max(r, 0.0), 1.0)
+                    P = np.maximum(P, 0)
+                    P = P / P.sum() if P.sum() > 0 else np.full(S, 1 / S)
+                b = (H + 1) * np.sqrt(np.log(8 * S * A * H * cfg.T / cfg.delta) / (2 * (n - eps))) \
+                    + (eps / n) * (1 + 2 * H * (np.sqrt(S) + 1))
+                Q[h, s, a] = min(max(r + P @ V[h + 1] + cfg.bonus_scale * b, 0.0), H - h)
+            pi[h, s] = int(np.argmax(Q[h, s]))
+            V[h, s] = Q[h, s, pi[h, s]]
+    return pi, Q, V
+
+
+# ---------------------------------------------------------------------------- statistics
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 6), st.integers(0, 2 ** 32 - 1))
+def test_layout_round_trips(S, A, H, seed):
+    rng = np.random.default_rng(seed)
+    lay = StatsLayout(S, A, H)
+    assert lay.d == 2 * S * A * H + S * S * A * H
+    m = garnet(S, A, min(S, 2), H, rng)
+    traj = rollout_batch(m, rng.integers(0, A, (H, S)), rng.integers(0, 10 ** 6, 25), seed=seed)
+    idx, val = lay.sparse(traj)
+    assert idx.shape == (25, 3 * H) and val.shape == (25, 3 * H)
+    assert all(np.unique(row).size == 3 * H for row in idx)             # distinct per episode
+    dense = lay.densify(idx, val)
+    one = [Trajectory(traj.states[i], traj.actions[i], traj.rewards[i]) for i in range(25)]
+    assert np.array_equal(dense, np.array([loop_dense(lay, t) for t in one]))
+    assert np.array_equal(lay.dense(traj), dense)
+    assert np.array_equal(lay.pack(*lay.unpack(dense)), dense)
+    assert np.array_equal(lay.accumulate(idx, val), dense.sum(0))
+    assert np.all(np.linalg.norm(dense, axis=1) <= np.sqrt(3 * H) + 1e-12)
+    N, R, Nsas = lay.unpack(dense.sum(0))
+    assert np.array_equal(Nsas.sum(-1), N) and np.all(R <= N)
+    u = rng.normal(size=(3, lay.d))
+    assert np.array_equal(lay.pack(*lay.unpack(u)), u)
+
+
+def test_sensitivity_and_episode_statistics():
+    assert statistics_sensitivity(10) == pytest.approx(np.sqrt(30))
+    assert statistics_sensitivity(10, "any") == pytest.approx(np.sqrt(60))
+    with pytest.raises(ValueError):
+        statistics_sensitivity(10, "other")
+    with pytest.raises(ValueError):
+        statistics_sensitivity(0)
+    m = gridworld()
+    pi = value_iteration(m).policy
+    idx, val = episode_statistics(m, pi, user=4, seed=7)
+    i2, v2 = StatsLayout.of(m).sparse(rollout(m, pi, 4, seed=7))
+    assert np.array_equal(idx, i2) and np.array_equal(val, v2)
+
+
+def test_layout_bad_input():
+    lay = StatsLayout(2, 2, 3)
+    for bad in [(0, 2, 3), (2, 2, 0), (2.5, 2, 3), (True, 2, 3)]:
+        with pytest.raises(ValueError):
+            StatsLayout(*bad)
+    with pytest.raises(ValueError, match="last dimension"):
+        lay.unpack(np.zeros(lay.d + 1))
+    with pytest.raises(ValueError, match="shape"):
+        lay.pack(np.zeros((3, 2, 2)), np.zeros((3, 2, 2)), np.zeros((3, 2, 2, 3)))
+    with pytest.raises(ValueError, match="H \\+ 1"):
+        lay.sparse(Trajectory(np.zeros(3, int), np.zeros(3, int), np.zeros(3)))
+    with pytest.raises(ValueError, match="lie in"):
+        lay.sparse(Trajectory(np.full(4, 2), np.zeros(3, int), np.zeros(3)))
+    with pytest.raises(ValueError, match="indices"):
+        lay.densify(np.array([[lay.d]]), np.array([[1.0]]))
+    with pytest.raises(ValueError, match="same shape"):
+        lay.densify(np.array([[0, 1]]), np.array([[1.0]]))
+
+
+# ---------------------------------------------------------------------------- config
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(T=0), "T"), (dict(T=2.0), "T"), (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"),
+    (dict(sigma=-1.0), "sigma"), (dict(sigma=np.nan), "sigma"), (dict(bonus_scale=-0.1), "bonus_scale"),
+    (dict(stabilize=1), "stabilize"), (dict(S=0), "S"), (dict(H=-1), "H"),
+])
+def test_config_bad_input(kwargs, match):
+    args = dict(S=2, A=2, H=3, T=10) | kwargs
+    with pytest.raises(ValueError, match=match):
+        UCBVIConfig(**args)
+
+
+def test_eps_app_and_bonus_formulas():
+    S, A, H, T, delta, sigma = 5, 3, 4, 1000, 0.05, 2.0
+    c = UCBVIConfig(S, A, H, T, delta=delta, sigma=sigma)
+    d = S * S * A * H + 2 * S * A * H
+    eps = sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / (delta / 4))))
+    assert c.eps_unexplored == pytest.approx(eps)
+    n = np.array([eps + 1, 3 * eps])
+    b = (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * (n - eps))) + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))
+    np.testing.assert_allclose(c.bonus(n), b)
+    c0 = UCBVIConfig(S, A, H, T, delta=delta)
+    assert c0.eps_unexplored == 0.0
+    np.testing.assert_allclose(c0.bonus([1, 4]), (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * np.array([1, 4]))))
+    assert UCBVIConfig(S, A, H, 1, sigma=3.0).eps_unexplored == 0.0          # ln T = 0 at T = 1
+
+
+# ---------------------------------------------------------------------------- planner
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 5), st.sampled_from([0.0, 0.2, 2.0]),
+       st.booleans(), st.sampled_from([1.0, 0.05, 0.0]), st.integers(0, 2 ** 32 - 1))
+def test_planner_matches_spec_loop(S, A, H, sigma, stabilize, scale, seed):
+    rng = np.random.default_rng(seed)
+    cfg = UCBVIConfig(S, A, H, T=int(rng.integers(2, 5000)), delta=0.1, sigma=sigma, bonus_scale=scale,
+                      stabilize=stabilize)
+    m = garnet(S, A, min(S, 3), H, rng)
+    u = cfg.layout.accumulate(*cfg.layout.sparse(rollout_batch(m, rng.integers(0, A, (30, H, S)), np.arange(30), seed=seed)))
+    u = u + sigma * rng.normal(size=u.shape) * 3
+    plan = plan_from_statistics(u, cfg)
+    pi, Q, V = loop_plan(u, cfg)
+    np.testing.assert_allclose(plan.Q, Q, atol=1e-9)
+    np.testing.assert_allclose(plan.V, V, atol=1e-9)
+    assert np.array_equal(plan.policy, pi) and np.array_equal(ucbvi_update(u, cfg), pi)
+    caps = (H - np.arange(H))[:, None]
+    assert np.all(plan.V[:H] >= 0) and np.all(plan.V[:H] <= caps)
+    assert np.array_equal(plan.explored, cfg.layout.unpack(u)[0] > cfg.eps_unexplored)
+
+
+def test_zero_statistics_give_maximal_values_and_action_zero():
+    cfg = UCBVIConfig(4, 3, 5, T=100, sigma=1.0)
+    plan = plan_from_statistics(np.zeros(cfg.layout.d), cfg)
+    assert not plan.explored.any() and np.all(plan.policy == 0)
+    assert np.array_equal(plan.V[:, 0], [5, 4, 3, 2, 1, 0])
+
+
+def test_stabilize_is_a_no_op_on_exact_counts():
+    rng = np.random.default_rng(5)
+    m = gridworld()
+    lay = StatsLayout.of(m)
+    u = lay.accumulate(*lay.sparse(rollout_batch(m, rng.integers(0, 4, (500, m.H, m.S)), np.arange(500), seed=3)))
+    for scale in (1.0, 0.05):
+        a = plan_from_statistics(u, UCBVIConfig.of(m, 1000, bonus_scale=scale))
+        b = plan_from_statistics(u, UCBVIConfig.of(m, 1000, bonus_scale=scale, stabilize=True))
+        assert np.array_equal(a.policy, b.policy)
+        np.testing.assert_allclose(a.V, b.V, atol=1e-12)
+
+
+def test_planner_bad_input():
+    cfg = UCBVIConfig(2, 2, 3, T=10)
+    with pytest.raises(ValueError, match="shape"):
+        plan_from_statistics(np.zeros(cfg.layout.d - 1), cfg)
+    with pytest.raises(ValueError, match="finite"):
+        plan_from_statistics(np.full(cfg.layout.d, np.nan), cfg)
+    with pytest.raises(TypeError, match="UCBVIConfig"):
+        plan_from_statistics(np.zeros(cfg.layout.d), {"S": 2})
+
+
+def test_core_fills_preallocated_arrays():
+    rng = np.random.default_rng(0)
+    H, S, A = 3, 4, 2
+    base = rng.random((H, S * A))
+    P = rng.dirichlet(np.ones(S), size=(H, S * A))
+    out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
+    res = optimistic_value_iteration(base, P, S, A, out)
+    assert all(r is o for r, o in zip(res, out))
+    fresh = optimistic_value_iteration(base, P, S, A)
+    assert all(np.array_equal(r, f) for r, f in zip(res, fresh))
+
+
+# ---------------------------------------------------------------------------- driver
+@pytest.mark.parametrize("make, scale", [
+    (lambda rng: gridworld(), 0.05), (lambda rng: gridworld(), 1.0), (lambda rng: riverswim(horizon=8), 0.05),
+    (lambda rng: garnet(6, 3, 3, 5, rng, homogeneous=False), 0.2),
+])
+def test_driver_equals_planner_on_prefix_sums(make, scale):
+    rng = np.random.default_rng(11)
+    m = make(rng)
+    T = 150
+    run = run_ucbvi(m, T, seed=99, bonus_scale=scale)
+    lay = run.config.layout
+    u = np.vstack([np.zeros(lay.d), np.cumsum(lay.densify(run.indices, run.values), axis=0)])
+    for t in range(T):
+        assert np.array_equal(plan_from_statistics(u[t], run.config).policy, run.policies[t]), t
+    # trajectories are the users' rollouts under the recorded policies
+    for t in (0, 77, T - 1):
+        traj = rollout(m, run.policies[t], int(run.users[t]), seed=99)
+        assert np.array_equal(traj.states, run.trajectories.states[t])
+        assert np.array_equal(traj.rewards, run.trajectories.rewards[t])
+
+
+def test_driver_is_replayable_and_takes_users():
+    m = riverswim(horizon=6)
+    a = run_ucbvi(m, 200, seed=1, bonus_scale=0.1)
+    b = run_ucbvi(m, 200, seed=1, bonus_scale=0.1)
+    assert np.array_equal(a.policies, b.policies) and np.array_equal(a.indices, b.indices)
+    users = np.arange(200)[::-1].copy()
+    c = run_ucbvi(m, 200, users=users, seed=1, bonus_scale=0.1)
+    assert np.array_equal(c.users, users)
+    assert np.array_equal(c.trajectories.states[0], rollout(m, c.policies[0], 199, seed=1).states)
+    with pytest.raises(ValueError, match="users"):
+        run_ucbvi(m, 10, users=np.arange(9))
+    with pytest.raises(TypeError):
+        run_ucbvi("riverswim", 10)
+    with pytest.raises(ValueError):
+        run_ucbvi(m, 10, reward_noise="loud")
+
+
+def test_optimism_with_high_confidence():
+    """Fails with probability <= delta = 1e-6 for a correct implementation (Hoeffding + union)."""
+    rng = np.random.default_rng(8)
+    m = garnet(5, 3, 3, 4, rng)
+    run = run_ucbvi(m, 1500, seed=2, delta=1e-6, record_values=True)
+    assert np.all(run.optimistic_V0 >= value_iteration(m).V[0] - 1e-9)
+    greedy = run_ucbvi(m, 1500, seed=2, delta=1e-6, bonus_scale=0.0, record_values=True)
+    assert greedy.optimistic_V0.shape == (1500, 5)
+
+
+# ---------------------------------------------------------------------------- regret machinery
+def test_loglog_slope_and_regret_curves():
+    ts = np.arange(1, 1001)
+    assert loglog_slope(ts, 3 * ts ** 0.5) == pytest.approx(0.5)
+    assert loglog_slope(ts, 2 * ts, start=0.5) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        loglog_slope([1, 2], [0, 0])
+    m = TabularMDP(np.full((2, 2, 2), 0.5), np.array([[0.2, 0.8], [0.2, 0.8]]), [1.0, 0.0], 3)
+    res = regret_curves(m, 300, seeds=[1, 2], bonus_scale=0.05, n_points=10)
+    assert res["regret"].shape == (2, len(res["t"])) and np.all(np.diff(res["regret"], axis=1) >= -1e-12)
+    assert len(res["slopes"]) == 2
+
+
+def test_rl_speed_benchmark_writes_the_issue_keys(tmp_path):
+    """Smoke test of benchmarks/rl_speed.py (tiny T; no timing is asserted)."""
+    import json
+    import runpy
+    from pathlib import Path
+
+    bench = runpy.run_path(str(Path(__file__).resolve().parents[1] / "benchmarks" / "rl_speed.py"))
+    out = tmp_path / "rl_speed.json"
+    assert bench["main"](["--T", "40", "--repeats", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    keys = {"stable_episodes_per_s", "ucbvi_episodes_per_s", "peak_memory_mb", "unlearning_cost_fraction",
+            "S", "A", "H", "T", "rho"}
+    for env, S in (("gridworld", 23), ("riverswim", 6)):
+        assert keys <= set(result[env]) and result[env]["S"] == S and result[env]["T"] == 40
+        assert result[env]["ucbvi_episodes_per_s"] > 0 and result[env]["stable_episodes_per_s"] is None
