@@ -2,7 +2,13 @@
 
 Subpackages (most modules are generated from the chapters under ``notebooks/``):
 
-* ``bandit_unlearning.mab`` -- Paper A: offline stochastic multi-armed bandits;
+* ``bandit_unlearning.mab`` -- Paper A: offline stochastic multi-armed bandits (data, LCB learner,
+  unlearning mechanisms, bounds, imitation learning);
+* ``bandit_unlearning.privacy`` -- Gaussian mechanism calibration, audits, couplings;
+* ``bandit_unlearning.exact`` -- Paper B's framework: binary tree mechanism, prefix-sum learners and
+  their exact unlearning;
+* ``bandit_unlearning.rl`` -- Paper B's RL instance: tabular MDPs, UCB-VI and TV-stable UCB-VI;
+* ``bandit_unlearning.experiments`` -- paper reproductions and the runner behind the CLI;
 * ``bandit_unlearning.montecarlo`` -- sizing helpers for Monte Carlo checks.
 
 See ``notebooks/index.ipynb`` for the reading order and the map of chapters to modules.
