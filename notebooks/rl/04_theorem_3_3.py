@@ -10,7 +10,9 @@
 # *Paper B, Theorem 3.3: (1) Algorithm 3 is exact unlearning for Algorithm 2; (2) Algorithm 2 is
 # $\rho$-TV-stable; (3) the probability of retraining is at most $\rho\sqrt{2\log_2 T}$, and the
 # expected cost of unlearning is about a $\rho\sqrt{\ln T}$ fraction of retraining.  Exports
-# `bandit_unlearning.experiments.unlearning_cost` (cost measurements and their figure).*
+# `bandit_unlearning.experiments.unlearning_cost` (cost measurements and their figure) and
+# `bandit_unlearning.experiments.exactness` (the two-sample battery and the broken variants, reused by
+# chapter B8).*
 #
 # Chapter B3 derived exactness; here we test it, with the online UCB bandit of chapter B3 as the
 # learner:
@@ -72,6 +74,7 @@ USERS = bandit_users(MEANS, T_EX, seed=5)
 LEARNER = ucb_bandit_learner(2, sigma=SIGMA_EX)
 N_STATS = 14
 LEVEL_EX = 1e-6 / (len(POSITIONS) * N_STATS)
+CATEGORICAL = ("arms at T, T+1",)
 
 
 def run_statistics(run, t):
@@ -91,18 +94,51 @@ def run_statistics(run, t):
     return out
 
 
-def battery(sample_u, sample_d):
-    """p-value of each statistic: KS two-sample, chi-square for the categorical arm pair."""
+# %% [markdown]
+# The battery itself (and the broken variants and the power computation below) are exported to
+# `bandit_unlearning.experiments.exactness`, so that chapter B8 runs the same tests on TV-stable
+# UCB-VI.  A categorical statistic gets a chi-square test of homogeneity on the table of its
+# observed values in the two worlds, with values seen fewer than 10 times in total pooled into one
+# cell (a test of a coarser partition; its level still holds).
+
+# %% tags=["export:bandit_unlearning.experiments.exactness"]
+"""Two-sample exactness tests for Algorithm 3 (Paper B, Theorem 3.3 (1); chapter B4).
+
+``battery`` compares, statistic by statistic, a sample of runs after unlearning with a sample of
+runs of the world where the deleted user was a dummy all along (two-sample Kolmogorov-Smirnov, or
+chi-square for categorical statistics).  ``VARIANTS`` holds three deliberately broken versions of
+the tree's half of Algorithm 3 (always accept; no reflection; no retrain) as ``BinaryTree``
+subclasses, ``with_tree_class`` plugs one into an existing run, and ``power_subbatches`` measures
+how often the battery rejects on disjoint sub-samples.
+"""
+
+import numpy as np
+from scipy import stats
+
+
+def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
+    """p-value of each statistic of two samples of runs (lists of dicts ``name -> value``).
+
+    Two-sample Kolmogorov-Smirnov for every statistic except those named in ``categorical``, which
+    get a chi-square test of homogeneity on the ``2 x k`` table of their values; values seen fewer
+    than ``min_cell`` times in total are pooled into one cell (p = 1 if fewer than 2 cells remain).
+    """
+    if not sample_u or not sample_d:
+        raise ValueError("both samples must hold at least one run")
     pvalues = {}
     for name in sample_u[0]:
-        u = np.array([s[name] for s in sample_u])
-        d = np.array([s[name] for s in sample_d])
-        if name == "arms at T, T+1":
-            table = np.array([np.bincount(u.astype(int), minlength=4), np.bincount(d.astype(int), minlength=4)])
+        u = np.array([s[name] for s in sample_u], dtype=float)
+        d = np.array([s[name] for s in sample_d], dtype=float)
+        if name in categorical:
+            values = np.union1d(u, d)
+            table = np.array([[np.sum(x == v) for v in values] for x in (u, d)])
+            small = table.sum(axis=0) < min_cell
+            if small.any():
+                table = np.column_stack([table[:, ~small], table[:, small].sum(axis=1)])
             table = table[:, table.sum(axis=0) > 0]
-            pvalues[name] = stats.chi2_contingency(table)[1] if table.shape[1] > 1 else 1.0
+            pvalues[name] = float(stats.chi2_contingency(table)[1]) if table.shape[1] > 1 else 1.0
         else:
-            pvalues[name] = stats.ks_2samp(u, d).pvalue
+            pvalues[name] = float(stats.ks_2samp(u, d).pvalue)
     return pvalues
 
 
@@ -114,9 +150,16 @@ def battery(sample_u, sample_d):
 # forgets to retrain — the ancestors keep their old noisy values and the later steps their old
 # models.  They are applied to the *same* original runs as the correct algorithm.
 
-# %%
+# %% tags=["export:bandit_unlearning.experiments.exactness"]
+import dataclasses
+
+from bandit_unlearning.exact.tree import BinaryTree, PathCoupling, leaf_path, postorder_position
+from bandit_unlearning.privacy.coupling import reflection_coupling, tv_gaussians
+
+
 class BrokenTree(BinaryTree):
-    """Copies of ``BinaryTree.unlearn_leaf`` with one deliberate bug, selected by ``bug``."""
+    """Copies of ``BinaryTree.unlearn_leaf`` with one deliberate bug, selected by ``bug``
+    (``None``: no bug).  Only for showing that the exactness tests can fail."""
 
     bug = None
 
@@ -152,9 +195,25 @@ class BrokenTree(BinaryTree):
         return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
 
 
-VARIANTS = {}
-for bug in ("always accept", "no reflection", "no retrain"):
-    VARIANTS[bug] = type(f"BrokenTree[{bug}]", (BrokenTree,), {"bug": bug})
+class AlwaysAccept(BrokenTree):
+    """BROKEN: keeps every noisy value (only the clean values change)."""
+
+    bug = "always accept"
+
+
+class NoReflection(BrokenTree):
+    """BROKEN: keeps a rejected node's noisy value instead of reflecting it, then retrains."""
+
+    bug = "no reflection"
+
+
+class NoRetrain(BrokenTree):
+    """BROKEN: reflects the rejected node, then neither regenerates its ancestors nor retrains."""
+
+    bug = "no retrain"
+
+
+VARIANTS = {cls.bug: cls for cls in (AlwaysAccept, NoReflection, NoRetrain)}
 
 
 def with_tree_class(run, cls):
@@ -162,6 +221,10 @@ def with_tree_class(run, cls):
     tree = run.tree.copy()
     tree.__class__ = cls
     return dataclasses.replace(run, tree=tree.freeze())
+
+
+# %%
+from bandit_unlearning.experiments.exactness import *  # noqa: F403  (the module generated from the cells above)
 
 
 # %% [markdown]
@@ -183,7 +246,7 @@ for t in POSITIONS:
         for bug, cls in VARIANTS.items():
             samples[t][bug].append(run_statistics(unlearn(with_tree_class(original, cls), t, rng)[0], t))
 
-pvals = {t: battery(samples[t]["U"], samples[t]["D"]) for t in POSITIONS}
+pvals = {t: battery(samples[t]["U"], samples[t]["D"], CATEGORICAL) for t in POSITIONS}
 print(f"{len(POSITIONS) * N_STATS} tests, per-test level {LEVEL_EX:.1e} (overall 1e-6); R = {R_EX} runs per world")
 for t in POSITIONS:
     print(f"\ndeleted position t = {t} (path {len(leaf_path(t, T_EX))} nodes): p-values of 'unlearned' vs 'dummy world'")
@@ -204,23 +267,29 @@ print("Algorithm 3 is exact on every statistic and position")
 # the smallest p-values below show it is essentially 1.  The correct algorithm is shown on the same
 # footing (its battery must never reject).
 
+# %% tags=["export:bandit_unlearning.experiments.exactness"]
+def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()) -> float:
+    """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
+    which the smallest p-value of ``battery`` falls below ``level``."""
+    k = min(len(sample_u), len(sample_d)) // size
+    if k < 1:
+        raise ValueError(f"size must be at most the sample size ({min(len(sample_u), len(sample_d))}), got {size}")
+    return float(np.mean([min(battery(sample_u[i * size:(i + 1) * size], sample_d[i * size:(i + 1) * size],
+                                      categorical).values()) < level for i in range(k)]))
+
+
 # %%
+from bandit_unlearning.experiments.exactness import *  # noqa: F403
+
 SUB_SIZES = (100, 250, 500)
-
-
-def power_subbatches(sample_u, sample_d, size):
-    k = len(sample_u) // size
-    return np.mean([min(battery(sample_u[i * size:(i + 1) * size], sample_d[i * size:(i + 1) * size]).values()) < LEVEL_EX
-                    for i in range(k)])
-
-
 print(f"{'variant':14s} {'t':>3s}  {'smallest p':>10s}  " + "  ".join(f"power@{n:<4d}" for n in SUB_SIZES) + "  statistic")
 power_table = {}
 for name in ("U",) + tuple(VARIANTS):
     for t in POSITIONS:
-        pv = battery(samples[t][name], samples[t]["D"])
+        pv = battery(samples[t][name], samples[t]["D"], CATEGORICAL)
         worst = min(pv, key=pv.get)
-        power_table[name, t] = [power_subbatches(samples[t][name], samples[t]["D"], n) for n in SUB_SIZES]
+        power_table[name, t] = [power_subbatches(samples[t][name], samples[t]["D"], n, LEVEL_EX, CATEGORICAL)
+                                 for n in SUB_SIZES]
         label = "correct" if name == "U" else name
         print(f"{label:14s} {t:3d}  {pv[worst]:10.1e}  " + "  ".join(f"{x:10.2f}" for x in power_table[name, t])
               + f"  {worst}")
