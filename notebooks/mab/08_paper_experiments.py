@@ -45,7 +45,9 @@
 # - where Lemma A.1's condition fails for a replicate, its noise uses the exact sensitivity (E2), and
 #   the count of such replicates is reported; replicates whose prefix holds fewer than $k$ samples
 #   of a source arm are dropped and counted;
-# - Table 2: $k = 80$, $\gamma = 0.5$, $N \in \{900, …, 1500\}$ (the paper's list is open-ended).
+# - Table 2: $k = N/2$ (inside Theorem 3.11's condition $k \le \min\{3N/4, (2-C^\star)N/C^\star\}$;
+#   with $k = 80$ both methods are exactly 0 at these $N$, because $a^\star$ holds 77% of the data),
+#   $\gamma = 0.5$, $N \in \{900, …, 1500\}$ (the paper's list is open-ended).
 
 # %%
 import time
@@ -259,7 +261,8 @@ class ProtocolA:
     consecutive samples of the source arm, block-aligned under M_f (``block`` draws = ``block/m``
     samples of each arm) and unaligned under M_d; mixing rolls back the first ``k'`` of the deleted
     samples (equal in distribution to a uniform subset, since rewards are i.i.d. and independent of
-    positions); Table 2 uses ``table2_k`` deletions and ``gamma``.
+    positions); Table 2 deletes ``k = table2_k_fraction * N`` samples of the best arm (default N/2,
+    inside Theorem 3.11's condition ``k <= min(3N/4, (2 - C*) N / C*)`` for C* = 1.3) at ``gamma``.
     """
 
     means: tuple = PAPER_MEANS
@@ -275,13 +278,15 @@ class ProtocolA:
     k: int = 80
     n: int = 3000
     table2_c_star: float = 1.3
-    table2_k: int = 80
+    table2_k_fraction: float = 0.5
 
     def __post_init__(self):
-        for name in ("n_trajectories", "n_requests", "n_runs", "block", "k", "n", "table2_k"):
+        for name in ("n_trajectories", "n_requests", "n_runs", "block", "k", "n"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not 0 < self.table2_k_fraction < 1:
+            raise ValueError(f"table2_k_fraction must lie in (0, 1), got {self.table2_k_fraction}")
         if not 0 <= self.mixing_eta <= 1:
             raise ValueError(f"mixing_eta must lie in [0, 1], got {self.mixing_eta}")
         if not 0 <= self.easy_arm < len(self.means):
@@ -342,7 +347,7 @@ def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, p
                       threshold_scale=protocol.threshold_scale, sensitivity=rule)
         arm_arg = arms[0] if single else list(arms)
         k_arg = ks[0] if single else list(ks)
-        del_arg = deleted[0][rows] if single else [d[rows] for d in deleted]
+        del_arg = deleted[0][rows] if single else np.stack([d[rows] for d in deleted], axis=-1)
         if mixing:
             k_prime = _mixing_k_prime(method, ks[0], protocol)
             out[rows] = unlearn_batch(counts[rows], sums[rows], tau, arm_arg, k_arg, del_arg, "mixing",
@@ -438,11 +443,12 @@ def panels(experiment: str, protocol: ProtocolA) -> list:
     elif experiment == "figure3":
         for case, arms in (("hard", [0, 1]), ("easy", [2, 3])):
             out.append({"id": f"Mf-{case}-config", "model": "Mf", "case": case, "vary": "config",
-                        "x": [list(c) for c in FIG3_CONFIGS], "points": list(FIG3_CONFIGS),
+                        "x": [list(c) for c in FIG3_CONFIGS], "points": [(n, k, g) for n, g, k in FIG3_CONFIGS],
                         "sources": arms, "methods": ["Oracle", "Rollback", "Gaussian", "Alg7"]})
     elif experiment == "table2":
         out.append({"id": "Md-hard-N", "model": "Md", "case": "hard", "vary": "N", "x": list(TABLE2_N),
-                    "points": [(n, p.table2_k, p.gamma) for n in TABLE2_N], "sources": [hard],
+                    "points": [(n, int(p.table2_k_fraction * n), p.gamma) for n in TABLE2_N],
+                    "sources": [hard],
                     "methods": ["Alg6", "Alg2"], "c_star": p.table2_c_star})
     else:
         raise ValueError(f"unknown experiment {experiment!r}; choose from {EXPERIMENTS}")
