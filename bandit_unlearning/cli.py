@@ -50,8 +50,16 @@ def _paper_a(name: str) -> Callable[[Path, str, int, int], dict]:
     return run
 
 
+def _rl(out: Path, scale: str, seed: int, workers: int) -> dict:
+    """Paper B (chapters B7-B9): regret over T and rho, unlearning cost, lower-bound illustration."""
+    from bandit_unlearning.experiments.rl_paper import reproduce_rl
+
+    return reproduce_rl(out, scale, seed, workers)
+
+
 EXPERIMENTS: dict[str, Callable[[Path, str, int, int], dict]] = {
     "lemma31": _lemma31,
+    "rl": _rl,
     **{name: _paper_a(name) for name in ("figure1", "figure2", "figure3", "table2")},
 }
 

@@ -34,6 +34,8 @@
 # | B5 | [rl/05_tabular_mdps](rl/05_tabular_mdps.ipynb) | Paper B §4 (SPEC B5): episodic tabular MDPs, exact planning/evaluation/regret, environments, Theorem 4.4 hard instance, replayable users (E10), Gymnasium interop | `bandit_unlearning.rl.mdp`, `bandit_unlearning.rl.envs`, `bandit_unlearning.rl.users`, `bandit_unlearning.rl.gym` |
 # | B6 | [rl/06_ucbvi](rl/06_ucbvi.ipynb) | Paper B §4: statistics (SPEC B5, E8), Algorithm 4 planning from (noisy) prefix sums (SPEC B6, E9), non-private UCB-VI, regret at ρ = ∞ (Theorem 4.1) | `bandit_unlearning.rl.ucbvi`, `bandit_unlearning.experiments.rl_regret` |
 # | B7 | [rl/07_stable_ucbvi](rl/07_stable_ucbvi.ipynb) | Paper B Algorithm 4 (TV-stable UCB-VI) on the binary tree, Theorem 4.1 (regret over T and ρ, the bound's terms), ρ = √(HS³A/T) | `bandit_unlearning.rl.stable`, `bandit_unlearning.experiments.rl_stable` |
+# | B8 | [rl/08_exact_unlearning_rl](rl/08_exact_unlearning_rl.ipynb) | Theorem 3.3 applied to Algorithm 4: exactness of deleting an episode from TV-stable UCB-VI (power against broken variants), unlearning cost vs retraining over ρ and T | `bandit_unlearning.experiments.rl_unlearning` |
+# | B9 | [rl/09_lower_bound](rl/09_lower_bound.ipynb) | Paper B Theorem 4.4 (lower bound, illustrated on the hard instance), DP/TV facts, Karwa–Vadhan coupling lemma checked; Part B reproduction | `bandit_unlearning.experiments.rl_lower_bound`, `bandit_unlearning.experiments.rl_paper` |
 #
 # ## Notation (SPEC)
 #
