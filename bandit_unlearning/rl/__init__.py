@@ -10,5 +10,11 @@ Modules (generated from the chapters under ``notebooks/rl/``):
   ``rollout_batch`` (chapter B5);
 * ``gym`` -- optional Gymnasium interoperability (``to_gymnasium``, ``from_gymnasium``) (chapter B5);
 * ``ucbvi`` -- episode statistics (SPEC B5), the planner of Algorithm 4 from (noisy) prefix sums
-  (``plan_from_statistics``) and the fast non-private driver ``run_ucbvi`` (chapter B6).
+  (``plan_from_statistics``) and the fast non-private driver ``run_ucbvi`` (chapter B6);
+* ``stable`` -- TV-stable UCB-VI (Algorithm 4, Theorem 4.1) as a prefix-sum learner of
+  ``bandit_unlearning.exact.learner``: ``stable_ucbvi(mdp, T, rho)``, whose runs ``train``, ``unlearn``
+  (Algorithm 3) and ``verify_run`` handle unchanged (chapter B7).
+
+Experiments on these learners live in ``bandit_unlearning.experiments`` (``rl_regret``, ``rl_stable``,
+``rl_unlearning``, ``rl_lower_bound``, and ``rl_paper.reproduce_rl`` for the command line).
 """

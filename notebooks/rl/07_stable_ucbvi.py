@@ -407,6 +407,45 @@ for mdp, T, scale in ((river, 1500, 1.0), (river, 1500, 0.05), (grid, 150, 0.05)
         assert not broken_same
 
 # %% [markdown]
+# **Bad input** is refused with a clear error that names the argument and the rule, and a refused
+# call changes nothing (the learner and the oracle are immutable; we also check that the generator
+# was not advanced).
+
+# %%
+def refused(call):
+    try:
+        call()
+    except (ValueError, TypeError) as err:
+        return f"{type(err).__name__}: {err}"
+    raise AssertionError("accepted bad input")
+
+
+oracle = EpisodeOracle(river, seed=USER_SEED)
+pi_ok = np.zeros((river.H, river.S), dtype=np.int64)
+state = rng.bit_generator.state
+cases = {
+    "rho <= 0": lambda: stable_ucbvi(river, 100, 0.0),
+    "rho negative": lambda: stable_ucbvi(river, 100, -1.0),
+    "both rho and sigma": lambda: stable_ucbvi(river, 100, 1.0, sigma=1.0),
+    "neither rho nor sigma": lambda: stable_ucbvi(river, 100),
+    "T < 1": lambda: stable_ucbvi(river, 0, 1.0),
+    "T = 1 with the paper's calibration": lambda: stable_ucbvi(river, 1, 1.0),
+    "exact calibration with rho >= 1": lambda: stable_ucbvi(river, 100, 2.0, calibration="exact"),
+    "unknown calibration": lambda: stable_sigma(1.0, 10, 100, "magic"),
+    "not an MDP": lambda: stable_ucbvi("riverswim", 100, 1.0),
+    "policy of the wrong shape": lambda: oracle(3, 1, np.zeros((river.S, river.H), dtype=np.int64)),
+    "policy with an unknown action": lambda: oracle(3, 1, np.full((river.H, river.S), river.A)),
+    "non-integer policy": lambda: oracle(3, 1, pi_ok + 0.5),
+    "user key < 0": lambda: oracle(-1, 1, pi_ok),
+    "user that is not a key": lambda: oracle("alice", 1, pi_ok),
+    "training on users of another kind": lambda: train(stable_ucbvi(river, 4, 1.0), ["a", "b", "c", "d"], rng),
+}
+for name, call in cases.items():
+    print(f"{name:36s} -> {refused(call)}")
+assert rng.bit_generator.state == state
+print("nothing changed")
+
+# %% [markdown]
 # **(c) Stability level and noise.**  What $\sigma$ and $\varepsilon_{app}(\delta/4)$ mean for the two
 # environments ($T = 4000$, $\delta = 0.1$): the exact TV of the tree for a worst-case shift $B$
 # (`path_tv`, chapter B2) is below $\rho$ for the paper's calibration (for $\rho < 1$; above 1 the
@@ -445,7 +484,7 @@ for mdp in (river, grid):
 #   `bonus_scale` $= 0.05$ for $\rho \in \{\infty, 1000, 300, 100, 30, 1\}$ (two populations, two
 #   tree-noise draws); the paper's bonus for $\rho \in \{\infty, 10, 1\}$ (one population).
 # - **Gridworld** ($S = 23$, $A = 4$, $H = 10$, $d = 23{,}000$), $T = 256$: the dense tree holds
-#   $4Td$ floats (190 MB here) and runs a few hundred episodes per second, so only a short run fits a
+#   $4Td$ floats (190 MB here) and runs several hundred episodes per second, so only a short run fits a
 #   notebook; $\rho \in \{\infty, 1\}$ with the paper's bonus, $\{\infty, 100, 1\}$ with bonus
 #   $\times 0.05$.  Paper-scale runs go to the CLI (`python -m bandit_unlearning reproduce rl`,
 #   chapter B9).
