@@ -44,7 +44,7 @@ test-fast: check
 	$(BIN)/python -m pytest -n 2 tests
 
 reproduce: $(STAMP)
-	$(BIN)/python -m bandit_unlearning reproduce all --out results
+	$(BIN)/python -m bandit_unlearning reproduce all --out results --workers 2
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def _lemma31(out: Path, scale: str, seed: int) -> dict:
+def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
     from bandit_unlearning.experiments.lemma31 import lemma31_curve, plot_lemma31
 
     ns = [250, 500, 1000, 2000, 4000, 8000, 16000]
@@ -36,7 +36,32 @@ def _lemma31(out: Path, scale: str, seed: int) -> dict:
     return {"experiment": "lemma31", "protocol": protocol, "panels": panels}
 
 
-EXPERIMENTS: dict[str, Callable[[Path, str, int], dict]] = {"lemma31": _lemma31}
+def _paper_a(name: str) -> Callable[[Path, str, int, int], dict]:
+    def run(out: Path, scale: str, seed: int, workers: int) -> dict:
+        from bandit_unlearning.experiments.paper_a import ProtocolA, run_experiment
+        from bandit_unlearning.experiments.plots_a import plot_experiment
+
+        protocol = ProtocolA() if scale == "paper" else ProtocolA.quick()
+        result = run_experiment(name, protocol, seed=seed, workers=workers, scale=scale)
+        _save_figure(plot_experiment(result), out / name)
+        return result
+
+    run.__doc__ = f"Paper A {name} (SPEC A11)."
+    return run
+
+
+def _rl(out: Path, scale: str, seed: int, workers: int) -> dict:
+    """Paper B (chapters B7-B9): regret over T and rho, unlearning cost, lower-bound illustration."""
+    from bandit_unlearning.experiments.rl_paper import reproduce_rl
+
+    return reproduce_rl(out, scale, seed, workers)
+
+
+EXPERIMENTS: dict[str, Callable[[Path, str, int, int], dict]] = {
+    "lemma31": _lemma31,
+    "rl": _rl,
+    **{name: _paper_a(name) for name in ("figure1", "figure2", "figure3", "table2")},
+}
 
 
 def _save_figure(fig, stem: Path) -> None:
@@ -50,7 +75,9 @@ def _summary_table(result: dict) -> str:
     lines = [f"## {result['experiment']} (scale {result['scale']}, seed {result['seed']})", ""]
     for panel in result["panels"]:
         names = list(panel["methods"])
-        lines += [f"**{panel['id']}** — model {panel.get('model', '-')}, vary {panel['vary']}", "",
+        extra = "".join(f", {key} {panel[key]}" for key in ("excluded_replicates", "exact_sensitivity_replicates")
+                        if panel.get(key))
+        lines += [f"**{panel['id']}** — model {panel.get('model', '-')}, vary {panel['vary']}{extra}", "",
                   "| x | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         for i, x in enumerate(panel["x"]):
             lines.append(f"| {x} | " + " | ".join(f"{panel['methods'][n][i]:.4g}" for n in names) + " |")
@@ -58,7 +85,19 @@ def _summary_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0) -> list[dict]:
+def write_summary(out: Path) -> Path:
+    """Rebuild ``out/summary.md`` from every result JSON in ``out`` (so partial runs accumulate)."""
+    results = []
+    for path in sorted(out.glob("*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "panels" in data and "experiment" in data:
+            results.append(data)
+    text = "# Reproduced figures and tables\n\n" + "".join(map(_summary_table, results))
+    (out / "summary.md").write_text(text)
+    return out / "summary.md"
+
+
+def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, workers: int = 1) -> list[dict]:
     """Run the named reproductions; write their JSON, figures and ``summary.md`` into ``out``."""
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown:
@@ -68,13 +107,13 @@ def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0) 
     for name in names:
         start = time.perf_counter()
         result = {"experiment": name, "scale": scale, "seed": seed}
-        result.update(EXPERIMENTS[name](out, scale, seed))
+        result.update(EXPERIMENTS[name](out, scale, seed, workers))
         result["scale"], result["seed"] = scale, seed
         result["wall_time_s"] = round(time.perf_counter() - start, 2)
         (out / f"{name}.json").write_text(json.dumps(result, indent=1))
         results.append(result)
         print(f"{name}: wrote {out / name}.json/.png/.pdf in {result['wall_time_s']} s")
-    (out / "summary.md").write_text("# Reproduced figures and tables\n\n" + "".join(map(_summary_table, results)))
+    write_summary(out)
     return results
 
 
@@ -86,10 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results/)")
     rep.add_argument("--scale", choices=("paper", "quick"), default="paper")
     rep.add_argument("--seed", type=int, default=0)
+    rep.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be >= 1")
     names = sorted(EXPERIMENTS) if "all" in args.names else args.names
     try:
-        reproduce(names, args.out, args.scale, args.seed)
+        reproduce(names, args.out, args.scale, args.seed, args.workers)
     except ValueError as err:
         parser.error(str(err))
     return 0

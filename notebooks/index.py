@@ -20,9 +20,12 @@
 # |---|---|---|---|
 # | A1 | [mab/01_data_and_lcb](mab/01_data_and_lcb.ipynb) | Paper A §2, Algorithm 1, Lemma 3.1 | `bandit_unlearning.mab.data`, `bandit_unlearning.mab.lcb`, `bandit_unlearning.montecarlo`, `bandit_unlearning.experiments.lemma31` |
 # | A2 | [mab/02_unlearning_mechanisms](mab/02_unlearning_mechanisms.ipynb) | Paper A Definition 2.1, §3.1, Lemma A.1; SPEC E2, E7, E12 | `bandit_unlearning.mab.mechanisms` |
-# | A3 | [mab/03_adaptive_unlearning](mab/03_adaptive_unlearning.ipynb) | Paper A Algorithms 2–3, Theorems 3.2, 3.3, 3.5; SPEC E1–E4 | `bandit_unlearning.mab.unlearn`, `bandit_unlearning.mab.bounds` |
+# | A3 | [mab/03_adaptive_unlearning](mab/03_adaptive_unlearning.ipynb) | Paper A Algorithms 2–3 (and the entry points of Algorithms 4–5, 7–8), Theorems 3.2, 3.3, 3.5; SPEC E1–E4 | `bandit_unlearning.mab.unlearn`, `bandit_unlearning.mab.bounds` |
 # | A4 | [mab/04_lower_bounds](mab/04_lower_bounds.ipynb) | Paper A Theorems 3.7, 3.9 and the C* in (1, 2) lower bound (Le Cam two-point constructions), Lemma A.8; exact KL checks (the C* in (1, 2) closed form is not an upper bound for requests from a0) | `bandit_unlearning.mab.lower_bounds` |
+# | A5 | [mab/05_mixing](mab/05_mixing.ipynb) | Paper A Algorithms 4–5, Theorems A.9–A.10 (mixing rollback and noise) | `bandit_unlearning.mab.mixing` |
 # | A6 | [mab/06_imitation_learning](mab/06_imitation_learning.ipynb) | Paper A Algorithm 6, Theorem 3.11 (C* in (1, 2)); explicit Chernoff bound (the printed expression is vacuous for C* > 1.07); Table 2 comparison | `bandit_unlearning.mab.imitation` |
+# | A7 | [mab/07_multi_source](mab/07_multi_source.ipynb) | Paper A Algorithms 7–8, Theorem 3.13 (multi-source); SPEC E5 erratum demonstrated | `bandit_unlearning.mab.multisource` |
+# | A8 | [mab/08_paper_experiments](mab/08_paper_experiments.ipynb) | Paper A §5 (Figures 1–3, Table 2; SPEC A11): protocol with prefix sharing, vectorised engine on the package's mechanisms, reduced-scale runs; paper scale via the CLI | `bandit_unlearning.experiments.protocol`, `bandit_unlearning.experiments.paper_a`, `bandit_unlearning.experiments.plots_a` |
 # | P1 | [privacy/01_gaussian_mechanism](privacy/01_gaussian_mechanism.ipynb) | Gaussian mechanism: classic (ε < 1 only) and analytic calibration, privacy profile, hockey-stick divergence, Clopper–Pearson audit; SPEC E1 | `bandit_unlearning.privacy.gaussian`, `bandit_unlearning.privacy.audit` |
 # | B1 | [rl/01_tv_and_coupling](rl/01_tv_and_coupling.ipynb) | Paper B §2: TV distance, maximal coupling by rejection and point reflection (Algorithm 3's node step) | `bandit_unlearning.privacy.coupling` |
 # | B2 | [rl/02_binary_tree](rl/02_binary_tree.ipynb) | Paper B §3: Algorithm 2's binary tree mechanism, σ calibrations (paper and exact), ε_app | `bandit_unlearning.exact.tree` |
@@ -31,6 +34,8 @@
 # | B5 | [rl/05_tabular_mdps](rl/05_tabular_mdps.ipynb) | Paper B §4 (SPEC B5): episodic tabular MDPs, exact planning/evaluation/regret, environments, Theorem 4.4 hard instance, replayable users (E10), Gymnasium interop | `bandit_unlearning.rl.mdp`, `bandit_unlearning.rl.envs`, `bandit_unlearning.rl.users`, `bandit_unlearning.rl.gym` |
 # | B6 | [rl/06_ucbvi](rl/06_ucbvi.ipynb) | Paper B §4: statistics (SPEC B5, E8), Algorithm 4 planning from (noisy) prefix sums (SPEC B6, E9), non-private UCB-VI, regret at ρ = ∞ (Theorem 4.1) | `bandit_unlearning.rl.ucbvi`, `bandit_unlearning.experiments.rl_regret` |
 # | B7 | [rl/07_stable_ucbvi](rl/07_stable_ucbvi.ipynb) | Paper B Algorithm 4 (TV-stable UCB-VI) on the binary tree, Theorem 4.1 (regret over T and ρ, the bound's terms), ρ = √(HS³A/T) | `bandit_unlearning.rl.stable`, `bandit_unlearning.experiments.rl_stable` |
+# | B8 | [rl/08_exact_unlearning_rl](rl/08_exact_unlearning_rl.ipynb) | Theorem 3.3 applied to Algorithm 4: exactness of deleting an episode from TV-stable UCB-VI (power against broken variants), unlearning cost vs retraining over ρ and T | `bandit_unlearning.experiments.rl_unlearning` |
+# | B9 | [rl/09_lower_bound](rl/09_lower_bound.ipynb) | Paper B Theorem 4.4 (lower bound, illustrated on the hard instance), DP/TV facts, Karwa–Vadhan coupling lemma checked; Part B reproduction | `bandit_unlearning.experiments.rl_lower_bound`, `bandit_unlearning.experiments.rl_paper` |
 #
 # ## Notation (SPEC)
 #

@@ -315,7 +315,7 @@ def test_bad_options_raise_and_change_nothing(kwargs, err, match):
     (req(0, 201, 0), "more deletions than the arm holds"),
     (req(0, 130, 130), "request does not match the state"),      # deleted sum 130 > S(0) = 120
     (req(1, 150, 0), "request does not match the state"),        # 100 left for 50 points
-    (DeletionRequest([0, 1], [0.0, 1.0]), "Algorithm 7"),
+    (DeletionRequest([0, 5], [0.0, 1.0]), "unknown arm"),        # multi-source with an unknown arm
 ])
 def test_bad_requests_raise_and_change_nothing(request_, match):
     rng = np.random.default_rng(4)
@@ -331,6 +331,8 @@ def test_bad_requests_raise_and_change_nothing(request_, match):
 def test_bad_types_and_reference_arguments():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="method"):
+        unlearn(STATE, U, "mixed", gamma=0.5, rng=rng)
+    with pytest.raises(ValueError, match="k_prime"):                     # mixing needs k' or eta
         unlearn(STATE, U, "mixing", gamma=0.5, rng=rng)
     with pytest.raises(TypeError):
         unlearn(STATE, U, "adaptive", gamma=0.5, rng=0)
@@ -354,8 +356,13 @@ def test_plan_is_generic_per_source_arm():
     assert plans[0].branch == "gaussian" and plans[0].noised
     assert SourcePlan(0, 20, 200, 20, 0.0, 0.0).branch == "rollback"
     assert SourcePlan(0, 20, 200, 10, 0.1, 0.1).branch == "mixing"
-    with pytest.raises(ValueError, match="Algorithm 7"):
-        plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800), opts)
+    # multi-source (Algorithm 7, corrected rule E5): only the learner's source arm can be noised
+    plans, g0m = plan_unlearning(0, [200, 100, 200], [20, 5, 0], np.log(1800), opts)
+    assert [p.branch for p in plans] == ["gaussian", "rollback"] and g0m == pytest.approx(gamma0_paper(100, 20, np.log(1800)))
+    with pytest.raises(ValueError, match="k_max <= N_min"):            # gamma0' undefined
+        plan_unlearning(0, [200, 10, 200], [20, 5, 0], np.log(1800), opts)
+    with pytest.raises(ValueError, match="single-source"):
+        plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800), UnlearnOptions("mixing", gamma=0.1, eta=0.5))
     with pytest.raises(ValueError, match="no point"):
         plan_unlearning(0, [200, 200, 200], [0, 0, 0], np.log(1800), opts)
     assert UnlearnOptions("rollback").calibration_proven is True

@@ -277,4 +277,6 @@ def test_rl_speed_benchmark_writes_the_issue_keys(tmp_path):
             "S", "A", "H", "T", "rho"}
     for env, S in (("gridworld", 23), ("riverswim", 6)):
         assert keys <= set(result[env]) and result[env]["S"] == S and result[env]["T"] == 40
-        assert result[env]["ucbvi_episodes_per_s"] > 0 and result[env]["stable_episodes_per_s"] is None
+        assert result[env]["ucbvi_episodes_per_s"] > 0 and result[env]["stable_episodes_per_s"] > 0
+        assert 0 <= result[env]["unlearning_cost_fraction"] <= 1 and result[env]["rho"] == 1.0
+        assert result[env]["stable_T"] == 40 and result[env]["d"] == (2 + S) * S * result[env]["A"] * result[env]["H"]

@@ -42,11 +42,11 @@ def safe_slope(ts, cumulative, start: float = 0.1) -> float:
 
 def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.random.Generator,
                         bonus_scale: float = 1.0, calibration: str = "paper", delta: float = 0.1,
-                        n_points: int = 40, tree_factory=LightTree) -> dict:
+                        n_points: int = 40, tree_factory=LightTree, keep_policies: bool = False) -> dict:
     """One run of TV-stable UCB-VI (``rho = math.inf``: non-private ``run_ucbvi``) for ``T`` episodes of
     the user population ``seed``, tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
     "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),
-    "final" (R(T)), "slope" (last decade)}``."""
+    "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``."""
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
     T = check_int(T, "T", 1)
@@ -60,9 +60,12 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
     cumulative = np.cumsum(regret(mdp, policies))
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curve = cumulative[ts - 1]
-    return {"mdp": mdp.name, "T": T, "rho": float(rho), "sigma": sigma, "bonus_scale": float(bonus_scale),
-            "calibration": calibration, "seed": int(seed), "t": ts, "regret": curve,
-            "final": float(cumulative[-1]), "slope": safe_slope(ts, curve)}
+    out = {"mdp": mdp.name, "T": T, "rho": float(rho), "sigma": sigma, "bonus_scale": float(bonus_scale),
+           "calibration": calibration, "seed": int(seed), "t": ts, "regret": curve,
+           "final": float(cumulative[-1]), "slope": safe_slope(ts, curve)}
+    if keep_policies:
+        out["policies"] = np.asarray(policies)
+    return out
 
 
 def summarize_curves(curves) -> dict:

@@ -13,7 +13,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Sequence
 
 try:  # tqdm is a dependency; keep the runner importable without it for copy-paste users
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 except ImportError:  # pragma: no cover
     tqdm = None
 

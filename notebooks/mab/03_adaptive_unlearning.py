@@ -16,7 +16,8 @@
 # depends on the privacy level $\gamma$ and on whether $a_0$ is the arm the learner chose.
 # **Algorithm 2** decides adaptively.  This chapter
 # 1. implements it, with its reference mechanism (Algorithm 3), behind one entry point `unlearn`
-#    that records what it did (branch, $\sigma$, calibration, sensitivity);
+#    that records what it did (branch, $\sigma$, calibration, sensitivity) — the same entry point
+#    runs mixing (Algorithm 4, chapter A5) and multi-source requests (Algorithm 7, chapter A7);
 # 2. computes the **exact** distributions over arms of the unlearned output and of the reference;
 # 3. checks Theorem 3.2 three ways: an exact hockey-stick audit over more than 1,000 worst-case
 #    settings, a Monte Carlo auditor that agrees with it, and both audits rejecting broken
@@ -182,24 +183,33 @@ def rollback_branch_bound(n_a0, k, log_term):
 # $\Delta_f = 3(k-k')/(2(N-k'))$) and multi-source unlearning (Algorithm 7 with the corrected rule of
 # E5: noise iff $\hat a = a_{u_i}$ and $\gamma < \gamma_0'$, rollback otherwise, with
 # $\gamma_0'$ computed from $N_{\min}$ and $k_{\max}$ — which for a single source are $N(a_0)$ and
-# $k$).  Those two extensions are the next chapters'; for now a request from several arms is
-# refused with a pointer to Algorithm 7.
+# $k$).  Both extensions use **the same entry points** and are implemented in the cell below; they
+# are explained and checked in their own chapters: mixing (`method="mixing"` with `k_prime` or
+# `eta`) in chapter A5 (`mab/05_mixing`), multi-source requests (a `DeletionRequest` with points of
+# several arms; `"adaptive"` is then Algorithm 7, and with one source arm it *is* Algorithm 2) in
+# chapter A7 (`mab/07_multi_source`).  This chapter checks the single-source Algorithm 2.
 #
 # `unlearn(state, request, method, ...)` then applies the plan to $T(D)$ (`method` is
 # `"adaptive"` for Algorithm 2, or `"gaussian"`/`"rollback"` to force one branch, as the paper's
-# baselines do); `reference(retrained_state, request, method, learner_arm=...)` applies the same
-# plan to the statistic of $D \setminus U$ (Algorithm 3); `output_distributions` computes both
-# output distributions exactly; `unlearn_batch` runs Algorithm 2 (or 3) on many replicates at once.
-# Every argument is validated before anything is drawn or built, and every result records what
-# was done.
+# baselines do, or `"mixing"`); `reference(retrained_state, request, method, learner_arm=...)`
+# applies the same plan to the statistic of $D \setminus U$ (Algorithm 3; 5 and 8 for the
+# extensions); `output_distributions` computes both output distributions exactly;
+# `unlearn_batch` runs any of them on many replicates at once (single- or multi-source, see its
+# docstring for the exact signature).  Every argument is validated before anything is drawn or
+# built, and every result records what was done.
 
 # %% tags=["export"]
-"""Adaptive single-source unlearning for the LCB learner (Paper A, Section 3.2).
+"""Unlearning for the LCB learner behind one entry point (Paper A, Sections 3.2-3.3 and Appendix A).
 
-- ``unlearn``: Algorithm 2 (``method="adaptive"``) or a forced branch (``"gaussian"``, ``"rollback"``);
-- ``reference``: Algorithm 3, the same mechanism with an empty request on data without ``U``;
-- ``output_distributions``: the exact output distributions over arms of both (closed form);
-- ``unlearn_batch``: Algorithms 2/3 vectorised over a leading replicate axis (for experiments);
+- ``unlearn``: Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
+  mixing (``"mixing"`` with ``k_prime`` or ``eta``: Algorithm 4).  A request from several arms is
+  multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of SPEC E5
+  (with one source arm it is Algorithm 2 exactly), ``"gaussian"`` noises every source arm,
+  ``"rollback"`` rolls every one back; mixing is single-source;
+- ``reference``: the same mechanism with an empty request on data without ``U`` (Algorithms 3, 5, 8);
+- ``output_distributions``: the exact output distributions over arms of both (closed form; for
+  mixing a finite mixture over the rolled-back subset; 1-D quadrature when several arms are noised);
+- ``unlearn_batch``: all of it vectorised over a leading replicate axis (for experiments);
 - ``plan_unlearning`` / ``SourcePlan``: the per-source-arm decision (k' points rolled back, noise),
   made from quantities public in both worlds: a_hat = pi(D), the source arms, their k and N(a), L.
 
@@ -209,10 +219,11 @@ only), "classic" (same, refused for eps >= 1) or "analytic" (Balle & Wang); sens
 "exact" (gamma*, E3), times ``threshold_scale``.  Ties in every argmax go to the lowest arm (E6).
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import integrate, special, stats
 
 from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper
 from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
@@ -223,10 +234,12 @@ from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gamma as privacy_gamma,
 )
 
-METHODS = ("adaptive", "gaussian", "rollback")
+METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
 SENSITIVITIES = ("paper", "exact")
+MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distribution`` (general rewards)
+SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def _choice(name: str, value, allowed: tuple) -> str:
@@ -244,7 +257,9 @@ class UnlearnOptions:
     noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
     compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
     ``calibration="classic"`` refuses epsilon >= 1 (SPEC E1); ``"classic"`` and ``"analytic"`` need
-    epsilon and delta (sigma is not a function of gamma alone).
+    epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
+    needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
+    ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
     """
 
     method: str
@@ -255,6 +270,8 @@ class UnlearnOptions:
     threshold_scale: float = 1.0
     calibration: str = "paper"
     sensitivity: str = "paper"
+    k_prime: int | None = None
+    eta: float | None = None
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
@@ -268,6 +285,27 @@ class UnlearnOptions:
         if not (np.isfinite(scale) and scale > 0):
             raise ValueError(f"threshold_scale must be finite and > 0, got {self.threshold_scale!r}")
         object.__setattr__(self, "threshold_scale", scale)
+        has_kp, has_eta = self.k_prime is not None, self.eta is not None
+        if self.method == "mixing":
+            if has_kp == has_eta:
+                raise ValueError("method='mixing' (Algorithm 4) needs exactly one of k_prime (the number of deleted "
+                                 "points rolled back, an integer in [0, k]) or eta = k'/k (in [0, 1]); got "
+                                 + ("both" if has_kp else "neither"))
+            if has_kp:
+                if isinstance(self.k_prime, bool) or not isinstance(self.k_prime, (int, np.integer)) or self.k_prime < 0:
+                    raise ValueError(f"k_prime must be an integer in [0, k], got {self.k_prime!r}")
+                object.__setattr__(self, "k_prime", int(self.k_prime))
+            else:
+                try:
+                    eta = float(self.eta)
+                except (TypeError, ValueError):
+                    raise TypeError(f"eta must be a real number in [0, 1], got {self.eta!r}") from None
+                if not (np.isfinite(eta) and 0 <= eta <= 1):
+                    raise ValueError(f"eta = k'/k must lie in [0, 1], got {self.eta!r}")
+                object.__setattr__(self, "eta", eta)
+        elif has_kp or has_eta:
+            raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
+                             f"not of method={self.method!r}")
         has_eps, has_delta, has_gamma = self.epsilon is not None, self.delta is not None, self.gamma is not None
         if has_gamma and (has_eps or has_delta):
             raise ValueError("give either gamma or (epsilon, delta), not both")
@@ -296,6 +334,18 @@ class UnlearnOptions:
                 f"calibration='classic' (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven for "
                 f"epsilon < 1 (Dwork & Roth Thm A.1; SPEC E1), got epsilon = {self.epsilon}; "
                 "use calibration='analytic'")
+
+    def k_rollback_for(self, k: int) -> int:
+        """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
+        ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up."""
+        if self.method != "mixing":
+            raise ValueError(f"k' is a parameter of method='mixing', not of method={self.method!r}")
+        if self.k_prime is not None:
+            if self.k_prime > k:
+                raise ValueError(f"k_prime must lie in [0, k] = [0, {k}] (cannot roll back more points than "
+                                 f"the request deletes from the arm), got k_prime = {self.k_prime}")
+            return self.k_prime
+        return int(math.floor(self.eta * k + 0.5))
 
     @property
     def unit_sigma(self) -> float | None:
@@ -373,42 +423,61 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
 
 
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
-    """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``."""
+    """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
+    For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
     base = gamma0_paper(n, k, log_term) if options.threshold == "paper" else gamma0_exact(n, k, log_term)
     return base * options.threshold_scale
 
 
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
-    """The per-source-arm plan of Algorithm 2 (and its forced variants), from public quantities only:
-    the learner's output ``a_hat = pi(D)``, the counts ``N(a)`` of D, the per-arm deletion counts ``k_a``
-    and ``L``.  Returns ``(plans, gamma0)``: one ``SourcePlan`` per source arm (increasing arm order)
-    and the threshold used.
+    """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``,
+    the counts ``N(a)`` of D, the per-arm deletion counts ``k_a`` and ``L``.  Returns
+    ``(plans, gamma0)``: one ``SourcePlan`` per source arm (increasing arm order) and the threshold
+    ``gamma0'`` computed with ``N_min`` and ``k_max`` over the source arms (nan if ``k_max > N_min``
+    and the method does not need it).
 
-    Rule (Algorithm 2; Algorithm 7 with the corrected rule of SPEC E5, which for one source arm is
-    Algorithm 2): noise on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0``, computed with
-    ``N_min`` and ``k_max`` over the source arms; rollback otherwise.  Requests from several arms are
-    refused until Algorithm 7 is implemented.
+    - ``"adaptive"``: Algorithm 7 with the corrected rule of SPEC E5 -- noise (k' = 0,
+      ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0'``,
+      rollback otherwise.  With one source arm ``N_min = N(a0)``, ``k_max = k``: Algorithm 2.
+      Refused if ``k_max > N_min`` (``gamma0'`` undefined; Theorem 3.13 assumes ``k_max < N_min``).
+    - ``"gaussian"`` / ``"rollback"``: noise on / rollback of every source arm.
+    - ``"mixing"`` (single-source, Algorithm 4): ``k' = k_rollback_for(k)`` if ``a_hat == a0``, else
+      ``k' = k``; noise calibrated to ``Delta_f = 3(k - k')/(2(N(a0) - k'))`` when ``k' < k``.
+    At most one arm is noised by "adaptive" and "mixing" (the learner's).
     """
     counts, deleted = np.asarray(counts), np.asarray(deleted_counts)
     sources = np.flatnonzero(deleted > 0)
     if sources.size == 0:
         raise ValueError("the request deletes no point")
-    if sources.size > 1:
+    if options.method == "mixing" and sources.size > 1:
         raise ValueError(
-            f"multi-source requests (points from arms {tuple(int(a) for a in sources)}) are not "
-            "implemented yet: see Algorithm 7 (SPEC A10, E5); unlearn one source arm at a time")
+            f"method='mixing' (Algorithm 4) is single-source, but the request has points of arms "
+            f"{tuple(int(a) for a in sources)}; use method='adaptive' (Algorithm 7), 'gaussian' or 'rollback'")
     n_min, k_max = int(counts[sources].min()), int(deleted[sources].max())
-    gamma0 = float(threshold_gamma0(n_min, k_max, log_term, options))
+    if k_max <= n_min:
+        gamma0 = float(threshold_gamma0(n_min, k_max, log_term, options))
+    elif options.method == "adaptive":
+        raise ValueError(
+            f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min "
+            f"(Theorem 3.13 assumes k_max < N_min), got k_max = {k_max} > N_min = {n_min}; "
+            "use method='rollback' or 'gaussian'")
+    else:
+        gamma0 = float("nan")
     plans = []
     for a in sources:
         n, k = int(counts[a]), int(deleted[a])
         if options.method == "adaptive":
-            noise = learner_arm == a and options.gamma < gamma0
+            k_rb = 0 if (learner_arm == a and options.gamma < gamma0) else k
+        elif options.method == "gaussian":
+            k_rb = 0
+        elif options.method == "rollback":
+            k_rb = k
         else:
-            noise = options.method == "gaussian"
-        if noise:
-            delta_f = float(noise_sensitivity(n, k, 0, log_term, options.sensitivity))
-            plans.append(SourcePlan(int(a), k, n, 0, delta_f, float(options.sigma_for(delta_f))))
+            k_prime = options.k_rollback_for(k)            # validates k' <= k whatever the learner's arm
+            k_rb = k_prime if learner_arm == a else k
+        if k_rb < k:
+            delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity))
+            plans.append(SourcePlan(int(a), k, n, k_rb, delta_f, float(options.sigma_for(delta_f))))
         else:
             plans.append(SourcePlan(int(a), k, n, k, 0.0, 0.0))
     return tuple(plans), gamma0
@@ -421,7 +490,10 @@ class UnlearnResult:
     ``arm``: the output; ``scores``: the released (noisy) score vector (read-only); ``learner_arm``:
     ``a_hat = pi(D)``; ``plans``: one ``SourcePlan`` per source arm (branch, k', Delta_f, sigma);
     ``gamma0``: the threshold used; ``options``: method, privacy level, threshold rule, calibration
-    and sensitivity rule.  Properties give the common views (``branch``, ``sigma``, ``gamma``, ...).
+    and sensitivity rule; ``rolled_back``: positions (into the request's points) of the points rolled
+    back in the unlearned world -- every point of a rolled-back arm, the random subset ``U'`` of a
+    mixing plan, none of a noised arm (empty for the reference, which has nothing to remove).
+    Properties give the common views (``branch``, ``sigma``, ``gamma``, ...).
     """
 
     arm: int
@@ -431,6 +503,7 @@ class UnlearnResult:
     plans: tuple
     gamma0: float
     options: UnlearnOptions
+    rolled_back: tuple = ()
 
     @property
     def source_arms(self) -> tuple:
@@ -438,7 +511,7 @@ class UnlearnResult:
 
     @property
     def branches(self) -> dict:
-        """Branch taken on every source arm: ``{arm: "gaussian" | "rollback"}``."""
+        """Branch taken on every source arm: ``{arm: "gaussian" | "rollback" | "mixing"}``."""
         return {p.arm: p.branch for p in self.plans}
 
     @property
@@ -477,15 +550,35 @@ def _check_call(state, request, rng):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
 
 
-def _unlearned_base(state: LCBState, rolled: LCBState, plans) -> np.ndarray:
-    """Scores before noise in the unlearned world: f(D) with rolled-back arms replaced by f(D \\ U)."""
+def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_sums) -> np.ndarray:
+    """Score vectors of ``D \\ U'`` for rolled-back parts ``U'`` of ``k_rollback`` points of ``arm`` whose
+    rewards sum to ``rolled_sums`` (shape ``(J,)``): shape ``(J, m)``, same ``tau`` (E12)."""
+    rolled_sums = np.atleast_1d(np.asarray(rolled_sums, dtype=float))
+    counts = np.tile(state.counts, (rolled_sums.size, 1))
+    sums = np.tile(state.reward_sums, (rolled_sums.size, 1))
+    counts[:, arm] -= k_rollback
+    sums[:, arm] = np.clip(sums[:, arm] - rolled_sums, 0.0, counts[:, arm])
+    return lcb_scores(counts, sums, state.tau)[2]
+
+
+def _unlearned_base(state: LCBState, request: DeletionRequest, rolled: LCBState, plans,
+                    rng: np.random.Generator | None):
+    """Scores before noise in the unlearned world and the positions rolled back: f(D) with rolled-back
+    arms replaced by f(D \\ U); a mixing plan replaces its arm's score by f(D \\ U') for a uniformly
+    random subset U' of k' of the arm's deleted points, drawn as ``rng.choice(k, k', replace=False)``
+    over those points in request order (the only draw before the noise)."""
     scores = state.scores.copy()
+    positions = []
     for p in plans:
+        idx = np.flatnonzero(request.arms == p.arm)
         if p.branch == "rollback":
             scores[p.arm] = rolled.scores[p.arm]
+            positions += idx.tolist()
         elif p.branch == "mixing":
-            raise NotImplementedError("mixing (Algorithm 4) is not implemented yet")
-    return scores
+            chosen = np.sort(idx[rng.choice(p.k, size=p.k_rollback, replace=False)])
+            scores[p.arm] = _partial_rollback_scores(state, p.arm, p.k_rollback, request.rewards[chosen].sum())[0, p.arm]
+            positions += chosen.tolist()
+    return scores, tuple(sorted(positions))
 
 
 def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
@@ -500,41 +593,52 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
 
 def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=None, delta=None, gamma=None,
             rng: np.random.Generator, threshold: str = "paper", threshold_scale: float = 1.0,
-            calibration: str = "paper", sensitivity: str = "paper") -> UnlearnResult:
-    """Unlearn ``request`` from the LCB learner with stored statistic ``state`` (Algorithm 2).
+            calibration: str = "paper", sensitivity: str = "paper", k_prime: int | None = None,
+            eta: float | None = None) -> UnlearnResult:
+    """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
 
-    ``method``: "adaptive" (Algorithm 2), "gaussian" (always noise the source arm's score of the
-    ORIGINAL data) or "rollback" (always remove U and recompute).  Give ``gamma`` or ``epsilon`` and
+    ``method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
+    corrected rule of SPEC E5), "gaussian" (always noise every source arm's score of the ORIGINAL
+    data), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
+    back a uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded
+    half up -- and noise the rest; ``k' = k`` if ``a_hat != a0``).  Give ``gamma`` or ``epsilon`` and
     ``delta`` (not both).  ``threshold``/``threshold_scale``: "paper" gamma0 (1.3 reproduces the
     experiments) or "exact" gamma* (E3).  ``calibration``: "paper" sigma = Delta*gamma, "classic"
     (eps < 1 only), "analytic".  ``sensitivity``: "paper" 3k/2N (refused where Lemma A.1's condition
-    fails) or "exact" (E2).  Draws one standard normal per noised source arm from ``rng`` and nothing
-    else.  Every input is validated first; nothing passed in is modified.
+    fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with ``0 < k' < k`` the
+    subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal per noised source arm
+    (increasing arm order); nothing else.  Every input is validated first; nothing passed in is modified.
     """
-    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
+                             k_prime, eta)
     _check_call(state, request, rng)
     if rng is None:
         raise TypeError("rng must be a numpy.random.Generator, got None")
     request.validate_against(state)
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
-    base = _unlearned_base(state, rollback(state, request), plans)
+    base, rolled_back = _unlearned_base(state, request, rollback(state, request), plans, rng)
     scores = _release(base, plans, rng)
-    return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options)
+    return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options, rolled_back)
 
 
 def reference(retrained: LCBState, request: DeletionRequest, method: str, *, learner_arm: int, epsilon=None,
               delta=None, gamma=None, rng: np.random.Generator, threshold: str = "paper",
-              threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper") -> UnlearnResult:
-    """Algorithm 3: the reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``.
+              threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper",
+              k_prime: int | None = None, eta: float | None = None) -> UnlearnResult:
+    """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
+    single-source), Algorithm 5 (for "mixing") or Algorithm 8 (for "adaptive", several source arms).
 
     ``retrained`` is the stored statistic of data that never contained U (e.g. ``rollback(state, U)``
-    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, SPEC E12).  The branch decision is
-    made exactly as in ``unlearn`` from quantities public in both worlds: ``learner_arm = pi(D)``, the
-    request's source arms and ``k``, and ``N(a0) = N_retrained(a0) + k``; only the request's arms are
-    read, not its rewards.  Same options and the same random draws as ``unlearn``.
+    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, SPEC E12).  The plan is made exactly
+    as in ``unlearn`` from quantities public in both worlds: ``learner_arm = pi(D)``, the request's
+    source arms and ``k_a``, and ``N(a) = N_retrained(a) + k_a``; only the request's arms are read, not
+    its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
+    ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
+    only the standard normals (one per noised source arm, increasing arm order).
     """
-    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
+                             k_prime, eta)
     _check_call(retrained, request, rng)
     if rng is None:
         raise TypeError("rng must be a numpy.random.Generator, got None")
@@ -586,93 +690,297 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
     return out
 
 
+def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
+    """Distribution of ``argmax(scores + sigmas * Z)``, ``Z`` i.i.d. standard normal, for one score vector
+    (shape ``(m,)``) with any number of noised arms (``sigmas[a] > 0``); ties to the lowest index (they
+    matter only among noiseless arms).
+
+    At most one noised arm: the closed form ``noisy_argmax_distribution``.  Several: only the noised
+    arms and ``b`` = the best noiseless arm (lowest index among ties) can win;
+    ``P[b] = prod_j Phi((f_b - f_j)/sigma_j)`` in closed form, and for a noised arm ``i``
+    ``P[i] = int_{u > (f_b - f_i)/sigma_i} phi(u) prod_{j noised, j != i} Phi((f_i + sigma_i u - f_j)/sigma_j) du``,
+    a 1-D integral computed with ``scipy.integrate.quad`` on ``u in [max(lower limit, -39), 39]`` (the
+    normal mass outside is below 1e-300), with the other arms' crossing points
+    ``(f_j - f_i)/sigma_i`` as break points, absolute tolerance ``epsabs``; a ``RuntimeError`` is
+    raised if quad's error estimate exceeds ``1e-9`` for some arm.  The result is renormalised (the
+    sum is 1 to within the quadrature error before that).
+    """
+    scores, sigmas = np.asarray(scores, dtype=float), np.asarray(sigmas, dtype=float)
+    if scores.ndim != 1 or sigmas.shape != scores.shape:
+        raise ValueError(f"scores and sigmas must be 1-D of equal length, got {scores.shape} and {sigmas.shape}")
+    if not np.all(np.isfinite(sigmas)) or np.any(sigmas < 0):
+        raise ValueError(f"sigmas must be finite and >= 0, got {sigmas}")
+    noised = np.flatnonzero(sigmas > 0)
+    if noised.size == 0:
+        return noisy_argmax_distribution(scores, 0, 0.0)
+    if noised.size == 1:
+        return noisy_argmax_distribution(scores, int(noised[0]), sigmas[noised[0]])
+    quiet = np.flatnonzero(sigmas == 0)
+    out = np.zeros(scores.size)
+    f_b = -np.inf
+    if quiet.size:
+        b = int(quiet[np.argmax(scores[quiet])])
+        f_b = scores[b]
+        out[b] = float(np.prod(stats.norm.cdf((f_b - scores[noised]) / sigmas[noised])))
+    for i in noised:
+        others = noised[noised != i]
+        lo = max((f_b - scores[i]) / sigmas[i], -39.0) if np.isfinite(f_b) else -39.0
+        if lo >= 39.0:
+            continue
+
+        f_o, s_o = scores[others], sigmas[others]
+
+        def integrand(u, f_i=scores[i], s_i=sigmas[i], f_o=f_o, s_o=s_o):
+            return math.exp(-0.5 * u * u) / SQRT_2PI * float(np.prod(special.ndtr((f_i + s_i * u - f_o) / s_o)))
+
+        cuts = (scores[others] - scores[i]) / sigmas[i]
+        cuts = np.unique(cuts[(cuts > lo) & (cuts < 39.0)])
+        value, err = integrate.quad(integrand, lo, 39.0, epsabs=epsabs, epsrel=1e-11, limit=1000,
+                                    points=cuts if cuts.size else None)
+        if err > 1e-9:
+            raise RuntimeError(f"quadrature for arm {int(i)} did not converge (error estimate {err:.2g})")
+        out[i] = value
+    return out / out.sum()
+
+
+def subset_sum_distribution(values, size: int):
+    """Exact distribution of the sum of a uniformly random subset of ``size`` of the numbers ``values``
+    (drawn without replacement; the rolled-back subset ``U'`` of mixing).  Returns ``(sums, probs)``,
+    sums increasing, probabilities summing to 1.
+
+    0/1 values: the number of ones is hypergeometric(ones, zeros, size).  General values: a
+    multivariate hypergeometric over the distinct values, enumerated exactly (integer weights
+    ``prod_v C(c_v, j_v)`` over ``C(k, size)``) and merged by sum (to 1e-10); refused with a
+    ValueError if the enumeration would exceed ``MAX_SUBSET_SUMS`` states.
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    k = values.size
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 0 <= size <= k:
+        raise ValueError(f"size must be an integer in [0, {k}], got {size!r}")
+    if np.all((values == 0) | (values == 1)):
+        ones = int(values.sum())
+        j = np.arange(max(0, size - (k - ones)), min(size, ones) + 1)
+        p = stats.hypergeom.pmf(j, k, ones, size)
+        return j.astype(float), p / p.sum()
+    distinct, mult = np.unique(values, return_counts=True)
+    states = {(0, 0.0): (0.0, 1)}             # (points chosen, rounded sum) -> (sum, integer weight)
+    for v, c in zip(distinct, mult):
+        new = {}
+        for (n_chosen, _), (s, w) in states.items():
+            for j in range(0, min(int(c), size - n_chosen) + 1):
+                s2 = s + j * v
+                key = (n_chosen + j, round(s2, 10))
+                old = new.get(key, (s2, 0))
+                new[key] = (old[0], old[1] + w * math.comb(int(c), j))
+        if len(new) > MAX_SUBSET_SUMS:
+            raise ValueError(f"the subset sums of {k} distinct-valued rewards are too many to enumerate "
+                             f"(> {MAX_SUBSET_SUMS}); round the rewards or use 0/1 rewards")
+        states = new
+    total = math.comb(k, size)
+    final = sorted((s, w) for (n_chosen, _), (s, w) in states.items() if n_chosen == size)
+    sums = np.array([s for s, _ in final])
+    probs = np.array([w / total for _, w in final])
+    return sums, probs / probs.sum()
+
+
 def output_distributions(state: LCBState, request: DeletionRequest, method: str, *, epsilon=None, delta=None,
                          gamma=None, threshold: str = "paper", threshold_scale: float = 1.0,
-                         calibration: str = "paper", sensitivity: str = "paper"):
+                         calibration: str = "paper", sensitivity: str = "paper", k_prime: int | None = None,
+                         eta: float | None = None):
     """Exact output distributions ``(p_unlearned, p_reference)`` over arms of ``unlearn(state, request, ...)``
     and of ``reference(rollback(state, request), request, ..., learner_arm=state.arm)``.
 
-    In the rollback branch both are the point mass at ``argmax f(D \\ U)``; in the Gaussian branch they
-    are ``noisy_argmax_distribution`` of ``f(D)`` and of ``f(D \\ U)`` with the same sigma on ``a0``.
+    Rolled-back arms carry their score on ``D \\ U`` in both worlds; with no noise both are the same
+    point mass.  One noised arm: ``noisy_argmax_distribution`` of the unlearned and of the reference
+    base scores with the same sigma (closed form).  Mixing: the unlearned side is the finite mixture,
+    over the reward sum ``s'`` of the random rolled-back subset ``U'`` (``subset_sum_distribution`` of
+    the request's rewards of ``a0``: hypergeometric for 0/1 rewards), of those closed forms -- exact.
+    Several noised arms ("gaussian" on a multi-source request): ``multi_noisy_argmax_distribution``
+    (1-D quadrature, absolute error ~1e-12).
     """
-    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
+                             k_prime, eta)
     _check_call(state, request, None)
     request.validate_against(state)
     plans, _ = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms), state.log_term, options)
     rolled = rollback(state, request)
-    base_u, base_r = _unlearned_base(state, rolled, plans), rolled.scores
+    base_r = rolled.scores
+    base_u = state.scores.copy()
+    for p in plans:
+        if p.branch == "rollback":
+            base_u[p.arm] = rolled.scores[p.arm]
     noised = [p for p in plans if p.noised]
     if len(noised) > 1:
-        raise NotImplementedError("noise on several arms (multi-source) has no closed form here yet")
+        sigmas = np.zeros(state.n_arms)
+        for p in noised:
+            sigmas[p.arm] = p.sigma
+        return multi_noisy_argmax_distribution(base_u, sigmas), multi_noisy_argmax_distribution(base_r, sigmas)
     arm, sigma = (noised[0].arm, noised[0].sigma) if noised else (0, 0.0)
-    return noisy_argmax_distribution(base_u, arm, sigma), noisy_argmax_distribution(base_r, arm, sigma)
+    p_ref = noisy_argmax_distribution(base_r, arm, sigma)
+    if noised and noised[0].branch == "mixing":
+        p = noised[0]
+        sums, probs = subset_sum_distribution(request.rewards[request.arms == p.arm], p.k_rollback)
+        bases = np.tile(base_u, (sums.size, 1))
+        bases[:, p.arm] = _partial_rollback_scores(state, p.arm, p.k_rollback, sums)[:, p.arm]
+        p_unl = probs @ noisy_argmax_distribution(bases, arm, sigma)
+        return p_unl / p_unl.sum(), p_ref
+    return noisy_argmax_distribution(base_u, arm, sigma), p_ref
 
 
-def unlearn_batch(counts, reward_sums, tau: float, arm: int, k: int, deleted_sums, method: str, *,
+def _source_arms_and_k(arm, k, m):
+    """(single, arms, ks) for unlearn_batch: ``arm`` an int (single-source) or a sequence of distinct arms."""
+    single = isinstance(arm, (int, np.integer)) and not isinstance(arm, bool)
+    arms = np.atleast_1d(np.asarray(arm))
+    if arms.ndim != 1 or arms.size == 0 or arms.dtype == bool or not np.issubdtype(arms.dtype, np.integer):
+        raise ValueError(f"arm must be an integer or a non-empty sequence of integers, got {arm!r}")
+    if np.any((arms < 0) | (arms >= m)):
+        raise ValueError(f"arm names unknown arm(s) {arms[(arms < 0) | (arms >= m)].tolist()}: arms are 0..{m - 1}")
+    if np.unique(arms).size != arms.size:
+        raise ValueError(f"the source arms must be distinct (a multi-source request names each arm once), got {arms.tolist()}")
+    ks = np.atleast_1d(np.asarray(k))
+    if ks.ndim != 1 or ks.dtype == bool or not np.issubdtype(ks.dtype, np.integer) or np.any(ks < 1):
+        raise ValueError(f"k must be an integer >= 1 or a sequence of them, got {k!r}")
+    if ks.size == 1:
+        ks = np.repeat(ks, arms.size)
+    if ks.size != arms.size:
+        raise ValueError(f"k must be one integer or one per source arm ({arms.size}), got {k!r}")
+    return single, arms.astype(np.int64), ks.astype(np.int64)
+
+
+def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str, *,
                   world: str = "unlearned", epsilon=None, delta=None, gamma=None,
                   rng: np.random.Generator | None = None, z=None, threshold: str = "paper",
-                  threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper"):
-    """Algorithm 2 (``world="unlearned"``) or its reference Algorithm 3 (``world="reference"``) on ``R``
-    replicates at once: a request of ``k`` points of ``arm`` whose rewards sum to ``deleted_sums[r]``.
+                  threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper",
+                  k_prime: int | None = None, eta: float | None = None, rolled_sums=None):
+    """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) on ``R`` replicates at
+    once, fully vectorised (no Python loop over replicates).
 
-    ``counts``, ``reward_sums``: shape ``(R, m)``, the statistics of D (as ``sample_statistics_*``
-    return them); ``deleted_sums``: shape ``(R,)``.  Noise ``sigma * z`` with ``z`` the given standard
-    normals (shape ``(R,)``) or ``rng.standard_normal(R)``.  Replicate ``r`` gives exactly what
-    ``unlearn`` (or ``reference``) gives on ``LCBState(counts[r], reward_sums[r], tau)`` with a
-    generator whose next standard normal is ``z[r]``.  Returns ``(arms, noised, sigma)``, each of
-    shape ``(R,)``.  Inputs are not modified.
+    Data: ``counts``, ``reward_sums`` of shape ``(R, m)``: the statistics of D (as ``sample_statistics_*``
+    return them); ``tau``: the training-time confidence level (shared).
+    Request: single-source -- ``arm`` an int, ``k`` an int, ``deleted_sums`` shape ``(R,)`` (the reward
+    sum of the k deleted points of replicate r); multi-source -- ``arm`` a sequence of ``l`` distinct
+    arms, ``k`` an int (the same for every source arm) or a sequence of ``l`` ints, ``deleted_sums``
+    shape ``(R, l)`` (column i for ``arm[i]``).  ``method``: as in ``unlearn`` ("adaptive" =
+    Algorithm 2, or Algorithm 7 for several arms; "gaussian"; "rollback"; "mixing", single-source,
+    with ``k_prime`` or ``eta``).
+    Mixing: ``rolled_sums`` shape ``(R,)`` is the reward sum of the ``k'`` rolled-back points ``U'`` of
+    each replicate (used where ``a_hat == arm``; elsewhere ``k' = k`` and everything is rolled back); it
+    must be a sum of ``k'`` of the deleted rewards (``0 <= s' <= min(k', s)``, ``s - s' <= k - k'``).  For
+    the uniformly random ``U'`` of Algorithm 4, pass the sum over any subset chosen independently of
+    the rewards, or leave it ``None`` to draw it: ``rng.hypergeometric(s, k - s, k')`` (exact for 0/1
+    rewards; refused unless ``deleted_sums`` are integers).  Ignored by the reference world.
+    Noise: ``sigma * z`` with ``z`` given (standard normals of shape ``(R,)``, or ``(R, l)`` for a
+    sequence ``arm``; ``z[r, i]`` is used for ``arm[i]`` if it is noised) or drawn as
+    ``rng.standard_normal`` of that shape.  Draw order with ``rng``: the rolled-back sums (mixing, if
+    not given, only when ``0 < k' < k``), then ``z``.
+    Returns ``(arms, noised, sigma)``: the released arm (shape ``(R,)``), whether each source arm was
+    noised and its sigma (shape ``(R,)`` for an int ``arm``, ``(R, l)`` for a sequence).  Replicate
+    ``r`` gives exactly what ``unlearn`` (or ``reference``) gives on ``LCBState(counts[r],
+    reward_sums[r], tau)`` with a generator whose next standard normals (noised arms in increasing
+    arm order) are ``z[r]``, and (mixing) with ``U'`` of reward sum ``rolled_sums[r]``.  Inputs are not
+    modified; every input is validated before anything is drawn.
     """
-    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity)
+    options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
+                             k_prime, eta)
     _choice("world", world, ("unlearned", "reference"))
     tau = check_tau(tau)
     counts, sums = np.asarray(counts), np.asarray(reward_sums, dtype=float)
     if counts.ndim != 2 or sums.shape != counts.shape:
         raise ValueError(f"counts and reward_sums must have the same shape (R, m), got {counts.shape} and {sums.shape}")
     n_rep, m = counts.shape
-    if isinstance(arm, bool) or not isinstance(arm, (int, np.integer)) or not 0 <= arm < m:
-        raise ValueError(f"arm must be an integer in [0, {m}), got {arm!r}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    single, src, ks = _source_arms_and_k(arm, k, m)
+    n_src = src.size
+    shape = (n_rep,) if single else (n_rep, n_src)
     s = np.asarray(deleted_sums, dtype=float)
-    if s.shape != (n_rep,):
-        raise ValueError(f"deleted_sums must have shape ({n_rep},), got {s.shape}")
-    n_a = counts[:, arm]
-    if np.any(n_a < k):
-        raise ValueError(f"more deletions (k = {k}) than arm {arm} holds in some replicate (min N = {n_a.min()})")
+    if s.shape != shape:
+        raise ValueError(f"deleted_sums must have shape {shape}, got {s.shape}")
+    s = s.reshape(n_rep, n_src)
+    n_a = counts[:, src]
+    if np.any(n_a < ks):
+        i = int(np.argmax(np.any(n_a < ks, axis=0)))
+        raise ValueError(f"more deletions (k = {int(ks[i])}) than arm {int(src[i])} holds in some replicate "
+                         f"(min N = {int(n_a[:, i].min())})")
     tol = 1e-9 * (1 + n_a)
-    if np.any(s < -tol) or np.any(s > k + tol) or np.any(s > sums[:, arm] + tol) \
-            or np.any(sums[:, arm] - s > n_a - k + tol):
+    if not np.all(np.isfinite(s)) or np.any(s < -tol) or np.any(s > ks + tol) or np.any(s > sums[:, src] + tol) \
+            or np.any(sums[:, src] - s > n_a - ks + tol):
         raise ValueError("deleted_sums must be sums of k rewards in [0, 1] consistent with the arm's reward sum")
+    mixing = options.method == "mixing"
+    if mixing and n_src > 1:
+        raise ValueError(f"method='mixing' (Algorithm 4) is single-source, got source arms {src.tolist()}")
+    if rolled_sums is not None and not mixing:
+        raise ValueError(f"rolled_sums only applies to method='mixing', not to method={options.method!r}")
+    k_mix = options.k_rollback_for(int(ks[0])) if mixing else None
+    draw_rolled = mixing and world == "unlearned" and rolled_sums is None and 0 < k_mix < ks[0]
+    if mixing and rolled_sums is not None:
+        rolled_sums = np.asarray(rolled_sums, dtype=float)
+        if rolled_sums.shape != (n_rep,) or not np.all(np.isfinite(rolled_sums)):
+            raise ValueError(f"rolled_sums must be {n_rep} finite reward sums, shape ({n_rep},)")
+        s0, t0 = s[:, 0], tol[:, 0]
+        if np.any(rolled_sums < -t0) or np.any(rolled_sums > k_mix + t0) or np.any(rolled_sums > s0 + t0) \
+                or np.any(s0 - rolled_sums > ks[0] - k_mix + t0):
+            raise ValueError(f"rolled_sums must be sums of k' = {k_mix} of the deleted rewards: "
+                             "0 <= s' <= min(k', s) and s - s' <= k - k'")
+    if draw_rolled and not np.all(np.mod(s[:, 0], 1) == 0):
+        raise ValueError("drawing the rolled-back sums hypergeometrically needs 0/1 rewards (integer deleted_sums); "
+                         "give rolled_sums")
     if z is None:
         if not isinstance(rng, np.random.Generator):
             raise TypeError("give rng (a numpy.random.Generator) or z (standard normals)")
     else:
         z = np.asarray(z, dtype=float)
-        if z.shape != (n_rep,) or not np.all(np.isfinite(z)):
-            raise ValueError(f"z must be {n_rep} finite standard normal draws")
+        if z.shape != shape or not np.all(np.isfinite(z)):
+            raise ValueError(f"z must be finite standard normal draws of shape {shape}")
+    if draw_rolled and not isinstance(rng, np.random.Generator):
+        raise TypeError("give rng (a numpy.random.Generator) or rolled_sums for method='mixing'")
     log_term = float(np.log(m / tau))
     scores_d = lcb_scores(counts, sums, tau)[2]
     counts_du, sums_du = counts.copy(), sums.copy()
-    counts_du[:, arm] -= k
-    sums_du[:, arm] = np.clip(sums_du[:, arm] - s, 0.0, counts_du[:, arm])
+    counts_du[:, src] -= ks
+    sums_du[:, src] = np.clip(sums_du[:, src] - s, 0.0, counts_du[:, src])
     scores_du = lcb_scores(counts_du, sums_du, tau)[2]
     learner = np.argmax(scores_d, axis=-1)
-    gamma0 = threshold_gamma0(n_a, k, log_term, options)
+    is_learner = learner[:, None] == src[None, :]
     if options.method == "adaptive":
-        noised = (learner == arm) & (options.gamma < gamma0)
+        n_min, k_max = n_a.min(axis=1), ks.max()
+        if np.any(k_max > n_min):
+            raise ValueError(
+                f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min, got "
+                f"k_max = {int(k_max)} > N_min = {int(n_min.min())} in some replicate; use method='rollback' or 'gaussian'")
+        k_rb = np.where(is_learner & (options.gamma < threshold_gamma0(n_min, k_max, log_term, options))[:, None], 0, ks)
+    elif options.method == "gaussian":
+        k_rb = np.zeros((n_rep, n_src), dtype=np.int64)
+    elif options.method == "rollback":
+        k_rb = np.broadcast_to(ks, (n_rep, n_src))
     else:
-        noised = np.full(n_rep, options.method == "gaussian")
-    sigma = np.zeros(n_rep)
+        k_rb = np.where(is_learner, k_mix, ks)
+    noised = k_rb < ks
+    sigma = np.zeros((n_rep, n_src))
     if noised.any():
-        delta_f = noise_sensitivity(n_a[noised], k, 0, log_term, options.sensitivity)
+        delta_f = noise_sensitivity(n_a[noised], np.broadcast_to(ks, noised.shape)[noised], k_rb[noised],
+                                    log_term, options.sensitivity)
         sigma[noised] = options.sigma_for(delta_f)
+    if draw_rolled:
+        s_int = s[:, 0].astype(np.int64)
+        rolled_sums = rng.hypergeometric(s_int, ks[0] - s_int, k_mix).astype(float)
     if z is None:
-        z = rng.standard_normal(n_rep)
+        z = rng.standard_normal(shape)
+    z = z.reshape(n_rep, n_src)
     released = scores_du.copy()
     if world == "unlearned":
-        released[:, arm] = np.where(noised, scores_d[:, arm], scores_du[:, arm])
-    released[:, arm] += np.where(noised, sigma * z, 0.0)
-    return np.argmax(released, axis=-1), noised, sigma
+        if mixing and 0 < k_mix < ks[0]:
+            a = int(src[0])
+            counts_p, sums_p = counts.copy(), sums.copy()
+            counts_p[:, a] -= k_mix
+            sums_p[:, a] = np.clip(sums_p[:, a] - rolled_sums, 0.0, counts_p[:, a])
+            partial = lcb_scores(counts_p, sums_p, tau)[2][:, a]
+            released[:, a] = np.where(noised[:, 0], partial, scores_du[:, a])
+        else:
+            released[:, src] = np.where(noised, scores_d[:, src], scores_du[:, src])
+    released[:, src] += np.where(noised, sigma * z, 0.0)
+    out = np.argmax(released, axis=-1)
+    if single:
+        return out, noised[:, 0], sigma[:, 0]
+    return out, noised, sigma
 
 
 # %%
@@ -719,10 +1027,14 @@ bad_calls = {
     "classic with eps >= 1": dict(epsilon=2.0, delta=1e-5, calibration="classic"),
     "analytic with gamma only": dict(gamma=0.5, calibration="analytic"),
     "unknown threshold rule": dict(gamma=0.5, threshold="tight"),
+    "k' given to Algorithm 2": dict(gamma=0.5, k_prime=10),
+    "mixing without k' or eta": dict(method="mixing", gamma=0.5),
+    "mixing with k' > k": dict(method="mixing", gamma=0.5, k_prime=21),
 }
 for rule, kw in bad_calls.items():
+    kw = dict(kw)
     try:
-        unlearn(state, U, "adaptive", rng=rng_probe, **kw)
+        unlearn(state, U, kw.pop("method", "adaptive"), rng=rng_probe, **kw)
         raise AssertionError(rule)
     except ValueError as err:
         print(f"{rule:28}: {err}")
@@ -730,7 +1042,7 @@ for rule, request in {
     "unknown arm": DeletionRequest([9], [0.0]),
     "more deletions than the arm": DeletionRequest([a0] * 201, [0.0] * 201),
     "does not match the state": DeletionRequest([a0] * 200, [1.0] * 200),
-    "multi-source": DeletionRequest([0, 1], [0.0, 0.0]),
+    "multi-source, unknown arm": DeletionRequest([a0, 9], [0.0, 0.0]),
 }.items():
     try:
         unlearn(state, request, "adaptive", gamma=0.5, rng=rng_probe)
@@ -1574,8 +1886,8 @@ plt.show()
 # - `bandit_unlearning.mab.unlearn`: `unlearn` (Algorithm 2 and the forced branches), `reference`
 #   (Algorithm 3), `output_distributions` and `noisy_argmax_distribution` (exact, closed form),
 #   `unlearn_batch` (vectorised, checked against the scalar oracle), `plan_unlearning` /
-#   `SourcePlan` (the per-source-arm plan that mixing and multi-source will extend),
-#   `UnlearnOptions`, `UnlearnResult`.  `bandit_unlearning.mab.bounds`: `gamma0_paper`,
+#   `SourcePlan` (the per-source-arm plan), `UnlearnOptions`, `UnlearnResult`.  The same entry
+#   points run mixing (Algorithm 4, chapter A5) and multi-source requests (Algorithm 7, chapter A7).  `bandit_unlearning.mab.bounds`: `gamma0_paper`,
 #   `gamma0_exact` (E3), the branch bounds `gaussian_branch_bound`/`rollback_branch_bound`, and
 #   `theorem33_bound`, `theorem33_order`, `theorem35_bound`.
 # - **Theorem 3.2 holds on every audited worst case**: 1,200 settings $(N(a_0), k, \varepsilon,
