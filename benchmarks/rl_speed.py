@@ -4,10 +4,11 @@ Measures episodes per second of non-private UCB-VI (``bandit_unlearning.rl.ucbvi
 5x5 gridworld (S = 23, A = 4, H = 10) and on RiverSwim (S = 6, A = 2, H = 20), and the peak memory
 of one run (tracemalloc, in a separate run so that tracing does not slow the timed one).
 
-TV-stable UCB-VI (``bandit_unlearning.rl.stable.stable_ucbvi``, Algorithm 4, chapter B7) with the dense
-binary tree (``bandit_unlearning.exact.tree.BinaryTree``; ``--tree`` names another tree class with the
-same interface): episodes per second of ``train`` over ``--stable-T`` episodes (default ``min(T, 1024)``:
-the dense tree holds 4 T d floats, 750 MB for the gridworld at T = 1024), best of ``--repeats``; where
+TV-stable UCB-VI (``bandit_unlearning.rl.stable.stable_ucbvi``, Algorithm 4, chapter B7) with the
+memory-light binary tree (``bandit_unlearning.exact.light_tree.LightTree``, the default; ``--tree``
+names another tree class with the same interface, e.g. ``bandit_unlearning.exact.tree:BinaryTree``, the
+dense reference, which holds 4 T d floats, 750 MB for the gridworld at T = 1024): episodes per second of
+``train`` over ``--stable-T`` episodes (default ``min(T, 1024)``), best of ``--repeats``; where
 the time goes (profile shares of the tree, the oracle and the update); its peak memory; and the cost of
 one deletion (Algorithm 3) at ``--rho`` as a fraction of retraining: ``unlearning_cost_fraction`` is the
 exact expected number of episodes recomputed / T for ``--requests`` deletions at uniformly random
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bandit_unlearning.exact.learner import train, unlearn  # noqa: E402
-from bandit_unlearning.exact.tree import BinaryTree  # noqa: E402
+from bandit_unlearning.exact.light_tree import LightTree  # noqa: E402
 from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform  # noqa: E402
 from bandit_unlearning.privacy.coupling import tv_gaussians  # noqa: E402
 from bandit_unlearning.rl.envs import gridworld, riverswim  # noqa: E402
@@ -149,7 +150,7 @@ def unlearning_cost(mdp, T: int, rho: float, requests: int, seed: int, tree) -> 
 
 
 def measure(T: int, repeats: int, seed: int, stable_T: int | None = None, rho: float = 1.0, requests: int = 10,
-            tree=BinaryTree) -> dict:
+            tree=LightTree) -> dict:
     stable_T = min(T, 1024) if stable_T is None else stable_T
     out = {}
     for key, mdp in (("gridworld", gridworld(horizon=10)), ("riverswim", riverswim(horizon=20))):
@@ -194,7 +195,7 @@ def measure(T: int, repeats: int, seed: int, stable_T: int | None = None, rho: f
 
 
 def _tree_class(spec: str):
-    """``module:Class`` -> the class (default: the dense ``BinaryTree``)."""
+    """``module:Class`` -> the class (default: the memory-light ``LightTree``)."""
     module, _, name = spec.partition(":")
     if not name:
         raise ValueError(f"--tree must look like module:Class, got {spec!r}")
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stable-T", type=int, default=None, help="episodes per run of TV-stable UCB-VI (min(T, 1024))")
     parser.add_argument("--rho", type=float, default=1.0, help="TV-stability level of the stable learner")
     parser.add_argument("--requests", type=int, default=10, help="deletion requests for the unlearning cost")
-    parser.add_argument("--tree", default="bandit_unlearning.exact.tree:BinaryTree", help="tree class, module:Class")
+    parser.add_argument("--tree", default="bandit_unlearning.exact.light_tree:LightTree", help="tree class, module:Class")
     args = parser.parse_args(argv)
     if args.T < 1 or args.repeats < 1 or args.requests < 1 or (args.stable_T is not None and args.stable_T < 2):
         parser.error("--T, --repeats and --requests must be >= 1, --stable-T >= 2")

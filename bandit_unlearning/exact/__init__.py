@@ -1,12 +1,19 @@
 """Paper B's generic framework: the binary tree mechanism, prefix-sum learners and their exact
 unlearning by maximal coupling (Algorithms 1-3, Theorem 3.3).
 
-Modules (generated from ``notebooks/rl/02_binary_tree.py`` and ``notebooks/rl/03_exact_unlearning.py``):
+Modules (generated from ``notebooks/rl/02_binary_tree.py``, ``notebooks/rl/03_exact_unlearning.py``
+and ``notebooks/rl/10_light_tree.py``):
 
-* ``bandit_unlearning.exact.tree`` -- ``BinaryTree`` (anytime, dense, rows in post-order), its
-  bookkeeping (``Node``, ``dyadic_decomposition``, ``leaf_path``, ``postorder_position``, ...), noise
-  calibrations (``sigma_paper``, ``sigma_exact``, ``path_tv``), ``eps_app`` and the path coupling
-  ``BinaryTree.unlearn_leaf -> PathCoupling``;
+* ``bandit_unlearning.exact.tree`` -- ``BinaryTree`` (anytime, dense, rows in post-order: the readable
+  reference), its bookkeeping (``Node``, ``dyadic_decomposition``, ``leaf_path``,
+  ``postorder_position``, ...), the pinned-down randomness and arithmetic shared by every tree
+  (per-node keys ``draw_node_keys`` / ``node_noise``, ``coupling_accepts``, ``fold_rows``,
+  ``SparseStatistic``), noise calibrations (``sigma_paper``, ``sigma_exact``, ``path_tv``),
+  ``eps_app`` and the path coupling ``BinaryTree.unlearn_leaf -> PathCoupling``;
+* ``bandit_unlearning.exact.light_tree`` -- ``LightTree``: the same interface and, for the same
+  generator, the same outputs bit for bit, in ``O(non-zeros + T + d log T)`` memory (sparse leaves,
+  per-node keys instead of noise vectors, the current decomposition maintained incrementally); the
+  default ``tree_factory``;
 * ``bandit_unlearning.exact.learner`` -- ``PrefixSumLearner(d, sigma, oracle, update, initial_model,
   B, tree_factory)``, ``train``, ``extend``, ``unlearn`` (Algorithm 3) returning an immutable ``Run`` and
   an ``UnlearnRecord``, ``verify_run``, replayable users (``ReplayableUser``, ``replayable_users``) and
@@ -14,5 +21,6 @@ Modules (generated from ``notebooks/rl/02_binary_tree.py`` and ``notebooks/rl/03
 * ``bandit_unlearning.exact.bandit`` -- the first instance: UCB for an online multi-armed bandit.
 
 The TV distance and the maximal coupling of Gaussians live in ``bandit_unlearning.privacy.coupling``;
-cost measurements in ``bandit_unlearning.experiments.unlearning_cost``.
+cost measurements in ``bandit_unlearning.experiments.unlearning_cost``; the exactness battery in
+``bandit_unlearning.experiments.exactness``.
 """

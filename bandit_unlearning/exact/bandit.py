@@ -26,7 +26,8 @@ from functools import partial
 import numpy as np
 
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
-from bandit_unlearning.exact.tree import BinaryTree, check_int
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,7 +89,7 @@ def _bandit_update(u_tilde: np.ndarray, t: int, model: np.ndarray, n_arms: int, 
     return ucb_indices(u_tilde, t, n_arms, explore_below)
 
 
-def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=BinaryTree) -> PrefixSumLearner:
+def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=LightTree) -> PrefixSumLearner:
     """The UCB bandit as a ``PrefixSumLearner`` (d = 2 m, B = sqrt 2 against the zero dummy)."""
     n_arms = check_int(n_arms, "n_arms", 1)
     explore_below = float(explore_below)

@@ -36,7 +36,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bandit_unlearning.exact.tree import BinaryTree, check_int, check_positive, n_nodes, node_at
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at
 from bandit_unlearning.privacy.coupling import check_sigma
 
 
@@ -111,7 +112,8 @@ class PrefixSumLearner:
     ``oracle`` and ``update`` must be deterministic; ``update`` receives a fresh array ``u_tilde``
     that it may keep.  ``sigma``: tree noise scale (``0``: no noise, the non-private Algorithm 1); ``B``: the
     sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, SPEC E8; ``None`` if
-    unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``BinaryTree``).
+    unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``LightTree``, chapter
+    B10: the outputs of the dense ``BinaryTree`` bit for bit, in far less memory).
     """
 
     d: int
@@ -120,7 +122,7 @@ class PrefixSumLearner:
     update: Callable
     initial_model: Any
     B: float | None = None
-    tree_factory: Callable = BinaryTree
+    tree_factory: Callable = LightTree
     name: str = "prefix-sum learner"
 
     def __post_init__(self):
@@ -300,7 +302,8 @@ def verify_run(run: Run) -> None:
 
     Checks every statistic ``x_t == oracle(z_t, t, w_t)``, every model
     ``w_{t+1} == update(u~_t, t, w_t)`` (from the tree's noisy prefix sums) and every internal node's
-    clean value ``== left child + right child`` -- exact equality throughout.
+    clean value ``==`` the running sum of its leaves (chapter B2's canonical order) -- exact equality
+    throughout.
     """
     learner, tree = run.learner, run.tree
     if tree.n_leaves != run.T or len(run.models) != run.T + 1:
@@ -312,9 +315,12 @@ def verify_run(run: Run) -> None:
             raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
         if not same_model(run.models[t], learner.update(tree.noisy_prefix_sum(t), t, run.models[t - 1])):
             raise ValueError(f"w_{t + 1} differs from UPDATE of the recorded noisy prefix sum")
+    leaves = [tree.leaf(t) for t in range(1, run.T + 1)]
     for p in range(n_nodes(run.T)):
         node = node_at(p)
         if node.level:
-            left, right = node_at(p - (1 << node.level)), node_at(p - 1)
-            if not np.array_equal(tree.clean(node), tree.clean(left) + tree.clean(right)):
-                raise ValueError(f"the clean value of node {tuple(node)} is not the sum of its children")
+            running = np.zeros(learner.d)
+            for x in leaves[node.start - 1: node.end]:
+                running += x
+            if not np.array_equal(tree.clean(node), running):
+                raise ValueError(f"the clean value of node {tuple(node)} is not the sum of its leaves")

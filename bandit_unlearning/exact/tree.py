@@ -5,17 +5,22 @@ calibration and accuracy radius, and the tree's half of Algorithm 3 (coupling on
 
 Leaves are the time steps ``1, 2, ...``.  ``Node(level, index)`` is the dyadic interval of leaves
 ``[index * 2**level + 1, (index + 1) * 2**level]``.  A node is *complete* once its last leaf has
-arrived; only complete nodes carry values and noise (drawn once, when the node completes).
-``BinaryTree`` stores the complete nodes in **post-order** (children first, i.e. sorted by
-``(end, level)``), one row per node, in two growing arrays (clean and noisy values): the post-order
-position of a node never changes as the tree grows, so the anytime tree is an append-only list of
-rows, and truncating it to its first ``r`` steps keeps a prefix of the rows.
+arrived; only complete nodes carry values and noise.  When a node completes it gets a 192-bit key
+from the algorithm's generator (``draw_node_keys``) and its noise is ``node_noise(key)``, so noise
+can be regenerated from 24 bytes.  ``BinaryTree`` stores the complete nodes in **post-order**
+(children first, i.e. sorted by ``(end, level)``), one row per node, in two growing arrays (clean
+and noisy values): the post-order position of a node never changes as the tree grows, so the anytime
+tree is an append-only list of rows, and truncating it to its first ``r`` steps keeps a prefix of the
+rows.  Every number follows one canonical floating-point order (clean values are running sums of
+leaves, noisy prefix sums add noisy node values largest node first; chapter B2), so that the
+memory-light tree (``bandit_unlearning.exact.light_tree``) reproduces them bit for bit.
 
-The tree interface the learner of ``bandit_unlearning.exact.learner`` relies on (a memory-light tree
-must offer the same): ``BinaryTree(d, sigma, capacity=1)``; attributes ``d``, ``sigma``,
-``n_leaves``, ``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``,
-``copy()``, ``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``; and, for checks and
-cost analysis, ``clean(node)`` and ``noisy(node)`` of complete nodes.
+The tree interface the learner of ``bandit_unlearning.exact.learner`` relies on (``LightTree`` offers
+the same): ``BinaryTree(d, sigma, capacity=1)``; attributes ``d``, ``sigma``, ``n_leaves``,
+``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``, ``copy()``,
+``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``; and, for checks and cost analysis,
+``clean(node)`` and ``noisy(node)`` of complete nodes.  Statistics are dense
+vectors of shape ``(d,)`` or ``SparseStatistic(indices, values)``.
 """
 
 __all__ = [
@@ -34,11 +39,21 @@ __all__ = [
     "path_tv",
     "eps_app",
     "prefix_error_union_bound",
+    "SparseStatistic",
+    "statistic_dense",
+    "statistic_sparse",
+    "KEY_WORDS",
+    "draw_node_keys",
+    "node_noise",
+    "coupling_accepts",
+    "fold_rows",
     "PathCoupling",
     "BinaryTree",
 ]
 
 
+import math
+import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -46,7 +61,7 @@ import numpy as np
 from scipy.special import erf, ndtri
 from scipy.stats import norm
 
-from bandit_unlearning.privacy.coupling import check_sigma, reflection_coupling, tv_gaussians
+from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
 class Node(NamedTuple):
@@ -213,9 +228,119 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
+class SparseStatistic(NamedTuple):
+    """A statistic ``x in R^d`` given by its non-zeros: ``indices`` (distinct, in ``[0, d)``) and
+    ``values`` (finite).  Trees accept it wherever they accept a dense vector of shape ``(d,)``."""
+
+    indices: np.ndarray
+    values: np.ndarray
+
+
+def _sparse_parts(x: SparseStatistic, d: int, name: str):
+    idx, val = np.asarray(x.indices), np.asarray(x.values, dtype=float)
+    if idx.ndim != 1 or val.shape != idx.shape:
+        raise ValueError(f"{name}: indices and values must be 1-D arrays of the same length")
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name}: indices must be integers, got dtype {idx.dtype}")
+    idx = idx.astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= d):
+        raise ValueError(f"{name}: indices must lie in [0, {d})")
+    if not np.isfinite(val).all():
+        raise ValueError(f"{name} must be finite")
+    order = np.argsort(idx, kind="stable")
+    idx, val = idx[order], val[order]
+    if np.any(idx[1:] == idx[:-1]):
+        raise ValueError(f"{name}: indices must be distinct")
+    keep = val != 0
+    return idx[keep], val[keep]
+
+
+def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
+    """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
+    (``-0.0`` stored as ``+0.0``)."""
+    if isinstance(x, SparseStatistic):
+        idx, val = _sparse_parts(x, d, name)
+        out = np.zeros(d)
+        out[idx] = val
+        return out
+    x = np.asarray(x, dtype=float)
+    if x.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} must be finite")
+    return x + 0.0
+
+
+def statistic_sparse(x, d: int, name: str = "x"):
+    """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return its non-zeros as
+    ``(indices int64 increasing, values)``."""
+    if isinstance(x, SparseStatistic):
+        return _sparse_parts(x, d, name)
+    x = np.asarray(x, dtype=float)
+    if x.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} must be finite")
+    idx = np.flatnonzero(x)
+    return idx, x[idx]
+
+
+KEY_WORDS = 3
+_NOISE_BITS = np.random.SFC64(0)                 # re-used for speed; fully reset from the key per call
+_NOISE_GEN = np.random.Generator(_NOISE_BITS)
+_NOISE_LOCK = threading.Lock()
+
+
+def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
+    """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64): raw 64-bit words of the algorithm's
+    generator (``rng.bit_generator.random_raw``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+    return rng.bit_generator.random_raw(k * KEY_WORDS).reshape(k, KEY_WORDS)
+
+
+def node_noise(key, d: int, sigma: float) -> np.ndarray:
+    """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
+    normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
+    discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key."""
+    if sigma == 0:
+        return np.zeros(d)
+    state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+             "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+    with _NOISE_LOCK:
+        _NOISE_BITS.state = state
+        _NOISE_BITS.random_raw(12)
+        z = _NOISE_GEN.standard_normal(d)
+    z *= sigma
+    return z
+
+
+def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
+    """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
+    ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
+    ``e' = v~_S - v'_S`` on the support ``S`` of ``x_t - x'_t`` (elsewhere the two agree).
+    An empty ``S`` is always kept; with ``sigma = 0`` a non-empty one is rejected."""
+    if len(noisy_S) == 0:
+        return True
+    if sigma == 0:
+        return False
+    e, e_new = noisy_S - clean_S, noisy_S - new_clean_S
+    log_ratio = (math.fsum(e * e) - math.fsum(e_new * e_new)) / (2 * sigma * sigma)
+    return bool(u < math.exp(min(log_ratio, 0.0)))
+
+
+def fold_rows(rows) -> np.ndarray:
+    """``((r_1 + r_2) + r_3) + ...`` in the given order (a new array): the canonical sum of noisy
+    node values over a dyadic decomposition."""
+    acc = np.array(rows[0], dtype=float)
+    for r in rows[1:]:
+        acc += r
+    return acc
+
+
 @dataclass(frozen=True)
 class PathCoupling:
-    """What ``BinaryTree.unlearn_leaf`` did (the tree's half of Algorithm 3).
+    """What ``unlearn_leaf`` did (the tree's half of Algorithm 3).
 
     ``path``: complete nodes containing leaf ``t`` (leaf first); ``accepted``: path nodes whose noisy
     value was kept; ``rejected``: the node whose value was reflected (``None`` if all were kept);
@@ -257,12 +382,15 @@ class PathCoupling:
 
 
 class BinaryTree:
-    """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, SPEC B3).
+    """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, SPEC B3) --
+    the readable reference.
 
     ``d``: dimension of the statistics; ``sigma``: noise scale (``0`` = no noise, the non-private
     reference); ``capacity``: number of steps to preallocate for (the tree doubles beyond it).
-    Node noise ``N(0, sigma^2 I_d)`` is drawn once, from the ``rng`` passed to the ``append`` that
-    completes the node.  A frozen tree (``freeze()``) refuses every mutation; ``copy()`` is mutable.
+    Each completed node gets a key from the ``rng`` passed to ``append`` and the noise
+    ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the canonical
+    arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation; ``copy()`` is
+    mutable.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -300,18 +428,15 @@ class BinaryTree:
     def frozen(self) -> bool:
         return self._frozen
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
+        return self._clean.nbytes + self._noisy.nbytes
+
     # --- validation -----------------------------------------------------------------------------
     def _check_mutable(self):
         if self._frozen:
             raise ValueError("this tree is frozen (it belongs to a recorded run); mutate a copy()")
-
-    def _check_vector(self, x, name: str) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
-        if x.shape != (self._d,):
-            raise ValueError(f"{name} must have shape ({self._d},), got {x.shape}")
-        if not np.isfinite(x).all():
-            raise ValueError(f"{name} must be finite")
-        return x
 
     def _row(self, node: Node) -> int:
         if node.end > self._n:
@@ -327,44 +452,44 @@ class BinaryTree:
                 grown[:used] = getattr(self, name)[:used]
                 setattr(self, name, grown)
 
-    def _fill_noise(self, first: int, stop: int, rng: np.random.Generator):
-        """Noisy value = clean value + fresh N(0, sigma^2 I) for rows ``first .. stop-1``."""
-        noisy = self._noisy[first:stop]
-        if self._sigma == 0:
-            noisy[...] = self._clean[first:stop]
-            return
-        rng.standard_normal(out=noisy)
-        noisy *= self._sigma
-        noisy += self._clean[first:stop]
+    def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
+        """``((0 + x_first) + ...) + x_last``: the canonical clean sum of leaves ``first .. last``;
+        if ``out`` holds the sum up to some leaf ``m``, pass ``first = m + 1`` to continue it."""
+        acc = np.zeros(self._d) if out is None else out
+        for s in range(first - 1, last):
+            acc += self._clean[2 * s - s.bit_count()]
+        return acc
 
     def append(self, x, rng: np.random.Generator) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
-        (clean value = sum of the children) and get their noise from ``rng``."""
+        (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
-        x = self._check_vector(x, "x")
+        x = statistic_dense(x, self._d, "x")
         t = self._n + 1
         first, k = n_nodes(t - 1), (t & -t).bit_length()
+        keys = draw_node_keys(rng, k)
         self._reserve(first + k)
-        clean = self._clean
+        clean, noisy = self._clean, self._noisy
         clean[first] = x
+        self._n = t
         for h in range(1, k):
             p = first + h
-            np.add(clean[p - (1 << h)], clean[p - 1], out=clean[p])
-        self._fill_noise(first, first + k, rng)
-        self._n = t
+            clean[p] = clean[p - (1 << h)]                       # left child's running sum ...
+            self._running_sum(t - (1 << (h - 1)) + 1, t, out=clean[p])   # ... continued
+        for i in range(k):
+            np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
-        """GetNoisyPrefixSum: ``u~_t = sum of the noisy values of the dyadic decomposition of [1, t]``
-        (``popcount(t)`` nodes, largest first); ``t = 0`` gives zeros."""
+        """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
+        summed largest node first (``popcount(t)`` rows); ``t = 0`` gives zeros."""
         t = check_int(t, "t", 0, self._n)
         rows = _decomposition_rows(t)
-        return self._noisy[rows].sum(axis=0) if rows else np.zeros(self._d)
+        return fold_rows([self._noisy[r] for r in rows]) if rows else np.zeros(self._d)
 
     def clean_prefix_sum(self, t: int) -> np.ndarray:
-        """``u_t``, summed over the same nodes as ``noisy_prefix_sum``."""
+        """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
         t = check_int(t, "t", 0, self._n)
-        rows = _decomposition_rows(t)
-        return self._clean[rows].sum(axis=0) if rows else np.zeros(self._d)
+        return self._running_sum(1, t)
 
     # --- access ---------------------------------------------------------------------------------
     def leaf(self, t: int) -> np.ndarray:
@@ -415,7 +540,8 @@ class BinaryTree:
         return self
 
     def truncate(self, n_leaves: int) -> None:
-        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows)."""
+        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows); steps appended
+        later complete their nodes afresh (new keys)."""
         self._check_mutable()
         self._n = check_int(n_leaves, "n_leaves", 0, self._n)
 
@@ -423,37 +549,41 @@ class BinaryTree:
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 
-        Each complete path node gets its new clean value ``v'_b`` (recomputed from its children) and
-        keeps its noisy value with probability ``min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))``.  At the
-        first rejection the noisy value is reflected (``v~_b <- v'_b + v_b - v~_b``), the ancestors
-        ending at the same leaf get fresh noise, and the tree is truncated to ``rejected.end`` steps
-        (the caller re-runs the later steps).  Mutates this tree; call ``copy()`` first to keep it.
+        Each complete path node gets its new clean value ``v'_b`` (running sum of its new leaves) and
+        keeps its noisy value with probability ``min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))``
+        (``coupling_accepts``).  At the first rejection the noisy value is reflected
+        (``v~_b <- (v_b + v'_b) - v~_b``), the ancestors ending at the same leaf get fresh noise, and
+        the tree is truncated to ``rejected.end`` steps (the caller re-runs the later steps).
+        Mutates this tree; call ``copy()`` first to keep it.
         """
         self._check_mutable()
         t = check_int(t, "t", 1, self._n)
-        x_new = self._check_vector(x_new, "x_new")
+        x_new = statistic_dense(x_new, self._d, "x_new")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
         n_before = self._n
         path = leaf_path(t, n_before)
-        x_old = self._clean[n_nodes(t - 1)].copy()
+        clean, noisy = self._clean, self._noisy
+        x_old = clean[n_nodes(t - 1)].copy()
+        S = np.flatnonzero(x_old - x_new)
         shift = float(np.linalg.norm(x_old - x_new))
         tv = tv_gaussians(x_old, x_new, self._sigma)
-        clean, accepted = self._clean, []
-        for k, b in enumerate(path):
+        accepted = []
+        for k, b in enumerate(path):                             # the leaf first: the sums above read it
             p = postorder_position(b)
             old = clean[p].copy()
-            new = x_new if b.level == 0 else clean[p - (1 << b.level)] + clean[p - 1]
-            y, kept = reflection_coupling(self._noisy[p], old, new, self._sigma, rng)
-            clean[p] = new
-            if kept:
+            clean[p] = x_new if b.level == 0 else self._running_sum(b.start, b.end)
+            new = clean[p]
+            if coupling_accepts(noisy[p, S], old[S], new[S], self._sigma, rng.random()):
                 accepted.append(b)
                 continue
-            self._noisy[p] = y
+            noisy[p] = (old + new) - noisy[p]                    # reflection
             regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
-            for a in regenerated:
+            keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
+            for a, key in zip(regenerated, keys):
                 q = postorder_position(a)
-                np.add(clean[q - (1 << a.level)], clean[q - 1], out=clean[q])
-            if regenerated:
-                self._fill_noise(p + 1, p + 1 + len(regenerated), rng)
+                clean[q] = self._running_sum(a.start, a.end)
+                np.add(clean[q], node_noise(key, self._d, self._sigma), out=noisy[q])
             self._n = b.end
             return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
         return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)

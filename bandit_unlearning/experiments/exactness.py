@@ -58,8 +58,10 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
 
 import dataclasses
 
-from bandit_unlearning.exact.tree import BinaryTree, PathCoupling, leaf_path, postorder_position
-from bandit_unlearning.privacy.coupling import reflection_coupling, tv_gaussians
+from bandit_unlearning.exact.tree import (
+    BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
+)
+from bandit_unlearning.privacy.coupling import tv_gaussians
 
 
 class BrokenTree(BinaryTree):
@@ -72,29 +74,29 @@ class BrokenTree(BinaryTree):
         n_before, path = self.n_leaves, leaf_path(t, self.n_leaves)
         x_new = np.asarray(x_new, dtype=float)
         x_old = self.leaf(t)
+        S = np.flatnonzero(x_old - x_new)
         shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, self.sigma)
         clean, noisy, accepted = self._clean, self._noisy, []
         for k, b in enumerate(path):
             p = postorder_position(b)
             old = clean[p].copy()
-            new = x_new if b.level == 0 else clean[p - (1 << b.level)] + clean[p - 1]
-            y, kept = reflection_coupling(noisy[p], old, new, self.sigma, rng)
-            clean[p] = new
+            clean[p] = x_new if b.level == 0 else self._running_sum(b.start, b.end)
+            kept = coupling_accepts(noisy[p, S], old[S], clean[p, S], self.sigma, rng.random())
             if kept or self.bug == "always accept":
                 accepted.append(b)
                 continue
-            noisy[p] = noisy[p] if self.bug == "no reflection" else y
+            if self.bug != "no reflection":
+                noisy[p] = (old + clean[p]) - noisy[p]
             if self.bug == "no retrain":                       # update the clean values above, stop
                 for a in path[k + 1:]:
-                    q = postorder_position(a)
-                    clean[q] = clean[q - (1 << a.level)] + clean[q - 1]
+                    clean[postorder_position(a)] = self._running_sum(a.start, a.end)
                 return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
             regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
-            for a in regenerated:
+            keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
+            for a, key in zip(regenerated, keys):
                 q = postorder_position(a)
-                clean[q] = clean[q - (1 << a.level)] + clean[q - 1]
-            if regenerated:
-                self._fill_noise(p + 1, p + 1 + len(regenerated), rng)
+                clean[q] = self._running_sum(a.start, a.end)
+                noisy[q] = clean[q] + node_noise(key, self.d, self.sigma)
             self._n = b.end
             return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
         return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
@@ -122,8 +124,10 @@ VARIANTS = {cls.bug: cls for cls in (AlwaysAccept, NoReflection, NoRetrain)}
 
 
 def with_tree_class(run, cls):
-    """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf``."""
-    tree = run.tree.copy()
+    """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf`` (a ``BinaryTree``
+    subclass).  A run on another tree (the default ``LightTree``) is first converted with its
+    ``to_dense()``: a ``BinaryTree`` holding the same numbers bit for bit."""
+    tree = run.tree.copy() if isinstance(run.tree, BinaryTree) else run.tree.to_dense()
     tree.__class__ = cls
     return dataclasses.replace(run, tree=tree.freeze())
 

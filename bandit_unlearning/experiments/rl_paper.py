@@ -25,7 +25,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.exact.tree import BinaryTree, check_int
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_lower_bound import (
     lower_bound_experiment, lower_bound_shape, plot_lower_bound, summarize_by_rho,
 )
@@ -153,7 +154,8 @@ def _regret_part(protocol: dict, curves: list, out: Path) -> list:
             panels.append({"id": f"regret_{env['name']}_bonus{scale:g}", "vary": "episodes t", "x": t,
                            "methods": {_rho_name(k[2]): summary[k]["mean"] for k in keys},
                            "stderr": {_rho_name(k[2]): summary[k]["stderr"] for k in keys},
-                           "slopes": {_rho_name(k[2]): summary[k]["slope"] for k in keys}})
+                           "slopes": {_rho_name(k[2]): (summary[k]["slope"] if math.isfinite(summary[k]["slope"])
+                                                        else None) for k in keys}})   # nan: too few positive points
         xs = [0.0 if rho == INF else 1 / rho for rho in reg["rhos"]]
         methods, errors = {}, {}
         for i, scale in enumerate(reg["bonus_scales"]):
@@ -233,7 +235,7 @@ def _lower_bound_part(protocol: dict, results: list, out: Path) -> list:
 
 
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
-                 tree_factory=BinaryTree) -> dict:
+                 tree_factory=LightTree) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;
     ``protocol`` overrides the sizes) and write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
     (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``."""

@@ -24,7 +24,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bandit_unlearning.exact.learner import train
-from bandit_unlearning.exact.tree import BinaryTree, check_int
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_regret import loglog_slope
 from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.stable import episode_users, run_policies, stable_sigma, stable_ucbvi, theorem_41_terms
@@ -41,7 +42,7 @@ def safe_slope(ts, cumulative, start: float = 0.1) -> float:
 
 def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.random.Generator,
                         bonus_scale: float = 1.0, calibration: str = "paper", delta: float = 0.1,
-                        n_points: int = 40, tree_factory=BinaryTree, keep_policies: bool = False) -> dict:
+                        n_points: int = 40, tree_factory=LightTree, keep_policies: bool = False) -> dict:
     """One run of TV-stable UCB-VI (``rho = math.inf``: non-private ``run_ucbvi``) for ``T`` episodes of
     the user population ``seed``, tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
     "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),

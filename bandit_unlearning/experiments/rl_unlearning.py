@@ -20,7 +20,8 @@ __all__ = [
 import numpy as np
 
 from bandit_unlearning.exact.learner import Run
-from bandit_unlearning.exact.tree import BinaryTree, check_int, leaf_path
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int, leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.stable import episode_users, run_policies, stable_ucbvi
@@ -69,7 +70,7 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
 
 def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng: np.random.Generator,
                        seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0,
-                       tree_factory=BinaryTree) -> dict:
+                       tree_factory=LightTree) -> dict:
     """``measure_unlearning`` (chapter B4) of ``stable_ucbvi(mdp, T, rho)`` for every ``(rho, T)``:
     ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed``, ``requests_per_run`` deletions
     at uniformly random positions each.  Returns ``{(rho, T): measurements}``."""

@@ -32,7 +32,8 @@ from typing import Callable
 import numpy as np
 
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
-from bandit_unlearning.exact.tree import BinaryTree, check_int, check_positive, sigma_exact, sigma_paper
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
 from bandit_unlearning.rl.users import _check_noise, _rollout_lists, check_seed, max_users
@@ -151,13 +152,14 @@ class PolicyUpdate:
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, seed: int = 0, reward_noise: str = "bernoulli",
-                 tree_factory: Callable = BinaryTree) -> PrefixSumLearner:
+                 tree_factory: Callable = LightTree) -> PrefixSumLearner:
     """TV-stable UCB-VI (Algorithm 4) for ``T`` episodes of ``mdp`` as a ``PrefixSumLearner``.
 
     Give ``rho`` (``sigma = stable_sigma(rho, H, T, calibration)``; ``rho = math.inf``: sigma 0) or
     ``sigma`` directly (not both).  ``delta``, ``bonus_scale``, ``stabilize`` are ``UCBVIConfig``'s
     (defaults: the paper's algorithm); ``seed`` is the population of replayable users (users are
-    integer keys, see ``episode_users``); ``tree_factory(d, sigma, capacity)`` builds the tree.
+    integer keys, see ``episode_users``); ``tree_factory(d, sigma, capacity)`` builds the tree
+    (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
     ``learner.B = sqrt(3H)`` (SPEC E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
     """

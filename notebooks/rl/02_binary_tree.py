@@ -82,19 +82,26 @@ calibration and accuracy radius, and the tree's half of Algorithm 3 (coupling on
 
 Leaves are the time steps ``1, 2, ...``.  ``Node(level, index)`` is the dyadic interval of leaves
 ``[index * 2**level + 1, (index + 1) * 2**level]``.  A node is *complete* once its last leaf has
-arrived; only complete nodes carry values and noise (drawn once, when the node completes).
-``BinaryTree`` stores the complete nodes in **post-order** (children first, i.e. sorted by
-``(end, level)``), one row per node, in two growing arrays (clean and noisy values): the post-order
-position of a node never changes as the tree grows, so the anytime tree is an append-only list of
-rows, and truncating it to its first ``r`` steps keeps a prefix of the rows.
+arrived; only complete nodes carry values and noise.  When a node completes it gets a 192-bit key
+from the algorithm's generator (``draw_node_keys``) and its noise is ``node_noise(key)``, so noise
+can be regenerated from 24 bytes.  ``BinaryTree`` stores the complete nodes in **post-order**
+(children first, i.e. sorted by ``(end, level)``), one row per node, in two growing arrays (clean
+and noisy values): the post-order position of a node never changes as the tree grows, so the anytime
+tree is an append-only list of rows, and truncating it to its first ``r`` steps keeps a prefix of the
+rows.  Every number follows one canonical floating-point order (clean values are running sums of
+leaves, noisy prefix sums add noisy node values largest node first; chapter B2), so that the
+memory-light tree (``bandit_unlearning.exact.light_tree``) reproduces them bit for bit.
 
-The tree interface the learner of ``bandit_unlearning.exact.learner`` relies on (a memory-light tree
-must offer the same): ``BinaryTree(d, sigma, capacity=1)``; attributes ``d``, ``sigma``,
-``n_leaves``, ``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``,
-``copy()``, ``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``; and, for checks and
-cost analysis, ``clean(node)`` and ``noisy(node)`` of complete nodes.
+The tree interface the learner of ``bandit_unlearning.exact.learner`` relies on (``LightTree`` offers
+the same): ``BinaryTree(d, sigma, capacity=1)``; attributes ``d``, ``sigma``, ``n_leaves``,
+``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``, ``copy()``,
+``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``; and, for checks and cost analysis,
+``clean(node)`` and ``noisy(node)`` of complete nodes.  Statistics are dense
+vectors of shape ``(d,)`` or ``SparseStatistic(indices, values)``.
 """
 
+import math
+import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -102,7 +109,7 @@ import numpy as np
 from scipy.special import erf, ndtri
 from scipy.stats import norm
 
-from bandit_unlearning.privacy.coupling import check_sigma, reflection_coupling, tv_gaussians
+from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
 class Node(NamedTuple):
@@ -309,29 +316,196 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 # %% [markdown]
 # ## 4. The tree
 #
+# ### 4a. Randomness and arithmetic, pinned down
+#
+# Three choices make the tree's outputs a *function of its inputs and of the algorithm's generator*
+# — reproducible bit for bit, also by a second implementation that stores far less (the
+# memory-light tree of chapter B10).
+#
+# **Node keys.** When a node completes, the algorithm draws a 192-bit **key** for it from its
+# generator `rng` (`draw_node_keys`: three 64-bit words); the node's noise is the standard-normal
+# vector of an SFC64 generator seeded with those three words — exactly numpy's own SFC64 seeding
+# (state $(a, b, c, 1)$, then 12 outputs discarded), minus the `SeedSequence` hashing, which random
+# words do not need — times $\sigma$ (`node_noise`).  Over the draw of the key the noise is
+# $\mathcal N(0, \sigma^2 I_d)$, and different keys give independent streams, so this is the
+# mechanism of section 1 — one independent Gaussian per node, drawn when the node completes (with the
+# usual idealisation of a pseudo-random generator as random).  A node completed again after a
+# rejection (Algorithm 3's "fresh noise") gets a *new* key from `rng`, so fresh noise is fresh by
+# construction.  The dense tree uses a key once and forgets it; a tree that keeps the 24-byte key
+# instead of the $8d$-byte vector can regenerate the noise whenever it needs it.  (For speed,
+# `node_noise` re-uses one private SFC64 object whose whole state it resets from the key under a
+# lock: the output depends on the key alone.)
+#
+# **Algorithm 3 in terms of the noise.** Write $\eta_b = \tilde v_b - v_b$ for a node's noise and
+# $\delta = x_t - x'_t$, so that $v'_b = v_b - \delta$ on the path of leaf $t$:
+# - **accept** (keep $\tilde v_b$): the new noise is $\tilde v_b - v'_b = \eta_b + \delta$ — a *shift*
+#   by the (sparse) difference of the two leaves;
+# - **reject** (reflect, $\tilde v'_b = v'_b + v_b - \tilde v_b$): the new noise is
+#   $\tilde v'_b - v'_b = v_b - \tilde v_b = -\eta_b$ — a *sign flip*;
+# - the acceptance probability only involves the support $S$ of $\delta$:
+#   $\log\frac{\phi(\tilde v_b; v'_b)}{\phi(\tilde v_b; v_b)} = \frac{\lVert\tilde v_b - v_b\rVert^2 - \lVert\tilde v_b - v'_b\rVert^2}{2\sigma^2}$,
+#   and the two vectors agree outside $S$.
+#
+# So an accepted node keeps its noisy value and a rejected one gets it reflected; the tree stores
+# clean and noisy values, as in section 1.
+#
+# **Canonical floating-point order.** Every stored or released number is computed by one fixed
+# formula:
+# - the clean value of a node (and the clean prefix sum $u_t$) is the **running sum of its leaves,
+#   left to right, from 0**: $((0 + x_l) + x_{l+1}) + \dots + x_r$, coordinate by coordinate — equal to
+#   (left child) + (right child) in exact arithmetic, and for integer statistics (counts, Bernoulli
+#   rewards) in floating point too; a tree storing only the leaves computes it with one `bincount`;
+# - a node's noisy value is (clean value) + (noise), one rounding, when the node completes; an
+#   accepted node keeps it **bit for bit**; a rejected one gets $(v_b + v'_b) - \tilde v_b$;
+# - the noisy prefix sum is $\tilde u_t = ((\tilde v_{b_1} + \tilde v_{b_2}) + \tilde v_{b_3}) + \dots$
+#   over $\mathcal D(t)$, largest node first (`fold_rows`);
+# - the acceptance test (`coupling_accepts`): with $e = \tilde v_S - v_S$, $e' = \tilde v_S - v'_S$,
+#   $\ell = (\mathrm{fsum}(e^2) - \mathrm{fsum}(e'^2))/(2\sigma^2)$ (correctly rounded sums), keep iff
+#   $U < e^{\min(\ell, 0)}$ for one uniform $U$ per visited node.
+#
+# Since an accepted node's noisy value does not change by a single bit, neither does any noisy
+# prefix sum that does not involve a rejected node: models computed before an unlearning request
+# stay exactly consistent with the tree after it (`verify_run` checks this).  Statistics enter as
+# dense vectors of shape `(d,)` or as a `SparseStatistic(indices, values)` (distinct indices; RL
+# episodes have at most $3H$ non-zeros); $-0.0$ is stored as $+0.0$.
+#
+# ### 4b. The dense tree
+#
 # `BinaryTree(d, sigma, capacity=1)` holds two arrays of shape `(rows, d)` — clean and noisy node
-# values — in post-order.  `append(x, rng)` writes leaf $t$, sums the children of the
-# $\nu_2(t)$ internal nodes completed at $t$ and draws their noise in one call
-# (`rng.standard_normal` of shape `(nu_2(t) + 1, d)`, written in place); the arrays double when full.
-# Because $\sum_{t \le T}(\nu_2(t) + 1) = N(T) < 2T$, a step costs $O(d)$ amortised;
-# `noisy_prefix_sum(t)` adds $\mathrm{popcount}(t) \le \log_2 t + 1$ rows: $O(d\log T)$.  Memory is
-# $2 N(T) d \le 4Td$ floats (the memory-light tree of a later chapter removes the $Td$ noise).
+# values — in post-order.  `append(x, rng)` writes leaf $t$, completes the $\nu_2(t)$ internal nodes
+# ending at $t$ (a node's running sum continues its left child's over the right half's leaves), draws
+# one key per completed node and writes its noisy value; the arrays double when full.  A step costs
+# $O(d\log T)$ amortised additions (each leaf is re-added once per level) and
+# $\sum_{t \le T}(\nu_2(t) + 1) = N(T) < 2T$ noise vectors, $O(d)$ amortised; `noisy_prefix_sum(t)`
+# adds $\mathrm{popcount}(t) \le \log_2 t + 1$ rows: $O(d\log T)$.  Memory is $2N(T)d \le 4Td$ floats —
+# the memory-light tree of chapter B10 removes the $Td$ terms.
 #
 # The tree's half of Algorithm 3, `unlearn_leaf(t, x_new, rng)`, is here too because it is a tree
-# operation (a light tree implements it differently); chapter B3 derives why it is exact.  It walks
-# the complete path of leaf $t$ bottom-up.  At node $b$ the new clean value $v'_b$ is recomputed from
-# the children (leaf: $x'_t$), so it equals what a tree built on the new leaves holds, bit for bit;
-# the noisy value is coupled by `reflection_coupling(v~_b, v_b, v'_b)` (chapter B1).  If it is kept,
-# go up.  If it is rejected, it is reflected, the ancestors of $b$ that end at the same leaf $r_b$ —
-# the nodes right after $b$ in post-order — get new clean values and **fresh** noise, and the tree is
-# truncated to its first $r_b$ steps: everything later in post-order will be regenerated by the
-# learner's retraining.  The result is a `PathCoupling` record; the tree is modified in place (the
-# learner copies first), after validating every argument.
+# operation; chapter B3 derives why it is exact.  It writes $x'_t$ into leaf $t$ and walks the
+# complete path of leaf $t$ bottom-up.  At node $b$ the new clean value $v'_b$ is the running sum of
+# the node's new leaves, so it equals what a tree built on the new leaves holds, bit for bit; the
+# acceptance test above decides.  If the noisy value is kept, go up.  If it is rejected, it is
+# reflected, the ancestors of $b$ that end at the same leaf $r_b$ — the nodes right after $b$ in
+# post-order — get new clean values and **fresh** noise (new keys), and the tree is truncated to its
+# first $r_b$ steps: everything later in post-order will be regenerated by the learner's retraining.
+# The result is a `PathCoupling` record; the tree is modified in place (the learner copies first),
+# after validating every argument.  `rng` supplies, in this order, one uniform per visited node and
+# the keys of the regenerated nodes; in `append`, the keys of the completed nodes.
 
 # %% tags=["export"]
+class SparseStatistic(NamedTuple):
+    """A statistic ``x in R^d`` given by its non-zeros: ``indices`` (distinct, in ``[0, d)``) and
+    ``values`` (finite).  Trees accept it wherever they accept a dense vector of shape ``(d,)``."""
+
+    indices: np.ndarray
+    values: np.ndarray
+
+
+def _sparse_parts(x: SparseStatistic, d: int, name: str):
+    idx, val = np.asarray(x.indices), np.asarray(x.values, dtype=float)
+    if idx.ndim != 1 or val.shape != idx.shape:
+        raise ValueError(f"{name}: indices and values must be 1-D arrays of the same length")
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name}: indices must be integers, got dtype {idx.dtype}")
+    idx = idx.astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= d):
+        raise ValueError(f"{name}: indices must lie in [0, {d})")
+    if not np.isfinite(val).all():
+        raise ValueError(f"{name} must be finite")
+    order = np.argsort(idx, kind="stable")
+    idx, val = idx[order], val[order]
+    if np.any(idx[1:] == idx[:-1]):
+        raise ValueError(f"{name}: indices must be distinct")
+    keep = val != 0
+    return idx[keep], val[keep]
+
+
+def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
+    """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
+    (``-0.0`` stored as ``+0.0``)."""
+    if isinstance(x, SparseStatistic):
+        idx, val = _sparse_parts(x, d, name)
+        out = np.zeros(d)
+        out[idx] = val
+        return out
+    x = np.asarray(x, dtype=float)
+    if x.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} must be finite")
+    return x + 0.0
+
+
+def statistic_sparse(x, d: int, name: str = "x"):
+    """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return its non-zeros as
+    ``(indices int64 increasing, values)``."""
+    if isinstance(x, SparseStatistic):
+        return _sparse_parts(x, d, name)
+    x = np.asarray(x, dtype=float)
+    if x.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} must be finite")
+    idx = np.flatnonzero(x)
+    return idx, x[idx]
+
+
+KEY_WORDS = 3
+_NOISE_BITS = np.random.SFC64(0)                 # re-used for speed; fully reset from the key per call
+_NOISE_GEN = np.random.Generator(_NOISE_BITS)
+_NOISE_LOCK = threading.Lock()
+
+
+def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
+    """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64): raw 64-bit words of the algorithm's
+    generator (``rng.bit_generator.random_raw``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+    return rng.bit_generator.random_raw(k * KEY_WORDS).reshape(k, KEY_WORDS)
+
+
+def node_noise(key, d: int, sigma: float) -> np.ndarray:
+    """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
+    normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
+    discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key."""
+    if sigma == 0:
+        return np.zeros(d)
+    state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+             "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+    with _NOISE_LOCK:
+        _NOISE_BITS.state = state
+        _NOISE_BITS.random_raw(12)
+        z = _NOISE_GEN.standard_normal(d)
+    z *= sigma
+    return z
+
+
+def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
+    """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
+    ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
+    ``e' = v~_S - v'_S`` on the support ``S`` of ``x_t - x'_t`` (elsewhere the two agree).
+    An empty ``S`` is always kept; with ``sigma = 0`` a non-empty one is rejected."""
+    if len(noisy_S) == 0:
+        return True
+    if sigma == 0:
+        return False
+    e, e_new = noisy_S - clean_S, noisy_S - new_clean_S
+    log_ratio = (math.fsum(e * e) - math.fsum(e_new * e_new)) / (2 * sigma * sigma)
+    return bool(u < math.exp(min(log_ratio, 0.0)))
+
+
+def fold_rows(rows) -> np.ndarray:
+    """``((r_1 + r_2) + r_3) + ...`` in the given order (a new array): the canonical sum of noisy
+    node values over a dyadic decomposition."""
+    acc = np.array(rows[0], dtype=float)
+    for r in rows[1:]:
+        acc += r
+    return acc
+
+
 @dataclass(frozen=True)
 class PathCoupling:
-    """What ``BinaryTree.unlearn_leaf`` did (the tree's half of Algorithm 3).
+    """What ``unlearn_leaf`` did (the tree's half of Algorithm 3).
 
     ``path``: complete nodes containing leaf ``t`` (leaf first); ``accepted``: path nodes whose noisy
     value was kept; ``rejected``: the node whose value was reflected (``None`` if all were kept);
@@ -373,12 +547,15 @@ class PathCoupling:
 
 
 class BinaryTree:
-    """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, SPEC B3).
+    """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, SPEC B3) --
+    the readable reference.
 
     ``d``: dimension of the statistics; ``sigma``: noise scale (``0`` = no noise, the non-private
     reference); ``capacity``: number of steps to preallocate for (the tree doubles beyond it).
-    Node noise ``N(0, sigma^2 I_d)`` is drawn once, from the ``rng`` passed to the ``append`` that
-    completes the node.  A frozen tree (``freeze()``) refuses every mutation; ``copy()`` is mutable.
+    Each completed node gets a key from the ``rng`` passed to ``append`` and the noise
+    ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the canonical
+    arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation; ``copy()`` is
+    mutable.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -416,18 +593,15 @@ class BinaryTree:
     def frozen(self) -> bool:
         return self._frozen
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
+        return self._clean.nbytes + self._noisy.nbytes
+
     # --- validation -----------------------------------------------------------------------------
     def _check_mutable(self):
         if self._frozen:
             raise ValueError("this tree is frozen (it belongs to a recorded run); mutate a copy()")
-
-    def _check_vector(self, x, name: str) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
-        if x.shape != (self._d,):
-            raise ValueError(f"{name} must have shape ({self._d},), got {x.shape}")
-        if not np.isfinite(x).all():
-            raise ValueError(f"{name} must be finite")
-        return x
 
     def _row(self, node: Node) -> int:
         if node.end > self._n:
@@ -443,44 +617,44 @@ class BinaryTree:
                 grown[:used] = getattr(self, name)[:used]
                 setattr(self, name, grown)
 
-    def _fill_noise(self, first: int, stop: int, rng: np.random.Generator):
-        """Noisy value = clean value + fresh N(0, sigma^2 I) for rows ``first .. stop-1``."""
-        noisy = self._noisy[first:stop]
-        if self._sigma == 0:
-            noisy[...] = self._clean[first:stop]
-            return
-        rng.standard_normal(out=noisy)
-        noisy *= self._sigma
-        noisy += self._clean[first:stop]
+    def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
+        """``((0 + x_first) + ...) + x_last``: the canonical clean sum of leaves ``first .. last``;
+        if ``out`` holds the sum up to some leaf ``m``, pass ``first = m + 1`` to continue it."""
+        acc = np.zeros(self._d) if out is None else out
+        for s in range(first - 1, last):
+            acc += self._clean[2 * s - s.bit_count()]
+        return acc
 
     def append(self, x, rng: np.random.Generator) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
-        (clean value = sum of the children) and get their noise from ``rng``."""
+        (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
-        x = self._check_vector(x, "x")
+        x = statistic_dense(x, self._d, "x")
         t = self._n + 1
         first, k = n_nodes(t - 1), (t & -t).bit_length()
+        keys = draw_node_keys(rng, k)
         self._reserve(first + k)
-        clean = self._clean
+        clean, noisy = self._clean, self._noisy
         clean[first] = x
+        self._n = t
         for h in range(1, k):
             p = first + h
-            np.add(clean[p - (1 << h)], clean[p - 1], out=clean[p])
-        self._fill_noise(first, first + k, rng)
-        self._n = t
+            clean[p] = clean[p - (1 << h)]                       # left child's running sum ...
+            self._running_sum(t - (1 << (h - 1)) + 1, t, out=clean[p])   # ... continued
+        for i in range(k):
+            np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
-        """GetNoisyPrefixSum: ``u~_t = sum of the noisy values of the dyadic decomposition of [1, t]``
-        (``popcount(t)`` nodes, largest first); ``t = 0`` gives zeros."""
+        """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
+        summed largest node first (``popcount(t)`` rows); ``t = 0`` gives zeros."""
         t = check_int(t, "t", 0, self._n)
         rows = _decomposition_rows(t)
-        return self._noisy[rows].sum(axis=0) if rows else np.zeros(self._d)
+        return fold_rows([self._noisy[r] for r in rows]) if rows else np.zeros(self._d)
 
     def clean_prefix_sum(self, t: int) -> np.ndarray:
-        """``u_t``, summed over the same nodes as ``noisy_prefix_sum``."""
+        """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
         t = check_int(t, "t", 0, self._n)
-        rows = _decomposition_rows(t)
-        return self._clean[rows].sum(axis=0) if rows else np.zeros(self._d)
+        return self._running_sum(1, t)
 
     # --- access ---------------------------------------------------------------------------------
     def leaf(self, t: int) -> np.ndarray:
@@ -531,7 +705,8 @@ class BinaryTree:
         return self
 
     def truncate(self, n_leaves: int) -> None:
-        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows)."""
+        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows); steps appended
+        later complete their nodes afresh (new keys)."""
         self._check_mutable()
         self._n = check_int(n_leaves, "n_leaves", 0, self._n)
 
@@ -539,37 +714,41 @@ class BinaryTree:
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 
-        Each complete path node gets its new clean value ``v'_b`` (recomputed from its children) and
-        keeps its noisy value with probability ``min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))``.  At the
-        first rejection the noisy value is reflected (``v~_b <- v'_b + v_b - v~_b``), the ancestors
-        ending at the same leaf get fresh noise, and the tree is truncated to ``rejected.end`` steps
-        (the caller re-runs the later steps).  Mutates this tree; call ``copy()`` first to keep it.
+        Each complete path node gets its new clean value ``v'_b`` (running sum of its new leaves) and
+        keeps its noisy value with probability ``min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))``
+        (``coupling_accepts``).  At the first rejection the noisy value is reflected
+        (``v~_b <- (v_b + v'_b) - v~_b``), the ancestors ending at the same leaf get fresh noise, and
+        the tree is truncated to ``rejected.end`` steps (the caller re-runs the later steps).
+        Mutates this tree; call ``copy()`` first to keep it.
         """
         self._check_mutable()
         t = check_int(t, "t", 1, self._n)
-        x_new = self._check_vector(x_new, "x_new")
+        x_new = statistic_dense(x_new, self._d, "x_new")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
         n_before = self._n
         path = leaf_path(t, n_before)
-        x_old = self._clean[n_nodes(t - 1)].copy()
+        clean, noisy = self._clean, self._noisy
+        x_old = clean[n_nodes(t - 1)].copy()
+        S = np.flatnonzero(x_old - x_new)
         shift = float(np.linalg.norm(x_old - x_new))
         tv = tv_gaussians(x_old, x_new, self._sigma)
-        clean, accepted = self._clean, []
-        for k, b in enumerate(path):
+        accepted = []
+        for k, b in enumerate(path):                             # the leaf first: the sums above read it
             p = postorder_position(b)
             old = clean[p].copy()
-            new = x_new if b.level == 0 else clean[p - (1 << b.level)] + clean[p - 1]
-            y, kept = reflection_coupling(self._noisy[p], old, new, self._sigma, rng)
-            clean[p] = new
-            if kept:
+            clean[p] = x_new if b.level == 0 else self._running_sum(b.start, b.end)
+            new = clean[p]
+            if coupling_accepts(noisy[p, S], old[S], new[S], self._sigma, rng.random()):
                 accepted.append(b)
                 continue
-            self._noisy[p] = y
+            noisy[p] = (old + new) - noisy[p]                    # reflection
             regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
-            for a in regenerated:
+            keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
+            for a, key in zip(regenerated, keys):
                 q = postorder_position(a)
-                np.add(clean[q - (1 << a.level)], clean[q - 1], out=clean[q])
-            if regenerated:
-                self._fill_noise(p + 1, p + 1 + len(regenerated), rng)
+                clean[q] = self._running_sum(a.start, a.end)
+                np.add(clean[q], node_noise(key, self._d, self._sigma), out=noisy[q])
             self._n = b.end
             return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
         return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
@@ -639,7 +818,8 @@ print("post-order positions, decompositions, paths and completions agree with lo
 # and its tails at $|z| = 6.2$ are checked empirically below by how far the observed $|z|$ stay from it.
 #
 # The loop oracle: every noisy prefix sum equals the explicit sum of its decomposition's noisy node
-# values, and every clean node value the explicit sum of its leaves.
+# values, and every clean node value the explicit running sum of its leaves (bit for bit: the
+# canonical order of section 4a) and numpy's sum of them (up to rounding).
 
 # %%
 T_CHECK, D_CHECK, SIGMA_CHECK = 64, 4000, 1.3
@@ -656,10 +836,14 @@ def prefix_errors(tree_cls, xs, sigma, rng):
 
 tree, err = prefix_errors(BinaryTree, xs, SIGMA_CHECK, rng)
 for t in range(1, T_CHECK + 1):                           # loop oracle
-    manual = sum(tree.noisy(b) for b in dyadic_decomposition(t))
+    manual = sum(tree.noisy(b) for b in dyadic_decomposition(t))    # ((0 + v~_1) + v~_2) + ...
     assert np.array_equal(manual, tree.noisy_prefix_sum(t))
 for p in range(tree.n_nodes):
     b = node_at(p)
+    running = np.zeros(D_CHECK)
+    for x in xs[b.start - 1: b.end]:
+        running += x                                      # the canonical order, left to right
+    assert np.array_equal(tree.clean(b), running)
     assert np.allclose(tree.clean(b), xs[b.start - 1: b.end].sum(axis=0), rtol=0, atol=1e-12)
 
 pc = np.array([t.bit_count() for t in range(1, T_CHECK + 1)])
@@ -829,8 +1013,8 @@ assert fails <= allowed
 # counts > 400).  And the coupled value of path node $k$, among the copies that reached it, must be
 # $\mathcal N(v'_k, \sigma^2 I)$: KS on its projection on $x'_t - x_t$, 5 tests.  Bonferroni over
 # 6 tests at $10^{-6}$.  Structural checks on the first 300 trees: accepted nodes keep their noisy value bit
-# for bit; a reflected node holds $v_b + v'_b - \tilde v_b$; clean values equal those of a tree rebuilt
-# from the new leaves; the tree is truncated at the rejected node's last leaf.
+# for bit; a reflected node holds $(v_b + v'_b) - \tilde v_b$; regenerated ancestors have new noise; clean values equal those of a tree rebuilt from the new leaves; the tree
+# is truncated at the rejected node's last leaf.
 
 # %%
 d, T, t, sigma = 3, 16, 3, 1.5
@@ -865,7 +1049,9 @@ for r in range(R):
             assert np.array_equal(tree.noisy(b), base.noisy(b))
         if rec.rejected is not None:
             b = rec.rejected
-            assert np.allclose(tree.noisy(b), base.clean(b) + rebuilt.clean(b) - base.noisy(b), atol=1e-12)
+            assert np.array_equal(tree.noisy(b), (base.clean(b) + rebuilt.clean(b)) - base.noisy(b))
+            for a in rec.regenerated:                          # fresh noise: new keys
+                assert not np.array_equal(tree.noisy(a) - tree.clean(a), base.noisy(a) - base.clean(a))
         assert np.array_equal(tree.values()[0], rebuilt.values()[0][: tree.n_nodes])
 
 tv = tv_gaussians(base.leaf(t), x_new, sigma)
@@ -935,14 +1121,21 @@ for _ in range(steps):
     tree_rl.noisy_prefix_sum(tree_rl.n_leaves)
 elapsed = time.perf_counter() - start
 print(f"d = {d_rl}: {steps / elapsed:.0f} steps/s (append + noisy prefix sum); "
-      f"memory {2 * tree_rl.n_nodes * d_rl * 8 / 2**20:.0f} MiB for {steps} steps")
+      f"memory {tree_rl.nbytes / 2**20:.0f} MiB for {steps} steps")
 
 # %% [markdown]
 # ## Summary
-# - `BinaryTree(d, sigma, capacity)` (module `bandit_unlearning.exact.tree`): anytime, rows in
-#   post-order, `append(x, rng)` in $O(d)$ amortised, `noisy_prefix_sum(t)` in $O(d\log T)$,
-#   `leaf`, `leaves`, `clean`, `noisy`, `values`, `copy`, `freeze`, `truncate`, and
-#   `unlearn_leaf(t, x_new, rng) -> PathCoupling` (the tree's half of Algorithm 3).
+# - `BinaryTree(d, sigma, capacity)` (module `bandit_unlearning.exact.tree`): anytime, rows of clean
+#   and noisy values in post-order, `append(x, rng)` in $O(d\log T)$ amortised additions and $O(d)$
+#   amortised noise, `noisy_prefix_sum(t)` in $O(d\log T)$, `leaf`, `leaves`, `clean`, `noisy`,
+#   `values`, `copy`, `freeze`, `truncate`, `nbytes`, and `unlearn_leaf(t, x_new, rng) -> PathCoupling`
+#   (the tree's half of Algorithm 3: accept = keep the noisy value, i.e. shift the noise by
+#   $x_t - x'_t$; reject = reflect, i.e. flip the noise).  Statistics dense or
+#   `SparseStatistic`.  The randomness and arithmetic are pinned down (section 4a) so that a second
+#   implementation can reproduce every output bit for bit: per-node keys from `rng`
+#   (`draw_node_keys`, `node_noise`), clean values as running sums of leaves, noisy prefix sums
+#   folded largest node first (`fold_rows`), the acceptance test `coupling_accepts` — the
+#   memory-light `LightTree` of chapter B10 does.
 #   Bookkeeping: `Node`, `n_nodes`, `postorder_position` ($=N(r_b - 1) + h$,
 #   $N(n) = 2n - \mathrm{popcount}(n)$), `node_at`, `dyadic_decomposition`, `leaf_path`,
 #   `nodes_completed_at`, `path_length`.  Calibration: `sigma_paper`, `sigma_exact`, `path_tv`,
@@ -954,4 +1147,4 @@ print(f"d = {d_rl}: {steps / elapsed:.0f} steps/s (append + noisy prefix sum); "
 #   times larger for small $\rho$; the path-TV formula matched Monte Carlo on real trees;
 #   $\varepsilon_{app}$ holds (union bound $\le \delta$) for $T \ge 3$ and fails at $T = 2$ for large
 #   $d$ (sharp edge); the path coupling's first-rejection law is geometric and its coupled values have the
-#   target law.
+#   target law; accepted nodes keep their noisy values bit for bit.

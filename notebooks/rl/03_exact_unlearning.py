@@ -106,7 +106,7 @@ rng = np.random.default_rng(20260603)
 #
 # | name | what |
 # |---|---|
-# | `PrefixSumLearner(d, sigma, oracle, update, initial_model, B=None, tree_factory=BinaryTree, name=...)` | frozen config: `oracle(user, t, model) -> x_t` (shape `(d,)`), `update(u_tilde_t, t, model_t) -> model_{t+1}`, $w_1$ = `initial_model` |
+# | `PrefixSumLearner(d, sigma, oracle, update, initial_model, B=None, tree_factory=LightTree, name=...)` | frozen config: `oracle(user, t, model) -> x_t` (shape `(d,)`), `update(u_tilde_t, t, model_t) -> model_{t+1}`, $w_1$ = `initial_model` |
 # | `train(learner, users, rng, capacity=None) -> Run` | Algorithm 2 over $T$ = `len(users)` steps |
 # | `extend(run, users, rng) -> Run` | continue a run with more users (anytime) |
 # | `unlearn(run, t, rng, dummy=ZERO_USER) -> (Run, UnlearnRecord)` | Algorithm 3 |
@@ -120,8 +120,12 @@ rng = np.random.default_rng(20260603)
 # the update (an algorithm that needs $w_{1:t}$ folds what it needs into $w_t$; the whole history is
 # `run.models`).  `oracle` and `update` must be deterministic; the oracle draws environment
 # randomness only from the user.  Runs are immutable (their tree is frozen); `unlearn` copies the
-# tree, couples the path (`BinaryTree.unlearn_leaf`, chapter B2) and re-runs what must be re-run,
+# tree, couples the path (`tree.unlearn_leaf`, chapter B2) and re-runs what must be re-run,
 # after validating the request and the dummy's statistics — a refused request changes nothing.
+# The tree is any object with the interface of chapter B2; the default is the memory-light
+# `LightTree` of chapter B10, which gives the same outputs as the readable `BinaryTree` of chapter B2
+# bit for bit (for the same generator) in $O(\text{non-zeros} + T + d\log T)$ memory, and is at
+# least as fast; `tree_factory=BinaryTree` selects the dense reference.
 #
 # **Replayable users.** `ReplayableUser(key)` wraps a 128-bit key of a Philox counter-based
 # generator; `user.generator(*address)` returns a generator positioned at a counter built from up
@@ -151,7 +155,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bandit_unlearning.exact.tree import BinaryTree, check_int, check_positive, n_nodes, node_at
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at
 from bandit_unlearning.privacy.coupling import check_sigma
 
 
@@ -226,7 +231,8 @@ class PrefixSumLearner:
     ``oracle`` and ``update`` must be deterministic; ``update`` receives a fresh array ``u_tilde``
     that it may keep.  ``sigma``: tree noise scale (``0``: no noise, the non-private Algorithm 1); ``B``: the
     sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, SPEC E8; ``None`` if
-    unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``BinaryTree``).
+    unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``LightTree``, chapter
+    B10: the outputs of the dense ``BinaryTree`` bit for bit, in far less memory).
     """
 
     d: int
@@ -235,7 +241,7 @@ class PrefixSumLearner:
     update: Callable
     initial_model: Any
     B: float | None = None
-    tree_factory: Callable = BinaryTree
+    tree_factory: Callable = LightTree
     name: str = "prefix-sum learner"
 
     def __post_init__(self):
@@ -415,7 +421,8 @@ def verify_run(run: Run) -> None:
 
     Checks every statistic ``x_t == oracle(z_t, t, w_t)``, every model
     ``w_{t+1} == update(u~_t, t, w_t)`` (from the tree's noisy prefix sums) and every internal node's
-    clean value ``== left child + right child`` -- exact equality throughout.
+    clean value ``==`` the running sum of its leaves (chapter B2's canonical order) -- exact equality
+    throughout.
     """
     learner, tree = run.learner, run.tree
     if tree.n_leaves != run.T or len(run.models) != run.T + 1:
@@ -427,12 +434,15 @@ def verify_run(run: Run) -> None:
             raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
         if not same_model(run.models[t], learner.update(tree.noisy_prefix_sum(t), t, run.models[t - 1])):
             raise ValueError(f"w_{t + 1} differs from UPDATE of the recorded noisy prefix sum")
+    leaves = [tree.leaf(t) for t in range(1, run.T + 1)]
     for p in range(n_nodes(run.T)):
         node = node_at(p)
         if node.level:
-            left, right = node_at(p - (1 << node.level)), node_at(p - 1)
-            if not np.array_equal(tree.clean(node), tree.clean(left) + tree.clean(right)):
-                raise ValueError(f"the clean value of node {tuple(node)} is not the sum of its children")
+            running = np.zeros(learner.d)
+            for x in leaves[node.start - 1: node.end]:
+                running += x
+            if not np.array_equal(tree.clean(node), running):
+                raise ValueError(f"the clean value of node {tuple(node)} is not the sum of its leaves")
 
 
 # %%
@@ -472,7 +482,8 @@ from functools import partial
 import numpy as np
 
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
-from bandit_unlearning.exact.tree import BinaryTree, check_int
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int
 
 
 @dataclass(frozen=True, eq=False)
@@ -534,7 +545,7 @@ def _bandit_update(u_tilde: np.ndarray, t: int, model: np.ndarray, n_arms: int, 
     return ucb_indices(u_tilde, t, n_arms, explore_below)
 
 
-def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=BinaryTree) -> PrefixSumLearner:
+def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=LightTree) -> PrefixSumLearner:
     """The UCB bandit as a ``PrefixSumLearner`` (d = 2 m, B = sqrt 2 against the zero dummy)."""
     n_arms = check_int(n_arms, "n_arms", 1)
     explore_below = float(explore_below)

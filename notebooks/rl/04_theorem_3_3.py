@@ -38,7 +38,7 @@ from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, leaf_path, path_length, postorder_position, sigma_exact, sigma_paper,
 )
 from bandit_unlearning.montecarlo import hoeffding_margin
-from bandit_unlearning.privacy.coupling import reflection_coupling, tv_gaussians
+from bandit_unlearning.privacy.coupling import tv_gaussians
 
 rng = np.random.default_rng(20260604)
 
@@ -71,7 +71,7 @@ MEANS = np.array([0.8, 0.2])
 T_EX, SIGMA_EX, R_EX = 16, 1.0, 1000
 POSITIONS = (1, 6, 16)
 USERS = bandit_users(MEANS, T_EX, seed=5)
-LEARNER = ucb_bandit_learner(2, sigma=SIGMA_EX)
+LEARNER = ucb_bandit_learner(2, sigma=SIGMA_EX, tree_factory=BinaryTree)   # the broken variants subclass BinaryTree
 N_STATS = 14
 LEVEL_EX = 1e-6 / (len(POSITIONS) * N_STATS)
 CATEGORICAL = ("arms at T, T+1",)
@@ -152,13 +152,17 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
 # the clean values change); `NoReflection` keeps a rejected node's noisy value instead of
 # reflecting it (then retrains correctly); `NoRetrain` reflects the rejected node but then
 # forgets to retrain — the ancestors keep their old noisy values and the later steps their old
-# models.  They are applied to the *same* original runs as the correct algorithm.
+# models.  They are applied to the *same* original runs as the correct algorithm.  (The learners
+# use the memory-light tree of chapter B10 by default; `with_tree_class` plugs a broken variant into
+# a dense copy of the run's tree, which holds the same numbers bit for bit.)
 
 # %% tags=["export:bandit_unlearning.experiments.exactness"]
 import dataclasses
 
-from bandit_unlearning.exact.tree import BinaryTree, PathCoupling, leaf_path, postorder_position
-from bandit_unlearning.privacy.coupling import reflection_coupling, tv_gaussians
+from bandit_unlearning.exact.tree import (
+    BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
+)
+from bandit_unlearning.privacy.coupling import tv_gaussians
 
 
 class BrokenTree(BinaryTree):
@@ -171,29 +175,29 @@ class BrokenTree(BinaryTree):
         n_before, path = self.n_leaves, leaf_path(t, self.n_leaves)
         x_new = np.asarray(x_new, dtype=float)
         x_old = self.leaf(t)
+        S = np.flatnonzero(x_old - x_new)
         shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, self.sigma)
         clean, noisy, accepted = self._clean, self._noisy, []
         for k, b in enumerate(path):
             p = postorder_position(b)
             old = clean[p].copy()
-            new = x_new if b.level == 0 else clean[p - (1 << b.level)] + clean[p - 1]
-            y, kept = reflection_coupling(noisy[p], old, new, self.sigma, rng)
-            clean[p] = new
+            clean[p] = x_new if b.level == 0 else self._running_sum(b.start, b.end)
+            kept = coupling_accepts(noisy[p, S], old[S], clean[p, S], self.sigma, rng.random())
             if kept or self.bug == "always accept":
                 accepted.append(b)
                 continue
-            noisy[p] = noisy[p] if self.bug == "no reflection" else y
+            if self.bug != "no reflection":
+                noisy[p] = (old + clean[p]) - noisy[p]
             if self.bug == "no retrain":                       # update the clean values above, stop
                 for a in path[k + 1:]:
-                    q = postorder_position(a)
-                    clean[q] = clean[q - (1 << a.level)] + clean[q - 1]
+                    clean[postorder_position(a)] = self._running_sum(a.start, a.end)
                 return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
             regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
-            for a in regenerated:
+            keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
+            for a, key in zip(regenerated, keys):
                 q = postorder_position(a)
-                clean[q] = clean[q - (1 << a.level)] + clean[q - 1]
-            if regenerated:
-                self._fill_noise(p + 1, p + 1 + len(regenerated), rng)
+                clean[q] = self._running_sum(a.start, a.end)
+                noisy[q] = clean[q] + node_noise(key, self.d, self.sigma)
             self._n = b.end
             return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
         return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
@@ -221,8 +225,10 @@ VARIANTS = {cls.bug: cls for cls in (AlwaysAccept, NoReflection, NoRetrain)}
 
 
 def with_tree_class(run, cls):
-    """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf``."""
-    tree = run.tree.copy()
+    """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf`` (a ``BinaryTree``
+    subclass).  A run on another tree (the default ``LightTree``) is first converted with its
+    ``to_dense()``: a ``BinaryTree`` holding the same numbers bit for bit."""
+    tree = run.tree.copy() if isinstance(run.tree, BinaryTree) else run.tree.to_dense()
     tree.__class__ = cls
     return dataclasses.replace(run, tree=tree.freeze())
 

@@ -124,7 +124,9 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 #   $\sigma_{paper}(\rho, B, T)$, `"exact"` is chapter B2's $\sigma_{exact}$ (the smallest $\sigma$ with
 #   TV $= \rho$; needs $\rho < 1$); $B = \sqrt{3H}$ is recorded as `learner.B` (edge E8);
 #   `rho=math.inf` gives $\sigma = 0$ — non-private UCB-VI run through the same tree;
-# - `tree_factory` is passed through to the framework (the light tree of issue 8 plugs in here);
+# - `tree_factory` is passed through to the framework; the default is the memory-light `LightTree`
+#   of chapter B10, which gives the dense `BinaryTree`'s outputs bit for bit (so every number of this
+#   chapter is the same with either tree) in $O(\text{non-zeros} + T + d\log T)$ memory;
 # - the other UCB-VI options (`delta`, `bonus_scale`, `stabilize`) are those of `UCBVIConfig`; the
 #   defaults are the paper's algorithm.
 
@@ -147,7 +149,8 @@ from typing import Callable
 import numpy as np
 
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
-from bandit_unlearning.exact.tree import BinaryTree, check_int, check_positive, sigma_exact, sigma_paper
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
 from bandit_unlearning.rl.users import _check_noise, _rollout_lists, check_seed, max_users
@@ -266,13 +269,14 @@ class PolicyUpdate:
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, seed: int = 0, reward_noise: str = "bernoulli",
-                 tree_factory: Callable = BinaryTree) -> PrefixSumLearner:
+                 tree_factory: Callable = LightTree) -> PrefixSumLearner:
     """TV-stable UCB-VI (Algorithm 4) for ``T`` episodes of ``mdp`` as a ``PrefixSumLearner``.
 
     Give ``rho`` (``sigma = stable_sigma(rho, H, T, calibration)``; ``rho = math.inf``: sigma 0) or
     ``sigma`` directly (not both).  ``delta``, ``bonus_scale``, ``stabilize`` are ``UCBVIConfig``'s
     (defaults: the paper's algorithm); ``seed`` is the population of replayable users (users are
-    integer keys, see ``episode_users``); ``tree_factory(d, sigma, capacity)`` builds the tree.
+    integer keys, see ``episode_users``); ``tree_factory(d, sigma, capacity)`` builds the tree
+    (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
     ``learner.B = sqrt(3H)`` (SPEC E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
     """
@@ -510,7 +514,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bandit_unlearning.exact.learner import train
-from bandit_unlearning.exact.tree import BinaryTree, check_int
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_regret import loglog_slope
 from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.stable import episode_users, run_policies, stable_sigma, stable_ucbvi, theorem_41_terms
@@ -527,7 +532,7 @@ def safe_slope(ts, cumulative, start: float = 0.1) -> float:
 
 def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.random.Generator,
                         bonus_scale: float = 1.0, calibration: str = "paper", delta: float = 0.1,
-                        n_points: int = 40, tree_factory=BinaryTree, keep_policies: bool = False) -> dict:
+                        n_points: int = 40, tree_factory=LightTree, keep_policies: bool = False) -> dict:
     """One run of TV-stable UCB-VI (``rho = math.inf``: non-private ``run_ucbvi``) for ``T`` episodes of
     the user population ``seed``, tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
     "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),
@@ -652,8 +657,8 @@ assert all(a < b for a, b in zip(finals, finals[1:]))                     # regr
 #   in the burn-in nobody learns, and the noisy learners simply keep the tie-break policy (action 0,
 #   "swim left", regret $\approx 0.30$ per episode) longer, while UCB-VI already explores to the right.
 #   Regret in a burn-in measures the tie-break, not learning.
-# - *Bonus $\times 0.05$:* non-private UCB-VI has left its burn-in (slope $\approx 0.46$, below the
-#   $\sqrt T$ rate — on a fixed instance with a gap the regret eventually grows like $\log T$);
+# - *Bonus $\times 0.05$:* non-private UCB-VI has left its burn-in (slope $\approx 0.5$, at or below
+#   the $\sqrt T$ rate — on a fixed instance with a gap the regret eventually grows like $\log T$);
 #   $\rho = 1000$ follows it closely, $\rho = 300$ and $100$ are in transition, and from $\rho = 30$ down
 #   the learner is still linear at $T = 4000$.  The final regret increases as $\rho$ decreases until
 #   it saturates at the burn-in's linear regret; at $\rho = 1$ it is again slightly lower (the
@@ -742,19 +747,22 @@ plt.show()
 #
 # ## 7. Speed (where the time goes)
 #
-# Episodes per second of the stable learner with the dense tree, and a profile of one run: on the
-# gridworld the tree dominates — drawing $\mathcal N(0, \sigma^2 I_d)$ for about two nodes per
-# episode ($2 \times 23{,}000$ normals), first-touch page faults of its $4Td$-float buffers, and
-# summing $\mathrm{popcount}(t)$ rows for each noisy prefix sum; the learner's own parts (rollout,
-# densifying the $3H$ non-zeros into a fresh $d$-vector, `ucbvi_update`) are a small fraction.
-# `benchmarks/rl_speed.py` records these numbers; the memory-light tree of issue 8 plugs in through
-# `tree_factory`.  (Timings vary with the machine and its load: not compared by the test suite.)
+# Episodes per second of the stable learner, and a profile of one run, with each tree.  With the
+# dense tree the tree dominates on the gridworld — drawing $\mathcal N(0, \sigma^2 I_d)$ for about
+# two nodes per episode ($2 \times 23{,}000$ normals), first-touch page faults of its $4Td$-float
+# buffers, and summing $\mathrm{popcount}(t)$ rows for each noisy prefix sum.  The light tree (the
+# default, chapter B10) draws one noise vector per episode and keeps the noisy prefix sum
+# up to date, so its share is smaller; the learner's own parts (rollout, densifying the $3H$
+# non-zeros into a fresh $d$-vector, `ucbvi_update`) are the rest.  `benchmarks/rl_speed.py` and
+# `benchmarks/tree_memory.py` record these numbers.  (Timings vary with the machine and its load:
+# not compared by the test suite.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 import cProfile
 import pstats
 
+from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import BinaryTree
 
 
@@ -765,21 +773,22 @@ def cumulative(stats_, *functions):
 
 
 timing_rng = np.random.default_rng(0)          # a separate generator: timing must not perturb anything
-for mdp, T in ((grid, 256), (river, 2000)):
-    learner = stable_ucbvi(mdp, T, 1.0, seed=USER_SEED)
-    profile = cProfile.Profile()
-    start = time.perf_counter()
-    profile.enable()
-    train(learner, episode_users(T), timing_rng)
-    profile.disable()
-    elapsed = time.perf_counter() - start
-    st = pstats.Stats(profile).stats
-    shares = {"tree (append, noisy prefix sum)": cumulative(st, BinaryTree.append, BinaryTree.noisy_prefix_sum),
-              "oracle (rollout, dense statistics)": cumulative(st, EpisodeOracle.__call__),
-              "update (ucbvi_update)": cumulative(st, PolicyUpdate.__call__)}
-    print(f"{mdp.name:14s} T = {T}: {T / elapsed:6.0f} episodes/s (profiled); "
-          + ", ".join(f"{k} {v / elapsed:.0%}" for k, v in shares.items())
-          + f"; the rest (framework checks, bookkeeping) {1 - sum(shares.values()) / elapsed:.0%}")
+for tree_cls in (LightTree, BinaryTree):
+    for mdp, T in ((grid, 256), (river, 2000)):
+        learner = stable_ucbvi(mdp, T, 1.0, seed=USER_SEED, tree_factory=tree_cls)
+        profile = cProfile.Profile()
+        start = time.perf_counter()
+        profile.enable()
+        train(learner, episode_users(T), timing_rng)
+        profile.disable()
+        elapsed = time.perf_counter() - start
+        st = pstats.Stats(profile).stats
+        shares = {"tree (append, noisy prefix sum)": cumulative(st, tree_cls.append, tree_cls.noisy_prefix_sum),
+                  "oracle (rollout, dense statistics)": cumulative(st, EpisodeOracle.__call__),
+                  "update (ucbvi_update)": cumulative(st, PolicyUpdate.__call__)}
+        print(f"{tree_cls.__name__:10s} {mdp.name:14s} T = {T}: {T / elapsed:6.0f} episodes/s (profiled); "
+              + ", ".join(f"{k} {v / elapsed:.0%}" for k, v in shares.items())
+              + f"; the rest (framework checks, bookkeeping) {1 - sum(shares.values()) / elapsed:.0%}")
 
 # %% [markdown]
 # ## Summary
@@ -796,6 +805,6 @@ for mdp, T in ((grid, 256), (river, 2000)):
 # - Regret (exact expectations): with the paper's bonus every learner is linear at $T = 4000$
 #   (RiverSwim) and $T = 256$ (gridworld); with the bonus scaled by 0.05 (a labelled variant) the
 #   stable learner's regret rises with $1/\rho$ (excess slope printed above) and its log-log slope goes
-#   from $\approx 0.45$ ($\rho = 1000$, like non-private) to $\approx 1$ ($\rho \le 30$).  Theorem 4.1's
+#   from $\approx 0.5$ ($\rho = 1000$, like non-private) to $\approx 1$ ($\rho \le 30$).  Theorem 4.1's
 #   shapes — an additive $1/\rho$ burn-in on top of $\sqrt T$ — are what we see; its constants are far
 #   from the measured regret at these sizes, and $\rho = \sqrt{HS^3A/T}$ exceeds 1 until $T = HS^3A$.

@@ -362,9 +362,10 @@ plt.show()
 # command-line interface, which registers it as `python -m bandit_unlearning reproduce rl`).  Scale
 # `"quick"` takes well under a minute; `"paper"` about ten minutes on two cores (`workers=2`: independent
 # runs go to a process pool via `bandit_unlearning.experiments.runner.run_tasks`; the results do not
-# depend on the number of workers — every run has its own seed).  The dense tree holds $4Td$ floats per
-# run, which caps the gridworld at $T = 2048$ (1.5 GB per run); `tree_factory` swaps in another tree
-# with the same interface (issue 8's memory-light tree).  `PROTOCOLS` lists the sizes; a `protocol`
+# depend on the number of workers — every run has its own seed).  The runs use the memory-light
+# `LightTree` of chapter B10 (bit-identical to the dense tree, in $O(\text{non-zeros} + T + d\log T)$
+# memory); `tree_factory=BinaryTree` selects the dense reference, which holds $4Td$ floats per run
+# (1.5 GB at the gridworld's $T = 2048$, the size the protocol was chosen for).  `PROTOCOLS` lists the sizes; a `protocol`
 # argument overrides them (used below and by the tests with a tiny protocol).
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
@@ -385,7 +386,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.exact.tree import BinaryTree, check_int
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_lower_bound import (
     lower_bound_experiment, lower_bound_shape, plot_lower_bound, summarize_by_rho,
 )
@@ -513,7 +515,8 @@ def _regret_part(protocol: dict, curves: list, out: Path) -> list:
             panels.append({"id": f"regret_{env['name']}_bonus{scale:g}", "vary": "episodes t", "x": t,
                            "methods": {_rho_name(k[2]): summary[k]["mean"] for k in keys},
                            "stderr": {_rho_name(k[2]): summary[k]["stderr"] for k in keys},
-                           "slopes": {_rho_name(k[2]): summary[k]["slope"] for k in keys}})
+                           "slopes": {_rho_name(k[2]): (summary[k]["slope"] if math.isfinite(summary[k]["slope"])
+                                                        else None) for k in keys}})   # nan: too few positive points
         xs = [0.0 if rho == INF else 1 / rho for rho in reg["rhos"]]
         methods, errors = {}, {}
         for i, scale in enumerate(reg["bonus_scales"]):
@@ -593,7 +596,7 @@ def _lower_bound_part(protocol: dict, results: list, out: Path) -> list:
 
 
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
-                 tree_factory=BinaryTree) -> dict:
+                 tree_factory=LightTree) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;
     ``protocol`` overrides the sizes) and write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
     (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``."""
@@ -676,4 +679,4 @@ for stem in ("quick", "paper"):
 #   `sum_mechanism_sigma`, `karwa_vadhan_bound`, `lower_bound_shape`, `first_correct_episode`,
 #   `lower_bound_experiment`, `summarize_by_rho`, `plot_lower_bound`.
 # - `bandit_unlearning.experiments.rl_paper`: `reproduce_rl(out, scale, seed, workers, protocol=None,
-#   tree_factory=BinaryTree)` and `PROTOCOLS` — the command line's `reproduce rl`.
+#   tree_factory=LightTree)` and `PROTOCOLS` — the command line's `reproduce rl`.
