@@ -22,9 +22,21 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
+def _keep_cell_ids(nb, ipynb: Path) -> None:
+    """Reuse the stored cell ids of ``ipynb`` where the cells line up (same type, same position), so
+    that re-executing a chapter does not rewrite every id and the .ipynb diff shows only real changes."""
+    if not ipynb.exists():
+        return
+    old = nbformat.read(ipynb, as_version=4).cells
+    for new_cell, old_cell in zip(nb.cells, old):
+        if new_cell.cell_type == old_cell.cell_type and "id" in old_cell:
+            new_cell["id"] = old_cell["id"]
+
+
 def execute(py: Path, timeout: int = 600) -> float:
     """Execute one chapter; write ``<name>.ipynb`` beside it.  Returns the wall time in seconds."""
     nb = jupytext.read(py)
+    _keep_cell_ids(nb, py.with_suffix(".ipynb"))
     nb.metadata["kernelspec"] = KERNELSPEC
     nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
     start = time.perf_counter()
