@@ -14,11 +14,13 @@ export MKL_NUM_THREADS := 1
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: help env test test-fast reproduce lab export sync notebooks check bench clean
+.PHONY: help env test test-fast jitter reproduce lab export sync notebooks check bench clean
 
 help:
-	@echo "make test       run everything CI runs (sync checks, unit tests, nbval on every notebook)"
+	@echo "make test       run everything CI runs (sync checks, unit tests, nbval on every notebook; then"
+	@echo "                the same again with numpy's SIMD dispatch lowered: the portability pass)"
 	@echo "make reproduce  regenerate every figure and table into results/"
+	@echo "make jitter     stress the stored outputs: notebooks replayed with numpy's exp, log, ... off by one ulp"
 	@echo "make lab        open JupyterLab on notebooks/"
 	@echo "make export     write the package modules from the notebooks' export cells"
 	@echo "make sync       re-pair the .py and .ipynb of every notebook (jupytext --sync)"
@@ -28,6 +30,9 @@ help:
 env: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "bandit_unlearning needs Python >= 3.11 (its pinned numpy 2.4 / scipy 1.17 stack, see constraints.txt);"; \
+	  echo "$(PYTHON) is $$($(PYTHON) --version 2>&1). Run e.g. 'make test PYTHON=python3.12'."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
@@ -37,8 +42,18 @@ check: $(STAMP)
 	$(BIN)/python tools/export.py --check
 	$(BIN)/python tools/check_notebooks.py
 
+# Second pass: the same suite with numpy's SIMD dispatch lowered to its baseline (tools/portability.py
+# reads the features to disable from numpy itself), so that a stored output which depends on the
+# last bits of this CPU's vector kernels fails here, not on a reader's machine.
 test: check
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) tests notebooks
+	$(BIN)/python tools/portability.py
+
+# A harsher, optional stress test of the stored outputs (not part of `make test`): replay the notebooks
+# with numpy's exp, log, tanh, power, ... moved by one ulp (tools/ulp_jitter; JITTER=seed).
+JITTER ?= 1
+jitter: $(STAMP)
+	ULP_JITTER=$(JITTER) PYTHONPATH=$(CURDIR)/tools/ulp_jitter $(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) notebooks
 
 test-fast: check
 	$(BIN)/python -m pytest -n 2 tests

@@ -10,7 +10,7 @@ from bandit_unlearning.experiments.rl_regret import loglog_slope, regret_curves
 from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
 from bandit_unlearning.rl.mdp import TabularMDP, value_iteration
 from bandit_unlearning.rl.ucbvi import (
-    StatsLayout, UCBVIConfig, episode_statistics, optimistic_value_iteration, plan_from_statistics,
+    Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, episode_statistics, optimistic_value_iteration, plan_from_statistics,
     run_ucbvi, statistics_sensitivity, ucbvi_update,
 )
 from bandit_unlearning.rl.users import Trajectory, rollout, rollout_batch
@@ -50,7 +50,7 @@ def loop_plan(u, cfg):
                 b = (H + 1) * np.sqrt(np.log(8 * S * A * H * cfg.T / cfg.delta) / (2 * (n - eps))) \
                     + (eps / n) * (1 + 2 * H * (np.sqrt(S) + 1))
                 Q[h, s, a] = min(max(r + P @ V[h + 1] + cfg.bonus_scale * b, 0.0), H - h)
-            pi[h, s] = int(np.argmax(Q[h, s]))
+            pi[h, s] = int(np.argmax(Q[h, s] >= Q[h, s].max() - Q_TIE_TOLERANCE))
             V[h, s] = Q[h, s, pi[h, s]]
     return pi, Q, V
 
@@ -280,3 +280,16 @@ def test_rl_speed_benchmark_writes_the_issue_keys(tmp_path):
         assert result[env]["ucbvi_episodes_per_s"] > 0 and result[env]["stable_episodes_per_s"] > 0
         assert 0 <= result[env]["unlearning_cost_fraction"] <= 1 and result[env]["rho"] == 1.0
         assert result[env]["stable_T"] == 40 and result[env]["d"] == (2 + S) * S * result[env]["A"] * result[env]["H"]
+
+
+def test_near_ties_in_q_go_to_the_lowest_action():
+    """Values equal up to rounding (here 1 ulp apart, either order) give the lowest action, so the
+    greedy policy does not follow the last bits of the platform's arithmetic; a real gap is respected."""
+    S, A, H = 1, 3, 1
+    P = np.zeros((H, S * A, S))
+    for q1 in (np.nextafter(0.5, 1.0), np.nextafter(0.5, 0.0)):
+        base = np.array([[0.2, q1, 0.5]])
+        policy, _, _ = optimistic_value_iteration(base, P, S, A)
+        assert policy[0, 0] == 1                     # actions 1 and 2 tie up to rounding: lowest wins
+    policy, _, _ = optimistic_value_iteration(np.array([[0.2, 0.5, 0.5 + 1e-6]]), P, S, A)
+    assert policy[0, 0] == 2                         # a real difference decides

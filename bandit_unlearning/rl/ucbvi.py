@@ -15,6 +15,7 @@ __all__ = [
     "episode_statistics",
     "UCBVIConfig",
     "OptimisticPlan",
+    "Q_TIE_TOLERANCE",
     "optimistic_value_iteration",
     "plan_from_statistics",
     "ucbvi_update",
@@ -229,9 +230,13 @@ class OptimisticPlan:
     explored: np.ndarray
 
 
+Q_TIE_TOLERANCE = 1e-9
+
+
 def optimistic_value_iteration(base, P, S: int, A: int, out=None):
-    """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = max_a Q_h``,
-    ``policy_h = argmax_a Q_h`` (ties -> lowest action), ``V_H = 0``.
+    """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = Q_h(policy_h)``,
+    ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
+    (ties and rounding-level near-ties -> lowest action), ``V_H = 0``.
 
     ``base [H, S*A]`` holds ``r~ + b(N~)`` (``+inf`` for unexplored pairs: the cap makes them
     ``H - h``); ``P [H, S*A, S]`` the estimated kernels.  ``out = (policy [H, S] int64,
@@ -249,7 +254,8 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
         np.add(q, base[h], out=q)
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
-        best = q.reshape(S, A).argmax(axis=1)
+        qs = q.reshape(S, A)
+        best = (qs >= qs.max(axis=1, keepdims=True) - Q_TIE_TOLERANCE).argmax(axis=1)
         policy[h] = best
         q.take(np.add(best, rows, out=best), out=V[h])
     return out

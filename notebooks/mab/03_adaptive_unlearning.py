@@ -1275,7 +1275,7 @@ def worst_delta(g, f1, f2, sigma, noised, learner_constraint):
         p = noisy_argmax_distribution(np.stack([f1, m_], -1), 0, sigma)
         q = noisy_argmax_distribution(np.stack([f2, m_], -1), 0, sigma)
         d = np.where(active, hockey_stick_delta(p, q, g["eps"]), 0.0)
-        better = d > best
+        better = d > best * (1 + 1e-9)              # a near-tie keeps the earlier candidate, on every CPU
         best, best_m = np.where(better, d, best), np.where(better, m_, best_m)
     inside = ((lo <= t_plus) & (t_plus <= hi)) | ((lo <= t_minus) & (t_minus <= hi))
     return best, np.where(active, best_m, np.nan), active, active & inside
@@ -1383,8 +1383,9 @@ for name, j, kind in picks:
     n_rollback_picks += int(not r["noised"][j])
     max_gap = max(max_gap, abs(exact - r["delta"][j]) / d)
     assert abs(exact - r["delta"][j]) <= 1e-9 * d + 1e-14, (name, j, kind, exact, r["delta"][j])
-print(f"60 grid points re-computed through output_distributions: largest |difference|/delta = {max_gap:.2e} "
-      f"({60 - n_rollback_picks} with noise, {n_rollback_picks} without)")
+# the gap is rounding noise whose size depends on the CPU's kernels: show the bound it is checked against
+print(f"60 grid points re-computed through output_distributions: every |difference|/delta <= 1e-9 "
+      f"({max_gap <= 1e-9}; {60 - n_rollback_picks} with noise, {n_rollback_picks} without)")
 
 # %% [markdown]
 # ### 6b. The checks can fail: half the noise, and $3k/2N$ where Lemma A.1's condition fails
@@ -1538,9 +1539,9 @@ for names_ in (("gaussian paperx1.0 cal=analytic sens=exact", "gaussian paperx1.
 
 ug = grid_u_a
 u_res, u_ratio = audit(ug, VARIANTS[3], "analytic", "exact", sensitivity_value=unsafe_paper_sensitivity(ug))
-u_kind = np.where(u_res[KINDS[0]]["delta"] >= u_res[KINDS[1]]["delta"], 0, 1)
+u_kind = np.where(u_res[KINDS[0]]["delta"] >= u_res[KINDS[1]]["delta"] * (1 - 1e-9), 0, 1)
 u_ok = np.flatnonzero(ug["delta"] >= 1e-3)
-unsafe_settings = [int(j) for j in u_ok[np.argsort(u_ratio[u_ok])[-2:]]]
+unsafe_settings = [int(j) for j in u_ok[np.argsort(np.round(u_ratio[u_ok], 9), kind="stable")[-2:]]]
 
 n_audits = 2 * len(mc_settings) + len(unsafe_settings)
 confidence = 1 - 1e-6 / (2 * n_audits)

@@ -432,7 +432,9 @@ def run_audit(variant):
     for setting in settings_list():
         n = setting[0]
         kinds = [kd for kd in KINDS if n <= MIXED_MAX_N or not kd.startswith("half")]
-        best = max((audit_setting(*setting, kd, variant) + (kd,) for kd in kinds), key=lambda r: r[0])
+        # the dataset shown is the first (in KINDS order) whose delta is largest up to rounding
+        best = max((audit_setting(*setting, kd, variant) + (kd,) for kd in kinds),
+                   key=lambda r: round(r[0] / setting[4], 6))
         out.append(setting + best)
     return out
 
@@ -448,9 +450,12 @@ for cal in ("paper", "analytic"):
         sel = np.array([r[5] == cal and r[6] == sens for r in audit_rows])
         print(f"  calibration {cal:8} sensitivity {sens:5}: {sel.sum():4d} settings, "
               f"largest delta_exact/delta = {ratios[sel].max():.6f}")
-worst = audit_rows[int(np.argmax(ratios))]
-print(f"largest ratio overall {ratios.max():.10f} at N={worst[0]}, k={worst[1]}, eta={worst[2]}, eps={worst[3]}, "
-      f"delta={worst[4]:g}, {worst[5]}/{worst[6]}, dataset '{worst[10]}'")
+# Several settings reach the largest ratio up to the last bits, and which of them is largest in the
+# last bits depends on the CPU's floating-point kernels: show the first in the audit's order whose
+# ratio equals the largest to 6 decimals (what is shown is rounded; the asserts below are exact).
+worst = audit_rows[int(np.argmax(np.round(ratios, 6)))]
+print(f"largest ratio overall {ratios.max():.6f} (first reached at N={worst[0]}, k={worst[1]}, eta={worst[2]}, "
+      f"eps={worst[3]}, delta={worst[4]:g}, {worst[5]}/{worst[6]}, dataset '{worst[10]}')")
 assert ratios.max() <= 1 + 1e-9
 assert ratios.max() > 0.999            # the analytic calibration with the exact sensitivity is tight
 
@@ -473,7 +478,9 @@ for n, k, eta, eps, delta, cal, sens, d_grid, m_star, _, kind in picks:
     exact = hockey_stick_delta(p_u, p_r, eps)
     max_gap = max(max_gap, abs(exact - d_grid) / delta)
     assert abs(exact - d_grid) <= 1e-9 * delta + 1e-12, (n, k, eta, kind, exact, d_grid)
-print(f"40 audited worst cases recomputed through output_distributions: largest |difference|/delta = {max_gap:.1e}")
+# the gap is rounding noise (its size depends on the CPU's kernels), so show the bound it is checked against
+print(f"40 audited worst cases recomputed through output_distributions: every |difference|/delta <= 1e-9 "
+      f"({max_gap <= 1e-9})")
 
 k_rb = np.array([UnlearnOptions("mixing", gamma=1.0, eta=r[2]).k_rollback_for(r[1]) for r in audit_rows])
 strict_mix = noised & (k_rb > 0)                         # 0 < k' < k: a genuine mixture of rollback and noise
@@ -483,7 +490,7 @@ power = {}
 for variant in ("sensitivity over N", "no rollback"):
     rows_v = run_audit(variant)
     r_v = np.array([r[7] / r[4] for r in rows_v])
-    caught = r_v > 1
+    caught = r_v > 1 + 1e-9                                # the same tolerance the correct mechanism is held to
     power[variant] = (caught[strict_mix].mean(), caught[tight].mean())
     print(f"broken variant '{variant}': violates (eps, delta) in {caught[strict_mix].sum()} of {strict_mix.sum()} settings "
           f"with 0 < k' < k ({power[variant][1]:.0%} of those where the correct mechanism is tight); "

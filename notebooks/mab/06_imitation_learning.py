@@ -417,7 +417,9 @@ print("unlearned :", np.round(p_unl, 8))
 print("reference :", np.round(p_ref, 8))
 print("forgets k :", np.round(p_broken, 8))
 gap_ok, gap_broken = hockey_stick_delta(p_unl, p_ref, 0.0), hockey_stick_delta(p_broken, p_ref, 0.0)
-print(f"hockey-stick delta at eps=0: Algorithm 6 {gap_ok:.1e}; broken {gap_broken:.2e}")
+# Algorithm 6's delta is rounding noise (its last digits depend on the CPU): show the bound it is held to
+print(f"hockey-stick delta at eps=0: Algorithm 6 {'< 1e-12' if gap_ok < 1e-12 else f'{gap_ok:.1e}'}; "
+      f"broken {gap_broken:.2e}")
 assert gap_ok < 1e-12
 assert not gap_broken < 1e-12
 

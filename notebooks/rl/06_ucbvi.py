@@ -302,6 +302,13 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 # flat `[S*A, S]` matrix $\tilde P_h$ with $\bar V_{h+1}$, an add of `base = r~ + b` (`+inf` for
 # unexplored pairs, which the cap turns into $H - h$), the two clips, a per-state argmax — all into
 # preallocated arrays, no loop over states or actions.
+#
+# **Ties.**  Two actions whose optimistic values are equal in exact arithmetic can differ in the last
+# bits of their floating-point values (a different summation order in $\tilde P_h \bar V_{h+1}$, or a
+# CPU whose vector `log` rounds differently), and a plain argmax would then follow the rounding —
+# a run on one machine would differ from the same run on another.  So the greedy step treats values
+# within `Q_TIE_TOLERANCE` $= 10^{-9}$ of the largest as tied and takes the lowest action among them:
+# far above rounding error (values lie in $[0, H]$), far below any difference that matters.
 
 # %% tags=["export"]
 @dataclass(frozen=True)
@@ -382,9 +389,13 @@ class OptimisticPlan:
     explored: np.ndarray
 
 
+Q_TIE_TOLERANCE = 1e-9
+
+
 def optimistic_value_iteration(base, P, S: int, A: int, out=None):
-    """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = max_a Q_h``,
-    ``policy_h = argmax_a Q_h`` (ties -> lowest action), ``V_H = 0``.
+    """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = Q_h(policy_h)``,
+    ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
+    (ties and rounding-level near-ties -> lowest action), ``V_H = 0``.
 
     ``base [H, S*A]`` holds ``r~ + b(N~)`` (``+inf`` for unexplored pairs: the cap makes them
     ``H - h``); ``P [H, S*A, S]`` the estimated kernels.  ``out = (policy [H, S] int64,
@@ -402,7 +413,8 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
         np.add(q, base[h], out=q)
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
-        best = q.reshape(S, A).argmax(axis=1)
+        qs = q.reshape(S, A)
+        best = (qs >= qs.max(axis=1, keepdims=True) - Q_TIE_TOLERANCE).argmax(axis=1)
         policy[h] = best
         q.take(np.add(best, rows, out=best), out=V[h])
     return out
@@ -476,7 +488,7 @@ def loop_plan(u, cfg, cap=True):
                     + (eps / n) * (1 + 2 * H * (np.sqrt(S) + 1))
                 q = r + P @ V[h + 1] + cfg.bonus_scale * b
                 Q[h, s, a] = min(max(q, 0.0), H - h) if cap else q
-            pi[h, s] = int(np.argmax(Q[h, s]))
+            pi[h, s] = int(np.argmax(Q[h, s] >= Q[h, s].max() - Q_TIE_TOLERANCE))
             V[h, s] = Q[h, s, pi[h, s]]
     return pi, Q, V
 
