@@ -38,6 +38,9 @@ def test_replayable_user_streams():
 def test_replayable_users_population():
     pop = replayable_users(7, 10)
     assert len({u.key for u in pop}) == 10
+    fresh = replayable_users(None, 10) + replayable_users(None, 10)        # OS entropy: independent keys
+    assert len({u.key for u in fresh} | {u.key for u in pop}) == 30
+    assert len(bandit_users(MEANS, 4)) == 4                                 # seed=None by default
     assert pop[4:] == replayable_users(7, 6, start=4)
     assert bandit_users(MEANS, 5, seed=1, start=3)[0].rewards.tolist() == bandit_users(MEANS, 4, seed=1)[3].rewards.tolist()
 

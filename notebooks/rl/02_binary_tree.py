@@ -27,6 +27,8 @@
 # paper's accuracy radius $\varepsilon_{app}$, and the path coupling used for unlearning.
 
 # %%
+import dataclasses
+
 import numpy as np
 import matplotlib.pyplot as plt
 from scipy import stats
@@ -1111,6 +1113,41 @@ print("coupled path values ~ N(v', sigma^2): KS p =", [round(float(p), 3) for p 
 assert min([p_geom] + p_nodes) > 1e-6 / 6
 
 # %% [markdown]
+# ### 5f. Keys are secrets
+#
+# Section 4a's rules, checked exactly: a seeded generator (the opt-in) gives the same keys every
+# time — so its seed regenerates them — and takes exactly $3k$ words for $k$ keys, yet no key shares
+# a word with the generator's stream; without a generator, two trees on the same leaves get
+# different noise; and the record of `unlearn_leaf` holds the coupling's outcomes only.  The check
+# can fail: raw words as keys (the obvious implementation) are found in the stream at once.
+
+# %%
+k = 200
+keys_a, keys_b = draw_node_keys(np.random.default_rng(7), k), draw_node_keys(np.random.default_rng(7), k)
+probe = np.random.default_rng(7)
+stream = set(probe.bit_generator.random_raw(3 * k + 1000).tolist())
+after = np.random.default_rng(7)
+draw_node_keys(after, k)
+skipped = np.random.default_rng(7)
+skipped.bit_generator.random_raw(3 * k)
+assert np.array_equal(keys_a, keys_b) and after.bit_generator.state == skipped.bit_generator.state
+assert not set(keys_a.ravel().tolist()) & stream
+raw_keys = np.random.default_rng(7).bit_generator.random_raw(3 * k).reshape(k, 3)        # BROKEN: raw words
+assert set(raw_keys.ravel().tolist()) <= stream
+xs_keys = rng.uniform(size=(16, 3))
+trees = [BinaryTree(3, 1.0, capacity=16) for _ in range(2)]
+for tree_ in trees:
+    for x in xs_keys:
+        tree_.append(x)                                          # no generator: fresh OS entropy
+assert not np.array_equal(trees[0].values()[1], trees[1].values()[1])
+rec_keys = trees[0].unlearn_leaf(5, np.zeros(3))
+assert {f.name for f in dataclasses.fields(rec_keys)} == {"t", "n_leaves", "path", "accepted", "rejected",
+                                                           "regenerated", "restart"}
+print(f"{k} keys from a seeded generator: reproducible, 3 words each, none of them a word of the stream "
+      "(raw words as keys: all of them); two unseeded trees: different noise; "
+      "the coupling record: outcomes only")
+
+# %% [markdown]
 # ## 6. Figure: prefix-sum error against $t$
 #
 # Left: the error of one coordinate of $\tilde u_t$ for 200 replicates (grey), its exact standard
@@ -1176,8 +1213,9 @@ print(f"d = {d_rl}: {steps / elapsed:.0f} steps/s (append + noisy prefix sum); "
 #   (the tree's half of Algorithm 3: accept = keep the noisy value, i.e. shift the noise by
 #   $x_t - x'_t$; reject = reflect, i.e. flip the noise).  Statistics dense or
 #   `SparseStatistic`.  The randomness and arithmetic are pinned down (section 4a) so that a second
-#   implementation can reproduce every output bit for bit: per-node keys from `rng`
-#   (`draw_node_keys`, `node_noise`), clean values as running sums of leaves, noisy prefix sums
+#   implementation can reproduce every output bit for bit: per-node keys derived one-way from `rng`
+#   (`draw_node_keys`, `node_noise`; `rng=None`, the default, is fresh OS entropy — keys and seeds are
+#   secrets, section 4a), clean values as running sums of leaves, noisy prefix sums
 #   folded largest node first (`fold_rows`), the acceptance test `coupling_accepts` — the
 #   memory-light `LightTree` of chapter B10 does.
 #   Bookkeeping: `Node`, `n_nodes`, `postorder_position` ($=N(r_b - 1) + h$,
@@ -1191,4 +1229,5 @@ print(f"d = {d_rl}: {steps / elapsed:.0f} steps/s (append + noisy prefix sum); "
 #   times larger for small $\rho$; the path-TV formula matched Monte Carlo on real trees;
 #   $\varepsilon_{app}$ holds (union bound $\le \delta$) for $T \ge 3$ and fails at $T = 2$ for large
 #   $d$ (sharp edge); the path coupling's first-rejection law is geometric and its coupled values have the
-#   target law; accepted nodes keep their noisy values bit for bit.
+#   target law; accepted nodes keep their noisy values bit for bit; keys are reproducible from a
+#   seeded generator but share no word with its stream, and unseeded trees get fresh noise.

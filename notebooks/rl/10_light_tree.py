@@ -778,14 +778,14 @@ print(f"request at t = {rec.t}: {len(visited)} visited nodes stored densely, the
 
 t_demo, leaf_node = 5, Node(0, 4)
 old_key = base_rl._keys[postorder_position(leaf_node)].copy()
-for seed in range(100):
+for coupling_seed in range(100):
     demo = base_rl.copy()
-    if leaf_node in demo.unlearn_leaf(t_demo, np.zeros(lay.d), np.random.default_rng(seed)).accepted:
+    if leaf_node in demo.unlearn_leaf(t_demo, np.zeros(lay.d), np.random.default_rng(coupling_seed)).accepted:
         break
 assert leaf_node in demo.touched and not demo._keys[postorder_position(leaf_node)].any()
 recovered = demo.noisy(leaf_node) - node_noise(old_key, lay.d, 5.0)
 assert np.array_equal(np.round(recovered, 6), dense_x[t_demo - 1])
-print(f"seed {seed}: the leaf's noisy value was kept; with its old key it would give back all "
+print(f"seed {coupling_seed}: the leaf's noisy value was kept; with its old key it would give back all "
       f"{np.count_nonzero(dense_x[t_demo - 1])} non-zero statistics of the deleted episode — the light tree erased the key")
 
 
@@ -833,8 +833,7 @@ print("built with rng=None: no seed in 0..1000 reproduces its keys, nothing come
 # **It can fail:** `ForgetsTheShift` is the bug a light tree invites — after an accepted coupling it
 # keeps the node's *noise* (its key) instead of its noisy value, so the value is regenerated around
 # the new clean value.  Conditioned on acceptance that noise is biased (acceptance favours noise
-# pointing away from $x_t - x'_t$), and the battery rejects it (most clearly at the middle position;
-# at the last leaf, whose path nodes all end at step 16, the effect is weaker at this sample size).
+# pointing away from $x_t - x'_t$), and the battery rejects it at both positions.
 
 # %%
 class ForgetsTheShift(LightTree):
