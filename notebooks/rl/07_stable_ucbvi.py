@@ -113,7 +113,7 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 # - **users** `EpisodeUser(key)`: a user is its own 64-bit key of chapter B5's counter-based
 #   generator (SplitMix64; the uniform of $(\text{stream}, h, s, a)$ is the output number
 #   $((\text{stream}\cdot H + h)S + s)A + a$ of the stream seeded with the key), so the same user
-#   answers the same $(h, s, a)$ the same way under every policy (edge E10);
+#   answers the same $(h, s, a)$ the same way under every policy (chapter B5);
 # - **oracle** `EpisodeOracle(mdp)`: `oracle(user, t, policy)` plays the user's episode and returns
 #   its dense statistics vector $x_t \in \mathbb R^d$ (the framework's trees take dense vectors);
 #   `oracle.sparse(user, t, policy)` returns the same statistics as `(indices [3H], values [3H])` —
