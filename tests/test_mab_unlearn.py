@@ -262,7 +262,8 @@ def test_batch_does_not_modify_inputs_and_refuses_bad_input():
     with pytest.raises(ValueError, match="world"):
         unlearn_batch(**good, gamma=0.5, rng=np.random.default_rng(0), world="other")
     with pytest.raises(TypeError):
-        unlearn_batch(**good, gamma=0.5)
+        unlearn_batch(**good, gamma=0.5, rng=0)
+    unlearn_batch(**good, gamma=0.5)                                    # no rng, no z: OS entropy
     with pytest.raises(ValueError):
         unlearn_batch(**good, gamma=0.5, z=np.zeros(2))
     with pytest.raises(ValueError, match="Lemma A.1"):
@@ -337,7 +338,10 @@ def test_bad_types_and_reference_arguments():
     with pytest.raises(TypeError):
         unlearn(STATE, U, "adaptive", gamma=0.5, rng=0)
     with pytest.raises(TypeError):
-        unlearn(STATE, U, "adaptive", gamma=0.5, rng=None)
+        reference(rollback(STATE, U), U, "adaptive", learner_arm=STATE.arm, gamma=0.5, rng="seed")
+    # rng=None (the default) draws from a generator seeded with OS entropy: two calls differ
+    noisy = [unlearn(STATE, U, "gaussian", gamma=0.5).scores for _ in range(2)]
+    assert not np.array_equal(noisy[0], noisy[1])
     with pytest.raises(TypeError):
         unlearn((STATE.counts, STATE.reward_sums), U, "adaptive", gamma=0.5, rng=rng)
     with pytest.raises(TypeError):

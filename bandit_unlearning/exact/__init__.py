@@ -16,8 +16,10 @@ and ``notebooks/rl/10_light_tree.py``):
   default ``tree_factory``;
 * ``bandit_unlearning.exact.learner`` -- ``PrefixSumLearner(d, sigma, oracle, update, initial_model,
   B, tree_factory)``, ``train``, ``extend``, ``unlearn`` (Algorithm 3) returning an immutable ``Run`` and
-  an ``UnlearnRecord``, ``verify_run``, replayable users (``ReplayableUser``, ``replayable_users``) and
-  the default dummy ``ZERO_USER``;
+  an ``UnlearnRecord`` (data-independent by default; ``diagnostics=True`` adds the deleted statistic's
+  shift and exact cost), ``verify_run``, replayable users (``ReplayableUser``, ``replayable_users``) and
+  the default dummy ``ZERO_USER``.  Every ``rng`` defaults to fresh OS entropy; a seeded generator is
+  an opt-in whose seed is key material;
 * ``bandit_unlearning.exact.bandit`` -- the first instance: UCB for an online multi-armed bandit.
 
 The TV distance and the maximal coupling of Gaussians live in ``bandit_unlearning.privacy.coupling``;

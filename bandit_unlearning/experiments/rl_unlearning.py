@@ -24,7 +24,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.rl.mdp import TabularMDP, regret
-from bandit_unlearning.rl.stable import episode_users, run_policies, stable_ucbvi
+from bandit_unlearning.rl.stable import episode_users, population_users, run_policies, stable_ucbvi
 from bandit_unlearning.rl.ucbvi import StatsLayout
 
 
@@ -69,18 +69,21 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
 
 
 def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng: np.random.Generator,
-                       seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0,
+                       seed: int | None = None, calibration: str = "paper", bonus_scale: float = 1.0,
                        tree_factory=LightTree) -> dict:
     """``measure_unlearning`` (chapter B4) of ``stable_ucbvi(mdp, T, rho)`` for every ``(rho, T)``:
-    ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed``, ``requests_per_run`` deletions
-    at uniformly random positions each.  Returns ``{(rho, T): measurements}``."""
+    ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed`` (``population_users``; ``None``:
+    ``episode_users(T, rng)``), ``requests_per_run`` deletions at uniformly random positions each.
+    Returns ``{(rho, T): measurements}`` -- a cost experiment, whose exact per-request values are
+    computed from the deleted episodes (``diagnostics=True`` inside ``measure_unlearning``)."""
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
     out = {}
     for T in Ts:
         T = check_int(T, "T", 2)
+        users = episode_users(T, rng) if seed is None else population_users(mdp, seed, T)
         for rho in rhos:
-            learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, seed=seed,
+            learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale,
                                    tree_factory=tree_factory)
-            out[float(rho), T] = measure_unlearning(learner, episode_users(T), n_runs, requests_per_run, rng)
+            out[float(rho), T] = measure_unlearning(learner, users, n_runs, requests_per_run, rng)
     return out

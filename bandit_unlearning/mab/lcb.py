@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 
 
 def check_tau(tau: float) -> float:
@@ -72,6 +72,8 @@ class LCBState:
             value.setflags(write=False)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "tau", check_tau(self.tau))
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @property
     def n_arms(self) -> int:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState
 
 SUM_ATOL = 1e-9   # tolerance for reward sums (floating-point rounding of the stored sums)
@@ -76,6 +76,8 @@ class DeletionRequest:
         arms, rewards = _check_points(self.arms, self.rewards)
         object.__setattr__(self, "arms", _readonly(arms))
         object.__setattr__(self, "rewards", _readonly(rewards))
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @classmethod
     def from_indices(cls, dataset: OfflineDataset, indices) -> "DeletionRequest":
@@ -168,12 +170,14 @@ def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
     return LCBState(counts, sums, state.tau)
 
 
-def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.Generator | None = None) -> np.ndarray:
     """The Gaussian mechanism (SPEC A4): the scores ``f(D)`` of ``state`` with ``N(0, sigma^2)`` noise
     added to ``f_arm`` only.  Draws exactly one standard normal ``z`` and adds ``sigma * z``.
 
     For unlearning, ``state`` is T(D) of the ORIGINAL data (nothing is removed); the reference
-    mechanism applies the same noise to the scores of ``D \\ U``.
+    mechanism applies the same noise to the scores of ``D \\ U``.  The noise is a secret (the
+    released score minus the noise is ``f_arm(D)``): ``rng=None`` (default) draws it from a generator
+    seeded with OS entropy; a seeded generator is an opt-in whose seed is then key material.
     """
     if not isinstance(state, LCBState):
         raise TypeError(f"state must be an LCBState, got {type(state).__name__}")
@@ -182,8 +186,10 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
     sigma = float(sigma)
     if not (np.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if rng is None:
+        rng = np.random.default_rng()             # OS entropy unless the caller opts in
+    elif not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator or None, got {type(rng).__name__}")
     scores = state.scores.copy()
     scores[arm] += sigma * rng.standard_normal()
     return scores

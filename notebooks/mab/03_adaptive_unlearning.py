@@ -226,6 +226,7 @@ import numpy as np
 from scipy import integrate, special, stats
 
 from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper
+from bandit_unlearning.mab.data import restore_readonly
 from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
 from bandit_unlearning.mab.mechanisms import (
     DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
@@ -539,6 +540,7 @@ class UnlearnResult:
     calibration = property(lambda self: self.options.calibration)
     sensitivity = property(lambda self: self.options.sensitivity)
     calibration_proven = property(lambda self: self.options.calibration_proven)
+    __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
 
 def _check_call(state, request, rng):
@@ -592,7 +594,7 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
 
 
 def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=None, delta=None, gamma=None,
-            rng: np.random.Generator, threshold: str = "paper", threshold_scale: float = 1.0,
+            rng: np.random.Generator | None = None, threshold: str = "paper", threshold_scale: float = 1.0,
             calibration: str = "paper", sensitivity: str = "paper", k_prime: int | None = None,
             eta: float | None = None) -> UnlearnResult:
     """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
@@ -607,23 +609,26 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
     (eps < 1 only), "analytic".  ``sensitivity``: "paper" 3k/2N (refused where Lemma A.1's condition
     fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with ``0 < k' < k`` the
     subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal per noised source arm
-    (increasing arm order); nothing else.  Every input is validated first; nothing passed in is modified.
+    (increasing arm order); nothing else.  ``rng=None`` (default): a generator seeded from the operating
+    system's entropy -- the noise is a secret (the Gaussian branch noises the score of the ORIGINAL
+    data, so whoever regenerates the noise recovers it); a seeded generator is an opt-in for
+    reproducible research, and its seed is then key material.  Every input is validated first;
+    nothing passed in is modified.
     """
     options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
                              k_prime, eta)
     _check_call(state, request, rng)
-    if rng is None:
-        raise TypeError("rng must be a numpy.random.Generator, got None")
     request.validate_against(state)
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
+    rng = np.random.default_rng() if rng is None else rng          # OS entropy unless the caller opts in
     base, rolled_back = _unlearned_base(state, request, rollback(state, request), plans, rng)
     scores = _release(base, plans, rng)
     return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options, rolled_back)
 
 
 def reference(retrained: LCBState, request: DeletionRequest, method: str, *, learner_arm: int, epsilon=None,
-              delta=None, gamma=None, rng: np.random.Generator, threshold: str = "paper",
+              delta=None, gamma=None, rng: np.random.Generator | None = None, threshold: str = "paper",
               threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper",
               k_prime: int | None = None, eta: float | None = None) -> UnlearnResult:
     """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
@@ -635,20 +640,19 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str, *, lea
     source arms and ``k_a``, and ``N(a) = N_retrained(a) + k_a``; only the request's arms are read, not
     its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
-    only the standard normals (one per noised source arm, increasing arm order).
+    only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
+    ``unlearn`` (default: OS entropy).
     """
     options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
                              k_prime, eta)
     _check_call(retrained, request, rng)
-    if rng is None:
-        raise TypeError("rng must be a numpy.random.Generator, got None")
     if isinstance(learner_arm, bool) or not isinstance(learner_arm, (int, np.integer)) \
             or not 0 <= learner_arm < retrained.n_arms:
         raise ValueError(f"learner_arm must be an arm of the state, in [0, {retrained.n_arms}), got {learner_arm!r}")
     deleted = request.deleted_counts(retrained.n_arms)          # refuses unknown arms
     plans, gamma0 = plan_unlearning(int(learner_arm), retrained.counts + deleted, deleted,
                                     retrained.log_term, options)
-    scores = _release(retrained.scores, plans, rng)
+    scores = _release(retrained.scores, plans, np.random.default_rng() if rng is None else rng)
     return UnlearnResult(int(np.argmax(scores)), scores, int(learner_arm), "reference", plans, gamma0, options)
 
 
@@ -871,8 +875,8 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     rewards; refused unless ``deleted_sums`` are integers).  Ignored by the reference world.
     Noise: ``sigma * z`` with ``z`` given (standard normals of shape ``(R,)``, or ``(R, l)`` for a
     sequence ``arm``; ``z[r, i]`` is used for ``arm[i]`` if it is noised) or drawn as
-    ``rng.standard_normal`` of that shape.  Draw order with ``rng``: the rolled-back sums (mixing, if
-    not given, only when ``0 < k' < k``), then ``z``.
+    ``rng.standard_normal`` of that shape (``rng=None``: a generator seeded from OS entropy).  Draw
+    order with ``rng``: the rolled-back sums (mixing, if not given, only when ``0 < k' < k``), then ``z``.
     Returns ``(arms, noised, sigma)``: the released arm (shape ``(R,)``), whether each source arm was
     noised and its sigma (shape ``(R,)`` for an int ``arm``, ``(R, l)`` for a sequence).  Replicate
     ``r`` gives exactly what ``unlearn`` (or ``reference``) gives on ``LCBState(counts[r],
@@ -923,15 +927,16 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     if draw_rolled and not np.all(np.mod(s[:, 0], 1) == 0):
         raise ValueError("drawing the rolled-back sums hypergeometrically needs 0/1 rewards (integer deleted_sums); "
                          "give rolled_sums")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator or None (OS entropy), got {type(rng).__name__}")
     if z is None:
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError("give rng (a numpy.random.Generator) or z (standard normals)")
+        rng = np.random.default_rng() if rng is None else rng      # OS entropy unless the caller opts in
     else:
         z = np.asarray(z, dtype=float)
         if z.shape != shape or not np.all(np.isfinite(z)):
             raise ValueError(f"z must be finite standard normal draws of shape {shape}")
-    if draw_rolled and not isinstance(rng, np.random.Generator):
-        raise TypeError("give rng (a numpy.random.Generator) or rolled_sums for method='mixing'")
+    if draw_rolled and rng is None:
+        rng = np.random.default_rng()
     log_term = float(np.log(m / tau))
     scores_d = lcb_scores(counts, sums, tau)[2]
     counts_du, sums_du = counts.copy(), sums.copy()

@@ -88,7 +88,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from bandit_unlearning.mab.data import OfflineDataset, check_distribution
+from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 
 
@@ -133,6 +133,8 @@ class ImitationState:
         counts = counts.copy()
         counts.setflags(write=False)
         object.__setattr__(self, "counts", counts)
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @property
     def n_arms(self) -> int:

@@ -79,6 +79,19 @@ rng = np.random.default_rng(20260601)
 # **Zero sensitivity** (a query that does not change) needs no noise: we return $\sigma = 0$ and
 # profile $\delta \equiv 0$ — convenient when a deletion request is empty — while a negative or
 # non-finite sensitivity is an error.  A zero $\sigma$ with $\Delta > 0$ has profile $\delta \equiv 1$.
+#
+# **The noise is a secret — and so is the seed that drew it.**  Everything above is about the law of
+# $M(x)$ over the noise $\nu$: it assumes nobody knows $\nu$.  Whoever does subtracts it,
+# $f(x) = M(x) - \nu$, and in an unlearning release $f$ is computed on data that may still contain
+# the deleted points (Paper A's Gaussian branch noises the score of the *original* data), so
+# $M(x) - \nu$ hands them back.  A pseudo-random $\nu$ is known to whoever knows its generator's
+# seed, and a seed written in a script — a small integer, a date, the 0 of an example — is guessed in
+# milliseconds: try each candidate, regenerate the draws, keep the one that explains the release.
+# So the project's noisy mechanisms take `rng=None` by default, meaning a generator seeded from the
+# operating system's entropy (`np.random.default_rng()`: 128 bits, no guess).  Passing a seeded
+# generator is an explicit opt-in for reproducible research, and then **the seed is key material**,
+# to be kept as secret as the data it protects.  This book seeds its generators on purpose, at the
+# top of every chapter, so that its outputs can be re-run and checked; a deployment must not.
 
 # %% tags=["export"]
 """Calibrating the Gaussian mechanism (SPEC A3, A4 and sharp edge E1).
