@@ -72,10 +72,19 @@ rng = np.random.default_rng(20260601)
 #
 # **Numerics.** For large $\varepsilon$ the term $e^{\varepsilon}\Phi(\cdot)$ is $\infty\cdot 0$ in
 # floating point, and for small $\delta$ the difference cancels.  We therefore evaluate
-# $$\ln\delta = \ln\Phi(u) + \ln\!\big(1 - e^{\,\varepsilon + \ln\Phi(v) - \ln\Phi(u)}\big),\qquad
+# $$\ln\delta = \ln\Phi(u) + \ln\!\big(1 - e^{r}\big),\qquad r = \varepsilon + \ln\Phi(v) - \ln\Phi(u) \le 0,\qquad
 #   u = \tfrac{1}{2t} - \varepsilon t,\ v = -\tfrac{1}{2t} - \varepsilon t,$$
-# with `scipy.special.log_ndtr` and `expm1`, and solve $\ln\delta_\sigma(\varepsilon) = \ln\delta$ for
-# $\ln t$ by bracketing (doubling steps from the classic value) and Brent's method.
+# with `scipy.special.log_ndtr` and `expm1`.  Computed as written, $r$ is a small difference of large
+# numbers ($\varepsilon$ and $\ln\Phi(v) \approx -v^2/2$ are both about $10^{13}$ at $\varepsilon = 10^{13}$, both
+# about 690 at $\delta = 10^{-300}$).  The cancellation is exact in closed form: with
+# $\Phi(x) = \tfrac12 e^{-x^2/2}\operatorname{erfcx}(-x/\sqrt2)$ and $v^2 - u^2 = 2\varepsilon$,
+# $$r = \ln\operatorname{erfcx}(b) - \ln\operatorname{erfcx}(a),\qquad a = -u/\sqrt2 < b = -v/\sqrt2,$$
+# two numbers of modest size.  When $b - a = 1/(\sqrt2 t)$ is small against $\max(1,|a|)$ (tiny
+# $\varepsilon$, large $t$) this difference cancels in turn, and $r$ is computed as the integral of
+# $(\ln\operatorname{erfcx})'(x) = 2x - 2/(\sqrt\pi\operatorname{erfcx}(x))$ over $[a, b]$ by 4-point
+# Gauss–Legendre.  We solve $\ln\delta_\sigma(\varepsilon) = \ln\delta$ for $\ln t$ by bracketing
+# (steps from the classic value) and Brent's method, then **certify** the root against the true
+# profile (Section 5.4).
 # **Zero sensitivity** (a query that does not change) needs no noise: we return $\sigma = 0$ and
 # profile $\delta \equiv 0$ — convenient when a deletion request is empty — while a negative or
 # non-finite sensitivity is an error.  A zero $\sigma$ with $\Delta > 0$ has profile $\delta \equiv 1$.
@@ -417,8 +426,10 @@ def agreement(calibration, sensitivity=1.0):
 worst_inversion = agreement(analytic_gaussian_sigma)
 worst_profile = max(abs(gaussian_delta(analytic_gaussian_sigma(1.0, e, d), 1.0, e) / d - 1)
                     for e in eps_grid for d in delta_grid)
-print(f"analytic sigma vs integral inversion: worst relative gap {worst_inversion:.1e} over {len(eps_grid) * len(delta_grid)} pairs")
-print(f"profile at analytic sigma vs delta  : worst relative gap {worst_profile:.1e}")
+decade = lambda x: f"{10.0 ** math.ceil(math.log10(x)):.0e}"       # shown as a power of ten: portable
+print(f"analytic sigma vs integral inversion: worst relative gap < {decade(worst_inversion)} over "
+      f"{len(eps_grid) * len(delta_grid)} pairs")
+print(f"profile at analytic sigma vs delta  : worst relative gap < {decade(worst_profile)}")
 assert worst_inversion < 1e-6
 assert worst_profile < 1e-9
 
@@ -844,6 +855,80 @@ print(f"exact eps = {exact:.4f}; audit lower bound = {res.epsilon_lower:.4f} at 
 assert res.epsilon_lower <= exact and res.epsilon_lower > 0.9 * exact
 
 # %% [markdown]
+# ### 5.4 Numerics at the extremes
+#
+# "Never under-noise" must hold for the **true** profile, not for its floating-point evaluation.
+# `analytic_gaussian_sigma` therefore raises Brent's root until the float $\ln\delta$ *plus a bound on
+# its evaluation error* is at most $\ln\delta$ (the error bound is turned into a step of $\sigma$
+# through the slope $-\,d\ln\delta/d\ln t = \varphi(u)/(t\,\delta)$, which follows from
+# $\varphi(u) = e^{\varepsilon}\varphi(v)$), then by 4 ulp for the rounding of $\sigma = \Delta t$.  In the ordinary
+# range this moves $\sigma$ by a few $10^{-15}$ relative.  Limits:
+# - $\varepsilon > 10^{15}$ is **refused** (`ANALYTIC_EPSILON_MAX`): there $t \approx 1/\sqrt{2\varepsilon}$, and one ulp of
+#   $t$ moves $u = 1/(2t) - \varepsilon t$ by about $2\cdot10^{-16}\sqrt{2\varepsilon}$ (about 0.3 at $10^{30}$):
+#   double precision no longer resolves the profile.  Below that limit, and for $\varepsilon$ down to
+#   $10^{-300}$ and $\delta$ down to $10^{-300}$, the result was checked against 80-digit arithmetic
+#   (`mpmath`, offline: no grid point under-noised, and $\sigma$ is within $10^{-13}$ of the exact minimum
+#   on ordinary parameters).  The exact minima below were computed that way and are kept as numbers.
+# - `gaussian_delta` is finite everywhere: 0 when $\sigma/\Delta$ or $\varepsilon$ is huge, 1 when $\sigma/\Delta \to 0$;
+#   `gaussian_epsilon` returns $\infty$ when no $\varepsilon$ below $10^{308}$ reaches $\delta$.
+# - The Clopper–Pearson upper bound is the upper $\alpha$ quantile `beta.isf(alpha, k+1, n-k)`: forming
+#   $1-\alpha$ first (`beta.ppf(1 - alpha)`) rounds a small $\alpha$ away, in either direction.
+#
+# **The check can fail:** the same comparison rejects the direct formula for $r$ (Brent's root of
+# the float profile, no certification): at tiny $\varepsilon$ its $r$ rounds to 0, the float profile
+# collapses to 0 too early, and $\sigma$ comes out a factor 2 to $10^{186}$ too small.
+
+# %%
+EXACT_MINIMUM = {(0.01, 1e-300): 3672.720103405569, (1e-06, 1e-100): 20321506.70841061,     # mpmath, 800 digits
+                 (1.0, 1e-300): 36.8654978941111, (0.5, 1e-05): 7.031826675582492,
+                 (1e12, 1e-300): 7.071253049769674e-07, (1e15, 1e-05): 2.2360681907443385e-08,
+                 (1e-12, 1e-300): 36096113814991.82, (1e-15, 1e-30): 7423547833418846.0,
+                 (1e-100, 1e-100): 2.7602980479814333e+99, (1e-200, 1e-300): 2.0985770338319226e+201}
+TINY = [(1e-12, 1e-300), (1e-15, 1e-30), (1e-100, 1e-100), (1e-200, 1e-300)]
+
+
+def direct_sigma(epsilon, delta):
+    """DELIBERATELY NAIVE: r = eps + ln Phi(v) - ln Phi(u) as written, Brent's root of the float profile."""
+    def log_profile(log_t):
+        t = math.exp(log_t)
+        u, v = 0.5 / t - epsilon * t, -0.5 / t - epsilon * t
+        r = min(epsilon + special.log_ndtr(v) - special.log_ndtr(u), 0.0)
+        return special.log_ndtr(u) + (math.log(-math.expm1(r)) if r < 0 else -1e300) - math.log(delta)
+    lo = hi = math.log(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
+    while log_profile(lo) <= 0:
+        lo -= 2.0
+    while log_profile(hi) >= 0:
+        hi += 2.0
+    return math.exp(optimize.brentq(log_profile, lo, hi, xtol=1e-15, rtol=1e-15))
+
+
+print(f"{'epsilon':>8} {'delta':>7} {'exact minimum':>16} {'analytic sigma':>16}   in [exact, exact (1 + 1e-12)]")
+for (e, d), exact in EXACT_MINIMUM.items():
+    sigma = analytic_gaussian_sigma(1.0, e, d)
+    assert exact <= sigma <= exact * (1 + 1e-12)
+    print(f"{e:8.0e} {d:7.0e} {exact:16.10g} {sigma:16.10g}   yes")
+naive = {key: direct_sigma(*key) / EXACT_MINIMUM[key] for key in TINY}
+print("direct formula at tiny epsilon, sigma / exact minimum:",
+      ", ".join(f"eps={e:.0e}, delta={d:.0e}: {x:.0e}" for (e, d), x in naive.items()))
+assert all(x < 0.9 for x in naive.values())                       # under-noised: the check fails it
+try:
+    analytic_gaussian_sigma(1.0, 1e18, 1e-5)
+    raise AssertionError("epsilon = 1e18 must be refused")
+except ValueError as err:
+    print("refused:", err)
+limits = [gaussian_delta(2e154, 1.0, 1.0), gaussian_delta(1.0, 1e-300, 1.0), gaussian_delta(1.0, 1.0, 1e300),
+          gaussian_delta(1e-300, 1.0, 1.0)]
+print(f"profile limits: {limits} (sigma/Delta = 2e154, 1e300; epsilon = 1e300; sigma/Delta = 1e-300)")
+print(f"gaussian_epsilon(1e-300, 1, 1e-5) = {gaussian_epsilon(1e-300, 1.0, 1e-5)}")
+assert limits == [0.0, 0.0, 0.0, 1.0] and gaussian_epsilon(1e-300, 1.0, 1e-5) == math.inf
+
+cp_exact = -math.expm1(math.log(1e-12) / 1000)                   # k = 0: 1 - alpha^(1/n)
+cp_ppf, cp_isf = stats.beta.ppf(1 - 1e-12, 1, 1000), clopper_pearson_upper(0, 1000, 1e-12)
+print(f"Clopper-Pearson upper (k=0, n=1000, alpha=1e-12): exact {cp_exact:.12g}; beta.ppf(1 - alpha) off by "
+      f"{cp_ppf / cp_exact - 1:.1e}, beta.isf(alpha) within 1e-14: {abs(cp_isf / cp_exact - 1) < 1e-14}")
+assert abs(cp_isf / cp_exact - 1) < 1e-14 < abs(cp_ppf / cp_exact - 1)
+
+# %% [markdown]
 # ## 6. Figure
 #
 # Left: $\sigma/\Delta$ against $\varepsilon$ at $\delta = 10^{-5}$ — the classic formula (solid where
@@ -884,7 +969,8 @@ plt.show()
 # ## Summary
 # - `bandit_unlearning.privacy.gaussian`: `check_epsilon`, `check_delta`, `check_sensitivity`,
 #   `gamma`, `classic_gaussian_sigma` (refuses $\varepsilon \ge 1$, E1), `analytic_gaussian_sigma`
-#   (exact, any $\varepsilon$), `gaussian_delta` (exact profile) and its inverse `gaussian_epsilon`.
+#   (exact, any $\varepsilon \le 10^{15}$, certified against the true profile), `gaussian_delta` (exact
+#   profile, finite at every extreme) and its inverse `gaussian_epsilon`.
 # - `bandit_unlearning.privacy.audit`: `hockey_stick_delta` / `hockey_stick_epsilon` (exact audits of
 #   finite-output mechanisms), `clopper_pearson_lower/upper`, `audit_epsilon` → `AuditResult`
 #   (Monte Carlo lower confidence bound, Bonferroni over `subset_events` or `threshold_events`).
