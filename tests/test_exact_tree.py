@@ -159,6 +159,15 @@ def test_calibrations():
     assert prefix_error_union_bound(1e6, 1.0, 100, 10) == 0.0
 
 
+def test_sigma_exact_keeps_the_digits_of_a_tiny_rho():
+    """sigma = B sqrt(n) / (2 sqrt 2 erfinv(rho)); (1 + rho)/2 would round rho = 1e-12 away (9e-5 relative).
+    References: 1 / (2 sqrt(2) erfinv(rho)) with mpmath at 50 digits (T = 1, so n = 1)."""
+    for rho, ref in ((1e-12, 398942280401.4327), (1e-9, 398942280.40143263), (1e-6, 398942.28040132823),
+                     (0.3, 1.2976211844172627)):
+        assert sigma_exact(rho, 1.0, 1) == pytest.approx(ref, rel=1e-15)
+        assert path_tv(1.0, sigma_exact(rho, 1.0, 1), 1) == pytest.approx(rho, rel=1e-14)
+
+
 # --- bad input ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("call, exc", [
     (lambda: sigma_paper(0.0, 1.0, 8), ValueError),

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import erf, ndtri
+from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning.privacy.coupling import check_sigma
@@ -196,12 +196,13 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
 
 def sigma_exact(rho: float, B: float, T: int) -> float:
     """Smallest ``sigma`` with ``2 Phi(B sqrt(n) / (2 sigma)) - 1 = rho``, ``n = floor(log2 T) + 1``:
-    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2))``.  Needs ``0 < rho < 1``."""
+    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2)) = B sqrt(n) / (2 sqrt(2) erfinv(rho))`` (erfinv keeps the
+    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``."""
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
     n = path_length(T)
-    return float(B * np.sqrt(n) / (2 * ndtri((1 + rho) / 2)))
+    return float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho)))
 
 
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:

@@ -112,7 +112,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import erf, ndtri
+from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning.privacy.coupling import check_sigma
@@ -250,7 +250,9 @@ def path_length(T: int) -> int:
 # whose TV is the same $2\Phi(B\sqrt n/(2\sigma)) - 1$; post-processing (the models) cannot increase it.
 #
 # - **Exact calibration:** solve $2\Phi(B\sqrt n/(2\sigma)) - 1 = \rho$ with $n = \lfloor\log_2 T\rfloor + 1$:
-#   $\sigma_{exact} = B\sqrt n\,/\,\big(2\,\Phi^{-1}((1+\rho)/2)\big)$, for $\rho \in (0, 1)$.
+#   $\sigma_{exact} = B\sqrt n\,/\,\big(2\,\Phi^{-1}((1+\rho)/2)\big) = B\sqrt n\,/\,\big(2\sqrt2\,\mathrm{erf}^{-1}(\rho)\big)$,
+#   for $\rho \in (0, 1)$ (computed with $\mathrm{erf}^{-1}$: forming $(1+\rho)/2$ in floating point would lose
+#   the digits of a tiny $\rho$, e.g. 9e-5 relative at $\rho = 10^{-12}$).
 # - **The paper's:** $\sigma_{paper} = B\sqrt{\log_2 T}/(\sqrt 2\rho)$.  Plugged in, it gives
 #   $\mathrm{TV} = 2\Phi(\rho\sqrt{n/(2\log_2 T)}) - 1 \le \rho\sqrt{n/(\pi\log_2 T)} \le \rho$
 #   (using $2\Phi(z) - 1 \le z\sqrt{2/\pi}$ and
@@ -283,12 +285,13 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
 
 def sigma_exact(rho: float, B: float, T: int) -> float:
     """Smallest ``sigma`` with ``2 Phi(B sqrt(n) / (2 sigma)) - 1 = rho``, ``n = floor(log2 T) + 1``:
-    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2))``.  Needs ``0 < rho < 1``."""
+    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2)) = B sqrt(n) / (2 sqrt(2) erfinv(rho))`` (erfinv keeps the
+    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``."""
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
     n = path_length(T)
-    return float(B * np.sqrt(n) / (2 * ndtri((1 + rho) / 2)))
+    return float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho)))
 
 
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:
