@@ -33,6 +33,7 @@ import csv
 import json
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -517,9 +518,12 @@ def save_model(model: "LCBModel", path) -> None:
 
 
 def _open_checked(path, keys, digest_key):
-    with np.load(os.fspath(path), allow_pickle=False) as z:
-        arrays = {k: z[k] for k in keys}
-        stored = bytes(z[digest_key]).decode()
+    try:
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in keys}
+            stored = bytes(z[digest_key]).decode()
+    except (zipfile.BadZipFile, KeyError, EOFError) as err:
+        raise ValueError(f"{path}: not a readable model file ({err})") from None
     if _digest(arrays, keys) != stored:
         raise ValueError(f"{path}: checksum mismatch in {digest_key[:-7]} (corrupted or altered file)")
     return arrays
