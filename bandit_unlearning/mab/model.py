@@ -169,6 +169,13 @@ class DeletionRecord:
 
 
 def _labels_and_index(arms, labels):
+    if isinstance(arms, np.ndarray) and arms.ndim == 1 and arms.dtype.kind in "biuUS" and arms.size:
+        uniq, inverse = np.unique(arms, return_inverse=True)          # vectorised path for large arrays
+        if labels is None:
+            return tuple(uniq.tolist()), inverse.astype(np.int64)
+        arms = uniq.tolist()
+        labels, table = _labels_and_index(arms, labels)
+        return labels, table[inverse]
     arms = [a.item() if isinstance(a, np.generic) else a for a in arms]
     for a in arms:
         hash(a)
@@ -209,10 +216,20 @@ class LCBModel:
         self._tau, self._n_fit = float(tau), int(n_fit)
         self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
         self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
-        self._row_ids = np.asarray(row_ids, dtype=np.int64)          # live rows, sorted
-        self._arms = np.asarray(arms, dtype=np.int64)
-        self._rewards = np.asarray(rewards, dtype=float)
-        self._users = None if users is None else list(users)
+        # the row store, indexed by row id; a deleted row is wiped in place (arm -1, reward 0, no user)
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        self._alive = np.zeros(self._n_fit, dtype=bool)
+        self._alive[row_ids] = True
+        self._n_live = int(row_ids.size)
+        self._arms = np.full(self._n_fit, -1, dtype=np.int64)
+        self._arms[row_ids] = np.asarray(arms, dtype=np.int64)
+        self._rewards = np.zeros(self._n_fit)
+        self._rewards[row_ids] = np.asarray(rewards, dtype=float)
+        self._users = None
+        if users is not None:
+            self._users = [None] * self._n_fit
+            for rid, u in zip(row_ids.tolist(), users):
+                self._users[rid] = u
         self._pub_counts = np.asarray(pub_counts, dtype=np.int64)
         self._pub_sums = np.asarray(pub_sums, dtype=float)
         self._pending = dict(pending)                                # request id -> (counts, sums)
@@ -226,8 +243,8 @@ class LCBModel:
         self._user_rows = None
         if self._users is not None:
             rows = {}
-            for rid, u in zip(self._row_ids.tolist(), self._users):
-                rows.setdefault(u, []).append(rid)
+            for rid in np.flatnonzero(self._alive).tolist():
+                rows.setdefault(self._users[rid], []).append(rid)
             self._user_rows = rows
 
     # -- constructors ---------------------------------------------------------------------------
@@ -351,10 +368,10 @@ class LCBModel:
 
     @property
     def row_ids(self) -> np.ndarray:
-        return _frozen(self._row_ids)
+        return _frozen(np.flatnonzero(self._alive))
 
     def __len__(self) -> int:
-        return int(self._row_ids.size)
+        return self._n_live
 
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
@@ -380,7 +397,7 @@ class LCBModel:
         outside = rows[(rows < 0) | (rows >= self._n_fit)]
         if outside.size:
             raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {self._n_fit})")
-        gone = rows[~np.isin(rows, self._row_ids)]
+        gone = rows[~self._alive[rows]]
         if gone.size:
             raise ValueError(f"row {int(gone[0])} was already deleted")
         return np.sort(rows.astype(np.int64))
@@ -391,7 +408,7 @@ class LCBModel:
         Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
         user, a row named twice, both or neither of ``user`` and ``rows``."""
         rows = self._rows_of(user, rows)
-        pos = np.searchsorted(self._row_ids, rows)
+        pos = rows                                     # O(k): nothing below touches all N rows
         m = len(self._labels)
         req_counts = np.bincount(self._arms[pos], minlength=m)
         req_sums = np.bincount(self._arms[pos], weights=self._rewards[pos], minlength=m)
@@ -433,16 +450,20 @@ class LCBModel:
             sigma=float(self._sigma) if plan.noised_arms else 0.0, mu_release=plan.mu, mu_max=mu_max,
             delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon),
             policy=self._labels[policy])
-        keep = np.ones(self._row_ids.size, dtype=bool)
-        keep[pos] = False
-        users = None if self._users is None else [u for u, k in zip(self._users, keep) if k]
-        # commit
-        self._row_ids, self._arms, self._rewards = self._row_ids[keep], self._arms[keep], self._rewards[keep]
-        self._users = users
+        # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
+        self._alive[rows] = False
+        self._arms[rows], self._rewards[rows] = -1, 0.0
+        self._n_live -= int(rows.size)
+        if self._users is not None:
+            for rid in rows.tolist():
+                u, self._users[rid] = self._users[rid], None
+                left = self._user_rows[u]
+                left.remove(rid)
+                if not left:
+                    del self._user_rows[u]
         self._pub_counts, self._pub_sums, self._pending = pub_counts, pub_sums, pending
         self._release_mus, self._policy = release_mus, policy
         self._log.append(record)
-        self._rebuild_users()
         return record
 
 
@@ -471,8 +492,10 @@ def _write_npz(fh, arrays) -> None:
 
 def _model_arrays(model: "LCBModel") -> dict:
     _json_ok(model._labels, "arm labels")
-    if model._users is not None:
-        _json_ok(model._users, "user ids")
+    live = np.flatnonzero(model._alive)
+    users = None if model._users is None else [model._users[i] for i in live.tolist()]
+    if users is not None:
+        _json_ok(users, "user ids")
     m = len(model._labels)
     ids = list(model._pending)
     meta = {
@@ -489,8 +512,8 @@ def _model_arrays(model: "LCBModel") -> dict:
         "pending_sums": np.array([model._pending[i][1] for i in ids], dtype=float).reshape(-1, m),
         "release_mus": np.array(model._release_mus, dtype=float),
         "meta": np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8),
-        "row_ids": model._row_ids, "row_arms": model._arms, "row_rewards": model._rewards,
-        "row_users": np.frombuffer(json.dumps(model._users).encode(), dtype=np.uint8),
+        "row_ids": live, "row_arms": model._arms[live], "row_rewards": model._rewards[live],
+        "row_users": np.frombuffer(json.dumps(users).encode(), dtype=np.uint8),
     }
     arrays["stats_sha256"] = np.frombuffer(_digest(arrays, _STAT_KEYS).encode(), dtype=np.uint8)
     arrays["rows_sha256"] = np.frombuffer(_digest(arrays, _ROW_KEYS).encode(), dtype=np.uint8)
