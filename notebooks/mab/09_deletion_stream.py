@@ -765,10 +765,13 @@ for kind, what in stream:
 assert any(r.method == "gaussian" for r in model.log) and any(len(r.rolled_back) > 1 for r in model.log)
 
 # %% [markdown]
-# The first request (8 rows of the served arm) is kept pending and noised; the mixed user's request
-# touches other arms and is rolled back at once, but its release still noises the pending rows; when
-# the next pending request would push the oldest request's composed $\mu$ over the budget, every
-# pending row is rolled back together.
+# The first two requests (users whose three rows are all on the served arm) are kept pending and
+# noised; the second release carries six pending rows, so its $\mu$ doubles and the composed
+# $\mu_{1:2}$ nearly reaches the budget.  The third request (a user with rows on several arms) is
+# rolled back itself, but its release would still have to noise the six pending rows, which the
+# accountant refuses: every pending row is rolled back together.  What is left of the budget is then
+# too little for any further noised release, so every later request is rolled back at once — the
+# budget is the model's, for its lifetime.
 #
 # **Exact statistics and rollback = refit.** Whatever path the requests took, `statistics` equals the
 # LCB learner refitted on the remaining rows *with the fitted $\tau$*; and when nothing is pending the
