@@ -215,3 +215,24 @@ def test_save_load_roundtrip_forgets_and_is_atomic(tmp_path, monkeypatch):
     unsaveable = LCBModel.fit([(1, 2), (3, 4)], [0.0, 1.0])
     with pytest.raises(TypeError):
         unsaveable.save(tmp_path / "u.npz")
+
+
+def test_from_pandas_frame():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"arm": ARMS, "reward": REWARDS, "user": USERS})
+    m = LCBModel.from_frame(frame, user="user")
+    assert m.labels == ("x", "y", "z") and m.statistics.counts.tolist() == [30, 18, 12]
+    m.delete(user="u0")
+    assert len(m) == 58
+
+
+def test_fit_from_numpy_arrays_matches_list_path():
+    arms = np.array([3, 1, 3, 2, 1, 3])
+    rewards = np.array([1.0, 0.0, 0.5, 1.0, 1.0, 0.0])
+    a, b = LCBModel.fit(arms, rewards), LCBModel.fit(arms.tolist(), rewards)
+    assert a.labels == b.labels == (1, 2, 3)
+    assert a.statistics.counts.tolist() == b.statistics.counts.tolist() == [2, 1, 3]
+    c = LCBModel.fit(arms, rewards, labels=[3, 2, 1, 0])
+    assert c.statistics.counts.tolist() == [3, 1, 2, 0]
+    with pytest.raises(ValueError):
+        LCBModel.fit(arms, rewards, labels=[1, 2])
