@@ -5,7 +5,8 @@
 ``LCBModel`` holds the row store, the exact statistic of what remains, the statistic releases are
 computed from (which still holds the *pending* rows that a Gaussian release only noised), a deletion
 log and a Gaussian-DP accountant; ``save`` / ``load`` persist it atomically in an ``.npz`` file that
-holds no byte of a deleted row.  tau and the arm set are fixed at fit.
+holds no byte of a rolled-back row (a pending row survives only in its request's per-arm count and
+reward sum, until it is rolled back).  tau and the arm set are fixed at fit.
 """
 
 __all__ = [

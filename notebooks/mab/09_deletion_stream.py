@@ -122,7 +122,8 @@ from bandit_unlearning.privacy.gaussian import gaussian_delta
 ``LCBModel`` holds the row store, the exact statistic of what remains, the statistic releases are
 computed from (which still holds the *pending* rows that a Gaussian release only noised), a deletion
 log and a Gaussian-DP accountant; ``save`` / ``load`` persist it atomically in an ``.npz`` file that
-holds no byte of a deleted row.  tau and the arm set are fixed at fit.
+holds no byte of a rolled-back row (a pending row survives only in its request's per-arm count and
+reward sum, until it is rolled back).  tau and the arm set are fixed at fit.
 """
 
 import hashlib
@@ -824,6 +825,10 @@ for bad in ({"user": served_users[0]}, {"rows": [deleted[0]]}, {"rows": [N_SMALL
 # exact $\delta$ of the pair of joint laws at the target $\varepsilon$ (chapter P1's hockey-stick
 # divergence) for the releases after request 1 (all $q$ of them: the largest window) and after each
 # later request $j$, and compares it with the target $\delta$.
+#
+# The instances have one noised arm; a release that noises several arms is one Gaussian mechanism
+# with the L2 norm of the shifts (chapter A7 derives and audits that step), so nothing new is left
+# to audit there.
 #
 # Two broken accountants are audited the same way: one that **forgets earlier releases** (admits a
 # release when its own $\mu_s$ fits the budget) and one that **never rolls back** (admits every
