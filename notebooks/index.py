@@ -38,10 +38,14 @@
 # | B7 | [rl/07_stable_ucbvi](rl/07_stable_ucbvi.ipynb) | Paper B Algorithm 4 (TV-stable UCB-VI) on the binary tree, Theorem 4.1 (regret over T and ρ, the bound's terms), ρ = √(HS³A/T) | `bandit_unlearning.rl.stable`, `bandit_unlearning.experiments.rl_stable` |
 # | B8 | [rl/08_exact_unlearning_rl](rl/08_exact_unlearning_rl.ipynb) | Theorem 3.3 applied to Algorithm 4: exactness of deleting an episode from TV-stable UCB-VI (power against broken variants), unlearning cost vs retraining over ρ and T | `bandit_unlearning.experiments.rl_unlearning` |
 # | B9 | [rl/09_lower_bound](rl/09_lower_bound.ipynb) | Paper B Theorem 4.4 (lower bound, illustrated on the hard instance), DP/TV facts, Karwa–Vadhan coupling lemma checked; Part B reproduction | `bandit_unlearning.experiments.rl_lower_bound`, `bandit_unlearning.experiments.rl_paper` |
-# | B10 | [rl/10_light_tree](rl/10_light_tree.ipynb) | Memory-light binary tree (issue 8): Algorithms 2–3 bit-identical to B2 without storing the noise (per-node keys, sparse leaves, incremental decomposition); why sparse shift/flip corrections would keep the deleted data (touched nodes stored densely, keys erased); exactness battery with the light tree; memory vs T | `bandit_unlearning.exact.light_tree` |
+# | B10 | [rl/10_light_tree](rl/10_light_tree.ipynb) | Memory-light binary tree: Algorithms 2–3 bit-identical to B2 without storing the noise (per-node keys, sparse leaves, incremental decomposition); why sparse shift/flip corrections would keep the deleted data (touched nodes stored densely, keys erased); exactness battery with the light tree; memory vs T | `bandit_unlearning.exact.light_tree` |
 # | B11 | [rl/11_delete_by_user](rl/11_delete_by_user.ipynb) | Deleting a user, not a step: Algorithm 3 on every step a returning user occupies; exactness against training with the user replaced by the dummy (two-sample battery, power against deleting only the first step); the registry forgets the user | `bandit_unlearning.exact.registry` |
 #
-# ## Notation (SPEC)
+# **[Sharp edges and errata](errata.ipynb)** lists every place where the project departs from the
+# papers or found something they do not say (codes E1–E17, used throughout the chapters), what is
+# true instead, and where it is checked.
+#
+# ## Notation
 #
 # | symbol | code | meaning |
 # |---|---|---|
