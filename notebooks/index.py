@@ -38,6 +38,7 @@
 # | B8 | [rl/08_exact_unlearning_rl](rl/08_exact_unlearning_rl.ipynb) | Theorem 3.3 applied to Algorithm 4: exactness of deleting an episode from TV-stable UCB-VI (power against broken variants), unlearning cost vs retraining over ρ and T | `bandit_unlearning.experiments.rl_unlearning` |
 # | B9 | [rl/09_lower_bound](rl/09_lower_bound.ipynb) | Paper B Theorem 4.4 (lower bound, illustrated on the hard instance), DP/TV facts, Karwa–Vadhan coupling lemma checked; Part B reproduction | `bandit_unlearning.experiments.rl_lower_bound`, `bandit_unlearning.experiments.rl_paper` |
 # | B10 | [rl/10_light_tree](rl/10_light_tree.ipynb) | Memory-light binary tree (issue 8): Algorithms 2–3 bit-identical to B2 without storing the noise (per-node keys, sparse leaves, incremental decomposition); why sparse shift/flip corrections would keep the deleted data (touched nodes stored densely, keys erased); exactness battery with the light tree; memory vs T | `bandit_unlearning.exact.light_tree` |
+# | B11 | [rl/11_linucb](rl/11_linucb.ipynb) | Beyond the papers: exact unlearning for disjoint LinUCB — the per-user statistic and its sensitivity ($\sqrt2$ against the zero dummy, $3/\sqrt2$ between users), the noisy Gram matrix shifted by a spectral-norm bound with a widened radius (Monte Carlo check), zero noise equals plain LinUCB (and MABWiser's), exactness battery with power against broken variants, cost vs retraining, scikit-learn's digits as a 10-armed bandit | `bandit_unlearning.exact.linucb` |
 #
 # ## Notation (SPEC)
 #
