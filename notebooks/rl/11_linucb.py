@@ -91,12 +91,14 @@ rng = np.random.default_rng(20260611)
 # + \underbrace{r^2a^2 + r'^2b^2 - 2rr'c\,ab}_{\lVert rx - r'x'\rVert^2} .
 # $$
 # For fixed $a, b, r, r'$ this is a concave quadratic in $c$, maximal at $c = -rr'/(2ab)$ (when that is
-# in $[-1, 1]$); at $a = b = r = r' = 1$ it gives $c = -1/2$ and $2 - \tfrac12 + 2 + 1 = 4.5$.  So
+# in $[-1, 1]$), so for every $c$ it is at most the unconstrained maximum
+# $a^4 + b^4 + r^2a^2 + r'^2b^2 + r^2r'^2/2$, increasing in every variable: at most
+# $1 + 1 + 1 + 1 + \tfrac12 = 4.5$, attained at $a = b = r = r' = 1$, $c = -1/2$.  So
 # $$
-# B_{\text{between}} = \sqrt{9/2} = 3/\sqrt 2 \approx 2.121 > 2 = 2 \cdot B_0/\sqrt2 ,
+# B_{\text{between}} = \sqrt{9/2} = 3/\sqrt 2 \approx 2.121 > 2 ,
 # $$
-# worse than the triangle-free guess "two disjoint blocks": two users with the same arm and
-# contexts at 120° differ more than users on different arms.  (For tabular RL the analogous ratio
+# more than the guess "two disjoint blocks" (2): two users on the same arm with contexts at 120°
+# differ more than two users on different arms.  (For tabular RL the analogous ratio
 # was $\sqrt{6H}/\sqrt{3H} = \sqrt 2$; here it is $3/2$.)  Exactness of Algorithm 3 does not depend
 # on $B$ at all; the learner calibrates with $B_0$ because unlearning replaces a user by the dummy.
 # Section 4a checks both suprema numerically.
