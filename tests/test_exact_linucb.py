@@ -269,9 +269,11 @@ def test_wrong_user_refused_before_anything_changes():
     state = g.bit_generator.state
     with pytest.raises(TypeError):
         train(linucb_learner(LinUCBConfig(2, 2), 0.1), (LinUCBUser(np.zeros(3), np.zeros(2)),), g)
-    assert isinstance(initial_model(LinUCBConfig(2, 2)), LinUCBModel)
-    assert linucb_update is lin.linucb_update
-    _ = state
+    assert g.bit_generator.state == state
+    w = initial_model(LinUCBConfig(2, 2, l2=4.0))
+    assert isinstance(w, LinUCBModel) and np.array_equal(w.Vinv[1], np.eye(2) / 4) and not w.theta.any()
+    with pytest.raises(ValueError):
+        linucb_update(np.zeros(3), 1, w, LinUCBConfig(2, 2), 0.0)            # prefix sum of the wrong size
 
 
 def test_public_names_are_covered():
