@@ -46,7 +46,7 @@ def _paper_a(name: str) -> Callable[[Path, str, int, int], dict]:
         _save_figure(plot_experiment(result), out / name)
         return result
 
-    run.__doc__ = f"Paper A {name} (SPEC A11)."
+    run.__doc__ = f"Paper A {name} (Paper A §5)."
     return run
 
 

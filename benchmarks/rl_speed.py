@@ -1,4 +1,4 @@
-"""Speed and memory of UCB-VI on tabular MDPs (issue 7, item 6).
+"""Speed and memory of UCB-VI on tabular MDPs (the speed target).
 
 Measures episodes per second of non-private UCB-VI (``bandit_unlearning.rl.ucbvi.run_ucbvi``) on the
 5x5 gridworld (S = 23, A = 4, H = 10) and on RiverSwim (S = 6, A = 2, H = 20), and the peak memory

@@ -1,4 +1,4 @@
-"""Memory and speed of the binary tree mechanism in TV-stable UCB-VI: dense against light (issue 8).
+"""Memory and speed of the binary tree mechanism in TV-stable UCB-VI: dense against light.
 
 Learns ``T`` episodes of TV-stable UCB-VI (``bandit_unlearning.rl.stable.stable_ucbvi``, Algorithm 4:
 the paper's calibration with ``rho = 1``, ``B = sqrt(3H)``) on the 5x5 gridworld with ``H = 10``

@@ -1,4 +1,4 @@
-"""Paper A's experiment engine (SPEC A11) and the reproduce CLI."""
+"""Paper A's experiment engine (Paper A §5) and the reproduce CLI."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""Offline bandit data (SPEC A1) and the LCB learner (Algorithm 1, SPEC A2)."""
+"""Offline bandit data (Paper A §2) and the LCB learner (Algorithm 1, Paper A Algorithm 1)."""
 
 import numpy as np
 import pytest

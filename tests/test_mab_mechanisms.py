@@ -1,4 +1,4 @@
-"""Deletion requests, rollback, the Gaussian mechanism and Lemma A.1 (chapter A2, SPEC A3-A4, E2, E7, E12)."""
+"""Deletion requests, rollback, the Gaussian mechanism and Lemma A.1 (chapter A2, Paper A Definition 2.1 and §3.1, E2, E7, E12)."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from bandit_unlearning.mab.mechanisms import (
 
 
 # Datasets with rewards on a dyadic grid (sums exact in floating point) and a request given by
-# positions; "whole_arm" requests delete every point of one arm (SPEC E7).
+# positions; "whole_arm" requests delete every point of one arm (erratum E7).
 @st.composite
 def dataset_and_request(draw):
     m = draw(st.integers(1, 6))

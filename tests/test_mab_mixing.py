@@ -1,5 +1,5 @@
 """Mixing (chapter A5): Algorithm 4/5 through unlearn/reference/output_distributions/unlearn_batch,
-the exact mixture distribution, Theorem A.10's bound, and bad input (SPEC A8, E2)."""
+the exact mixture distribution, Theorem A.10's bound, and bad input (Paper A Algorithms 4-5, E2)."""
 
 import itertools
 

@@ -1,5 +1,5 @@
 """Adaptive single-source unlearning (chapter A3): Algorithms 2 and 3, exact output distributions,
-the batch version, Theorems 3.3/3.5 bounds, and bad input (SPEC A4-A6, E1-E3, E6, E7, E12)."""
+the batch version, Theorems 3.3/3.5 bounds, and bad input (Paper A §3, E1-E3, E6, E7, E12)."""
 
 import numpy as np
 import pytest

@@ -28,7 +28,7 @@ def loop_dense(layout, traj):
 
 
 def loop_plan(u, cfg):
-    """SPEC B6 read literally."""
+    """Paper B Algorithm 4 read literally."""
     S, A, H = cfg.S, cfg.A, cfg.H
     N, R, Nsas = cfg.layout.unpack(u)
     eps = cfg.eps_app(cfg.delta / 4)

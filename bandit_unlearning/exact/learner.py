@@ -7,7 +7,7 @@ A learner is ``PrefixSumLearner(d, sigma, oracle, update, initial_model, B, tree
 
 * ``oracle(user, t, model) -> x_t``: the environment oracle ``EO_t(z_t; w_{1:t})``, a deterministic
   function returning statistics of shape ``(d,)``; environment randomness comes from the user only
-  (SPEC E10: see ``ReplayableUser``);
+  (erratum E10: see ``ReplayableUser``);
 * ``update(u_tilde, t, model) -> next model``: ``UPDATE(u~_t, w_{1:t})``, deterministic; ``u_tilde`` is
   the noisy prefix sum of ``x_1 .. x_t`` from the tree and ``model`` is ``w_t``;
 * ``initial_model``: ``w_1``.
@@ -64,7 +64,7 @@ def _freeze_arrays(value) -> None:
 
 
 class _ZeroUser:
-    """The default dummy user z' (SPEC B2): its statistics are zero whatever the model."""
+    """The default dummy user z' (Paper B Definition 2.1): its statistics are zero whatever the model."""
 
     _instance = None
 
@@ -85,7 +85,7 @@ ZERO_USER = _ZeroUser()
 
 @dataclass(frozen=True)
 class ReplayableUser:
-    """A user as a fixed source of environment randomness (SPEC E10).
+    """A user as a fixed source of environment randomness (erratum E10).
 
     ``key`` (an integer in ``[0, 2**128)``) keys a Philox counter-based generator.
     ``generator(*address)`` starts the stream at a counter built from up to three non-negative
@@ -139,7 +139,7 @@ class PrefixSumLearner:
 
     ``oracle`` and ``update`` must be deterministic; ``update`` receives a fresh array ``u_tilde``
     that it may keep.  ``sigma``: tree noise scale (``0``: no noise, the non-private Algorithm 1); ``B``: the
-    sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, SPEC E8; ``None`` if
+    sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, erratum E8; ``None`` if
     unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``LightTree``, chapter
     B10: the outputs of the dense ``BinaryTree`` bit for bit, in far less memory).
     """

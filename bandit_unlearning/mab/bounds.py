@@ -3,9 +3,9 @@
 """The threshold of Algorithm 2 and the explicit upper bounds of Theorems 3.3 (M_f) and 3.5 (M_d).
 
 - ``gamma0_paper``: Algorithm 2's threshold ``(4/3) sqrt(pi L / (N(a0) - k))``;
-  ``gamma0_exact``: the true crossing ``gamma*`` of the two a0 = a* branch bounds (SPEC E3).
+  ``gamma0_exact``: the true crossing ``gamma*`` of the two a0 = a* branch bounds (erratum E3).
 - ``gaussian_branch_bound`` (``R_g``) and ``rollback_branch_bound`` (``R_r``): the two branch bounds.
-- ``theorem33_bound`` / ``theorem33_order`` (M_f) and ``theorem35_bound`` (M_d): SPEC A6, with the
+- ``theorem33_bound`` / ``theorem33_order`` (M_f) and ``theorem35_bound`` (M_d): Paper A Theorems 3.3, 3.5, with the
   constants of the proofs and ``tau = 1/N`` (so ``ln(m/tau) = ln(N m)``).
 Arrays broadcast wherever the arguments are numbers.
 """
@@ -52,7 +52,7 @@ def gamma0_paper(n_a0, k, log_term):
 
 
 def gamma0_exact(n_a0, k, log_term):
-    """``gamma*`` where ``R_g(gamma) = R_r`` (SPEC E3):
+    """``gamma*`` where ``R_g(gamma) = R_r`` (erratum E3):
     ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``)."""
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)

@@ -2,8 +2,8 @@
 # then run `make export`.
 """The LCB learner of Paper A (Algorithm 1) and its guarantee (Lemma 3.1).
 
-``LCBState`` is the stored statistic T(D) of SPEC A2 (counts, reward sums, tau); ties in the argmax
-go to the lowest arm index (SPEC E6); an arm without data has mean 0 and radius 1 (SPEC E7).
+``LCBState`` is the stored statistic T(D) of Paper A Algorithm 1 (counts, reward sums, tau); ties in the argmax
+go to the lowest arm index (erratum E6); an arm without data has mean 0 and radius 1 (erratum E7).
 """
 
 __all__ = [

@@ -5,10 +5,10 @@
 - ``DeletionRequest``: the deleted points U (arms and rewards, from one or several arms), validated
   against a stored statistic (``validate_against``).
 - ``rollback``: remove U from the stored statistic T(D); equals retraining on ``D \\ U`` with the
-  SAME tau (SPEC E12), empty arms follow SPEC E7.
+  SAME tau (erratum E12), empty arms follow erratum E7.
 - ``gaussian_mechanism``: Gaussian noise on one arm's score (scores of the data it is given).
 - Lemma A.1: ``sensitivity_condition_holds``, ``paper_sensitivity`` (3k / 2N) and the exact worst
-  case ``exact_sensitivity`` (SPEC E2).
+  case ``exact_sensitivity`` (erratum E2).
 """
 
 __all__ = [
@@ -125,7 +125,7 @@ class DeletionRequest:
         """Raise ``ValueError`` naming the broken rule unless this request can come from ``state``.
 
         Rules: every arm exists in the state; no arm loses more points than it holds (deleting all
-        is legal, SPEC E7); rewards in [0, 1]; per arm, the deleted reward sum does not exceed the
+        is legal, erratum E7); rewards in [0, 1]; per arm, the deleted reward sum does not exceed the
         stored reward sum and the rewards left behind again fit in [0, 1] (``S - s <= N - k``).
         """
         if not isinstance(state, LCBState):
@@ -156,11 +156,11 @@ class DeletionRequest:
 
 
 def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
-    """Rollback (SPEC A4): remove ``U`` from the stored statistic and return the new ``LCBState``.
+    """Rollback (Paper A §3.1): remove ``U`` from the stored statistic and return the new ``LCBState``.
 
     ``N'(a) = N(a) - k_a`` and ``S'(a) = S(a) - s_a`` for every source arm, with the SAME ``tau``
-    (fixed at training time, SPEC E12), so the scores equal those of ``fit_lcb(D \\ U, tau=state.tau)``.
-    An arm left without data gets mean 0 and radius 1 (SPEC E7).  ``state`` is not modified.
+    (fixed at training time, erratum E12), so the scores equal those of ``fit_lcb(D \\ U, tau=state.tau)``.
+    An arm left without data gets mean 0 and radius 1 (erratum E7).  ``state`` is not modified.
     """
     if not isinstance(request, DeletionRequest):
         raise TypeError(f"request must be a DeletionRequest, got {type(request).__name__}")
@@ -171,7 +171,7 @@ def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
 
 
 def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.Generator | None = None) -> np.ndarray:
-    """The Gaussian mechanism (SPEC A4): the scores ``f(D)`` of ``state`` with ``N(0, sigma^2)`` noise
+    """The Gaussian mechanism (Paper A §3.1): the scores ``f(D)`` of ``state`` with ``N(0, sigma^2)`` noise
     added to ``f_arm`` only.  Draws exactly one standard normal ``z`` and adds ``sigma * z``.
 
     For unlearning, ``state`` is T(D) of the ORIGINAL data (nothing is removed); the reference
@@ -232,10 +232,10 @@ def paper_sensitivity(n_a0, k):
 
 
 def exact_sensitivity(n_a0, k, log_term):
-    """The exact worst case ``max |f_a0(D) - f_a0(D \\ U)|`` over rewards in [0, 1] (SPEC E2).
+    """The exact worst case ``max |f_a0(D) - f_a0(D \\ U)|`` over rewards in [0, 1] (erratum E2).
 
     ``k/N + sqrt(L/2) (1/sqrt(N-k) - 1/sqrt(N))`` for ``k < N`` (deleted rewards 1, kept 0);
-    for ``k = N`` the arm becomes empty (score -1, SPEC E7) and the worst case is
+    for ``k = N`` the arm becomes empty (score -1, erratum E7) and the worst case is
     ``max(|1 - b|, |2 - b|)`` with ``b = sqrt(L / (2N))``.  Arrays broadcast.
     """
     n, k = _check_counts(n_a0, k)

@@ -4,7 +4,7 @@
 
 - ``unlearn``: Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
   mixing (``"mixing"`` with ``k_prime`` or ``eta``: Algorithm 4).  A request from several arms is
-  multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of SPEC E5
+  multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of erratum E5
   (with one source arm it is Algorithm 2 exactly), ``"gaussian"`` noises every source arm,
   ``"rollback"`` rolls every one back; mixing is single-source.  Noise on several arms is ONE
   Gaussian mechanism on the score vector: with (epsilon, delta) given, every noised arm gets the same
@@ -17,7 +17,7 @@
 - ``plan_unlearning`` / ``SourcePlan``: the per-source-arm decision (k' points rolled back, noise),
   made from quantities public in both worlds: a_hat = pi(D), the source arms, their k and N(a), L.
 
-Options (``UnlearnOptions``): calibration "paper" (sigma = Delta*gamma, SPEC E1: proven for eps < 1
+Options (``UnlearnOptions``): calibration "paper" (sigma = Delta*gamma, erratum E1: proven for eps < 1
 only), "classic" (same, refused for eps >= 1) or "analytic" (Balle & Wang); sensitivity "paper"
 (3k/2N, refused where Lemma A.1's condition fails, E2) or "exact"; threshold "paper" (gamma0) or
 "exact" (gamma*, E3), times ``threshold_scale``.  Ties in every argmax go to the lowest arm (E6).
@@ -84,7 +84,7 @@ class UnlearnOptions:
     Exactly one of ``gamma`` or (``epsilon``, ``delta``) must be given; ``method="rollback"`` adds no
     noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
     compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
-    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (SPEC E1); ``"classic"`` and ``"analytic"`` need
+    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (erratum E1); ``"classic"`` and ``"analytic"`` need
     epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
     needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
     ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
@@ -256,7 +256,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     """Sensitivity of an arm's score (``n`` points in D, ``k`` deleted, ``k_rollback`` of them rolled
     back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
     ``k -> k - k'``.  ``rule="paper"``: ``3(k-k')/(2(n-k'))``, refused (ValueError) where Lemma A.1's
-    condition fails (SPEC E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
+    condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
     n_rest, k_rest = np.asarray(n) - np.asarray(k_rollback), np.asarray(k) - np.asarray(k_rollback)
     _choice("sensitivity", rule, SENSITIVITIES)
     if rule == "exact":
@@ -269,7 +269,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
         raise ValueError(
             f"sensitivity='paper' (3k/(2N), Lemma A.1) needs k <= N - sqrt(N L / 2), which fails for "
             f"k = {int(kk)}, N = {int(nn)}, L = {L:.4g} (bound {nn - np.sqrt(nn * L / 2):.4g}): noise "
-            "calibrated with it would not be private (SPEC E2); use sensitivity='exact' or method='rollback'")
+            "calibrated with it would not be private (erratum E2); use sensitivity='exact' or method='rollback'")
     return paper_sensitivity(n_rest, k_rest)
 
 
@@ -287,7 +287,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     ``gamma0'`` computed with ``N_min`` and ``k_max`` over the source arms (nan if ``k_max > N_min``
     and the method does not need it).
 
-    - ``"adaptive"``: Algorithm 7 with the corrected rule of SPEC E5 -- noise (k' = 0,
+    - ``"adaptive"``: Algorithm 7 with the corrected rule of erratum E5 -- noise (k' = 0,
       ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0'``,
       rollback otherwise.  With one source arm ``N_min = N(a0)``, ``k_max = k``: Algorithm 2.
       Refused if ``k_max > N_min`` (``gamma0'`` undefined; Theorem 3.13 assumes ``k_max < N_min``).
@@ -461,7 +461,7 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
     """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
 
     ``method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
-    corrected rule of SPEC E5), "gaussian" (always noise every source arm's score of the ORIGINAL
+    corrected rule of erratum E5), "gaussian" (always noise every source arm's score of the ORIGINAL
     data; several arms with (epsilon, delta) share one sigma calibrated to the L2 norm of their
     sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
     back a uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded
@@ -497,7 +497,7 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str, *, lea
     single-source), Algorithm 5 (for "mixing") or Algorithm 8 (for "adaptive", several source arms).
 
     ``retrained`` is the stored statistic of data that never contained U (e.g. ``rollback(state, U)``
-    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, SPEC E12).  The plan is made exactly
+    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, erratum E12).  The plan is made exactly
     as in ``unlearn`` from quantities public in both worlds: ``learner_arm = pi(D)``, the request's
     source arms and ``k_a``, and ``N(a) = N_retrained(a) + k_a``; only the request's arms are read, not
     its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on

@@ -1,7 +1,7 @@
 """Privacy tools shared by every unlearning chapter.
 
 - ``bandit_unlearning.privacy.gaussian`` (chapter notebooks/privacy/01_gaussian_mechanism): the
-  privacy scale ``gamma``, the classic Gaussian calibration (only for epsilon < 1, SPEC E1), the
+  privacy scale ``gamma``, the classic Gaussian calibration (only for epsilon < 1, erratum E1), the
   analytic Gaussian mechanism of Balle & Wang (2018), and the exact privacy profile
   ``gaussian_delta`` with its inverse ``gaussian_epsilon``.
 - ``bandit_unlearning.privacy.audit`` (same chapter): exact audits of finite-output mechanisms

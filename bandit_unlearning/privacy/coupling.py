@@ -2,7 +2,7 @@
 # then run `make export`.
 """Total variation between Gaussians and their maximal coupling by rejection and reflection.
 
-Paper B, Section 2 (maximal coupling) and the per-node step of Algorithm 3 (SPEC B2, B4).
+Paper B, Section 2 (maximal coupling) and the per-node step of Algorithm 3 (Paper B Definition 2.1, B4).
 All functions are vectorised over leading batch axes: a point or mean has shape ``(..., d)``.
 ``sigma = 0`` is accepted (point masses: TV is 1 for distinct means, 0 for equal ones); a negative
 or non-finite ``sigma`` is refused.
@@ -67,7 +67,7 @@ def reflection_coupling(x, mu1, mu2, sigma: float, rng: np.random.Generator):
 
     Given ``x ~ N(mu1, sigma^2 I)`` (shape ``(..., d)``), keep it with probability
     ``min(1, phi(x; mu2) / phi(x; mu1))``; otherwise return its point reflection
-    ``mu1 + mu2 - x`` through the midpoint of the means (SPEC B4: ``v~ <- v' + v - v~``).
+    ``mu1 + mu2 - x`` through the midpoint of the means (Paper B Algorithm 3: ``v~ <- v' + v - v~``).
     Returns ``(y, kept)``: ``y ~ N(mu2, sigma^2 I)`` exactly, ``kept`` a boolean array of shape
     ``(...)`` (a bool for a single point), and ``P[y != x] = TV`` (the coupling is maximal).
     One uniform per point is drawn from ``rng``.  With ``sigma = 0`` (point masses, ``x = mu1``)

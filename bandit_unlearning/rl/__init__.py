@@ -6,10 +6,10 @@ Modules (generated from the chapters under ``notebooks/rl/``):
   exact expected ``regret`` of a sequence of policies (chapter B5);
 * ``envs`` -- RiverSwim, a 5x5 gridworld with walls, Garnet MDPs, the hard instance of
   Theorem 4.4 (``independent_bandits``) (chapter B5);
-* ``users`` -- replayable users (SPEC E10): counter-based environment randomness, ``rollout``,
+* ``users`` -- replayable users (erratum E10): counter-based environment randomness, ``rollout``,
   ``rollout_batch`` (chapter B5);
 * ``gym`` -- optional Gymnasium interoperability (``to_gymnasium``, ``from_gymnasium``) (chapter B5);
-* ``ucbvi`` -- episode statistics (SPEC B5), the planner of Algorithm 4 from (noisy) prefix sums
+* ``ucbvi`` -- episode statistics (Paper B §4), the planner of Algorithm 4 from (noisy) prefix sums
   (``plan_from_statistics``) and the fast non-private driver ``run_ucbvi`` (chapter B6);
 * ``stable`` -- TV-stable UCB-VI (Algorithm 4, Theorem 4.1) as a prefix-sum learner of
   ``bandit_unlearning.exact.learner``: ``stable_ucbvi(mdp, T, rho)``, whose runs ``train``, ``unlearn``

@@ -3,12 +3,12 @@
 """TV-stable UCB-VI (Paper B, Algorithm 4; Theorem 4.1) as a prefix-sum learner (chapter B7).
 
 ``stable_ucbvi(mdp, T, rho)`` builds a ``PrefixSumLearner`` of ``bandit_unlearning.exact.learner``:
-the oracle ``EpisodeOracle`` plays one episode of a replayable user (SPEC E10) and returns its
-statistics (SPEC B5, dense ``d = 2SAH + S^2AH``; ``EpisodeOracle.sparse`` gives the ``3H``
+the oracle ``EpisodeOracle`` plays one episode of a replayable user (erratum E10) and returns its
+statistics (Paper B §4, dense ``d = 2SAH + S^2AH``; ``EpisodeOracle.sparse`` gives the ``3H``
 non-zeros); the update ``PolicyUpdate`` is ``ucbvi_update`` of ``bandit_unlearning.rl.ucbvi`` on the
 tree's noisy prefix sum, with the tree's sigma in its config.  ``train``, ``unlearn`` (Algorithm 3)
 and ``verify_run`` of the framework apply unchanged.  Sensitivity ``B = sqrt(3H)`` against the zero
-dummy user (SPEC E8).
+dummy user (erratum E8).
 
 Users are ``EpisodeUser(key)``: each its own 64-bit key, kept only in the run's ``users`` (the oracle
 holds no seed), so a deleted user cannot be replayed from the unlearned run.  ``episode_users(T)``
@@ -58,7 +58,7 @@ def _check_mdp(mdp) -> TabularMDP:
 
 
 def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> float:
-    """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, SPEC E8):
+    """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, erratum E8):
     ``sigma_paper(rho, B, T)`` (Theorem 4.1; needs ``T >= 2``) or ``sigma_exact(rho, B, T)``
     (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private)."""
     if calibration not in CALIBRATIONS:
@@ -123,7 +123,7 @@ def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tupl
 
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
-    """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (SPEC B5).
+    """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (Paper B §4).
 
     A user is an ``EpisodeUser`` (its own key; the oracle holds no seed);
     ``oracle(user, t, policy)`` plays one episode of the deterministic ``policy [H, S]`` and returns
@@ -216,7 +216,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     (defaults: the paper's algorithm); users are ``EpisodeUser``s (``episode_users``,
     ``population_users``) -- the learner holds none of their keys; ``tree_factory(d, sigma, capacity)`` builds the tree
     (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
-    ``learner.B = sqrt(3H)`` (SPEC E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
+    ``learner.B = sqrt(3H)`` (erratum E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
     """
     mdp = _check_mdp(mdp)

@@ -25,7 +25,7 @@
 #    does, for an optimistic learner.
 #
 # Arms are numbered from 0 in code (the paper counts from 1).  Ties in every `argmax` go to the
-# lowest arm index (SPEC edge E6).
+# lowest arm index (erratum E6).
 
 # %%
 import numpy as np
@@ -53,7 +53,7 @@ rng = np.random.default_rng(20260529)
 # `__setstate__`).
 
 # %% tags=["export:bandit_unlearning.mab.data"]
-"""Offline bandit datasets and the two data models of Paper A (SPEC A1).
+"""Offline bandit datasets and the two data models of Paper A (Paper A §2).
 
 Arms are integers ``0 .. n_arms-1``; rewards lie in ``[0, 1]``.  Every function that draws takes an
 explicit ``rng: numpy.random.Generator``.
@@ -245,7 +245,7 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
 # %%
 from bandit_unlearning.mab.data import *  # noqa: F403  (the module generated from the cell above)
 
-means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])   # the paper's instance (SPEC A11)
+means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])   # the paper's instance (Paper A §5)
 D = fixed_sample_dataset(means, counts=[3, 2, 2, 1, 0], rng=rng)
 print("arms   :", D.arms)
 print("rewards:", D.rewards)
@@ -266,11 +266,11 @@ for bad in [dict(arms=[0, 5], rewards=[0, 1]), dict(arms=[0, 1], rewards=[0.5, 1
 # b(a) = \sqrt{\frac{L}{2N(a)}}, \qquad f_a(D) = \hat\mu(a) - b(a),
 # $$
 # and, for an arm without data, $\hat\mu(a) = 0$ and $b(a) = 1$ (so $f_a = -1$, below every covered
-# arm; SPEC edge E7).  The output is $\hat a = \arg\max_a f_a(D)$, ties to the lowest index.
+# arm; erratum E7).  The output is $\hat a = \arg\max_a f_a(D)$, ties to the lowest index.
 #
 # The confidence level $\tau$ defaults to $1/N$ (so $L = \ln(Nm)$) and is **fixed at training
 # time**: it is part of the stored state, and unlearning later reuses it rather than recomputing it
-# from the smaller dataset (SPEC edge E12) — otherwise rolling back would not equal retraining.
+# from the smaller dataset (erratum E12) — otherwise rolling back would not equal retraining.
 #
 # `LCBState` is the stored statistic $T(D)$: counts, reward sums and $\tau$ (means, radii, scores
 # and the chosen arm are derived from them).  It never holds the raw data.  `lcb_scores` is the
@@ -279,8 +279,8 @@ for bad in [dict(arms=[0, 5], rewards=[0, 1]), dict(arms=[0, 1], rewards=[0.5, 1
 # %% tags=["export"]
 """The LCB learner of Paper A (Algorithm 1) and its guarantee (Lemma 3.1).
 
-``LCBState`` is the stored statistic T(D) of SPEC A2 (counts, reward sums, tau); ties in the argmax
-go to the lowest arm index (SPEC E6); an arm without data has mean 0 and radius 1 (SPEC E7).
+``LCBState`` is the stored statistic T(D) of Paper A Algorithm 1 (counts, reward sums, tau); ties in the argmax
+go to the lowest arm index (erratum E6); an arm without data has mean 0 and radius 1 (erratum E7).
 """
 
 from dataclasses import dataclass

@@ -22,7 +22,7 @@
 # 3. checks Theorem 3.2 three ways: an exact hockey-stick audit over more than 1,000 worst-case
 #    settings, a Monte Carlo auditor that agrees with it, and both audits rejecting broken
 #    variants (half the noise; the $3k/2N$ sensitivity where its condition fails; the classic
-#    calibration at $\varepsilon \ge 1$, SPEC edge E1);
+#    calibration at $\varepsilon \ge 1$, erratum E1);
 # 4. checks the utility bounds of Theorems 3.3 and 3.5 by Monte Carlo, in both data models, with
 #    a vectorised version of Algorithm 2;
 # 5. shows where the paper's threshold $\gamma_0$ comes from, where the two branch bounds really
@@ -70,7 +70,7 @@ rng = np.random.default_rng(20260603)
 # $(\varepsilon, \delta)$; in the rollback branch both worlds output $\arg\max f(D \setminus U)$
 # exactly, $(0, 0)$.
 #
-# Two holes in that argument, which the code closes (SPEC sharp edges):
+# Two holes in that argument, which the code closes (errata page):
 # * **E1** — $\sigma = \Delta\gamma$ is proven for $\varepsilon < 1$ only.  `calibration="paper"`
 #   keeps the formula for any given $\gamma$ (to reproduce the figures, which claim no
 #   $(\varepsilon, \delta)$), but given $(\varepsilon, \delta)$ it refuses $\varepsilon \ge 1$, as
@@ -102,7 +102,7 @@ rng = np.random.default_rng(20260603)
 # Since $\frac{1}{\sqrt{N-k}} - \frac{1}{\sqrt N} = \frac{k}{\sqrt N \sqrt{N-k}\,(\sqrt N + \sqrt{N-k})}$,
 # bounding $\sqrt N + \sqrt{N-k} \ge \sqrt N$ gives $\gamma^\star \le \frac43\sqrt{\pi L/(N(a_0)-k)} = \gamma_0$:
 # the paper's threshold is an *upper bound* on the crossing, and since the dropped factor is
-# close to 2 for $k \ll N$, $\gamma_0 \approx 2\gamma^\star$ (SPEC E3).  For
+# close to 2 for $k \ll N$, $\gamma_0 \approx 2\gamma^\star$ (erratum E3).  For
 # $\gamma \in [\gamma^\star, \gamma_0)$ Algorithm 2 adds noise although the rollback bound is
 # the smaller one.  Both thresholds are implemented; the paper's is the default because the
 # figures use it.  Either keeps the mechanism private — the branch rule only
@@ -112,9 +112,9 @@ rng = np.random.default_rng(20260603)
 """The threshold of Algorithm 2 and the explicit upper bounds of Theorems 3.3 (M_f) and 3.5 (M_d).
 
 - ``gamma0_paper``: Algorithm 2's threshold ``(4/3) sqrt(pi L / (N(a0) - k))``;
-  ``gamma0_exact``: the true crossing ``gamma*`` of the two a0 = a* branch bounds (SPEC E3).
+  ``gamma0_exact``: the true crossing ``gamma*`` of the two a0 = a* branch bounds (erratum E3).
 - ``gaussian_branch_bound`` (``R_g``) and ``rollback_branch_bound`` (``R_r``): the two branch bounds.
-- ``theorem33_bound`` / ``theorem33_order`` (M_f) and ``theorem35_bound`` (M_d): SPEC A6, with the
+- ``theorem33_bound`` / ``theorem33_order`` (M_f) and ``theorem35_bound`` (M_d): Paper A Theorems 3.3, 3.5, with the
   constants of the proofs and ``tau = 1/N`` (so ``ln(m/tau) = ln(N m)``).
 Arrays broadcast wherever the arguments are numbers.
 """
@@ -150,7 +150,7 @@ def gamma0_paper(n_a0, k, log_term):
 
 
 def gamma0_exact(n_a0, k, log_term):
-    """``gamma*`` where ``R_g(gamma) = R_r`` (SPEC E3):
+    """``gamma*`` where ``R_g(gamma) = R_r`` (erratum E3):
     ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``)."""
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)
@@ -205,7 +205,7 @@ def rollback_branch_bound(n_a0, k, log_term):
 
 - ``unlearn``: Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
   mixing (``"mixing"`` with ``k_prime`` or ``eta``: Algorithm 4).  A request from several arms is
-  multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of SPEC E5
+  multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of erratum E5
   (with one source arm it is Algorithm 2 exactly), ``"gaussian"`` noises every source arm,
   ``"rollback"`` rolls every one back; mixing is single-source.  Noise on several arms is ONE
   Gaussian mechanism on the score vector: with (epsilon, delta) given, every noised arm gets the same
@@ -218,7 +218,7 @@ def rollback_branch_bound(n_a0, k, log_term):
 - ``plan_unlearning`` / ``SourcePlan``: the per-source-arm decision (k' points rolled back, noise),
   made from quantities public in both worlds: a_hat = pi(D), the source arms, their k and N(a), L.
 
-Options (``UnlearnOptions``): calibration "paper" (sigma = Delta*gamma, SPEC E1: proven for eps < 1
+Options (``UnlearnOptions``): calibration "paper" (sigma = Delta*gamma, erratum E1: proven for eps < 1
 only), "classic" (same, refused for eps >= 1) or "analytic" (Balle & Wang); sensitivity "paper"
 (3k/2N, refused where Lemma A.1's condition fails, E2) or "exact"; threshold "paper" (gamma0) or
 "exact" (gamma*, E3), times ``threshold_scale``.  Ties in every argmax go to the lowest arm (E6).
@@ -262,7 +262,7 @@ class UnlearnOptions:
     Exactly one of ``gamma`` or (``epsilon``, ``delta``) must be given; ``method="rollback"`` adds no
     noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
     compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
-    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (SPEC E1); ``"classic"`` and ``"analytic"`` need
+    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (erratum E1); ``"classic"`` and ``"analytic"`` need
     epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
     needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
     ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
@@ -434,7 +434,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     """Sensitivity of an arm's score (``n`` points in D, ``k`` deleted, ``k_rollback`` of them rolled
     back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
     ``k -> k - k'``.  ``rule="paper"``: ``3(k-k')/(2(n-k'))``, refused (ValueError) where Lemma A.1's
-    condition fails (SPEC E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
+    condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
     n_rest, k_rest = np.asarray(n) - np.asarray(k_rollback), np.asarray(k) - np.asarray(k_rollback)
     _choice("sensitivity", rule, SENSITIVITIES)
     if rule == "exact":
@@ -447,7 +447,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
         raise ValueError(
             f"sensitivity='paper' (3k/(2N), Lemma A.1) needs k <= N - sqrt(N L / 2), which fails for "
             f"k = {int(kk)}, N = {int(nn)}, L = {L:.4g} (bound {nn - np.sqrt(nn * L / 2):.4g}): noise "
-            "calibrated with it would not be private (SPEC E2); use sensitivity='exact' or method='rollback'")
+            "calibrated with it would not be private (erratum E2); use sensitivity='exact' or method='rollback'")
     return paper_sensitivity(n_rest, k_rest)
 
 
@@ -465,7 +465,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     ``gamma0'`` computed with ``N_min`` and ``k_max`` over the source arms (nan if ``k_max > N_min``
     and the method does not need it).
 
-    - ``"adaptive"``: Algorithm 7 with the corrected rule of SPEC E5 -- noise (k' = 0,
+    - ``"adaptive"``: Algorithm 7 with the corrected rule of erratum E5 -- noise (k' = 0,
       ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0'``,
       rollback otherwise.  With one source arm ``N_min = N(a0)``, ``k_max = k``: Algorithm 2.
       Refused if ``k_max > N_min`` (``gamma0'`` undefined; Theorem 3.13 assumes ``k_max < N_min``).
@@ -639,7 +639,7 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
     """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
 
     ``method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
-    corrected rule of SPEC E5), "gaussian" (always noise every source arm's score of the ORIGINAL
+    corrected rule of erratum E5), "gaussian" (always noise every source arm's score of the ORIGINAL
     data; several arms with (epsilon, delta) share one sigma calibrated to the L2 norm of their
     sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
     back a uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded
@@ -675,7 +675,7 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str, *, lea
     single-source), Algorithm 5 (for "mixing") or Algorithm 8 (for "adaptive", several source arms).
 
     ``retrained`` is the stored statistic of data that never contained U (e.g. ``rollback(state, U)``
-    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, SPEC E12).  The plan is made exactly
+    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, erratum E12).  The plan is made exactly
     as in ``unlearn`` from quantities public in both worlds: ``learner_arm = pi(D)``, the request's
     source arms and ``k_a``, and ``N(a) = N_retrained(a) + k_a``; only the request's arms are read, not
     its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
@@ -1671,7 +1671,7 @@ print(f"power of the Monte Carlo audit: half noise rejected in {rejections['half
 # %% [markdown]
 # ## 7. Theorems 3.3 and 3.5: what unlearning costs in accuracy
 #
-# **Statement** (SPEC A6; $\tau = 1/N$, so $L = \ln(Nm)$; condition $k \le N(a_0) - \sqrt{N(a_0)L/2}$).
+# **Statement** (Paper A Theorems 3.3, 3.5; $\tau = 1/N$, so $L = \ln(Nm)$; condition $k \le N(a_0) - \sqrt{N(a_0)L/2}$).
 # Under $\mathcal M_f$ (Theorem 3.3), the sub-optimality $E[\mu(a^\star) - \mu(\hat a')]$ of
 # Algorithm 2 is at most
 # * $\sqrt{2\ln(Nm)/N(a_0)} + \frac{3k\gamma}{2\sqrt{2\pi}N(a_0)} + \frac3N$ if $a_0 = a^\star$ and
@@ -1867,7 +1867,7 @@ assert fg_ok > 0.5 and loss_ok.mean() <= b_b + t_b < loss_bad.mean()
 # Middle: the thresholds against $N$ ($N(a_0) = N/5$, $k = 80$).  Both shrink like $1/\sqrt N$:
 # at a fixed privacy level (dotted, $\gamma = 0.5$) Algorithm 2 adds noise for **small** $N$ and
 # rolls back for **large** $N$ — the opposite of what Section 4.1's prose says ("favors Gaussian
-# noise for large $N$"); we implement the formula (SPEC E4).  Right: Monte Carlo sub-optimality on
+# noise for large $N$"); we implement the formula (erratum E4).  Right: Monte Carlo sub-optimality on
 # the paper's instance ($\mathcal M_f$, hard case, $N = 3000$, $k = 80$) of Algorithm 2 and of the
 # two forced branches against $\gamma$, with the learner on the full data for reference and the
 # Theorem 3.3 bound (log scale: the bound, about 0.18–0.19, is loose by more than an order of

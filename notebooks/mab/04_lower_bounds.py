@@ -8,7 +8,7 @@
 # # Chapter A4 — Lower bounds: what no unlearning algorithm can beat
 #
 # *Paper A, Section 3.3: Theorem 3.7 (fixed-sample model), Theorem 3.9 (distribution model,
-# $C^\star \ge 2$) and the $C^\star \in (1, 2)$ case; Appendix A.6–A.8 (SPEC A7).  Exports
+# $C^\star \ge 2$) and the $C^\star \in (1, 2)$ case; Appendix A.6–A.8 (Paper A Theorems 3.7, 3.9).  Exports
 # `bandit_unlearning.mab.lower_bounds`.*
 #
 # Chapters A2–A3 built unlearning mechanisms and bounded their sub-optimality from above.  The paper
@@ -118,7 +118,7 @@ rng = np.random.default_rng(20260607)
 
 # %% tags=["export"]
 """Lower bounds for unlearning offline bandits: Le Cam's two-point constructions of Paper A
-(Theorems 3.7 and 3.9, and the C* in (1, 2) case; SPEC A7).
+(Theorems 3.7 and 3.9, and the C* in (1, 2) case; Paper A Theorems 3.7, 3.9).
 
 - ``TwoPointPair``: two 2-armed Bernoulli instances I1, I2 (means, counts or behaviour policies, k);
   built by ``fixed_sample_pair`` (Theorem 3.7, M_f), ``distribution_pair`` (Theorem 3.9, M_d,
@@ -952,9 +952,9 @@ for pair, eps in [(fixed_sample_pair(21, 20), 0.5), (fixed_sample_pair(22, 20), 
 # **What is run.**  Algorithm 2 (`unlearn_batch(..., "adaptive")`, paper threshold $\gamma_0$), the
 # Gaussian mechanism (`"gaussian"`) and rollback (`"rollback"`), each on the constructions above with
 # single-source requests.  The privacy level must be one the algorithm *provably achieves*: the noise
-# uses `calibration="analytic"` (Balle & Wang: exactly $(\varepsilon, \delta)$ for every $\varepsilon$, SPEC E1)
+# uses `calibration="analytic"` (Balle & Wang: exactly $(\varepsilon, \delta)$ for every $\varepsilon$, erratum E1)
 # with `sensitivity="exact"` (valid for every $N(a_0)$ and $k$, and at most $3k/2N$ where Lemma A.1's
-# condition holds — less noise, so a *harder* test for the lower bound, SPEC E2); Algorithm 2 compares
+# condition holds — less noise, so a *harder* test for the lower bound, erratum E2); Algorithm 2 compares
 # the paper's $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$ with $\gamma_0$.  Rollback is $(0, 0)$, hence
 # $(\varepsilon, \delta)$ for every level, and is checked at each.  $\delta = 0.05 \le 1/(8\sqrt e)$.
 # Adding an algorithm (mixing, when it lands) is one more entry in `ALGORITHMS`.

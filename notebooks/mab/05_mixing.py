@@ -8,7 +8,7 @@
 # # Chapter A5 — Mixing rollback and noise (Algorithms 4 and 5)
 #
 # *Paper A, Appendix A: Algorithm 4 (mixing), Algorithm 5 (its reference), Theorems A.9 and A.10
-# (SPEC A8).  The mechanism runs through the entry points of chapter A3
+# (Paper A Algorithms 4-5).  The mechanism runs through the entry points of chapter A3
 # (`unlearn`/`reference`/`output_distributions`/`unlearn_batch` with `method="mixing"`); this
 # chapter exports the utility bound, `bandit_unlearning.mab.mixing`.*
 #
@@ -66,7 +66,7 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # **Algorithm 5 (reference).** On $D \setminus U$, with the same $k'$ rule (it reads only $\hat a$,
 # $a_0$, $k$ — public in both worlds): add the same $\nu$ to $f_{a_0}(D \setminus U)$, output the argmax.
 #
-# **Theorem A.9 (privacy of mixing, as SPEC A8 pairs it with A.10).** Algorithm 4 is $(\varepsilon, \delta)$-unlearning for the LCB learner,
+# **Theorem A.9 (privacy of mixing, as Paper A Algorithms 4-5 pairs it with A.10).** Algorithm 4 is $(\varepsilon, \delta)$-unlearning for the LCB learner,
 # with $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$.
 #
 # **Theorem A.10 (utility, $\mathcal M_f$, $a_0 = a^\star$, $\tau = 1/N$).**
@@ -92,7 +92,7 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # $$
 # i.e. $k \le N(a_0) - \sqrt{(N(a_0) - k')L/2}$ — implied by Algorithm 2's condition
 # $k \le N(a_0) - \sqrt{N(a_0)L/2}$.  (The exact worst case is `exact_sensitivity(N - k', k - k', L)`,
-# SPEC E2; `sensitivity="paper"` refuses noise where the condition fails.)  With
+# erratum E2; `sensitivity="paper"` refuses noise where the condition fails.)  With
 # $\sigma = \Delta_f\gamma$ the Gaussian mechanism and post-processing give, **for every fixed
 # $U'$**, a pair $(P_{U'}, Q)$ with $\delta_\varepsilon(P_{U'} \| Q) \le \delta$ and
 # $\delta_\varepsilon(Q \| P_{U'}) \le \delta$.  The real unlearned output is the mixture
@@ -531,7 +531,7 @@ assert all(p[0] > 0 and p[1] == 1.0 for p in power.values())
 
 # %% tags=["export"]
 """Mixing (Algorithm 4) -- the utility side: Theorem A.10's bound and where it is minimised
-(Paper A, Appendix A; SPEC A8).
+(Paper A, Appendix A; Paper A Algorithms 4-5).
 
 The mechanism itself is ``unlearn(..., method="mixing", k_prime=... or eta=...)`` (and ``reference``,
 ``output_distributions``, ``unlearn_batch``) in ``bandit_unlearning.mab.unlearn``.
@@ -589,7 +589,7 @@ def theorem_a10_numerator(n: int, n_arms: int, n_a0, k, k_prime, gamma):
 
 def theorem_a10_best_k_prime(n: int, n_arms: int, n_a0, k, gamma):
     """The k' in [0, k] minimising ``theorem_a10_bound``: 0 if ``B(0) <= B(k)`` (i.e. gamma <= gamma*,
-    the exact crossing of SPEC E3), else k.  Never an interior value (the bound rises then falls)."""
+    the exact crossing of erratum E3), else k.  Never an interior value (the bound rises then falls)."""
     b0 = theorem_a10_bound(n, n_arms, n_a0, k, 0, gamma)
     bk = theorem_a10_bound(n, n_arms, n_a0, k, k, gamma)
     return _out(np.where(np.asarray(b0) <= np.asarray(bk), 0, np.broadcast_to(np.asarray(k), np.shape(b0))))

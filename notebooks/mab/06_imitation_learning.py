@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Chapter A6 — Imitation learning for $C^\star \in (1, 2)$: exact unlearning by counting
 #
-# *Paper A, Section 3.4: Algorithm 6 and Theorem 3.11 (SPEC A9).  Exports
+# *Paper A, Section 3.4: Algorithm 6 and Theorem 3.11 (Paper A Algorithm 6).  Exports
 # `bandit_unlearning.mab.imitation`.*
 #
 # When the behaviour policy plays the best arm more than half the time — concentrability
@@ -46,7 +46,7 @@ PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 # ## 1. Statement
 #
 # **Algorithm 6 (imitation learning).** Learner: $\hat a = \pi(D) = \arg\max_a N(a)$, ties to the
-# lowest arm (SPEC E6).  Stored statistic $T(D)$: the count vector $(N(a))_a$.  Unlearning a request
+# lowest arm (erratum E6).  Stored statistic $T(D)$: the count vector $(N(a))_a$.  Unlearning a request
 # $U$ with $k_a$ points of arm $a$: $N'(a) = N(a) - k_a$, output $\arg\max_a N'(a)$.  (The paper
 # states it for a single source arm $a_0$ with $k$ points; the count rule works unchanged for any
 # request.)  On an empty dataset the count rule is undefined — every arm has count 0 — so the learner
@@ -69,9 +69,9 @@ PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 # building the new state; the old state is immutable anyway.
 
 # %% tags=["export"]
-"""Imitation learning for C* in (1, 2): Algorithm 6 and Theorem 3.11 of Paper A (SPEC A9).
+"""Imitation learning for C* in (1, 2): Algorithm 6 and Theorem 3.11 of Paper A (Paper A Algorithm 6).
 
-The learner outputs the most frequent arm of the dataset (ties to the lowest index, SPEC E6); its
+The learner outputs the most frequent arm of the dataset (ties to the lowest index, erratum E6); its
 stored statistic is the count vector.  Unlearning subtracts the deleted counts and re-applies the
 rule, which equals retraining on ``D \\ U``: (0, 0)-unlearning.  An empty dataset (or a request
 deleting every point) is refused, because the count rule is undefined there.

@@ -8,7 +8,7 @@
 # # Chapter A7 — Multi-source unlearning (Algorithms 7 and 8), and an erratum
 #
 # *Paper A, Section 3.5: Algorithm 7 (multi-source unlearning under $\mathcal M_f$), Algorithm 8 (its
-# reference), Theorem 3.13 (SPEC A10 and sharp edge E5).  The mechanism runs through the entry
+# reference), Theorem 3.13 (Paper A Algorithm 7 and sharp edge E5).  The mechanism runs through the entry
 # points of chapter A3 (a `DeletionRequest` with points of several arms); this chapter exports
 # Theorem 3.13's bound, `bandit_unlearning.mab.multisource`.*
 #
@@ -17,7 +17,7 @@
 # $\gamma_0'$ computed from the smallest source arm $N_{\min}$ and the largest deletion $k_{\max}$.
 # This chapter
 # 1. states Algorithms 7 and 8 and Theorem 3.13, and explains why the **printed pseudo-code leaks**
-#    (SPEC E5) and what the correct rule is;
+#    (erratum E5) and what the correct rule is;
 # 2. shows that the package's `unlearn` implements the corrected rule, that with one source arm it is
 #    exactly Algorithm 2, and computes exact output distributions — including the "always Gaussian"
 #    baseline, which noises several arms at once (1-D quadrature);
@@ -76,7 +76,7 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # $\gamma < \gamma_0'$ and $\sqrt{2\ln(Nm)/(N_{\min} - k_{\max})} + \frac4N$ otherwise; for
 # $a^\star \notin \{a_{u_i}\}$, $\sqrt{2\ln(Nm)/N_\star} + \frac2N$.
 #
-# ## 2. The erratum (SPEC E5), and why the corrected rule is private
+# ## 2. The erratum (erratum E5), and why the corrected rule is private
 #
 # Read the nesting of step 2 literally.  If $\hat a = a_{u_i}$ and $\gamma \ge \gamma_0'$, **nothing** is
 # done to arm $a_{u_i}$: no noise, no rollback.  The unlearned world then releases
@@ -637,10 +637,10 @@ print(f"40 grid settings (20 with a reachable noised arm, 10 where the literal r
 # (Gaussian branch), violates the bound.
 
 # %% tags=["export"]
-"""Multi-source unlearning under M_f: Theorem 3.13's bound (Paper A, Section 3.5; SPEC A10, E5).
+"""Multi-source unlearning under M_f: Theorem 3.13's bound (Paper A, Section 3.5; Paper A Algorithm 7, E5).
 
 The mechanism is ``unlearn(state, request, "adaptive", ...)`` in ``bandit_unlearning.mab.unlearn`` with a
-request from several arms: Algorithm 7 with the corrected rule of SPEC E5 (noise on a source arm iff it
+request from several arms: Algorithm 7 with the corrected rule of erratum E5 (noise on a source arm iff it
 is the learner's arm and gamma < gamma0', rollback otherwise); ``unlearn_batch`` takes ``arm``, ``k`` and
 ``deleted_sums`` per source arm.
 

@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Chapter A8 — Paper A's experiments: protocol, vectorised engine, reduced-scale runs
 #
-# *Paper A, Section 5 (Figures 1–3, Table 2); SPEC A11.  Exports
+# *Paper A, Section 5 (Figures 1–3, Table 2); Paper A §5.  Exports
 # `bandit_unlearning.experiments.protocol`, `bandit_unlearning.experiments.paper_a` and
 # `bandit_unlearning.experiments.plots_a`.  Paper scale: `make reproduce` or
 # `python -m bandit_unlearning reproduce all`.*
@@ -21,17 +21,17 @@
 # - **Alg2** — Algorithm 2 with the experiments' threshold $1.3\,\gamma_0$;
 #
 # under both data models, in a **hard** case ($a_0 = a^\star$, arm 0) and an **easy** case ($a_0$ the
-# second best among the sub-optimal arms: arm 2, mean 0.06 — SPEC A11; `ProtocolA.easy_arm`).
+# second best among the sub-optimal arms: arm 2, mean 0.06 — Paper A §5; `ProtocolA.easy_arm`).
 # Figure 2 sweeps the mixing fraction $\eta = k'/k$, Figure 3 deletes from two arms (Algorithm 7),
 # Table 2 compares imitation learning (Algorithm 6) with Algorithm 2 at $C^\star = 1.3$.
 #
-# **Protocol (SPEC A11).** 200 trajectories per configuration with *prefix sharing* (one long
+# **Protocol (Paper A §5).** 200 trajectories per configuration with *prefix sharing* (one long
 # trajectory per replicate, each $N$ uses its prefix), 5 deletion requests per prefix, 10
 # independent runs.  Defaults $(N, k, \gamma) = (3000, 80, 0.5)$; sweeps $N \in 1000..5000$,
 # $k \in 20..500$, $\gamma \in \{0.01, …, 10\}$.
 #
 # **What the paper leaves open, and what we do** (all reward-independent, so that the empirical
-# mean on $D \setminus U$ stays unbiased — SPEC A1; all recorded in every JSON under `protocol.rules`):
+# mean on $D \setminus U$ stays unbiased — Paper A §2; all recorded in every JSON under `protocol.rules`):
 # - a request deletes $k$ *consecutive samples of the source arm* from a uniformly random start; under
 #   $\mathcal M_f$ (round-robin, 20 samples of each arm per 100 draws) the start is block-aligned, which
 #   is exactly "all samples of $a_0$ in $k/20$ consecutive blocks of 100 draws"; under $\mathcal M_d$
@@ -39,7 +39,7 @@
 # - mixing rolls back the *first* $k'$ deleted samples — equal in distribution to the uniform subset
 #   of Algorithm 4, because rewards are i.i.d. and independent of positions (for Figure 2 under
 #   $\mathcal M_f$ this is the paper's "sub-blocks of 25 draws");
-# - $\tau = 1/N$ of the original prefix, kept by every mechanism (SPEC E12);
+# - $\tau = 1/N$ of the original prefix, kept by every mechanism (erratum E12);
 # - noise uses the paper's calibration $\sigma = \Delta_f\gamma$ with $\gamma$ given directly; no
 #   $(\varepsilon, \delta)$ is claimed for the figures (for $\gamma < 0.668$ no $\varepsilon < 1$ exists, E1);
 # - where Lemma A.1's condition fails for a replicate, its noise uses the exact sensitivity (E2), and
@@ -66,7 +66,7 @@ rng = np.random.default_rng(20260808)
 # run of consecutive samples of one arm — a deletion request — cost $O(1)$ per replicate.
 
 # %% tags=["export:bandit_unlearning.experiments.protocol"]
-"""Paper A's experimental protocol (SPEC A11): trajectories with prefix sharing, per-arm prefix sums,
+"""Paper A's experimental protocol (Paper A §5): trajectories with prefix sharing, per-arm prefix sums,
 and reward-independent deletion requests.
 
 One long trajectory per replicate; every dataset size N uses its prefix.  Per-arm prefix sums make
@@ -234,7 +234,7 @@ assert mismatches == 0
 # run)`, so results never depend on which executor ran them.
 
 # %% tags=["export"]
-"""Paper A's experiments (SPEC A11): protocol, vectorised runner and aggregation for Figures 1-3 and
+"""Paper A's experiments (Paper A §5): protocol, vectorised runner and aggregation for Figures 1-3 and
 Table 2.  Every replicate is computed by the package's own mechanisms (``unlearn_batch``,
 ``unlearned_arms``), so the experiments measure exactly what the chapters prove things about.
 """
@@ -254,7 +254,7 @@ from bandit_unlearning.mab.unlearn import unlearn_batch
 
 @dataclass(frozen=True)
 class ProtocolA:
-    """The knobs of SPEC A11, with the paper's values as defaults (``quick()`` for small runs).
+    """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
 
     Choices the paper leaves open, made reward-independent and recorded in every JSON:
     the 5 requests of a prefix differ by their (uniform) starting sample; a request deletes ``k``
@@ -304,11 +304,11 @@ class ProtocolA:
             "requests": "k consecutive samples of the source arm from a uniform start; block-aligned "
                         "(block/m samples) under Mf, unaligned under Md; independent per request",
             "mixing_subset": "the first k' of the k deleted samples (= a uniform subset in distribution)",
-            "tau": "1/N of the original prefix (SPEC E12)",
+            "tau": "1/N of the original prefix (erratum E12)",
             "calibration": "paper: sigma = Delta_f * gamma with gamma given directly (no (eps, delta) "
-                           "claimed; proven only where the implied eps < 1, SPEC E1)",
+                           "claimed; proven only where the implied eps < 1, erratum E1)",
             "sensitivity": "Lemma A.1's 3k/(2N) where its condition holds, else the exact worst case "
-                           "(SPEC E2); the number of such replicates is reported",
+                           "(erratum E2); the number of such replicates is reported",
             "excluded": "replicates whose prefix holds fewer than k samples of a source arm",
             "stderr": "standard deviation of the per-run means / sqrt(n_runs)",
         }

@@ -8,7 +8,7 @@
 # # Chapter P1 — The Gaussian mechanism: calibration, privacy profile, audits
 #
 # *Paper A, Definition 2.1 and Section 3 (the Gaussian mechanism with
-# $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$); SPEC A3, A4 and sharp edge E1.  Exports
+# $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$); Paper A Definition 2.1, A4 and sharp edge E1.  Exports
 # `bandit_unlearning.privacy.gaussian` and `bandit_unlearning.privacy.audit`.*
 #
 # Every noisy unlearning mechanism in this project adds Gaussian noise $\nu \sim \mathcal N(0,\sigma^2)$
@@ -23,7 +23,7 @@
 #    valid for every $\varepsilon > 0$;
 # 3. the exact **privacy profile** $\delta(\varepsilon)$ of a Gaussian mechanism, which tells how
 #    private a *given* $\sigma$ is — in particular, how wrong the classic formula gets for
-#    $\varepsilon \ge 1$ (SPEC E1).
+#    $\varepsilon \ge 1$ (erratum E1).
 #
 # Then two auditing tools used by every later chapter: the **hockey-stick divergence** of two
 # distributions over a finite set (the exact $\delta$ at a given $\varepsilon$ — unlearned arms are
@@ -103,11 +103,11 @@ rng = np.random.default_rng(20260601)
 # top of every chapter, so that its outputs can be re-run and checked; a deployment must not.
 
 # %% tags=["export"]
-"""Calibrating the Gaussian mechanism (SPEC A3, A4 and sharp edge E1).
+"""Calibrating the Gaussian mechanism (Paper A Definition 2.1, A4 and sharp edge E1).
 
 - ``gamma(epsilon, delta)``: Paper A's privacy scale ``sqrt(2 ln(1.25/delta)) / epsilon``.
 - ``classic_gaussian_sigma``: ``sensitivity * gamma`` (Dwork & Roth, Thm A.1), refused for
-  ``epsilon >= 1`` where it is not proven (SPEC E1).
+  ``epsilon >= 1`` where it is not proven (erratum E1).
 - ``analytic_gaussian_sigma``: the smallest sigma that is (epsilon, delta)-indistinguishable
   (Balle & Wang 2018, Thm 8), valid for every epsilon > 0.
 - ``gaussian_delta`` / ``gaussian_epsilon``: the exact privacy profile of a Gaussian mechanism and
@@ -156,7 +156,7 @@ def check_sensitivity(sensitivity) -> float:
 
 
 def gamma(epsilon, delta) -> float:
-    """Paper A's privacy scale ``gamma = sqrt(2 ln(1.25/delta)) / epsilon`` (SPEC A3).
+    """Paper A's privacy scale ``gamma = sqrt(2 ln(1.25/delta)) / epsilon`` (Paper A Definition 2.1).
 
     Defined for every epsilon > 0; whether ``sigma = Delta * gamma`` is private is another matter
     (see ``classic_gaussian_sigma``).
@@ -167,7 +167,7 @@ def gamma(epsilon, delta) -> float:
 def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     """Classic calibration ``sigma = sensitivity * gamma(epsilon, delta)`` (Dwork & Roth, Thm A.1).
 
-    Proven only for ``epsilon < 1``; larger epsilon raises ``ValueError`` (SPEC E1) -- use
+    Proven only for ``epsilon < 1``; larger epsilon raises ``ValueError`` (erratum E1) -- use
     ``analytic_gaussian_sigma`` there.
     """
     sensitivity = check_sensitivity(sensitivity)
@@ -175,7 +175,7 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     if epsilon >= 1:
         raise ValueError(
             f"classic Gaussian calibration sigma = Delta*sqrt(2 ln(1.25/delta))/epsilon is only proven "
-            f"for epsilon < 1 (Dwork & Roth, Thm A.1; SPEC E1), got epsilon = {epsilon}; use "
+            f"for epsilon < 1 (Dwork & Roth, Thm A.1; erratum E1), got epsilon = {epsilon}; use "
             "analytic_gaussian_sigma, which is exact for every epsilon > 0"
         )
     return sensitivity * gamma(epsilon, delta)
@@ -541,7 +541,7 @@ for i, d in enumerate(deltas):
 # explicitly for a strictly data-independent family.
 
 # %% tags=["export:bandit_unlearning.privacy.audit"]
-"""Exact and Monte Carlo audits of (epsilon, delta)-indistinguishability (SPEC A3, Definition 2.1).
+"""Exact and Monte Carlo audits of (epsilon, delta)-indistinguishability (Paper A Definition 2.1, Definition 2.1).
 
 - ``hockey_stick_delta(p, q, epsilon)``: the smallest delta for which two distributions over a
   finite set satisfy both inequalities at ``epsilon`` (exact audit of mechanisms with finite output).

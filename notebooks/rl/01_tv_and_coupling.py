@@ -21,7 +21,7 @@
 # output is reused and nothing is recomputed.  This chapter builds
 # 1. the TV distance between two Gaussians with the same isotropic covariance (closed form);
 # 2. the maximal coupling by **rejection and reflection** that Algorithm 3 applies at every node of
-#    the binary tree (SPEC B4), vectorised over a batch;
+#    the binary tree (Paper B Algorithm 3), vectorised over a batch;
 # 3. checks that its output has law $Q$ (at $d = 1, 3, 20$), that it changes with probability exactly
 #    $\mathrm{TV}$, and that the same checks reject a coupling that forgets the reflection step.
 
@@ -54,7 +54,7 @@ rng = np.random.default_rng(20260601)
 # %% tags=["export"]
 """Total variation between Gaussians and their maximal coupling by rejection and reflection.
 
-Paper B, Section 2 (maximal coupling) and the per-node step of Algorithm 3 (SPEC B2, B4).
+Paper B, Section 2 (maximal coupling) and the per-node step of Algorithm 3 (Paper B Definition 2.1, B4).
 All functions are vectorised over leading batch axes: a point or mean has shape ``(..., d)``.
 ``sigma = 0`` is accepted (point masses: TV is 1 for distinct means, 0 for equal ones); a negative
 or non-finite ``sigma`` is refused.
@@ -111,7 +111,7 @@ def reflection_coupling(x, mu1, mu2, sigma: float, rng: np.random.Generator):
 
     Given ``x ~ N(mu1, sigma^2 I)`` (shape ``(..., d)``), keep it with probability
     ``min(1, phi(x; mu2) / phi(x; mu1))``; otherwise return its point reflection
-    ``mu1 + mu2 - x`` through the midpoint of the means (SPEC B4: ``v~ <- v' + v - v~``).
+    ``mu1 + mu2 - x`` through the midpoint of the means (Paper B Algorithm 3: ``v~ <- v' + v - v~``).
     Returns ``(y, kept)``: ``y ~ N(mu2, sigma^2 I)`` exactly, ``kept`` a boolean array of shape
     ``(...)`` (a bool for a single point), and ``P[y != x] = TV`` (the coupling is maximal).
     One uniform per point is drawn from ``rng``.  With ``sigma = 0`` (point masses, ``x = mu1``)
@@ -172,7 +172,7 @@ print("TV closed form: matches quadrature, translation- and rotation-invariant")
 #
 # **Step 2 (reflection).** Take the point reflection through the midpoint of the means,
 # $$
-# R(x) = \mu_1 + \mu_2 - x \qquad\text{(SPEC B4: } \tilde v \leftarrow v' + v - \tilde v\text{)} .
+# R(x) = \mu_1 + \mu_2 - x \qquad\text{(Paper B Algorithm 3: } \tilde v \leftarrow v' + v - \tilde v\text{)} .
 # $$
 # $R$ is an involution with $|\det DR| = 1$, and because an isotropic Gaussian density depends on
 # $x - \mu$ only through $\lVert x - \mu\rVert$ (so it is centrally symmetric about its mean),
@@ -359,7 +359,7 @@ plt.show()
 #   quadrature to $10^{-9}$); `reflection_coupling(x, mu1, mu2, sigma, rng) -> (y, kept)` is the
 #   maximal coupling of Algorithm 3, vectorised over a batch; both live in
 #   `bandit_unlearning.privacy.coupling` (with `coupling_log_ratio` and `check_sigma`).
-# - SPEC B4's **point reflection** $\tilde v \leftarrow v' + v - \tilde v$ is correct in every
+# - Paper B Algorithm 3's **point reflection** $\tilde v \leftarrow v' + v - \tilde v$ is correct in every
 #   dimension (it only needs the noise to be centrally symmetric); no hyperplane reflection is needed.
 #   In noise terms: an accepted node keeps its noisy value, a rejected one flips the sign of its noise.
 # - At $d = 1, 3, 20$ the output passed every marginal test and $P[y \ne x]$ matched TV (14 tests,

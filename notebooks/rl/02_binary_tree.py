@@ -39,7 +39,7 @@ from bandit_unlearning.privacy.coupling import tv_gaussians
 rng = np.random.default_rng(20260602)
 
 # %% [markdown]
-# ## 1. Statement (SPEC B3)
+# ## 1. Statement (Paper B Algorithm 2)
 #
 # Time steps are the leaves $1, 2, \dots$.  A **node** $b$ is a dyadic interval of leaves
 # $[l_b, r_b] = [j2^h + 1, (j+1)2^h]$ (level $h$, index $j$); its **clean value** is
@@ -80,7 +80,7 @@ rng = np.random.default_rng(20260602)
 # $\lfloor\log_2 n\rfloor + 1$ of them (`path_length(n)`), exactly that many when $n$ is a power of 2.
 
 # %% tags=["export"]
-"""The binary tree mechanism of Paper B (Algorithm 2's data structure, SPEC B3), its noise
+"""The binary tree mechanism of Paper B (Algorithm 2's data structure, Paper B Algorithm 2), its noise
 calibration and accuracy radius, and the tree's half of Algorithm 3 (coupling one leaf's path).
 
 Leaves are the time steps ``1, 2, ...``.  ``Node(level, index)`` is the dyadic interval of leaves
@@ -261,7 +261,7 @@ def path_length(T: int) -> int:
 #   $\sigma_{paper} = 0$ — no noise, TV = 1; `sigma_paper` refuses $T < 2$ (use `sigma_exact`).
 #
 # **Accuracy (Section 4).** The paper uses the radius
-# $\varepsilon_{app}(\delta) = \sigma\ln T\,\big(1 + \sqrt{2\ln(2Td/\delta)}\big)$ (SPEC B6, with
+# $\varepsilon_{app}(\delta) = \sigma\ln T\,\big(1 + \sqrt{2\ln(2Td/\delta)}\big)$ (Paper B Algorithm 4, with
 # $d = S^2AH + 2SAH$ in RL) for "with probability $\ge 1 - \delta$, every coordinate of every
 # $\tilde u_t - u_t$, $t \le T$, is within $\varepsilon_{app}$".  The error of coordinate $i$ of
 # $\tilde u_t$ is exactly $\mathcal N(0, \mathrm{popcount}(t)\,\sigma^2)$, so a union bound over the
@@ -303,7 +303,7 @@ def path_tv(B: float, sigma: float, n_nodes: int) -> float:
 
 
 def eps_app(sigma: float, T: int, d: int, delta: float) -> float:
-    """Paper B's accuracy radius ``sigma ln T (1 + sqrt(2 ln(2 T d / delta)))`` (SPEC B6)."""
+    """Paper B's accuracy radius ``sigma ln T (1 + sqrt(2 ln(2 T d / delta)))`` (Paper B Algorithm 4)."""
     sigma = check_sigma(sigma)
     T, d = check_int(T, "T", 1), check_int(d, "d", 1)
     delta = check_positive(delta, "delta")
@@ -585,7 +585,7 @@ class PathCoupling:
 
 
 class BinaryTree:
-    """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, SPEC B3) --
+    """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
 
     ``d``: dimension of the statistics; ``sigma``: noise scale (``0`` = no noise, the non-private

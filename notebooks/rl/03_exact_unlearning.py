@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 rng = np.random.default_rng(20260603)
 
 # %% [markdown]
-# ## 1. Statement (SPEC B1–B4)
+# ## 1. Statement (Paper B §2-3)
 #
 # Users $z_1, z_2, \dots$ arrive one per step.  At step $t$ the learner's model $w_t$ interacts with
 # $z_t$ and an **environment oracle** returns statistics $x_t = \mathrm{EO}_t(z_t; w_{1:t}) \in \mathbb R^d$;
@@ -38,7 +38,7 @@ rng = np.random.default_rng(20260603)
 # prefix sum of $x_1, \dots, x_t$ from the binary tree (Algorithm 2; Algorithm 1 is the same with the
 # exact $u_t$).  Sensitivity: $\sup\lVert \mathrm{EO}_t(z; w) - \mathrm{EO}_t(z'; w)\rVert_2 \le B$.
 #
-# **Algorithm 3** (delete user $t$; SPEC B4).  Compute the dummy's statistics
+# **Algorithm 3** (delete user $t$; Paper B Algorithm 3).  Compute the dummy's statistics
 # $x'_t = \mathrm{EO}_t(z'; w_{1:t})$.  Walk the complete nodes $b$ on the path from leaf $t$ to the
 # root; with $v'_b = v_b - x_t + x'_t$, keep $\tilde v_b$ with probability
 # $\min\{1, \phi(\tilde v_b; v'_b, \sigma^2 I)/\phi(\tilde v_b; v_b, \sigma^2 I)\}$ and go up; at the
@@ -56,7 +56,7 @@ rng = np.random.default_rng(20260603)
 #
 # **The output as a sequence of Gaussians.** Take the oracle and the update to be *deterministic*
 # functions and the users to be *fixed* (replayable: asked the same question, a user gives the same
-# answer — SPEC E10).  Then the algorithm's only randomness is the tree noise, and its whole output
+# answer — erratum E10).  Then the algorithm's only randomness is the tree noise, and its whole output
 # — every noisy node value, hence every prefix sum and every model — is a function of the sequence
 # of noisy node values $\tilde v_{b_1}, \tilde v_{b_2}, \dots$ **in post-order**.  In that order,
 # each node's clean value $v_b$ is a deterministic function of the earlier noisy values: its leaves
@@ -180,7 +180,7 @@ A learner is ``PrefixSumLearner(d, sigma, oracle, update, initial_model, B, tree
 
 * ``oracle(user, t, model) -> x_t``: the environment oracle ``EO_t(z_t; w_{1:t})``, a deterministic
   function returning statistics of shape ``(d,)``; environment randomness comes from the user only
-  (SPEC E10: see ``ReplayableUser``);
+  (erratum E10: see ``ReplayableUser``);
 * ``update(u_tilde, t, model) -> next model``: ``UPDATE(u~_t, w_{1:t})``, deterministic; ``u_tilde`` is
   the noisy prefix sum of ``x_1 .. x_t`` from the tree and ``model`` is ``w_t``;
 * ``initial_model``: ``w_1``.
@@ -219,7 +219,7 @@ def _freeze_arrays(value) -> None:
 
 
 class _ZeroUser:
-    """The default dummy user z' (SPEC B2): its statistics are zero whatever the model."""
+    """The default dummy user z' (Paper B Definition 2.1): its statistics are zero whatever the model."""
 
     _instance = None
 
@@ -240,7 +240,7 @@ ZERO_USER = _ZeroUser()
 
 @dataclass(frozen=True)
 class ReplayableUser:
-    """A user as a fixed source of environment randomness (SPEC E10).
+    """A user as a fixed source of environment randomness (erratum E10).
 
     ``key`` (an integer in ``[0, 2**128)``) keys a Philox counter-based generator.
     ``generator(*address)`` starts the stream at a counter built from up to three non-negative
@@ -294,7 +294,7 @@ class PrefixSumLearner:
 
     ``oracle`` and ``update`` must be deterministic; ``update`` receives a fresh array ``u_tilde``
     that it may keep.  ``sigma``: tree noise scale (``0``: no noise, the non-private Algorithm 1); ``B``: the
-    sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, SPEC E8; ``None`` if
+    sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, erratum E8; ``None`` if
     unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``LightTree``, chapter
     B10: the outputs of the dense ``BinaryTree`` bit for bit, in far less memory).
     """
@@ -602,17 +602,17 @@ from bandit_unlearning.exact.learner import *  # noqa: F403  (the module generat
 # \quad\text{if } \tilde N(a) \ge n_0, \qquad +\infty \text{ otherwise (unexplored)},
 # $$
 # with $n_0$ = `explore_below` (default 1; noisy counts can be small or negative — the analogue of
-# SPEC E9, and a documented parameter).  **Sensitivity (E8):** against the zero dummy
+# erratum E9, and a documented parameter).  **Sensitivity (E8):** against the zero dummy
 # $\lVert x_t - 0\rVert = \sqrt{1 + r^2} \le \sqrt 2 = B$; between two real users at the same model
 # (same arm) it is $|r - r'| \le 1$.  The learner reports $B = \sqrt 2$.
 
 # %% tags=["export:bandit_unlearning.exact.bandit"]
 """The first instance of the exact-unlearning framework: UCB for an online multi-armed bandit on
-noisy prefix sums of pulls and rewards (chapter B3), with replayable users (SPEC E10).
+noisy prefix sums of pulls and rewards (chapter B3), with replayable users (erratum E10).
 
 Statistics ``x_t = (e_a, r e_a)`` in ``R^{2m}``; the model is the UCB index vector; the arm pulled at
 step ``t`` is ``argmax w_t`` (ties to the lowest arm).  Against the zero dummy the sensitivity is
-``B = sqrt(2)`` (SPEC E8).
+``B = sqrt(2)`` (erratum E8).
 """
 
 from dataclasses import dataclass

@@ -22,7 +22,7 @@
 #    correct implementation fails with probability below $10^{-6}$, and shown to reject three broken
 #    variants (always accept; no reflection; forgetting to retrain after a rejection);
 # 2. **retraining probability** — measured against the exact $1 - \prod_b(1 - \mathrm{TV}_b)$, and
-#    compared with $\rho\sqrt{2\log_2 T}$ and $\rho\sqrt{\ln T}$ (SPEC E11);
+#    compared with $\rho\sqrt{2\log_2 T}$ and $\rho\sqrt{\ln T}$ (erratum E11);
 # 3. **cost** — steps recomputed by unlearning against retraining from scratch, over $\rho$ and $T$.
 
 # %%
@@ -317,7 +317,7 @@ assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
 # the rejected node and all later models at their old values — for the last position, where no step
 # is ever re-run, only the noisy values of the ancestors can show it.
 #
-# ## 2. Retraining probability (Theorem 3.3 (3), SPEC E11)
+# ## 2. Retraining probability (Theorem 3.3 (3), erratum E11)
 #
 # **Exact probability.** Along the path of leaf $t$ the clean values shift by the same
 # $\delta = x_t - x'_t$ until the first rejection, and the acceptance test at a node only involves

@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Chapter B5 — Episodic tabular MDPs, exact planning, replayable users
 #
-# *Paper B, Section 4 (the RL instance, SPEC B5) and the hard instance of Theorem 4.4.  Exports
+# *Paper B, Section 4 (the RL instance, Paper B §4) and the hard instance of Theorem 4.4.  Exports
 # `bandit_unlearning.rl.mdp`, `bandit_unlearning.rl.envs`, `bandit_unlearning.rl.users` and
 # `bandit_unlearning.rl.gym`.*
 #
@@ -26,7 +26,7 @@
 #    evaluation, vectorised with numpy, and the exact expected regret of a sequence of policies;
 # 3. the environments of the experiments: RiverSwim, a 5x5 gridworld with walls, random Garnet MDPs
 #    and the hard instance of Theorem 4.4;
-# 4. **replayable users** (SPEC edge E10): a user is a key of a counter-based random generator, so
+# 4. **replayable users** (erratum E10): a user is a key of a counter-based random generator, so
 #    that re-running a deleted user's successors under new policies (Algorithm 3's retraining) meets
 #    the *same* environment randomness;
 # 5. interoperability with Gymnasium (optional dependency): our MDPs as `gymnasium.Env`, and
@@ -57,7 +57,7 @@ rng = np.random.default_rng(20260605)
 # integer $\ge 1$, and the shapes agree.  A `TabularMDP` that exists is a legal one.
 
 # %% tags=["export"]
-"""Episodic tabular MDPs (Paper B, Section 4; SPEC B5): the type, exact planning, exact policy
+"""Episodic tabular MDPs (Paper B, Section 4; Paper B §4): the type, exact planning, exact policy
 evaluation and the exact expected regret of a sequence of policies.
 
 Steps are ``h = 0 .. H-1`` (the paper's ``1 .. H``); ``V[H] = 0``.  Ties in every argmax go to the
@@ -385,7 +385,7 @@ assert gap > 1e-3
 #   description "S independent bandit problems, each initial state with its own absorbing states").
 
 # %% tags=["export:bandit_unlearning.rl.envs"]
-"""Environments for Paper B's experiments (SPEC B5, Theorem 4.4): RiverSwim, a gridworld with
+"""Environments for Paper B's experiments (Paper B §4, Theorem 4.4): RiverSwim, a gridworld with
 walls, Garnet random MDPs and the lower-bound hard instance (independent bandit problems).
 
 Every builder returns a validated ``TabularMDP`` with rewards in ``[0, 1]``.
@@ -572,7 +572,7 @@ fig.colorbar(im, ax=ax, label=r"$V^\star_0(s)$")
 plt.show()
 
 # %% [markdown]
-# ## 4. Replayable users (SPEC edge E10)
+# ## 4. Replayable users (erratum E10)
 #
 # Algorithm 3 of Paper B sometimes *retrains from step $j$*: users $z_j, \dots, z_T$ are re-run
 # under new policies.  For the result to be a run "with the same users", a user must be a fixed
@@ -598,7 +598,7 @@ plt.show()
 # an explicit `rng: np.random.Generator`, fresh on every run.
 
 # %% tags=["export:bandit_unlearning.rl.users"]
-"""Replayable users (SPEC edge E10) and rollouts of deterministic policies in tabular MDPs.
+"""Replayable users (erratum E10) and rollouts of deterministic policies in tabular MDPs.
 
 A user is a non-negative integer key.  Its environment randomness is the counter-based generator
 SplitMix64 (Steele, Lea & Flood 2014): the uniform for ``(stream, h, s, a)`` is output number

@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Chapter B6 — UCB-VI from prefix sums: episode statistics, optimistic planning, regret
 #
-# *Paper B, Section 4: the statistics of SPEC B5, the planning step of Algorithm 4 (TV-stable
+# *Paper B, Section 4: the statistics of Paper B §4, the planning step of Algorithm 4 (TV-stable
 # UCB-VI) and its $\rho \to \infty$ reference, non-private UCB-VI (Azar, Osband & Munos 2017).
 # Exports `bandit_unlearning.rl.ucbvi` and `bandit_unlearning.experiments.rl_regret`.*
 #
@@ -19,8 +19,8 @@
 # \text{statistics } x_t \;\to\; \text{tree} \;\to\; \tilde u_t \;\to\; \texttt{plan\_from\_statistics}(\tilde u_t, \sigma) \;\to\; \pi_{t+1}.
 # $$
 # This chapter builds every piece except the tree (chapter B2's `bandit_unlearning.exact.tree`):
-# 1. the statistics vector of SPEC B5 (layout, dense and sparse forms, sensitivity — edge E8);
-# 2. the planner of Algorithm 4 from any summed statistics, exact or noisy (SPEC B6, edge E9);
+# 1. the statistics vector of Paper B §4 (layout, dense and sparse forms, sensitivity — edge E8);
+# 2. the planner of Algorithm 4 from any summed statistics, exact or noisy (Paper B Algorithm 4, edge E9);
 # 3. non-private UCB-VI — the same planner with $\sigma = 0$ — as a fast incremental driver over
 #    replayable users, checked to give *exactly* the planner's policies;
 # 4. the exact expected regret of a run and its growth in $T$ (the $\rho \to \infty$ end of
@@ -41,7 +41,7 @@ rng = np.random.default_rng(20260606)
 USER_SEED = int(rng.integers(2 ** 63))       # the population of replayable users of this chapter
 
 # %% [markdown]
-# ## 1. Episode statistics (SPEC B5)
+# ## 1. Episode statistics (Paper B §4)
 #
 # For every $(h, s, a)$ an episode contributes its visit indicator $\mathbb 1\{(s_h, a_h) = (s, a)\}$,
 # its reward $r_h \mathbb 1\{(s_h, a_h) = (s, a)\}$ and, for every $s'$, its transition indicator
@@ -63,13 +63,13 @@ USER_SEED = int(rng.integers(2 ** 63))       # the population of replayable user
 # \le \sqrt{3H}$ — this is the $B$ of Theorem 4.1.  Between two arbitrary users the supports can be
 # disjoint: $\|x_t - x'_t\|_2 \le \sqrt{6H}$.  Exactness of unlearning does not depend on $B$; it
 # sets $\sigma$, hence the stability level $\rho$ and the retraining probability.  The project uses
-# $B = \sqrt{3H}$ (deletion = replacement by the zero dummy, SPEC B2).
+# $B = \sqrt{3H}$ (deletion = replacement by the zero dummy, Paper B Definition 2.1).
 #
 # The last transition $(s_{H-1}, a_{H-1}) \to s_H$ is recorded too (it completes $d$), although
 # planning never uses $P_{H-1}$ because $V_H = 0$.
 
 # %% tags=["export"]
-"""UCB-VI on summed episode statistics (Paper B, Algorithm 4; SPEC B5-B6, edges E8-E9).
+"""UCB-VI on summed episode statistics (Paper B, Algorithm 4; Paper B §4 and Algorithm 4, edges E8-E9).
 
 Statistics layout (``d = 2SAH + S^2AH``, flat index ``k = (h*S + s)*A + a``): visits at ``k``,
 reward sums at ``HSA + k``, transition counts at ``2HSA + k*S + s'``.  ``plan_from_statistics(u,
@@ -96,7 +96,7 @@ def _check_dims(S, A, H):
 
 @dataclass(frozen=True)
 class StatsLayout:
-    """Where each statistic of SPEC B5 lives in ``x in R^d``, ``d = 2SAH + S^2AH``."""
+    """Where each statistic of Paper B §4 lives in ``x in R^d``, ``d = 2SAH + S^2AH``."""
 
     S: int
     A: int
@@ -188,7 +188,7 @@ class StatsLayout:
 
 
 def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
-    """L2 sensitivity ``B`` of one episode's statistics (SPEC E8): ``sqrt(3H)`` against the zero
+    """L2 sensitivity ``B`` of one episode's statistics (erratum E8): ``sqrt(3H)`` against the zero
     dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users."""
     _check_dims(1, 1, H)
     if dummy not in ("zero", "any"):
@@ -255,7 +255,7 @@ assert not np.array_equal(lay.densify(broken_idx, val), dense)            # ... 
 print("an encoder filing transitions under s_h passes the count identity but is rejected by the loop oracle")
 
 # %% [markdown]
-# ## 2. Planning from (noisy) prefix sums: Algorithm 4, SPEC B6
+# ## 2. Planning from (noisy) prefix sums: Algorithm 4, Paper B Algorithm 4
 #
 # **Statement.**  From summed statistics $\tilde u$ — exact, or the tree's noisy prefix sum with
 # per-node noise $\mathcal N(0, \sigma^2 I_d)$ — read $\tilde N_h(s,a)$, $\tilde R_h(s,a)$,
@@ -313,12 +313,12 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 # %% tags=["export"]
 @dataclass(frozen=True)
 class UCBVIConfig:
-    """Parameters of UCB-VI / TV-stable UCB-VI (Algorithm 4, SPEC B6).
+    """Parameters of UCB-VI / TV-stable UCB-VI (Algorithm 4, Paper B Algorithm 4).
 
     ``T`` (number of episodes) and ``delta`` enter ``eps_app`` and the bonus; ``sigma`` is the noise
     level of each tree node (0: exact counts, non-private UCB-VI); ``bonus_scale`` multiplies the
     bonus (1: the paper's); ``stabilize`` (False: the paper's algorithm) clips noisy estimates into
-    valid ranges (SPEC E9).
+    valid ranges (erratum E9).
     """
 
     S: int
@@ -353,7 +353,7 @@ class UCBVIConfig:
         return StatsLayout(self.S, self.A, self.H)
 
     def eps_app(self, delta: float) -> float:
-        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (SPEC B6)."""
+        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4)."""
         S, A, H, T = self.S, self.A, self.H, self.T
         d = S * S * A * H + 2 * S * A * H
         return float(self.sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / delta))))
@@ -369,7 +369,7 @@ class UCBVIConfig:
         return float(np.log(8 * self.S * self.A * self.H * self.T / self.delta))
 
     def bonus(self, n) -> np.ndarray:
-        """``b(n)`` of SPEC B6 times ``bonus_scale``; meaningful for ``n > eps_unexplored``."""
+        """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale``; meaningful for ``n > eps_unexplored``."""
         n = np.asarray(n, dtype=float)
         eps, H = self.eps_unexplored, self.H
         b = (H + 1) * np.sqrt(self.log_term / (2 * (n - eps)))
@@ -461,13 +461,13 @@ def ucbvi_update(u, config: UCBVIConfig) -> np.ndarray:
 
 # %% [markdown]
 # **Check: the planner against a plain loop.**  A triple loop over $(h, s, a)$ that reads the
-# formulas of SPEC B6 literally, on random statistics — exact counts ($\sigma = 0$) and noisy ones
+# formulas of Paper B Algorithm 4 literally, on random statistics — exact counts ($\sigma = 0$) and noisy ones
 # ($\sigma > 0$, with negative counts and improper $\tilde P$), with and without `stabilize`.
 # The comparison rejects a planner that forgets the cap (its values exceed $H - h$).
 
 # %%
 def loop_plan(u, cfg, cap=True):
-    """Test oracle: SPEC B6 read literally, loops over h, s, a."""
+    """Test oracle: Paper B Algorithm 4 read literally, loops over h, s, a."""
     S, A, H = cfg.S, cfg.A, cfg.H
     N, R, Nsas = cfg.layout.unpack(u)
     eps = cfg.eps_app(cfg.delta / 4)
@@ -509,7 +509,7 @@ for sigma in (0.0, 0.3, 3.0):
             worst = max(worst, np.abs(plan.Q - Q_l).max(), np.abs(plan.V - V_l).max())
             assert np.array_equal(plan.policy, pi_l) and np.all(plan.V[:H] <= (H - np.arange(H))[:, None])
             cases += 1
-print(f"planner vs SPEC-B6 loop on {cases} random (sigma, stabilize, S, A, H): max |difference| = {worst:.1e}")
+print(f"planner vs Paper B Algorithm 4 loop on {cases} random (sigma, stabilize, S, A, H): max |difference| = {worst:.1e}")
 assert worst < 1e-9
 
 cfg = UCBVIConfig(3, 2, 4, T=100, bonus_scale=1.0)
@@ -520,7 +520,7 @@ assert uncapped[0].max() > cfg.H and plan_from_statistics(u, cfg).V[0].max() <= 
 
 # %% [markdown]
 # **How large is $\varepsilon_{app}$ for TV-stable UCB-VI?**  With the tree's noise
-# $\sigma = B\sqrt{\log_2 T}/(\sqrt 2 \rho)$ and $B = \sqrt{3H}$ (SPEC B3, E8), a pair counts as
+# $\sigma = B\sqrt{\log_2 T}/(\sqrt 2 \rho)$ and $B = \sqrt{3H}$ (Paper B Algorithm 2, E8), a pair counts as
 # explored only once $\tilde N > \varepsilon_{app}(\delta/4)$, and its bonus falls below 1 (the
 # scale of a value) only once the second term $(\varepsilon/n)(1 + 2H(\sqrt S + 1))$ does, i.e. after
 # about $117\,\varepsilon$ visits on the gridworld — the origin of the $H^{2.5}S^2A/\rho$ term of
@@ -690,7 +690,7 @@ for mdp in (grid, river):
 
 # %% [markdown]
 # **Speed.**  Episodes per second of the driver on the 5x5 gridworld ($S = 23$, $A = 4$, $H = 10$)
-# and on RiverSwim ($H = 20$); the target of issue 7 is 3,000 episodes/s on the gridworld.  The
+# and on RiverSwim ($H = 20$); the target is 3,000 episodes/s on the gridworld.  The
 # numbers depend on the machine and its load, hence not compared by the test suite
 # (`benchmarks/rl_speed.py` records them).
 
@@ -721,7 +721,7 @@ for mdp in (grid, river):
 # triples, $\bar V_{h+1} = H - h - 1$ everywhere, so every $\bar Q_h$ sits at its cap $H - h$, all
 # actions tie and the lowest index is played — the learner repeats action 0 until its bonus drops
 # below 1 (the identity check above saw no policy change in 400 episodes).  Ties to the lowest
-# index are the project's convention (SPEC E6); random tie-breaking would explore more evenly.  With $HSA = 920$ triples on the gridworld and $240$ on RiverSwim ($H = 20$)
+# index are the project's convention (erratum E6); random tie-breaking would explore more evenly.  With $HSA = 920$ triples on the gridworld and $240$ on RiverSwim ($H = 20$)
 # that burn-in lasts about $10^5$ episodes — beyond a notebook.  So we show two things: the paper's
 # bonus (in its linear burn-in, honestly), and the *same* algorithm with `bonus_scale` $= 0.05$
 # (so $b(n) < 1$ after a handful of visits), whose burn-in ends within the run, with the log-log
@@ -805,13 +805,13 @@ plt.show()
 
 # %% [markdown]
 # ## Summary
-# - `StatsLayout` (statistics of SPEC B5: `d = 2SAH + S^2AH`, dense and sparse forms, at most $3H$
+# - `StatsLayout` (statistics of Paper B §4: `d = 2SAH + S^2AH`, dense and sparse forms, at most $3H$
 #   non-zeros), `statistics_sensitivity` ($B = \sqrt{3H}$ against the zero dummy, $\sqrt{6H}$
 #   otherwise; edge E8) and the environment oracle `episode_statistics` live in
 #   `bandit_unlearning.rl.ucbvi`.
 # - The planner of Algorithm 4: `UCBVIConfig` (`eps_app`, `eps_unexplored`, `bonus`),
 #   `plan_from_statistics(u, config)` / `ucbvi_update`, and its core `optimistic_value_iteration`.
-#   It matched a literal loop implementation of SPEC B6 with and without noise and `stabilize`
+#   It matched a literal loop implementation of Paper B Algorithm 4 with and without noise and `stabilize`
 #   (edge E9: off by default), and the check rejected a planner without the cap.
 # - `run_ucbvi`: non-private UCB-VI as a fast incremental driver over replayable users.  Its
 #   policies are exactly the planner's with $\sigma = 0$ on the prefix sums (an off-by-one prefix is

@@ -17,7 +17,7 @@
 # users (chapter B5), the episode statistics and the planner of Algorithm 4 (chapter B6).  This
 # chapter plugs them together:
 # $$
-# \underbrace{x_t = \mathrm{EO}_t(z_t; \pi_t)}_{\text{play episode } t,\ \text{statistics of SPEC B5}}
+# \underbrace{x_t = \mathrm{EO}_t(z_t; \pi_t)}_{\text{play episode } t,\ \text{statistics of Paper B §4}}
 # \;\longrightarrow\; \text{tree} \;\longrightarrow\; \tilde u_t
 # \;\longrightarrow\; \underbrace{\pi_{t+1} = \texttt{ucbvi\_update}(\tilde u_t, \text{config})}_{\text{optimistic VI on noisy counts}},
 # $$
@@ -46,7 +46,7 @@ rng = np.random.default_rng(20260607)
 USER_SEED = int(rng.integers(2**63))        # the population of replayable users of this chapter
 
 # %% [markdown]
-# ## 1. Statement (SPEC B6)
+# ## 1. Statement (Paper B Algorithm 4)
 #
 # **Algorithm 4 (TV-stable UCB-VI).**  Episodes $t = 1, \dots, T$ are users.  Before episode $t$, read
 # the noisy counts $\tilde N_h(s,a)$, $\tilde N_h(s,a,s')$ and reward sums $\tilde R_h(s,a)$ from the
@@ -70,7 +70,7 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 #
 # ## 2. Derivation sketch
 #
-# **Stability.**  Against the zero dummy (the project's deletion model, SPEC B2), one episode's
+# **Stability.**  Against the zero dummy (the project's deletion model, Paper B Definition 2.1), one episode's
 # statistics have $\lVert x_t - 0\rVert_2 = \sqrt{2H + \sum_h r_h^2} \le \sqrt{3H} = B$ (edge E8; between
 # two arbitrary users it would be $\sqrt{6H}$).  Chapter B2 showed that the tree with the paper's
 # $\sigma$ is $\rho$-TV-stable for any adaptively chosen statistics of sensitivity $B$ (the $\le
@@ -117,7 +117,7 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 # - **oracle** `EpisodeOracle(mdp)`: `oracle(user, t, policy)` plays the user's episode and returns
 #   its dense statistics vector $x_t \in \mathbb R^d$ (the framework's trees take dense vectors);
 #   `oracle.sparse(user, t, policy)` returns the same statistics as `(indices [3H], values [3H])` —
-#   the form a memory-light tree (issue 8) stores: a tree that wants it can read the $\le 3H$ non-zeros
+#   the form a memory-light tree stores: a tree that wants it can read the $\le 3H$ non-zeros
 #   of $x_t$ back with `np.flatnonzero`, or a sparse-aware framework can call `oracle.sparse` directly;
 # - **update** `PolicyUpdate(config)`: `ucbvi_update(u_tilde, config)` of chapter B6 with
 #   `config.sigma` equal to the tree's $\sigma$ (so $\varepsilon_{app}$ and the bonus see the noise
@@ -153,12 +153,12 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 """TV-stable UCB-VI (Paper B, Algorithm 4; Theorem 4.1) as a prefix-sum learner (chapter B7).
 
 ``stable_ucbvi(mdp, T, rho)`` builds a ``PrefixSumLearner`` of ``bandit_unlearning.exact.learner``:
-the oracle ``EpisodeOracle`` plays one episode of a replayable user (SPEC E10) and returns its
-statistics (SPEC B5, dense ``d = 2SAH + S^2AH``; ``EpisodeOracle.sparse`` gives the ``3H``
+the oracle ``EpisodeOracle`` plays one episode of a replayable user (erratum E10) and returns its
+statistics (Paper B §4, dense ``d = 2SAH + S^2AH``; ``EpisodeOracle.sparse`` gives the ``3H``
 non-zeros); the update ``PolicyUpdate`` is ``ucbvi_update`` of ``bandit_unlearning.rl.ucbvi`` on the
 tree's noisy prefix sum, with the tree's sigma in its config.  ``train``, ``unlearn`` (Algorithm 3)
 and ``verify_run`` of the framework apply unchanged.  Sensitivity ``B = sqrt(3H)`` against the zero
-dummy user (SPEC E8).
+dummy user (erratum E8).
 
 Users are ``EpisodeUser(key)``: each its own 64-bit key, kept only in the run's ``users`` (the oracle
 holds no seed), so a deleted user cannot be replayed from the unlearned run.  ``episode_users(T)``
@@ -192,7 +192,7 @@ def _check_mdp(mdp) -> TabularMDP:
 
 
 def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> float:
-    """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, SPEC E8):
+    """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, erratum E8):
     ``sigma_paper(rho, B, T)`` (Theorem 4.1; needs ``T >= 2``) or ``sigma_exact(rho, B, T)``
     (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private)."""
     if calibration not in CALIBRATIONS:
@@ -257,7 +257,7 @@ def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tupl
 
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
-    """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (SPEC B5).
+    """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (Paper B §4).
 
     A user is an ``EpisodeUser`` (its own key; the oracle holds no seed);
     ``oracle(user, t, policy)`` plays one episode of the deterministic ``policy [H, S]`` and returns
@@ -350,7 +350,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     (defaults: the paper's algorithm); users are ``EpisodeUser``s (``episode_users``,
     ``population_users``) -- the learner holds none of their keys; ``tree_factory(d, sigma, capacity)`` builds the tree
     (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
-    ``learner.B = sqrt(3H)`` (SPEC E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
+    ``learner.B = sqrt(3H)`` (erratum E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
     """
     mdp = _check_mdp(mdp)
