@@ -1,0 +1,574 @@
+"""Every bad input to the public API is refused clearly, with nothing changed.
+
+One table of cases ``(callable, args, kwargs, expected exception type, regex on the message)``.  For
+each case the test checks the exception type (``TypeError`` for a wrong type, ``ValueError`` for a bad
+value), that the message names the argument and the rule (the regex), and that nothing changed: every
+input (arguments, the object of a bound method) is snapshotted before the call -- arrays by value,
+dtype and writeable flag, generators by ``bit_generator.state``, objects by their attributes -- and
+compared after it.  A second test enumerates every public callable of the package (each name in the
+``__all__`` of every module, and the public methods of public classes that take arguments) and
+fails if one has no case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import bandit_unlearning
+
+# ----------------------------------------------------------------------------------- the harness
+
+
+@dataclass
+class Case:
+    func: Callable
+    args: tuple
+    kwargs: dict
+    exc: type
+    match: str
+    id: str = ""
+
+
+CASES: list[Case] = []
+
+
+def V(match: str, func: Callable, *args, **kwargs):
+    """A call that must raise ValueError whose message matches ``match``."""
+    CASES.append(Case(func, args, kwargs, ValueError, match))
+
+
+def T(match: str, func: Callable, *args, **kwargs):
+    """A call that must raise TypeError whose message matches ``match``."""
+    CASES.append(Case(func, args, kwargs, TypeError, match))
+
+
+def snapshot(obj, _seen=None):
+    """A comparable deep image of ``obj``: arrays by dtype, shape, bytes and writeable flag,
+    generators by state, containers and objects recursively (identity for functions and modules)."""
+    if _seen is None:
+        _seen = {}
+    if isinstance(obj, (type(None), bool, int, float, complex, str, bytes, np.generic)):
+        return ("val", type(obj).__name__, repr(obj))
+    key = id(obj)
+    if key in _seen:
+        return ("seen", _seen[key])
+    _seen[key] = len(_seen)
+    if isinstance(obj, np.ndarray):
+        return ("nd", obj.dtype.str, obj.shape, obj.tobytes(), obj.flags.writeable)
+    if isinstance(obj, np.random.Generator):
+        return ("rng", repr(obj.bit_generator.state))
+    if isinstance(obj, np.random.BitGenerator):
+        return ("bitgen", repr(obj.state))
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(snapshot(x, _seen) for x in obj))
+    if isinstance(obj, (set, frozenset)):
+        return (type(obj).__name__, tuple(sorted(repr(x) for x in obj)))
+    if isinstance(obj, dict):
+        return ("dict", tuple((repr(k), snapshot(v, _seen)) for k, v in obj.items()))
+    if isinstance(obj, type) or inspect.isroutine(obj) or inspect.ismodule(obj) or callable(obj) and not hasattr(obj, "__dict__"):
+        return ("id", id(obj))
+    state = {}
+    if hasattr(obj, "__dict__"):
+        state.update(vars(obj))
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if hasattr(obj, slot):
+                state[slot] = getattr(obj, slot)
+    if not state:
+        return ("repr", type(obj).__name__, repr(obj))
+    return (type(obj).__name__, tuple((k, snapshot(v, _seen)) for k, v in sorted(state.items())))
+
+
+def _inputs(case: Case):
+    return (getattr(case.func, "__self__", None), case.args, case.kwargs)
+
+
+def _label(case: Case) -> str:
+    name = getattr(case.func, "__qualname__", None) or type(case.func).__qualname__ + ".__call__"
+    return f"{name}-{case.exc.__name__}-{case.match[:40]}"
+
+
+def test_table_is_not_empty():
+    assert len(CASES) > 400
+
+
+def run_case(case: Case):
+    before = snapshot(_inputs(case))
+    with pytest.raises(case.exc) as info:
+        case.func(*case.args, **case.kwargs)
+    assert type(info.value) is case.exc, f"{type(info.value).__name__}: {info.value}"
+    assert re.search(case.match, str(info.value)), f"message {str(info.value)!r} does not match {case.match!r}"
+    assert snapshot(_inputs(case)) == before, "a refused call changed its inputs or advanced a generator"
+
+
+# ------------------------------------------------------------------------------- the enumeration
+
+
+def _modules():
+    out = []
+    for info in pkgutil.walk_packages(bandit_unlearning.__path__, "bandit_unlearning."):
+        if info.name.rsplit(".", 1)[-1] == "__main__":
+            continue
+        out.append(importlib.import_module(info.name))
+    return out
+
+
+def _takes_arguments(member, static: bool) -> bool:
+    try:
+        params = list(inspect.signature(member).parameters.values())
+    except (TypeError, ValueError):  # pragma: no cover
+        return True
+    return len(params) > (0 if static else 1)
+
+
+def public_targets() -> dict:
+    """``{target: "module.name"}`` for every public callable: functions and classes by identity,
+    public methods taking arguments as ``(defining class, method name)``."""
+    targets = {}
+    for module in _modules():
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if not callable(obj) or (not inspect.isclass(obj) and not inspect.isroutine(obj)
+                                     and not callable(type(obj).__dict__.get("__call__"))):
+                continue
+            if not inspect.isclass(obj) and not inspect.isroutine(obj):
+                continue                                     # instances (constants) are not API entry points
+            targets.setdefault(obj, f"{module.__name__}.{name}")
+            if inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    if attr.startswith("_") and attr != "__call__":
+                        continue
+                    static = isinstance(member, staticmethod)
+                    func = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+                    if inspect.isfunction(func) and _takes_arguments(func, static):
+                        targets.setdefault((obj, attr), f"{module.__name__}.{name}.{attr}")
+    return targets
+
+
+def case_target(func):
+    """What a case covers: a function or class itself, or ``(defining class, name)`` for a bound
+    method or a callable instance."""
+    owner = getattr(func, "__self__", None)
+    if owner is not None and not inspect.ismodule(owner):
+        cls = owner if inspect.isclass(owner) else type(owner)
+        name = func.__name__
+        for klass in cls.__mro__:
+            if name in vars(klass):
+                return (klass, name)
+        return (cls, name)                                   # pragma: no cover
+    if not inspect.isclass(func) and not inspect.isroutine(func):
+        for klass in type(func).__mro__:
+            if "__call__" in vars(klass):
+                return (klass, "__call__")
+    return func
+
+
+# Public callables that take no user input at all (nothing to refuse).  Keep this short and commented.
+EXEMPT: set = set()
+
+
+def test_every_public_callable_has_a_case():
+    covered = {case_target(c.func) for c in CASES}
+    missing = sorted(name for target, name in public_targets().items() if target not in covered and name not in EXEMPT)
+    assert not missing, f"{len(missing)} public callables without a bad-input case:\n" + "\n".join(missing)
+
+
+# ================================================================================== the table
+# Shared objects the cases pass in (built once; a case that changed one would fail its own check).
+from bandit_unlearning import checks  # noqa: E402
+from bandit_unlearning import montecarlo as mc  # noqa: E402
+from bandit_unlearning.experiments import lemma31  # noqa: E402
+from bandit_unlearning.mab import data, lcb  # noqa: E402
+
+RNG = np.random.default_rng(12345)
+NAN, INF = float("nan"), float("inf")
+MEANS = np.array([0.6, 0.5, 0.4])
+FROZEN = np.array([0.6, 0.5, 0.4])
+FROZEN.setflags(write=False)
+DATASET = data.fixed_sample_dataset(MEANS, [4, 3, 3], np.random.default_rng(0))
+STATE = lcb.fit_lcb(DATASET)
+
+# --- bandit_unlearning.checks
+T("rng must be a numpy.random.Generator", checks.as_generator, "seed")
+T("rng must be a numpy.random.Generator", checks.as_generator, True)
+T("gen must be", checks.as_generator, 1.5, name="gen")
+V("rng as a seed must be an integer >= 0", checks.as_generator, -1)
+T("n must be an integer", checks.check_int, True, "n")
+T("n must be an integer", checks.check_int, 2.0, "n")
+V(r"n must be >= 1, got 0", checks.check_int, 0, "n", 1)
+V(r"n must lie in \[0, 3\]", checks.check_int, 4, "n", 0, 3)
+T("x must be a real number", checks.check_real, "0.5", "x")
+T("x must be a real number", checks.check_real, True, "x")
+V("x must be finite", checks.check_real, NAN, "x")
+V(r"x must lie in \(0, 1\)", checks.check_real, 1.0, "x", 0, 1, low_open=True, high_open=True)
+V("x must be finite and > 0", checks.check_positive, 0.0, "x")
+T("x must be a real number", checks.check_positive, None, "x")
+V(r"p must lie in \(0, 1\)", checks.check_probability, 0.0, "p")
+T("p must be a real number", checks.check_probability, [0.5], "p")
+T("flag must be True or False", checks.check_bool, 1, "flag")
+V("mode must be one of", checks.check_choice, "fast", "mode", ("slow",))
+T("mode must be one of", checks.check_choice, 3, "mode", ("slow",))
+T("f must be callable", checks.check_callable, 3, "f")
+T("x must be a dict", checks.check_instance, [], dict, "x")
+T("x must be an array of numbers", checks.as_array, [[1], [1, 2]], "x")
+T("x must be an array of numbers", checks.as_array, ["a"], "x")
+T("idx must hold integers, not booleans", checks.check_int_array, [True], "idx")
+V("idx must hold integers \\(whole numbers\\)", checks.check_int_array, [1.7], "idx")
+V("idx must be >= 0", checks.check_int_array, [1, -1], "idx", 0)
+V(r"idx must have shape \(2,\)", checks.check_int_array, [1], "idx", shape=(2,))
+V("x must be finite", checks.check_real_array, [1.0, NAN], "x")
+V(r"x must lie in \[0, 1\]", checks.check_real_array, FROZEN + 1, "x", 0, 1)
+T("x must be an array of numbers", checks.check_real_array, {"a": 1}, "x")
+V("enumeration: 11 items to enumerate exceed the limit of 10", checks.check_size, 11, 10, "enumeration")
+
+# --- bandit_unlearning.montecarlo
+T("n_samples must be an integer", mc.hoeffding_margin, 10.5, 1.0, 0.1)
+V("n_samples must be >= 1", mc.hoeffding_margin, 0, 1.0, 0.1)
+V("width must be finite and >= 0", mc.hoeffding_margin, 10, -1.0, 0.1)
+V(r"fail_prob must lie in \(0, 1\)", mc.hoeffding_margin, 10, 1.0, 1.0)
+T("fail_prob must be a real number", mc.hoeffding_margin, 10, 1.0, "0.1")
+T("values must be an array of numbers", mc.mean_and_stderr, ["a", "b"])
+V("values must hold at least one value", mc.mean_and_stderr, [])
+V("axis must lie in", mc.mean_and_stderr, FROZEN, 1)
+T("axis must be an integer", mc.mean_and_stderr, FROZEN, 0.0)
+
+# --- bandit_unlearning.mab.data
+T("means must be an array of numbers", data.check_means, ["a"])
+V("means must lie in", data.check_means, [0.5, 1.5])
+V("means must be finite", data.check_means, [0.5, NAN])
+V("means must be a non-empty 1-D", data.check_means, [])
+V("behavior must be a probability distribution", data.check_distribution, [0.5, 0.6], 2)
+V(r"behavior must have shape \(3,\)", data.check_distribution, [0.5, 0.5], 3)
+T("n_arms must be an integer", data.check_distribution, [0.5, 0.5], 2.0)
+T("behavior must be an array of numbers", data.check_distribution, ["a", "b"], 2)
+T("n_arms must be an integer", data.OfflineDataset, [0], [1.0], 2.0)
+T("n_arms must be an integer", data.OfflineDataset, [0], [1.0], True)
+V("n_arms must be >= 1", data.OfflineDataset, [], [], 0)
+T("arms must hold integers, not booleans", data.OfflineDataset, [True, False], [1.0, 0.0], 2)
+V("arms must hold integers \\(whole numbers\\)", data.OfflineDataset, [0.5], [1.0], 2)
+V(r"arm 5 is outside \[0, 2\)", data.OfflineDataset, [0, 5], [1.0, 0.0], 2)
+V("rewards must be finite and lie in", data.OfflineDataset, [0, 1], [0.5, 1.2], 2)
+V("rewards must be finite and lie in", data.OfflineDataset, [0, 1], [0.5, NAN], 2)
+T("rewards must be an array of numbers", data.OfflineDataset, [0, 1], ["a", "b"], 2)
+V("the same length", data.OfflineDataset, [0, 1, 1], [0.5, 0.5], 2)
+T("indices must hold integers, not booleans", DATASET.without, [True])
+V("indices must hold integers \\(whole numbers\\)", DATASET.without, [1.7])
+V(r"indices must lie in \[0, 10\)", DATASET.without, [10])
+V("indices must be distinct", DATASET.without, [1, 1])
+T("indices must be an array of numbers", DATASET.without, ["1"])
+V("arm_means must lie in", data.bernoulli_rewards, [0.5, 1.5], RNG)
+T("rng must be a numpy.random.Generator", data.bernoulli_rewards, [0.5], "rng")
+V("counts must be a 1-D array of non-negative integers", data.round_robin_arms, [2, -1])
+T("counts must hold integers, not booleans", data.round_robin_arms, [True, False])
+V("counts must hold integers \\(whole numbers\\)", data.round_robin_arms, [1.5])
+V(r"counts must have shape \(3,\)", data.fixed_sample_dataset, MEANS, [1, 2], RNG)
+V("counts must hold integers \\(whole numbers\\)", data.fixed_sample_dataset, MEANS, [1, 2, 2.5], RNG)
+T("rng must be a numpy.random.Generator", data.fixed_sample_dataset, MEANS, [1, 2, 2], "rng")
+T("sample_rewards must be callable", data.fixed_sample_dataset, MEANS, [1, 2, 2], RNG, "bernoulli")
+V("means must lie in", data.fixed_sample_dataset, [0.5, 2.0], [1, 1], RNG)
+T("n must be an integer", data.distribution_dataset, MEANS, [0.2, 0.3, 0.5], 10.0, RNG)
+V("n must be >= 0", data.distribution_dataset, MEANS, [0.2, 0.3, 0.5], -1, RNG)
+V("behavior must be a probability distribution", data.distribution_dataset, MEANS, [0.2, 0.3, 0.6], 10, RNG)
+T("rng must be a numpy.random.Generator", data.distribution_dataset, MEANS, [0.2, 0.3, 0.5], 10, [1])
+T("sample_rewards must be callable", data.distribution_dataset, MEANS, [0.2, 0.3, 0.5], 10, RNG, None)
+V("n_arms must be >= 2", data.concentrability_behavior, 1, 2.0)
+T("n_arms must be an integer", data.concentrability_behavior, 3.0, 2.0)
+V(r"c_star \(C\*\) must be finite and > 1", data.concentrability_behavior, 3, 1.0)
+T(r"c_star \(C\*\) must be a real number", data.concentrability_behavior, 3, "2")
+T("best_arm must be an integer", data.concentrability_behavior, 3, 2.0, 0.5)
+V(r"best_arm must lie in \[0, 2\]", data.concentrability_behavior, 3, 2.0, 3)
+V("counts must be", data.sample_statistics_fixed, MEANS, [1, -2, 3], RNG)
+V("counts must hold integers \\(whole numbers\\)", data.sample_statistics_fixed, MEANS, [1, 2.5, 3], RNG)
+T("size must be an integer", data.sample_statistics_fixed, MEANS, [1, 2, 3], RNG, 2.0)
+V("size must be >= 0", data.sample_statistics_fixed, MEANS, [1, 2, 3], RNG, -1)
+T("rng must be a numpy.random.Generator", data.sample_statistics_fixed, MEANS, [1, 2, 3], 0.5)
+V("n must be >= 0", data.sample_statistics_distribution, MEANS, [0.2, 0.3, 0.5], -1, RNG)
+T("n must be an integer", data.sample_statistics_distribution, MEANS, [0.2, 0.3, 0.5], 2.5, RNG)
+T("size must be an integer", data.sample_statistics_distribution, MEANS, [0.2, 0.3, 0.5], 5, RNG, None)
+T("rng must be a numpy.random.Generator", data.sample_statistics_distribution, MEANS, [0.2, 0.3, 0.5], 5, "x")
+
+# --- bandit_unlearning.mab.lcb
+V(r"tau must lie in \(0, 1\)", lcb.check_tau, 1.0)
+V(r"tau must lie in \(0, 1\)", lcb.check_tau, NAN)
+T("tau must be a real number", lcb.check_tau, "0.5")
+T("tau must be a real number", lcb.check_tau, True)
+V("counts must be >= 0", lcb.lcb_scores, [-1, 2], [0.0, 1.0], 0.1)
+V("counts must hold integers \\(whole numbers\\)", lcb.lcb_scores, [1.5, 2], [0.0, 1.0], 0.1)
+V("reward_sums must be finite", lcb.lcb_scores, [1, 2], [NAN, 1.0], 0.1)
+V(r"reward_sums must lie in \[0, counts\]", lcb.lcb_scores, [1, 2], [2.0, 1.0], 0.1)
+V("the same shape", lcb.lcb_scores, [1, 2], [1.0], 0.1)
+V(r"tau must lie in \(0, 1\)", lcb.lcb_scores, [1, 2], [1.0, 1.0], 2.0)
+T("counts must be an array of numbers", lcb.lcb_scores, ["a"], [1.0], 0.1)
+V("counts must sum to at most 2\\*\\*62", lcb.LCBState, [2**62, 2**62], [0.0, 0.0], 0.1)
+T("counts must hold integers, not booleans", lcb.LCBState, [True, True], [0.0, 0.0], 0.1)
+V("counts must hold integers \\(whole numbers\\)", lcb.LCBState, [1.5, 2], [0.0, 0.0], 0.1)
+V("counts must be non-negative", lcb.LCBState, [-1, 2], [0.0, 0.0], 0.1)
+V(r"reward_sums must lie in \[0, counts\]", lcb.LCBState, [1, 2], [3.0, 0.0], 0.1)
+V(r"reward_sums must lie in \[0, counts\]", lcb.LCBState, [1, 2], [NAN, 0.0], 0.1)
+V("1-D of equal length", lcb.LCBState, [1, 2], [0.0], 0.1)
+V(r"tau must lie in \(0, 1\)", lcb.LCBState, [1, 2], [0.0, 0.0], 0.0)
+T("tau must be a real number", lcb.LCBState, [1, 2], [0.0, 0.0], None)
+T("dataset must be an OfflineDataset", lcb.fit_lcb, STATE)
+V("tau defaults to 1/N", lcb.fit_lcb, data.OfflineDataset([0], [1.0], 2))
+V(r"tau must lie in \(0, 1\)", lcb.fit_lcb, DATASET, 1.5)
+T("tau must be a real number", lcb.fit_lcb, DATASET, "0.1")
+V("n_star must be finite and > 0", lcb.lemma31_bound_fixed, 0, 3, 0.1)
+T("n_arms must be an integer", lcb.lemma31_bound_fixed, 10, 3.0, 0.1)
+V(r"tau must lie in \(0, 1\)", lcb.lemma31_bound_fixed, 10, 3, 0.0)
+V("n must be finite and > 0", lcb.lemma31_bound_distribution, 0, 2.0, 3, 0.1)
+V(r"c_star \(C\*\) must be finite and >= 1", lcb.lemma31_bound_distribution, 10, 0.5, 3, 0.1)
+V("n_arms must be >= 1", lcb.lemma31_bound_distribution, 10, 2.0, 0, 0.1)
+T("n must be a real number", lcb.lemma31_bound_distribution, "10", 2.0, 3, 0.1)
+
+# --- bandit_unlearning.experiments.lemma31
+V("ns must be >= 5", lemma31.lemma31_curve, [250, 4], RNG, reps=10)
+V("ns must hold integers \\(whole numbers\\)", lemma31.lemma31_curve, [250.5], RNG, reps=10)
+V("ns must not be empty", lemma31.lemma31_curve, [], RNG, reps=10)
+V("reps must be >= 2", lemma31.lemma31_curve, [250], RNG, reps=1)
+V(r"c_star \(C\*\) must be finite and > 1", lemma31.lemma31_curve, [250], RNG, reps=10, c_star=1.0)
+T("rng must be a numpy.random.Generator", lemma31.lemma31_curve, [250], "rng", reps=10)
+T("curve must be a dict", lemma31.plot_lemma31, [250], [1.0])
+V("curve must be lemma31_curve's output; missing keys", lemma31.plot_lemma31, [250], {"Mf": [1.0]})
+V("curve must hold one value per N", lemma31.plot_lemma31, [250, 500], {k: [1.0] for k in (
+    "Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")})
+T("ax must be an Axes", lemma31.plot_lemma31, [250], {k: [1.0] for k in (
+    "Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")}, ax="axes")
+
+
+# --- bandit_unlearning.mab.mechanisms
+from bandit_unlearning.mab import mechanisms as mech  # noqa: E402
+
+REQUEST = mech.DeletionRequest.from_indices(DATASET, [0, 3])
+T("request arms must hold integers, not booleans", mech.DeletionRequest, [True], [1.0])
+V("request arms must hold integers \\(whole numbers\\)", mech.DeletionRequest, [0.5], [1.0])
+V("at least one point", mech.DeletionRequest, [], [])
+V("request names unknown arm -1", mech.DeletionRequest, [-1], [1.0])
+V("request rewards must be finite and lie in", mech.DeletionRequest, [0], [1.5])
+T("request rewards must be an array of numbers", mech.DeletionRequest, [0], ["a"])
+V("the same length", mech.DeletionRequest, [0, 1], [1.0])
+T("dataset must be an OfflineDataset", mech.DeletionRequest.from_indices, STATE, [0])
+T("indices must hold integers, not booleans", mech.DeletionRequest.from_indices, DATASET, [True])
+V("indices must lie in", mech.DeletionRequest.from_indices, DATASET, [10])
+V("indices must be distinct", mech.DeletionRequest.from_indices, DATASET, [1, 1])
+V("non-empty 1-D", mech.DeletionRequest.from_indices, DATASET, [])
+T("n_arms must be an integer", REQUEST.deleted_counts, 3.0)
+V("n_arms must be >= 1", REQUEST.deleted_counts, 0)
+V("request names unknown arm 1", mech.DeletionRequest([0, 1], [1.0, 0.0]).deleted_counts, 1)
+T("n_arms must be an integer", REQUEST.deleted_sums, True)
+V("request names unknown arm 1", mech.DeletionRequest([0, 1], [1.0, 0.0]).deleted_sums, 1)
+T("state must be an LCBState", REQUEST.validate_against, DATASET)
+V("more deletions than the arm holds", mech.DeletionRequest([2] * 4, [0.0] * 4).validate_against, STATE)
+V("more than the arm's stored reward sum", mech.DeletionRequest([0] * 4, [1.0] * 4).validate_against,
+  lcb.LCBState([4, 3, 3], [0.0, 1.0, 1.0], 0.1))
+V("impossible for rewards in", mech.DeletionRequest([0], [0.0]).validate_against, lcb.LCBState([4, 3, 3], [4.0, 1.0, 1.0], 0.1))
+T("request must be a DeletionRequest", mech.rollback, STATE, [0, 1])
+T("state must be an LCBState", mech.rollback, DATASET, REQUEST)
+V("request names unknown arm 5", mech.rollback, STATE, mech.DeletionRequest([5], [1.0]))
+T("state must be an LCBState", mech.gaussian_mechanism, DATASET, 0, 0.1, RNG)
+T("arm must be an integer", mech.gaussian_mechanism, STATE, True, 0.1, RNG)
+V(r"arm must lie in \[0, 2\]", mech.gaussian_mechanism, STATE, 3, 0.1, RNG)
+V("sigma must be finite and >= 0", mech.gaussian_mechanism, STATE, 0, -0.1, RNG)
+V("sigma must be finite and >= 0", mech.gaussian_mechanism, STATE, 0, INF, RNG)
+T("sigma must be a real number", mech.gaussian_mechanism, STATE, 0, "0.1", RNG)
+T("rng must be a numpy.random.Generator", mech.gaussian_mechanism, STATE, 0, 0.1, np.random.SeedSequence(1))
+V(r"n_a0 = N\(a0\) must be >= 1", mech.sensitivity_condition_holds, 0, 1, 2.0)
+V(r"k must lie in \[0, N\(a0\)\]", mech.sensitivity_condition_holds, 10, 11, 2.0)
+T("k must hold integers, not booleans", mech.sensitivity_condition_holds, 10, True, 2.0)
+V("log_term L = ln\\(m/tau\\) must be finite and > 0", mech.sensitivity_condition_holds, 10, 1, 0.0)
+T("log_term must be an array of numbers", mech.sensitivity_condition_holds, 10, 1, "2")
+V("n_a0 and k must broadcast together", mech.sensitivity_condition_holds, [10, 20], [1, 2, 3], 2.0)
+V("n_a0 must hold integers \\(whole numbers\\)", mech.paper_sensitivity, 10.5, 1)
+V(r"k must lie in \[0, N\(a0\)\]", mech.paper_sensitivity, 10, -1)
+T("n_a0 must be an array of numbers", mech.paper_sensitivity, "10", 1)
+V("log_term L = ln\\(m/tau\\) must be finite and > 0", mech.exact_sensitivity, 10, 1, NAN)
+V(r"k must lie in \[0, N\(a0\)\]", mech.exact_sensitivity, 10, 12, 2.0)
+T("k must hold integers, not booleans", mech.exact_sensitivity, 10, [True], 2.0)
+
+
+# --- bandit_unlearning.mab.bounds
+from bandit_unlearning.mab import bounds  # noqa: E402
+
+for f in (bounds.gamma0_paper, bounds.gamma0_exact, bounds.rollback_branch_bound):
+    V(r"need integers 1 <= k <= N\(a0\)", f, 10, 11, 2.0)
+    T("k must hold integers, not booleans", f, 10, True, 2.0)
+    V("log_term must be finite and > 0", f, 10, 2, -1.0)
+    T("n_a0 must be an array of numbers", f, "10", 2, 2.0)
+V("n_a0 and k must broadcast together", bounds.gamma0_paper, [10, 20], [1, 2, 3], 2.0)
+V("gamma must be finite and > 0", bounds.gaussian_branch_bound, 10, 2, 0.0, 2.0)
+V(r"need integers 1 <= k <= N\(a0\)", bounds.gaussian_branch_bound, 10, 0, 0.5, 2.0)
+T("gamma must be an array of numbers", bounds.gaussian_branch_bound, 10, 2, "0.5", 2.0)
+V("log_term must be finite and > 0", bounds.gaussian_branch_bound, 10, 2, 0.5, NAN)
+T(r"N \(n\) must be an integer", bounds.theorem33_bound, 100.0, 5, 50, 50, 2, 0.5, True)
+V(r"N \(n\) must be >= 2", bounds.theorem33_bound, 1, 5, 50, 50, 2, 0.5, True)
+T("n_arms must be an integer", bounds.theorem33_bound, 100, True, 50, 50, 2, 0.5, True)
+T("n_a0 must be an integer", bounds.theorem33_bound, 100, 5, "50", 50, 2, 0.5, True)
+T("k must be an integer", bounds.theorem33_bound, 100, 5, 50, 50, 2.5, 0.5, True)
+V("n_star must be finite and > 0", bounds.theorem33_bound, 100, 5, 50, 0, 2, 0.5, True)
+V("Theorem 3.3 assumes k <=", bounds.theorem33_bound, 100, 5, 50, 50, 45, 0.5, True)
+V("gamma must be finite and > 0", bounds.theorem33_bound, 100, 5, 50, 50, 2, -0.5, True)
+T("a0_is_best must be True or False", bounds.theorem33_bound, 100, 5, 50, 50, 2, 0.5, "yes")
+V("gamma0 must be finite and > 0|gamma0 must be a number and > 0", bounds.theorem33_bound, 100, 5, 50, 50, 2, 0.5, True, 0.0)
+T("gamma0 must be a real number", bounds.theorem33_bound, 100, 5, 50, 50, 2, 0.5, True, "1")
+V(r"need integers 1 <= k <= N\(a0\)", bounds.theorem33_order, 100, 5, 50, 50, 60, 0.5)
+T("n_a0 must be an integer", bounds.theorem33_order, 100, 5, 50.5, 50, 2, 0.5)
+V("n_star must be finite and > 0", bounds.theorem33_order, 100, 5, 50, -1, 2, 0.5)
+T("gamma must be a real number", bounds.theorem33_order, 100, 5, 50, 50, 2, None)
+T("gamma0 must be a real number", bounds.theorem33_order, 100, 5, 50, 50, 2, 0.5, [1.0])
+V(r"c_star \(C\*\) must be finite and > 1", bounds.theorem35_bound, 1000, 5, 1.0, 2, 0.5, True)
+T(r"c_star \(C\*\) must be a real number", bounds.theorem35_bound, 1000, 5, "2", 2, 0.5, True)
+V("Theorem 3.5 assumes N > 8 C\\* ln N", bounds.theorem35_bound, 100, 5, 5.0, 2, 0.5, True)
+T("k must be an integer", bounds.theorem35_bound, 1000, 5, 2.0, True, 0.5, True)
+V(r"k must lie in \[1, 1000\]", bounds.theorem35_bound, 1000, 5, 2.0, 1001, 0.5, True)
+V("gamma must be finite and > 0", bounds.theorem35_bound, 1000, 5, 2.0, 2, INF, True)
+T("a0_is_best must be True or False", bounds.theorem35_bound, 1000, 5, 2.0, 2, 0.5, 1)
+
+# --- bandit_unlearning.mab.unlearn
+from bandit_unlearning.mab import unlearn as ul  # noqa: E402
+
+OPTS = ul.UnlearnOptions("adaptive", gamma=0.5)
+MIX = ul.UnlearnOptions("mixing", gamma=0.5, k_prime=1)
+BIG_STATE = lcb.LCBState([200, 150, 100], [120.0, 60.0, 30.0], 1 / 450)
+BIG_REQUEST = mech.DeletionRequest([0] * 4, [1.0, 0.0, 1.0, 1.0])
+RESULT = ul.unlearn(BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, rng=np.random.default_rng(1))
+PLAN = RESULT.plans[0]
+V("method must be one of", ul.UnlearnOptions, "fast", gamma=0.5)
+T("method must be one of", ul.UnlearnOptions, 3, gamma=0.5)
+V("threshold must be one of", ul.UnlearnOptions, "adaptive", gamma=0.5, threshold="other")
+T("calibration must be one of", ul.UnlearnOptions, "adaptive", gamma=0.5, calibration=None)
+V("sensitivity must be one of", ul.UnlearnOptions, "adaptive", gamma=0.5, sensitivity="worst")
+V("threshold_scale must be finite and > 0", ul.UnlearnOptions, "adaptive", gamma=0.5, threshold_scale=0.0)
+T("threshold_scale must be a real number", ul.UnlearnOptions, "adaptive", gamma=0.5, threshold_scale="1.3")
+V("gamma must be finite and > 0", ul.UnlearnOptions, "adaptive", gamma=-1.0)
+T("gamma must be a real number", ul.UnlearnOptions, "adaptive", gamma="0.5")
+V("give either gamma or \\(epsilon, delta\\)", ul.UnlearnOptions, "adaptive", gamma=0.5, epsilon=0.5, delta=0.1)
+V("epsilon and delta must be given together", ul.UnlearnOptions, "adaptive", epsilon=0.5)
+V("adds noise: give gamma", ul.UnlearnOptions, "gaussian")
+V("only proven for epsilon < 1", ul.UnlearnOptions, "adaptive", epsilon=2.0, delta=0.1, calibration="classic")
+V("needs epsilon and delta", ul.UnlearnOptions, "adaptive", gamma=0.5, calibration="analytic")
+T("k_prime must be an integer", ul.UnlearnOptions, "mixing", gamma=0.5, k_prime=1.5)
+V("k_prime must be >= 0", ul.UnlearnOptions, "mixing", gamma=0.5, k_prime=-1)
+V(r"eta = k'/k must lie in \[0, 1\]", ul.UnlearnOptions, "mixing", gamma=0.5, eta=1.5)
+T("eta = k'/k must be a real number", ul.UnlearnOptions, "mixing", gamma=0.5, eta="0.5")
+V("exactly one of k_prime", ul.UnlearnOptions, "mixing", gamma=0.5)
+V("parameters of method='mixing'", ul.UnlearnOptions, "adaptive", gamma=0.5, eta=0.5)
+T("k must be an integer", MIX.k_rollback_for, 2.0)
+V("k must be >= 0", MIX.k_rollback_for, -2)
+V(r"k_prime must lie in \[0, k\]", MIX.k_rollback_for, 0)
+V("k' is a parameter of method='mixing'", OPTS.k_rollback_for, 3)
+V("delta_f must be >= 0", OPTS.sigma_for, -0.1)
+V("delta_f must be finite", OPTS.sigma_for, [0.1, NAN])
+T("delta_f must be an array of numbers", OPTS.sigma_for, "0.1")
+V("no privacy level was given", ul.UnlearnOptions("rollback").sigma_for, 0.1)
+T("arm must be an integer", ul.SourcePlan, 0.0, 2, 10, 0, 0.1, 0.1)
+V("arm must be >= 0", ul.SourcePlan, -1, 2, 10, 0, 0.1, 0.1)
+V("k must not exceed n", ul.SourcePlan, 0, 12, 10, 0, 0.1, 0.1)
+V(r"k_rollback must lie in \[0, 2\]", ul.SourcePlan, 0, 2, 10, 3, 0.1, 0.1)
+V("sigma must be finite and >= 0", ul.SourcePlan, 0, 2, 10, 0, 0.1, NAN)
+T("delta_f must be a real number", ul.SourcePlan, 0, 2, 10, 0, "0.1", 0.1)
+V("sensitivity must be one of", ul.noise_sensitivity, 100, 5, 0, 2.0, "worst")
+T("sensitivity must be one of", ul.noise_sensitivity, 100, 5, 0, 2.0, None)
+V(r"k_rollback must lie in \[0, k\]", ul.noise_sensitivity, 100, 5, 6, 2.0, "exact")
+T("n must be an array of numbers", ul.noise_sensitivity, "100", 5, 0, 2.0, "exact")
+V("n must hold integers \\(whole numbers\\)", ul.noise_sensitivity, 100.5, 5, 0, 2.0, "exact")
+V("broadcast together", ul.noise_sensitivity, [100, 100], [5, 5, 5], 0, 2.0, "exact")
+V("Lemma A.1", ul.noise_sensitivity, 10, 9, 0, 2.0, "paper")
+V("log_term L = ln\\(m/tau\\) must be finite and > 0", ul.noise_sensitivity, 100, 5, 0, -2.0, "exact")
+T("options must be an UnlearnOptions", ul.threshold_gamma0, 100, 5, 2.0, "adaptive")
+V(r"need integers 1 <= k <= N\(a0\)", ul.threshold_gamma0, 100, 101, 2.0, OPTS)
+T("options must be an UnlearnOptions", ul.plan_unlearning, 0, [10, 10], [2, 0], 2.0, None)
+T("learner_arm must be an integer", ul.plan_unlearning, 0.0, [10, 10], [2, 0], 2.0, OPTS)
+V(r"learner_arm must lie in \[0, 1\]", ul.plan_unlearning, 2, [10, 10], [2, 0], 2.0, OPTS)
+V("counts must be >= 0", ul.plan_unlearning, 0, [-10, 10], [2, 0], 2.0, OPTS)
+V(r"deleted_counts must have shape \(2,\)", ul.plan_unlearning, 0, [10, 10], [2, 0, 0], 2.0, OPTS)
+V("deleted_counts must not exceed counts", ul.plan_unlearning, 0, [10, 10], [12, 0], 2.0, OPTS)
+V("the request deletes no point", ul.plan_unlearning, 0, [10, 10], [0, 0], 2.0, OPTS)
+V("log_term must be finite and > 0", ul.plan_unlearning, 0, [10, 10], [2, 0], 0.0, OPTS)
+T("log_term must be a real number", ul.plan_unlearning, 0, [10, 10], [2, 0], "2", OPTS)
+T("deleted_counts must hold integers, not booleans", ul.plan_unlearning, 0, [10, 10], [True, False], 2.0, OPTS)
+T("options must be an UnlearnOptions", ul.UnlearnResult, 0, np.zeros(3), 0, "unlearned", (PLAN,), 1.0, "opts")
+V("world must be one of", ul.UnlearnResult, 0, np.zeros(3), 0, "other", (PLAN,), 1.0, OPTS)
+T("plans must be a tuple of SourcePlan", ul.UnlearnResult, 0, np.zeros(3), 0, "unlearned", [PLAN], 1.0, OPTS)
+V(r"arm must lie in \[0, 2\]", ul.UnlearnResult, 5, np.zeros(3), 0, "unlearned", (PLAN,), 1.0, OPTS)
+T("learner_arm must be an integer", ul.UnlearnResult, 0, np.zeros(3), None, "unlearned", (PLAN,), 1.0, OPTS)
+V("scores must be 1-D", ul.UnlearnResult, 0, np.zeros((3, 1)), 0, "unlearned", (PLAN,), 1.0, OPTS)
+T("state must be an LCBState", ul.unlearn, DATASET, BIG_REQUEST, "adaptive", gamma=0.5, rng=RNG)
+T("request must be a DeletionRequest", ul.unlearn, BIG_STATE, [0, 1], "adaptive", gamma=0.5, rng=RNG)
+T("rng must be a numpy.random.Generator", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, rng="1")
+V("rng as a seed must be an integer >= 0", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, rng=-5)
+V("method must be one of", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptiv", gamma=0.5, rng=RNG)
+V("more deletions than the arm holds", ul.unlearn, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4), "rollback", rng=RNG)
+V("Lemma A.1", ul.unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3), "gaussian", gamma=0.5, rng=RNG)
+V(r"k_prime must lie in \[0, k\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "mixing", gamma=0.5, k_prime=5, rng=RNG)
+V("Algorithm 4\\) is single-source", ul.unlearn, BIG_STATE, mech.DeletionRequest([0, 1], [1.0, 0.0]), "mixing",
+  gamma=0.5, k_prime=1, rng=RNG)
+T("retrained must be an LCBState|state must be an LCBState", ul.reference, None, BIG_REQUEST, "adaptive", learner_arm=0,
+  gamma=0.5, rng=RNG)
+T("learner_arm must be an integer", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=True, gamma=0.5, rng=RNG)
+V(r"learner_arm must lie in \[0, 2\]", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=3, gamma=0.5,
+  rng=RNG)
+T("rng must be a numpy.random.Generator", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=0,
+  gamma=0.5, rng=2.5)
+V("request names unknown arm 7", ul.reference, BIG_STATE, mech.DeletionRequest([7], [0.0]), "adaptive", learner_arm=0,
+  gamma=0.5, rng=RNG)
+V(r"arm must lie in \[0, 2\]", ul.noisy_argmax_distribution, [0.1, 0.2, 0.3], 3, 0.5)
+T("arm must be an integer", ul.noisy_argmax_distribution, [0.1, 0.2, 0.3], 0.5, 0.5)
+V("scores must be finite", ul.noisy_argmax_distribution, [0.1, NAN, 0.3], 0, 0.5)
+V("sigma must be finite and >= 0", ul.noisy_argmax_distribution, [0.1, 0.2, 0.3], 0, -0.5)
+V("sigma \\(shape \\(2,\\)\\) must broadcast", ul.noisy_argmax_distribution, np.zeros((3, 3)), 0, [0.5, 0.5])
+V("scores must have shape \\(..., m\\)", ul.noisy_argmax_distribution, 0.5, 0, 0.5)
+T("scores must be an array of numbers", ul.noisy_argmax_distribution, ["a"], 0, 0.5)
+V("scores and sigmas must be 1-D of equal length", ul.multi_noisy_argmax_distribution, [0.1, 0.2], [0.1])
+V("sigmas must be finite and >= 0", ul.multi_noisy_argmax_distribution, [0.1, 0.2], [0.1, -1.0])
+V("scores must be finite", ul.multi_noisy_argmax_distribution, [0.1, INF], [0.1, 0.1])
+V("epsabs must be finite and > 0", ul.multi_noisy_argmax_distribution, [0.1, 0.2], [0.1, 0.1], epsabs=0.0)
+T("sigmas must be an array of numbers", ul.multi_noisy_argmax_distribution, [0.1, 0.2], "0.1")
+T("size must be an integer", ul.subset_sum_distribution, [0.5, 1.0], True)
+V(r"size must lie in \[0, 2\]", ul.subset_sum_distribution, [0.5, 1.0], 3)
+V("values must be finite", ul.subset_sum_distribution, [0.5, NAN], 1)
+T("values must be an array of numbers", ul.subset_sum_distribution, ["a"], 1)
+V("too many to enumerate", ul.subset_sum_distribution, np.sqrt(np.arange(2, 42)) / 7, 20)
+T("state must be an LCBState", ul.output_distributions, DATASET, BIG_REQUEST, "adaptive", gamma=0.5)
+V("method must be one of", ul.output_distributions, BIG_STATE, BIG_REQUEST, "none", gamma=0.5)
+V("more deletions than the arm holds", ul.output_distributions, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4),
+  "rollback")
+_B = dict(counts=np.array([[20, 20]] * 3), reward_sums=np.array([[10.0, 5.0]] * 3), tau=0.025, arm=0, k=5,
+          deleted_sums=np.array([2.0, 3.0, 1.0]), method="adaptive", gamma=0.5, rng=RNG)
+V("reward_sums must be finite", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[NAN, 5.0]] * 3))))
+V("counts must be >= 0", ul.unlearn_batch, **(_B | dict(counts=np.array([[20, -1]] * 3))))
+V("counts must hold integers \\(whole numbers\\)", ul.unlearn_batch, **(_B | dict(counts=np.array([[20.5, 20]] * 3))))
+T("counts must hold integers, not booleans", ul.unlearn_batch, **(_B | dict(counts=np.ones((3, 2), dtype=bool))))
+V(r"reward_sums must lie in \[0, counts\]", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[25.0, 5.0]] * 3))))
+V("the same shape \\(R, m\\)", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[10.0]] * 3))))
+V(r"tau must lie in \(0, 1\)", ul.unlearn_batch, **(_B | dict(tau=0.0)))
+T("arm must be an integer or a non-empty sequence", ul.unlearn_batch, **(_B | dict(arm=True)))
+V("arm names unknown arm", ul.unlearn_batch, **(_B | dict(arm=2)))
+T("k must be an integer >= 1", ul.unlearn_batch, **(_B | dict(k=5.0)))
+V("more deletions", ul.unlearn_batch, **(_B | dict(k=21)))
+V(r"deleted_sums must have shape \(3,\)", ul.unlearn_batch, **(_B | dict(deleted_sums=np.zeros(2))))
+V("deleted_sums must be sums of k rewards", ul.unlearn_batch, **(_B | dict(deleted_sums=np.array([6.0, 1, 1]))))
+T("deleted_sums must be an array of numbers", ul.unlearn_batch, **(_B | dict(deleted_sums="123")))
+V("world must be one of", ul.unlearn_batch, **(_B | dict(world="both")))
+T("rng must be a numpy.random.Generator", ul.unlearn_batch, **(_B | dict(rng="seed")))
+T("rng must be a numpy.random.Generator", ul.unlearn_batch, **(_B | dict(rng=[1], z=np.zeros(3))))
+V(r"z must be finite standard normal draws of shape \(3,\)", ul.unlearn_batch, **(_B | dict(z=np.zeros(2))))
+V("rolled_sums only applies to method='mixing'", ul.unlearn_batch, **(_B | dict(rolled_sums=np.zeros(3))))
+V("rolled_sums must be sums of k'", ul.unlearn_batch, **(_B | dict(method="mixing", k_prime=2,
+                                                                    rolled_sums=np.array([2.0, 3.0, 1.0]))))
+V("needs 0/1 rewards", ul.unlearn_batch, **(_B | dict(method="mixing", k_prime=2, deleted_sums=np.array([2.5, 3, 1]))))
+V("Lemma A.1", ul.unlearn_batch, **(_B | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")))
+
+
+# ======================================================================= the parametrized test
+@pytest.mark.parametrize("case", CASES, ids=[f"{i:03d}-{_label(c)}" for i, c in enumerate(CASES)])
+def test_bad_input_is_refused_and_changes_nothing(case):
+    run_case(case)
