@@ -37,6 +37,7 @@ import numpy as np
 __all__ = [
     "as_generator",
     "check_int",
+    "as_real",
     "check_real",
     "check_positive",
     "check_probability",
@@ -124,6 +125,14 @@ def _is_real_scalar(value) -> bool:
     if isinstance(value, np.ndarray):
         return value.ndim == 0 and value.dtype.kind in "iuf"
     return isinstance(value, (numbers.Real, np.integer, np.floating))
+
+
+def as_real(value, name: str) -> float:
+    """``float(value)`` for a real number (nan and infinities included; the caller checks the range);
+    ``TypeError`` for anything else (``bool``, strings, arrays of more than one number, None...)."""
+    if not _is_real_scalar(value):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
 
 
 def check_real(value, name: str, low: float | None = None, high: float | None = None, *,
