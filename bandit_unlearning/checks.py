@@ -95,8 +95,15 @@ def _rule(low, high, low_open: bool, high_open: bool, allow_inf: bool) -> str:
     return f"{finite} and {rule[3:]}" if rule else finite
 
 
+def _outside_scalar(v: float, low, high, low_open: bool, high_open: bool) -> bool:
+    """Whether the number ``v`` lies outside the interval (plain comparisons: checks are on hot paths)."""
+    if low is not None and (v <= low if low_open else v < low):
+        return True
+    return high is not None and (v >= high if high_open else v > high)
+
+
 def _outside(value, low, high, low_open: bool, high_open: bool) -> bool:
-    """Whether ``value`` (a number or an array) has an entry outside the interval."""
+    """Whether the array ``value`` has an entry outside the interval."""
     v = np.asarray(value)
     if low is not None and np.any(v <= low if low_open else v < low):
         return True
@@ -114,7 +121,7 @@ def check_int(value, name: str, low: int | None = None, high: int | None = None,
                 and float(value).is_integer()):
             raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)
-    if _outside(value, low, high, False, False):
+    if _outside_scalar(value, low, high, False, False):
         raise ValueError(f"{name} must {_interval(low, high, False, False)}, got {value}")
     return value
 
@@ -144,7 +151,7 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     if not _is_real_scalar(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     v = float(value)
-    if math.isnan(v) or (math.isinf(v) and not allow_inf) or _outside(v, low, high, low_open, high_open):
+    if math.isnan(v) or (math.isinf(v) and not allow_inf) or _outside_scalar(v, low, high, low_open, high_open):
         raise ValueError(f"{name} must {_rule(low, high, low_open, high_open, allow_inf)}, got {value!r}")
     return v
 
