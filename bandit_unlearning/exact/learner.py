@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from bandit_unlearning.checks import as_generator, check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at
 from bandit_unlearning.privacy.coupling import check_sigma
@@ -90,7 +91,10 @@ class ReplayableUser:
         return np.random.Generator(np.random.Philox(key=self.key, counter=counter))
 
     def uniforms(self, shape, *address: int) -> np.ndarray:
-        """Uniforms on [0, 1) of the given shape from the stream at ``address``."""
+        """Uniforms on [0, 1) of the given shape (an integer or a tuple of integers >= 0) from the
+        stream at ``address``."""
+        dims = shape if isinstance(shape, tuple) else (shape,)
+        shape = tuple(check_int(s, "shape", 0) for s in dims)
         return self.generator(*address).random(shape)
 
 
@@ -124,6 +128,7 @@ class PrefixSumLearner:
     B: float | None = None
     tree_factory: Callable = LightTree
     name: str = "prefix-sum learner"
+    check_user: Callable | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "d", check_int(self.d, "d", 1))
@@ -133,9 +138,13 @@ class PrefixSumLearner:
         for name in ("oracle", "update", "tree_factory"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"{name} must be callable")
+        if self.check_user is not None:
+            check_callable(self.check_user, "check_user")
+        check_instance(self.name, str, "name")
 
     def statistics(self, user, t: int, model) -> np.ndarray:
         """``EO_t(user; w_t)``, validated (shape ``(d,)``, finite); ``ZERO_USER`` gives zeros."""
+        t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
         x = np.asarray(self.oracle(user, t, model), dtype=float)
@@ -156,6 +165,16 @@ class Run:
     models: tuple
     tree: Any
     deleted: frozenset = frozenset()
+
+    def __post_init__(self):
+        check_instance(self.learner, PrefixSumLearner, "learner")
+        for name in ("users", "models"):
+            check_instance(getattr(self, name), tuple, name)
+        if len(self.models) != len(self.users) + 1:
+            raise ValueError(f"a run of T = {len(self.users)} users has T + 1 models, got {len(self.models)}")
+        check_instance(self.deleted, frozenset, "deleted")
+        for t in self.deleted:
+            check_int(t, "deleted step", 1, len(self.users))
 
     @property
     def T(self) -> int:
@@ -203,6 +222,11 @@ class UnlearnRecord:
     retrain_probability: float
     expected_steps_recomputed: float
 
+    def __post_init__(self):
+        T = check_int(self.T, "T", 1)
+        check_int(self.t, "t", 1, T)
+        check_int(self.restart, "restart", 0, T)
+
     @property
     def retrained(self) -> bool:
         return self.rejected is not None
@@ -216,21 +240,30 @@ def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng:
         models.append(learner.update(tree.noisy_prefix_sum(t), t, model))
 
 
-def _check_users(users) -> tuple:
+def _check_users(users, learner: PrefixSumLearner) -> tuple:
+    """The users as a tuple, each checked by ``learner.check_user`` (``ZERO_USER`` always passes) --
+    all of them before any step runs, so a bad last user draws nothing."""
     if isinstance(users, (str, bytes)) or not hasattr(users, "__len__"):
-        raise TypeError("users must be a sequence")
-    return tuple(users)
+        raise TypeError(f"users must be a sequence, got {type(users).__name__}")
+    users = tuple(users)
+    if learner.check_user is not None:
+        for i, user in enumerate(users):
+            if user is not ZERO_USER:
+                learner.check_user(user)
+    return users
 
 
 def train(learner: PrefixSumLearner, users, rng: np.random.Generator, capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
-    noise from ``rng``.  ``capacity``: steps to preallocate the tree for (default ``T``)."""
-    if not isinstance(learner, PrefixSumLearner):
-        raise TypeError(f"learner must be a PrefixSumLearner, got {type(learner).__name__}")
-    users = _check_users(users)
+    noise from ``rng`` (a Generator, None -- fresh OS entropy -- or an int seed).  ``capacity``: steps
+    to preallocate the tree for (default ``T``).  Every user is checked (``learner.check_user``)
+    before the first step."""
+    check_instance(learner, PrefixSumLearner, "learner")
+    users = _check_users(users, learner)
     if len(users) < 1:
         raise ValueError("T = len(users) must be >= 1")
     capacity = len(users) if capacity is None else check_int(capacity, "capacity", 1)
+    rng = as_generator(rng)
     tree = learner.tree_factory(learner.d, learner.sigma, capacity)
     models = [learner.initial_model]
     _run_steps(learner, users, tree, models, rng)
@@ -238,10 +271,11 @@ def train(learner: PrefixSumLearner, users, rng: np.random.Generator, capacity: 
 
 
 def extend(run: Run, users, rng: np.random.Generator) -> Run:
-    """Continue ``run`` with more users (the tree is anytime); returns a new run."""
-    if not isinstance(run, Run):
-        raise TypeError(f"run must be a Run, got {type(run).__name__}")
-    users = run.users + _check_users(users)
+    """Continue ``run`` with more users (the tree is anytime); returns a new run.  Every new user is
+    checked before the first step."""
+    check_instance(run, Run, "run")
+    users = run.users + _check_users(users, run.learner)
+    rng = as_generator(rng)
     tree = run.tree.copy()
     models = list(run.models)
     _run_steps(run.learner, users, tree, models, rng)
@@ -256,12 +290,14 @@ def unlearn(run: Run, t: int, rng: np.random.Generator, dummy=ZERO_USER):
     Returns ``(new_run, UnlearnRecord)``; ``run`` itself is never modified.  Raises ``ValueError``
     for a step outside ``[1, T]``, an already deleted step, or invalid dummy statistics.
     """
-    if not isinstance(run, Run):
-        raise TypeError(f"run must be a Run, got {type(run).__name__}")
+    check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
     learner = run.learner
+    if dummy is not ZERO_USER and learner.check_user is not None:
+        learner.check_user(dummy)
+    rng = as_generator(rng)
     x_new = learner.statistics(dummy, t, run.models[t - 1])
     tree = run.tree.copy()
     coupling = tree.unlearn_leaf(t, x_new, rng)
@@ -294,7 +330,11 @@ def same_model(a, b) -> bool:
         return isinstance(b, dict) and a.keys() == b.keys() and all(same_model(a[k], b[k]) for k in a)
     if is_dataclass(a) and not isinstance(a, type):
         return type(a) is type(b) and all(same_model(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
-    return bool(a == b)
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        raise TypeError(f"same_model cannot compare models of type {type(a).__name__}: their equality is not "
+                        "a single truth value (use arrays, numbers, tuples, lists, dicts or dataclasses)") from None
 
 
 def verify_run(run: Run) -> None:
@@ -305,6 +345,7 @@ def verify_run(run: Run) -> None:
     clean value ``==`` the running sum of its leaves (chapter B2's canonical order) -- exact equality
     throughout.
     """
+    check_instance(run, Run, "run")
     learner, tree = run.learner, run.tree
     if tree.n_leaves != run.T or len(run.models) != run.T + 1:
         raise ValueError(f"run has {run.T} users, {tree.n_leaves} leaves and {len(run.models)} models")
