@@ -18,7 +18,8 @@ import inspect
 import math
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Callable
 
 import numpy as np
@@ -59,6 +60,8 @@ def snapshot(obj, _seen=None):
         _seen = {}
     if isinstance(obj, (type(None), bool, int, float, complex, str, bytes, np.generic)):
         return ("val", type(obj).__name__, repr(obj))
+    if isinstance(obj, PurePath):                    # by value (a Path caches its string lazily)
+        return ("path", str(obj))
     key = id(obj)
     if key in _seen:
         return ("seen", _seen[key])
@@ -207,6 +210,8 @@ T("n must be an integer", checks.check_int, True, "n")
 T("n must be an integer", checks.check_int, 2.0, "n")
 V(r"n must be >= 1, got 0", checks.check_int, 0, "n", 1)
 V(r"n must lie in \[0, 3\]", checks.check_int, 4, "n", 0, 3)
+T("x must be a real number", checks.as_real, "0.5", "x")
+T("x must be a real number", checks.as_real, np.zeros(2), "x")
 T("x must be a real number", checks.check_real, "0.5", "x")
 T("x must be a real number", checks.check_real, True, "x")
 V("x must be finite", checks.check_real, NAN, "x")
@@ -1471,7 +1476,134 @@ V("S must be >= 1", rl_stable.plot_theorem_41_terms, 0, 2, 4, [10, 100], [1.0])
 T("ax must be an Axes", rl_stable.plot_theorem_41_terms, 3, 2, 4, [10, 100], [1.0], ax=[])
 
 
+# --- bandit_unlearning.experiments.rl_unlearning, rl_lower_bound, rl_paper; runner; cli
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from bandit_unlearning import cli  # noqa: E402
+from bandit_unlearning.experiments import rl_lower_bound as rlb, rl_paper, rl_unlearning as rlu, runner  # noqa: E402
+
+CACHE: dict = {}
+A_FILE = Path(tempfile.mkstemp(suffix=".json")[1])
+A_FILE.write_text("not json")
+A_DIR = Path(tempfile.mkdtemp())
+(A_DIR / "broken.json").write_text("{not json")
+LB_RESULT = [dict(rho=1.0, seed=0, final=1.0, first_correct=2, S=6, A=2, H=2, T=10, gap=0.25, bonus_scale=1.0)]
+T("cache must be a dict", rlu.policy_code, PI, [])
+T("policy must hold integer actions", rlu.policy_code, PI * 1.0, CACHE)
+T("cache must be a dict", rlu.policy_regret, RIVER, PI, None)
+V("policy must have shape", rlu.policy_regret, RIVER, PI[:1], CACHE)
+T("mdp must be a TabularMDP", rlu.policy_regret, "mdp", PI, CACHE)
+T("run must be a Run", rlu.rl_run_statistics, "run", 1, CACHE)
+V(r"t must lie in \[1, 8\]", rlu.rl_run_statistics, SRUN, 9, CACHE)
+T("cache must be a dict", rlu.rl_run_statistics, SRUN, 1, None)
+V("run must be a run of TV-stable UCB-VI", rlu.rl_run_statistics, RUN, 1, CACHE)
+T("mdp must be a TabularMDP", rlu.rl_unlearning_cost, "mdp", [8], [1.0], 1, 1, RNG)
+V("Ts must be >= 2", rlu.rl_unlearning_cost, RIVER, [8, 1], [1.0], 1, 1, RNG)
+V("rhos must be > 0", rlu.rl_unlearning_cost, RIVER, [8], [1.0, -1.0], 1, 1, RNG)
+V("n_runs must be >= 1", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 0, 1, RNG)
+T("rng must be a numpy.random.Generator", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, "rng")
+V("calibration must be one of", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, RNG, calibration="magic")
+V("rho must be < 1 for the exact calibration", rlu.rl_unlearning_cost, RIVER, [8], [2.0], 1, 1, RNG,
+  calibration="exact")
+T("tree_factory must be callable", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, RNG, tree_factory=None)
+V("seed must lie in", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, RNG, seed=-1)
+V("sigma must be finite and > 0", rlb.sum_mechanism_rho, 0.0)
+T("sigma must be a real number", rlb.sum_mechanism_rho, "1")
+V("rho must be < 1", rlb.sum_mechanism_sigma, 1.0)
+V("rho must be finite and > 0", rlb.sum_mechanism_sigma, -0.5)
+V(r"p must lie in \[0, 1\]", rlb.gaussian_sum_tv, 10, 1.5, 0.5, 1.0)
+T("q must be a real number", rlb.gaussian_sum_tv, 10, 0.5, "0.5", 1.0)
+V("points_per_sigma must be >= 4", rlb.gaussian_sum_tv, 10, 0.5, 0.5, 1.0, 2)
+V("exceed the limit of 50000000", rlb.gaussian_sum_tv, 100_000, 0.5, 0.6, 1.0)
+V("n must be >= 1", rlb.gaussian_sum_tv, 0, 0.5, 0.5, 1.0)
+V("rho must be finite and >= 0", rlb.karwa_vadhan_bound, 10, -1.0, 0.1)
+V(r"tv must lie in \[0, 1\]", rlb.karwa_vadhan_bound, 10, 1.0, 1.5)
+T("n must be an integer", rlb.karwa_vadhan_bound, 10.0, 1.0, 0.1)
+V("T must be >= 1 and rho > 0", rlb.lower_bound_shape, 3, 2, 4, 0, 1.0)
+V("T must be >= 1 and rho > 0", rlb.lower_bound_shape, 3, 2, 4, 10, [NAN])
+T("rho must be an array of numbers", rlb.lower_bound_shape, 3, 2, 4, 10, "1")
+V("T and rho must broadcast together", rlb.lower_bound_shape, 3, 2, 4, [10, 20], [1.0, 2.0, 3.0])
+V("policies must be integer actions of shape \\[T, H, S\\]", rlb.first_correct_episode, PI, [0])
+V("best_actions must be >= 0", rlb.first_correct_episode, PI[None], [-1])
+V("best_actions names 4 initial states", rlb.first_correct_episode, PI[None], [0, 0, 0, 0])
+T("best_actions must hold integers, not booleans", rlb.first_correct_episode, PI[None], [True])
+V("rhos must be > 0", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 10, [0.0], [0], RNG)
+V(r"seeds must lie in \[0, ", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 10, [1.0], [-1], RNG)
+T("rng must be a numpy.random.Generator", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 10, [1.0], [0], "rng")
+V("T must be >= 2 for the paper's calibration", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 1, [1.0], [0], RNG)
+V("gap must lie in \\[0, 1/2\\]", rlb.lower_bound_experiment, 2, 2, 2, 0.75, 10, [1.0], [0], RNG)
+T("bonus_scale must be a real number", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 10, [1.0], [0], RNG,
+  bonus_scale="1")
+V("results must be a list of lower_bound_experiment outputs", rlb.summarize_by_rho, [{"rho": 1.0}])
+V("results must be a list of lower_bound_experiment outputs", rlb.summarize_by_rho, "results")
+V("results must be a non-empty list", rlb.plot_lower_bound, [])
+V("at least one finite rho", rlb.plot_lower_bound, [LB_RESULT[0] | dict(rho=INF)])
+T("label must be a str", rlb.plot_lower_bound, LB_RESULT, label=3)
+T("show_saturation must be True or False", rlb.plot_lower_bound, LB_RESULT, show_saturation=None)
+T("ax must be an Axes", rlb.plot_lower_bound, LB_RESULT, ax=3)
+V("scale must be one of", rl_paper.reproduce_rl, A_DIR / "rl", "huge")
+T("scale must be a str", rl_paper.reproduce_rl, A_DIR / "rl", None)
+V("protocol must be a dict with the keys", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}})
+V("misses", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}, "cost": {}, "lower_bound": {}})
+V("unknown environment", rl_paper.reproduce_rl, A_DIR / "rl",
+  protocol={part: dict(value, **({"environments": [{"name": "maze", "H": 5, "T": 10}]} if part == "regret" else {}))
+            for part, value in rl_paper.PROTOCOLS["quick"].items()})
+V("seed must be >= 0", rl_paper.reproduce_rl, A_DIR / "rl", seed=-1)
+V("workers must be >= 1", rl_paper.reproduce_rl, A_DIR / "rl", workers=0)
+T("out must be a str or Path", rl_paper.reproduce_rl, 3)
+V("out must be a folder", rl_paper.reproduce_rl, A_FILE)
+T("tree_factory must be callable", rl_paper.reproduce_rl, A_DIR / "rl", tree_factory="light")
+T("fn must be callable", runner.run_tasks, "fn", [1])
+V("workers must be >= 1", runner.run_tasks, abs, [1], workers=0)
+T("workers must be an integer", runner.run_tasks, abs, [1], workers=True)
+T("executor must be a concurrent.futures.Executor", runner.run_tasks, abs, [1], executor="pool")
+T("tasks must be a sequence", runner.run_tasks, abs, 3)
+T("progress must be True or False", runner.run_tasks, abs, [1], progress="no")
+T("desc must be a str", runner.run_tasks, abs, [1], desc=None)
+V("size must be >= 1", runner.chunks, [1, 2], 0)
+T("size must be an integer", runner.chunks, [1, 2], 1.5)
+T("items must be iterable", runner.chunks, 3, 2)
+T("out must be a Path", cli.write_summary, "results")
+V("out must be an existing folder", cli.write_summary, A_FILE)
+V("is not a JSON result file", cli.write_summary, A_DIR)
+V("unknown experiment", cli.reproduce, ["figure9"], A_DIR / "new")
+T("names must be a list of experiment names", cli.reproduce, "lemma31", A_DIR / "new")
+V("names must name at least one experiment", cli.reproduce, [], A_DIR / "new")
+V("--out must be a folder", cli.reproduce, ["lemma31"], A_FILE)
+V("seed \\(--seed\\) must be >= 0", cli.reproduce, ["lemma31"], A_DIR / "new", seed=-1)
+V("scale must be one of", cli.reproduce, ["lemma31"], A_DIR / "new", scale="huge")
+V("workers \\(--workers\\) must be >= 1", cli.reproduce, ["lemma31"], A_DIR / "new", workers=0)
+T("out must be a str or Path", cli.reproduce, ["lemma31"], None)
+T("argv must be a list of strings", cli.main, "reproduce lemma31")
+T("argv must be a list of strings", cli.main, ["reproduce", 3])
+
+
 # ======================================================================= the parametrized test
 @pytest.mark.parametrize("case", CASES, ids=[f"{i:03d}-{_label(c)}" for i, c in enumerate(CASES)])
 def test_bad_input_is_refused_and_changes_nothing(case):
     run_case(case)
+
+
+# ------------------------------------------------------------------------ the command line (exit code 2)
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bandit_unlearning", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_refuses_an_existing_file_as_out_without_a_traceback(tmp_path):
+    target = tmp_path / "results"
+    target.write_text("a file, not a folder")
+    done = _cli("reproduce", "lemma31", "--scale", "quick", "--out", str(target))
+    assert done.returncode == 2 and "error: --out must be a folder" in done.stderr
+    assert "Traceback" not in done.stderr and target.read_text() == "a file, not a folder"
+
+
+def test_cli_refuses_a_negative_seed_before_creating_the_folder(tmp_path):
+    target = tmp_path / "new"
+    done = _cli("reproduce", "lemma31", "--scale", "quick", "--seed", "-1", "--out", str(target))
+    assert done.returncode == 2 and "--seed must be >= 0" in done.stderr
+    assert not target.exists()
