@@ -1607,3 +1607,40 @@ def test_cli_refuses_a_negative_seed_before_creating_the_folder(tmp_path):
     done = _cli("reproduce", "lemma31", "--scale", "quick", "--seed", "-1", "--out", str(target))
     assert done.returncode == 2 and "--seed must be >= 0" in done.stderr
     assert not target.exists()
+
+
+# ------------------------------------------------------------ validators never freeze the caller's arrays
+def _accepting_calls():
+    """Successful calls that validate arrays the caller still owns: (name, call, the caller's arrays)."""
+    arms, rewards = np.array([0, 1, 0]), np.array([1.0, 0.0, 1.0])
+    counts, sums, pair_means, pair_counts = np.array([3, 2]), np.array([1.0, 1.0]), MEANS[:2] + 0, np.array([20, 20])
+    means2 = np.array([[0.7, 0.5], [0.3, 0.5]])
+    P, R, init = np.full((2, 2, 2), 0.5), np.zeros((2, 2)), np.array([1.0, 0.0])
+    idx, vals, x = np.array([1, 2]), np.array([1.0, 2.0]), np.zeros(4)
+    st, ac, rw = np.zeros(5, int), np.zeros(4, int), np.zeros(4)
+    u, policy = np.zeros(LAYOUT.d), np.zeros((4, 3), dtype=np.int64)
+    return [
+        ("OfflineDataset", lambda: data.OfflineDataset(arms, rewards, 2), [arms, rewards]),
+        ("LCBState", lambda: lcb.LCBState(counts, sums, 0.1), [counts, sums]),
+        ("DeletionRequest", lambda: mech.DeletionRequest(arms, rewards), [arms, rewards]),
+        ("ImitationState", lambda: im.ImitationState(counts), [counts]),
+        ("TwoPointPair", lambda: lb.TwoPointPair("fixed", means2, 0.2, 5, 40, counts=pair_counts), [means2, pair_counts]),
+        ("BanditUser", lambda: bandit.BanditUser(pair_means), [pair_means]),
+        ("TabularMDP", lambda: rmdp.TabularMDP(P, R, init, 3), [P, R, init]),
+        ("SparseStatistic", lambda: tree.statistic_sparse(tree.SparseStatistic(idx, vals), 4), [idx, vals]),
+        ("statistic_dense", lambda: tree.statistic_dense(x, 4), [x]),
+        ("Trajectory", lambda: rusers.Trajectory(st, ac, rw), [st, ac, rw]),
+        ("lcb_scores", lambda: lcb.lcb_scores(counts, sums, 0.1), [counts, sums]),
+        ("plan_from_statistics", lambda: ucbvi.plan_from_statistics(u, CONFIG), [u]),
+        ("PolicyUpdate", lambda: UPDATE(u, 1, None), [u]),
+        ("EpisodeOracle", lambda: ORACLE(0, 1, policy), [policy]),
+        ("check_int_array", lambda: checks.check_int_array(arms, "a"), [arms]),
+        ("check_real_array", lambda: checks.check_real_array(rewards, "r"), [rewards]),
+    ]
+
+
+@pytest.mark.parametrize("name, call, arrays", _accepting_calls(), ids=lambda v: v if isinstance(v, str) else "")
+def test_accepted_input_is_neither_frozen_nor_modified(name, call, arrays):
+    before = snapshot(arrays)
+    call()
+    assert snapshot(arrays) == before, f"{name} changed (or froze) the caller's arrays"
