@@ -176,7 +176,8 @@ def case_target(func):
     return func
 
 
-# Public callables that take no user input at all (nothing to refuse).  Keep this short and commented.
+# Public callables that take no user input at all (nothing to refuse), by "module.name".  Keep this short
+# and commented; it is empty: every public callable that takes arguments has at least one case.
 EXEMPT: set = set()
 
 
@@ -1102,6 +1103,8 @@ T("name must be a str", lr.PrefixSumLearner, 2, 1.0, len, len, None, name=3)
 V("t must be >= 1", LEARNER.statistics, USERS[0], 0, np.zeros(3))
 T("t must be an integer", LEARNER.statistics, USERS[0], 1.5, np.zeros(3))
 T("expected a BanditUser", LEARNER.statistics, "user", 1, np.zeros(3))
+T("the oracle's statistics at step 1 must be an array of numbers",
+  lr.PrefixSumLearner(2, 1.0, lambda u, t, w: ["a", "b"], lambda u, t, w: w, 0).statistics, 1, 1, 0)
 V(r"statistics at step 1 must have shape \(6,\)",
   lr.PrefixSumLearner(6, 1.0, lambda u, t, w: np.zeros(5), lambda u, t, w: w, 0).statistics, 1, 1, 0)
 T("learner must be a PrefixSumLearner", lr.Run, "learner", (), (None,), LIGHT)
@@ -1384,6 +1387,7 @@ T("out must hold an int64 policy", ucbvi.optimistic_value_iteration, BASE, PK, 3
 T("config must be a UCBVIConfig", ucbvi.plan_from_statistics, np.zeros(120), "config")
 V(r"u must have shape \(120,\)", ucbvi.plan_from_statistics, np.zeros(119), CONFIG)
 V("u must be finite", ucbvi.plan_from_statistics, np.full(120, NAN), CONFIG)
+T("u must be an array of numbers", ucbvi.plan_from_statistics, "u", CONFIG)
 V(r"u must have shape \(120,\)", ucbvi.ucbvi_update, np.zeros(121), CONFIG)
 T("config must be a UCBVIConfig", ucbvi.ucbvi_update, np.zeros(120), None)
 _UR = ucbvi.run_ucbvi(RIVER, 3)

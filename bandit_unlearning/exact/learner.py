@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import as_generator, check_callable, check_instance
+from bandit_unlearning.checks import as_array, as_generator, check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at
 from bandit_unlearning.privacy.coupling import check_sigma
@@ -147,7 +147,7 @@ class PrefixSumLearner:
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x = np.asarray(self.oracle(user, t, model), dtype=float)
+        x = as_array(self.oracle(user, t, model), f"the oracle's statistics at step {t}").astype(float)
         if x.shape != (self.d,):
             raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
         if not np.isfinite(x).all():

@@ -315,7 +315,7 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
-    u = np.asarray(u, dtype=float)
+    u = as_array(u, "u").astype(float)
     if u.shape != (layout.d,):
         raise ValueError(f"u must have shape ({layout.d},) (d = 2SAH + S^2AH), got {u.shape}")
     if not np.all(np.isfinite(u)):
