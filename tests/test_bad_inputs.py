@@ -1488,9 +1488,11 @@ from bandit_unlearning import cli  # noqa: E402
 from bandit_unlearning.experiments import rl_lower_bound as rlb, rl_paper, rl_unlearning as rlu, runner  # noqa: E402
 
 CACHE: dict = {}
-A_FILE = Path(tempfile.mkstemp(suffix=".json")[1])
+_TMP = tempfile.TemporaryDirectory()              # removed when the test session ends
+A_FILE = Path(_TMP.name) / "a_file.json"
 A_FILE.write_text("not json")
-A_DIR = Path(tempfile.mkdtemp())
+A_DIR = Path(_TMP.name) / "a_dir"
+A_DIR.mkdir()
 (A_DIR / "broken.json").write_text("{not json")
 LB_RESULT = [dict(rho=1.0, seed=0, final=1.0, first_correct=2, S=6, A=2, H=2, T=10, gap=0.25, bonus_scale=1.0)]
 T("cache must be a dict", rlu.policy_code, PI, [])
