@@ -42,7 +42,7 @@ from bandit_unlearning.exact.light_tree import LightTree  # noqa: E402
 from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform  # noqa: E402
 from bandit_unlearning.privacy.coupling import tv_gaussians  # noqa: E402
 from bandit_unlearning.rl.envs import gridworld, riverswim  # noqa: E402
-from bandit_unlearning.rl.stable import EpisodeOracle, PolicyUpdate, episode_users, stable_sigma, stable_ucbvi  # noqa: E402
+from bandit_unlearning.rl.stable import EpisodeOracle, PolicyUpdate, population_users, stable_sigma, stable_ucbvi  # noqa: E402
 from bandit_unlearning.rl.ucbvi import (  # noqa: E402
     StatsLayout, UCBVIConfig, plan_from_statistics, run_ucbvi, statistics_sensitivity,
 )
@@ -93,10 +93,10 @@ def _cumulative(stats: dict, *functions) -> float:
 def stable_speed(mdp, T: int, rho: float, repeats: int, seed: int, tree) -> dict:
     """Best-of-``repeats`` episodes/s of TV-stable UCB-VI (``train`` over ``T`` episodes), all
     measurements, and the profile shares of one extra (profiled) run."""
-    learner = stable_ucbvi(mdp, T, rho, seed=seed, tree_factory=tree)
-    users = episode_users(T)
+    learner = stable_ucbvi(mdp, T, rho, tree_factory=tree)
+    users = population_users(mdp, seed, T)
     rng = np.random.default_rng(seed)
-    train(stable_ucbvi(mdp, min(T, 64), rho, seed=seed, tree_factory=tree), episode_users(min(T, 64)), rng)  # warm-up
+    train(stable_ucbvi(mdp, min(T, 64), rho, tree_factory=tree), population_users(mdp, seed, min(T, 64)), rng)  # warm-up
     rates = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -118,10 +118,10 @@ def stable_speed(mdp, T: int, rho: float, repeats: int, seed: int, tree) -> dict
 
 def stable_peak_memory_mb(mdp, T: int, rho: float, seed: int, tree) -> float:
     """Peak traced allocation (MB) of one ``train`` of TV-stable UCB-VI over ``T`` episodes."""
-    learner = stable_ucbvi(mdp, T, rho, seed=seed, tree_factory=tree)
+    learner = stable_ucbvi(mdp, T, rho, tree_factory=tree)
     tracemalloc.start()
     try:
-        train(learner, episode_users(T), np.random.default_rng(seed))
+        train(learner, population_users(mdp, seed, T), np.random.default_rng(seed))
         return tracemalloc.get_traced_memory()[1] / 2 ** 20
     finally:
         tracemalloc.stop()
@@ -130,15 +130,15 @@ def stable_peak_memory_mb(mdp, T: int, rho: float, seed: int, tree) -> float:
 def unlearning_cost(mdp, T: int, rho: float, requests: int, seed: int, tree) -> dict:
     """Deletions at uniformly random positions of one trained run (Algorithm 3): exact expected and
     realised episodes recomputed / T, and wall time per deletion / wall time of training."""
-    learner = stable_ucbvi(mdp, T, rho, seed=seed, tree_factory=tree)
+    learner = stable_ucbvi(mdp, T, rho, tree_factory=tree)
     rng = np.random.default_rng(seed + 1)
     start = time.perf_counter()
-    run = train(learner, episode_users(T), rng)
+    run = train(learner, population_users(mdp, seed, T), rng)
     t_train = time.perf_counter() - start
     expected, realised, times = [], [], []
     for t in rng.integers(1, T + 1, size=requests):
         start = time.perf_counter()
-        rec = unlearn(run, int(t), rng)[1]
+        rec = unlearn(run, int(t), rng, diagnostics=True)[1]      # exact expected cost: a research measurement
         times.append(time.perf_counter() - start)
         expected.append(rec.expected_steps_recomputed / T)
         realised.append(rec.steps_recomputed / T)

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_T = (1000, 2000, 4000, 10_000, 30_000, 100_000)
 WORKLOAD = ("TV-stable UCB-VI (bandit_unlearning.rl.stable.stable_ucbvi: Algorithm 4, paper's calibration, "
-            "B = sqrt(3H)) on the 5x5 gridworld, H = 10, users episode_users(T), trained with "
+            "B = sqrt(3H)) on the 5x5 gridworld, H = 10, users population_users(mdp, seed, T), trained with "
             "bandit_unlearning.exact.learner.train: rollouts, tree, ucbvi_update and stored policies")
 MEMORY_METHOD = ("peak resident set size of a fresh process per (tree, T): resource.getrusage(RUSAGE_SELF)."
                  "ru_maxrss (whole process: interpreter, numpy/scipy, policies, tree)")
@@ -50,14 +50,14 @@ def worker(tree_name: str, T: int, rho: float, seed: int) -> dict:
     from bandit_unlearning.exact.light_tree import LightTree
     from bandit_unlearning.exact.tree import BinaryTree
     from bandit_unlearning.rl.envs import gridworld
-    from bandit_unlearning.rl.stable import episode_users, stable_ucbvi
+    from bandit_unlearning.rl.stable import population_users, stable_ucbvi
 
     cls = {"light": LightTree, "dense": BinaryTree}[tree_name]
     mdp = gridworld(horizon=10)
-    train(stable_ucbvi(mdp, 64, rho, seed=seed, tree_factory=cls), episode_users(64), np.random.default_rng(seed))
+    train(stable_ucbvi(mdp, 64, rho, tree_factory=cls), population_users(mdp, seed, 64), np.random.default_rng(seed))
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    learner = stable_ucbvi(mdp, T, rho, seed=seed, tree_factory=cls)
-    users = episode_users(T)
+    learner = stable_ucbvi(mdp, T, rho, tree_factory=cls)
+    users = population_users(mdp, seed, T)
     start = time.perf_counter()
     run = train(learner, users, np.random.default_rng(seed + 1))
     seconds = time.perf_counter() - start

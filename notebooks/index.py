@@ -26,7 +26,9 @@
 # | A6 | [mab/06_imitation_learning](mab/06_imitation_learning.ipynb) | Paper A Algorithm 6, Theorem 3.11 (C* in (1, 2)); explicit Chernoff bound (the printed expression is vacuous for C* > 1.07); Table 2 comparison | `bandit_unlearning.mab.imitation` |
 # | A7 | [mab/07_multi_source](mab/07_multi_source.ipynb) | Paper A Algorithms 7–8, Theorem 3.13 (multi-source); SPEC E5 erratum demonstrated | `bandit_unlearning.mab.multisource` |
 # | A8 | [mab/08_paper_experiments](mab/08_paper_experiments.ipynb) | Paper A §5 (Figures 1–3, Table 2; SPEC A11): protocol with prefix sharing, vectorised engine on the package's mechanisms, reduced-scale runs; paper scale via the CLI | `bandit_unlearning.experiments.protocol`, `bandit_unlearning.experiments.paper_a`, `bandit_unlearning.experiments.plots_a` |
+# | A9 | [mab/09_deletion_stream](mab/09_deletion_stream.ipynb) | Deletion requests over time: a model with a lifecycle (fit, delete by user or rows, deletion log), the sequential guarantee against retraining with τ fixed at fit, a Gaussian-DP accountant that rolls back pending rows, deletion capacity, atomic persistence that forgets, exact audit of up to three releases; Open Bandit Dataset | `bandit_unlearning.mab.model` |
 # | P1 | [privacy/01_gaussian_mechanism](privacy/01_gaussian_mechanism.ipynb) | Gaussian mechanism: classic (ε < 1 only) and analytic calibration, privacy profile, hockey-stick divergence, Clopper–Pearson audit; SPEC E1 | `bandit_unlearning.privacy.gaussian`, `bandit_unlearning.privacy.audit` |
+# | P2 | [privacy/02_guarantee_matrix](privacy/02_guarantee_matrix.ipynb) | Every path that returns an (ε, δ) claim (gaussian, rollback, adaptive, mixing, multi-source, imitation) × calibration × sensitivity × 1–16 source arms, audited exactly on worst-case data with an adversarial competitor; power against half noise, per-arm σ, skipped rollback; unproven calibrations refused | `bandit_unlearning.experiments.guarantees` |
 # | B1 | [rl/01_tv_and_coupling](rl/01_tv_and_coupling.ipynb) | Paper B §2: TV distance, maximal coupling by rejection and point reflection (Algorithm 3's node step) | `bandit_unlearning.privacy.coupling` |
 # | B2 | [rl/02_binary_tree](rl/02_binary_tree.ipynb) | Paper B §3: Algorithm 2's binary tree mechanism, its pinned-down randomness (per-node keys) and canonical arithmetic, σ calibrations (paper and exact), ε_app | `bandit_unlearning.exact.tree` |
 # | B3 | [rl/03_exact_unlearning](rl/03_exact_unlearning.ipynb) | Paper B Algorithms 1–3: prefix-sum learners over replayable users, unlearning by coupling the tree; online-bandit instance; Theorem 3.3 (1) | `bandit_unlearning.exact.learner`, `bandit_unlearning.exact.bandit` |
@@ -36,9 +38,15 @@
 # | B7 | [rl/07_stable_ucbvi](rl/07_stable_ucbvi.ipynb) | Paper B Algorithm 4 (TV-stable UCB-VI) on the binary tree, Theorem 4.1 (regret over T and ρ, the bound's terms), ρ = √(HS³A/T) | `bandit_unlearning.rl.stable`, `bandit_unlearning.experiments.rl_stable` |
 # | B8 | [rl/08_exact_unlearning_rl](rl/08_exact_unlearning_rl.ipynb) | Theorem 3.3 applied to Algorithm 4: exactness of deleting an episode from TV-stable UCB-VI (power against broken variants), unlearning cost vs retraining over ρ and T | `bandit_unlearning.experiments.rl_unlearning` |
 # | B9 | [rl/09_lower_bound](rl/09_lower_bound.ipynb) | Paper B Theorem 4.4 (lower bound, illustrated on the hard instance), DP/TV facts, Karwa–Vadhan coupling lemma checked; Part B reproduction | `bandit_unlearning.experiments.rl_lower_bound`, `bandit_unlearning.experiments.rl_paper` |
-# | B10 | [rl/10_light_tree](rl/10_light_tree.ipynb) | Memory-light binary tree (issue 8): Algorithms 2–3 bit-identical to B2 without storing the noise (per-node keys, sparse leaves, incremental decomposition); why sparse shift/flip corrections would keep the deleted data (touched nodes stored densely, keys erased); exactness battery with the light tree; memory vs T | `bandit_unlearning.exact.light_tree` |
+# | B10 | [rl/10_light_tree](rl/10_light_tree.ipynb) | Memory-light binary tree: Algorithms 2–3 bit-identical to B2 without storing the noise (per-node keys, sparse leaves, incremental decomposition); why sparse shift/flip corrections would keep the deleted data (touched nodes stored densely, keys erased); exactness battery with the light tree; memory vs T | `bandit_unlearning.exact.light_tree` |
+# | B11 | [rl/11_delete_by_user](rl/11_delete_by_user.ipynb) | Deleting a user, not a step: Algorithm 3 on every step a returning user occupies; exactness against training with the user replaced by the dummy (two-sample battery, power against deleting only the first step); the registry forgets the user | `bandit_unlearning.exact.registry` |
+# | B12 | [rl/12_linucb](rl/12_linucb.ipynb) | Beyond the papers: exact unlearning for disjoint LinUCB — the per-user statistic and its sensitivity ($\sqrt2$ against the zero dummy, $3/\sqrt2$ between users), the noisy Gram matrix shifted by a spectral-norm bound with a widened radius (Monte Carlo check), zero noise equals plain LinUCB (and MABWiser's), exactness battery with power against broken variants, cost vs retraining, scikit-learn's digits as a 10-armed bandit | `bandit_unlearning.exact.linucb` |
 #
-# ## Notation (SPEC)
+# **[Sharp edges and errata](errata.ipynb)** lists every place where the project departs from the
+# papers or found something they do not say (codes E1–E17, used throughout the chapters), what is
+# true instead, and where it is checked.
+#
+# ## Notation
 #
 # | symbol | code | meaning |
 # |---|---|---|

@@ -14,6 +14,7 @@ from bandit_unlearning.exact.learner import (
     unlearn, verify_run,
 )
 from bandit_unlearning.exact.tree import leaf_path
+from bandit_unlearning.privacy.coupling import tv_gaussians
 
 MEANS = np.array([0.7, 0.5, 0.3])
 
@@ -37,6 +38,9 @@ def test_replayable_user_streams():
 def test_replayable_users_population():
     pop = replayable_users(7, 10)
     assert len({u.key for u in pop}) == 10
+    fresh = replayable_users(None, 10) + replayable_users(None, 10)        # OS entropy: independent keys
+    assert len({u.key for u in fresh} | {u.key for u in pop}) == 30
+    assert len(bandit_users(MEANS, 4)) == 4                                 # seed=None by default
     assert pop[4:] == replayable_users(7, 6, start=4)
     assert bandit_users(MEANS, 5, seed=1, start=3)[0].rewards.tolist() == bandit_users(MEANS, 4, seed=1)[3].rewards.tolist()
 
@@ -126,11 +130,25 @@ def test_unlearn_branches_and_record(users):
     seen = set()
     for _ in range(60):
         t = int(rng.integers(1, 41))
-        new, rec = unlearn(run, t, rng)
+        diagnostics = bool(rng.integers(2))
+        new, rec = unlearn(run, t, rng, diagnostics=diagnostics)
         verify_run(new)
         assert new.deleted == {t} and new.users[t - 1] is ZERO_USER and np.all(new.tree.leaf(t) == 0)
-        assert rec.B == pytest.approx(np.sqrt(2)) and rec.shift_norm == pytest.approx(np.linalg.norm(run.tree.leaf(t)))
+        assert rec.B == pytest.approx(np.sqrt(2)) and rec.sigma == 2.0
         assert rec.path == leaf_path(t, 40) and rec.T == 40
+        tv_B = tv_gaussians([0.0], [np.sqrt(2)], 2.0)
+        assert rec.tv_bound == pytest.approx(tv_B)
+        assert rec.retrain_probability_bound == pytest.approx(1 - (1 - tv_B) ** len(rec.path))
+        assert 0 <= rec.expected_steps_bound <= 40 * rec.retrain_probability_bound
+        if diagnostics:
+            shift = np.linalg.norm(run.tree.leaf(t))
+            assert rec.shift_norm == pytest.approx(shift) and rec.tv_per_node == pytest.approx(tv_gaussians([0.0], [shift], 2.0))
+            assert rec.retrain_probability <= rec.retrain_probability_bound + 1e-15
+            assert 0 <= rec.expected_steps_recomputed <= rec.expected_steps_bound + 1e-12
+        else:
+            assert rec.diagnostics is None
+            with pytest.raises(AttributeError, match="diagnostics=True"):
+                rec.shift_norm
         if rec.rejected is None:
             assert rec.steps_recomputed == 0 and new.models is run.models
         else:
@@ -209,7 +227,7 @@ def test_custom_dummy_and_generic_models():
     )
     run = train(lrn, [1.0, 2.0, 3.0, 4.0, 5.0], np.random.default_rng(1))
     verify_run(run)
-    new, rec = unlearn(run, 2, np.random.default_rng(2), dummy=0.5)
+    new, rec = unlearn(run, 2, np.random.default_rng(2), dummy=0.5, diagnostics=True)
     verify_run(new)
     assert new.users[1] == 0.5 and rec.shift_norm == pytest.approx(1.5)
     assert same_model(Model(1.0, (1,)), Model(1.0, (1,))) and not same_model(Model(1.0, (1,)), Model(1.0, (2,)))

@@ -16,6 +16,7 @@ from bandit_unlearning.mab.unlearn import (
     unlearn_batch,
 )
 from bandit_unlearning.privacy.audit import hockey_stick_delta
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, classic_gaussian_sigma
 
 # three arms of 100 points; the learner picks arm 0; U: 20 points of arm 0 (all 1) and 20 of arm 1 (all 0)
 STATE = LCBState(counts=[100, 100, 100], reward_sums=[50.0, 40.0, 45.0], tau=1 / 300)
@@ -219,6 +220,90 @@ def test_gaussian_multi_source_distributions_match_the_mechanism():
                                         world=world, gamma=0.5, rng=rng)
         assert noised.all()
         assert np.all(np.abs(np.bincount(arms, minlength=3) / n - p) <= t)
+
+
+# ----------------------------------------------------------------------------- several noised arms: one mechanism
+def spread_request(l, bystander_mean, n=1000, k=20):
+    """l source arms of n points (reward sum n/2), k deleted points each, all with reward 1, and one
+    untouched arm of mean ``bystander_mean``; tau = 1/(mN)."""
+    m = l + 1
+    state = LCBState([n] * m, [n / 2] * l + [bystander_mean * n], 1 / (m * n))
+    return state, DeletionRequest([a for a in range(l) for _ in range(k)], [1.0] * (k * l))
+
+
+# bystander means that include the worst cases of the per-arm calibration at eps = 0.5 (found by a search)
+BYSTANDERS = {4: [0.3, 0.3027, 0.4, 0.5, 0.6, 0.7], 8: [0.3, 0.3717, 0.4, 0.4666, 0.5, 0.6, 0.7],
+              16: [0.3, 0.4, 0.5, 0.5508, 0.5761, 0.6, 0.7]}
+
+
+@pytest.mark.parametrize("l", [4, 8, 16])
+@pytest.mark.parametrize("calibration", ["analytic", "classic"])
+def test_gaussian_on_several_arms_is_calibrated_to_the_joint_shift(l, calibration):
+    """The noised scores are ONE Gaussian mechanism: every noised arm gets the sigma of the L2 norm of the
+    per-arm sensitivities, and the exact delta of the released arm stays within the claim (per-arm sigmas
+    give 7.4 and 43 times the claim at l = 8, 16 with the analytic calibration)."""
+    eps, delta = 0.5, 1e-5
+    kw = dict(epsilon=eps, delta=delta, calibration=calibration, sensitivity="exact")
+    unit = (analytic_gaussian_sigma if calibration == "analytic" else classic_gaussian_sigma)(1.0, eps, delta)
+    exact = [hockey_stick_delta(*output_distributions(*spread_request(l, mean), "gaussian", **kw), eps)
+             for mean in BYSTANDERS[l]]
+    assert max(exact) <= delta * (1 + 1e-9), exact
+    for mean in BYSTANDERS[l]:
+        state, req = spread_request(l, mean)
+        res = unlearn(state, req, "gaussian", rng=np.random.default_rng(0), **kw)
+        norm = np.sqrt(l) * exact_sensitivity(1000, 20, state.log_term)
+        assert all(p.noised and p.sigma == res.sigma for p in res.plans)
+        assert res.sigma == pytest.approx(unit * norm, rel=1e-14)
+        assert res.options.joint_noise and res.delta_f == pytest.approx(norm, rel=1e-14)
+        ref = reference(rollback(state, req), req, "gaussian", learner_arm=state.arm, rng=np.random.default_rng(0), **kw)
+        assert [p.sigma for p in ref.plans] == [p.sigma for p in res.plans]
+        # the batch gives every replicate the same common sigma
+        arms, noised, sigma = unlearn_batch(np.array([state.counts] * 3), np.array([state.reward_sums] * 3), state.tau,
+                                            list(range(l)), 20, np.full((3, l), 20.0), "gaussian", z=np.zeros((3, l)), **kw)
+        assert noised.all() and np.all(sigma == res.sigma)
+
+
+def test_joint_calibration_in_the_batch_matches_the_scalar_path_bit_for_bit():
+    """Uneven source arms given in any order: the batch's common sigma is the scalar plan's, exactly."""
+    state = LCBState([120, 90, 300, 200], [60.0, 50.0, 100.0, 120.0], 1 / 710)
+    req = DeletionRequest([0] * 7 + [1] * 3 + [2] * 11, [1.0] * 7 + [0.0] * 3 + [1.0] * 11)
+    kw = dict(epsilon=0.7, delta=1e-6, calibration="analytic", sensitivity="exact")
+    res = unlearn(state, req, "gaussian", rng=np.random.default_rng(0), **kw)
+    assert len({p.sigma for p in res.plans}) == 1
+    sens = [exact_sensitivity(n, k, state.log_term) for n, k in ((120, 7), (90, 3), (300, 11))]
+    assert res.sigma == pytest.approx(analytic_gaussian_sigma(np.linalg.norm(sens), 0.7, 1e-6), rel=1e-11)
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        ks = [{0: 7, 1: 3, 2: 11}[a] for a in order]
+        ds = np.array([[{0: 7.0, 1: 0.0, 2: 11.0}[a] for a in order]])
+        _, noised, sigma = unlearn_batch(np.array([state.counts]), np.array([state.reward_sums]), state.tau, order, ks,
+                                         ds, "gaussian", z=np.zeros((1, 3)), **kw)
+        assert noised.all() and np.all(sigma == res.sigma)
+
+
+def test_gamma_alone_keeps_the_papers_per_arm_baseline():
+    """No (epsilon, delta) claimed: sigma_a = Delta_a * gamma per arm, as in the paper's Figure 3."""
+    state = LCBState([120, 90, 300], [60.0, 50.0, 100.0], 1 / 510)
+    req = DeletionRequest([0] * 7 + [1] * 3, [1.0] * 10)
+    res = unlearn(state, req, "gaussian", gamma=0.4, rng=np.random.default_rng(0))
+    assert [p.sigma for p in res.plans] == [paper_sensitivity(120, 7) * 0.4, paper_sensitivity(90, 3) * 0.4]
+    _, _, sigma = unlearn_batch(np.array([state.counts]), np.array([state.reward_sums]), state.tau, [0, 1], [7, 3],
+                                np.array([[7.0, 3.0]]), "gaussian", gamma=0.4, z=np.zeros((1, 2)))
+    assert list(sigma[0]) == [p.sigma for p in res.plans]
+
+
+def test_joint_calibration_minds_lemma_a1_for_every_arm():
+    """3k/2N is refused if Lemma A.1's condition fails for ANY noised arm; the exact rule enters the norm."""
+    big = DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 35 + [0.0] * 5)
+    kw = dict(epsilon=0.5, delta=1e-5, calibration="analytic")
+    with pytest.raises(ValueError, match="Lemma A.1"):
+        unlearn(STATE, big, "gaussian", rng=np.random.default_rng(0), **kw)
+    with pytest.raises(ValueError, match="Lemma A.1"):
+        unlearn_batch(np.array([STATE.counts]), np.array([STATE.reward_sums]), STATE.tau, [0, 1], [85, 5],
+                      np.array([[50.0, 0.0]]), "gaussian", z=np.zeros((1, 2)), **kw)
+    ex = unlearn(STATE, big, "gaussian", sensitivity="exact", rng=np.random.default_rng(0), **kw)
+    norm = np.hypot(exact_sensitivity(100, 85, STATE.log_term), exact_sensitivity(100, 5, STATE.log_term))
+    assert ex.sigma == pytest.approx(analytic_gaussian_sigma(norm, 0.5, 1e-5), rel=1e-11)
+    assert ex.delta_f == pytest.approx(norm, rel=1e-14)
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -102,8 +102,14 @@ def test_calibrations():
         r = unlearn(STATE, U, "gaussian", epsilon=eps, delta=delta, calibration=cal, rng=np.random.default_rng(0))
         assert r.sigma == pytest.approx(expected, rel=1e-12) and r.calibration == cal
         assert r.calibration_proven is True and r.epsilon == eps and r.delta == delta
-    r = unlearn(STATE, U, "gaussian", epsilon=2.0, delta=delta, rng=np.random.default_rng(0))   # paper, eps >= 1
-    assert r.calibration_proven is False
+    gen = np.random.default_rng(0)
+    before = gen.bit_generator.state
+    for cal in ("paper", "classic"):                 # unproven at eps >= 1: refused, nothing drawn
+        with pytest.raises(ValueError, match=r"only proven for epsilon < 1.*calibration='analytic'"):
+            unlearn(STATE, U, "gaussian", epsilon=2.0, delta=delta, calibration=cal, rng=gen)
+    assert gen.bit_generator.state == before
+    r = unlearn(STATE, U, "gaussian", epsilon=2.0, delta=delta, calibration="analytic", rng=gen)
+    assert r.calibration_proven is True
     r = unlearn(STATE, U, "gaussian", epsilon=0.5, delta=delta, sensitivity="exact", rng=np.random.default_rng(0))
     assert r.delta_f == pytest.approx(exact_sensitivity(200, 20, STATE.log_term)) and r.sensitivity == "exact"
 
@@ -339,6 +345,11 @@ def test_bad_types_and_reference_arguments():
         unlearn(STATE, U, "adaptive", gamma=0.5, rng=0.5)
     with pytest.raises(TypeError, match="rng"):
         unlearn(STATE, U, "adaptive", gamma=0.5, rng="0")
+    with pytest.raises(TypeError, match="rng"):
+        reference(rollback(STATE, U), U, "adaptive", learner_arm=STATE.arm, gamma=0.5, rng="seed")
+    # rng=None (the default) draws from a generator seeded with OS entropy: two calls differ
+    noisy = [unlearn(STATE, U, "gaussian", gamma=0.5).scores for _ in range(2)]
+    assert not np.array_equal(noisy[0], noisy[1])
     with pytest.raises(TypeError):
         unlearn((STATE.counts, STATE.reward_sums), U, "adaptive", gamma=0.5, rng=rng)
     with pytest.raises(TypeError):
@@ -368,7 +379,9 @@ def test_plan_is_generic_per_source_arm():
         plan_unlearning(0, [200, 200, 200], [0, 0, 0], np.log(1800), opts)
     assert UnlearnOptions("rollback").calibration_proven is True
     assert UnlearnOptions("adaptive", epsilon=0.99, delta=0.1).calibration_proven is True
-    assert UnlearnOptions("adaptive", epsilon=1.0, delta=0.1).calibration_proven is False
+    with pytest.raises(ValueError, match="only proven for epsilon < 1"):
+        UnlearnOptions("adaptive", epsilon=1.0, delta=0.1)
+    assert UnlearnOptions("adaptive", epsilon=1.0, delta=0.1, calibration="analytic").calibration_proven is True
     assert UnlearnOptions("adaptive", gamma=1.0).calibration_proven is None
 
 

@@ -183,6 +183,59 @@ def test_extreme_epsilons_are_finite():
             assert gaussian_delta(sigma, 1.0, eps) == pytest.approx(delta, rel=1e-6)
 
 
+# ------------------------------------------------------------------------------------ numerics at the extremes
+# (epsilon, delta, smallest double >= the exact minimal sigma for sensitivity 1): the root of
+# ln(Phi(1/(2s) - eps s) - e^eps Phi(-1/(2s) - eps s)) = ln delta found with mpmath.findroot at 800 digits.
+EXACT_MINIMAL_SIGMA = [
+    (0.01, 1e-300, 3672.720103405569),          # the float profile put sigma 1.9e-11 below (true delta 2.6e-8 over)
+    (1e-06, 1e-100, 20321506.70841061),          # 6e-8 below (true delta 2.5e-5 over)
+    (0.1, 1e-100, 208.78885993163667),
+    (1.0, 1e-300, 36.8654978941111),
+    (1e-200, 1e-300, 2.0985770338319226e+201),  # was 3.6e15: a factor 6e185 too small
+    (0.5, 1e-05, 7.031826675582492),
+    (10.0, 1e-100, 2.1327366227086317),
+    (10000.0, 1e-30, 0.00766706657658482),
+    (1e12, 1e-300, 7.071253049769674e-07),
+    (1e15, 1e-05, 2.2360681907443385e-08),
+]
+
+
+@pytest.mark.parametrize("eps, delta, exact", EXACT_MINIMAL_SIGMA)
+def test_analytic_sigma_never_under_noises_the_true_profile(eps, delta, exact):
+    """Against the TRUE profile (not its float evaluation): never below the exact minimum, at most 1e-13 above."""
+    sigma = analytic_gaussian_sigma(1.0, eps, delta)
+    assert exact <= sigma <= exact * (1 + 1e-13)
+
+
+def test_analytic_sigma_refuses_epsilon_beyond_its_limit():
+    """At eps = 1e18 one ulp of sigma moves the profile from 0 to 1; it used to return 7.07e-10 (true delta = 1)."""
+    with pytest.raises(ValueError, match="epsilon <= 1e\\+15"):
+        analytic_gaussian_sigma(1.0, 1e18, 1e-5)
+    assert analytic_gaussian_sigma(1.0, 1e15, 1e-5) > 0
+
+
+def test_profile_limits_are_numbers(recwarn):
+    """Huge sigma/Delta or epsilon: delta = 0; sigma/Delta -> 0: delta = 1 (these were nan)."""
+    assert gaussian_delta(2e154, 1.0, 1.0) == 0.0
+    assert gaussian_delta(1.0, 1e-300, 1.0) == 0.0
+    assert gaussian_delta(1.0, 1.0, 1e300) == 0.0
+    assert gaussian_delta(1.0, 5e-324, 0.0) == 0.0
+    assert gaussian_delta(1e-300, 1.0, 1.0) == 1.0
+    grid = gaussian_delta(np.geomspace(1e-300, 1e300, 13)[:, None], 1.0, np.geomspace(1e-300, 1.7e308, 13)[None])
+    assert np.all(np.isfinite(grid)) and np.all((grid >= 0) & (grid <= 1))
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_solvers_never_leak_nan_from_brentq():
+    """gaussian_epsilon used to raise brentq's 'function value at x=inf is NaN'; no epsilon in double range
+    reaches delta there, so the answer is inf."""
+    assert gaussian_epsilon(1e-300, 1.0, 1e-5) == math.inf
+    assert gaussian_epsilon(1e-160, 1.0, 1e-5) == math.inf
+    for eps, delta in ((1e-300, 1e-300), (1e-300, 0.5), (1e15, 1 - 1e-16), (1e-9, 1e-300)):
+        sigma = analytic_gaussian_sigma(1.0, eps, delta)
+        assert math.isfinite(sigma) and sigma > 0 and gaussian_delta(sigma, 1.0, eps) <= delta
+
+
 # ------------------------------------------------------------------------------------ hockey stick
 @settings(max_examples=200, deadline=None)
 @given(st.integers(2, 6).flatmap(lambda m: st.tuples(simplex(m), simplex(m))), st.floats(0, 5))
@@ -224,6 +277,17 @@ def test_clopper_pearson_edges():
     assert stats.binom.sf(6, 20, lo) == pytest.approx(0.01, rel=1e-8)
     hi = clopper_pearson_upper(7, 20, 0.01)
     assert stats.binom.cdf(7, 20, hi) == pytest.approx(0.01, rel=1e-8)
+
+
+def test_clopper_pearson_small_alpha():
+    """Upper bound = the upper alpha quantile of Beta(k + 1, n - k), by beta.isf: beta.ppf(1 - alpha) was 7.9e-7
+    too high at (0, 1000, 1e-12) and 2e-9 too LOW at (10, 200, 1e-10).  References: 1 - alpha^(1/n) for k = 0,
+    otherwise bisection of mpmath's regularised incomplete beta at 50 digits."""
+    assert clopper_pearson_upper(0, 1000, 1e-12) == pytest.approx(-math.expm1(math.log(1e-12) / 1000), rel=1e-14)
+    assert clopper_pearson_upper(10, 200, 1e-10) == pytest.approx(0.21254281771401504, rel=1e-14)
+    assert clopper_pearson_upper(3, 50, 1e-14) == pytest.approx(0.5777331432773347, rel=1e-14)
+    assert clopper_pearson_lower(10, 200, 1e-10) == pytest.approx(0.00241536636866004, rel=1e-14)
+    assert clopper_pearson_lower(3, 50, 1e-14) == pytest.approx(7.990710325638257e-07, rel=1e-14)
 
 
 def test_event_families():

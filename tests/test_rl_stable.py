@@ -14,8 +14,8 @@ from bandit_unlearning.experiments.rl_stable import safe_slope, stable_regret_cu
 from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
 from bandit_unlearning.rl.mdp import regret
 from bandit_unlearning.rl.stable import (
-    EpisodeOracle, PolicyUpdate, episode_users, rho_theorem, run_policies, run_regret, stable_sigma,
-    stable_ucbvi, theorem_41_terms,
+    EpisodeOracle, EpisodeUser, PolicyUpdate, episode_users, population_users, rho_theorem, run_policies, run_regret,
+    stable_sigma, stable_ucbvi, theorem_41_terms,
 )
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, episode_statistics, run_ucbvi, ucbvi_update
 
@@ -52,12 +52,12 @@ def test_learner_fields_and_tree_factory_passthrough():
             built.append((d, sigma, capacity))
             super().__init__(d, sigma, capacity)
 
-    learner = stable_ucbvi(RIVER, 20, 0.5, seed=3, tree_factory=RecordingTree)
+    learner = stable_ucbvi(RIVER, 20, 0.5, tree_factory=RecordingTree)
     assert isinstance(learner, PrefixSumLearner)
     assert learner.d == StatsLayout.of(RIVER).d == 2 * 6 * 2 * 5 + 36 * 2 * 5
     assert learner.B == pytest.approx(math.sqrt(15))
     assert learner.sigma == stable_sigma(0.5, 5, 20) == learner.update.config.sigma
-    assert learner.oracle.mdp is RIVER and learner.oracle.seed == 3
+    assert learner.oracle.mdp is RIVER and not hasattr(learner.oracle, "seed")      # the oracle holds no user key
     assert np.array_equal(learner.initial_model, np.zeros((5, 6), dtype=np.int64))
     run = train(learner, episode_users(20), np.random.default_rng(0))
     assert built == [(learner.d, learner.sigma, 20)] and isinstance(run.tree, RecordingTree)
@@ -77,7 +77,6 @@ def test_learner_fields_and_tree_factory_passthrough():
     (dict(rho=1.0, delta=1.5), ValueError),
     (dict(rho=1.0, bonus_scale=-1.0), ValueError),
     (dict(rho=1.0, reward_noise="gaussian"), ValueError),
-    (dict(rho=1.0, seed=-1), ValueError),
 ])
 def test_stable_ucbvi_bad_input(kwargs, error):
     args = dict(mdp=RIVER, T=50) | kwargs
@@ -88,14 +87,14 @@ def test_stable_ucbvi_bad_input(kwargs, error):
 @pytest.mark.parametrize("mdp, T, scale", [(riverswim(horizon=6), 300, 0.05), (riverswim(horizon=6), 200, 1.0),
                                           (garnet(4, 3, 2, 4, np.random.default_rng(1)), 200, 0.05)])
 def test_zero_noise_is_exactly_run_ucbvi(mdp, T, scale):
-    learner = stable_ucbvi(mdp, T, math.inf, seed=11, bonus_scale=scale)
-    run = train(learner, episode_users(T), np.random.default_rng(0))
+    learner = stable_ucbvi(mdp, T, math.inf, bonus_scale=scale)
+    run = train(learner, population_users(mdp, 11, T), np.random.default_rng(0))
     assert np.array_equal(run_policies(run), run_ucbvi(mdp, T, seed=11, bonus_scale=scale).policies)
 
 
 def test_policies_are_readonly_and_update_is_ucbvi_update():
-    learner = stable_ucbvi(RIVER, 30, 2.0, seed=1)
-    run = train(learner, episode_users(30), np.random.default_rng(2))
+    learner = stable_ucbvi(RIVER, 30, 2.0)
+    run = train(learner, episode_users(30, np.random.default_rng(1)), np.random.default_rng(2))
     for t, w in enumerate(run.models[1:], start=1):
         assert not w.flags.writeable
         assert np.array_equal(w, ucbvi_update(run.noisy_prefix_sum(t), learner.update.config))
@@ -105,12 +104,12 @@ def test_policies_are_readonly_and_update_is_ucbvi_update():
 
 def test_unlearning_the_stable_learner_replays_exactly():
     """Deletions at several positions (small sigma: retraining happens) leave runs that verify."""
-    learner = stable_ucbvi(RIVER, 16, sigma=0.7, seed=4, bonus_scale=0.05)
-    run = train(learner, episode_users(16), np.random.default_rng(5))
+    learner = stable_ucbvi(RIVER, 16, sigma=0.7, bonus_scale=0.05)
+    run = train(learner, population_users(RIVER, 4, 16), np.random.default_rng(5))
     rng = np.random.default_rng(6)
     retrained = 0
     for t in (1, 6, 16, 9):
-        new, rec = unlearn(run, t, rng)
+        new, rec = unlearn(run, t, rng, diagnostics=True)
         verify_run(new)
         assert new.users[t - 1] is ZERO_USER and rec.shift_norm <= learner.B + 1e-12
         assert np.array_equal(new.tree.leaf(t), np.zeros(learner.d))
@@ -122,12 +121,14 @@ def test_unlearning_the_stable_learner_replays_exactly():
 # --- the oracle -----------------------------------------------------------------------------------
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**40), st.integers(0, 2**31), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4))
-def test_oracle_equals_episode_statistics(user, seed, S, A, H):
+def test_oracle_equals_episode_statistics(i, seed, S, A, H):
+    """The oracle on user i of a population == chapter B5/B6's statistics of user i of that population."""
     mdp = garnet(S, A, min(S, 2), H, np.random.default_rng(seed))
     policy = np.random.default_rng(seed + 1).integers(0, A, size=(H, S))
-    oracle = EpisodeOracle(mdp, seed=seed % 1000)
+    oracle = EpisodeOracle(mdp)
+    user = population_users(mdp, seed % 1000, 1, start=i)[0]
     idx, val = oracle.sparse(user, 1, policy)
-    ref_idx, ref_val = episode_statistics(mdp, policy, user, seed=seed % 1000)
+    ref_idx, ref_val = episode_statistics(mdp, policy, i, seed=seed % 1000)
     assert np.array_equal(idx, ref_idx) and np.array_equal(val, ref_val)
     x = oracle(user, 1, policy)
     assert np.array_equal(x, StatsLayout.of(mdp).densify(idx, val))
@@ -136,30 +137,31 @@ def test_oracle_equals_episode_statistics(user, seed, S, A, H):
 
 
 def test_oracle_zero_user_and_bad_input():
-    oracle = EpisodeOracle(RIVER, seed=2)
+    oracle = EpisodeOracle(RIVER)
     pi = np.zeros((5, 6), dtype=np.int64)
+    user = population_users(RIVER, 2, 1, start=3)[0]
     assert np.array_equal(oracle(ZERO_USER, 1, pi), np.zeros(oracle.d))
     assert oracle.sparse(ZERO_USER, 1, pi)[0].size == 0
-    before = oracle(3, 1, pi)
+    before = oracle(user, 1, pi)
     for bad_policy in (np.zeros((6, 5), dtype=int), np.zeros((5, 6)) + 0.5, np.full((5, 6), 2), np.full((5, 6), -1),
                        np.zeros((2, 5, 6), dtype=int)):
         with pytest.raises(ValueError, match="polic"):
-            oracle(3, 1, bad_policy)
-    with pytest.raises(ValueError, match="user keys"):
-        oracle(-1, 1, pi)
-    with pytest.raises(TypeError, match="integer key"):
-        oracle(1.5, 1, pi)
-    with pytest.raises(TypeError, match="integer key"):
-        oracle(True, 1, pi)
+            oracle(user, 1, bad_policy)
+    for bad_key in (-1, 2**64, 1.5, True):
+        with pytest.raises(ValueError, match="key"):
+            EpisodeUser(bad_key)
+    for not_a_user in (3, 1.5, True, "alice"):                             # positions are not users
+        with pytest.raises(TypeError, match="EpisodeUser"):
+            oracle(not_a_user, 1, pi)
     with pytest.raises(TypeError, match="TabularMDP"):
         EpisodeOracle("riverswim")
     with pytest.raises(ValueError):
         EpisodeOracle(RIVER, reward_noise="gaussian")
-    assert np.array_equal(oracle(3, 1, pi), before)                         # refused calls changed nothing
+    assert np.array_equal(oracle(user, 1, pi), before)                      # refused calls changed nothing
 
 
 def test_run_policies_and_regret():
-    learner = stable_ucbvi(RIVER, 25, 1.0, seed=9)
+    learner = stable_ucbvi(RIVER, 25, 1.0)
     run = train(learner, episode_users(25), np.random.default_rng(1))
     pols = run_policies(run)
     assert pols.shape == (25, 5, 6)
@@ -171,9 +173,18 @@ def test_run_policies_and_regret():
 
 
 def test_episode_users():
-    assert episode_users(3) == (0, 1, 2) and episode_users(2, start=5) == (5, 6) and episode_users(0) == ()
+    fresh, again = episode_users(50), episode_users(50)                     # OS entropy: independent keys
+    assert len({u.key for u in fresh + again}) == 100 and episode_users(0) == ()
+    assert all(isinstance(u, EpisodeUser) and "key" not in repr(u).replace("key hidden", "") for u in fresh)
+    seeded = episode_users(5, np.random.default_rng(3))                     # the reproducible opt-in
+    assert seeded == episode_users(5, np.random.default_rng(3))
+    raw = set(np.random.default_rng(3).bit_generator.random_raw(1000).tolist())
+    assert not any(u.key in raw for u in seeded)                             # keys are not raw generator words
+    assert population_users(RIVER, 7, 2, start=5) == population_users(RIVER, 7, 7)[5:]
     with pytest.raises(ValueError):
         episode_users(-1)
+    with pytest.raises(TypeError):
+        episode_users(3, 7)
 
 
 # --- Theorem 4.1's terms ----------------------------------------------------------------------------

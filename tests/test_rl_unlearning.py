@@ -10,14 +10,14 @@ from bandit_unlearning.experiments.rl_unlearning import (
 )
 from bandit_unlearning.rl.envs import riverswim
 from bandit_unlearning.rl.mdp import regret
-from bandit_unlearning.rl.stable import episode_users, run_policies, stable_ucbvi
+from bandit_unlearning.rl.stable import population_users, run_policies, stable_ucbvi
 
 MDP = riverswim(horizon=3)
 
 
 def _run(seed=0, T=8):
-    learner = stable_ucbvi(MDP, T, sigma=0.5, seed=3, bonus_scale=0.05)
-    return train(learner, episode_users(T), np.random.default_rng(seed))
+    learner = stable_ucbvi(MDP, T, sigma=0.5, bonus_scale=0.05)
+    return train(learner, population_users(MDP, 3, T), np.random.default_rng(seed))
 
 
 def test_rl_run_statistics():
@@ -45,8 +45,8 @@ def test_policy_code_and_memoised_regret():
 def test_battery_detects_a_broken_variant_on_rl_runs():
     """A small version of chapter B8's experiment: always-accept is caught, the correct algorithm is not."""
     rng, cache, t = np.random.default_rng(1), {}, 4
-    learner = stable_ucbvi(MDP, 8, sigma=0.5, seed=3, bonus_scale=0.05)
-    users = episode_users(8)
+    learner = stable_ucbvi(MDP, 8, sigma=0.5, bonus_scale=0.05)
+    users = population_users(MDP, 3, 8)
     dummy = users[: t - 1] + (ZERO_USER,) + users[t:]
     D, U, broken = [], [], []
     for _ in range(60):

@@ -16,9 +16,16 @@ and ``notebooks/rl/10_light_tree.py``):
   default ``tree_factory``;
 * ``bandit_unlearning.exact.learner`` -- ``PrefixSumLearner(d, sigma, oracle, update, initial_model,
   B, tree_factory)``, ``train``, ``extend``, ``unlearn`` (Algorithm 3) returning an immutable ``Run`` and
-  an ``UnlearnRecord``, ``verify_run``, replayable users (``ReplayableUser``, ``replayable_users``) and
-  the default dummy ``ZERO_USER``;
-* ``bandit_unlearning.exact.bandit`` -- the first instance: UCB for an online multi-armed bandit.
+  an ``UnlearnRecord`` (data-independent by default; ``diagnostics=True`` adds the deleted statistic's
+  shift and exact cost), ``verify_run``, replayable users (``ReplayableUser``, ``replayable_users``) and
+  the default dummy ``ZERO_USER``.  Every ``rng`` defaults to fresh OS entropy; a seeded generator is
+  an opt-in whose seed is key material;
+* ``bandit_unlearning.exact.bandit`` -- the first instance: UCB for an online multi-armed bandit;
+* ``bandit_unlearning.exact.linucb`` -- TV-stable disjoint LinUCB (chapter B12, ``notebooks/rl/12_linucb.py``):
+  per-user statistics ``x x^T`` and ``r x`` in the chosen arm's block, the noisy Gram matrix shifted by a
+  spectral-norm bound, a widened confidence radius;
+* ``bandit_unlearning.exact.registry`` -- deleting a user, not a step (chapter B11,
+  ``notebooks/rl/11_delete_by_user.py``): ``user_steps``, ``unlearn_user``.
 
 The TV distance and the maximal coupling of Gaussians live in ``bandit_unlearning.privacy.coupling``;
 cost measurements in ``bandit_unlearning.experiments.unlearning_cost``; the exactness battery in

@@ -44,10 +44,16 @@ class BanditUser:
         r.setflags(write=False)
         object.__setattr__(self, "rewards", r)
 
+    def __setstate__(self, state):
+        """Unpickling makes a fresh, writeable array: read-only again."""
+        self.__dict__.update(state)
+        self.rewards.setflags(write=False)
 
-def bandit_users(means, n: int, seed: int, start: int = 0) -> tuple:
+
+def bandit_users(means, n: int, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1``: user ``i`` has Bernoulli(``means[a]``) rewards drawn from its own
-    key (``replayable_users(seed, ...)``), so any user can be rebuilt on its own."""
+    key (``replayable_users(seed, ...)``), so any user can be rebuilt from the seed -- an opt-in for
+    reproducible research; the default ``seed=None`` draws every key from OS entropy."""
     means = as_array(means, "means").astype(float)
     if means.ndim != 1 or means.size < 1 or not np.isfinite(means).all() or np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must be a non-empty 1-D array in [0, 1], got {means}")

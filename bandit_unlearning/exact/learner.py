@@ -13,7 +13,13 @@ A learner is ``PrefixSumLearner(d, sigma, oracle, update, initial_model, B, tree
 * ``initial_model``: ``w_1``.
 
 ``train`` runs Algorithm 2, ``unlearn`` Algorithm 3 (replacing a user by a dummy, ``ZERO_USER`` by
-default: zero statistics), ``verify_run`` replays a run and checks it.  Runs are immutable.
+default: zero statistics), ``verify_run`` replays a run and checks it.  Runs are immutable (also
+after a pickle round trip).
+
+Secrets: every ``rng`` defaults to ``None``, a generator seeded from the operating system's entropy;
+passing a seeded generator is an opt-in for reproducibility, and its seed is then key material (it
+regenerates the tree's noise).  What ``unlearn`` returns carries nothing computed from the deleted
+user's statistic unless ``diagnostics=True`` is asked for.
 """
 
 __all__ = [
@@ -22,6 +28,9 @@ __all__ = [
     "replayable_users",
     "PrefixSumLearner",
     "Run",
+    "path_retrain_probability",
+    "path_expected_steps",
+    "UnlearnDiagnostics",
     "UnlearnRecord",
     "train",
     "extend",
@@ -31,6 +40,7 @@ __all__ = [
 ]
 
 
+import secrets
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Callable
 
@@ -38,8 +48,20 @@ import numpy as np
 
 from bandit_unlearning.checks import as_array, as_generator, check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at
-from bandit_unlearning.privacy.coupling import check_sigma
+from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
+from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+
+
+def _freeze_arrays(value) -> None:
+    """Make every numpy array in ``value`` (through tuples, lists and dicts) read-only."""
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _freeze_arrays(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _freeze_arrays(v)
 
 
 class _ZeroUser:
@@ -98,9 +120,15 @@ class ReplayableUser:
         return self.generator(*address).random(shape)
 
 
-def replayable_users(seed: int, n: int, start: int = 0) -> tuple:
-    """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``."""
-    seed, n, start = check_int(seed, "seed", 0), check_int(n, "n", 0), check_int(start, "start", 0)
+def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
+    """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``, so that
+    any user can be rebuilt from the seed alone -- the seed is key material (an opt-in for
+    reproducible research).  ``seed=None``: ``n`` independent keys from the operating system's
+    entropy (``secrets``), which nothing else can rebuild."""
+    n, start = check_int(n, "n", 0), check_int(start, "start", 0)
+    if seed is None:
+        return tuple(ReplayableUser(secrets.randbits(128)) for _ in range(n))
+    seed = check_int(seed, "seed", 0)
     users = []
     for i in range(start, start + n):
         words = np.random.SeedSequence(seed, spawn_key=(i,)).generate_state(2, np.uint64)
@@ -141,6 +169,11 @@ class PrefixSumLearner:
         if self.check_user is not None:
             check_callable(self.check_user, "check_user")
         check_instance(self.name, str, "name")
+
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: a read-only ``initial_model`` stays read-only."""
+        self.__dict__.update(state)
+        _freeze_arrays(self.initial_model)
 
     def statistics(self, user, t: int, model) -> np.ndarray:
         """``EO_t(user; w_t)``, validated (shape ``(d,)``, finite); ``ZERO_USER`` gives zeros."""
@@ -196,31 +229,70 @@ class Run:
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         return self.tree.noisy_prefix_sum(t)
 
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: the recorded models are made read-only again
+        (the tree re-freezes itself)."""
+        self.__dict__.update(state)
+        _freeze_arrays(self.models)
+
+
+def path_retrain_probability(tv: float, path) -> float:
+    """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
+    path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
+    return float(1 - (1 - tv) ** len(path))
+
+
+def path_expected_steps(tv: float, path, T: int) -> float:
+    """``sum_k (1 - tv)^k tv (T - r_k)``: the expected steps re-run when the ``k``-th path node
+    (last leaf ``r_k``) rejects with probability ``tv`` given that the ones below it were kept."""
+    return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
+
+
+@dataclass(frozen=True)
+class UnlearnDiagnostics:
+    """Numbers computed from the deleted user's statistic ``x_t`` -- for experiments, never by default.
+
+    ``shift_norm``: ``||x_t - x'_t||`` (against the zero dummy, for the UCB bandit ``sqrt(1 + r^2)``
+    gives the deleted reward and for TV-stable UCB-VI ``||x_t||^2 - 2H`` is the deleted episode's
+    return); ``tv_per_node``: ``2 Phi(shift_norm / (2 sigma)) - 1``; ``retrain_probability`` and
+    ``expected_steps_recomputed``: the exact retraining probability and expected cost of this request.
+    """
+
+    shift_norm: float
+    tv_per_node: float
+    retrain_probability: float
+    expected_steps_recomputed: float
+
 
 @dataclass(frozen=True)
 class UnlearnRecord:
-    """What one call of ``unlearn`` did (Algorithm 3).
+    """What one call of ``unlearn`` did (Algorithm 3) -- by default nothing computed from the deleted data.
 
-    ``shift_norm`` is ``||x_t - x'_t||`` and ``B`` the learner's sensitivity bound (SPEC E8);
-    ``tv_per_node = 2 Phi(shift_norm / (2 sigma)) - 1``; ``path`` the complete nodes over leaf ``t``;
-    ``accepted`` / ``rejected`` / ``regenerated`` as in ``PathCoupling``; ``restart``: steps
-    ``restart+1 .. T`` were re-run (``steps_recomputed`` of them); ``retrain_probability`` the exact
-    ``1 - prod_b (1 - TV_b)`` and ``expected_steps_recomputed`` its cost counterpart for this request.
+    Data-independent: ``t``, ``T``, the learner's ``B`` (sensitivity bound, ``None`` if unknown) and
+    ``sigma``, ``path`` (the complete nodes over leaf ``t``); the worst-case cost of a request at
+    ``t`` for a shift of norm ``B``: ``tv_bound = 2 Phi(B / (2 sigma)) - 1`` per node,
+    ``retrain_probability_bound`` and ``expected_steps_bound`` (``None`` without ``B``).  The
+    coupling's outcomes, part of what the algorithm visibly does: ``accepted`` / ``rejected`` /
+    ``regenerated`` as in ``PathCoupling``, ``restart`` (steps ``restart+1 .. T`` were re-run,
+    ``steps_recomputed`` of them).  ``diagnostics``: an ``UnlearnDiagnostics`` only if ``unlearn`` was
+    called with ``diagnostics=True``; its fields are also attributes of the record
+    (``record.shift_norm``, ...), which raise ``AttributeError`` without it.
     """
 
     t: int
     T: int
-    shift_norm: float
     B: float | None
-    tv_per_node: float
+    sigma: float
     path: tuple
     accepted: tuple
     rejected: Any
     regenerated: tuple
     restart: int
     steps_recomputed: int
-    retrain_probability: float
-    expected_steps_recomputed: float
+    tv_bound: float | None
+    retrain_probability_bound: float | None
+    expected_steps_bound: float | None
+    diagnostics: UnlearnDiagnostics | None = None
 
     def __post_init__(self):
         T = check_int(self.T, "T", 1)
@@ -230,6 +302,17 @@ class UnlearnRecord:
     @property
     def retrained(self) -> bool:
         return self.rejected is not None
+
+    def _diagnostic(self, name: str) -> float:
+        if self.diagnostics is None:
+            raise AttributeError(f"{name} is computed from the deleted user's statistic and is not "
+                                 "recorded by default: call unlearn(..., diagnostics=True)")
+        return getattr(self.diagnostics, name)
+
+    shift_norm = property(lambda self: self._diagnostic("shift_norm"))
+    tv_per_node = property(lambda self: self._diagnostic("tv_per_node"))
+    retrain_probability = property(lambda self: self._diagnostic("retrain_probability"))
+    expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
 def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
@@ -253,11 +336,12 @@ def _check_users(users, learner: PrefixSumLearner) -> tuple:
     return users
 
 
-def train(learner: PrefixSumLearner, users, rng: np.random.Generator, capacity: int | None = None) -> Run:
+def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
+          capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
-    noise from ``rng`` (a Generator, None -- fresh OS entropy -- or an int seed).  ``capacity``: steps
-    to preallocate the tree for (default ``T``).  Every user is checked (``learner.check_user``)
-    before the first step."""
+    noise from ``rng`` (default: OS entropy; a seeded generator or an int seed makes the run
+    reproducible and its seed key material).  ``capacity``: steps to preallocate the tree for (default
+    ``T``).  Every user is checked (``learner.check_user``) before the first step."""
     check_instance(learner, PrefixSumLearner, "learner")
     users = _check_users(users, learner)
     if len(users) < 1:
@@ -270,7 +354,7 @@ def train(learner: PrefixSumLearner, users, rng: np.random.Generator, capacity: 
     return Run(learner, users, tuple(models), tree.freeze())
 
 
-def extend(run: Run, users, rng: np.random.Generator) -> Run:
+def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     """Continue ``run`` with more users (the tree is anytime); returns a new run.  Every new user is
     checked before the first step."""
     check_instance(run, Run, "run")
@@ -282,23 +366,33 @@ def extend(run: Run, users, rng: np.random.Generator) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-def unlearn(run: Run, t: int, rng: np.random.Generator, dummy=ZERO_USER):
+def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO_USER,
+            diagnostics: bool = False):
     """Algorithm 3: delete user ``t`` (1-based) by replacing it with ``dummy``.
 
     Couples the path of leaf ``t`` node by node (``tree.unlearn_leaf``); on a rejection at node ``b``
-    re-runs steps ``r_b + 1 .. T`` with the same users and the new models (fresh noise from ``rng``).
-    Returns ``(new_run, UnlearnRecord)``; ``run`` itself is never modified.  Raises ``ValueError``
-    for a step outside ``[1, T]``, an already deleted step, or invalid dummy statistics.
+    re-runs steps ``r_b + 1 .. T`` with the same users and the new models (fresh noise from ``rng``,
+    default: OS entropy).  Returns ``(new_run, UnlearnRecord)``; ``run`` itself is never modified.
+    The record carries nothing computed from the deleted statistic unless ``diagnostics=True``
+    (then ``record.diagnostics`` holds the shift norm, its TV and the exact retraining probability and
+    expected cost of this request -- for cost experiments; they reveal the deleted statistic's norm).
+    Raises ``ValueError`` for a step outside ``[1, T]``, an already deleted step, or invalid dummy
+    statistics, and ``TypeError`` for a bad ``rng``.
     """
     check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
+    rng = resolve_rng(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
         learner.check_user(dummy)
     rng = as_generator(rng)
     x_new = learner.statistics(dummy, t, run.models[t - 1])
+    details = None
+    if diagnostics:
+        x_old = run.tree.leaf(t)
+        shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, learner.sigma)
     tree = run.tree.copy()
     coupling = tree.unlearn_leaf(t, x_new, rng)
     users = run.users[: t - 1] + (dummy,) + run.users[t:]
@@ -309,12 +403,18 @@ def unlearn(run: Run, t: int, rng: np.random.Generator, dummy=ZERO_USER):
         models.append(learner.update(tree.noisy_prefix_sum(r), r, models[r - 1]))
         _run_steps(learner, users, tree, models, rng)
         models = tuple(models)
+    path = coupling.path
+    if diagnostics:
+        details = UnlearnDiagnostics(shift, tv, path_retrain_probability(tv, path),
+                                     path_expected_steps(tv, path, run.T))
+    tv_B = None if learner.B is None else tv_gaussians([0.0], [learner.B], learner.sigma)
     record = UnlearnRecord(
-        t=t, T=run.T, shift_norm=coupling.shift_norm, B=learner.B, tv_per_node=coupling.tv_per_node,
-        path=coupling.path, accepted=coupling.accepted, rejected=coupling.rejected,
-        regenerated=coupling.regenerated, restart=coupling.restart,
-        steps_recomputed=run.T - coupling.restart, retrain_probability=coupling.retrain_probability,
-        expected_steps_recomputed=coupling.expected_steps_recomputed,
+        t=t, T=run.T, B=learner.B, sigma=learner.sigma, path=path, accepted=coupling.accepted,
+        rejected=coupling.rejected, regenerated=coupling.regenerated, restart=coupling.restart,
+        steps_recomputed=run.T - coupling.restart, tv_bound=tv_B,
+        retrain_probability_bound=None if tv_B is None else path_retrain_probability(tv_B, path),
+        expected_steps_bound=None if tv_B is None else path_expected_steps(tv_B, path, run.T),
+        diagnostics=details,
     )
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 

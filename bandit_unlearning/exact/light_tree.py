@@ -31,7 +31,7 @@ from bandit_unlearning.exact.tree import (
     KEY_WORDS, BinaryTree, Node, PathCoupling, _as_node, _decomposition_rows, check_int, coupling_accepts,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
 )
-from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.privacy.coupling import check_sigma
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -45,9 +45,10 @@ class LightTree:
     ``d``, ``sigma``, ``capacity`` as for ``BinaryTree`` (``capacity`` preallocates the leaf pointers
     and the key table; everything grows by doubling).  Memory: 12 bytes per stored non-zero, 24 bytes
     per complete node, ``O(d log T)`` for the decomposition, plus ``8 d`` bytes per node touched by an
-    unlearning request.  ``rng`` is used exactly as by ``BinaryTree``: ``append`` draws the keys of
-    the completed nodes; ``unlearn_leaf`` one uniform per visited node, then the keys of the
-    regenerated nodes.
+    unlearning request.  ``rng`` is used exactly as by ``BinaryTree`` (default: fresh OS entropy):
+    ``append`` draws the keys of the completed nodes; ``unlearn_leaf`` one uniform per visited node,
+    then the keys of the regenerated nodes.  The stored keys are secrets (chapter B2): whoever holds
+    them holds the noise.  A frozen tree stays frozen through a pickle round trip.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -176,7 +177,7 @@ class LightTree:
         self._stack = stack
 
     # --- Algorithm 2: TreeUpdate and GetNoisyPrefixSum ------------------------------------------
-    def append(self, x, rng: np.random.Generator) -> None:
+    def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x`` (stored sparsely); the nodes ending at
         ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated."""
         self._check_mutable()
@@ -280,10 +281,24 @@ class LightTree:
             a.setflags(write=False)
         return self
 
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: make read-only again what was read-only."""
+        self.__dict__.update(state)
+        for noisy in self._touched.values():
+            _readonly(noisy)
+        for _, noisy, partial in self._stack:
+            _readonly(noisy), _readonly(partial)
+        if self._frozen:
+            self.freeze()
+
     def _cut(self, n: int):
-        """Keep the first ``n`` steps: later keys are erased and later touched nodes dropped."""
-        rows = n_nodes(n)
+        """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
+        touched nodes dropped."""
+        rows, first, last = n_nodes(n), int(self._ptr[n]), int(self._ptr[self._n])
         self._keys[rows:self.n_nodes] = 0
+        self._idx[first:last] = 0
+        self._val[first:last] = 0
+        self._ptr[n + 1:self._n + 1] = 0
         self._touched = {p: v for p, v in self._touched.items() if p < rows}
         self._n = n
 
@@ -308,7 +323,7 @@ class LightTree:
         self._ptr[t:self._n + 1] += grow
 
     # --- the tree's half of Algorithm 3 ---------------------------------------------------------
-    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator) -> PathCoupling:
+    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path (Algorithm 3), exactly as
         ``BinaryTree.unlearn_leaf``, with the same draws from ``rng``.
 
@@ -325,8 +340,6 @@ class LightTree:
         x_new = np.zeros(self._d)
         x_new[idx_new] = val_new
         S = np.flatnonzero(x_old - x_new)
-        shift = float(np.linalg.norm(x_old - x_new))
-        tv = tv_gaussians(x_old, x_new, self._sigma)
         replace = (t, idx_new.astype(np.int32), val_new)
         accepted = []
         for k, b in enumerate(path):
@@ -350,7 +363,7 @@ class LightTree:
             self._set_leaf(*replace)
             self._cut(b.end)
             self._rebuild_stack(keep_below=n_nodes(t - 1))
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
+            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
         if S.size:
             self._set_leaf(*replace)                     # every noisy value kept: D(n) unchanged
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)

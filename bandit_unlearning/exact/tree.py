@@ -6,8 +6,9 @@ calibration and accuracy radius, and the tree's half of Algorithm 3 (coupling on
 Leaves are the time steps ``1, 2, ...``.  ``Node(level, index)`` is the dyadic interval of leaves
 ``[index * 2**level + 1, (index + 1) * 2**level]``.  A node is *complete* once its last leaf has
 arrived; only complete nodes carry values and noise.  When a node completes it gets a 192-bit key
-from the algorithm's generator (``draw_node_keys``) and its noise is ``node_noise(key)``, so noise
-can be regenerated from 24 bytes.  ``BinaryTree`` stores the complete nodes in **post-order**
+(``draw_node_keys``: a one-way hash of fresh words of the algorithm's generator, which is seeded from
+the operating system's entropy unless the caller passes a seeded one) and its noise is
+``node_noise(key)``, so noise can be regenerated from 24 bytes -- keys are secrets.  ``BinaryTree`` stores the complete nodes in **post-order**
 (children first, i.e. sorted by ``(end, level)``), one row per node, in two growing arrays (clean
 and noisy values): the post-order position of a node never changes as the tree grows, so the anytime
 tree is an append-only list of rows, and truncating it to its first ``r`` steps keeps a prefix of the
@@ -17,8 +18,9 @@ memory-light tree (``bandit_unlearning.exact.light_tree``) reproduces them bit f
 
 The tree interface the learner of ``bandit_unlearning.exact.learner`` relies on (``LightTree`` offers
 the same): ``BinaryTree(d, sigma, capacity=1)``; attributes ``d``, ``sigma``, ``n_leaves``,
-``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``, ``copy()``,
-``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``; and, for checks and cost analysis,
+``frozen``; ``append(x, rng=None)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``, ``copy()``,
+``freeze()``, ``unlearn_leaf(t, x_new, rng=None) -> PathCoupling``; and, for checks and cost
+analysis,
 ``clean(node)`` and ``noisy(node)`` of complete nodes.  Statistics are dense
 vectors of shape ``(d,)`` or ``SparseStatistic(indices, values)``.
 """
@@ -44,6 +46,7 @@ __all__ = [
     "statistic_dense",
     "statistic_sparse",
     "KEY_WORDS",
+    "resolve_rng",
     "draw_node_keys",
     "node_noise",
     "coupling_accepts",
@@ -53,13 +56,14 @@ __all__ = [
 ]
 
 
+import hashlib
 import math
 import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import erf, ndtri
+from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning import checks as _checks
@@ -202,12 +206,13 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
 
 def sigma_exact(rho: float, B: float, T: int) -> float:
     """Smallest ``sigma`` with ``2 Phi(B sqrt(n) / (2 sigma)) - 1 = rho``, ``n = floor(log2 T) + 1``:
-    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2))``.  Needs ``0 < rho < 1``."""
+    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2)) = B sqrt(n) / (2 sqrt(2) erfinv(rho))`` (erfinv keeps the
+    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``."""
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
     n = path_length(T)
-    return float(B * np.sqrt(n) / (2 * ndtri((1 + rho) / 2)))
+    return float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho)))
 
 
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:
@@ -320,17 +325,35 @@ def statistic_sparse(x, d: int, name: str = "x"):
 
 
 KEY_WORDS = 3
+_KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
 _NOISE_BITS = np.random.SFC64(0)                 # re-used for speed; fully reset from the key per call
 _NOISE_GEN = np.random.Generator(_NOISE_BITS)
 _NOISE_LOCK = threading.Lock()
 
 
+def resolve_rng(rng) -> np.random.Generator:
+    """The generator to draw from: ``rng`` itself, or for ``None`` a new generator seeded from the
+    operating system's entropy (``np.random.default_rng()``).  A seeded generator is the caller's
+    opt-in for reproducibility, and its seed is then key material.  Anything else: ``TypeError``."""
+    if rng is None:
+        return np.random.default_rng()
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator or None (fresh OS entropy), got {type(rng).__name__}")
+    return rng
+
+
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
-    """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64): raw 64-bit words of the algorithm's
-    generator (``rng.bit_generator.random_raw``; ``rng``: a Generator, None -- OS entropy -- or an int seed)."""
+    """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
+    (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
+    ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
+    the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
     k = check_int(k, "k", 0)
     rng = as_generator(rng)
-    return rng.bit_generator.random_raw(k * KEY_WORDS).reshape(k, KEY_WORDS)
+    width = 8 * KEY_WORDS
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
+    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=_KEY_PERSON).digest()
+                       for i in range(0, len(raw), width))
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64).reshape(k, KEY_WORDS)
 
 
 def _node_key(key) -> np.ndarray:
@@ -409,8 +432,8 @@ class PathCoupling:
     value was kept; ``rejected``: the node whose value was reflected (``None`` if all were kept);
     ``regenerated``: ancestors of ``rejected`` ending at the same leaf, given fresh noise;
     ``restart``: number of steps still valid (``rejected.end``, or ``n_leaves`` if nothing was
-    rejected) -- the learner re-runs steps ``restart + 1 .. n_leaves``; ``shift_norm``:
-    ``||x_t - x'_t||``; ``tv_per_node``: ``2 Phi(shift_norm / (2 sigma)) - 1``.
+    rejected) -- the learner re-runs steps ``restart + 1 .. n_leaves``.  Nothing else: the record
+    holds the coupling's outcomes, no number computed from the deleted statistic.
     """
 
     t: int
@@ -420,8 +443,6 @@ class PathCoupling:
     rejected: Node | None
     regenerated: tuple
     restart: int
-    shift_norm: float
-    tv_per_node: float
 
     def __post_init__(self):
         n = check_int(self.n_leaves, "n_leaves", 1)
@@ -437,16 +458,6 @@ class PathCoupling:
     def steps_recomputed(self) -> int:
         return self.n_leaves - self.restart
 
-    @property
-    def retrain_probability(self) -> float:
-        """Exact probability of a rejection on this path: ``1 - prod_b (1 - TV_b)`` (SPEC E11)."""
-        return float(1 - (1 - self.tv_per_node) ** len(self.path))
-
-    @property
-    def expected_steps_recomputed(self) -> float:
-        """``sum_k (1 - TV)^k TV (n_leaves - end of the k-th path node)``."""
-        tv = self.tv_per_node
-        return float(sum((1 - tv) ** k * tv * (self.n_leaves - b.end) for k, b in enumerate(self.path)))
 
 
 class BinaryTree:
@@ -455,10 +466,10 @@ class BinaryTree:
 
     ``d``: dimension of the statistics; ``sigma``: noise scale (``0`` = no noise, the non-private
     reference); ``capacity``: number of steps to preallocate for (the tree doubles beyond it).
-    Each completed node gets a key from the ``rng`` passed to ``append`` and the noise
-    ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the canonical
-    arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation; ``copy()`` is
-    mutable.
+    Each completed node gets a key from the ``rng`` passed to ``append`` (default: fresh OS entropy)
+    and the noise ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the
+    canonical arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation, also
+    after a pickle round trip (its arrays are made read-only again); ``copy()`` is mutable.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -528,7 +539,7 @@ class BinaryTree:
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
-    def append(self, x, rng: np.random.Generator) -> None:
+    def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
@@ -608,14 +619,27 @@ class BinaryTree:
         self._noisy.setflags(write=False)
         return self
 
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
+        self.__dict__.update(state)
+        if self._frozen:
+            self.freeze()
+
+    def _cut(self, n: int) -> None:
+        """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
+        rows, used = n_nodes(n), self.n_nodes
+        self._clean[rows:used] = 0
+        self._noisy[rows:used] = 0
+        self._n = n
+
     def truncate(self, n_leaves: int) -> None:
-        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows); steps appended
-        later complete their nodes afresh (new keys)."""
+        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
+        others); steps appended later complete their nodes afresh (new keys)."""
         self._check_mutable()
-        self._n = check_int(n_leaves, "n_leaves", 0, self._n)
+        self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
     # --- the tree's half of Algorithm 3 ---------------------------------------------------------
-    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator) -> PathCoupling:
+    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 
         Each complete path node gets its new clean value ``v'_b`` (running sum of its new leaves) and
@@ -634,8 +658,6 @@ class BinaryTree:
         clean, noisy = self._clean, self._noisy
         x_old = clean[n_nodes(t - 1)].copy()
         S = np.flatnonzero(x_old - x_new)
-        shift = float(np.linalg.norm(x_old - x_new))
-        tv = tv_gaussians(x_old, x_new, self._sigma)
         accepted = []
         for k, b in enumerate(path):                             # the leaf first: the sums above read it
             p = postorder_position(b)
@@ -652,6 +674,6 @@ class BinaryTree:
                 q = postorder_position(a)
                 clean[q] = self._running_sum(a.start, a.end)
                 np.add(clean[q], node_noise(key, self._d, self._sigma), out=noisy[q])
-            self._n = b.end
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+            self._cut(b.end)
+            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
+        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)

@@ -81,7 +81,6 @@ from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
     statistic_dense,
 )
-from bandit_unlearning.privacy.coupling import tv_gaussians
 
 
 class BrokenTree(BinaryTree):
@@ -90,15 +89,13 @@ class BrokenTree(BinaryTree):
 
     bug = None
 
-    def unlearn_leaf(self, t, x_new, rng):
+    def unlearn_leaf(self, t, x_new, rng=None):
         self._check_mutable()
         t = check_int(t, "t", 1, self.n_leaves)
         x_new = statistic_dense(x_new, self.d, "x_new")
         rng = as_generator(rng)
         n_before, path = self.n_leaves, leaf_path(t, self.n_leaves)
-        x_old = self.leaf(t)
-        S = np.flatnonzero(x_old - x_new)
-        shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, self.sigma)
+        S = np.flatnonzero(self.leaf(t) - x_new)
         clean, noisy, accepted = self._clean, self._noisy, []
         for k, b in enumerate(path):
             p = postorder_position(b)
@@ -113,16 +110,16 @@ class BrokenTree(BinaryTree):
             if self.bug == "no retrain":                       # update the clean values above, stop
                 for a in path[k + 1:]:
                     clean[postorder_position(a)] = self._running_sum(a.start, a.end)
-                return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+                return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
             regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
             keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
             for a, key in zip(regenerated, keys):
                 q = postorder_position(a)
                 clean[q] = self._running_sum(a.start, a.end)
                 noisy[q] = clean[q] + node_noise(key, self.d, self.sigma)
-            self._n = b.end
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+            self._cut(b.end)
+            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
+        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
 
 
 class AlwaysAccept(BrokenTree):

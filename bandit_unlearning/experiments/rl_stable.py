@@ -33,7 +33,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_regret import loglog_slope
 from bandit_unlearning.rl.mdp import TabularMDP, regret
-from bandit_unlearning.rl.stable import episode_users, run_policies, stable_sigma, stable_ucbvi, theorem_41_terms
+from bandit_unlearning.rl.stable import population_users, run_policies, stable_sigma, stable_ucbvi, theorem_41_terms
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
@@ -52,7 +52,8 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
                         bonus_scale: float = 1.0, calibration: str = "paper", delta: float = 0.1,
                         n_points: int = 40, tree_factory=LightTree, keep_policies: bool = False) -> dict:
     """One run of TV-stable UCB-VI (``rho = math.inf``: non-private ``run_ucbvi``) for ``T`` episodes of
-    the user population ``seed``, tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
+    the users ``0 .. T-1`` of the population ``seed`` (``population_users``: the same episodes in both
+    branches; a research opt-in), tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
     "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),
     "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``.
     ``rng``: a Generator, None (fresh OS entropy) or an int seed.  Every argument is checked first."""
@@ -70,8 +71,8 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
         policies = run_ucbvi(mdp, T, seed=seed, delta=delta, bonus_scale=bonus_scale).policies
     else:
         learner = stable_ucbvi(mdp, T, rho, calibration=calibration, delta=delta, bonus_scale=bonus_scale,
-                               seed=seed, tree_factory=tree_factory)
-        policies = run_policies(train(learner, episode_users(T), rng))
+                               tree_factory=tree_factory)
+        policies = run_policies(train(learner, population_users(mdp, seed, T), rng))
     cumulative = np.cumsum(regret(mdp, policies))
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curve = cumulative[ts - 1]

@@ -27,7 +27,9 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
-from bandit_unlearning.rl.stable import CALIBRATIONS, EpisodeOracle, episode_users, run_policies, stable_ucbvi
+from bandit_unlearning.rl.stable import (
+    CALIBRATIONS, EpisodeOracle, episode_users, population_users, run_policies, stable_ucbvi,
+)
 from bandit_unlearning.rl.ucbvi import StatsLayout
 
 
@@ -79,18 +81,22 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     return out
 
 
-def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng: np.random.Generator,
-                       seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0,
+def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng=None,
+                       seed: int | None = None, calibration: str = "paper", bonus_scale: float = 1.0,
                        tree_factory=LightTree) -> dict:
     """``measure_unlearning`` (chapter B4) of ``stable_ucbvi(mdp, T, rho)`` for every ``(rho, T)``:
-    ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed``, ``requests_per_run`` deletions
-    at uniformly random positions each.  Returns ``{(rho, T): measurements}``.  Every argument is checked
-    before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an int seed)."""
+    ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed`` (``population_users``; ``None``:
+    ``episode_users(T, rng)``), ``requests_per_run`` deletions at uniformly random positions each.
+    Returns ``{(rho, T): measurements}`` -- a cost experiment, whose exact per-request values are
+    computed from the deleted episodes (``diagnostics=True`` inside ``measure_unlearning``).  Every
+    argument is checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an
+    int seed)."""
     check_instance(mdp, TabularMDP, "mdp")
     Ts = check_int_array(Ts, "Ts", 2, ndim=1).tolist()
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
     n_runs, requests_per_run = check_int(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
-    seed = check_int(seed, "seed", 0, 2**64 - 1)
+    if seed is not None:
+        seed = check_int(seed, "seed", 0, 2**64 - 1)
     if not isinstance(calibration, str) or calibration not in CALIBRATIONS:
         raise (TypeError if not isinstance(calibration, str) else ValueError)(
             f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
@@ -98,13 +104,13 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     check_callable(tree_factory, "tree_factory")
     for T in Ts:                                       # every setting is legal before anything is drawn
         for rho in rhos:
-            stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, seed=seed,
-                         tree_factory=tree_factory)
+            stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
     rng = as_generator(rng)
     out = {}
     for T in Ts:
+        users = episode_users(T, rng) if seed is None else population_users(mdp, seed, T)
         for rho in rhos:
-            learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, seed=seed,
+            learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale,
                                    tree_factory=tree_factory)
-            out[float(rho), T] = measure_unlearning(learner, episode_users(T), n_runs, requests_per_run, rng)
+            out[float(rho), T] = measure_unlearning(learner, users, n_runs, requests_per_run, rng)
     return out

@@ -80,13 +80,14 @@ def conditional_retraining(run, t: int, dummy=None):
 
 
 def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_per_run: int,
-                       rng: np.random.Generator) -> dict:
+                       rng: np.random.Generator | None = None) -> dict:
     """Train ``n_runs`` runs on ``users``; apply ``requests_per_run`` deletions at uniformly random
     positions to each (every request on the original run).  Returns per-request arrays:
     ``retrained`` and ``cost`` (steps recomputed / T) as measured; ``conditional_probability`` and
     ``conditional_cost`` (exact given the run); ``retrain_probability`` and ``expected_cost``
-    (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  ``rng``: a Generator, None (fresh
-    OS entropy) or an int seed."""
+    (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  A cost experiment: the
+    exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
+    the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     check_instance(learner, PrefixSumLearner, "learner")
     n_runs = check_int(n_runs, "n_runs", 1)
     requests_per_run = check_int(requests_per_run, "requests_per_run", 1)
@@ -98,7 +99,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
         run = train(learner, users, rng)
         for t in rng.integers(1, run.T + 1, size=requests_per_run):
             p_cond, steps_cond = conditional_retraining(run, int(t))
-            rec = unlearn(run, int(t), rng)[1]
+            rec = unlearn(run, int(t), rng, diagnostics=True)[1]
             for k, v in zip(keys, (rec.retrained, rec.steps_recomputed / run.T, p_cond, steps_cond / run.T,
                                    rec.retrain_probability, rec.expected_steps_recomputed / run.T, rec.shift_norm)):
                 out[k].append(v)

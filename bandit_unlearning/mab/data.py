@@ -7,6 +7,7 @@ explicit ``rng: numpy.random.Generator``.
 """
 
 __all__ = [
+    "restore_readonly",
     "check_means",
     "check_distribution",
     "OfflineDataset",
@@ -34,6 +35,15 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, copy=True)
     a.setflags(write=False)
     return a
+
+
+def restore_readonly(obj, state: dict) -> None:
+    """``__setstate__`` of a frozen dataclass that stores read-only arrays: unpickling rebuilds them
+    as fresh, writeable arrays, so set the state and make every array in it read-only again."""
+    obj.__dict__.update(state)
+    for value in state.values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
 
 
 def check_means(means) -> np.ndarray:
@@ -86,6 +96,8 @@ class OfflineDataset:
         object.__setattr__(self, "arms", _readonly(arms))
         object.__setattr__(self, "rewards", _readonly(rewards))
         object.__setattr__(self, "n_arms", n_arms)
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     def __len__(self) -> int:
         return int(self.arms.size)

@@ -43,7 +43,7 @@ from scipy import optimize, special
 from bandit_unlearning.checks import (
     as_array, check_callable, check_int, check_int_array, check_real, check_size,
 )
-from bandit_unlearning.mab.data import OfflineDataset, check_distribution
+from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 
 MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
@@ -89,6 +89,8 @@ class ImitationState:
         counts = counts.copy()
         counts.setflags(write=False)
         object.__setattr__(self, "counts", counts)
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @property
     def n_arms(self) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 from bandit_unlearning.checks import (
     as_array, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 
 _MAX_TOTAL = 2**62          # a dataset size N the int64 arithmetic of the statistics can hold
 
@@ -85,6 +85,8 @@ class LCBState:
             value.setflags(write=False)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "tau", check_tau(self.tau))
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @property
     def n_arms(self) -> int:

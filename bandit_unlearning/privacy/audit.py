@@ -135,10 +135,13 @@ def clopper_pearson_lower(successes, trials, alpha):
 
 
 def clopper_pearson_upper(successes, trials, alpha):
-    """One-sided Clopper-Pearson upper bound: ``P[p > bound] <= alpha`` (1 when every trial succeeded)."""
+    """One-sided Clopper-Pearson upper bound: ``P[p > bound] <= alpha`` (1 when every trial succeeded).
+
+    The upper ``alpha`` quantile of Beta(k + 1, n - k) is ``beta.isf(alpha)``: ``beta.ppf(1 - alpha)`` would
+    first round ``1 - alpha`` and miss small alphas in either direction."""
     k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
-        bound = stats.beta.ppf(1 - alpha, k + 1, n - k)
+        bound = stats.beta.isf(alpha, k + 1, n - k)
     return np.where(k < n, bound, 1.0)
 
 

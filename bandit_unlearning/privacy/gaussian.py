@@ -19,6 +19,7 @@ __all__ = [
     "check_sensitivity",
     "gamma",
     "classic_gaussian_sigma",
+    "ANALYTIC_EPSILON_MAX",
     "gaussian_delta",
     "analytic_gaussian_sigma",
     "gaussian_epsilon",
@@ -83,19 +84,70 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     return sensitivity * gamma(epsilon, delta)
 
 
-def _log_profile(t, epsilon):
-    """``ln delta`` of the Gaussian mechanism with noise-to-sensitivity ratio ``t > 0`` at ``epsilon``.
+_SQRT2 = math.sqrt(2.0)
+_ULP = float(np.finfo(float).eps)
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+ANALYTIC_EPSILON_MAX = 1e15
+_GAUSS_LEGENDRE_4 = ((-0.8611363115940526, 0.3478548451374538), (-0.3399810435848563, 0.6521451548625461),
+                     (0.3399810435848563, 0.6521451548625461), (0.8611363115940526, 0.3478548451374538))
 
-    Computed as ``ln Phi(u) + ln(1 - exp(eps + ln Phi(v) - ln Phi(u)))`` (no overflow for large
-    epsilon, no cancellation for small delta).  Broadcasts over ``t`` and ``epsilon``.
+
+def _log_erfcx(x):
+    """``ln erfcx(x)``, ``erfcx(x) = exp(x^2) erfc(x)``, for every real x (below -1 as ``x^2 + ln erfc(x)``,
+    which cannot overflow)."""
+    x = np.asarray(x, dtype=float)
+    neg = x < -1.0
+    x_neg, x_pos = np.where(neg, x, 0.0), np.where(neg, 0.0, x)
+    with np.errstate(over="ignore", divide="ignore"):
+        return np.where(neg, x_neg * x_neg + np.log(special.erfc(x_neg)), np.log(special.erfcx(x_pos)))
+
+
+def _dlog_erfcx(x):
+    """``d/dx ln erfcx(x) = 2x - 2 / (sqrt(pi) erfcx(x))``."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return 2 * x - 2 / (math.sqrt(math.pi) * special.erfcx(x))
+
+
+def _profile_parts(t, epsilon):
+    """``(u, r, u_err, r_err)`` for noise-to-sensitivity ratio ``t > 0`` (``inf`` allowed) and ``epsilon >= 0``:
+    ``delta = Phi(u) (1 - e^r)`` with ``u = 1/(2t) - eps t`` and ``r = eps + ln Phi(v) - ln Phi(u) <= 0``,
+    ``v = -1/(2t) - eps t``; ``u_err`` and ``r_err`` bound the float errors of ``u`` and ``r``.
+
+    Writing ``Phi(x) = erfc(-x/sqrt 2) / 2 = exp(-x^2/2) erfcx(-x/sqrt 2) / 2`` and using ``v^2 - u^2 = 2 eps``
+    exactly gives ``r = ln erfcx(b) - ln erfcx(a)`` with ``a = -u/sqrt 2 < b = -v/sqrt 2``: the large terms
+    ``eps`` and ``ln Phi`` cancel analytically, not in floating point.  When ``b - a = 1/(sqrt 2 t)`` is
+    small against ``max(1, |a|)`` (below 1/20) the difference of logarithms itself cancels; ``r`` is then
+    the integral of ``(ln erfcx)' = 2x - 2/(sqrt(pi) erfcx(x))`` over ``[a, b]`` by 4-point Gauss-Legendre
+    (quadrature error below 1e-15 relative there; only used for ``|a| <= 30``, where the cancellation in
+    the derivative costs at most ``2 x^2`` ulp: beyond, ``Phi(u) < 1e-390`` and delta underflows anyway).
     """
     t, epsilon = np.asarray(t, dtype=float), np.asarray(epsilon, dtype=float)
-    u = 0.5 / t - epsilon * t
-    v = -0.5 / t - epsilon * t
-    log_u = special.log_ndtr(u)
-    ratio = np.minimum(epsilon + special.log_ndtr(v) - log_u, 0.0)   # <= 0 exactly; clip rounding
-    with np.errstate(divide="ignore"):
-        return log_u + np.log(-np.expm1(ratio))
+    finite = np.isfinite(t)
+    t = np.where(finite, t, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        half, et = 0.5 / t, epsilon * t
+        u = half - et
+        a, b, h, mid = (et - half) / _SQRT2, (et + half) / _SQRT2, _SQRT2 * half, et / _SQRT2
+        g_a, g_b = _log_erfcx(a), _log_erfcx(b)
+        quad = (np.abs(a) <= 30) & (h <= 0.05 * np.maximum(1.0, np.abs(a)))
+        integral = h / 2 * sum(w * _dlog_erfcx(mid + h / 2 * x) for x, w in _GAUSS_LEGENDRE_4)
+        r = np.where(quad, integral, g_b - g_a)
+        d_a, d_b = _dlog_erfcx(a), _dlog_erfcx(b)
+        r_err = np.where(quad, _ULP * np.abs(r) * (12 + 8 * b * b),
+                         _ULP * (8 + 4 * (np.abs(g_a) + np.abs(g_b)) + 2 * b * (np.abs(d_a) + np.abs(d_b))))
+        u_err = 2 * _ULP * (half + et)
+    # t = inf (a sensitivity far below sigma): the two worlds coincide, delta = 0
+    return (np.where(finite, u, -np.inf), np.where(finite, np.minimum(r, 0.0), 0.0),
+            np.where(finite, u_err, 0.0), np.where(finite, r_err, 0.0))
+
+
+def _log_profile(t, epsilon):
+    """``ln delta`` of the Gaussian mechanism with noise-to-sensitivity ratio ``t > 0`` at ``epsilon >= 0``:
+    ``ln Phi(u) + ln(1 - e^r)`` with ``r`` from ``_profile_parts`` (no overflow for large epsilon, no
+    cancellation for small delta or small epsilon).  Broadcasts."""
+    u, r, _, _ = _profile_parts(t, epsilon)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(u == -np.inf, -np.inf, special.log_ndtr(u) + np.log(-np.expm1(r)))
 
 
 def gaussian_delta(sigma, sensitivity, epsilon):
@@ -104,7 +156,8 @@ def gaussian_delta(sigma, sensitivity, epsilon):
     ``Phi(D/(2s) - e s/D) - exp(e) Phi(-D/(2s) - e s/D)`` with ``D = sensitivity``, ``s = sigma``:
     the smallest delta for which noise ``N(0, sigma^2)`` on a query of sensitivity ``D`` is
     (epsilon, delta)-indistinguishable.  ``sigma`` (>= 0) and ``epsilon`` (>= 0; 0 gives the total
-    variation distance) broadcast against each other; a float is returned for scalar input.
+    variation distance) broadcast against each other; a float is returned for scalar input.  Finite
+    everywhere: its limits (0 when sigma/D or epsilon is huge, 1 when sigma/D is 0) come out as such.
     """
     sensitivity = check_sensitivity(sensitivity)
     sigma = as_array(sigma, "sigma").astype(float)
@@ -121,11 +174,29 @@ def gaussian_delta(sigma, sensitivity, epsilon):
     if sensitivity == 0:
         out = np.zeros(shape)
     else:
-        t = sigma / sensitivity
+        with np.errstate(over="ignore"):
+            t = sigma / sensitivity
         positive = t > 0
         out = np.where(positive, np.exp(_log_profile(np.where(positive, t, 1.0), epsilon)), 1.0)
         out = np.broadcast_to(out, shape)
     return float(out) if out.ndim == 0 else np.array(out)
+
+
+def _certified_gap(t: float, epsilon: float, target: float):
+    """``(gap, slope)`` at ratio ``t``: ``gap`` = float ``ln delta`` + a bound on its error - ``target``, so
+    that ``gap <= 0`` proves the TRUE profile is at most ``e^target``; ``slope = -d ln delta / d ln t =
+    phi(u) / (t delta)`` (the derivative of the profile, from ``phi(u) = e^eps phi(v)``).  The error bound
+    adds ``log_ndtr``'s (4 ulp relative), ``u``'s rounding times ``d ln Phi/du = phi(u)/Phi(u)``, ``r``'s
+    (``r_err e^r / (1 - e^r)``) and the final sum's."""
+    u, r, u_err, r_err = (float(x) for x in _profile_parts(t, epsilon))
+    if not (r < 0 and math.isfinite(u) and math.isfinite(r_err)):
+        return math.inf, 0.0
+    log_phi_u = float(special.log_ndtr(u))
+    log_delta = log_phi_u + math.log(-math.expm1(r))
+    log_density = -0.5 * u * u - _LOG_SQRT_2PI
+    err = (4 * _ULP * (1 + abs(log_phi_u) + abs(log_delta)) + u_err * math.exp(log_density - log_phi_u)
+           + r_err * math.exp(r) / -math.expm1(r))
+    return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
@@ -133,27 +204,52 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.
 
     Solves ``ln delta_sigma(epsilon) = ln delta`` in ``ln(sigma / sensitivity)`` by bracketing and
-    Brent's method (the profile decreases strictly in sigma); the result is nudged up by a few ulps
-    if rounding left ``gaussian_delta(sigma, ...)`` above delta.  Returns 0 for sensitivity 0.
+    Brent's method (the profile decreases strictly in sigma).  Never under-noises against the TRUE
+    profile, not only its float evaluation: the root is raised until the float profile plus a bound on
+    its evaluation error (``_certified_gap``) is at most delta -- a relative change of sigma of a few
+    1e-15 for ordinary parameters -- then by 4 ulp for the rounding of ``sigma = sensitivity * t``
+    (checked against 80-digit arithmetic from epsilon = 1e-9 to 1e15 and delta from 1e-300 to
+    1 - 1e-12).  Refuses ``epsilon > ANALYTIC_EPSILON_MAX`` (1e15) with a ValueError: there
+    ``sigma / sensitivity ~ 1/sqrt(2 epsilon)`` and one ulp of sigma moves ``u = 1/(2t) - epsilon t`` by
+    ``~ 2e-16 sqrt(2 epsilon)``, so double precision no longer resolves the profile.  Returns 0 for
+    sensitivity 0; a ValueError if sigma would overflow.
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    if epsilon > ANALYTIC_EPSILON_MAX:
+        raise ValueError(f"analytic_gaussian_sigma is accurate for epsilon <= {ANALYTIC_EPSILON_MAX:g} only (beyond, "
+                         f"one ulp of sigma moves the privacy profile too much for double precision), got "
+                         f"epsilon = {epsilon:g}")
     if sensitivity == 0:
         return 0.0
     target = math.log(delta)
 
-    def excess(log_t: float) -> float:                 # decreasing in log_t
-        return float(_log_profile(math.exp(log_t), epsilon)) - target
+    def excess(log_t: float) -> float:                 # decreasing in log_t; finite for brentq
+        value = float(_log_profile(math.exp(log_t), epsilon)) - target
+        return min(max(value, -1e300), 1e300)
 
     start = math.log(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
     lo, hi = start - 1.0, start + 1.0
-    while excess(lo) <= 0:
+    while excess(lo) <= 0 and lo > -700:
         lo -= 2.0
-    while excess(hi) >= 0:
+    while excess(hi) >= 0 and hi < 700:
         hi += 2.0
-    log_t = optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    sigma = sensitivity * math.exp(log_t)
-    while gaussian_delta(sigma, sensitivity, epsilon) > delta:    # rounding: never under-noise
+    if not excess(lo) > 0 > excess(hi):
+        raise ValueError(f"cannot calibrate sigma in double precision for epsilon = {epsilon:g}, delta = {delta:g}: "
+                         "sigma/sensitivity would lie outside [e^-700, e^700]")
+    t = math.exp(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * _ULP, maxiter=500))
+    for _ in range(200):                               # raise t until the TRUE profile is <= delta
+        gap, slope = _certified_gap(t, epsilon, target)
+        if gap <= 0:
+            break
+        t *= 1 + max(1.5 * gap / slope if slope > 0 else 1.0, 8 * _ULP)
+    else:
+        raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
+    sigma = sensitivity * t * (1 + 4 * _ULP)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma = {sensitivity:g} * {t:.3g} is not a positive double (sensitivity too large or "
+                         "too small for this epsilon and delta)")
+    while gaussian_delta(sigma, sensitivity, epsilon) > delta:    # keep the float profile consistent too
         sigma = float(np.nextafter(sigma, np.inf))
     return sigma
 
@@ -161,7 +257,8 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 
-    ``inf`` if sigma is 0 (and sensitivity > 0); 0 if sensitivity is 0.
+    ``inf`` if sigma is 0 (and sensitivity > 0) or if no epsilon below 1e308 reaches delta; 0 if
+    sensitivity is 0.
     """
     sensitivity, delta = check_sensitivity(sensitivity), check_delta(delta)
     sigma = as_real(sigma, "sigma")
@@ -181,4 +278,6 @@ def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     hi = 1.0
     while excess(hi) > 0:
         hi *= 2.0
+        if hi > 1e308:                                 # no epsilon in double range reaches delta
+            return math.inf
     return float(optimize.brentq(excess, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))

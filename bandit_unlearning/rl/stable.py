@@ -9,15 +9,23 @@ non-zeros); the update ``PolicyUpdate`` is ``ucbvi_update`` of ``bandit_unlearni
 tree's noisy prefix sum, with the tree's sigma in its config.  ``train``, ``unlearn`` (Algorithm 3)
 and ``verify_run`` of the framework apply unchanged.  Sensitivity ``B = sqrt(3H)`` against the zero
 dummy user (SPEC E8).
+
+Users are ``EpisodeUser(key)``: each its own 64-bit key, kept only in the run's ``users`` (the oracle
+holds no seed), so a deleted user cannot be replayed from the unlearned run.  ``episode_users(T)``
+draws independent keys from OS entropy (``episode_users(T, rng)``: derived one-way from a seeded
+generator, a reproducible opt-in); ``population_users(mdp, seed, T)`` reproduces the population
+``seed`` of chapter B5 (research only: the seed rebuilds every user).
 """
 
 __all__ = [
     "CALIBRATIONS",
     "stable_sigma",
+    "EpisodeUser",
+    "episode_users",
+    "population_users",
     "EpisodeOracle",
     "PolicyUpdate",
     "stable_ucbvi",
-    "episode_users",
     "run_policies",
     "run_regret",
     "rho_theorem",
@@ -25,7 +33,9 @@ __all__ = [
 ]
 
 
+import hashlib
 import math
+import secrets
 from dataclasses import dataclass
 from typing import Callable
 
@@ -37,7 +47,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
-from bandit_unlearning.rl.users import _check_noise, _rollout_lists, check_seed, max_users
+from bandit_unlearning.rl.users import _GAMMA, _MASK, N_STREAMS, _check_noise, _rollout_lists, check_seed
 
 CALIBRATIONS = ("paper", "exact")
 
@@ -61,11 +71,61 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     return sigma_paper(rho, B, T) if calibration == "paper" else sigma_exact(rho, B, T)
 
 
+@dataclass(frozen=True)
+class EpisodeUser:
+    """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
+    user draws at ``(stream, h, s, a)`` is output number ``((stream*H + h)*S + s)*A + a`` of
+    SplitMix64 seeded with ``key`` (chapter B5's rule for user 0 of population ``key``).  The key is
+    the user's secret -- whoever holds it replays the user's episodes -- so ``repr`` hides it."""
+
+    key: int
+
+    def __post_init__(self):
+        key = self.key
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or not 0 <= key < 2**64:
+            raise ValueError(f"an EpisodeUser key must be an integer in [0, 2**64), got {key!r}")
+        object.__setattr__(self, "key", int(key))
+
+    def __repr__(self) -> str:
+        return "EpisodeUser(<key hidden>)"
+
+
+def _derived_keys(rng: np.random.Generator, n: int) -> list:
+    """``n`` 64-bit keys, each the BLAKE2b hash of one fresh raw word of ``rng`` (one-way: the keys
+    reveal nothing about the generator's state)."""
+    raw = rng.bit_generator.random_raw(n).astype("<u8").tobytes()
+    return [int.from_bytes(hashlib.blake2b(raw[8 * i:8 * i + 8], digest_size=8, person=b"episode user").digest(),
+                           "little") for i in range(n)]
+
+
+def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
+    """``T`` independent users.  ``rng=None`` (default): keys from the operating system's entropy
+    (``secrets``), which nothing can regenerate.  A generator: keys derived one-way from its raw
+    words (``T`` of them) -- reproducible, an opt-in whose seed is key material."""
+    T = check_int(T, "T", 0)
+    if rng is None:
+        return tuple(EpisodeUser(secrets.randbits(64)) for _ in range(T))
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator or None (OS entropy), got {type(rng).__name__}")
+    return tuple(EpisodeUser(k) for k in _derived_keys(rng, T))
+
+
+def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tuple:
+    """Users ``start .. start+T-1`` of chapter B5's replayable population ``seed``: the same episodes
+    as ``rollout(mdp, pi, i, seed)`` and ``run_ucbvi(mdp, T, seed=seed)`` (user ``i``'s key is
+    ``seed + 3HSA i gamma mod 2^64``).  For comparisons and reproducible research only: any key and
+    its position give the seed, and the seed every user of the population, deleted ones included."""
+    mdp, seed = _check_mdp(mdp), check_seed(seed)
+    T, start = check_int(T, "T", 0), check_int(start, "start", 0)
+    stride = N_STREAMS * mdp.H * mdp.S * mdp.A * _GAMMA
+    return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
+
+
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
     """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (SPEC B5).
 
-    A user is an integer key of the replayable population ``seed`` (``bandit_unlearning.rl.users``);
+    A user is an ``EpisodeUser`` (its own key; the oracle holds no seed);
     ``oracle(user, t, policy)`` plays one episode of the deterministic ``policy [H, S]`` and returns
     its statistics as a fresh dense vector of length ``d = 2SAH + S^2AH`` (layout of ``StatsLayout``);
     ``sparse(user, t, policy)`` returns them as ``(indices [3H], values [3H])``.  ``ZERO_USER`` (the
@@ -74,17 +134,14 @@ class EpisodeOracle:
     """
 
     mdp: TabularMDP
-    seed: int = 0
     reward_noise: str = "bernoulli"
 
     def __post_init__(self):
         mdp = _check_mdp(self.mdp)
-        object.__setattr__(self, "seed", check_seed(self.seed))
         _check_noise(self.reward_noise)
         # cached sizes for the per-episode hot path (not dataclass fields)
         object.__setattr__(self, "_n", mdp.H * mdp.S * mdp.A)
         object.__setattr__(self, "_d", StatsLayout.of(mdp).d)
-        object.__setattr__(self, "_max_users", max_users(mdp))
         object.__setattr__(self, "_bernoulli", self.reward_noise == "bernoulli")
 
     @property
@@ -102,12 +159,11 @@ class EpisodeOracle:
             return policy.tolist()
         return check_policy(mdp, policy).tolist()          # raises a clear ValueError
 
-    def _user(self, user) -> int:
-        if isinstance(user, bool) or not isinstance(user, (int, np.integer)):
-            raise TypeError(f"a user must be an integer key (or ZERO_USER), got {user!r}")
-        if not 0 <= user < self._max_users:
-            raise ValueError(f"user keys must lie in [0, {self._max_users}), got {user}")
-        return int(user)
+    @staticmethod
+    def _key(user) -> int:
+        if not isinstance(user, EpisodeUser):
+            raise TypeError(f"a user must be an EpisodeUser (or ZERO_USER), got {type(user).__name__}")
+        return user.key
 
     def sparse(self, user, t: int, policy):
         """Statistics of one episode as ``(indices [3H] int64, values [3H])``: visits (value 1),
@@ -117,8 +173,8 @@ class EpisodeOracle:
             check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows, u = self._policy_rows(policy), self._user(user)
-        states, actions, rewards = _rollout_lists(self.mdp, rows, u, self.seed, self._bernoulli)
+        rows, key = self._policy_rows(policy), self._key(user)
+        states, actions, rewards = _rollout_lists(self.mdp, rows, 0, key, self._bernoulli)
         S, A, n = self.mdp.S, self.mdp.A, self._n
         k = [(h * S + s) * A + a for h, (s, a) in enumerate(zip(states, actions))]
         idx = k + [n + i for i in k] + [2 * n + i * S + s2 for i, s2 in zip(k, states[1:])]
@@ -157,14 +213,14 @@ class PolicyUpdate:
 
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
-                 stabilize: bool = False, seed: int = 0, reward_noise: str = "bernoulli",
+                 stabilize: bool = False, reward_noise: str = "bernoulli",
                  tree_factory: Callable = LightTree) -> PrefixSumLearner:
     """TV-stable UCB-VI (Algorithm 4) for ``T`` episodes of ``mdp`` as a ``PrefixSumLearner``.
 
     Give ``rho`` (``sigma = stable_sigma(rho, H, T, calibration)``; ``rho = math.inf``: sigma 0) or
     ``sigma`` directly (not both).  ``delta``, ``bonus_scale``, ``stabilize`` are ``UCBVIConfig``'s
-    (defaults: the paper's algorithm); ``seed`` is the population of replayable users (users are
-    integer keys, see ``episode_users``); ``tree_factory(d, sigma, capacity)`` builds the tree
+    (defaults: the paper's algorithm); users are ``EpisodeUser``s (``episode_users``,
+    ``population_users``) -- the learner holds none of their keys; ``tree_factory(d, sigma, capacity)`` builds the tree
     (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
     ``learner.B = sqrt(3H)`` (SPEC E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
@@ -180,7 +236,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     if not callable(tree_factory):
         raise TypeError("tree_factory must be callable")
     config = UCBVIConfig.of(mdp, T, delta=delta, sigma=float(sigma), bonus_scale=bonus_scale, stabilize=stabilize)
-    oracle = EpisodeOracle(mdp, seed, reward_noise)
+    oracle = EpisodeOracle(mdp, reward_noise)
     update = PolicyUpdate(config)
     w1 = update(np.zeros(config.layout.d), 0, None)
     label = "inf" if rho == math.inf else (f"{rho:g}" if rho is not None else "-")
@@ -188,15 +244,8 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
         d=config.layout.d, sigma=float(sigma), oracle=oracle, update=update, initial_model=w1,
         B=statistics_sensitivity(mdp.H), tree_factory=tree_factory,
         name=f"TV-stable UCB-VI on {mdp.name} (T = {T}, rho = {label}, sigma = {float(sigma):.4g})",
-        check_user=oracle._user,
+        check_user=EpisodeOracle._key,
     )
-
-
-def episode_users(T: int, start: int = 0) -> tuple:
-    """Users ``start .. start+T-1`` (integer keys of the population given to ``stable_ucbvi``);
-    the same keys as ``run_ucbvi``'s default users."""
-    T, start = check_int(T, "T", 0), check_int(start, "start", 0)
-    return tuple(range(start, start + T))
 
 
 def run_policies(run: Run) -> np.ndarray:

@@ -47,7 +47,10 @@ rng = np.random.default_rng(20260529)
 # spreads the rest uniformly.
 #
 # `OfflineDataset` is immutable (its arrays are read-only copies) and validated on construction,
-# so a dataset that exists is a legal one.
+# so a dataset that exists is a legal one.  Immutability survives pickling: numpy rebuilds an
+# unpickled array as a fresh, *writeable* one, so every frozen state of the project that stores
+# read-only arrays makes them read-only again when it is loaded (`restore_readonly`, its
+# `__setstate__`).
 
 # %% tags=["export:bandit_unlearning.mab.data"]
 """Offline bandit datasets and the two data models of Paper A (SPEC A1).
@@ -70,6 +73,15 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, copy=True)
     a.setflags(write=False)
     return a
+
+
+def restore_readonly(obj, state: dict) -> None:
+    """``__setstate__`` of a frozen dataclass that stores read-only arrays: unpickling rebuilds them
+    as fresh, writeable arrays, so set the state and make every array in it read-only again."""
+    obj.__dict__.update(state)
+    for value in state.values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
 
 
 def check_means(means) -> np.ndarray:
@@ -122,6 +134,8 @@ class OfflineDataset:
         object.__setattr__(self, "arms", _readonly(arms))
         object.__setattr__(self, "rewards", _readonly(rewards))
         object.__setattr__(self, "n_arms", n_arms)
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     def __len__(self) -> int:
         return int(self.arms.size)
@@ -286,7 +300,7 @@ import numpy as np
 from bandit_unlearning.checks import (
     as_array, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 
 _MAX_TOTAL = 2**62          # a dataset size N the int64 arithmetic of the statistics can hold
 
@@ -348,6 +362,8 @@ class LCBState:
             value.setflags(write=False)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "tau", check_tau(self.tau))
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @property
     def n_arms(self) -> int:
@@ -420,6 +436,22 @@ print("mu_hat =", np.round(state.means, 3))
 print("b      =", np.round(state.radii, 3))
 print("f      =", np.round(state.scores, 3))
 print("a_hat  =", state.arm)
+
+# %% [markdown]
+# The stored statistic stays immutable through a pickle round trip (a saved model that could be
+# edited in place after loading would not be the model that was checked):
+
+# %%
+import pickle
+
+loaded = pickle.loads(pickle.dumps(state))
+for name in ("counts", "reward_sums"):
+    try:
+        getattr(loaded, name)[0] = 0
+        raise AssertionError(f"an unpickled LCBState's {name} was writeable")
+    except ValueError as err:
+        print(f"loaded.{name}[0] = 0 -> ValueError: {err}")
+assert np.array_equal(loaded.scores, state.scores) and loaded.tau == state.tau
 
 # %% [markdown]
 # ## 3. Lemma 3.1: why pessimism works

@@ -102,7 +102,7 @@ import numpy as np
 from bandit_unlearning.checks import (
     as_array, as_generator, check_instance, check_int, check_int_array, check_real,
 )
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState
 
 SUM_ATOL = 1e-9   # tolerance for reward sums (floating-point rounding of the stored sums)
@@ -148,6 +148,8 @@ class DeletionRequest:
         arms, rewards = _check_points(self.arms, self.rewards)
         object.__setattr__(self, "arms", _readonly(arms))
         object.__setattr__(self, "rewards", _readonly(rewards))
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @classmethod
     def from_indices(cls, dataset: OfflineDataset, indices) -> "DeletionRequest":
@@ -235,12 +237,14 @@ def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
     return LCBState(counts, sums, state.tau)
 
 
-def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.Generator | None = None) -> np.ndarray:
     """The Gaussian mechanism (SPEC A4): the scores ``f(D)`` of ``state`` with ``N(0, sigma^2)`` noise
     added to ``f_arm`` only.  Draws exactly one standard normal ``z`` and adds ``sigma * z``.
 
     For unlearning, ``state`` is T(D) of the ORIGINAL data (nothing is removed); the reference
-    mechanism applies the same noise to the scores of ``D \\ U``.
+    mechanism applies the same noise to the scores of ``D \\ U``.  The noise is a secret (the
+    released score minus the noise is ``f_arm(D)``): ``rng=None`` (default) draws it from a generator
+    seeded with OS entropy; a seeded generator is an opt-in whose seed is then key material.
     """
     check_instance(state, LCBState, "state")
     arm = check_int(arm, "arm", 0, state.n_arms - 1)

@@ -72,9 +72,11 @@ rng = np.random.default_rng(20260603)
 #
 # Two holes in that argument, which the code closes (SPEC sharp edges):
 # * **E1** — $\sigma = \Delta\gamma$ is proven for $\varepsilon < 1$ only.  `calibration="paper"`
-#   keeps the formula for any $\gamma$ (to reproduce the figures) and records whether it is
-#   proven; `"classic"` refuses $\varepsilon \ge 1$; `"analytic"` uses the exact analytic Gaussian
-#   mechanism (Balle & Wang 2018), valid for every $\varepsilon$.
+#   keeps the formula for any given $\gamma$ (to reproduce the figures, which claim no
+#   $(\varepsilon, \delta)$), but given $(\varepsilon, \delta)$ it refuses $\varepsilon \ge 1$, as
+#   `"classic"` does (chapter P2 explains why a refusal rather than a flag on the result);
+#   `"analytic"` uses the exact analytic Gaussian mechanism (Balle & Wang 2018), valid for every
+#   $\varepsilon$.
 # * **E2** — $3k/(2N)$ bounds the sensitivity only under Lemma A.1's condition.
 #   `sensitivity="paper"` is refused when noise would be calibrated with it while the condition
 #   fails; `sensitivity="exact"` uses the exact worst case.
@@ -211,7 +213,10 @@ def rollback_branch_bound(n_a0, k, log_term):
   mixing (``"mixing"`` with ``k_prime`` or ``eta``: Algorithm 4).  A request from several arms is
   multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of SPEC E5
   (with one source arm it is Algorithm 2 exactly), ``"gaussian"`` noises every source arm,
-  ``"rollback"`` rolls every one back; mixing is single-source;
+  ``"rollback"`` rolls every one back; mixing is single-source.  Noise on several arms is ONE
+  Gaussian mechanism on the score vector: with (epsilon, delta) given, every noised arm gets the same
+  sigma, calibrated to the L2 norm of their sensitivities (``joint_noise``); with ``gamma`` alone (no
+  (epsilon, delta) claimed) each arm gets ``Delta_a * gamma``, the paper's per-arm Gaussian baseline;
 - ``reference``: the same mechanism with an empty request on data without ``U`` (Algorithms 3, 5, 8);
 - ``output_distributions``: the exact output distributions over arms of both (closed form; for
   mixing a finite mixture over the rolled-back subset; 1-D quadrature when several arms are noised);
@@ -235,6 +240,7 @@ from bandit_unlearning.checks import (
     as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
 from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper
+from bandit_unlearning.mab.data import restore_readonly
 from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
 from bandit_unlearning.mab.mechanisms import (
     DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
@@ -263,7 +269,7 @@ class UnlearnOptions:
     Exactly one of ``gamma`` or (``epsilon``, ``delta``) must be given; ``method="rollback"`` adds no
     noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
     compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
-    ``calibration="classic"`` refuses epsilon >= 1 (SPEC E1); ``"classic"`` and ``"analytic"`` need
+    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (SPEC E1); ``"classic"`` and ``"analytic"`` need
     epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
     needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
     ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
@@ -317,11 +323,12 @@ class UnlearnOptions:
         if self.calibration in ("classic", "analytic") and not has_eps:
             raise ValueError(f"calibration={self.calibration!r} needs epsilon and delta, not only gamma "
                              "(give them, or use calibration='paper' with gamma)")
-        if self.calibration == "classic" and self.epsilon >= 1:
+        if self.calibration in ("classic", "paper") and has_eps and self.epsilon >= 1:
             raise ValueError(
-                f"calibration='classic' (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven for "
-                f"epsilon < 1 (Dwork & Roth Thm A.1; SPEC E1), got epsilon = {self.epsilon}; "
-                "use calibration='analytic'")
+                f"calibration={self.calibration!r} (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven "
+                f"for epsilon < 1 (Dwork & Roth Thm A.1), got epsilon = {self.epsilon}; use "
+                "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
+                "(epsilon, delta) to reproduce the paper without a privacy claim")
 
     def k_rollback_for(self, k: int) -> int:
         """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
@@ -354,22 +361,34 @@ class UnlearnOptions:
         return check_real_array(delta_f, "delta_f", 0) * self.unit_sigma
 
     @property
+    def joint_noise(self) -> bool:
+        """Whether noise on several arms is calibrated jointly: True iff (epsilon, delta) were given.
+
+        The noised scores form one Gaussian mechanism whose shift between the two worlds is the vector
+        of per-arm shifts, so its sensitivity is their L2 norm ``sqrt(sum_a Delta_a^2)``; an (epsilon,
+        delta) claim therefore gives every noised arm the same sigma, calibrated to that norm.  With
+        ``gamma`` alone nothing is claimed and each arm gets ``sigma_a = Delta_a * gamma`` (the paper's
+        per-arm Gaussian baseline, Figure 3): that release is as private as ONE arm noised at
+        ``gamma / sqrt(l)`` for ``l`` noised arms, not at ``gamma``.  With one noised arm both rules agree."""
+        return self.epsilon is not None
+
+    @property
     def calibration_proven(self) -> bool | None:
-        """Whether the noise provably gives (epsilon, delta): True for "analytic", "classic" and
-        rollback; for "paper" True iff epsilon < 1, False for epsilon >= 1 (E1), None if only gamma
-        was given (gamma alone does not determine epsilon)."""
-        if self.method == "rollback" or self.calibration in ("analytic", "classic"):
+        """Whether the noise provably gives (epsilon, delta): True whenever (epsilon, delta) were given
+        (an unproven calibration, "paper" or "classic" at epsilon >= 1, is refused on construction) and
+        for rollback; None if only gamma was given (gamma alone claims no epsilon)."""
+        if self.method == "rollback" or self.epsilon is not None:
             return True
-        if self.epsilon is None:
-            return None
-        return self.epsilon < 1
+        return None
 
 
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
-    ``k`` deleted points (the arm holds ``n`` points in D) and add N(0, ``sigma``^2) noise to its score,
-    calibrated to the sensitivity ``delta_f`` of the ``k - k_rollback`` points not rolled back."""
+    ``k`` deleted points (the arm holds ``n`` points in D) and add N(0, ``sigma``^2) noise to its score.
+    ``delta_f`` is this arm's sensitivity to the ``k - k_rollback`` points not rolled back; ``sigma`` is
+    calibrated to it, or -- when several arms are noised and ``options.joint_noise`` -- to the joint
+    sensitivity ``sqrt(sum delta_f^2)`` over the noised arms (then every noised arm has the same sigma)."""
 
     arm: int
     k: int
@@ -397,6 +416,16 @@ class SourcePlan:
         if not self.noised:
             return "rollback"
         return "gaussian" if self.k_rollback == 0 else "mixing"
+
+
+def _joint_sensitivity(delta_fs):
+    """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
+    that the scalar and the batched paths give the same bits."""
+    delta_fs = np.asarray(delta_fs, dtype=float)
+    total = np.zeros(delta_fs.shape[:-1])
+    for i in range(delta_fs.shape[-1]):
+        total = total + delta_fs[..., i] * delta_fs[..., i]
+    return np.sqrt(total)
 
 
 def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
@@ -448,7 +477,10 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
       ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0'``,
       rollback otherwise.  With one source arm ``N_min = N(a0)``, ``k_max = k``: Algorithm 2.
       Refused if ``k_max > N_min`` (``gamma0'`` undefined; Theorem 3.13 assumes ``k_max < N_min``).
-    - ``"gaussian"`` / ``"rollback"``: noise on / rollback of every source arm.
+    - ``"gaussian"`` / ``"rollback"``: noise on / rollback of every source arm.  Several noised arms
+      with (epsilon, delta) given share one sigma calibrated to ``sqrt(sum_a Delta_a^2)``, the L2
+      sensitivity of the noised score vector; with gamma alone each gets ``Delta_a * gamma`` (see
+      ``UnlearnOptions.joint_noise``).
     - ``"mixing"`` (single-source, Algorithm 4): ``k' = k_rollback_for(k)`` if ``a_hat == a0``, else
       ``k' = k``; noise calibrated to ``Delta_f = 3(k - k')/(2(N(a0) - k'))`` when ``k' < k``.
     At most one arm is noised by "adaptive" and "mixing" (the learner's).
@@ -479,7 +511,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
             "use method='rollback' or 'gaussian'")
     else:
         gamma0 = float("nan")
-    plans = []
+    decisions = []
     for a in sources:
         n, k = int(counts[a]), int(deleted[a])
         if options.method == "adaptive":
@@ -491,12 +523,15 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
         else:
             k_prime = options.k_rollback_for(k)            # validates k' <= k whatever the learner's arm
             k_rb = k_prime if learner_arm == a else k
-        if k_rb < k:
-            delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity))
-            plans.append(SourcePlan(int(a), k, n, k_rb, delta_f, float(options.sigma_for(delta_f))))
-        else:
-            plans.append(SourcePlan(int(a), k, n, k, 0.0, 0.0))
-    return tuple(plans), gamma0
+        delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity)) if k_rb < k else 0.0
+        decisions.append((int(a), k, n, k_rb, delta_f))
+    noised_df = [d[4] for d in decisions if d[3] < d[1]]
+    joint = options.joint_noise and len(noised_df) > 1
+    joint_sigma = float(options.sigma_for(_joint_sensitivity(noised_df))) if joint else None
+    plans = tuple(SourcePlan(a, k, n, k_rb, delta_f,
+                             0.0 if k_rb == k else joint_sigma if joint else float(options.sigma_for(delta_f)))
+                  for a, k, n, k_rb, delta_f in decisions)
+    return plans, gamma0
 
 
 @dataclass(frozen=True, eq=False)
@@ -555,8 +590,13 @@ class UnlearnResult:
 
     @property
     def delta_f(self) -> float:
-        """Sensitivity the noise was calibrated to (0 in the rollback branch)."""
-        return max(p.delta_f for p in self.plans)
+        """Sensitivity of the noised scores (0 in the rollback branch): the noised arm's ``Delta_f``, or
+        for several noised arms the L2 norm ``sqrt(sum Delta_a^2)`` of the released score vector (what
+        the common sigma is calibrated to when ``options.joint_noise``)."""
+        noised = [p.delta_f for p in self.plans if p.noised]
+        if len(noised) <= 1:
+            return noised[0] if noised else 0.0
+        return float(_joint_sensitivity(noised))
 
     method = property(lambda self: self.options.method)
     gamma = property(lambda self: self.options.gamma)
@@ -566,6 +606,7 @@ class UnlearnResult:
     calibration = property(lambda self: self.options.calibration)
     sensitivity = property(lambda self: self.options.sensitivity)
     calibration_proven = property(lambda self: self.options.calibration_proven)
+    __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
 
 def _check_call(state, request, rng):
@@ -624,7 +665,8 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
 
     ``method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
     corrected rule of SPEC E5), "gaussian" (always noise every source arm's score of the ORIGINAL
-    data), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
+    data; several arms with (epsilon, delta) share one sigma calibrated to the L2 norm of their
+    sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
     back a uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded
     half up -- and noise the rest; ``k' = k`` if ``a_hat != a0``).  Give ``gamma`` or ``epsilon`` and
     ``delta`` (not both).  ``threshold``/``threshold_scale``: "paper" gamma0 (1.3 reproduces the
@@ -632,8 +674,11 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
     (eps < 1 only), "analytic".  ``sensitivity``: "paper" 3k/2N (refused where Lemma A.1's condition
     fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with ``0 < k' < k`` the
     subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal per noised source arm
-    (increasing arm order); nothing else.  ``rng``: a Generator, None (fresh OS entropy, the default) or an
-    int seed.  Every input is validated first; nothing passed in is modified.
+    (increasing arm order); nothing else.  ``rng=None`` (default): a generator seeded from the operating
+    system's entropy -- the noise is a secret (the Gaussian branch noises the score of the ORIGINAL
+    data, so whoever regenerates the noise recovers it); a seeded generator is an opt-in for
+    reproducible research (an int seed is the same opt-in), and its seed is then key material.  Every input is validated first;
+    nothing passed in is modified.
     """
     options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
                              k_prime, eta)
@@ -642,6 +687,7 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
     request.validate_against(state)
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
+    rng = np.random.default_rng() if rng is None else rng          # OS entropy unless the caller opts in
     base, rolled_back = _unlearned_base(state, request, rollback(state, request), plans, rng)
     scores = _release(base, plans, rng)
     return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options, rolled_back)
@@ -660,8 +706,8 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str, *, lea
     source arms and ``k_a``, and ``N(a) = N_retrained(a) + k_a``; only the request's arms are read, not
     its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
-    only the standard normals (one per noised source arm, increasing arm order).  ``rng``: a Generator,
-    None (fresh OS entropy, the default) or an int seed.
+    only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
+    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).
     """
     options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
                              k_prime, eta)
@@ -671,7 +717,7 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str, *, lea
     deleted = request.deleted_counts(retrained.n_arms)          # refuses unknown arms
     plans, gamma0 = plan_unlearning(int(learner_arm), retrained.counts + deleted, deleted,
                                     retrained.log_term, options)
-    scores = _release(retrained.scores, plans, rng)
+    scores = _release(retrained.scores, plans, np.random.default_rng() if rng is None else rng)
     return UnlearnResult(int(np.argmax(scores)), scores, int(learner_arm), "reference", plans, gamma0, options)
 
 
@@ -905,9 +951,8 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     rewards; refused unless ``deleted_sums`` are integers).  Ignored by the reference world.
     Noise: ``sigma * z`` with ``z`` given (standard normals of shape ``(R,)``, or ``(R, l)`` for a
     sequence ``arm``; ``z[r, i]`` is used for ``arm[i]`` if it is noised) or drawn as
-    ``rng.standard_normal`` of that shape (``rng``: a Generator, None -- fresh OS entropy -- or an int
-    seed).  Draw order with ``rng``: the rolled-back sums (mixing, if not given, only when
-    ``0 < k' < k``), then ``z``.
+    ``rng.standard_normal`` of that shape (``rng=None``: a generator seeded from OS entropy; a Generator or an int seed opts in).  Draw
+    order with ``rng``: the rolled-back sums (mixing, if not given, only when ``0 < k' < k``), then ``z``.
     Returns ``(arms, noised, sigma)``: the released arm (shape ``(R,)``), whether each source arm was
     noised and its sigma (shape ``(R,)`` for an int ``arm``, ``(R, l)`` for a sequence).  Replicate
     ``r`` gives exactly what ``unlearn`` (or ``reference``) gives on ``LCBState(counts[r],
@@ -990,9 +1035,13 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     noised = k_rb < ks
     sigma = np.zeros((n_rep, n_src))
     if noised.any():
-        delta_f = noise_sensitivity(n_a[noised], np.broadcast_to(ks, noised.shape)[noised], k_rb[noised],
-                                    log_term, options.sensitivity)
-        sigma[noised] = options.sigma_for(delta_f)
+        delta_f = np.zeros((n_rep, n_src))
+        delta_f[noised] = noise_sensitivity(n_a[noised], np.broadcast_to(ks, noised.shape)[noised], k_rb[noised],
+                                            log_term, options.sensitivity)
+        if options.joint_noise and n_src > 1:          # one sigma per replicate for its noised arms
+            joint = _joint_sensitivity(delta_f[:, np.argsort(src)])
+            delta_f = np.where((noised.sum(axis=1) > 1)[:, None], joint[:, None], delta_f)
+        sigma[noised] = options.sigma_for(delta_f[noised])
     if draw_rolled:
         s_int = s[:, 0].astype(np.int64)
         rolled_sums = rng.hypergeometric(s_int, ks[0] - s_int, k_mix).astype(float)
@@ -1309,8 +1358,8 @@ def worst_delta(g, f1, f2, sigma, noised, learner_constraint):
         p = noisy_argmax_distribution(np.stack([f1, m_], -1), 0, sigma)
         q = noisy_argmax_distribution(np.stack([f2, m_], -1), 0, sigma)
         d = np.where(active, hockey_stick_delta(p, q, g["eps"]), 0.0)
-        better = d > best * (1 + 1e-9)              # a near-tie keeps the earlier candidate, on every CPU
-        best, best_m = np.where(better, d, best), np.where(better, m_, best_m)
+        better = d > best * (1 + 1e-9)        # t+ and t- tie exactly by symmetry: keep the first, whatever the last bits
+        best, best_m = np.maximum(d, best), np.where(better, m_, best_m)
     inside = ((lo <= t_plus) & (t_plus <= hi)) | ((lo <= t_minus) & (t_minus <= hi))
     return best, np.where(active, best_m, np.nan), active, active & inside
 

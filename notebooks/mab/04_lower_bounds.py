@@ -143,7 +143,7 @@ from scipy import special, stats
 from bandit_unlearning.checks import (
     as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
-from bandit_unlearning.mab.data import OfflineDataset, round_robin_arms
+from bandit_unlearning.mab.data import OfflineDataset, restore_readonly, round_robin_arms
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
 
 DELTA_MAX = float(1 / (8 * np.sqrt(np.e)))   # Theorems 3.7 and 3.9 need delta <= 1/(8 sqrt(e))
@@ -271,6 +271,8 @@ class TwoPointPair:
             object.__setattr__(self, name, value)
         if (self.model == "fixed") != (self.counts is not None) or (self.model == "distribution") != (self.behaviors is not None):
             raise ValueError("M_f needs counts (and no behaviors), M_d behaviors (and no counts)")
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
 
     @property
     def model(self) -> str:

@@ -72,13 +72,35 @@ rng = np.random.default_rng(20260601)
 #
 # **Numerics.** For large $\varepsilon$ the term $e^{\varepsilon}\Phi(\cdot)$ is $\infty\cdot 0$ in
 # floating point, and for small $\delta$ the difference cancels.  We therefore evaluate
-# $$\ln\delta = \ln\Phi(u) + \ln\!\big(1 - e^{\,\varepsilon + \ln\Phi(v) - \ln\Phi(u)}\big),\qquad
+# $$\ln\delta = \ln\Phi(u) + \ln\!\big(1 - e^{r}\big),\qquad r = \varepsilon + \ln\Phi(v) - \ln\Phi(u) \le 0,\qquad
 #   u = \tfrac{1}{2t} - \varepsilon t,\ v = -\tfrac{1}{2t} - \varepsilon t,$$
-# with `scipy.special.log_ndtr` and `expm1`, and solve $\ln\delta_\sigma(\varepsilon) = \ln\delta$ for
-# $\ln t$ by bracketing (doubling steps from the classic value) and Brent's method.
+# with `scipy.special.log_ndtr` and `expm1`.  Computed as written, $r$ is a small difference of large
+# numbers ($\varepsilon$ and $\ln\Phi(v) \approx -v^2/2$ are both about $10^{13}$ at $\varepsilon = 10^{13}$, both
+# about 690 at $\delta = 10^{-300}$).  The cancellation is exact in closed form: with
+# $\Phi(x) = \tfrac12 e^{-x^2/2}\operatorname{erfcx}(-x/\sqrt2)$ and $v^2 - u^2 = 2\varepsilon$,
+# $$r = \ln\operatorname{erfcx}(b) - \ln\operatorname{erfcx}(a),\qquad a = -u/\sqrt2 < b = -v/\sqrt2,$$
+# two numbers of modest size.  When $b - a = 1/(\sqrt2 t)$ is small against $\max(1,|a|)$ (tiny
+# $\varepsilon$, large $t$) this difference cancels in turn, and $r$ is computed as the integral of
+# $(\ln\operatorname{erfcx})'(x) = 2x - 2/(\sqrt\pi\operatorname{erfcx}(x))$ over $[a, b]$ by 4-point
+# Gauss–Legendre.  We solve $\ln\delta_\sigma(\varepsilon) = \ln\delta$ for $\ln t$ by bracketing
+# (steps from the classic value) and Brent's method, then **certify** the root against the true
+# profile (Section 5.4).
 # **Zero sensitivity** (a query that does not change) needs no noise: we return $\sigma = 0$ and
 # profile $\delta \equiv 0$ — convenient when a deletion request is empty — while a negative or
 # non-finite sensitivity is an error.  A zero $\sigma$ with $\Delta > 0$ has profile $\delta \equiv 1$.
+#
+# **The noise is a secret — and so is the seed that drew it.**  Everything above is about the law of
+# $M(x)$ over the noise $\nu$: it assumes nobody knows $\nu$.  Whoever does subtracts it,
+# $f(x) = M(x) - \nu$, and in an unlearning release $f$ is computed on data that may still contain
+# the deleted points (Paper A's Gaussian branch noises the score of the *original* data), so
+# $M(x) - \nu$ hands them back.  A pseudo-random $\nu$ is known to whoever knows its generator's
+# seed, and a seed written in a script — a small integer, a date, the 0 of an example — is guessed in
+# milliseconds: try each candidate, regenerate the draws, keep the one that explains the release.
+# So the project's noisy mechanisms take `rng=None` by default, meaning a generator seeded from the
+# operating system's entropy (`np.random.default_rng()`: 128 bits, no guess).  Passing a seeded
+# generator is an explicit opt-in for reproducible research, and then **the seed is key material**,
+# to be kept as secret as the data it protects.  This book seeds its generators on purpose, at the
+# top of every chapter, so that its outputs can be re-run and checked; a deployment must not.
 
 # %% tags=["export"]
 """Calibrating the Gaussian mechanism (SPEC A3, A4 and sharp edge E1).
@@ -152,19 +174,70 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     return sensitivity * gamma(epsilon, delta)
 
 
-def _log_profile(t, epsilon):
-    """``ln delta`` of the Gaussian mechanism with noise-to-sensitivity ratio ``t > 0`` at ``epsilon``.
+_SQRT2 = math.sqrt(2.0)
+_ULP = float(np.finfo(float).eps)
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+ANALYTIC_EPSILON_MAX = 1e15
+_GAUSS_LEGENDRE_4 = ((-0.8611363115940526, 0.3478548451374538), (-0.3399810435848563, 0.6521451548625461),
+                     (0.3399810435848563, 0.6521451548625461), (0.8611363115940526, 0.3478548451374538))
 
-    Computed as ``ln Phi(u) + ln(1 - exp(eps + ln Phi(v) - ln Phi(u)))`` (no overflow for large
-    epsilon, no cancellation for small delta).  Broadcasts over ``t`` and ``epsilon``.
+
+def _log_erfcx(x):
+    """``ln erfcx(x)``, ``erfcx(x) = exp(x^2) erfc(x)``, for every real x (below -1 as ``x^2 + ln erfc(x)``,
+    which cannot overflow)."""
+    x = np.asarray(x, dtype=float)
+    neg = x < -1.0
+    x_neg, x_pos = np.where(neg, x, 0.0), np.where(neg, 0.0, x)
+    with np.errstate(over="ignore", divide="ignore"):
+        return np.where(neg, x_neg * x_neg + np.log(special.erfc(x_neg)), np.log(special.erfcx(x_pos)))
+
+
+def _dlog_erfcx(x):
+    """``d/dx ln erfcx(x) = 2x - 2 / (sqrt(pi) erfcx(x))``."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return 2 * x - 2 / (math.sqrt(math.pi) * special.erfcx(x))
+
+
+def _profile_parts(t, epsilon):
+    """``(u, r, u_err, r_err)`` for noise-to-sensitivity ratio ``t > 0`` (``inf`` allowed) and ``epsilon >= 0``:
+    ``delta = Phi(u) (1 - e^r)`` with ``u = 1/(2t) - eps t`` and ``r = eps + ln Phi(v) - ln Phi(u) <= 0``,
+    ``v = -1/(2t) - eps t``; ``u_err`` and ``r_err`` bound the float errors of ``u`` and ``r``.
+
+    Writing ``Phi(x) = erfc(-x/sqrt 2) / 2 = exp(-x^2/2) erfcx(-x/sqrt 2) / 2`` and using ``v^2 - u^2 = 2 eps``
+    exactly gives ``r = ln erfcx(b) - ln erfcx(a)`` with ``a = -u/sqrt 2 < b = -v/sqrt 2``: the large terms
+    ``eps`` and ``ln Phi`` cancel analytically, not in floating point.  When ``b - a = 1/(sqrt 2 t)`` is
+    small against ``max(1, |a|)`` (below 1/20) the difference of logarithms itself cancels; ``r`` is then
+    the integral of ``(ln erfcx)' = 2x - 2/(sqrt(pi) erfcx(x))`` over ``[a, b]`` by 4-point Gauss-Legendre
+    (quadrature error below 1e-15 relative there; only used for ``|a| <= 30``, where the cancellation in
+    the derivative costs at most ``2 x^2`` ulp: beyond, ``Phi(u) < 1e-390`` and delta underflows anyway).
     """
     t, epsilon = np.asarray(t, dtype=float), np.asarray(epsilon, dtype=float)
-    u = 0.5 / t - epsilon * t
-    v = -0.5 / t - epsilon * t
-    log_u = special.log_ndtr(u)
-    ratio = np.minimum(epsilon + special.log_ndtr(v) - log_u, 0.0)   # <= 0 exactly; clip rounding
-    with np.errstate(divide="ignore"):
-        return log_u + np.log(-np.expm1(ratio))
+    finite = np.isfinite(t)
+    t = np.where(finite, t, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        half, et = 0.5 / t, epsilon * t
+        u = half - et
+        a, b, h, mid = (et - half) / _SQRT2, (et + half) / _SQRT2, _SQRT2 * half, et / _SQRT2
+        g_a, g_b = _log_erfcx(a), _log_erfcx(b)
+        quad = (np.abs(a) <= 30) & (h <= 0.05 * np.maximum(1.0, np.abs(a)))
+        integral = h / 2 * sum(w * _dlog_erfcx(mid + h / 2 * x) for x, w in _GAUSS_LEGENDRE_4)
+        r = np.where(quad, integral, g_b - g_a)
+        d_a, d_b = _dlog_erfcx(a), _dlog_erfcx(b)
+        r_err = np.where(quad, _ULP * np.abs(r) * (12 + 8 * b * b),
+                         _ULP * (8 + 4 * (np.abs(g_a) + np.abs(g_b)) + 2 * b * (np.abs(d_a) + np.abs(d_b))))
+        u_err = 2 * _ULP * (half + et)
+    # t = inf (a sensitivity far below sigma): the two worlds coincide, delta = 0
+    return (np.where(finite, u, -np.inf), np.where(finite, np.minimum(r, 0.0), 0.0),
+            np.where(finite, u_err, 0.0), np.where(finite, r_err, 0.0))
+
+
+def _log_profile(t, epsilon):
+    """``ln delta`` of the Gaussian mechanism with noise-to-sensitivity ratio ``t > 0`` at ``epsilon >= 0``:
+    ``ln Phi(u) + ln(1 - e^r)`` with ``r`` from ``_profile_parts`` (no overflow for large epsilon, no
+    cancellation for small delta or small epsilon).  Broadcasts."""
+    u, r, _, _ = _profile_parts(t, epsilon)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(u == -np.inf, -np.inf, special.log_ndtr(u) + np.log(-np.expm1(r)))
 
 
 def gaussian_delta(sigma, sensitivity, epsilon):
@@ -173,7 +246,8 @@ def gaussian_delta(sigma, sensitivity, epsilon):
     ``Phi(D/(2s) - e s/D) - exp(e) Phi(-D/(2s) - e s/D)`` with ``D = sensitivity``, ``s = sigma``:
     the smallest delta for which noise ``N(0, sigma^2)`` on a query of sensitivity ``D`` is
     (epsilon, delta)-indistinguishable.  ``sigma`` (>= 0) and ``epsilon`` (>= 0; 0 gives the total
-    variation distance) broadcast against each other; a float is returned for scalar input.
+    variation distance) broadcast against each other; a float is returned for scalar input.  Finite
+    everywhere: its limits (0 when sigma/D or epsilon is huge, 1 when sigma/D is 0) come out as such.
     """
     sensitivity = check_sensitivity(sensitivity)
     sigma = as_array(sigma, "sigma").astype(float)
@@ -190,11 +264,29 @@ def gaussian_delta(sigma, sensitivity, epsilon):
     if sensitivity == 0:
         out = np.zeros(shape)
     else:
-        t = sigma / sensitivity
+        with np.errstate(over="ignore"):
+            t = sigma / sensitivity
         positive = t > 0
         out = np.where(positive, np.exp(_log_profile(np.where(positive, t, 1.0), epsilon)), 1.0)
         out = np.broadcast_to(out, shape)
     return float(out) if out.ndim == 0 else np.array(out)
+
+
+def _certified_gap(t: float, epsilon: float, target: float):
+    """``(gap, slope)`` at ratio ``t``: ``gap`` = float ``ln delta`` + a bound on its error - ``target``, so
+    that ``gap <= 0`` proves the TRUE profile is at most ``e^target``; ``slope = -d ln delta / d ln t =
+    phi(u) / (t delta)`` (the derivative of the profile, from ``phi(u) = e^eps phi(v)``).  The error bound
+    adds ``log_ndtr``'s (4 ulp relative), ``u``'s rounding times ``d ln Phi/du = phi(u)/Phi(u)``, ``r``'s
+    (``r_err e^r / (1 - e^r)``) and the final sum's."""
+    u, r, u_err, r_err = (float(x) for x in _profile_parts(t, epsilon))
+    if not (r < 0 and math.isfinite(u) and math.isfinite(r_err)):
+        return math.inf, 0.0
+    log_phi_u = float(special.log_ndtr(u))
+    log_delta = log_phi_u + math.log(-math.expm1(r))
+    log_density = -0.5 * u * u - _LOG_SQRT_2PI
+    err = (4 * _ULP * (1 + abs(log_phi_u) + abs(log_delta)) + u_err * math.exp(log_density - log_phi_u)
+           + r_err * math.exp(r) / -math.expm1(r))
+    return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
@@ -202,27 +294,52 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.
 
     Solves ``ln delta_sigma(epsilon) = ln delta`` in ``ln(sigma / sensitivity)`` by bracketing and
-    Brent's method (the profile decreases strictly in sigma); the result is nudged up by a few ulps
-    if rounding left ``gaussian_delta(sigma, ...)`` above delta.  Returns 0 for sensitivity 0.
+    Brent's method (the profile decreases strictly in sigma).  Never under-noises against the TRUE
+    profile, not only its float evaluation: the root is raised until the float profile plus a bound on
+    its evaluation error (``_certified_gap``) is at most delta -- a relative change of sigma of a few
+    1e-15 for ordinary parameters -- then by 4 ulp for the rounding of ``sigma = sensitivity * t``
+    (checked against 80-digit arithmetic from epsilon = 1e-9 to 1e15 and delta from 1e-300 to
+    1 - 1e-12).  Refuses ``epsilon > ANALYTIC_EPSILON_MAX`` (1e15) with a ValueError: there
+    ``sigma / sensitivity ~ 1/sqrt(2 epsilon)`` and one ulp of sigma moves ``u = 1/(2t) - epsilon t`` by
+    ``~ 2e-16 sqrt(2 epsilon)``, so double precision no longer resolves the profile.  Returns 0 for
+    sensitivity 0; a ValueError if sigma would overflow.
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    if epsilon > ANALYTIC_EPSILON_MAX:
+        raise ValueError(f"analytic_gaussian_sigma is accurate for epsilon <= {ANALYTIC_EPSILON_MAX:g} only (beyond, "
+                         f"one ulp of sigma moves the privacy profile too much for double precision), got "
+                         f"epsilon = {epsilon:g}")
     if sensitivity == 0:
         return 0.0
     target = math.log(delta)
 
-    def excess(log_t: float) -> float:                 # decreasing in log_t
-        return float(_log_profile(math.exp(log_t), epsilon)) - target
+    def excess(log_t: float) -> float:                 # decreasing in log_t; finite for brentq
+        value = float(_log_profile(math.exp(log_t), epsilon)) - target
+        return min(max(value, -1e300), 1e300)
 
     start = math.log(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
     lo, hi = start - 1.0, start + 1.0
-    while excess(lo) <= 0:
+    while excess(lo) <= 0 and lo > -700:
         lo -= 2.0
-    while excess(hi) >= 0:
+    while excess(hi) >= 0 and hi < 700:
         hi += 2.0
-    log_t = optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    sigma = sensitivity * math.exp(log_t)
-    while gaussian_delta(sigma, sensitivity, epsilon) > delta:    # rounding: never under-noise
+    if not excess(lo) > 0 > excess(hi):
+        raise ValueError(f"cannot calibrate sigma in double precision for epsilon = {epsilon:g}, delta = {delta:g}: "
+                         "sigma/sensitivity would lie outside [e^-700, e^700]")
+    t = math.exp(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * _ULP, maxiter=500))
+    for _ in range(200):                               # raise t until the TRUE profile is <= delta
+        gap, slope = _certified_gap(t, epsilon, target)
+        if gap <= 0:
+            break
+        t *= 1 + max(1.5 * gap / slope if slope > 0 else 1.0, 8 * _ULP)
+    else:
+        raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
+    sigma = sensitivity * t * (1 + 4 * _ULP)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma = {sensitivity:g} * {t:.3g} is not a positive double (sensitivity too large or "
+                         "too small for this epsilon and delta)")
+    while gaussian_delta(sigma, sensitivity, epsilon) > delta:    # keep the float profile consistent too
         sigma = float(np.nextafter(sigma, np.inf))
     return sigma
 
@@ -230,7 +347,8 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 
-    ``inf`` if sigma is 0 (and sensitivity > 0); 0 if sensitivity is 0.
+    ``inf`` if sigma is 0 (and sensitivity > 0) or if no epsilon below 1e308 reaches delta; 0 if
+    sensitivity is 0.
     """
     sensitivity, delta = check_sensitivity(sensitivity), check_delta(delta)
     sigma = as_real(sigma, "sigma")
@@ -250,6 +368,8 @@ def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     hi = 1.0
     while excess(hi) > 0:
         hi *= 2.0
+        if hi > 1e308:                                 # no epsilon in double range reaches delta
+            return math.inf
     return float(optimize.brentq(excess, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
@@ -316,8 +436,10 @@ def agreement(calibration, sensitivity=1.0):
 worst_inversion = agreement(analytic_gaussian_sigma)
 worst_profile = max(abs(gaussian_delta(analytic_gaussian_sigma(1.0, e, d), 1.0, e) / d - 1)
                     for e in eps_grid for d in delta_grid)
-print(f"analytic sigma vs integral inversion: worst relative gap {worst_inversion:.1e} over {len(eps_grid) * len(delta_grid)} pairs")
-print(f"profile at analytic sigma vs delta  : worst relative gap {worst_profile:.1e}")
+decade = lambda x: f"{10.0 ** math.ceil(math.log10(x)):.0e}"       # shown as a power of ten: portable
+print(f"analytic sigma vs integral inversion: worst relative gap < {decade(worst_inversion)} over "
+      f"{len(eps_grid) * len(delta_grid)} pairs")
+print(f"profile at analytic sigma vs delta  : worst relative gap < {decade(worst_profile)}")
 assert worst_inversion < 1e-6
 assert worst_profile < 1e-9
 
@@ -535,10 +657,13 @@ def clopper_pearson_lower(successes, trials, alpha):
 
 
 def clopper_pearson_upper(successes, trials, alpha):
-    """One-sided Clopper-Pearson upper bound: ``P[p > bound] <= alpha`` (1 when every trial succeeded)."""
+    """One-sided Clopper-Pearson upper bound: ``P[p > bound] <= alpha`` (1 when every trial succeeded).
+
+    The upper ``alpha`` quantile of Beta(k + 1, n - k) is ``beta.isf(alpha)``: ``beta.ppf(1 - alpha)`` would
+    first round ``1 - alpha`` and miss small alphas in either direction."""
     k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
-        bound = stats.beta.ppf(1 - alpha, k + 1, n - k)
+        bound = stats.beta.isf(alpha, k + 1, n - k)
     return np.where(k < n, bound, 1.0)
 
 
@@ -800,6 +925,80 @@ print(f"exact eps = {exact:.4f}; audit lower bound = {res.epsilon_lower:.4f} at 
 assert res.epsilon_lower <= exact and res.epsilon_lower > 0.9 * exact
 
 # %% [markdown]
+# ### 5.4 Numerics at the extremes
+#
+# "Never under-noise" must hold for the **true** profile, not for its floating-point evaluation.
+# `analytic_gaussian_sigma` therefore raises Brent's root until the float $\ln\delta$ *plus a bound on
+# its evaluation error* is at most $\ln\delta$ (the error bound is turned into a step of $\sigma$
+# through the slope $-\,d\ln\delta/d\ln t = \varphi(u)/(t\,\delta)$, which follows from
+# $\varphi(u) = e^{\varepsilon}\varphi(v)$), then by 4 ulp for the rounding of $\sigma = \Delta t$.  In the ordinary
+# range this moves $\sigma$ by a few $10^{-15}$ relative.  Limits:
+# - $\varepsilon > 10^{15}$ is **refused** (`ANALYTIC_EPSILON_MAX`): there $t \approx 1/\sqrt{2\varepsilon}$, and one ulp of
+#   $t$ moves $u = 1/(2t) - \varepsilon t$ by about $2\cdot10^{-16}\sqrt{2\varepsilon}$ (about 0.3 at $10^{30}$):
+#   double precision no longer resolves the profile.  Below that limit, and for $\varepsilon$ down to
+#   $10^{-300}$ and $\delta$ down to $10^{-300}$, the result was checked against 80-digit arithmetic
+#   (`mpmath`, offline: no grid point under-noised, and $\sigma$ is within $10^{-13}$ of the exact minimum
+#   on ordinary parameters).  The exact minima below were computed that way and are kept as numbers.
+# - `gaussian_delta` is finite everywhere: 0 when $\sigma/\Delta$ or $\varepsilon$ is huge, 1 when $\sigma/\Delta \to 0$;
+#   `gaussian_epsilon` returns $\infty$ when no $\varepsilon$ below $10^{308}$ reaches $\delta$.
+# - The Clopper–Pearson upper bound is the upper $\alpha$ quantile `beta.isf(alpha, k+1, n-k)`: forming
+#   $1-\alpha$ first (`beta.ppf(1 - alpha)`) rounds a small $\alpha$ away, in either direction.
+#
+# **The check can fail:** the same comparison rejects the direct formula for $r$ (Brent's root of
+# the float profile, no certification): at tiny $\varepsilon$ its $r$ rounds to 0, the float profile
+# collapses to 0 too early, and $\sigma$ comes out a factor 2 to $10^{186}$ too small.
+
+# %%
+EXACT_MINIMUM = {(0.01, 1e-300): 3672.720103405569, (1e-06, 1e-100): 20321506.70841061,     # mpmath, 800 digits
+                 (1.0, 1e-300): 36.8654978941111, (0.5, 1e-05): 7.031826675582492,
+                 (1e12, 1e-300): 7.071253049769674e-07, (1e15, 1e-05): 2.2360681907443385e-08,
+                 (1e-12, 1e-300): 36096113814991.82, (1e-15, 1e-30): 7423547833418846.0,
+                 (1e-100, 1e-100): 2.7602980479814333e+99, (1e-200, 1e-300): 2.0985770338319226e+201}
+TINY = [(1e-12, 1e-300), (1e-15, 1e-30), (1e-100, 1e-100), (1e-200, 1e-300)]
+
+
+def direct_sigma(epsilon, delta):
+    """DELIBERATELY NAIVE: r = eps + ln Phi(v) - ln Phi(u) as written, Brent's root of the float profile."""
+    def log_profile(log_t):
+        t = math.exp(log_t)
+        u, v = 0.5 / t - epsilon * t, -0.5 / t - epsilon * t
+        r = min(epsilon + special.log_ndtr(v) - special.log_ndtr(u), 0.0)
+        return special.log_ndtr(u) + (math.log(-math.expm1(r)) if r < 0 else -1e300) - math.log(delta)
+    lo = hi = math.log(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
+    while log_profile(lo) <= 0:
+        lo -= 2.0
+    while log_profile(hi) >= 0:
+        hi += 2.0
+    return math.exp(optimize.brentq(log_profile, lo, hi, xtol=1e-15, rtol=1e-15))
+
+
+print(f"{'epsilon':>8} {'delta':>7} {'exact minimum':>16} {'analytic sigma':>16}   in [exact, exact (1 + 1e-12)]")
+for (e, d), exact in EXACT_MINIMUM.items():
+    sigma = analytic_gaussian_sigma(1.0, e, d)
+    assert exact <= sigma <= exact * (1 + 1e-12)
+    print(f"{e:8.0e} {d:7.0e} {exact:16.10g} {sigma:16.10g}   yes")
+naive = {key: direct_sigma(*key) / EXACT_MINIMUM[key] for key in TINY}
+print("direct formula at tiny epsilon, sigma / exact minimum:",
+      ", ".join(f"eps={e:.0e}, delta={d:.0e}: {x:.0e}" for (e, d), x in naive.items()))
+assert all(x < 0.9 for x in naive.values())                       # under-noised: the check fails it
+try:
+    analytic_gaussian_sigma(1.0, 1e18, 1e-5)
+    raise AssertionError("epsilon = 1e18 must be refused")
+except ValueError as err:
+    print("refused:", err)
+limits = [gaussian_delta(2e154, 1.0, 1.0), gaussian_delta(1.0, 1e-300, 1.0), gaussian_delta(1.0, 1.0, 1e300),
+          gaussian_delta(1e-300, 1.0, 1.0)]
+print(f"profile limits: {limits} (sigma/Delta = 2e154, 1e300; epsilon = 1e300; sigma/Delta = 1e-300)")
+print(f"gaussian_epsilon(1e-300, 1, 1e-5) = {gaussian_epsilon(1e-300, 1.0, 1e-5)}")
+assert limits == [0.0, 0.0, 0.0, 1.0] and gaussian_epsilon(1e-300, 1.0, 1e-5) == math.inf
+
+cp_exact = -math.expm1(math.log(1e-12) / 1000)                   # k = 0: 1 - alpha^(1/n)
+cp_ppf, cp_isf = stats.beta.ppf(1 - 1e-12, 1, 1000), clopper_pearson_upper(0, 1000, 1e-12)
+print(f"Clopper-Pearson upper (k=0, n=1000, alpha=1e-12): exact {cp_exact:.12g}; beta.ppf(1 - alpha) off by "
+      f"{cp_ppf / cp_exact - 1:.1e}, beta.isf(alpha) within 1e-14: {abs(cp_isf / cp_exact - 1) < 1e-14}")
+assert abs(cp_isf / cp_exact - 1) < 1e-14 < abs(cp_ppf / cp_exact - 1)
+
+# %% [markdown]
 # ## 6. Figure
 #
 # Left: $\sigma/\Delta$ against $\varepsilon$ at $\delta = 10^{-5}$ — the classic formula (solid where
@@ -840,7 +1039,8 @@ plt.show()
 # ## Summary
 # - `bandit_unlearning.privacy.gaussian`: `check_epsilon`, `check_delta`, `check_sensitivity`,
 #   `gamma`, `classic_gaussian_sigma` (refuses $\varepsilon \ge 1$, E1), `analytic_gaussian_sigma`
-#   (exact, any $\varepsilon$), `gaussian_delta` (exact profile) and its inverse `gaussian_epsilon`.
+#   (exact, any $\varepsilon \le 10^{15}$, certified against the true profile), `gaussian_delta` (exact
+#   profile, finite at every extreme) and its inverse `gaussian_epsilon`.
 # - `bandit_unlearning.privacy.audit`: `hockey_stick_delta` / `hockey_stick_epsilon` (exact audits of
 #   finite-output mechanisms), `clopper_pearson_lower/upper`, `audit_epsilon` → `AuditResult`
 #   (Monte Carlo lower confidence bound, Bonferroni over `subset_events` or `threshold_events`).

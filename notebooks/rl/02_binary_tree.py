@@ -27,11 +27,14 @@
 # paper's accuracy radius $\varepsilon_{app}$, and the path coupling used for unlearning.
 
 # %%
+import dataclasses
+
 import numpy as np
 import matplotlib.pyplot as plt
 from scipy import stats
 
 from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.privacy.coupling import tv_gaussians
 
 rng = np.random.default_rng(20260602)
 
@@ -83,8 +86,9 @@ calibration and accuracy radius, and the tree's half of Algorithm 3 (coupling on
 Leaves are the time steps ``1, 2, ...``.  ``Node(level, index)`` is the dyadic interval of leaves
 ``[index * 2**level + 1, (index + 1) * 2**level]``.  A node is *complete* once its last leaf has
 arrived; only complete nodes carry values and noise.  When a node completes it gets a 192-bit key
-from the algorithm's generator (``draw_node_keys``) and its noise is ``node_noise(key)``, so noise
-can be regenerated from 24 bytes.  ``BinaryTree`` stores the complete nodes in **post-order**
+(``draw_node_keys``: a one-way hash of fresh words of the algorithm's generator, which is seeded from
+the operating system's entropy unless the caller passes a seeded one) and its noise is
+``node_noise(key)``, so noise can be regenerated from 24 bytes -- keys are secrets.  ``BinaryTree`` stores the complete nodes in **post-order**
 (children first, i.e. sorted by ``(end, level)``), one row per node, in two growing arrays (clean
 and noisy values): the post-order position of a node never changes as the tree grows, so the anytime
 tree is an append-only list of rows, and truncating it to its first ``r`` steps keeps a prefix of the
@@ -94,19 +98,21 @@ memory-light tree (``bandit_unlearning.exact.light_tree``) reproduces them bit f
 
 The tree interface the learner of ``bandit_unlearning.exact.learner`` relies on (``LightTree`` offers
 the same): ``BinaryTree(d, sigma, capacity=1)``; attributes ``d``, ``sigma``, ``n_leaves``,
-``frozen``; ``append(x, rng)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``, ``copy()``,
-``freeze()``, ``unlearn_leaf(t, x_new, rng) -> PathCoupling``; and, for checks and cost analysis,
+``frozen``; ``append(x, rng=None)``, ``noisy_prefix_sum(t)``, ``leaf(t)``, ``leaves()``, ``copy()``,
+``freeze()``, ``unlearn_leaf(t, x_new, rng=None) -> PathCoupling``; and, for checks and cost
+analysis,
 ``clean(node)`` and ``noisy(node)`` of complete nodes.  Statistics are dense
 vectors of shape ``(d,)`` or ``SparseStatistic(indices, values)``.
 """
 
+import hashlib
 import math
 import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import erf, ndtri
+from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning import checks as _checks
@@ -253,7 +259,9 @@ def path_length(T: int) -> int:
 # whose TV is the same $2\Phi(B\sqrt n/(2\sigma)) - 1$; post-processing (the models) cannot increase it.
 #
 # - **Exact calibration:** solve $2\Phi(B\sqrt n/(2\sigma)) - 1 = \rho$ with $n = \lfloor\log_2 T\rfloor + 1$:
-#   $\sigma_{exact} = B\sqrt n\,/\,\big(2\,\Phi^{-1}((1+\rho)/2)\big)$, for $\rho \in (0, 1)$.
+#   $\sigma_{exact} = B\sqrt n\,/\,\big(2\,\Phi^{-1}((1+\rho)/2)\big) = B\sqrt n\,/\,\big(2\sqrt2\,\mathrm{erf}^{-1}(\rho)\big)$,
+#   for $\rho \in (0, 1)$ (computed with $\mathrm{erf}^{-1}$: forming $(1+\rho)/2$ in floating point would lose
+#   the digits of a tiny $\rho$, e.g. 9e-5 relative at $\rho = 10^{-12}$).
 # - **The paper's:** $\sigma_{paper} = B\sqrt{\log_2 T}/(\sqrt 2\rho)$.  Plugged in, it gives
 #   $\mathrm{TV} = 2\Phi(\rho\sqrt{n/(2\log_2 T)}) - 1 \le \rho\sqrt{n/(\pi\log_2 T)} \le \rho$
 #   (using $2\Phi(z) - 1 \le z\sqrt{2/\pi}$ and
@@ -286,12 +294,13 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
 
 def sigma_exact(rho: float, B: float, T: int) -> float:
     """Smallest ``sigma`` with ``2 Phi(B sqrt(n) / (2 sigma)) - 1 = rho``, ``n = floor(log2 T) + 1``:
-    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2))``.  Needs ``0 < rho < 1``."""
+    ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2)) = B sqrt(n) / (2 sqrt(2) erfinv(rho))`` (erfinv keeps the
+    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``."""
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
     n = path_length(T)
-    return float(B * np.sqrt(n) / (2 * ndtri((1 + rho) / 2)))
+    return float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho)))
 
 
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:
@@ -337,7 +346,8 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 # memory-light tree of chapter B10).
 #
 # **Node keys.** When a node completes, the algorithm draws a 192-bit **key** for it from its
-# generator `rng` (`draw_node_keys`: three 64-bit words); the node's noise is the standard-normal
+# generator `rng` (`draw_node_keys`: three fresh 64-bit words of the generator, passed through the
+# one-way hash BLAKE2b, see *keys are secrets* below); the node's noise is the standard-normal
 # vector of an SFC64 generator seeded with those three words — exactly numpy's own SFC64 seeding
 # (state $(a, b, c, 1)$, then 12 outputs discarded), minus the `SeedSequence` hashing, which random
 # words do not need — times $\sigma$ (`node_noise`).  Over the draw of the key the noise is
@@ -349,6 +359,28 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 # instead of the $8d$-byte vector can regenerate the noise whenever it needs it.  (For speed,
 # `node_noise` re-uses one private SFC64 object whose whole state it resets from the key under a
 # lock: the output depends on the key alone.)
+#
+# **Keys are secrets.** Whoever holds a node's key holds its noise, and noisy value minus noise is
+# the clean value: the privacy of the tree *is* the secrecy of its keys (and of whatever generates
+# them).  Three rules follow.
+# - **Fresh entropy by default.** Every function that draws takes `rng=None`, which means a new
+#   generator seeded from the operating system's entropy (`resolve_rng`, i.e.
+#   `np.random.default_rng()`).  Passing a seeded generator is an explicit opt-in for reproducible
+#   research — the notebooks do it so that their outputs can be checked — and then **the seed is key
+#   material**: anyone who learns or guesses it (seed 0, a date, a small integer) regenerates every
+#   key, including the keys a deletion erased, and subtracts the noise.
+# - **Keys do not expose the generator.** A stored key is not a raw output of `rng`: it is the
+#   BLAKE2b hash (personalised for node keys) of three fresh 64-bit words.  numpy's generators are
+#   not cryptographic — PCG64's state can in principle be reconstructed from enough raw outputs and
+#   then run backwards — so raw outputs kept in a tree would let the keys that are still stored
+#   reveal the ones that were erased.  Behind a one-way hash they do not.  The number of words
+#   drawn is unchanged, so the generator's other draws are unaffected.
+# - **What an unlearning call returns carries nothing computed from the deleted data.**
+#   `unlearn_leaf`'s record (`PathCoupling`) holds the coupling's outcomes only — which path nodes
+#   were kept, which one was reflected, from where the learner must re-run — and not, say, the shift
+#   $\lVert x_t - x'_t\rVert$: the norm of an RL episode's statistics is
+#   $\sqrt{2H + \text{its total reward}}$, so a record holding it would hand out the deleted
+#   episode's return (chapter B3 discusses what the outcomes themselves tell).
 #
 # **Algorithm 3 in terms of the noise.** Write $\eta_b = \tilde v_b - v_b$ for a node's noise and
 # $\delta = x_t - x'_t$, so that $v'_b = v_b - \delta$ on the path of leaf $t$:
@@ -484,17 +516,35 @@ def statistic_sparse(x, d: int, name: str = "x"):
 
 
 KEY_WORDS = 3
+_KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
 _NOISE_BITS = np.random.SFC64(0)                 # re-used for speed; fully reset from the key per call
 _NOISE_GEN = np.random.Generator(_NOISE_BITS)
 _NOISE_LOCK = threading.Lock()
 
 
+def resolve_rng(rng) -> np.random.Generator:
+    """The generator to draw from: ``rng`` itself, or for ``None`` a new generator seeded from the
+    operating system's entropy (``np.random.default_rng()``).  A seeded generator is the caller's
+    opt-in for reproducibility, and its seed is then key material.  Anything else: ``TypeError``."""
+    if rng is None:
+        return np.random.default_rng()
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator or None (fresh OS entropy), got {type(rng).__name__}")
+    return rng
+
+
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
-    """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64): raw 64-bit words of the algorithm's
-    generator (``rng.bit_generator.random_raw``; ``rng``: a Generator, None -- OS entropy -- or an int seed)."""
+    """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
+    (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
+    ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
+    the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
     k = check_int(k, "k", 0)
     rng = as_generator(rng)
-    return rng.bit_generator.random_raw(k * KEY_WORDS).reshape(k, KEY_WORDS)
+    width = 8 * KEY_WORDS
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
+    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=_KEY_PERSON).digest()
+                       for i in range(0, len(raw), width))
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64).reshape(k, KEY_WORDS)
 
 
 def _node_key(key) -> np.ndarray:
@@ -573,8 +623,8 @@ class PathCoupling:
     value was kept; ``rejected``: the node whose value was reflected (``None`` if all were kept);
     ``regenerated``: ancestors of ``rejected`` ending at the same leaf, given fresh noise;
     ``restart``: number of steps still valid (``rejected.end``, or ``n_leaves`` if nothing was
-    rejected) -- the learner re-runs steps ``restart + 1 .. n_leaves``; ``shift_norm``:
-    ``||x_t - x'_t||``; ``tv_per_node``: ``2 Phi(shift_norm / (2 sigma)) - 1``.
+    rejected) -- the learner re-runs steps ``restart + 1 .. n_leaves``.  Nothing else: the record
+    holds the coupling's outcomes, no number computed from the deleted statistic.
     """
 
     t: int
@@ -584,8 +634,6 @@ class PathCoupling:
     rejected: Node | None
     regenerated: tuple
     restart: int
-    shift_norm: float
-    tv_per_node: float
 
     def __post_init__(self):
         n = check_int(self.n_leaves, "n_leaves", 1)
@@ -601,16 +649,6 @@ class PathCoupling:
     def steps_recomputed(self) -> int:
         return self.n_leaves - self.restart
 
-    @property
-    def retrain_probability(self) -> float:
-        """Exact probability of a rejection on this path: ``1 - prod_b (1 - TV_b)`` (SPEC E11)."""
-        return float(1 - (1 - self.tv_per_node) ** len(self.path))
-
-    @property
-    def expected_steps_recomputed(self) -> float:
-        """``sum_k (1 - TV)^k TV (n_leaves - end of the k-th path node)``."""
-        tv = self.tv_per_node
-        return float(sum((1 - tv) ** k * tv * (self.n_leaves - b.end) for k, b in enumerate(self.path)))
 
 
 class BinaryTree:
@@ -619,10 +657,10 @@ class BinaryTree:
 
     ``d``: dimension of the statistics; ``sigma``: noise scale (``0`` = no noise, the non-private
     reference); ``capacity``: number of steps to preallocate for (the tree doubles beyond it).
-    Each completed node gets a key from the ``rng`` passed to ``append`` and the noise
-    ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the canonical
-    arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation; ``copy()`` is
-    mutable.
+    Each completed node gets a key from the ``rng`` passed to ``append`` (default: fresh OS entropy)
+    and the noise ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the
+    canonical arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation, also
+    after a pickle round trip (its arrays are made read-only again); ``copy()`` is mutable.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -692,7 +730,7 @@ class BinaryTree:
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
-    def append(self, x, rng: np.random.Generator) -> None:
+    def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
@@ -772,14 +810,27 @@ class BinaryTree:
         self._noisy.setflags(write=False)
         return self
 
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
+        self.__dict__.update(state)
+        if self._frozen:
+            self.freeze()
+
+    def _cut(self, n: int) -> None:
+        """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
+        rows, used = n_nodes(n), self.n_nodes
+        self._clean[rows:used] = 0
+        self._noisy[rows:used] = 0
+        self._n = n
+
     def truncate(self, n_leaves: int) -> None:
-        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows); steps appended
-        later complete their nodes afresh (new keys)."""
+        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
+        others); steps appended later complete their nodes afresh (new keys)."""
         self._check_mutable()
-        self._n = check_int(n_leaves, "n_leaves", 0, self._n)
+        self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
     # --- the tree's half of Algorithm 3 ---------------------------------------------------------
-    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator) -> PathCoupling:
+    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 
         Each complete path node gets its new clean value ``v'_b`` (running sum of its new leaves) and
@@ -798,8 +849,6 @@ class BinaryTree:
         clean, noisy = self._clean, self._noisy
         x_old = clean[n_nodes(t - 1)].copy()
         S = np.flatnonzero(x_old - x_new)
-        shift = float(np.linalg.norm(x_old - x_new))
-        tv = tv_gaussians(x_old, x_new, self._sigma)
         accepted = []
         for k, b in enumerate(path):                             # the leaf first: the sums above read it
             p = postorder_position(b)
@@ -816,9 +865,9 @@ class BinaryTree:
                 q = postorder_position(a)
                 clean[q] = self._running_sum(a.start, a.end)
                 np.add(clean[q], node_noise(key, self._d, self._sigma), out=noisy[q])
-            self._n = b.end
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+            self._cut(b.end)
+            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
+        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
 
 
 # %%
@@ -1126,12 +1175,47 @@ probs = np.array([(1 - tv) ** k * tv for k in range(len(path))] + [(1 - tv) ** l
 observed = np.bincount(first_reject, minlength=len(path) + 1)
 p_geom = stats.chisquare(observed, R * probs).pvalue
 p_nodes = [stats.kstest(np.array(c), "norm").pvalue for c in coupled]
-print(f"TV per node {tv:.4f}; retraining probability exact {rec.retrain_probability:.4f}, "
+print(f"TV per node {tv:.4f}; retraining probability exact {1 - (1 - tv) ** len(path):.4f}, "
       f"observed {np.mean(first_reject < len(path)):.4f}")
 print("first rejection: observed", observed.tolist(), " expected", np.round(R * probs).astype(int).tolist(),
       f" chi-square p = {p_geom:.3f}")
 print("coupled path values ~ N(v', sigma^2): KS p =", [round(float(p), 3) for p in p_nodes])
 assert min([p_geom] + p_nodes) > 1e-6 / 6
+
+# %% [markdown]
+# ### 5f. Keys are secrets
+#
+# Section 4a's rules, checked exactly: a seeded generator (the opt-in) gives the same keys every
+# time — so its seed regenerates them — and takes exactly $3k$ words for $k$ keys, yet no key shares
+# a word with the generator's stream; without a generator, two trees on the same leaves get
+# different noise; and the record of `unlearn_leaf` holds the coupling's outcomes only.  The check
+# can fail: raw words as keys (the obvious implementation) are found in the stream at once.
+
+# %%
+k = 200
+keys_a, keys_b = draw_node_keys(np.random.default_rng(7), k), draw_node_keys(np.random.default_rng(7), k)
+probe = np.random.default_rng(7)
+stream = set(probe.bit_generator.random_raw(3 * k + 1000).tolist())
+after = np.random.default_rng(7)
+draw_node_keys(after, k)
+skipped = np.random.default_rng(7)
+skipped.bit_generator.random_raw(3 * k)
+assert np.array_equal(keys_a, keys_b) and after.bit_generator.state == skipped.bit_generator.state
+assert not set(keys_a.ravel().tolist()) & stream
+raw_keys = np.random.default_rng(7).bit_generator.random_raw(3 * k).reshape(k, 3)        # BROKEN: raw words
+assert set(raw_keys.ravel().tolist()) <= stream
+xs_keys = rng.uniform(size=(16, 3))
+trees = [BinaryTree(3, 1.0, capacity=16) for _ in range(2)]
+for tree_ in trees:
+    for x in xs_keys:
+        tree_.append(x)                                          # no generator: fresh OS entropy
+assert not np.array_equal(trees[0].values()[1], trees[1].values()[1])
+rec_keys = trees[0].unlearn_leaf(5, np.zeros(3))
+assert {f.name for f in dataclasses.fields(rec_keys)} == {"t", "n_leaves", "path", "accepted", "rejected",
+                                                           "regenerated", "restart"}
+print(f"{k} keys from a seeded generator: reproducible, 3 words each, none of them a word of the stream "
+      "(raw words as keys: all of them); two unseeded trees: different noise; "
+      "the coupling record: outcomes only")
 
 # %% [markdown]
 # ## 6. Figure: prefix-sum error against $t$
@@ -1199,8 +1283,9 @@ print(f"d = {d_rl}: {steps / elapsed:.0f} steps/s (append + noisy prefix sum); "
 #   (the tree's half of Algorithm 3: accept = keep the noisy value, i.e. shift the noise by
 #   $x_t - x'_t$; reject = reflect, i.e. flip the noise).  Statistics dense or
 #   `SparseStatistic`.  The randomness and arithmetic are pinned down (section 4a) so that a second
-#   implementation can reproduce every output bit for bit: per-node keys from `rng`
-#   (`draw_node_keys`, `node_noise`), clean values as running sums of leaves, noisy prefix sums
+#   implementation can reproduce every output bit for bit: per-node keys derived one-way from `rng`
+#   (`draw_node_keys`, `node_noise`; `rng=None`, the default, is fresh OS entropy — keys and seeds are
+#   secrets, section 4a), clean values as running sums of leaves, noisy prefix sums
 #   folded largest node first (`fold_rows`), the acceptance test `coupling_accepts` — the
 #   memory-light `LightTree` of chapter B10 does.
 #   Bookkeeping: `Node`, `n_nodes`, `postorder_position` ($=N(r_b - 1) + h$,
@@ -1214,4 +1299,5 @@ print(f"d = {d_rl}: {steps / elapsed:.0f} steps/s (append + noisy prefix sum); "
 #   times larger for small $\rho$; the path-TV formula matched Monte Carlo on real trees;
 #   $\varepsilon_{app}$ holds (union bound $\le \delta$) for $T \ge 3$ and fails at $T = 2$ for large
 #   $d$ (sharp edge); the path coupling's first-rejection law is geometric and its coupled values have the
-#   target law; accepted nodes keep their noisy values bit for bit.
+#   target law; accepted nodes keep their noisy values bit for bit; keys are reproducible from a
+#   seeded generator but share no word with its stream, and unseeded trees get fresh noise.

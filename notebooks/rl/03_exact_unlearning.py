@@ -88,9 +88,9 @@ rng = np.random.default_rng(20260603)
 # - the *nodes after $b$ in post-order* are: the ancestors of $b$ ending at the same leaf $r_b$ (new
 #   clean value, fresh noise), then everything from step $r_b + 1$ on (re-run); models
 #   $w_1, \dots, w_{r_b}$ are unchanged, $w_{r_b + 1}$ is recomputed from the new $\tilde u_{r_b}$;
-# - exactness does not depend on $\sigma$ or on $B$ (SPEC E8): $\sigma$ only sets how often a
-#   rejection happens.  The record of each deletion reports $\lVert x_t - x'_t\rVert$ and the
-#   learner's $B$;
+# - exactness does not depend on $\sigma$ or on $B$: $\sigma$ only sets how often a
+#   rejection happens.  The record of each deletion reports the learner's $B$ and the worst-case
+#   cost for a shift of norm $B$ — not the deleted user's own shift (below);
 # - all randomness of the algorithm must live in the tree noise (or be drawn fresh when steps are
 #   re-run); all randomness of the environment must live in the users.  A user that drew a fresh
 #   transition each time it was asked would make "re-run the same users" meaningless.
@@ -98,6 +98,42 @@ rng = np.random.default_rng(20260603)
 # **Sequential deletions.** The unlearned run *is* (in law) a run on the modified sequence, so a
 # second deletion is simply Algorithm 3 applied to it; the run records the deleted positions and
 # refuses to delete one twice.
+#
+# **What a deletion returns.** Exactness is a statement about the *run*; a deletion also returns a
+# record of what it did, and that record must not undo it.  A number computed from the deleted
+# statistic $x_t$ is the deleted data in disguise: the shift $\lVert x_t - x'_t\rVert$ against the
+# zero dummy is $\sqrt{1 + r^2}$ for the bandit below (so it gives the deleted reward $r$ back) and
+# $\sqrt{2H + \sum_h r_h}$ for an RL episode (chapter B8: $\lVert x_t\rVert^2 - 2H$ is the deleted
+# episode's return); the per-node TV $2\Phi(\lVert x_t - x'_t\rVert/2\sigma) - 1$, the exact
+# retraining probability and the expected cost of *this* request are invertible functions of it.
+# So the record (`UnlearnRecord`) holds by default
+# - what does not depend on the data: $t$, $T$, the path (a function of $t$ and $T$), $B$ and
+#   $\sigma$, and the **worst-case** cost of a request at $t$ for a shift of norm $B$ — TV per node
+#   $2\Phi(B/2\sigma) - 1$, retraining probability $1 - (1 - \mathrm{TV}_B)^{|\text{path}|}$,
+#   expected steps recomputed — which is what Theorem 3.3 (3) bounds anyway;
+# - the coupling's **outcomes**: which path nodes were kept, which one was reflected, from which
+#   step the learner re-ran.  These do depend on $x_t$ (a node rejects with probability
+#   $\mathrm{TV}(\lVert x_t - x'_t\rVert)$: a deleted user whose statistics equal the dummy's never
+#   causes a retrain).  We keep them because they are part of what the algorithm visibly does: the
+#   new run shows them (the models before `restart` are the old ones, the kept noisy values are
+#   bit-identical), the time the call takes shows whether and how much was retrained, and whoever
+#   runs the deletion must account for its cost.  And what they can tell is small and bounded: for
+#   *any* two possible deleted users, the laws of the outcome differ in total variation by at most
+#   the worst-case retraining probability $1 - (1 - \mathrm{TV}_B)^{|\text{path}|}$ (both put at least
+#   the rest of the mass on "nothing rejected"), the same quantity the cost of unlearning is made
+#   small by.  A number computed from $x_t$ is not one coin with bounded bias: it is exact.
+#
+# The data-dependent numbers are useful to *experiments* — chapter B4 compares measured costs with
+# the exact per-request formulas — so `unlearn(..., diagnostics=True)` adds them
+# (`record.diagnostics`; `record.shift_norm` etc. read them and raise `AttributeError` without).
+# The switch is off by default and meant for research runs on data one may look at.
+#
+# **The other secrets.** The tree's keys (chapter B2) and the generator they come from: every
+# function that draws takes `rng=None` by default — fresh operating-system entropy — and a seeded
+# generator is an explicit opt-in for reproducible research, whose seed is then key material
+# (this chapter seeds one, so that its outputs can be checked).  And the users: whatever can
+# regenerate a deleted user (a population seed, a key) must not be kept by the run — a deletion
+# replaces the user by the dummy, and the run holds no other handle on it.
 
 # %% [markdown]
 # ## 3. Implementation: the framework
@@ -107,13 +143,14 @@ rng = np.random.default_rng(20260603)
 # | name | what |
 # |---|---|
 # | `PrefixSumLearner(d, sigma, oracle, update, initial_model, B=None, tree_factory=LightTree, name=...)` | frozen config: `oracle(user, t, model) -> x_t` (shape `(d,)`), `update(u_tilde_t, t, model_t) -> model_{t+1}`, $w_1$ = `initial_model` |
-# | `train(learner, users, rng, capacity=None) -> Run` | Algorithm 2 over $T$ = `len(users)` steps |
-# | `extend(run, users, rng) -> Run` | continue a run with more users (anytime) |
-# | `unlearn(run, t, rng, dummy=ZERO_USER) -> (Run, UnlearnRecord)` | Algorithm 3 |
-# | `Run` | immutable: `learner`, `users`, `models` ($w_1..w_{T+1}$), frozen `tree`, `deleted`; `T`, `model(t)`, `final_model`, `statistics()`, `noisy_prefix_sum(t)` |
-# | `UnlearnRecord` | `t`, `T`, `shift_norm`, `B`, `tv_per_node`, `path`, `accepted`, `rejected`, `regenerated`, `restart`, `steps_recomputed`, `retrain_probability`, `expected_steps_recomputed` |
+# | `train(learner, users, rng=None, capacity=None) -> Run` | Algorithm 2 over $T$ = `len(users)` steps |
+# | `extend(run, users, rng=None) -> Run` | continue a run with more users (anytime) |
+# | `unlearn(run, t, rng=None, dummy=ZERO_USER, diagnostics=False) -> (Run, UnlearnRecord)` | Algorithm 3 |
+# | `Run` | immutable (also after unpickling): `learner`, `users`, `models` ($w_1..w_{T+1}$), frozen `tree`, `deleted`; `T`, `model(t)`, `final_model`, `statistics()`, `noisy_prefix_sum(t)` |
+# | `UnlearnRecord` | `t`, `T`, `B`, `sigma`, `path`, `accepted`, `rejected`, `regenerated`, `restart`, `steps_recomputed`, worst-case `tv_bound`, `retrain_probability_bound`, `expected_steps_bound`; `diagnostics` (`UnlearnDiagnostics`: `shift_norm`, `tv_per_node`, `retrain_probability`, `expected_steps_recomputed`) only on request |
+# | `path_retrain_probability(tv, path)`, `path_expected_steps(tv, path, T)` | cost of coupling a path whose nodes have TV `tv` |
 # | `verify_run(run)` | replays a run deterministically and checks every statistic, model and node sum |
-# | `ReplayableUser(key)`, `replayable_users(seed, n)` | users as keyed counter-based generators (E10) |
+# | `ReplayableUser(key)`, `replayable_users(seed, n)` | users as keyed counter-based generators (E10); `seed=None`: independent keys from OS entropy |
 # | `ZERO_USER` | the default dummy: zero statistics, whatever the model |
 #
 # A model is any Python object; the framework passes the **current** model $w_t$ to the oracle and
@@ -131,7 +168,9 @@ rng = np.random.default_rng(20260603)
 # generator; `user.generator(*address)` returns a generator positioned at a counter built from up
 # to three integers (e.g. `(h, s, a)` in RL), so the same user asked the same question at the same
 # address draws the same numbers, in any order and any number of times.  `replayable_users(seed, n)`
-# derives independent keys from a `SeedSequence`.
+# derives independent keys from a `SeedSequence` — reproducible, so the seed rebuilds every user,
+# deleted ones included: key material, for research — and `replayable_users(None, n)` draws each
+# key from the operating system's entropy, so that a user removed from a run cannot be rebuilt.
 
 # %% tags=["export"]
 """Prefix-sum learners over replayable users (Paper B, Algorithms 1-2) and their exact unlearning
@@ -147,9 +186,16 @@ A learner is ``PrefixSumLearner(d, sigma, oracle, update, initial_model, B, tree
 * ``initial_model``: ``w_1``.
 
 ``train`` runs Algorithm 2, ``unlearn`` Algorithm 3 (replacing a user by a dummy, ``ZERO_USER`` by
-default: zero statistics), ``verify_run`` replays a run and checks it.  Runs are immutable.
+default: zero statistics), ``verify_run`` replays a run and checks it.  Runs are immutable (also
+after a pickle round trip).
+
+Secrets: every ``rng`` defaults to ``None``, a generator seeded from the operating system's entropy;
+passing a seeded generator is an opt-in for reproducibility, and its seed is then key material (it
+regenerates the tree's noise).  What ``unlearn`` returns carries nothing computed from the deleted
+user's statistic unless ``diagnostics=True`` is asked for.
 """
 
+import secrets
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Callable
 
@@ -157,8 +203,20 @@ import numpy as np
 
 from bandit_unlearning.checks import as_array, as_generator, check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at
-from bandit_unlearning.privacy.coupling import check_sigma
+from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
+from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+
+
+def _freeze_arrays(value) -> None:
+    """Make every numpy array in ``value`` (through tuples, lists and dicts) read-only."""
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _freeze_arrays(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _freeze_arrays(v)
 
 
 class _ZeroUser:
@@ -217,9 +275,15 @@ class ReplayableUser:
         return self.generator(*address).random(shape)
 
 
-def replayable_users(seed: int, n: int, start: int = 0) -> tuple:
-    """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``."""
-    seed, n, start = check_int(seed, "seed", 0), check_int(n, "n", 0), check_int(start, "start", 0)
+def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
+    """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``, so that
+    any user can be rebuilt from the seed alone -- the seed is key material (an opt-in for
+    reproducible research).  ``seed=None``: ``n`` independent keys from the operating system's
+    entropy (``secrets``), which nothing else can rebuild."""
+    n, start = check_int(n, "n", 0), check_int(start, "start", 0)
+    if seed is None:
+        return tuple(ReplayableUser(secrets.randbits(128)) for _ in range(n))
+    seed = check_int(seed, "seed", 0)
     users = []
     for i in range(start, start + n):
         words = np.random.SeedSequence(seed, spawn_key=(i,)).generate_state(2, np.uint64)
@@ -260,6 +324,11 @@ class PrefixSumLearner:
         if self.check_user is not None:
             check_callable(self.check_user, "check_user")
         check_instance(self.name, str, "name")
+
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: a read-only ``initial_model`` stays read-only."""
+        self.__dict__.update(state)
+        _freeze_arrays(self.initial_model)
 
     def statistics(self, user, t: int, model) -> np.ndarray:
         """``EO_t(user; w_t)``, validated (shape ``(d,)``, finite); ``ZERO_USER`` gives zeros."""
@@ -315,31 +384,70 @@ class Run:
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         return self.tree.noisy_prefix_sum(t)
 
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: the recorded models are made read-only again
+        (the tree re-freezes itself)."""
+        self.__dict__.update(state)
+        _freeze_arrays(self.models)
+
+
+def path_retrain_probability(tv: float, path) -> float:
+    """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
+    path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
+    return float(1 - (1 - tv) ** len(path))
+
+
+def path_expected_steps(tv: float, path, T: int) -> float:
+    """``sum_k (1 - tv)^k tv (T - r_k)``: the expected steps re-run when the ``k``-th path node
+    (last leaf ``r_k``) rejects with probability ``tv`` given that the ones below it were kept."""
+    return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
+
+
+@dataclass(frozen=True)
+class UnlearnDiagnostics:
+    """Numbers computed from the deleted user's statistic ``x_t`` -- for experiments, never by default.
+
+    ``shift_norm``: ``||x_t - x'_t||`` (against the zero dummy, for the UCB bandit ``sqrt(1 + r^2)``
+    gives the deleted reward and for TV-stable UCB-VI ``||x_t||^2 - 2H`` is the deleted episode's
+    return); ``tv_per_node``: ``2 Phi(shift_norm / (2 sigma)) - 1``; ``retrain_probability`` and
+    ``expected_steps_recomputed``: the exact retraining probability and expected cost of this request.
+    """
+
+    shift_norm: float
+    tv_per_node: float
+    retrain_probability: float
+    expected_steps_recomputed: float
+
 
 @dataclass(frozen=True)
 class UnlearnRecord:
-    """What one call of ``unlearn`` did (Algorithm 3).
+    """What one call of ``unlearn`` did (Algorithm 3) -- by default nothing computed from the deleted data.
 
-    ``shift_norm`` is ``||x_t - x'_t||`` and ``B`` the learner's sensitivity bound (SPEC E8);
-    ``tv_per_node = 2 Phi(shift_norm / (2 sigma)) - 1``; ``path`` the complete nodes over leaf ``t``;
-    ``accepted`` / ``rejected`` / ``regenerated`` as in ``PathCoupling``; ``restart``: steps
-    ``restart+1 .. T`` were re-run (``steps_recomputed`` of them); ``retrain_probability`` the exact
-    ``1 - prod_b (1 - TV_b)`` and ``expected_steps_recomputed`` its cost counterpart for this request.
+    Data-independent: ``t``, ``T``, the learner's ``B`` (sensitivity bound, ``None`` if unknown) and
+    ``sigma``, ``path`` (the complete nodes over leaf ``t``); the worst-case cost of a request at
+    ``t`` for a shift of norm ``B``: ``tv_bound = 2 Phi(B / (2 sigma)) - 1`` per node,
+    ``retrain_probability_bound`` and ``expected_steps_bound`` (``None`` without ``B``).  The
+    coupling's outcomes, part of what the algorithm visibly does: ``accepted`` / ``rejected`` /
+    ``regenerated`` as in ``PathCoupling``, ``restart`` (steps ``restart+1 .. T`` were re-run,
+    ``steps_recomputed`` of them).  ``diagnostics``: an ``UnlearnDiagnostics`` only if ``unlearn`` was
+    called with ``diagnostics=True``; its fields are also attributes of the record
+    (``record.shift_norm``, ...), which raise ``AttributeError`` without it.
     """
 
     t: int
     T: int
-    shift_norm: float
     B: float | None
-    tv_per_node: float
+    sigma: float
     path: tuple
     accepted: tuple
     rejected: Any
     regenerated: tuple
     restart: int
     steps_recomputed: int
-    retrain_probability: float
-    expected_steps_recomputed: float
+    tv_bound: float | None
+    retrain_probability_bound: float | None
+    expected_steps_bound: float | None
+    diagnostics: UnlearnDiagnostics | None = None
 
     def __post_init__(self):
         T = check_int(self.T, "T", 1)
@@ -349,6 +457,17 @@ class UnlearnRecord:
     @property
     def retrained(self) -> bool:
         return self.rejected is not None
+
+    def _diagnostic(self, name: str) -> float:
+        if self.diagnostics is None:
+            raise AttributeError(f"{name} is computed from the deleted user's statistic and is not "
+                                 "recorded by default: call unlearn(..., diagnostics=True)")
+        return getattr(self.diagnostics, name)
+
+    shift_norm = property(lambda self: self._diagnostic("shift_norm"))
+    tv_per_node = property(lambda self: self._diagnostic("tv_per_node"))
+    retrain_probability = property(lambda self: self._diagnostic("retrain_probability"))
+    expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
 def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
@@ -372,11 +491,12 @@ def _check_users(users, learner: PrefixSumLearner) -> tuple:
     return users
 
 
-def train(learner: PrefixSumLearner, users, rng: np.random.Generator, capacity: int | None = None) -> Run:
+def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
+          capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
-    noise from ``rng`` (a Generator, None -- fresh OS entropy -- or an int seed).  ``capacity``: steps
-    to preallocate the tree for (default ``T``).  Every user is checked (``learner.check_user``)
-    before the first step."""
+    noise from ``rng`` (default: OS entropy; a seeded generator or an int seed makes the run
+    reproducible and its seed key material).  ``capacity``: steps to preallocate the tree for (default
+    ``T``).  Every user is checked (``learner.check_user``) before the first step."""
     check_instance(learner, PrefixSumLearner, "learner")
     users = _check_users(users, learner)
     if len(users) < 1:
@@ -389,7 +509,7 @@ def train(learner: PrefixSumLearner, users, rng: np.random.Generator, capacity: 
     return Run(learner, users, tuple(models), tree.freeze())
 
 
-def extend(run: Run, users, rng: np.random.Generator) -> Run:
+def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     """Continue ``run`` with more users (the tree is anytime); returns a new run.  Every new user is
     checked before the first step."""
     check_instance(run, Run, "run")
@@ -401,23 +521,33 @@ def extend(run: Run, users, rng: np.random.Generator) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-def unlearn(run: Run, t: int, rng: np.random.Generator, dummy=ZERO_USER):
+def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO_USER,
+            diagnostics: bool = False):
     """Algorithm 3: delete user ``t`` (1-based) by replacing it with ``dummy``.
 
     Couples the path of leaf ``t`` node by node (``tree.unlearn_leaf``); on a rejection at node ``b``
-    re-runs steps ``r_b + 1 .. T`` with the same users and the new models (fresh noise from ``rng``).
-    Returns ``(new_run, UnlearnRecord)``; ``run`` itself is never modified.  Raises ``ValueError``
-    for a step outside ``[1, T]``, an already deleted step, or invalid dummy statistics.
+    re-runs steps ``r_b + 1 .. T`` with the same users and the new models (fresh noise from ``rng``,
+    default: OS entropy).  Returns ``(new_run, UnlearnRecord)``; ``run`` itself is never modified.
+    The record carries nothing computed from the deleted statistic unless ``diagnostics=True``
+    (then ``record.diagnostics`` holds the shift norm, its TV and the exact retraining probability and
+    expected cost of this request -- for cost experiments; they reveal the deleted statistic's norm).
+    Raises ``ValueError`` for a step outside ``[1, T]``, an already deleted step, or invalid dummy
+    statistics, and ``TypeError`` for a bad ``rng``.
     """
     check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
+    rng = resolve_rng(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
         learner.check_user(dummy)
     rng = as_generator(rng)
     x_new = learner.statistics(dummy, t, run.models[t - 1])
+    details = None
+    if diagnostics:
+        x_old = run.tree.leaf(t)
+        shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, learner.sigma)
     tree = run.tree.copy()
     coupling = tree.unlearn_leaf(t, x_new, rng)
     users = run.users[: t - 1] + (dummy,) + run.users[t:]
@@ -428,12 +558,18 @@ def unlearn(run: Run, t: int, rng: np.random.Generator, dummy=ZERO_USER):
         models.append(learner.update(tree.noisy_prefix_sum(r), r, models[r - 1]))
         _run_steps(learner, users, tree, models, rng)
         models = tuple(models)
+    path = coupling.path
+    if diagnostics:
+        details = UnlearnDiagnostics(shift, tv, path_retrain_probability(tv, path),
+                                     path_expected_steps(tv, path, run.T))
+    tv_B = None if learner.B is None else tv_gaussians([0.0], [learner.B], learner.sigma)
     record = UnlearnRecord(
-        t=t, T=run.T, shift_norm=coupling.shift_norm, B=learner.B, tv_per_node=coupling.tv_per_node,
-        path=coupling.path, accepted=coupling.accepted, rejected=coupling.rejected,
-        regenerated=coupling.regenerated, restart=coupling.restart,
-        steps_recomputed=run.T - coupling.restart, retrain_probability=coupling.retrain_probability,
-        expected_steps_recomputed=coupling.expected_steps_recomputed,
+        t=t, T=run.T, B=learner.B, sigma=learner.sigma, path=path, accepted=coupling.accepted,
+        rejected=coupling.rejected, regenerated=coupling.regenerated, restart=coupling.restart,
+        steps_recomputed=run.T - coupling.restart, tv_bound=tv_B,
+        retrain_probability_bound=None if tv_B is None else path_retrain_probability(tv_B, path),
+        expected_steps_bound=None if tv_B is None else path_expected_steps(tv_B, path, run.T),
+        diagnostics=details,
     )
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
@@ -541,10 +677,16 @@ class BanditUser:
         r.setflags(write=False)
         object.__setattr__(self, "rewards", r)
 
+    def __setstate__(self, state):
+        """Unpickling makes a fresh, writeable array: read-only again."""
+        self.__dict__.update(state)
+        self.rewards.setflags(write=False)
 
-def bandit_users(means, n: int, seed: int, start: int = 0) -> tuple:
+
+def bandit_users(means, n: int, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1``: user ``i`` has Bernoulli(``means[a]``) rewards drawn from its own
-    key (``replayable_users(seed, ...)``), so any user can be rebuilt on its own."""
+    key (``replayable_users(seed, ...)``), so any user can be rebuilt from the seed -- an opt-in for
+    reproducible research; the default ``seed=None`` draws every key from OS entropy."""
     means = as_array(means, "means").astype(float)
     if means.ndim != 1 or means.size < 1 or not np.isfinite(means).all() or np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must be a non-empty 1-D array in [0, 1], got {means}")
@@ -652,10 +794,10 @@ print("arms pulled:", "".join(map(str, actions(run))))
 
 def describe(rec):
     rej = "none" if rec.rejected is None else f"level {rec.rejected.level} (leaves {rec.rejected.start}-{rec.rejected.end})"
-    return (f"delete t = {rec.t}: ||x_t - x'_t|| = {rec.shift_norm:.3f} (B = {rec.B:.3f}), TV/node = {rec.tv_per_node:.3f}, "
-            f"path {len(rec.path)} nodes, accepted {len(rec.accepted)}, rejected {rej}, "
-            f"steps recomputed {rec.steps_recomputed} of {rec.T} "
-            f"(exact P[retrain] = {rec.retrain_probability:.3f}, E[steps] = {rec.expected_steps_recomputed:.1f})")
+    return (f"delete t = {rec.t}: path {len(rec.path)} nodes, accepted {len(rec.accepted)}, rejected {rej}, "
+            f"steps recomputed {rec.steps_recomputed} of {rec.T} (worst case, shift B = {rec.B:.3f}: "
+            f"TV/node {rec.tv_bound:.3f}, P[retrain] <= {rec.retrain_probability_bound:.3f}, "
+            f"E[steps] <= {rec.expected_steps_bound:.1f})")
 
 
 run1, rec1 = unlearn(run, 20, rng)
@@ -667,6 +809,26 @@ print("deleted:", sorted(run2.deleted), "| users 7 and 20 are now", run2.users[6
 print("arms pulled after both deletions:", "".join(map(str, actions(run2))))
 assert run2.deleted == {7, 20} and run.deleted == frozenset()
 assert np.array_equal(run2.tree.leaf(20), np.zeros(6)) and np.array_equal(run2.tree.leaf(7), np.zeros(6))
+
+# %% [markdown]
+# **What the records do not hold.**  Neither record carries the deleted users' shifts; asking for
+# one raises.  With the explicit switch `diagnostics=True` (an experiment on data we may look at)
+# the record does — and then it hands out the deleted reward: $r = \sqrt{\lVert x_t\rVert^2 - 1}$.
+# That is why it is off by default.
+
+# %%
+try:
+    rec1.shift_norm
+except AttributeError as err:
+    print("rec1.shift_norm ->", err)
+_, rec_diag = unlearn(run, 20, np.random.default_rng(0), diagnostics=True)
+arm20 = chosen_arm(run.models[19])
+reward_back = np.sqrt(rec_diag.shift_norm ** 2 - 1)
+print(f"with diagnostics=True: shift {rec_diag.shift_norm:.4f}, TV/node {rec_diag.tv_per_node:.3f}, exact "
+      f"P[retrain] {rec_diag.retrain_probability:.3f} -> deleted reward {reward_back:.0f} "
+      f"(user 20's reward on arm {arm20}: {users[19].rewards[arm20]:.0f})")
+assert abs(reward_back - users[19].rewards[arm20]) < 1e-9
+assert rec_diag.retrain_probability <= rec_diag.retrain_probability_bound
 
 # %% [markdown]
 # **Checks of the mechanics** (exact, no sampling):

@@ -182,7 +182,6 @@ from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
     statistic_dense,
 )
-from bandit_unlearning.privacy.coupling import tv_gaussians
 
 
 class BrokenTree(BinaryTree):
@@ -191,15 +190,13 @@ class BrokenTree(BinaryTree):
 
     bug = None
 
-    def unlearn_leaf(self, t, x_new, rng):
+    def unlearn_leaf(self, t, x_new, rng=None):
         self._check_mutable()
         t = check_int(t, "t", 1, self.n_leaves)
         x_new = statistic_dense(x_new, self.d, "x_new")
         rng = as_generator(rng)
         n_before, path = self.n_leaves, leaf_path(t, self.n_leaves)
-        x_old = self.leaf(t)
-        S = np.flatnonzero(x_old - x_new)
-        shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, self.sigma)
+        S = np.flatnonzero(self.leaf(t) - x_new)
         clean, noisy, accepted = self._clean, self._noisy, []
         for k, b in enumerate(path):
             p = postorder_position(b)
@@ -214,16 +211,16 @@ class BrokenTree(BinaryTree):
             if self.bug == "no retrain":                       # update the clean values above, stop
                 for a in path[k + 1:]:
                     clean[postorder_position(a)] = self._running_sum(a.start, a.end)
-                return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+                return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
             regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
             keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
             for a, key in zip(regenerated, keys):
                 q = postorder_position(a)
                 clean[q] = self._running_sum(a.start, a.end)
                 noisy[q] = clean[q] + node_noise(key, self.d, self.sigma)
-            self._n = b.end
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+            self._cut(b.end)
+            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
+        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
 
 
 class AlwaysAccept(BrokenTree):
@@ -266,7 +263,9 @@ from bandit_unlearning.experiments.exactness import *  # noqa: F403  (the module
 # %% [markdown]
 # **Run the experiment.** For each position: $R$ original runs, each unlearned by the correct
 # algorithm and by the three broken ones; $R$ runs of the dummy world.  The correct unlearning
-# records also give the measured and exact retraining probabilities used in section 2.
+# records also give the measured and exact retraining probabilities used in section 2 — the exact
+# one is computed from the deleted user's own statistic, so these calls ask for it explicitly
+# (`diagnostics=True`, chapter B3: off by default, because it reveals the deleted reward).
 
 # %%
 samples = {t: {"D": [], "U": [], **{bug: [] for bug in VARIANTS}} for t in POSITIONS}
@@ -276,7 +275,7 @@ for t in POSITIONS:
     for _ in range(R_EX):
         samples[t]["D"].append(run_statistics(train(LEARNER, dummy_users, rng), t))
         original = train(LEARNER, USERS, rng)
-        unlearned, rec = unlearn(original, t, rng)
+        unlearned, rec = unlearn(original, t, rng, diagnostics=True)
         samples[t]["U"].append(run_statistics(unlearned, t))
         records[t].append(rec)
         for bug, cls in VARIANTS.items():
@@ -353,7 +352,9 @@ assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
 # randomness each node is rejected with probability $\mathrm{TV}_b = 2\Phi(\lVert\delta\rVert/(2\sigma)) - 1$
 # independently, and $P[\text{retrain}] = 1 - \prod_b (1 - \mathrm{TV}_b)$.  For the bandit
 # $\lVert\delta\rVert = \sqrt{1 + r_t^2} \in \{1, \sqrt 2\}$ depends on the run (the arm pulled and
-# its reward), so each deletion record carries its own exact probability $p_i$.
+# its reward), so each deletion has its own exact probability $p_i$ — a function of the deleted
+# reward, which a record carries only when asked (`unlearn(..., diagnostics=True)`; by default it
+# carries the worst case for the shift $B$ instead).
 #
 # **A trap when measuring it.** This probability is over the noise of the run *and* the coupling's
 # uniforms.  Many requests against **one** trained run share that run's noise, so they do not
@@ -383,7 +384,8 @@ for t in POSITIONS:
     assert abs(retrained.mean() - exact.mean()) <= margin_fresh
 
 R_FRESH, learner3 = 2000, ucb_bandit_learner(2, sigma=3.0)
-fresh = [unlearn(train(learner3, USERS, rng), int(rng.integers(1, T_EX + 1)), rng)[1] for _ in range(R_FRESH)]
+fresh = [unlearn(train(learner3, USERS, rng), int(rng.integers(1, T_EX + 1)), rng, diagnostics=True)[1]
+         for _ in range(R_FRESH)]
 measured_p = np.mean([r.retrained for r in fresh])
 exact_p = np.mean([r.retrain_probability for r in fresh])
 margin = hoeffding_margin(R_FRESH, 1.0, 0.5e-6 / N_HOEFF)
@@ -476,13 +478,14 @@ def conditional_retraining(run, t: int, dummy=None):
 
 
 def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_per_run: int,
-                       rng: np.random.Generator) -> dict:
+                       rng: np.random.Generator | None = None) -> dict:
     """Train ``n_runs`` runs on ``users``; apply ``requests_per_run`` deletions at uniformly random
     positions to each (every request on the original run).  Returns per-request arrays:
     ``retrained`` and ``cost`` (steps recomputed / T) as measured; ``conditional_probability`` and
     ``conditional_cost`` (exact given the run); ``retrain_probability`` and ``expected_cost``
-    (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  ``rng``: a Generator, None (fresh
-    OS entropy) or an int seed."""
+    (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  A cost experiment: the
+    exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
+    the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     check_instance(learner, PrefixSumLearner, "learner")
     n_runs = check_int(n_runs, "n_runs", 1)
     requests_per_run = check_int(requests_per_run, "requests_per_run", 1)
@@ -494,7 +497,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
         run = train(learner, users, rng)
         for t in rng.integers(1, run.T + 1, size=requests_per_run):
             p_cond, steps_cond = conditional_retraining(run, int(t))
-            rec = unlearn(run, int(t), rng)[1]
+            rec = unlearn(run, int(t), rng, diagnostics=True)[1]
             for k, v in zip(keys, (rec.retrained, rec.steps_recomputed / run.T, p_cond, steps_cond / run.T,
                                    rec.retrain_probability, rec.expected_steps_recomputed / run.T, rec.shift_norm)):
                 out[k].append(v)

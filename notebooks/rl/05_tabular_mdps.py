@@ -141,6 +141,15 @@ class TabularMDP:
         object.__setattr__(self, "rewards", np.broadcast_to(_readonly(r), (H, S, A)))
         object.__setattr__(self, "initial", _readonly(rho))
 
+    def __setstate__(self, state):
+        """Unpickling rebuilds the arrays as fresh, writeable (and, for a homogeneous kernel, full)
+        arrays: make them read-only again, a homogeneous one a zero-stride view of one kernel."""
+        self.__dict__.update(state)
+        for name, homogeneous in (("transitions", self.homogeneous_transitions), ("rewards", self.homogeneous_rewards)):
+            a = state[name]
+            object.__setattr__(self, name, np.broadcast_to(_readonly(a[0] if homogeneous else a), a.shape))
+        object.__setattr__(self, "initial", _readonly(state["initial"]))
+
     @property
     def S(self) -> int:
         return int(self.transitions.shape[1])

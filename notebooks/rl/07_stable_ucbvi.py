@@ -110,9 +110,12 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 # ## 3. Implementation
 #
 # `stable_ucbvi(mdp, T, rho)` returns a `PrefixSumLearner` (chapter B3) with
-# - **oracle** `EpisodeOracle(mdp, seed)`: user $z_t$ is an integer key of the replayable population
-#   `seed` (chapter B5, edge E10); `oracle(user, t, policy)` plays the episode and returns its dense
-#   statistics vector $x_t \in \mathbb R^d$ (the framework's trees take dense vectors);
+# - **users** `EpisodeUser(key)`: a user is its own 64-bit key of chapter B5's counter-based
+#   generator (SplitMix64; the uniform of $(\text{stream}, h, s, a)$ is the output number
+#   $((\text{stream}\cdot H + h)S + s)A + a$ of the stream seeded with the key), so the same user
+#   answers the same $(h, s, a)$ the same way under every policy (chapter B5);
+# - **oracle** `EpisodeOracle(mdp)`: `oracle(user, t, policy)` plays the user's episode and returns
+#   its dense statistics vector $x_t \in \mathbb R^d$ (the framework's trees take dense vectors);
 #   `oracle.sparse(user, t, policy)` returns the same statistics as `(indices [3H], values [3H])` —
 #   the form a memory-light tree (issue 8) stores: a tree that wants it can read the $\le 3H$ non-zeros
 #   of $x_t$ back with `np.flatnonzero`, or a sparse-aware framework can call `oracle.sparse` directly;
@@ -129,6 +132,22 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 #   chapter is the same with either tree) in $O(\text{non-zeros} + T + d\log T)$ memory;
 # - the other UCB-VI options (`delta`, `bonus_scale`, `stabilize`) are those of `UCBVIConfig`; the
 #   defaults are the paper's algorithm.
+#
+# **Where a user's key lives, and why not in a seed.**  Replayability means that whoever holds a
+# user's key can replay the user's episode under any policy — for a deleted user, regenerate
+# exactly the statistics that were unlearned.  So the keys are secrets, and they are kept in one
+# place only: `run.users`, one per position.  The oracle holds the MDP and nothing else (no
+# population seed), and a deletion replaces the user by the dummy, so nothing reachable from the
+# unlearned run — or from its pickle — can rebuild the deleted episode.  Keys are drawn
+# independently: `episode_users(T)` takes each from the operating system's entropy (the default);
+# `episode_users(T, rng)` derives them one-way (BLAKE2b) from a seeded generator, a reproducible
+# opt-in whose seed is then key material.  For comparisons with chapters B5–B6,
+# `population_users(mdp, seed, T)` returns users $0..T-1$ of chapter B5's population `seed` — the
+# same episodes as `rollout(mdp, pi, i, seed)` and `run_ucbvi(mdp, T, seed=seed)` — because user
+# $i$'s stream is the population stream shifted by $i \cdot 3HSA$ outputs (key
+# $\text{seed} + 3HSA\,i\,\gamma \bmod 2^{64}$, $\gamma$ SplitMix64's increment).  That is research
+# only: one such key and its position give the seed, and the seed every user, deleted ones included.
+# This chapter and the next use population users (seeded, so that their outputs can be checked).
 
 # %% tags=["export"]
 """TV-stable UCB-VI (Paper B, Algorithm 4; Theorem 4.1) as a prefix-sum learner (chapter B7).
@@ -140,9 +159,17 @@ non-zeros); the update ``PolicyUpdate`` is ``ucbvi_update`` of ``bandit_unlearni
 tree's noisy prefix sum, with the tree's sigma in its config.  ``train``, ``unlearn`` (Algorithm 3)
 and ``verify_run`` of the framework apply unchanged.  Sensitivity ``B = sqrt(3H)`` against the zero
 dummy user (SPEC E8).
+
+Users are ``EpisodeUser(key)``: each its own 64-bit key, kept only in the run's ``users`` (the oracle
+holds no seed), so a deleted user cannot be replayed from the unlearned run.  ``episode_users(T)``
+draws independent keys from OS entropy (``episode_users(T, rng)``: derived one-way from a seeded
+generator, a reproducible opt-in); ``population_users(mdp, seed, T)`` reproduces the population
+``seed`` of chapter B5 (research only: the seed rebuilds every user).
 """
 
+import hashlib
 import math
+import secrets
 from dataclasses import dataclass
 from typing import Callable
 
@@ -154,7 +181,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
-from bandit_unlearning.rl.users import _check_noise, _rollout_lists, check_seed, max_users
+from bandit_unlearning.rl.users import _GAMMA, _MASK, N_STREAMS, _check_noise, _rollout_lists, check_seed
 
 CALIBRATIONS = ("paper", "exact")
 
@@ -178,11 +205,61 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     return sigma_paper(rho, B, T) if calibration == "paper" else sigma_exact(rho, B, T)
 
 
+@dataclass(frozen=True)
+class EpisodeUser:
+    """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
+    user draws at ``(stream, h, s, a)`` is output number ``((stream*H + h)*S + s)*A + a`` of
+    SplitMix64 seeded with ``key`` (chapter B5's rule for user 0 of population ``key``).  The key is
+    the user's secret -- whoever holds it replays the user's episodes -- so ``repr`` hides it."""
+
+    key: int
+
+    def __post_init__(self):
+        key = self.key
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or not 0 <= key < 2**64:
+            raise ValueError(f"an EpisodeUser key must be an integer in [0, 2**64), got {key!r}")
+        object.__setattr__(self, "key", int(key))
+
+    def __repr__(self) -> str:
+        return "EpisodeUser(<key hidden>)"
+
+
+def _derived_keys(rng: np.random.Generator, n: int) -> list:
+    """``n`` 64-bit keys, each the BLAKE2b hash of one fresh raw word of ``rng`` (one-way: the keys
+    reveal nothing about the generator's state)."""
+    raw = rng.bit_generator.random_raw(n).astype("<u8").tobytes()
+    return [int.from_bytes(hashlib.blake2b(raw[8 * i:8 * i + 8], digest_size=8, person=b"episode user").digest(),
+                           "little") for i in range(n)]
+
+
+def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
+    """``T`` independent users.  ``rng=None`` (default): keys from the operating system's entropy
+    (``secrets``), which nothing can regenerate.  A generator: keys derived one-way from its raw
+    words (``T`` of them) -- reproducible, an opt-in whose seed is key material."""
+    T = check_int(T, "T", 0)
+    if rng is None:
+        return tuple(EpisodeUser(secrets.randbits(64)) for _ in range(T))
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator or None (OS entropy), got {type(rng).__name__}")
+    return tuple(EpisodeUser(k) for k in _derived_keys(rng, T))
+
+
+def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tuple:
+    """Users ``start .. start+T-1`` of chapter B5's replayable population ``seed``: the same episodes
+    as ``rollout(mdp, pi, i, seed)`` and ``run_ucbvi(mdp, T, seed=seed)`` (user ``i``'s key is
+    ``seed + 3HSA i gamma mod 2^64``).  For comparisons and reproducible research only: any key and
+    its position give the seed, and the seed every user of the population, deleted ones included."""
+    mdp, seed = _check_mdp(mdp), check_seed(seed)
+    T, start = check_int(T, "T", 0), check_int(start, "start", 0)
+    stride = N_STREAMS * mdp.H * mdp.S * mdp.A * _GAMMA
+    return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
+
+
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
     """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (SPEC B5).
 
-    A user is an integer key of the replayable population ``seed`` (``bandit_unlearning.rl.users``);
+    A user is an ``EpisodeUser`` (its own key; the oracle holds no seed);
     ``oracle(user, t, policy)`` plays one episode of the deterministic ``policy [H, S]`` and returns
     its statistics as a fresh dense vector of length ``d = 2SAH + S^2AH`` (layout of ``StatsLayout``);
     ``sparse(user, t, policy)`` returns them as ``(indices [3H], values [3H])``.  ``ZERO_USER`` (the
@@ -191,17 +268,14 @@ class EpisodeOracle:
     """
 
     mdp: TabularMDP
-    seed: int = 0
     reward_noise: str = "bernoulli"
 
     def __post_init__(self):
         mdp = _check_mdp(self.mdp)
-        object.__setattr__(self, "seed", check_seed(self.seed))
         _check_noise(self.reward_noise)
         # cached sizes for the per-episode hot path (not dataclass fields)
         object.__setattr__(self, "_n", mdp.H * mdp.S * mdp.A)
         object.__setattr__(self, "_d", StatsLayout.of(mdp).d)
-        object.__setattr__(self, "_max_users", max_users(mdp))
         object.__setattr__(self, "_bernoulli", self.reward_noise == "bernoulli")
 
     @property
@@ -219,12 +293,11 @@ class EpisodeOracle:
             return policy.tolist()
         return check_policy(mdp, policy).tolist()          # raises a clear ValueError
 
-    def _user(self, user) -> int:
-        if isinstance(user, bool) or not isinstance(user, (int, np.integer)):
-            raise TypeError(f"a user must be an integer key (or ZERO_USER), got {user!r}")
-        if not 0 <= user < self._max_users:
-            raise ValueError(f"user keys must lie in [0, {self._max_users}), got {user}")
-        return int(user)
+    @staticmethod
+    def _key(user) -> int:
+        if not isinstance(user, EpisodeUser):
+            raise TypeError(f"a user must be an EpisodeUser (or ZERO_USER), got {type(user).__name__}")
+        return user.key
 
     def sparse(self, user, t: int, policy):
         """Statistics of one episode as ``(indices [3H] int64, values [3H])``: visits (value 1),
@@ -234,8 +307,8 @@ class EpisodeOracle:
             check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows, u = self._policy_rows(policy), self._user(user)
-        states, actions, rewards = _rollout_lists(self.mdp, rows, u, self.seed, self._bernoulli)
+        rows, key = self._policy_rows(policy), self._key(user)
+        states, actions, rewards = _rollout_lists(self.mdp, rows, 0, key, self._bernoulli)
         S, A, n = self.mdp.S, self.mdp.A, self._n
         k = [(h * S + s) * A + a for h, (s, a) in enumerate(zip(states, actions))]
         idx = k + [n + i for i in k] + [2 * n + i * S + s2 for i, s2 in zip(k, states[1:])]
@@ -274,14 +347,14 @@ class PolicyUpdate:
 
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
-                 stabilize: bool = False, seed: int = 0, reward_noise: str = "bernoulli",
+                 stabilize: bool = False, reward_noise: str = "bernoulli",
                  tree_factory: Callable = LightTree) -> PrefixSumLearner:
     """TV-stable UCB-VI (Algorithm 4) for ``T`` episodes of ``mdp`` as a ``PrefixSumLearner``.
 
     Give ``rho`` (``sigma = stable_sigma(rho, H, T, calibration)``; ``rho = math.inf``: sigma 0) or
     ``sigma`` directly (not both).  ``delta``, ``bonus_scale``, ``stabilize`` are ``UCBVIConfig``'s
-    (defaults: the paper's algorithm); ``seed`` is the population of replayable users (users are
-    integer keys, see ``episode_users``); ``tree_factory(d, sigma, capacity)`` builds the tree
+    (defaults: the paper's algorithm); users are ``EpisodeUser``s (``episode_users``,
+    ``population_users``) -- the learner holds none of their keys; ``tree_factory(d, sigma, capacity)`` builds the tree
     (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
     ``learner.B = sqrt(3H)`` (SPEC E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
@@ -297,7 +370,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     if not callable(tree_factory):
         raise TypeError("tree_factory must be callable")
     config = UCBVIConfig.of(mdp, T, delta=delta, sigma=float(sigma), bonus_scale=bonus_scale, stabilize=stabilize)
-    oracle = EpisodeOracle(mdp, seed, reward_noise)
+    oracle = EpisodeOracle(mdp, reward_noise)
     update = PolicyUpdate(config)
     w1 = update(np.zeros(config.layout.d), 0, None)
     label = "inf" if rho == math.inf else (f"{rho:g}" if rho is not None else "-")
@@ -305,15 +378,8 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
         d=config.layout.d, sigma=float(sigma), oracle=oracle, update=update, initial_model=w1,
         B=statistics_sensitivity(mdp.H), tree_factory=tree_factory,
         name=f"TV-stable UCB-VI on {mdp.name} (T = {T}, rho = {label}, sigma = {float(sigma):.4g})",
-        check_user=oracle._user,
+        check_user=EpisodeOracle._key,
     )
-
-
-def episode_users(T: int, start: int = 0) -> tuple:
-    """Users ``start .. start+T-1`` (integer keys of the population given to ``stable_ucbvi``);
-    the same keys as ``run_ucbvi``'s default users."""
-    T, start = check_int(T, "T", 0), check_int(start, "start", 0)
-    return tuple(range(start, start + T))
 
 
 def run_policies(run: Run) -> np.ndarray:
@@ -381,20 +447,21 @@ from bandit_unlearning.rl.stable import *  # noqa: F403  (the module generated f
 # %%
 river, grid = riverswim(horizon=10), gridworld(horizon=10)
 for mdp in (river, grid):
-    oracle = EpisodeOracle(mdp, seed=USER_SEED)
+    oracle = EpisodeOracle(mdp)
     lay = StatsLayout.of(mdp)
     norms = []
-    for user in rng.integers(0, 10**6, size=50):
+    for i in rng.integers(0, 10**6, size=50):
         pi = rng.integers(0, mdp.A, size=(mdp.H, mdp.S))
-        idx, val = oracle.sparse(int(user), 1, pi)
-        ref_idx, ref_val = episode_statistics(mdp, pi, int(user), seed=USER_SEED)
+        user = population_users(mdp, USER_SEED, 1, start=int(i))[0]      # user i of the population
+        idx, val = oracle.sparse(user, 1, pi)
+        ref_idx, ref_val = episode_statistics(mdp, pi, int(i), seed=USER_SEED)
         assert np.array_equal(idx, ref_idx) and np.array_equal(val, ref_val)
-        x = oracle(int(user), 1, pi)
+        x = oracle(user, 1, pi)
         assert np.array_equal(x, lay.densify(idx, val))
         norms.append(np.linalg.norm(x))
     B = statistics_sensitivity(mdp.H)
     assert max(norms) <= B + 1e-12 and np.array_equal(oracle(ZERO_USER, 1, pi), np.zeros(lay.d))
-    print(f"{mdp.name:14s} d = {lay.d:6d}: oracle == episode_statistics on 50 episodes; "
+    print(f"{mdp.name:14s} d = {lay.d:6d}: oracle on population users == episode_statistics on 50 episodes; "
           f"max ||x_t|| = {max(norms):.3f} <= B = sqrt(3H) = {B:.3f}")
 
 
@@ -411,11 +478,12 @@ class TransposedOracle(EpisodeOracle):
 
 for mdp, T, scale in ((river, 1500, 1.0), (river, 1500, 0.05), (grid, 150, 0.05)):
     reference = run_ucbvi(mdp, T, seed=USER_SEED, bonus_scale=scale).policies
-    learner = stable_ucbvi(mdp, T, math.inf, seed=USER_SEED, bonus_scale=scale)
-    run = train(learner, episode_users(T), rng)
+    learner = stable_ucbvi(mdp, T, math.inf, bonus_scale=scale)
+    users = population_users(mdp, USER_SEED, T)
+    run = train(learner, users, rng)
     same = np.array_equal(run_policies(run), reference)
-    broken_learner = dataclasses.replace(learner, oracle=TransposedOracle(mdp, USER_SEED))
-    broken_same = np.array_equal(run_policies(train(broken_learner, episode_users(T), rng)), reference)
+    broken_learner = dataclasses.replace(learner, oracle=TransposedOracle(mdp))
+    broken_same = np.array_equal(run_policies(train(broken_learner, users, rng)), reference)
     changes = int(np.sum(np.any(reference[1:] != reference[:-1], axis=(1, 2))))
     print(f"{mdp.name:14s} T = {T:4d} bonus x {scale:<4g}: sigma = {learner.sigma:g}, run_ucbvi's policy changes "
           f"{changes:3d}; stable learner == run_ucbvi: {same}; transposed oracle == run_ucbvi: {broken_same}")
@@ -437,8 +505,9 @@ def refused(call):
     raise AssertionError("accepted bad input")
 
 
-oracle = EpisodeOracle(river, seed=USER_SEED)
+oracle = EpisodeOracle(river)
 pi_ok = np.zeros((river.H, river.S), dtype=np.int64)
+user3 = population_users(river, USER_SEED, 1, start=3)[0]
 state = rng.bit_generator.state
 cases = {
     "rho <= 0": lambda: stable_ucbvi(river, 100, 0.0),
@@ -450,10 +519,12 @@ cases = {
     "exact calibration with rho >= 1": lambda: stable_ucbvi(river, 100, 2.0, calibration="exact"),
     "unknown calibration": lambda: stable_sigma(1.0, 10, 100, "magic"),
     "not an MDP": lambda: stable_ucbvi("riverswim", 100, 1.0),
-    "policy of the wrong shape": lambda: oracle(3, 1, np.zeros((river.S, river.H), dtype=np.int64)),
-    "policy with an unknown action": lambda: oracle(3, 1, np.full((river.H, river.S), river.A)),
-    "non-integer policy": lambda: oracle(3, 1, pi_ok + 0.5),
-    "user key < 0": lambda: oracle(-1, 1, pi_ok),
+    "policy of the wrong shape": lambda: oracle(user3, 1, np.zeros((river.S, river.H), dtype=np.int64)),
+    "policy with an unknown action": lambda: oracle(user3, 1, np.full((river.H, river.S), river.A)),
+    "non-integer policy": lambda: oracle(user3, 1, pi_ok + 0.5),
+    "user key < 0": lambda: EpisodeUser(-1),
+    "user key >= 2**64": lambda: EpisodeUser(2**64),
+    "a position instead of a user": lambda: oracle(3, 1, pi_ok),
     "user that is not a key": lambda: oracle("alice", 1, pi_ok),
     "training on users of another kind": lambda: train(stable_ucbvi(river, 4, 1.0), ["a", "b", "c", "d"], rng),
 }
@@ -536,7 +607,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_regret import loglog_slope
 from bandit_unlearning.rl.mdp import TabularMDP, regret
-from bandit_unlearning.rl.stable import episode_users, run_policies, stable_sigma, stable_ucbvi, theorem_41_terms
+from bandit_unlearning.rl.stable import population_users, run_policies, stable_sigma, stable_ucbvi, theorem_41_terms
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
@@ -555,7 +626,8 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
                         bonus_scale: float = 1.0, calibration: str = "paper", delta: float = 0.1,
                         n_points: int = 40, tree_factory=LightTree, keep_policies: bool = False) -> dict:
     """One run of TV-stable UCB-VI (``rho = math.inf``: non-private ``run_ucbvi``) for ``T`` episodes of
-    the user population ``seed``, tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
+    the users ``0 .. T-1`` of the population ``seed`` (``population_users``: the same episodes in both
+    branches; a research opt-in), tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
     "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),
     "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``.
     ``rng``: a Generator, None (fresh OS entropy) or an int seed.  Every argument is checked first."""
@@ -573,8 +645,8 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
         policies = run_ucbvi(mdp, T, seed=seed, delta=delta, bonus_scale=bonus_scale).policies
     else:
         learner = stable_ucbvi(mdp, T, rho, calibration=calibration, delta=delta, bonus_scale=bonus_scale,
-                               seed=seed, tree_factory=tree_factory)
-        policies = run_policies(train(learner, episode_users(T), rng))
+                               tree_factory=tree_factory)
+        policies = run_policies(train(learner, population_users(mdp, seed, T), rng))
     cumulative = np.cumsum(regret(mdp, policies))
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curve = cumulative[ts - 1]
@@ -818,11 +890,11 @@ def cumulative(stats_, *functions):
 timing_rng = np.random.default_rng(0)          # a separate generator: timing must not perturb anything
 for tree_cls in (LightTree, BinaryTree):
     for mdp, T in ((grid, 256), (river, 2000)):
-        learner = stable_ucbvi(mdp, T, 1.0, seed=USER_SEED, tree_factory=tree_cls)
+        learner = stable_ucbvi(mdp, T, 1.0, tree_factory=tree_cls)
         profile = cProfile.Profile()
         start = time.perf_counter()
         profile.enable()
-        train(learner, episode_users(T), timing_rng)
+        train(learner, population_users(mdp, USER_SEED, T), timing_rng)
         profile.disable()
         elapsed = time.perf_counter() - start
         st = pstats.Stats(profile).stats
@@ -836,10 +908,12 @@ for tree_cls in (LightTree, BinaryTree):
 # %% [markdown]
 # ## Summary
 # - `bandit_unlearning.rl.stable`: `stable_ucbvi(mdp, T, rho | sigma, calibration, delta, bonus_scale,
-#   stabilize, seed, tree_factory)` — TV-stable UCB-VI (Algorithm 4) as a `PrefixSumLearner`, with
-#   `EpisodeOracle` (dense statistics; `.sparse` for the $3H$ non-zeros), `PolicyUpdate`
+#   stabilize, tree_factory)` — TV-stable UCB-VI (Algorithm 4) as a `PrefixSumLearner`, with
+#   `EpisodeOracle` (dense statistics; `.sparse` for the $3H$ non-zeros; no seed), `PolicyUpdate`
 #   (`ucbvi_update` with the tree's $\sigma$), `stable_sigma` ($B = \sqrt{3H}$, paper or exact
-#   calibration), `episode_users`, `run_policies`, `run_regret`, `rho_theorem`, `theorem_41_terms`.
+#   calibration), users `EpisodeUser(key)` — `episode_users(T)` (independent keys, OS entropy by
+#   default) and `population_users(mdp, seed, T)` (chapter B5's population, research only) —,
+#   `run_policies`, `run_regret`, `rho_theorem`, `theorem_41_terms`.
 #   `bandit_unlearning.experiments.rl_stable`: `stable_regret_curve`, `summarize_curves`,
 #   `plot_stable_regret`, `plot_theorem_41_terms`, `safe_slope`.
 # - Checked: the oracle equals chapter B6's statistics with $\lVert x_t\rVert \le \sqrt{3H}$; with

@@ -36,7 +36,9 @@ from bandit_unlearning.experiments.unlearning_cost import measure_unlearning, pl
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.envs import riverswim
-from bandit_unlearning.rl.stable import episode_users, run_policies, stable_sigma, stable_ucbvi
+from bandit_unlearning.rl.stable import (
+    episode_users, population_users, run_policies, stable_sigma, stable_ucbvi,
+)
 from bandit_unlearning.rl.ucbvi import statistics_sensitivity
 
 rng = np.random.default_rng(20260608)
@@ -109,7 +111,9 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
-from bandit_unlearning.rl.stable import CALIBRATIONS, EpisodeOracle, episode_users, run_policies, stable_ucbvi
+from bandit_unlearning.rl.stable import (
+    CALIBRATIONS, EpisodeOracle, episode_users, population_users, run_policies, stable_ucbvi,
+)
 from bandit_unlearning.rl.ucbvi import StatsLayout
 
 
@@ -161,18 +165,22 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     return out
 
 
-def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng: np.random.Generator,
-                       seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0,
+def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng=None,
+                       seed: int | None = None, calibration: str = "paper", bonus_scale: float = 1.0,
                        tree_factory=LightTree) -> dict:
     """``measure_unlearning`` (chapter B4) of ``stable_ucbvi(mdp, T, rho)`` for every ``(rho, T)``:
-    ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed``, ``requests_per_run`` deletions
-    at uniformly random positions each.  Returns ``{(rho, T): measurements}``.  Every argument is checked
-    before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an int seed)."""
+    ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed`` (``population_users``; ``None``:
+    ``episode_users(T, rng)``), ``requests_per_run`` deletions at uniformly random positions each.
+    Returns ``{(rho, T): measurements}`` -- a cost experiment, whose exact per-request values are
+    computed from the deleted episodes (``diagnostics=True`` inside ``measure_unlearning``).  Every
+    argument is checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an
+    int seed)."""
     check_instance(mdp, TabularMDP, "mdp")
     Ts = check_int_array(Ts, "Ts", 2, ndim=1).tolist()
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
     n_runs, requests_per_run = check_int(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
-    seed = check_int(seed, "seed", 0, 2**64 - 1)
+    if seed is not None:
+        seed = check_int(seed, "seed", 0, 2**64 - 1)
     if not isinstance(calibration, str) or calibration not in CALIBRATIONS:
         raise (TypeError if not isinstance(calibration, str) else ValueError)(
             f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
@@ -180,15 +188,15 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     check_callable(tree_factory, "tree_factory")
     for T in Ts:                                       # every setting is legal before anything is drawn
         for rho in rhos:
-            stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, seed=seed,
-                         tree_factory=tree_factory)
+            stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
     rng = as_generator(rng)
     out = {}
     for T in Ts:
+        users = episode_users(T, rng) if seed is None else population_users(mdp, seed, T)
         for rho in rhos:
-            learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, seed=seed,
+            learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale,
                                    tree_factory=tree_factory)
-            out[float(rho), T] = measure_unlearning(learner, episode_users(T), n_runs, requests_per_run, rng)
+            out[float(rho), T] = measure_unlearning(learner, users, n_runs, requests_per_run, rng)
     return out
 
 
@@ -198,8 +206,8 @@ from bandit_unlearning.experiments.rl_unlearning import *  # noqa: F403
 MDP_EX = riverswim(horizon=3)
 T_EX, SIGMA_EX, R_EX = 16, 0.5, 800
 POSITIONS = (1, 6, 16)
-LEARNER = stable_ucbvi(MDP_EX, T_EX, sigma=SIGMA_EX, seed=USER_SEED, bonus_scale=0.05)
-USERS = episode_users(T_EX)
+LEARNER = stable_ucbvi(MDP_EX, T_EX, sigma=SIGMA_EX, bonus_scale=0.05)
+USERS = population_users(MDP_EX, USER_SEED, T_EX)
 N_STATS = 14
 LEVEL_EX = 1e-6 / (len(POSITIONS) * N_STATS)
 CATEGORICAL = ("final policy",)
@@ -272,6 +280,54 @@ assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
 # value keeps the original law.  The policy statistics do not separate the worlds as sharply (the
 # dummy changes only one episode of 16), which is why the node values are in the battery.
 #
+# **Nothing returned replays the deleted episode.**  Exactness is about the law of the unlearned
+# run; a deletion must also not leave a handle on the deleted user.  Three handles are closed
+# (chapters B2, B3, B7): the run's users hold the dummy at position $t$ and the learner's oracle
+# holds the MDP only (no population seed), so no object of the run can replay the episode; the
+# record holds no number computed from it — its shift would give the episode's return,
+# $\lVert x_t\rVert^2 - 2H = \sum_h r_h$ — unless asked (`diagnostics=True`); and without a
+# generator the tree's keys come from fresh OS entropy.  Below, one deletion at $t = 6$ from this
+# chapter's setting.  Its users are **population users** — the reproducible opt-in this chapter
+# uses so that its outputs can be checked — and there the opt-in's price shows: each kept key minus
+# its position's offset is the population seed, and the seed rebuilds the deleted user exactly.
+# With the default users (`episode_users(T)`, independent keys from OS entropy) the kept keys say
+# nothing about the deleted one.
+
+# %%
+t_del, H_EX = 6, MDP_EX.H
+original = train(LEARNER, USERS, rng)
+unlearned, rec = unlearn(original, t_del, rng)
+x_del, pi_del = original.tree.leaf(t_del), original.models[t_del - 1]
+episode_return = int(round(float(x_del @ x_del))) - 2 * H_EX
+assert unlearned.users[t_del - 1] is ZERO_USER and not hasattr(rec, "shift_norm")
+assert not hasattr(LEARNER.oracle, "seed")
+print(f"deleted episode t = {t_del}: return {episode_return} (= ||x_t||^2 - 2H); the unlearned run holds the dummy "
+      "there, its oracle no seed, its record no shift")
+
+stride = 3 * H_EX * MDP_EX.S * MDP_EX.A * 0x9E3779B97F4A7C15   # 3HSA outputs of SplitMix64 (chapter B5) per user
+
+
+def rebuilt_from_kept_keys(run, t):
+    """The attack on population users: every kept key minus its offset is a candidate seed."""
+    for i, u in enumerate(run.users):
+        if u is not ZERO_USER:
+            seed_guess = (u.key - i * stride) % 2**64
+            yield population_users(MDP_EX, seed_guess, 1, start=t - 1)[0]
+
+
+replay = next(rebuilt_from_kept_keys(unlearned, t_del))
+assert np.array_equal(LEARNER.oracle(replay, t_del, pi_del), x_del)
+print("population users (opt-in): the first kept key gives the seed, the seed replays the deleted episode exactly")
+
+default_users = episode_users(T_EX)                          # independent keys from OS entropy
+run_default = train(LEARNER, default_users)                  # and tree noise from OS entropy
+unlearned_default, _ = unlearn(run_default, t_del)
+kept = {u.key for u in unlearned_default.users if u is not ZERO_USER}
+found = sum(u.key == default_users[t_del - 1].key for u in rebuilt_from_kept_keys(unlearned_default, t_del))
+assert default_users[t_del - 1].key not in kept and found == 0
+print(f"default users: the deleted key is not in the run, and 0 of {len(kept)} kept keys rebuild it")
+
+# %% [markdown]
 # ## 3. Cost of unlearning against retraining from scratch
 #
 # Now the paper's algorithm (paper's bonus, $\sigma = \sigma_{paper}(\rho, \sqrt{3H}, T)$) on RiverSwim

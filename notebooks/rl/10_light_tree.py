@@ -146,6 +146,21 @@ rng = np.random.default_rng(20260610)
 # ("fresh noise"; keys of later nodes are drawn when they complete again), and the tree drops the
 # stored values of nodes it truncates.
 #
+# **Erasing a key only helps if it cannot be made again: the seed is key material.**  The keys a
+# light tree still stores are secrets of the same kind as the erased ones — each one, with the
+# node's clean value, is the node's noise — and all of them come from one generator.  If that
+# generator was seeded with a number someone can learn or guess (0, 42, a date, anything printed in
+# a notebook), they replay it: the stored keys confirm the guess in milliseconds, the replay returns
+# the erased key of the deleted leaf, and kept noisy value minus regenerated noise minus the other
+# leaves is $x_t$.  Three defences, all on by default (chapter B2, *keys are secrets*): without a
+# generator (`rng=None`, the default of `append`, `unlearn_leaf`, `train`, `unlearn`) the keys come
+# from a generator seeded with fresh operating-system entropy (128 bits: no guess); a stored key is a
+# BLAKE2b hash of the generator's words, so the keys still stored reveal nothing about the
+# generator's state (numpy's generators are not cryptographic); and nothing a deletion returns is
+# computed from the deleted statistic.  Passing a seeded generator remains possible, as an explicit
+# opt-in for reproducible research — this book does it everywhere, so that nbval can check its
+# outputs — and then the seed must be kept as secret as the data (section 4d shows the attack).
+#
 # (Fresh keys are what Algorithm 3 prescribes.  Re-using the old keys of regenerated nodes would
 # still give the right *law* — their old noise influenced nothing that the unlearned run keeps —
 # but would make the new run's noise a function of the old run's, which is not what the paper's
@@ -160,9 +175,9 @@ rng = np.random.default_rng(20260610)
 # ## 3. Implementation
 #
 # `LightTree(d, sigma, capacity=1)` with the interface of `BinaryTree` (chapter B2): `d`, `sigma`,
-# `n_leaves`, `n_nodes`, `frozen`, `nbytes`; `append(x, rng)`, `noisy_prefix_sum(t)`,
+# `n_leaves`, `n_nodes`, `frozen`, `nbytes`; `append(x, rng=None)`, `noisy_prefix_sum(t)`,
 # `clean_prefix_sum(t)`, `leaf(t)`, `leaves()`, `clean(node)`, `noisy(node)`, `values()`, `copy()`,
-# `freeze()`, `truncate(n)`, `unlearn_leaf(t, x_new, rng) -> PathCoupling`; plus `leaf_sparse(t)` and
+# `freeze()`, `truncate(n)`, `unlearn_leaf(t, x_new, rng=None) -> PathCoupling`; plus `leaf_sparse(t)` and
 # `touched` (the nodes stored densely).  Statistics are dense vectors or `SparseStatistic`s, validated
 # by the same functions as the dense tree's (so bad input gets the same errors, before anything
 # changes).
@@ -194,7 +209,7 @@ from bandit_unlearning.exact.tree import (
     KEY_WORDS, BinaryTree, Node, PathCoupling, _as_node, _decomposition_rows, check_int, coupling_accepts,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
 )
-from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.privacy.coupling import check_sigma
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -208,9 +223,10 @@ class LightTree:
     ``d``, ``sigma``, ``capacity`` as for ``BinaryTree`` (``capacity`` preallocates the leaf pointers
     and the key table; everything grows by doubling).  Memory: 12 bytes per stored non-zero, 24 bytes
     per complete node, ``O(d log T)`` for the decomposition, plus ``8 d`` bytes per node touched by an
-    unlearning request.  ``rng`` is used exactly as by ``BinaryTree``: ``append`` draws the keys of
-    the completed nodes; ``unlearn_leaf`` one uniform per visited node, then the keys of the
-    regenerated nodes.
+    unlearning request.  ``rng`` is used exactly as by ``BinaryTree`` (default: fresh OS entropy):
+    ``append`` draws the keys of the completed nodes; ``unlearn_leaf`` one uniform per visited node,
+    then the keys of the regenerated nodes.  The stored keys are secrets (chapter B2): whoever holds
+    them holds the noise.  A frozen tree stays frozen through a pickle round trip.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -339,7 +355,7 @@ class LightTree:
         self._stack = stack
 
     # --- Algorithm 2: TreeUpdate and GetNoisyPrefixSum ------------------------------------------
-    def append(self, x, rng: np.random.Generator) -> None:
+    def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x`` (stored sparsely); the nodes ending at
         ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated."""
         self._check_mutable()
@@ -443,10 +459,24 @@ class LightTree:
             a.setflags(write=False)
         return self
 
+    def __setstate__(self, state):
+        """Unpickling makes fresh, writeable arrays: make read-only again what was read-only."""
+        self.__dict__.update(state)
+        for noisy in self._touched.values():
+            _readonly(noisy)
+        for _, noisy, partial in self._stack:
+            _readonly(noisy), _readonly(partial)
+        if self._frozen:
+            self.freeze()
+
     def _cut(self, n: int):
-        """Keep the first ``n`` steps: later keys are erased and later touched nodes dropped."""
-        rows = n_nodes(n)
+        """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
+        touched nodes dropped."""
+        rows, first, last = n_nodes(n), int(self._ptr[n]), int(self._ptr[self._n])
         self._keys[rows:self.n_nodes] = 0
+        self._idx[first:last] = 0
+        self._val[first:last] = 0
+        self._ptr[n + 1:self._n + 1] = 0
         self._touched = {p: v for p, v in self._touched.items() if p < rows}
         self._n = n
 
@@ -471,7 +501,7 @@ class LightTree:
         self._ptr[t:self._n + 1] += grow
 
     # --- the tree's half of Algorithm 3 ---------------------------------------------------------
-    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator) -> PathCoupling:
+    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path (Algorithm 3), exactly as
         ``BinaryTree.unlearn_leaf``, with the same draws from ``rng``.
 
@@ -488,8 +518,6 @@ class LightTree:
         x_new = np.zeros(self._d)
         x_new[idx_new] = val_new
         S = np.flatnonzero(x_old - x_new)
-        shift = float(np.linalg.norm(x_old - x_new))
-        tv = tv_gaussians(x_old, x_new, self._sigma)
         replace = (t, idx_new.astype(np.int32), val_new)
         accepted = []
         for k, b in enumerate(path):
@@ -513,10 +541,10 @@ class LightTree:
             self._set_leaf(*replace)
             self._cut(b.end)
             self._rebuild_stack(keep_below=n_nodes(t - 1))
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end, shift, tv)
+            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
         if S.size:
             self._set_leaf(*replace)                     # every noisy value kept: D(n) unchanged
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before, shift, tv)
+        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
 
 
 # %%
@@ -731,6 +759,13 @@ print(f"after the deletions: light tree {light_rl.nbytes / 2**20:.2f} MiB, "
 # generators of increasing seed until the coupling *keeps* the leaf's noisy value; had the tree kept
 # the leaf's 24-byte key, the kept noisy value minus the regenerated old noise would return the
 # deleted episode's statistics.
+#
+# **And why the seed matters as much as the key.**  The RL trees of 4c were built, as an opt-in,
+# from `np.random.default_rng(seed)` with a `seed` this notebook knows.  An attacker holding only the
+# unlearned tree and that seed replays the generator with `draw_node_keys` (the tree drew one key per
+# completed node, in post-order), recovers the erased key of the leaf and, with it, the deleted
+# episode — the erasure did nothing.  The same tree built without a generator (the default: OS
+# entropy) resists: its stored keys match no seed in 0..1000, and there is no seed to find.
 
 # %%
 rec = records[-1]
@@ -743,15 +778,45 @@ print(f"request at t = {rec.t}: {len(visited)} visited nodes stored densely, the
 
 t_demo, leaf_node = 5, Node(0, 4)
 old_key = base_rl._keys[postorder_position(leaf_node)].copy()
-for seed in range(100):
+for coupling_seed in range(100):
     demo = base_rl.copy()
-    if leaf_node in demo.unlearn_leaf(t_demo, np.zeros(lay.d), np.random.default_rng(seed)).accepted:
+    if leaf_node in demo.unlearn_leaf(t_demo, np.zeros(lay.d), np.random.default_rng(coupling_seed)).accepted:
         break
 assert leaf_node in demo.touched and not demo._keys[postorder_position(leaf_node)].any()
 recovered = demo.noisy(leaf_node) - node_noise(old_key, lay.d, 5.0)
 assert np.array_equal(np.round(recovered, 6), dense_x[t_demo - 1])
-print(f"seed {seed}: the leaf's noisy value was kept; with its old key it would give back all "
+print(f"seed {coupling_seed}: the leaf's noisy value was kept; with its old key it would give back all "
       f"{np.count_nonzero(dense_x[t_demo - 1])} non-zero statistics of the deleted episode — the light tree erased the key")
+
+
+def replayed_keys(tree_seed, n):
+    """The keys a tree built from ``default_rng(tree_seed)`` got for its first ``n`` nodes."""
+    return draw_node_keys(np.random.default_rng(tree_seed), n)
+
+
+def attack(tree, t, guesses):
+    """Find a seed that reproduces the keys ``tree`` still stores (nodes ending before leaf t), then
+    regenerate the erased key of leaf t and subtract its noise: the deleted statistic, or None."""
+    kept = n_nodes(t - 1)
+    for guess in guesses:
+        keys = replayed_keys(guess, n_nodes(tree.n_leaves))
+        if np.array_equal(keys[:kept], tree._keys[:kept]):
+            p = postorder_position(Node(0, t - 1))
+            return tree.noisy(Node(0, t - 1)) - node_noise(keys[p], tree.d, tree.sigma)
+    return None
+
+
+stolen = attack(demo, t_demo, [seed])
+assert stolen is not None and np.array_equal(np.round(stolen, 6), dense_x[t_demo - 1])
+print(f"knowing the seed, the erased key is regenerated: the deleted episode comes back "
+      f"({np.count_nonzero(np.round(stolen, 6))} non-zeros, exact)")
+secure = LightTree(lay.d, 5.0, capacity=T_RL)
+for xs in sparse_x:
+    secure.append(xs)                                   # no generator: keys from fresh OS entropy
+victim = secure.copy()
+victim.unlearn_leaf(t_demo, np.zeros(lay.d))            # no generator here either
+assert attack(victim, t_demo, range(1001)) is None
+print("built with rng=None: no seed in 0..1000 reproduces its keys, nothing comes back")
 
 # %% [markdown]
 # ### 4e. Exactness with the light tree (the battery of chapter B4, smaller)
@@ -768,8 +833,7 @@ print(f"seed {seed}: the leaf's noisy value was kept; with its old key it would 
 # **It can fail:** `ForgetsTheShift` is the bug a light tree invites — after an accepted coupling it
 # keeps the node's *noise* (its key) instead of its noisy value, so the value is regenerated around
 # the new clean value.  Conditioned on acceptance that noise is biased (acceptance favours noise
-# pointing away from $x_t - x'_t$), and the battery rejects it (most clearly at the middle position;
-# at the last leaf, whose path nodes all end at step 16, the effect is weaker at this sample size).
+# pointing away from $x_t - x'_t$), and the battery rejects it at both positions.
 
 # %%
 class ForgetsTheShift(LightTree):

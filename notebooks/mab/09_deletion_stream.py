@@ -1,0 +1,1146 @@
+# ---
+# jupyter:
+#   bandit_unlearning:
+#     export: bandit_unlearning.mab.model
+# ---
+
+# %% [markdown]
+# # Chapter A9 — Deletion requests over time: a model with a lifecycle, an accountant, and a file that forgets
+#
+# *Paper A answers one deletion request against one stored statistic.  A deployed model answers many,
+# months apart, and is saved and reloaded in between.  This chapter exports
+# `bandit_unlearning.mab.model`: the `LCBModel` (fit, `delete`, current policy, exact statistics of
+# what remains, a deletion log, `save` / `load`), the sequential guarantee it keeps, the accountant
+# that keeps it, and the deletion capacity.*
+#
+# What goes wrong when the one-shot mechanism of chapter A3 is simply called again and again:
+# a row that a release only **noised** (the Gaussian branch) is still inside the stored statistic, so
+# every later release computed from that statistic leaks about it again; nothing adds those leaks up.
+# This chapter
+# 1. defines the promise made after a *sequence* of requests and the reference world it is measured
+#    against (with $\tau$ and $m$ fixed at fit, chapter A2);
+# 2. derives the accountant: the Gaussian releases compose exactly as one Gaussian mechanism
+#    ($\mu$-GDP), converted to $(\varepsilon, \delta)$ by the exact privacy profile; the model rolls
+#    back every pending row before the budget would be exceeded;
+# 3. implements the model and its persistence;
+# 4. audits the promise **exactly** on small instances (the joint law of up to three releases,
+#    enumerated) and shows the same audit rejecting two broken accountants;
+# 5. tabulates the deletion capacity.
+
+# %%
+import itertools
+import os
+import tempfile
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.lcb import LCBState, fit_lcb
+from bandit_unlearning.mab.mechanisms import exact_sensitivity
+from bandit_unlearning.privacy.audit import hockey_stick_delta
+from bandit_unlearning.privacy.gaussian import gaussian_delta
+
+# %% [markdown]
+# ## 1. The promise after a sequence of requests
+#
+# **Setting.** The model is fitted once on $D$ ($N$ rows, $m$ arms); $\tau$ (default $1/N$ of the
+# fitted data) and the arm set are fixed at fit and recorded, so $L = \ln(m/\tau)$ never changes.
+# Requests $U_1, U_2, \dots$ arrive one at a time (sets of rows, chosen independently of the rewards).
+# After request $s$ the model makes **one release** $R_s$: the policy $\hat a_s$ served until the next
+# request.  Write $D_s = D \setminus (U_1 \cup \dots \cup U_s)$ for what is not yet deleted.
+#
+# **What the model stores.** Two statistics: the *exact* statistic $T(D_s)$ (counts and reward sums of
+# what remains) and the *released-from* statistic $T^{\rm pub}_s = T(D_s \cup P_s)$, where $P_s$ is the
+# set of **pending** rows: deleted rows that a Gaussian release only noised and that have not been
+# rolled back yet.  A release is
+# $$R_s = \arg\max_a \big(f_a(T^{\rm pub}_s) + \sigma Z_{s,a}\,[a \in A_s]\big),$$
+# with $A_s$ the arms that hold pending rows, $Z_{s,a}$ i.i.d. standard normal, $\sigma$ fixed at fit;
+# when $P_s = \emptyset$ nothing is noised and $R_s = \arg\max_a f_a(T(D_s))$ is exact retraining.
+#
+# **Reference world.** $\mathrm{Ref}_s$ runs the *same* release rule — same noised arms $A_s$, same
+# $\sigma$, same rollback decisions — on the statistic retrained on $D_s$ with the same $\tau$ and
+# $m$: $\mathrm{Ref}_s = \arg\max_a (f_a(T(D_s)) + \sigma Z'_{s,a}[a\in A_s])$.  Why this reference:
+# retraining on $D_s$ is what the data owner is entitled to; keeping $\tau$ and $m$ from fit is what
+# makes rollback *equal* to retraining (with $\tau = 1/|D_s|$ a rolled-back score would differ from
+# the reference for reasons that have nothing to do with the deleted rows); the noise and the
+# decisions are those of Algorithm 3's reference, treated as public in both worlds: they depend only on
+# the request sizes, the counts and the previous releases.
+#
+# **The promise.** Fix a target $(\varepsilon, \delta)$.  For every $t$ and every request $j \le t$,
+# the joint law of the releases made after request $j$, $(R_j, \dots, R_t)$, is
+# $(\varepsilon, \delta)$-indistinguishable (both directions) from the joint law of
+# $(\mathrm{Ref}_j, \dots, \mathrm{Ref}_t)$.  Releases before request $j$ were computed while $U_j$
+# was legitimately part of the data and are not covered — unlearning cannot recall them.
+#
+# **Derivation.** Release $s$ and its reference differ only in the scores of the arms $A_s$; the shift
+# vector $f(T^{\rm pub}_s) - f(T(D_s))$ has, on arm $a$, at most the exact sensitivity
+# $\Delta(N^{\rm pub}_s(a), k_s(a))$ of chapter A2 (removing $k_s(a)$ pending rows out of
+# $N^{\rm pub}_s(a)$; worst case deleted rewards 1, kept 0), and noise of equal scale on all of
+# $A_s$ makes the release one Gaussian mechanism with whitened shift
+# $\mu_s = \lVert(\Delta(N^{\rm pub}_s(a), k_s(a)))_{a\in A_s}\rVert_2 / \sigma$ (chapter A7), i.e.
+# $\mu_s$-GDP; the argmax is post-processing.  Independent noise across releases composes
+# exactly: given the earlier releases, $(R_j, \dots, R_t)$ against its reference is
+# $\mu_{j:t}$-GDP with $\mu_{j:t} = \sqrt{\sum_{s=j}^t \mu_s^2}$ (Dong, Roth & Su 2019,
+# Corollary 3.3).  *Unconditionally* the window also carries what the earlier releases leaked about
+# the rows pending then (the two worlds' histories differ, and the window's decisions depend on
+# them), so the bound for every window is that of the whole transcript, $\mu_{1:t}$; the exact audit
+# below shows that the conditional $\mu_{j:t}$ alone is indeed not enough for the marginal law.  The noised arms
+# and the rollback decisions depend on earlier releases, so the composition is adaptive; for
+# Gaussian DP a budget that is checked before each release (a privacy filter) is valid under fully
+# adaptive composition (Smith & Thakurta 2022).  A $\mu$-GDP pair is $(\varepsilon, \delta)$-close
+# exactly for $\delta \ge \delta_\mu(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2) - e^\varepsilon
+# \Phi(-\varepsilon/\mu - \mu/2)$, the Gaussian privacy profile of chapter P1 with noise 1 and
+# sensitivity $\mu$.  So with the budget $\mu^\star = \max\{\mu: \delta_\mu(\varepsilon) \le \delta\}$
+# the promise holds as long as $\mu_{1:t} \le \mu^\star$ (hence every $\mu_{j:t} \le \mu^\star$).
+#
+# **The accountant and the rollback policy.** $\mu_{j:t}$ is largest for the oldest request, and it
+# keeps growing as long as *any* row is pending — even after request $j$'s own rows were rolled back,
+# because the reference of a later release also lacks the rows pending then.  Before release $t$ the
+# model computes $\mu_t$ for the plan "keep the pending rows pending"; if some request's $\mu_{j:t}$
+# would exceed $\mu^\star$ it **rolls back every pending row** instead, and release $t$ is exact
+# ($\mu_t = 0$).  The switch is itself accounted: it is decided from public quantities and adds
+# nothing.  The Gaussian budget is therefore a lifetime budget of the fitted model — an honest
+# consequence of comparing with "retrain on everything not yet deleted"; once it is spent, every
+# later request is rolled back (which is exact and costs nothing in privacy).
+#
+# **When is a request noised at all?** Paper A's rule: only a request that touches the arm the model
+# currently serves can gain from noise instead of rollback (rolling back another arm never hurts the
+# policy).  The model's `method="adaptive"` keeps a request pending when all its rows are on the
+# current policy arm and the accountant admits the release; every other request is rolled back at
+# once.  `method="rollback"` rolls back every request (exact unlearning, no budget needed).
+
+# %% [markdown]
+# ## 2. Implementation
+#
+# ### 2.1 The accountant
+
+# %% tags=["export"]
+"""An LCB model with a lifecycle (chapter A9): fit once, then serve deletion requests over time.
+
+``LCBModel`` holds the row store, the exact statistic of what remains, the statistic releases are
+computed from (which still holds the *pending* rows that a Gaussian release only noised), a deletion
+log and a Gaussian-DP accountant; ``save`` / ``load`` persist it atomically in an ``.npz`` file that
+holds no byte of a rolled-back row (a pending row survives only in its request's per-arm count and
+reward sum, until it is rolled back).  tau and the arm set are fixed at fit.
+"""
+
+import hashlib
+import csv
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
+from bandit_unlearning.mab.mechanisms import exact_sensitivity
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_delta, check_epsilon, gaussian_delta
+
+
+def make_rng(rng) -> np.random.Generator:
+    """A numpy Generator as is; ``None``: fresh OS entropy; an int >= 0: an explicit, reproducible seed
+    (key material: whoever knows it can subtract the noise)."""
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ValueError(f"rng as a seed must be an integer >= 0, got {rng}")
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"rng must be a numpy Generator, None or an int seed >= 0, got {type(rng).__name__}")
+
+
+def gdp_budget(epsilon, delta) -> float:
+    """The largest ``mu`` whose Gaussian-DP pair is (epsilon, delta)-close: ``delta_mu(epsilon) <= delta``.
+
+    ``1 / analytic_gaussian_sigma(1, epsilon, delta)`` (the calibration is certified, so the budget errs
+    on the safe side)."""
+    return 1.0 / analytic_gaussian_sigma(1.0, check_epsilon(epsilon), check_delta(delta))
+
+
+def gdp_delta(mu, epsilon) -> float:
+    """``delta_mu(epsilon)``: the exact privacy profile of a mu-GDP pair (Gaussian noise 1, shift mu)."""
+    mu = float(mu)
+    if not np.isfinite(mu) or mu < 0:
+        raise ValueError(f"mu must be finite and >= 0, got {mu}")
+    return 0.0 if mu == 0 else float(gaussian_delta(1.0, mu, check_epsilon(epsilon)))
+
+
+def request_mus(release_mus) -> np.ndarray:
+    """``mu_{j:t} = sqrt(sum_{s >= j} mu_s^2)`` for every request ``j`` (release ``s`` follows request ``s``)."""
+    mus = np.asarray(release_mus, dtype=float)
+    return np.sqrt(np.cumsum((mus ** 2)[::-1])[::-1])
+
+
+def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
+    """The accountant: may a release with whitened shift ``mu_new`` follow ``release_mus``?
+
+    Every request's composed ``mu_{j:t}`` must stay within the budget; the oldest request's is the
+    largest, and a new request's own window starts with this release."""
+    mus = np.append(np.asarray(release_mus, dtype=float), float(mu_new))
+    return bool(request_mus(mus)[0] <= mu_budget)
+
+
+def release_shift(pub_counts, pending_counts, log_term: float, sigma: float) -> float:
+    """Whitened shift ``mu_s`` of a release: the L2 norm over the arms with pending rows of the exact
+    sensitivity (removing ``pending_counts[a]`` of ``pub_counts[a]`` rows), divided by ``sigma``."""
+    pub, pend = np.asarray(pub_counts), np.asarray(pending_counts)
+    arms = np.flatnonzero(pend > 0)
+    if arms.size == 0:
+        return 0.0
+    shifts = np.atleast_1d(exact_sensitivity(pub[arms], pend[arms], log_term))
+    return float(np.sqrt(np.sum(np.square(shifts))) / sigma)
+
+
+def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon, delta,
+                      max_requests: int = 100_000) -> int:
+    """How many consecutive requests of ``k`` rows on the served arm (``n_arm`` rows) the adaptive model
+    keeps pending before the accountant forces a rollback: the largest ``c`` with
+    ``sum_{j=1..c} (Delta(n_arm, j k) / sigma)^2 <= mu_budget^2``."""
+    n_arm, k, max_requests = int(n_arm), int(k), int(max_requests)
+    if n_arm < 1 or not 1 <= k <= n_arm:
+        raise ValueError(f"need n_arm >= 1 and 1 <= k <= n_arm, got n_arm={n_arm}, k={k}")
+    sigma = float(sigma)
+    if not np.isfinite(sigma) or sigma <= 0:
+        raise ValueError(f"sigma must be finite and > 0, got {sigma}")
+    budget = gdp_budget(epsilon, delta)
+    spent, count = 0.0, 0
+    while count < max_requests and (count + 1) * k <= n_arm:
+        mu = float(exact_sensitivity(n_arm, (count + 1) * k, log_term)) / sigma
+        if spent + mu * mu > budget * budget:
+            break
+        spent, count = spent + mu * mu, count + 1
+    return count
+
+
+# %% [markdown]
+# ### 2.2 One release, as a pure function
+#
+# The model and the exact audit below share this planning step, so the audit checks the decisions the
+# model actually takes.  It needs only public quantities: the counts of the released-from statistic,
+# the pending counts, the request's counts, whether the request sits on the served arm, and the
+# earlier releases' shifts.
+
+# %% tags=["export"]
+@dataclass(frozen=True)
+class ReleasePlan:
+    """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
+    row (``rollback_pending``), the arms noised, and the release's whitened shift ``mu``."""
+
+    noise_request: bool
+    rollback_pending: bool
+    noised_arms: tuple
+    mu: float
+
+
+def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, release_mus, *,
+                 log_term: float, sigma: float | None, mu_budget: float | None, method: str,
+                 admit=admits) -> ReleasePlan:
+    """Plan the release that follows a request (counts are per arm; ``pub_counts`` still holds the
+    request's rows).  ``admit`` is the accountant (replaceable, to audit broken ones)."""
+    pub = np.asarray(pub_counts, dtype=np.int64)
+    pend = np.asarray(pending_counts, dtype=np.int64)
+    req = np.asarray(request_counts, dtype=np.int64)
+    noise_request = method == "adaptive" and bool(on_policy)
+    after = pub if noise_request else pub - req
+    pend_after = pend + req if noise_request else pend
+    mu = 0.0 if method == "rollback" else release_shift(after, pend_after, log_term, sigma)
+    if mu > 0 and admit(release_mus, mu, mu_budget):
+        return ReleasePlan(noise_request, False, tuple(int(a) for a in np.flatnonzero(pend_after > 0)), mu)
+    return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
+
+
+# %% [markdown]
+# ### 2.3 The model
+#
+# Rows are numbered $0, \dots, N-1$ in the order given at fit.  Arm labels may be any hashable
+# values (sorted when they can be, else in order of first appearance); user ids are optional.
+# `delete` validates everything before it draws noise or changes anything, so a refused request
+# leaves the model exactly as it was.  A deleted row is wiped from the row store at once (its user id
+# is forgotten); a pending row survives only inside the released-from statistic's per-arm count and
+# reward sum, kept per pending request so that it can be rolled back, and disappears when it is.
+
+# %% tags=["export"]
+METHODS = ("adaptive", "rollback")
+FORMAT = "bandit_unlearning.LCBModel/1"
+
+
+@dataclass(frozen=True)
+class DeletionRecord:
+    """One entry of the deletion log.  Nothing in it is computed from the deleted rewards."""
+
+    request_id: int
+    rows: tuple
+    method: str                    # "gaussian" (kept pending, noised) or "rollback"
+    rolled_back: tuple             # request ids whose rows this release rolled back
+    noised_arms: tuple             # arm labels noised in this release
+    sigma: float
+    mu_release: float
+    mu_max: float                  # the largest composed mu_{j:t} over all requests so far
+    delta_at_target: float         # delta_mu(epsilon) of mu_max (0 for method "rollback")
+    policy: object                 # the arm label released
+
+
+def _labels_and_index(arms, labels):
+    if isinstance(arms, np.ndarray) and arms.ndim == 1 and arms.dtype.kind in "biuUS" and arms.size:
+        uniq, inverse = np.unique(arms, return_inverse=True)          # vectorised path for large arrays
+        if labels is None:
+            return tuple(uniq.tolist()), inverse.astype(np.int64)
+        arms = uniq.tolist()
+        labels, table = _labels_and_index(arms, labels)
+        return labels, table[inverse]
+    arms = [a.item() if isinstance(a, np.generic) else a for a in arms]
+    for a in arms:
+        hash(a)
+    if labels is None:
+        uniq = list(dict.fromkeys(arms))
+        try:
+            uniq = sorted(uniq)
+        except TypeError:
+            pass
+        labels = uniq
+    labels = tuple(labels)
+    if len(set(labels)) != len(labels) or not labels:
+        raise ValueError("labels must be a non-empty sequence of distinct hashable arm labels")
+    where = {lab: i for i, lab in enumerate(labels)}
+    unknown = [a for a in arms if a not in where]
+    if unknown:
+        raise ValueError(f"arms holds labels not in labels, e.g. {unknown[0]!r}")
+    return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
+
+
+def _frozen(a):
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+class LCBModel:
+    """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
+
+    Use the constructors ``LCBModel.fit``, ``LCBModel.from_csv``, ``LCBModel.from_frame`` or
+    ``LCBModel.load``.  After each request the model makes one release, ``policy`` (an arm label).
+    ``statistics`` is the exact ``LCBState`` of what remains (tau fixed at fit).
+    """
+
+    def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
+                 pending, release_mus, log, policy, method, epsilon, delta, sigma, rng):
+        self._labels = tuple(labels)
+        self._tau, self._n_fit = float(tau), int(n_fit)
+        self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
+        self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
+        # the row store, indexed by row id; a deleted row is wiped in place (arm -1, reward 0, no user)
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        self._alive = np.zeros(self._n_fit, dtype=bool)
+        self._alive[row_ids] = True
+        self._n_live = int(row_ids.size)
+        self._arms = np.full(self._n_fit, -1, dtype=np.int64)
+        self._arms[row_ids] = np.asarray(arms, dtype=np.int64)
+        self._rewards = np.zeros(self._n_fit)
+        self._rewards[row_ids] = np.asarray(rewards, dtype=float)
+        self._users = None
+        if users is not None:
+            self._users = [None] * self._n_fit
+            for rid, u in zip(row_ids.tolist(), users):
+                self._users[rid] = u
+        self._pub_counts = np.asarray(pub_counts, dtype=np.int64)
+        self._pub_sums = np.asarray(pub_sums, dtype=float)
+        self._pending = dict(pending)                                # request id -> (counts, sums)
+        self._release_mus = list(release_mus)
+        self._log = list(log)
+        self._policy = int(policy)
+        self._rng = rng
+        self._rebuild_users()
+
+    def _rebuild_users(self):
+        self._user_rows = None
+        if self._users is not None:
+            rows = {}
+            for rid in np.flatnonzero(self._alive).tolist():
+                rows.setdefault(self._users[rid], []).append(rid)
+            self._user_rows = rows
+
+    # -- constructors ---------------------------------------------------------------------------
+    @classmethod
+    def fit(cls, arms, rewards, *, users=None, labels=None, tau=None, method: str = "rollback",
+            epsilon=None, delta=None, sigma=None, rng=None) -> "LCBModel":
+        """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).  ``tau`` defaults to ``1/N``
+        and is fixed for the model's life.  ``method="adaptive"`` needs the target ``epsilon``,
+        ``delta`` and the noise scale ``sigma`` on scores (fixed at fit)."""
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        labels, idx = _labels_and_index(arms, labels)
+        rewards = np.asarray(rewards, dtype=float)
+        if rewards.shape != idx.shape:
+            raise ValueError(f"rewards must have one entry per row: {rewards.shape} vs {idx.shape}")
+        if not np.all(np.isfinite(rewards)) or np.any((rewards < 0) | (rewards > 1)):
+            raise ValueError("rewards must lie in [0, 1]")
+        if users is not None:
+            users = [u.item() if isinstance(u, np.generic) else u for u in users]
+            if len(users) != idx.size:
+                raise ValueError(f"users must have one entry per row: {len(users)} vs {idx.size}")
+            for u in users:
+                hash(u)
+        n = idx.size
+        if tau is None:
+            if n < 2:
+                raise ValueError(f"tau defaults to 1/N, which needs N >= 2, got N = {n}")
+            tau = 1.0 / n
+        tau = check_tau(tau)
+        if method == "adaptive":
+            if sigma is None or epsilon is None or delta is None:
+                raise ValueError("method 'adaptive' needs epsilon, delta and sigma")
+            check_epsilon(epsilon), check_delta(delta)
+            sigma = float(sigma)
+            if not np.isfinite(sigma) or sigma <= 0:
+                raise ValueError(f"sigma must be finite and > 0, got {sigma}")
+            epsilon, delta = float(epsilon), float(delta)
+        elif not (epsilon is None and delta is None and sigma is None):
+            raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
+        rng = make_rng(rng)
+        m = len(labels)
+        counts = np.bincount(idx, minlength=m)
+        sums = np.bincount(idx, weights=rewards, minlength=m)
+        policy = LCBState(counts, sums, tau).arm
+        return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=np.arange(n),
+                   users=users, pub_counts=counts, pub_sums=sums, pending={}, release_mus=[], log=[],
+                   policy=policy, method=method, epsilon=epsilon, delta=delta, sigma=sigma, rng=rng)
+
+    @classmethod
+    def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
+                 **options) -> "LCBModel":
+        """Fit on a CSV file with a header; arm labels and user ids are read as strings."""
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in (arm, reward, user) if c is not None and c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(f"the CSV file has no column {missing[0]!r}")
+            rows = list(reader)
+        return cls.fit([r[arm] for r in rows], [float(r[reward]) for r in rows],
+                       users=None if user is None else [r[user] for r in rows], **options)
+
+    @classmethod
+    def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
+                   **options) -> "LCBModel":
+        """Fit on a pandas DataFrame (or any mapping of column name -> sequence)."""
+        return cls.fit(list(frame[arm]), np.asarray(frame[reward], dtype=float),
+                       users=None if user is None else list(frame[user]), **options)
+
+    # -- what the model shows -------------------------------------------------------------------
+    @property
+    def labels(self) -> tuple:
+        return self._labels
+
+    @property
+    def tau(self) -> float:
+        """The confidence level, fixed at fit."""
+        return self._tau
+
+    @property
+    def n_fit(self) -> int:
+        return self._n_fit
+
+    @property
+    def method(self) -> str:
+        return self._method
+
+    @property
+    def policy(self):
+        """The arm label of the latest release."""
+        return self._labels[self._policy]
+
+    @property
+    def policy_index(self) -> int:
+        return self._policy
+
+    @property
+    def statistics(self) -> LCBState:
+        """The exact statistic of the rows not yet deleted (tau fixed at fit)."""
+        counts, sums = self._pub_counts.copy(), self._pub_sums.copy()
+        for c, s in self._pending.values():
+            counts, sums = counts - c, sums - s
+        return LCBState(counts, np.clip(sums, 0.0, counts), self._tau)
+
+    @property
+    def log(self) -> tuple:
+        return tuple(self._log)
+
+    @property
+    def pending(self) -> tuple:
+        """Ids of the requests whose rows are still inside the released-from statistic."""
+        return tuple(self._pending)
+
+    @property
+    def mu_budget(self):
+        return self._mu_budget
+
+    @property
+    def mu_max(self) -> float:
+        """The largest composed ``mu_{j:t}`` over the requests so far."""
+        return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        return _frozen(np.flatnonzero(self._alive))
+
+    def __len__(self) -> int:
+        return self._n_live
+
+    # -- deletion -------------------------------------------------------------------------------
+    def _rows_of(self, user, rows):
+        if (user is None) == (rows is None):
+            raise ValueError("pass exactly one of user=... or rows=...")
+        if user is not None:
+            if self._user_rows is None:
+                raise ValueError("the model was fitted without user ids: delete by rows=...")
+            try:
+                found = self._user_rows.get(user)
+            except TypeError:
+                raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
+            if found is None:
+                raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
+            return np.array(sorted(found), dtype=np.int64)
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or rows.size == 0:
+            raise ValueError("rows must be a non-empty 1-D sequence of row ids")
+        if not np.issubdtype(rows.dtype, np.integer):
+            raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
+        if np.unique(rows).size != rows.size:
+            raise ValueError("rows names a row twice")
+        outside = rows[(rows < 0) | (rows >= self._n_fit)]
+        if outside.size:
+            raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {self._n_fit})")
+        gone = rows[~self._alive[rows]]
+        if gone.size:
+            raise ValueError(f"row {int(gone[0])} was already deleted")
+        return np.sort(rows.astype(np.int64))
+
+    def delete(self, *, user=None, rows=None) -> DeletionRecord:
+        """Delete one user's rows or the given rows, then make one release (the new ``policy``).
+
+        Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
+        user, a row named twice, both or neither of ``user`` and ``rows``."""
+        rows = self._rows_of(user, rows)
+        pos = rows                                     # O(k): nothing below touches all N rows
+        m = len(self._labels)
+        req_counts = np.bincount(self._arms[pos], minlength=m)
+        req_sums = np.bincount(self._arms[pos], weights=self._rewards[pos], minlength=m)
+        pend = np.zeros(m, dtype=np.int64)
+        for c, _ in self._pending.values():
+            pend = pend + c
+        on_policy = bool(np.all(self._arms[pos] == self._policy))
+        plan = plan_release(self._pub_counts, pend, req_counts, on_policy, self._release_mus,
+                            log_term=float(np.log(m / self._tau)), sigma=self._sigma,
+                            mu_budget=self._mu_budget, method=self._method)
+        # everything below only computes new values; they are committed together at the end
+        request_id = len(self._log)
+        pub_counts, pub_sums = self._pub_counts.copy(), self._pub_sums.copy()
+        pending = dict(self._pending)
+        rolled = ()
+        if plan.noise_request:
+            pending[request_id] = (_frozen(req_counts), _frozen(req_sums))
+        else:
+            pub_counts, pub_sums = pub_counts - req_counts, pub_sums - req_sums
+            rolled = (request_id,)
+        if plan.rollback_pending:
+            for rid, (c, s) in pending.items():
+                pub_counts, pub_sums = pub_counts - c, pub_sums - s
+            rolled = tuple(pending) + rolled
+            pending = {}
+        pub_sums = np.clip(pub_sums, 0.0, pub_counts)
+        scores = lcb_scores(pub_counts, pub_sums, self._tau)[2]
+        if plan.noised_arms:
+            arms = np.array(plan.noised_arms)
+            scores = scores.copy()
+            scores[arms] += self._sigma * self._rng.standard_normal(arms.size)
+        policy = int(np.argmax(scores))
+        release_mus = self._release_mus + [plan.mu]
+        mu_max = float(request_mus(release_mus)[0])
+        record = DeletionRecord(
+            request_id=request_id, rows=tuple(rows.tolist()),
+            method="gaussian" if plan.noise_request else "rollback", rolled_back=rolled,
+            noised_arms=tuple(self._labels[a] for a in plan.noised_arms),
+            sigma=float(self._sigma) if plan.noised_arms else 0.0, mu_release=plan.mu, mu_max=mu_max,
+            delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon),
+            policy=self._labels[policy])
+        # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
+        self._alive[rows] = False
+        self._arms[rows], self._rewards[rows] = -1, 0.0
+        self._n_live -= int(rows.size)
+        if self._users is not None:
+            for rid in rows.tolist():
+                u, self._users[rid] = self._users[rid], None
+                left = self._user_rows[u]
+                left.remove(rid)
+                if not left:
+                    del self._user_rows[u]
+        self._pub_counts, self._pub_sums, self._pending = pub_counts, pub_sums, pending
+        self._release_mus, self._policy = release_mus, policy
+        self._log.append(record)
+        return record
+
+
+# %% [markdown]
+# ### 2.4 Persistence
+#
+# `save(path)` writes one uncompressed `.npz` file (an open format: a zip of `.npy` arrays) through
+# a temporary file in the same directory and `os.replace`, so a crash half-way leaves the previous
+# file untouched.  The **statistics** (counts, reward sums, pending per-arm aggregates, the
+# accountant's shifts, the settings and the log, as JSON) and the **row store** are separate entries,
+# each with its own SHA-256 checksum: `load_statistics(path)` reads and verifies only the former, in
+# $O(m + \text{requests})$.  Deleted rows are not in the row store, and the deleted users' ids are
+# gone with them; the noise generator is not saved (it is key material) — `load` takes a fresh one.
+# One honest limit: a **pending** row is, by definition, still inside the released-from statistic, and
+# its request's per-arm count and reward sum are kept (and saved) so that it can be rolled back later;
+# for a one-row request that sum *is* the row's reward.  Only a rolled-back row is gone without trace;
+# `method="rollback"` rolls back every request at once.
+
+# %% tags=["export"]
+_STAT_KEYS = ("pub_counts", "pub_sums", "pending_ids", "pending_counts", "pending_sums", "release_mus", "meta")
+_ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "row_users")
+
+
+def _digest(arrays, keys) -> str:
+    h = hashlib.sha256()
+    for key in keys:
+        a = np.ascontiguousarray(arrays[key])
+        h.update(key.encode() + b"\0" + str(a.dtype).encode() + b"\0" + str(a.shape).encode() + b"\0")
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _json_ok(values, name):
+    for v in values:
+        if not isinstance(v, (str, int)) or isinstance(v, bool):
+            raise TypeError(f"{name} must be str or int to be saved, got {type(v).__name__}")
+
+
+def _write_npz(fh, arrays) -> None:
+    np.savez(fh, **arrays)
+
+
+def _model_arrays(model: "LCBModel") -> dict:
+    _json_ok(model._labels, "arm labels")
+    live = np.flatnonzero(model._alive)
+    users = None if model._users is None else [model._users[i] for i in live.tolist()]
+    if users is not None:
+        _json_ok(users, "user ids")
+    m = len(model._labels)
+    ids = list(model._pending)
+    meta = {
+        "format": FORMAT, "labels": list(model._labels), "tau": model._tau, "n_fit": model._n_fit,
+        "method": model._method, "epsilon": model._epsilon, "delta": model._delta, "sigma": model._sigma,
+        "policy": model._policy, "log": [
+            {**r.__dict__, "rows": list(r.rows), "rolled_back": list(r.rolled_back),
+             "noised_arms": list(r.noised_arms)} for r in model._log],
+    }
+    arrays = {
+        "pub_counts": model._pub_counts, "pub_sums": model._pub_sums,
+        "pending_ids": np.array(ids, dtype=np.int64),
+        "pending_counts": np.array([model._pending[i][0] for i in ids], dtype=np.int64).reshape(-1, m),
+        "pending_sums": np.array([model._pending[i][1] for i in ids], dtype=float).reshape(-1, m),
+        "release_mus": np.array(model._release_mus, dtype=float),
+        "meta": np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8),
+        "row_ids": live, "row_arms": model._arms[live], "row_rewards": model._rewards[live],
+        "row_users": np.frombuffer(json.dumps(users).encode(), dtype=np.uint8),
+    }
+    arrays["stats_sha256"] = np.frombuffer(_digest(arrays, _STAT_KEYS).encode(), dtype=np.uint8)
+    arrays["rows_sha256"] = np.frombuffer(_digest(arrays, _ROW_KEYS).encode(), dtype=np.uint8)
+    return arrays
+
+
+def save_model(model: "LCBModel", path) -> None:
+    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``."""
+    if not isinstance(model, LCBModel):
+        raise TypeError(f"model must be an LCBModel, got {type(model).__name__}")
+    path = os.fspath(path)
+    arrays = _model_arrays(model)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_npz(fh, arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _open_checked(path, keys, digest_key):
+    try:
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in keys}
+            stored = bytes(z[digest_key]).decode()
+    except (zipfile.BadZipFile, KeyError, EOFError) as err:
+        raise ValueError(f"{path}: not a readable model file ({err})") from None
+    if _digest(arrays, keys) != stored:
+        raise ValueError(f"{path}: checksum mismatch in {digest_key[:-7]} (corrupted or altered file)")
+    return arrays
+
+
+def _read_meta(arrays):
+    meta = json.loads(bytes(arrays["meta"]).decode())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"unsupported format {meta.get('format')!r}, expected {FORMAT!r}")
+    return meta
+
+
+def load_statistics(path) -> LCBState:
+    """The exact statistic of what remains, read (and checksum-verified) without the row store."""
+    arrays = _open_checked(path, _STAT_KEYS, "stats_sha256")
+    meta = _read_meta(arrays)
+    counts = arrays["pub_counts"] - arrays["pending_counts"].sum(axis=0)
+    sums = arrays["pub_sums"] - arrays["pending_sums"].sum(axis=0)
+    return LCBState(counts, np.clip(sums, 0.0, counts), meta["tau"])
+
+
+def load_model(path, rng=None) -> "LCBModel":
+    """Read a model written by ``save_model``; both checksums are verified.  ``rng`` as in ``fit``."""
+    rng = make_rng(rng)
+    stats_arrays = _open_checked(path, _STAT_KEYS, "stats_sha256")
+    rows = _open_checked(path, _ROW_KEYS, "rows_sha256")
+    meta = _read_meta(stats_arrays)
+    pending = {int(i): (_frozen(c), _frozen(s)) for i, c, s in zip(
+        stats_arrays["pending_ids"], stats_arrays["pending_counts"], stats_arrays["pending_sums"])}
+    log = [DeletionRecord(**{**r, "rows": tuple(r["rows"]), "rolled_back": tuple(r["rolled_back"]),
+                             "noised_arms": tuple(r["noised_arms"])}) for r in meta["log"]]
+    return LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=rows["row_arms"],
+                    rewards=rows["row_rewards"], row_ids=rows["row_ids"],
+                    users=json.loads(bytes(rows["row_users"]).decode()), pub_counts=stats_arrays["pub_counts"],
+                    pub_sums=stats_arrays["pub_sums"], pending=pending,
+                    release_mus=stats_arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
+                    method=meta["method"], epsilon=meta["epsilon"], delta=meta["delta"], sigma=meta["sigma"],
+                    rng=rng)
+
+
+LCBModel.save = lambda self, path: save_model(self, path)
+LCBModel.save.__doc__ = save_model.__doc__
+LCBModel.load = staticmethod(load_model)
+
+# %% [markdown]
+# ## 3. The lifecycle on a small example
+#
+# Three arms with string labels, user ids, 600 rows.  The model is adaptive at a target
+# $(\varepsilon, \delta) = (1, 10^{-5})$ with $\sigma$ equal to the served arm's confidence radius $b(a)$.
+
+# %%
+rng = np.random.default_rng(20261201)
+N_SMALL = 600
+labels_small = np.array(["blue", "green", "red"])[rng.integers(0, 3, N_SMALL)]
+means_small = {"blue": 0.7, "green": 0.5, "red": 0.4}
+rewards_small = (rng.random(N_SMALL) < np.array([means_small[a] for a in labels_small])).astype(float)
+users_small = [f"user-{i // 3:03d}" for i in range(N_SMALL)]          # three rows per user
+
+fitted = LCBModel.fit(labels_small, rewards_small, users=users_small)
+L_small = fitted.statistics.log_term
+n_served = int(fitted.statistics.counts[fitted.policy_index])
+sigma_small = np.sqrt(L_small / (2 * n_served))
+model = LCBModel.fit(labels_small, rewards_small, users=users_small, method="adaptive", epsilon=1.0,
+                     delta=1e-5, sigma=sigma_small, rng=rng)
+print(f"arms {model.labels}, tau = 1/{round(1 / model.tau)}, policy {model.policy!r}, "
+      f"sigma = {sigma_small:.4f}, mu budget = {model.mu_budget:.3f}")
+assert model.tau == 1 / N_SMALL and model.policy == "blue"
+
+# %%
+user_arms = {}
+for u, a in zip(users_small, labels_small):
+    user_arms.setdefault(u, set()).add(a)
+served_users = [u for u in sorted(user_arms) if user_arms[u] == {"blue"}]          # all rows on the served arm
+mixed = [u for u in sorted(user_arms) if len(user_arms[u]) > 1]
+loose_rows = [i for i in range(N_SMALL) if users_small[i] == mixed[1] and labels_small[i] == "blue"]
+stream = ([("user", u) for u in served_users[:2]] + [("user", mixed[0])] + [("rows", loose_rows)]
+          + [("user", u) for u in served_users[2:6]])
+for kind, what in stream:
+    rec = model.delete(**{kind: what})
+    print(f"request {rec.request_id}: {len(rec.rows)} rows  {rec.method:8s}  rolled back {rec.rolled_back!s:14s}"
+          f" mu_release {rec.mu_release:.3f}  mu_max {rec.mu_max:.3f}  policy {rec.policy!r}")
+    assert rec.mu_max <= model.mu_budget
+assert any(r.method == "gaussian" for r in model.log) and any(len(r.rolled_back) > 1 for r in model.log)
+
+# %% [markdown]
+# The first two requests (users whose three rows are all on the served arm) are kept pending and
+# noised; the second release carries six pending rows, so its $\mu$ doubles and the composed
+# $\mu_{1:2}$ nearly reaches the budget.  The third request (a user with rows on several arms) is
+# rolled back itself, but its release would still have to noise the six pending rows, which the
+# accountant refuses: every pending row is rolled back together.  What is left of the budget is then
+# too little for any further noised release, so every later request is rolled back at once — the
+# budget is the model's, for its lifetime.
+#
+# **Exact statistics and rollback = refit.** Whatever path the requests took, `statistics` equals the
+# LCB learner refitted on the remaining rows *with the fitted $\tau$*; and when nothing is pending the
+# released policy is that refit's arm.
+
+# %%
+deleted = sorted(set(range(N_SMALL)) - set(model.row_ids.tolist()))
+keep = np.ones(N_SMALL, dtype=bool)
+keep[deleted] = False
+label_index = {lab: i for i, lab in enumerate(model.labels)}
+refit = fit_lcb(OfflineDataset(np.array([label_index[a] for a in labels_small[keep]]), rewards_small[keep], 3),
+                tau=model.tau)
+assert np.array_equal(model.statistics.counts, refit.counts)
+assert np.allclose(model.statistics.reward_sums, refit.reward_sums, atol=1e-9)
+print(f"{len(deleted)} rows deleted; remaining counts {model.statistics.counts.tolist()}; pending {model.pending}")
+if not model.pending:
+    assert model.policy_index == refit.arm
+
+# %% [markdown]
+# **Refusals change nothing.** Deleting a user twice, a row twice, an unknown row, a row named twice,
+# or both `user` and `rows` raises a `ValueError` and leaves every field as it was.
+
+# %%
+def snapshot(mdl):
+    return (mdl.row_ids.tolist(), mdl.statistics.counts.tolist(), mdl.statistics.reward_sums.tolist(),
+            mdl.pending, len(mdl.log), mdl.policy, mdl.mu_max)
+
+
+before = snapshot(model)
+for bad in ({"user": served_users[0]}, {"rows": [deleted[0]]}, {"rows": [N_SMALL + 5]},
+            {"rows": [model.row_ids[0], model.row_ids[0]]}, {"user": mixed[2], "rows": [int(model.row_ids[0])]}, {}):
+    try:
+        model.delete(**bad)
+    except ValueError as err:
+        print("refused:", err)
+    else:
+        raise AssertionError(f"{bad} was accepted")
+    assert snapshot(model) == before
+
+# %% [markdown]
+# ## 4. Exact audit of the promise
+#
+# On small instances the joint law of $q \le 3$ releases can be written down exactly.  Two arms:
+# the served arm 0 holds $n_0$ rows of which the $q$ requests delete $k$ each, all with reward 1, the
+# kept ones with reward 0 (the worst case of the sensitivity); the competitor arm 1's score is placed
+# on a grid around arm 0's score, which is where an argmax is most informative.  Each release's law
+# given the earlier outputs is the closed form of chapter A3 ($\Phi$ of the score gap over
+# $\sigma$); the decisions (which request stays pending, when everything is rolled back) come from the
+# package's `plan_release`, evaluated along each output path in both worlds.  The audit computes the
+# exact $\delta$ of the pair of joint laws at the target $\varepsilon$ (chapter P1's hockey-stick
+# divergence) for the releases after request 1 (all $q$ of them: the largest window) and after each
+# later request $j$, and compares it with the target $\delta$.
+#
+# The instances have one noised arm; a release that noises several arms is one Gaussian mechanism
+# with the L2 norm of the shifts (chapter A7 derives and audits that step), so nothing new is left
+# to audit there.
+#
+# Two broken accountants are audited the same way: one that **forgets earlier releases** (admits a
+# release when its own $\mu_s$ fits the budget) and one that **never rolls back** (admits every
+# release).
+
+# %%
+def forgetful(release_mus, mu_new, mu_budget):
+    return mu_new <= mu_budget
+
+
+def never_rolls_back(release_mus, mu_new, mu_budget):
+    return True
+
+
+def release_law(scores0, score1, noised, sigma):
+    """P[release = 0], P[release = 1] for two arms, noise sigma on arm 0 when noised (ties to arm 0)."""
+    from scipy import stats
+    if not noised:
+        return (1.0, 0.0) if scores0 >= score1 else (0.0, 1.0)
+    p0 = float(stats.norm.cdf((scores0 - score1) / sigma))
+    return p0, 1.0 - p0
+
+
+def audit_instance(n0, k, q, score1, sigma, mu_budget, tau, admit):
+    """Exact joint laws of the q releases in the real and the reference world, for each window
+    (releases after request j), and the largest composed mu of each window over the output paths."""
+    log_term = np.log(2 / tau)
+    radius = lambda n: np.sqrt(log_term / (2 * n))
+    ones_total = q * k                         # the rows the q requests delete carry reward 1, the rest 0
+    laws = {j: [np.zeros(2 ** (q - j)), np.zeros(2 ** (q - j)), 0.0] for j in range(q)}
+
+    def walk(step, pub_n, pend_n, mus, policy, pr_real, pr_ref, path):
+        if step == q:
+            window_mus = request_mus(mus)
+            for j in range(q):
+                idx = int("".join(map(str, path[j:])), 2)
+                laws[j][0][idx] += pr_real
+                laws[j][1][idx] += pr_ref
+                laws[j][2] = max(laws[j][2], float(window_mus[j]))
+            return
+        # the decision is a function of public quantities and of the previous output, which is the
+        # same in both worlds along a common path
+        plan = plan_release([pub_n, 10], [pend_n, 0], [k, 0], policy == 0, mus, log_term=log_term,
+                            sigma=sigma, mu_budget=mu_budget, method="adaptive", admit=admit)
+        new_pub, new_pend = (pub_n, pend_n + k) if plan.noise_request else (pub_n - k, pend_n)
+        if plan.rollback_pending:
+            new_pub, new_pend = new_pub - new_pend, 0
+        remaining = n0 - (step + 1) * k                     # the reference world: rows not yet deleted
+        ones_remaining = ones_total - (step + 1) * k
+        f_pub = (ones_remaining + new_pend) / new_pub - radius(new_pub)   # pending rows carry reward 1
+        f_ref = ones_remaining / remaining - radius(remaining)
+        noised = bool(plan.noised_arms)
+        law_real = release_law(f_pub, score1, noised, sigma)
+        law_ref = release_law(f_ref, score1, noised, sigma)
+        for out in (0, 1):
+            walk(step + 1, new_pub, new_pend, mus + [plan.mu], out,
+                 pr_real * law_real[out], pr_ref * law_ref[out], path + [out])
+
+    fit_score = ones_total / n0 - radius(n0)
+    walk(0, n0, 0, [], 0 if fit_score >= score1 else 1, 1.0, 1.0, [])
+    return laws
+
+
+# %% [markdown]
+# The grid: $n_0 \in \{30, 60\}$, $k \in \{1, 3\}$, $q \in \{2, 3\}$, targets
+# $(\varepsilon, \delta) \in \{(0.5, 10^{-2}), (1, 10^{-3})\}$, $\sigma$ such that the first release's
+# $\mu_1$ is $0.5$, $0.8$ or $1.0$ times the budget, $\tau = 1/(n_0 + 10)$, and 25 competitor scores
+# from $f_0(D) - 3\sigma$ to $f_0(D) + 3\sigma$.  Everything is exact (closed forms and finite
+# sums): there is no sampling error, and the only tolerance is $10^{-12}$ for floating point.
+
+# %%
+def run_audit(admit):
+    rows = []
+    for n0, k, q, (eps, dlt), frac in itertools.product((30, 60), (1, 3), (2, 3), ((0.5, 1e-2), (1.0, 1e-3)),
+                                                       (0.5, 0.8, 1.0)):
+        tau = 1 / (n0 + 10)
+        log_term = np.log(2 / tau)
+        budget = gdp_budget(eps, dlt)
+        sigma = float(exact_sensitivity(n0, k, log_term)) / (frac * budget)
+        f0 = q * k / n0 - np.sqrt(log_term / (2 * n0))
+        for score1 in f0 + sigma * np.linspace(-3, 3, 25):
+            laws = audit_instance(n0, k, q, score1, sigma, budget, tau, admit)
+            claim = gdp_delta(laws[0][2], eps)          # mu of the whole transcript, largest over paths
+            for j, (p, r, mu_window) in laws.items():
+                rows.append((n0, k, q, eps, dlt, frac, j, hockey_stick_delta(p, r, eps), claim,
+                             gdp_delta(mu_window, eps)))
+    return np.array(rows, dtype=float)
+
+
+t0 = time.perf_counter()
+audits = {name: run_audit(fn) for name, fn in
+          (("accountant", admits), ("forgets earlier releases", forgetful), ("never rolls back", never_rolls_back))}
+print(f"{int(np.sum(audits['accountant'][:, 6] == 0))} instances, "
+      f"{len(audits['accountant'])} (instance, window) pairs per accountant")
+for name, rows in audits.items():
+    exact, target = rows[:, 7], rows[:, 4]
+    violations = int(np.sum(exact > target * (1 + 1e-9)))
+    print(f"{name:26s} violations of the target delta: {violations:4d} / {len(rows)}  "
+          f"largest exact delta / target: {np.max(exact / target):.3g}")
+good = audits["accountant"]
+assert np.all(good[:, 8] <= good[:, 4] * (1 + 1e-9))            # the accountant never claims above target
+assert np.all(good[:, 7] <= good[:, 8] + 1e-12)                  # and its claim holds, exactly
+assert np.all(good[:, 7] <= good[:, 4] + 1e-12)
+worst_ratio = float(np.max(np.where(good[:, 8] > 0, good[:, 7] / np.maximum(good[:, 8], 1e-300), 0.0)))
+print(f"accountant: worst exact delta / claimed delta = {worst_ratio:.3f}")
+for name in ("forgets earlier releases", "never rolls back"):
+    assert np.sum(audits[name][:, 7] > audits[name][:, 4] * (1 + 1e-9)) > 0, name
+conditional_only = int(np.sum(good[:, 7] > good[:, 9] * (1 + 1e-9)))
+print(f"windows after a later request whose marginal law exceeds the window's own mu_(j:t): {conditional_only}")
+assert conditional_only > 0 and np.all(good[good[:, 7] > good[:, 9] * (1 + 1e-9), 6] > 0)
+
+# %% [markdown]
+# **Reading the audit.** With the accountant, no window of any instance exceeds the target $\delta$,
+# and the exact $\delta$ never exceeds the claim $\delta_{\mu_{1:q}}(\varepsilon)$ (the worst ratio is
+# printed above; it is below 1 because an argmax over two arms reveals less than the Gaussian scores).
+# The accountant that forgets earlier releases keeps rows pending whenever each release alone fits the
+# budget, and the one that never rolls back keeps them pending always: both are caught exceeding the
+# target on the same instances.  Last line: judging a later window by its own $\mu_{j:t}$ would be
+# wrong, as the derivation warned.
+#
+# ## 5. Deletion capacity
+#
+# How many requests of $k$ rows on the served arm does an adaptive model keep pending before it must
+# roll back (or be refitted)?  Request $j$'s release carries $j k$ pending rows, so
+# $\mu_j = \Delta(N(a), jk)/\sigma$ and the capacity is the largest $c$ with
+# $\sum_{j \le c} \mu_j^2 \le {\mu^\star}^2$ — about $\big(3 (\mu^\star \sigma N(a) / k)^2\big)^{1/3}$
+# when $\Delta \approx jk/N(a)$, since the shifts grow linearly and $\sum_{j \le c} j^2 \approx c^3/3$.  The table takes $N = 10^4$ rows on
+# $m = 10$ arms, a served arm of $N(a) = 2000$ rows, $\tau = 1/N$, and $\sigma$ equal to the served
+# arm's confidence radius $b(a)$ (noise no larger than the statistical uncertainty already there;
+# Theorem 3.3's price of noise, $\sigma/\sqrt{2\pi}$, is then about 40% of $b(a)$).
+
+# %%
+N_CAP, M_CAP, NA_CAP = 10_000, 10, 2_000
+L_CAP = np.log(M_CAP * N_CAP)
+sigma_cap = np.sqrt(L_CAP / (2 * NA_CAP))
+targets = [(0.5, 1e-6), (1.0, 1e-6), (1.0, 1e-5), (2.0, 1e-5), (4.0, 1e-5), (8.0, 1e-5)]
+ks = (1, 5, 20, 100)
+capacity = {(e, d, k): deletion_capacity(NA_CAP, k, L_CAP, sigma_cap, e, d) for e, d in targets for k in ks}
+print(f"sigma = b(a) = {sigma_cap:.4f}; capacity = requests kept pending before the first rollback")
+print("  eps    delta   mu*   " + "  ".join(f"k={k:<4d}" for k in ks))
+for e, d in targets:
+    print(f"{e:5.1f}  {d:7.0e}  {gdp_budget(e, d):5.2f}  " + "  ".join(f"{capacity[e, d, k]:6d}" for k in ks))
+# the table is exact arithmetic on the accountant; check it against a model run request by request
+check = LCBModel.fit(np.r_[np.zeros(NA_CAP, int), np.ones(N_CAP - NA_CAP, int)],
+                     np.r_[np.ones(NA_CAP), np.zeros(N_CAP - NA_CAP)], method="adaptive", epsilon=1.0,
+                     delta=1e-5, sigma=sigma_cap, tau=1 / N_CAP, labels=list(range(M_CAP)), rng=1)
+for j in range(capacity[1.0, 1e-5, 20] + 1):
+    rec = check.delete(rows=np.arange(20 * j, 20 * (j + 1)))
+assert [r.method for r in check.log] == ["gaussian"] * capacity[1.0, 1e-5, 20] + ["rollback"]
+assert len(check.log[-1].rolled_back) == capacity[1.0, 1e-5, 20] + 1
+for e, d in targets:
+    assert all(capacity[e, d, a] >= capacity[e, d, b] for a, b in zip(ks, ks[1:]))   # larger k, fewer
+assert capacity[0.5, 1e-6, 100] == 0 and capacity[8.0, 1e-5, 1] > 40
+
+# %% [markdown]
+# Honest reading: at $\varepsilon \le 1$ a model absorbs a few dozen single-row requests but not one
+# request of 100 rows before it must roll back; the Gaussian branch is a way to *delay* rollback on
+# the served arm, not to avoid it.  Rollback itself is exact and free in privacy, and costs only the
+# utility of Theorem 3.3's rollback bound.
+#
+# ## 6. Persistence
+#
+# Save, delete, save again; the file after the deletion (rolled back: this model uses
+# `method="rollback"`) holds no byte of the deleted user's id and none of their rows' distinctive
+# rewards; loading restores a model that continues where it stopped,
+# with read-only arrays; a write that fails half-way leaves the previous file intact and no
+# temporary file behind.
+
+# %%
+ids = [f"patient-{i:04d}" for i in range(40)]
+arms_p = ["A", "B"] * 20
+rewards_p = np.round(np.linspace(0.05, 0.95, 40), 6) + 1e-7 * np.arange(40)     # distinctive float bytes
+folder = tempfile.mkdtemp()
+path = os.path.join(folder, "model.npz")
+small = LCBModel.fit(arms_p, rewards_p, users=ids, rng=7)
+small.save(path)
+blob = open(path, "rb").read()
+assert b"patient-0013" in blob and np.float64(rewards_p[13]).tobytes() in blob
+small.delete(user="patient-0013")
+small.save(path)
+blob = open(path, "rb").read()
+assert b"patient-0013" not in blob and np.float64(rewards_p[13]).tobytes() not in blob
+again = LCBModel.load(path)
+assert again.statistics.counts.tolist() == small.statistics.counts.tolist() and again.log == small.log
+assert not again.row_ids.flags.writeable and not again.statistics.counts.flags.writeable
+assert load_statistics(path).counts.tolist() == small.statistics.counts.tolist()
+print(f"saved {len(blob)} bytes; deleted user's id and rewards absent; reloaded policy {again.policy!r}")
+
+# %% [markdown]
+# ## 7. Real logged data: the Open Bandit Dataset
+#
+# The small sample of the Open Bandit Dataset (ZOZO, Inc.; Saito et al. 2021; CC BY 4.0; see
+# `data/README.md`): 10,000 rounds of the ZOZOTOWN fashion recommender under a **uniformly random**
+# behaviour policy, "all" campaign, 80 items; the reward is a click.  The arm is the item shown; the
+# dataset has no user ids (its user features are hashed segments, not identities), so **one round
+# stands in for a user**: a request names rounds.
+
+# %%
+OBD = os.path.join(os.path.dirname(os.path.abspath("__file__")), "..", "..", "data", "obd_random_all.csv")
+obd = LCBModel.from_csv(OBD, arm="item_id", reward="click", rng=20261201)
+st = obd.statistics
+clicked = np.flatnonzero(st.reward_sums > 0)
+print(f"N = {st.n}, m = {st.n_arms} items, {int(st.reward_sums.sum())} clicks on {clicked.size} items; "
+      f"tau = 1/{round(1 / obd.tau)}, L = {st.log_term:.2f}")
+print(f"pulls per item: min {st.counts.min()}, max {st.counts.max()}; radius b(a) from "
+      f"{st.radii.max():.3f} to {st.radii.min():.3f}; the largest click rate is {st.means.max():.3f}")
+order = np.lexsort((np.arange(st.n_arms), -np.round(st.scores, 9)))
+print("top LCB items (label, pulls, clicks, score):",
+      [(obd.labels[a], int(st.counts[a]), int(st.reward_sums[a]), round(float(st.scores[a]), 4)) for a in order[:4]])
+assert st.n == 10_000 and st.n_arms == 80 and int(st.reward_sums.sum()) == 38
+
+# %% [markdown]
+# **What the data shows.** With 38 clicks in 10,000 rounds the click rates (at most a few percent)
+# are an order of magnitude below the confidence radii ($\approx 0.3$ at about 125 pulls): every LCB
+# score is negative and the ranking is decided mostly by **pull counts** — the served item is one
+# with many pulls and a click or two, not the item with the best click rate.
+#
+# A stream of twelve deletion requests: every third one names five rounds of the served item, the
+# others five random rounds.  The model is adaptive at $(\varepsilon, \delta) = (2, 10^{-5})$ with
+# $\sigma = b(\hat a)$; after each request the policy and the accountant.
+
+# %%
+served = obd.policy_index
+eps_obd, delta_obd = 2.0, 1e-5
+sigma_obd = float(st.radii[served])
+live = LCBModel.from_csv(OBD, arm="item_id", reward="click", method="adaptive", epsilon=eps_obd,
+                         delta=delta_obd, sigma=sigma_obd, rng=20261202)
+exact_twin = LCBModel.from_csv(OBD, arm="item_id", reward="click", rng=20261203)   # rollback only
+item_of_row = np.array([live.labels.index(x) for x in
+                        [r.split(",")[1] for r in open(OBD).read().splitlines()[1:]]])
+pick = np.random.default_rng(5)
+for r in range(12):
+    alive = live.row_ids
+    if r % 3 == 0:
+        pool = alive[item_of_row[alive] == live.policy_index]
+    else:
+        pool = alive
+    req = np.sort(pick.choice(pool, size=5, replace=False))
+    rec = live.delete(rows=req)
+    exact_twin.delete(rows=req)
+    print(f"request {rec.request_id:2d}: item(s) {sorted({live.labels[i] for i in item_of_row[req]})!s:18s} "
+          f"{rec.method:8s} rolled back {len(rec.rolled_back)}  mu_max {rec.mu_max:.3f}  "
+          f"delta at eps {rec.delta_at_target:.1e}  policy {rec.policy}")
+    assert rec.mu_max <= live.mu_budget
+remaining = np.ones(10_000, dtype=bool)
+remaining[np.setdiff1d(np.arange(10_000), live.row_ids)] = False
+clicks_all = np.array([float(r.split(",")[3]) for r in open(OBD).read().splitlines()[1:]])
+refit_obd = fit_lcb(OfflineDataset(item_of_row[remaining], clicks_all[remaining], 80), tau=obd.tau)
+assert np.array_equal(exact_twin.statistics.counts, refit_obd.counts)
+assert np.array_equal(exact_twin.statistics.reward_sums, refit_obd.reward_sums)
+assert exact_twin.policy_index == refit_obd.arm                      # rollback == refit with the fitted tau
+assert np.array_equal(live.statistics.counts, refit_obd.counts)      # the exact statistic, whatever was pending
+print(f"rollback-only twin == refit with tau = 1/10000: policy {exact_twin.policy}; "
+      f"adaptive model pending {live.pending}")
+
+# %% [markdown]
+# The noised releases move the policy among the three or four items whose LCB scores lie within a
+# few thousandths of each other — the noise ($\sigma = b(\hat a) \approx 0.2$) is far larger than
+# those gaps, which is the utility price of the Gaussian branch on this data; once the accountant
+# rolls everything back the policy is the refit's again.  For comparison, the one-shot rule of
+# Paper A (Algorithm 2, paper threshold $\gamma_0$, $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$)
+# takes the Gaussian branch for a request of $k$ rounds of the served item only when
+# $\varepsilon > \sqrt{2 \ln(1.25/\delta)}/\gamma_0$:
+
+# %%
+from bandit_unlearning.mab.bounds import gamma0_paper
+
+n_hat = int(st.counts[obd.policy_index])
+for k_req, dlt in ((1, 1e-5), (5, 1e-5), (5, 1e-3)):
+    eps_switch = np.sqrt(2 * np.log(1.25 / dlt)) / float(gamma0_paper(n_hat, k_req, st.log_term))
+    print(f"k = {k_req}, delta = {dlt:.0e}: Algorithm 2 rolls back for every epsilon below {eps_switch:.2f}")
+    assert 3 < eps_switch < 8
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 3))
+mus = [r.mu_max for r in live.log]
+ax.step(range(len(mus)), mus, where="post", label=r"composed $\mu_{1:t}$")
+ax.axhline(live.mu_budget, color="k", ls="--", label=rf"budget $\mu^\star$ at $(\varepsilon, \delta) = ({eps_obd:g}, 10^{{-5}})$")
+for r in live.log:
+    if len(r.rolled_back) > 1:
+        ax.axvline(r.request_id, color="tab:red", alpha=0.3)
+ax.set_xlabel("request"), ax.set_ylabel(r"$\mu$"), ax.legend(loc="lower right", fontsize=8)
+ax.set_title("Open Bandit Dataset: the accountant over a deletion stream (red: pending rows rolled back)", fontsize=8)
+plt.show()
+
+# %% [markdown]
+# ## 8. Closing note
+#
+# * **Model.** `LCBModel` fits from arrays, a CSV file or a DataFrame (any hashable arm labels, optional
+#   user ids), fixes $\tau$ at fit, deletes by user or by rows, keeps the exact statistic of what
+#   remains (equal to refitting with the fitted $\tau$), logs every request, and refuses unknown or
+#   already deleted rows and users without changing anything.
+# * **Guarantee.** Every release after a request is compared with the same release rule run on the
+#   data retrained without everything deleted so far ($\tau$, $m$ from fit).  The Gaussian releases
+#   compose to $\mu_{1:t} = \sqrt{\sum_s \mu_s^2}$; the model rolls back every pending row before
+#   $\mu_{1:t}$ would pass $\mu^\star(\varepsilon, \delta)$.  The exact audit (3,000 pairs of joint
+#   laws of up to three releases, 1,200 instances) finds no violation and a worst ratio of exact to
+#   claimed $\delta$ of 0.93; it catches the accountant that forgets earlier releases (70 violations,
+#   up to 4x the target $\delta$) and the one that never rolls back (1,068, up to 182x).
+# * **Capacity.** At $N(a) = 2000$ of $N = 10^4$, $\sigma = b(a)$: 12 single-row requests at
+#   $(1, 10^{-5})$, 44 at $(8, 10^{-5})$, one request of 100 rows only at $\varepsilon = 8$.  The
+#   Gaussian budget is a lifetime budget; after it, rollback (exact, free in privacy).
+# * **Persistence.** One `.npz` per model, statistics and rows as separately checksummed entries,
+#   atomic replace; no byte of a rolled-back row in the file after its deletion (a pending row lives on
+#   as its request's aggregate until the accountant rolls it back).
+# * **Cost** (`benchmarks/model_lifecycle.py`, one core; timings vary by machine): a request of
+#   $k = 100$ rows takes about 0.09 ms at $N = 10^5$, $10^6$ and $10^7$ alike (it touches only the
+#   $k$ rows and the $m$ per-arm sums), against 5.3 s for refitting the model at $N = 10^7$ (about
+#   56,000 times slower) and 0.6 s for the bare two-`bincount` statistic (about 6,600 times);
+#   fitting at $N = 10^7$ takes about 8 s, saving 1.9 s (240 MB), and loading the statistics alone
+#   under a millisecond.
+# * **Open Bandit Dataset.** 38 clicks in 10,000 rounds: the LCB item is decided by pull counts; noise
+#   at $\sigma = b(\hat a)$ swaps the served item among near-tied ones; Algorithm 2 alone would roll back
+#   for every $\varepsilon$ below 5.4 ($\delta = 10^{-3}$) to 7.0 ($\delta = 10^{-5}$); rollback
+#   equals refitting with the fitted $\tau$.

@@ -1,0 +1,76 @@
+"""The guarantee matrix (chapter P2): the audit holds for the package's paths and rejects broken ones."""
+
+import numpy as np
+import pytest
+
+from bandit_unlearning.experiments.guarantees import (
+    KINDS, Setting, TOLERANCE, audit_setting, matrix_settings, summarize, worst_case_instance,
+)
+from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn
+
+
+@pytest.mark.parametrize("path, l", [("gaussian", 1), ("adaptive", 1), ("gaussian", 4), ("adaptive", 8)])
+def test_correct_paths_hold_and_half_noise_fails(path, l):
+    eps = 0.5 if path == "gaussian" else 20.0          # Algorithm 2 noises only when gamma < gamma0
+    s = Setting(path, l, 400 if l > 1 else 40, 20 if l > 1 else 4, eps, 1e-2, "analytic", "exact")
+    row = audit_setting(s)
+    assert row.refused is None and row.noised
+    assert 0.999 < row.ratio <= 1 + TOLERANCE          # analytic + exact sensitivity: tight
+    assert row.delta_arm <= row.delta_scores + 1e-12
+    assert audit_setting(s, "half noise", arm_audit=False).ratio > 1 + TOLERANCE
+
+
+def test_per_arm_calibration_of_several_arms_is_caught():
+    """The defect the matrix was built for: per-arm sigma on several noised arms under-noises."""
+    for l in (4, 8, 16):
+        s = Setting("gaussian", l, 1000, 20, 0.5, 1e-5, "analytic", "exact")
+        assert audit_setting(s, arm_audit=False).ratio <= 1 + TOLERANCE
+        assert audit_setting(s, "per-arm sigma", arm_audit=False).ratio > 10
+
+
+def test_mixing_holds_and_rollback_and_imitation_are_exact():
+    row = audit_setting(Setting("mixing", 1, 40, 4, 0.5, 1e-2, "analytic", "exact", eta=0.25))
+    assert row.noised and row.ratio <= 1 + TOLERANCE
+    for l in (1, 4):
+        assert audit_setting(Setting("rollback", l, 400, 20, 0.5, 1e-2)).ratio == 0.0
+        assert audit_setting(Setting("rollback", l, 400, 20, 0.5, 1e-2), "skipped rollback").ratio > 1
+        assert audit_setting(Setting("imitation", l, 400, 20, 0.5, 1e-2)).ratio == 0.0
+        assert audit_setting(Setting("imitation", l, 400, 20, 0.5, 1e-2), "forgets k").ratio > 1
+
+
+def test_unproven_calibration_is_refused_and_recorded():
+    for cal in ("paper", "classic"):
+        row = audit_setting(Setting("gaussian", 1, 400, 40, 2.0, 1e-6, cal, "exact"))
+        assert row.refused and "only proven for epsilon < 1" in row.refused and row.ratio == 0.0
+    with pytest.raises(ValueError, match="calibration='analytic'"):
+        UnlearnOptions("gaussian", epsilon=8.0, delta=1e-6, calibration="paper")
+
+
+def test_paper_sensitivity_outside_lemma_a1_is_refused():
+    row = audit_setting(Setting("gaussian", 1, 40, 38, 0.5, 1e-2, "analytic", "paper"))
+    assert row.refused and "Lemma A.1" in row.refused
+
+
+def test_worst_case_instance_matches_unlearn():
+    """The audit's instance goes through the public unlearn unchanged (one noised arm at a0)."""
+    state, request = worst_case_instance(400, 40, 1, KINDS[0], 0.05)
+    assert state.arm == 0 and request.k == 40
+    res = unlearn(state, request, "gaussian", epsilon=0.5, delta=1e-6, calibration="analytic",
+                  sensitivity="exact", rng=np.random.default_rng(0))
+    assert res.branch == "gaussian" and res.sigma > 0
+
+
+def test_summarize_counts_every_setting_once():
+    settings = [s for s in matrix_settings() if s.n_sources == 1 and s.n == 40 and s.k == 2][:30]
+    rows = [audit_setting(s, arm_audit=False) for s in settings]
+    broken = [audit_setting(s, "half noise", arm_audit=False) for s in settings]
+    table = summarize(rows, broken)
+    assert sum(t["settings"] for t in table) == len(settings)
+    assert all(t["worst"] <= 1 + TOLERANCE for t in table)
+
+
+def test_bad_variant_is_refused():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        audit_setting(Setting("gaussian", 1, 40, 2, 0.5, 1e-2), "quarter noise")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        worst_case_instance(40, 2, 1, "deleted 2", 0.5)
