@@ -41,7 +41,7 @@ from typing import Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, check_choice, check_instance, check_real
+from bandit_unlearning.checks import as_array, as_generator, check_choice, check_instance, check_real
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
@@ -82,7 +82,9 @@ class EpisodeUser:
 
     def __post_init__(self):
         key = self.key
-        if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or not 0 <= key < 2**64:
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+            raise TypeError(f"an EpisodeUser key must be an integer, got {type(key).__name__}")
+        if not 0 <= key < 2**64:
             raise ValueError(f"an EpisodeUser key must be an integer in [0, 2**64), got {key!r}")
         object.__setattr__(self, "key", int(key))
 
@@ -100,14 +102,13 @@ def _derived_keys(rng: np.random.Generator, n: int) -> list:
 
 def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
     """``T`` independent users.  ``rng=None`` (default): keys from the operating system's entropy
-    (``secrets``), which nothing can regenerate.  A generator: keys derived one-way from its raw
-    words (``T`` of them) -- reproducible, an opt-in whose seed is key material."""
+    (``secrets``), which nothing can regenerate.  A generator (or an int seed >= 0, by the package's
+    rule ``checks.as_generator``): keys derived one-way from its raw words (``T`` of them) --
+    reproducible, an opt-in whose seed is key material."""
     T = check_int(T, "T", 0)
     if rng is None:
         return tuple(EpisodeUser(secrets.randbits(64)) for _ in range(T))
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator or None (OS entropy), got {type(rng).__name__}")
-    return tuple(EpisodeUser(k) for k in _derived_keys(rng, T))
+    return tuple(EpisodeUser(k) for k in _derived_keys(as_generator(rng, "rng"), T))
 
 
 def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tuple:

@@ -78,6 +78,8 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 def restore_readonly(obj, state: dict) -> None:
     """``__setstate__`` of a frozen dataclass that stores read-only arrays: unpickling rebuilds them
     as fresh, writeable arrays, so set the state and make every array in it read-only again."""
+    if not isinstance(state, dict):
+        raise TypeError(f"state must be a dict, got {type(state).__name__}")
     obj.__dict__.update(state)
     for value in state.values():
         if isinstance(value, np.ndarray):

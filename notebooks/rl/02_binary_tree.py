@@ -523,14 +523,11 @@ _NOISE_LOCK = threading.Lock()
 
 
 def resolve_rng(rng) -> np.random.Generator:
-    """The generator to draw from: ``rng`` itself, or for ``None`` a new generator seeded from the
-    operating system's entropy (``np.random.default_rng()``).  A seeded generator is the caller's
-    opt-in for reproducibility, and its seed is then key material.  Anything else: ``TypeError``."""
-    if rng is None:
-        return np.random.default_rng()
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator or None (fresh OS entropy), got {type(rng).__name__}")
-    return rng
+    """The generator to draw from, by the package's one rule (``checks.as_generator``): ``rng`` itself,
+    for ``None`` a new generator seeded from the operating system's entropy, for an int seed >= 0
+    ``np.random.default_rng(seed)`` (the caller's opt-in for reproducibility; the seed is then key
+    material).  Anything else: ``TypeError`` naming ``rng``."""
+    return as_generator(rng, "rng")
 
 
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:

@@ -201,7 +201,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, as_generator, check_callable, check_instance
+from bandit_unlearning.checks import as_array, as_generator, check_callable, check_instance, check_real
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
@@ -394,12 +394,16 @@ class Run:
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
+    tv = check_real(tv, "tv", 0, 1)
+    check_instance(path, (tuple, list), "path")
     return float(1 - (1 - tv) ** len(path))
 
 
 def path_expected_steps(tv: float, path, T: int) -> float:
     """``sum_k (1 - tv)^k tv (T - r_k)``: the expected steps re-run when the ``k``-th path node
     (last leaf ``r_k``) rejects with probability ``tv`` given that the ones below it were kept."""
+    tv, T = check_real(tv, "tv", 0, 1), check_int(T, "T", 0)
+    check_instance(path, (tuple, list), "path")
     return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
 
 
@@ -417,6 +421,12 @@ class UnlearnDiagnostics:
     tv_per_node: float
     retrain_probability: float
     expected_steps_recomputed: float
+
+    def __post_init__(self):
+        check_real(self.shift_norm, "shift_norm", 0)
+        check_real(self.tv_per_node, "tv_per_node", 0, 1)
+        check_real(self.retrain_probability, "retrain_probability", 0, 1)
+        check_real(self.expected_steps_recomputed, "expected_steps_recomputed", 0)
 
 
 @dataclass(frozen=True)
