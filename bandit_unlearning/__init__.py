@@ -9,7 +9,10 @@ Subpackages (most modules are generated from the chapters under ``notebooks/``):
   their exact unlearning;
 * ``bandit_unlearning.rl`` -- Paper B's RL instance: tabular MDPs, UCB-VI and TV-stable UCB-VI;
 * ``bandit_unlearning.experiments`` -- paper reproductions and the runner behind the CLI;
-* ``bandit_unlearning.montecarlo`` -- sizing helpers for Monte Carlo checks.
+* ``bandit_unlearning.montecarlo`` -- sizing helpers for Monte Carlo checks;
+* ``bandit_unlearning.checks`` -- the argument checks every public function uses (TypeError for a wrong
+  type, ValueError for a bad value, nothing drawn or changed before they pass) and the one rule for
+  ``rng`` arguments (a Generator as is, None for fresh OS entropy, an int seed as an explicit opt-in).
 
 See ``notebooks/index.ipynb`` for the reading order and the map of chapters to modules.
 """

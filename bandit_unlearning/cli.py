@@ -18,6 +18,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bandit_unlearning.checks import check_choice, check_instance, check_int  # noqa: E402
+
+__all__ = ["EXPERIMENTS", "write_summary", "reproduce", "main"]
+
 
 def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
     from bandit_unlearning.experiments.lemma31 import lemma31_curve, plot_lemma31
@@ -87,9 +91,15 @@ def _summary_table(result: dict) -> str:
 
 def write_summary(out: Path) -> Path:
     """Rebuild ``out/summary.md`` from every result JSON in ``out`` (so partial runs accumulate)."""
+    check_instance(out, Path, "out")
+    if not out.is_dir():
+        raise ValueError(f"out must be an existing folder, got {str(out)!r}")
     results = []
     for path in sorted(out.glob("*.json")):
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path} is not a JSON result file ({err})") from None
         if isinstance(data, dict) and "panels" in data and "experiment" in data:
             results.append(data)
     text = "# Reproduced figures and tables\n\n" + "".join(map(_summary_table, results))
@@ -98,10 +108,21 @@ def write_summary(out: Path) -> Path:
 
 
 def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, workers: int = 1) -> list[dict]:
-    """Run the named reproductions; write their JSON, figures and ``summary.md`` into ``out``."""
+    """Run the named reproductions; write their JSON, figures and ``summary.md`` into ``out``.  Every
+    argument is checked before the folder is created or anything is run."""
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"names must be a list of experiment names, got {names!r}")
+    if not names:
+        raise ValueError(f"names must name at least one experiment; choose from {sorted(EXPERIMENTS)}")
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown:
         raise ValueError(f"unknown experiment(s) {unknown}; choose from {sorted(EXPERIMENTS)} or 'all'")
+    out = Path(check_instance(out, (str, Path), "out"))
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out must be a folder, but {str(out)!r} is an existing file")
+    check_choice(scale, "scale", ("paper", "quick"))
+    seed = check_int(seed, "seed (--seed)", 0)
+    workers = check_int(workers, "workers (--workers)", 1)
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in names:
@@ -126,9 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--scale", choices=("paper", "quick"), default="paper")
     rep.add_argument("--seed", type=int, default=0)
     rep.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings (command-line arguments), got {argv!r}")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be >= 1")
+    if args.seed < 0:
+        parser.error("--seed must be >= 0")
     names = sorted(EXPERIMENTS) if "all" in args.names else args.names
     try:
         reproduce(names, args.out, args.scale, args.seed, args.workers)

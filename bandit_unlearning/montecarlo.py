@@ -10,20 +10,24 @@ __all__ = [
 
 import numpy as np
 
+from bandit_unlearning.checks import check_int, check_real, check_real_array
+
 
 def hoeffding_margin(n_samples: int, width: float, fail_prob: float) -> float:
     """One-sided Hoeffding deviation: ``P[mean - E > t] <= fail_prob`` for ``n_samples`` i.i.d.
     values in an interval of length ``width``; returns ``t = width sqrt(ln(1/fail_prob) / (2 n))``."""
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    if not 0 < fail_prob < 1:
-        raise ValueError(f"fail_prob must lie in (0, 1), got {fail_prob}")
+    n_samples = check_int(n_samples, "n_samples", 1)
+    width = check_real(width, "width", 0)
+    fail_prob = check_real(fail_prob, "fail_prob", 0, 1, low_open=True, high_open=True)
     return float(width * np.sqrt(np.log(1 / fail_prob) / (2 * n_samples)))
 
 
 def mean_and_stderr(values, axis: int = 0):
-    """Sample mean and its standard error along ``axis``."""
-    values = np.asarray(values, dtype=float)
+    """Sample mean and its standard error along ``axis`` (at least one value along it)."""
+    values = check_real_array(values, "values", allow_inf=True)
+    axis = check_int(axis, "axis", -max(values.ndim, 1), max(values.ndim, 1) - 1)
+    if values.ndim == 0 or values.shape[axis] == 0:
+        raise ValueError(f"values must hold at least one value along axis {axis}, got shape {values.shape}")
     n = values.shape[axis]
     se = values.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(values.mean(axis=axis))
     return values.mean(axis=axis), se

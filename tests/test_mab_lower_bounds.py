@@ -129,7 +129,7 @@ def test_other_refusals():
         retained_kl(pair, "both")
     with pytest.raises(ValueError, match="instance"):
         sample_pair_statistics(pair, 2, rng)
-    with pytest.raises(ValueError, match="instance"):
+    with pytest.raises(TypeError, match="instance"):
         pair.suboptimality(True, 0)
     with pytest.raises(TypeError):
         retained_kl("pair")

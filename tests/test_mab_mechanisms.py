@@ -143,12 +143,14 @@ def test_gaussian_mechanism_noises_one_arm_by_sigma_times_the_next_normal():
         expected[arm] += 0.3 * z
         np.testing.assert_array_equal(noisy, expected)
     np.testing.assert_array_equal(gaussian_mechanism(state, 1, 0.0, np.random.default_rng(0)), state.scores)
-    for bad in (dict(arm=3), dict(arm=-1), dict(arm=True), dict(sigma=-1.0), dict(sigma=np.inf)):
+    for bad in (dict(arm=3), dict(arm=-1), dict(sigma=-1.0), dict(sigma=np.inf)):
         kw = dict(arm=0, sigma=0.1) | bad
         with pytest.raises(ValueError):
             gaussian_mechanism(state, kw["arm"], kw["sigma"], np.random.default_rng(0))
     with pytest.raises(TypeError):
-        gaussian_mechanism(state, 0, 0.1, 0)
+        gaussian_mechanism(state, True, 0.1, np.random.default_rng(0))     # a bool is not an arm
+    with pytest.raises(TypeError):
+        gaussian_mechanism(state, 0, 0.1, "0")
 
 
 def _brute_force_sensitivity(n, k, log_term):

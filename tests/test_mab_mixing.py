@@ -112,8 +112,11 @@ def test_subset_sum_distribution_binary_is_hypergeometric_and_bad_size():
     sums, probs = subset_sum_distribution([1] * 7 + [0] * 5, 6)
     np.testing.assert_array_equal(sums, np.arange(1, 7))
     np.testing.assert_allclose(probs, stats.hypergeom.pmf(np.arange(1, 7), 12, 7, 6))
-    for bad in (-1, 13, 2.0, True):
+    for bad in (-1, 13):
         with pytest.raises(ValueError, match="size"):
+            subset_sum_distribution([1] * 7 + [0] * 5, bad)
+    for bad in (2.0, True):
+        with pytest.raises(TypeError, match="size"):
             subset_sum_distribution([1] * 7 + [0] * 5, bad)
 
 
@@ -237,8 +240,6 @@ def test_batch_mixing_bad_input_and_no_mutation():
 @pytest.mark.parametrize("method, kwargs, match", [
     ("mixing", dict(gamma=0.5, k_prime=13), r"\[0, k\] = \[0, 12\]"),
     ("mixing", dict(gamma=0.5, k_prime=-1), "k_prime"),
-    ("mixing", dict(gamma=0.5, k_prime=2.5), "k_prime"),
-    ("mixing", dict(gamma=0.5, k_prime=True), "k_prime"),
     ("mixing", dict(gamma=0.5, eta=1.5), "eta"),
     ("mixing", dict(gamma=0.5, eta=-0.01), "eta"),
     ("mixing", dict(gamma=0.5, eta=np.nan), "eta"),
@@ -256,6 +257,15 @@ def test_bad_mixing_options_raise_and_change_nothing(method, kwargs, match):
                  lambda: output_distributions(STATE, U, method, **kwargs)):
         with pytest.raises(ValueError, match=match):
             call()
+    assert_unchanged(before, STATE, U, rng)
+
+
+@pytest.mark.parametrize("kwargs", [dict(gamma=0.5, k_prime=2.5), dict(gamma=0.5, k_prime=True)])
+def test_k_prime_of_a_wrong_type_is_a_type_error(kwargs):
+    rng = np.random.default_rng(4)
+    before = snapshot(STATE, U, rng)
+    with pytest.raises(TypeError, match="k_prime"):
+        unlearn(STATE, U, "mixing", rng=rng, **kwargs)
     assert_unchanged(before, STATE, U, rng)
 
 

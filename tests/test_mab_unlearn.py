@@ -267,9 +267,9 @@ def test_batch_does_not_modify_inputs_and_refuses_bad_input():
             unlearn_batch(**(good | bad), gamma=0.5, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="world"):
         unlearn_batch(**good, gamma=0.5, rng=np.random.default_rng(0), world="other")
-    with pytest.raises(TypeError):
-        unlearn_batch(**good, gamma=0.5, rng=0)
-    unlearn_batch(**good, gamma=0.5)                                    # no rng, no z: OS entropy
+    with pytest.raises(TypeError, match="rng"):
+        unlearn_batch(**good, gamma=0.5, rng="0")
+    unlearn_batch(**good, gamma=0.5)             # rng=None: a fresh generator from OS entropy
     with pytest.raises(ValueError):
         unlearn_batch(**good, gamma=0.5, z=np.zeros(2))
     with pytest.raises(ValueError, match="Lemma A.1"):
@@ -341,9 +341,11 @@ def test_bad_types_and_reference_arguments():
         unlearn(STATE, U, "mixed", gamma=0.5, rng=rng)
     with pytest.raises(ValueError, match="k_prime"):                     # mixing needs k' or eta
         unlearn(STATE, U, "mixing", gamma=0.5, rng=rng)
-    with pytest.raises(TypeError):
-        unlearn(STATE, U, "adaptive", gamma=0.5, rng=0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="rng"):
+        unlearn(STATE, U, "adaptive", gamma=0.5, rng=0.5)
+    with pytest.raises(TypeError, match="rng"):
+        unlearn(STATE, U, "adaptive", gamma=0.5, rng="0")
+    with pytest.raises(TypeError, match="rng"):
         reference(rollback(STATE, U), U, "adaptive", learner_arm=STATE.arm, gamma=0.5, rng="seed")
     # rng=None (the default) draws from a generator seeded with OS entropy: two calls differ
     noisy = [unlearn(STATE, U, "gaussian", gamma=0.5).scores for _ in range(2)]
@@ -352,8 +354,8 @@ def test_bad_types_and_reference_arguments():
         unlearn((STATE.counts, STATE.reward_sums), U, "adaptive", gamma=0.5, rng=rng)
     with pytest.raises(TypeError):
         unlearn(STATE, ([0], [1.0]), "adaptive", gamma=0.5, rng=rng)
-    for bad in (3, -1, True, 0.5):
-        with pytest.raises(ValueError, match="learner_arm"):
+    for bad, err in ((3, ValueError), (-1, ValueError), (True, TypeError), (0.5, TypeError)):
+        with pytest.raises(err, match="learner_arm"):
             reference(rollback(STATE, U), U, "adaptive", learner_arm=bad, gamma=0.5, rng=rng)
     with pytest.raises(ValueError, match="unknown arm"):
         reference(rollback(STATE, U), DeletionRequest([7], [0.0]), "adaptive", learner_arm=0, gamma=0.5, rng=rng)

@@ -135,11 +135,15 @@ GOOD = dict(transitions=np.full((2, 2, 2), 0.5), rewards=np.zeros((2, 2)), initi
     (dict(initial=[1.0, 0.0, 0.0]), "initial"),
     (dict(horizon=0), "H"),
     (dict(horizon=-2), "H"),
-    (dict(horizon=2.5), "H"),
-    (dict(horizon=True), "H"),
 ])
 def test_invalid_mdps_are_refused(bad, match):
     with pytest.raises(ValueError, match=match):
+        TabularMDP(**(GOOD | bad))
+
+
+@pytest.mark.parametrize("bad", [dict(horizon=2.5), dict(horizon=True)])
+def test_a_horizon_of_the_wrong_type_is_a_type_error(bad):
+    with pytest.raises(TypeError, match="H"):
         TabularMDP(**(GOOD | bad))
 
 
@@ -256,7 +260,7 @@ def test_user_uniforms_are_uniform_and_distinct_cells_differ():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(user=-1), "user keys"), (dict(user=1.5), "integer keys"), (dict(seed=-3), "seed"),
+    (dict(user=-1), "user keys"), (dict(seed=-3), "seed"),
     (dict(seed=2 ** 64), "seed"), (dict(reward_noise="gaussian"), "reward_noise"),
 ])
 def test_bad_rollout_arguments(kwargs, match):
@@ -266,6 +270,8 @@ def test_bad_rollout_arguments(kwargs, match):
         rollout(m, value_iteration(m).policy, **args)
     with pytest.raises(ValueError, match="user keys"):
         rollout(m, value_iteration(m).policy, user=max_users(m))
+    with pytest.raises(TypeError, match="integer keys"):
+        rollout(m, value_iteration(m).policy, user=1.5)
 
 
 def test_bad_batch_arguments():

@@ -147,8 +147,11 @@ def test_oracle_zero_user_and_bad_input():
                        np.zeros((2, 5, 6), dtype=int)):
         with pytest.raises(ValueError, match="polic"):
             oracle(user, 1, bad_policy)
-    for bad_key in (-1, 2**64, 1.5, True):
+    for bad_key in (-1, 2**64):
         with pytest.raises(ValueError, match="key"):
+            EpisodeUser(bad_key)
+    for bad_key in (1.5, True, "7"):                                          # not an integer: a TypeError
+        with pytest.raises(TypeError, match="key"):
             EpisodeUser(bad_key)
     for not_a_user in (3, 1.5, True, "alice"):                             # positions are not users
         with pytest.raises(TypeError, match="EpisodeUser"):
@@ -184,7 +187,8 @@ def test_episode_users():
     with pytest.raises(ValueError):
         episode_users(-1)
     with pytest.raises(TypeError):
-        episode_users(3, 7)
+        episode_users(3, "7")
+    assert episode_users(3, 7) == episode_users(3, np.random.default_rng(7))  # an int seed: explicit opt-in
 
 
 # --- Theorem 4.1's terms ----------------------------------------------------------------------------

@@ -96,15 +96,18 @@ def test_sensitivity_and_episode_statistics():
 
 def test_layout_bad_input():
     lay = StatsLayout(2, 2, 3)
-    for bad in [(0, 2, 3), (2, 2, 0), (2.5, 2, 3), (True, 2, 3)]:
+    for bad in [(0, 2, 3), (2, 2, 0)]:
         with pytest.raises(ValueError):
+            StatsLayout(*bad)
+    for bad in [(2.5, 2, 3), (True, 2, 3)]:
+        with pytest.raises(TypeError):
             StatsLayout(*bad)
     with pytest.raises(ValueError, match="last dimension"):
         lay.unpack(np.zeros(lay.d + 1))
     with pytest.raises(ValueError, match="shape"):
         lay.pack(np.zeros((3, 2, 2)), np.zeros((3, 2, 2)), np.zeros((3, 2, 2, 3)))
     with pytest.raises(ValueError, match="H \\+ 1"):
-        lay.sparse(Trajectory(np.zeros(3, int), np.zeros(3, int), np.zeros(3)))
+        lay.sparse(Trajectory(np.zeros(3, int), np.zeros(2, int), np.zeros(2)))
     with pytest.raises(ValueError, match="lie in"):
         lay.sparse(Trajectory(np.full(4, 2), np.zeros(3, int), np.zeros(3)))
     with pytest.raises(ValueError, match="indices"):
@@ -115,14 +118,20 @@ def test_layout_bad_input():
 
 # ---------------------------------------------------------------------------- config
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(T=0), "T"), (dict(T=2.0), "T"), (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"),
+    (dict(T=0), "T"), (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"),
     (dict(sigma=-1.0), "sigma"), (dict(sigma=np.nan), "sigma"), (dict(bonus_scale=-0.1), "bonus_scale"),
-    (dict(stabilize=1), "stabilize"), (dict(S=0), "S"), (dict(H=-1), "H"),
+    (dict(S=0), "S"), (dict(H=-1), "H"),
 ])
 def test_config_bad_input(kwargs, match):
     args = dict(S=2, A=2, H=3, T=10) | kwargs
     with pytest.raises(ValueError, match=match):
         UCBVIConfig(**args)
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(T=2.0), "T"), (dict(stabilize=1), "stabilize")])
+def test_config_bad_types(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        UCBVIConfig(**(dict(S=2, A=2, H=3, T=10) | kwargs))
 
 
 def test_eps_app_and_bonus_formulas():

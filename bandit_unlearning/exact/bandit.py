@@ -25,6 +25,7 @@ from functools import partial
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_instance, check_real, check_real_array
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
@@ -37,7 +38,7 @@ class BanditUser:
     rewards: np.ndarray
 
     def __post_init__(self):
-        r = np.array(self.rewards, dtype=float)
+        r = as_array(self.rewards, "rewards").astype(float)
         if r.ndim != 1 or r.size < 1 or not np.isfinite(r).all() or np.any((r < 0) | (r > 1)):
             raise ValueError(f"rewards must be a non-empty 1-D array in [0, 1], got {self.rewards!r}")
         r.setflags(write=False)
@@ -53,7 +54,7 @@ def bandit_users(means, n: int, seed: int | None = None, start: int = 0) -> tupl
     """Users ``start .. start+n-1``: user ``i`` has Bernoulli(``means[a]``) rewards drawn from its own
     key (``replayable_users(seed, ...)``), so any user can be rebuilt from the seed -- an opt-in for
     reproducible research; the default ``seed=None`` draws every key from OS entropy."""
-    means = np.asarray(means, dtype=float)
+    means = as_array(means, "means").astype(float)
     if means.ndim != 1 or means.size < 1 or not np.isfinite(means).all() or np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must be a non-empty 1-D array in [0, 1], got {means}")
     return tuple(BanditUser((u.uniforms(means.size) < means).astype(float))
@@ -62,11 +63,17 @@ def bandit_users(means, n: int, seed: int | None = None, start: int = 0) -> tupl
 
 def chosen_arm(model: np.ndarray) -> int:
     """The arm a model pulls: ``argmax`` of the UCB indices, ties to the lowest arm."""
+    model = as_array(model, "model")
+    if model.ndim != 1 or model.size == 0 or np.any(np.isnan(model)):
+        raise ValueError(f"model must be a non-empty 1-D vector of UCB indices (no nan), got shape {model.shape}")
     return int(np.argmax(model))
 
 
 def bandit_statistics(arm: int, reward: float, n_arms: int) -> np.ndarray:
-    """``x = (e_arm, reward e_arm)`` in ``R^{2 n_arms}``."""
+    """``x = (e_arm, reward e_arm)`` in ``R^{2 n_arms}`` (``arm`` in ``[0, n_arms)``, ``reward`` in [0, 1])."""
+    n_arms = check_int(n_arms, "n_arms", 1)
+    arm = check_int(arm, "arm", 0, n_arms - 1)
+    reward = check_real(reward, "reward", 0, 1)
     x = np.zeros(2 * n_arms)
     x[arm] = 1.0
     x[n_arms + arm] = reward
@@ -75,13 +82,23 @@ def bandit_statistics(arm: int, reward: float, n_arms: int) -> np.ndarray:
 
 def ucb_indices(u_tilde: np.ndarray, t: int, n_arms: int, explore_below: float = 1.0) -> np.ndarray:
     """UCB indices from noisy sums ``u_tilde = (N~, S~)``: ``S~/N~ + sqrt(2 ln max(t, 2) / N~)`` where
-    ``N~ >= explore_below``, ``+inf`` elsewhere (read-only array)."""
+    ``N~ >= explore_below``, ``+inf`` elsewhere (read-only array).  ``explore_below > 0`` (a count at
+    or below 0 has no index)."""
+    n_arms = check_int(n_arms, "n_arms", 1)
+    u_tilde = check_real_array(u_tilde, "u_tilde", shape=(2 * n_arms,))
+    t = check_int(t, "t", 0)
+    explore_below = check_real(explore_below, "explore_below", 0, low_open=True)
     counts, sums = u_tilde[:n_arms], u_tilde[n_arms:]
     explored = counts >= explore_below
     safe = np.where(explored, counts, 1.0)
     w = np.where(explored, sums / safe + np.sqrt(2 * np.log(max(t, 2)) / safe), np.inf)
     w.setflags(write=False)
     return w
+
+
+def _check_bandit_user(user, n_arms: int) -> None:
+    if not isinstance(user, BanditUser) or user.rewards.size != n_arms:
+        raise TypeError(f"users must be BanditUsers with {n_arms} rewards (or ZERO_USER), got {user!r}")
 
 
 def _bandit_oracle(user: BanditUser, t: int, model: np.ndarray, n_arms: int) -> np.ndarray:
@@ -98,24 +115,25 @@ def _bandit_update(u_tilde: np.ndarray, t: int, model: np.ndarray, n_arms: int, 
 def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=LightTree) -> PrefixSumLearner:
     """The UCB bandit as a ``PrefixSumLearner`` (d = 2 m, B = sqrt 2 against the zero dummy)."""
     n_arms = check_int(n_arms, "n_arms", 1)
-    explore_below = float(explore_below)
-    if not np.isfinite(explore_below):
-        raise ValueError(f"explore_below must be finite, got {explore_below}")
+    explore_below = check_real(explore_below, "explore_below", 0, low_open=True)
     w1 = np.full(n_arms, np.inf)
     w1.setflags(write=False)
     return PrefixSumLearner(
         d=2 * n_arms, sigma=sigma, oracle=partial(_bandit_oracle, n_arms=n_arms),
         update=partial(_bandit_update, n_arms=n_arms, explore_below=explore_below),
         initial_model=w1, B=float(np.sqrt(2)), tree_factory=tree_factory, name=f"UCB bandit, m = {n_arms}",
+        check_user=partial(_check_bandit_user, n_arms=n_arms),
     )
 
 
 def actions(run: Run) -> np.ndarray:
     """Arms pulled at steps ``1 .. T``."""
+    check_instance(run, Run, "run")
     return np.array([chosen_arm(w) for w in run.models[:-1]], dtype=np.int64)
 
 
 def pseudo_regret(run: Run, means) -> np.ndarray:
-    """Cumulative pseudo-regret ``sum_{s<=t} (max mu - mu(a_s))`` for ``t = 1 .. T``."""
-    means = np.asarray(means, dtype=float)
+    """Cumulative pseudo-regret ``sum_{s<=t} (max mu - mu(a_s))`` for ``t = 1 .. T`` (one mean per arm)."""
+    check_instance(run, Run, "run")
+    means = check_real_array(means, "means", 0, 1, shape=(run.learner.d // 2,))
     return np.cumsum(means.max() - means[actions(run)])

@@ -46,6 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, as_generator, check_callable, check_instance, check_real
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
@@ -112,7 +113,10 @@ class ReplayableUser:
         return np.random.Generator(np.random.Philox(key=self.key, counter=counter))
 
     def uniforms(self, shape, *address: int) -> np.ndarray:
-        """Uniforms on [0, 1) of the given shape from the stream at ``address``."""
+        """Uniforms on [0, 1) of the given shape (an integer or a tuple of integers >= 0) from the
+        stream at ``address``."""
+        dims = shape if isinstance(shape, tuple) else (shape,)
+        shape = tuple(check_int(s, "shape", 0) for s in dims)
         return self.generator(*address).random(shape)
 
 
@@ -152,6 +156,7 @@ class PrefixSumLearner:
     B: float | None = None
     tree_factory: Callable = LightTree
     name: str = "prefix-sum learner"
+    check_user: Callable | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "d", check_int(self.d, "d", 1))
@@ -161,6 +166,9 @@ class PrefixSumLearner:
         for name in ("oracle", "update", "tree_factory"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"{name} must be callable")
+        if self.check_user is not None:
+            check_callable(self.check_user, "check_user")
+        check_instance(self.name, str, "name")
 
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: a read-only ``initial_model`` stays read-only."""
@@ -169,9 +177,10 @@ class PrefixSumLearner:
 
     def statistics(self, user, t: int, model) -> np.ndarray:
         """``EO_t(user; w_t)``, validated (shape ``(d,)``, finite); ``ZERO_USER`` gives zeros."""
+        t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x = np.asarray(self.oracle(user, t, model), dtype=float)
+        x = as_array(self.oracle(user, t, model), f"the oracle's statistics at step {t}").astype(float)
         if x.shape != (self.d,):
             raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
         if not np.isfinite(x).all():
@@ -189,6 +198,16 @@ class Run:
     models: tuple
     tree: Any
     deleted: frozenset = frozenset()
+
+    def __post_init__(self):
+        check_instance(self.learner, PrefixSumLearner, "learner")
+        for name in ("users", "models"):
+            check_instance(getattr(self, name), tuple, name)
+        if len(self.models) != len(self.users) + 1:
+            raise ValueError(f"a run of T = {len(self.users)} users has T + 1 models, got {len(self.models)}")
+        check_instance(self.deleted, frozenset, "deleted")
+        for t in self.deleted:
+            check_int(t, "deleted step", 1, len(self.users))
 
     @property
     def T(self) -> int:
@@ -220,12 +239,16 @@ class Run:
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
+    tv = check_real(tv, "tv", 0, 1)
+    check_instance(path, (tuple, list), "path")
     return float(1 - (1 - tv) ** len(path))
 
 
 def path_expected_steps(tv: float, path, T: int) -> float:
     """``sum_k (1 - tv)^k tv (T - r_k)``: the expected steps re-run when the ``k``-th path node
     (last leaf ``r_k``) rejects with probability ``tv`` given that the ones below it were kept."""
+    tv, T = check_real(tv, "tv", 0, 1), check_int(T, "T", 0)
+    check_instance(path, (tuple, list), "path")
     return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
 
 
@@ -243,6 +266,12 @@ class UnlearnDiagnostics:
     tv_per_node: float
     retrain_probability: float
     expected_steps_recomputed: float
+
+    def __post_init__(self):
+        check_real(self.shift_norm, "shift_norm", 0)
+        check_real(self.tv_per_node, "tv_per_node", 0, 1)
+        check_real(self.retrain_probability, "retrain_probability", 0, 1)
+        check_real(self.expected_steps_recomputed, "expected_steps_recomputed", 0)
 
 
 @dataclass(frozen=True)
@@ -275,6 +304,11 @@ class UnlearnRecord:
     expected_steps_bound: float | None
     diagnostics: UnlearnDiagnostics | None = None
 
+    def __post_init__(self):
+        T = check_int(self.T, "T", 1)
+        check_int(self.t, "t", 1, T)
+        check_int(self.restart, "restart", 0, T)
+
     @property
     def retrained(self) -> bool:
         return self.rejected is not None
@@ -299,24 +333,31 @@ def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng:
         models.append(learner.update(tree.noisy_prefix_sum(t), t, model))
 
 
-def _check_users(users) -> tuple:
+def _check_users(users, learner: PrefixSumLearner) -> tuple:
+    """The users as a tuple, each checked by ``learner.check_user`` (``ZERO_USER`` always passes) --
+    all of them before any step runs, so a bad last user draws nothing."""
     if isinstance(users, (str, bytes)) or not hasattr(users, "__len__"):
-        raise TypeError("users must be a sequence")
-    return tuple(users)
+        raise TypeError(f"users must be a sequence, got {type(users).__name__}")
+    users = tuple(users)
+    if learner.check_user is not None:
+        for i, user in enumerate(users):
+            if user is not ZERO_USER:
+                learner.check_user(user)
+    return users
 
 
 def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
           capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
-    noise from ``rng`` (default: OS entropy; a seeded generator makes the run reproducible and its
-    seed key material).  ``capacity``: steps to preallocate the tree for (default ``T``)."""
-    if not isinstance(learner, PrefixSumLearner):
-        raise TypeError(f"learner must be a PrefixSumLearner, got {type(learner).__name__}")
-    users = _check_users(users)
+    noise from ``rng`` (default: OS entropy; a seeded generator or an int seed makes the run
+    reproducible and its seed key material).  ``capacity``: steps to preallocate the tree for (default
+    ``T``).  Every user is checked (``learner.check_user``) before the first step."""
+    check_instance(learner, PrefixSumLearner, "learner")
+    users = _check_users(users, learner)
     if len(users) < 1:
         raise ValueError("T = len(users) must be >= 1")
     capacity = len(users) if capacity is None else check_int(capacity, "capacity", 1)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     tree = learner.tree_factory(learner.d, learner.sigma, capacity)
     models = [learner.initial_model]
     _run_steps(learner, users, tree, models, rng)
@@ -324,11 +365,11 @@ def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = No
 
 
 def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
-    """Continue ``run`` with more users (the tree is anytime); returns a new run."""
-    if not isinstance(run, Run):
-        raise TypeError(f"run must be a Run, got {type(run).__name__}")
-    users = run.users + _check_users(users)
-    rng = resolve_rng(rng)
+    """Continue ``run`` with more users (the tree is anytime); returns a new run.  Every new user is
+    checked before the first step."""
+    check_instance(run, Run, "run")
+    users = run.users + _check_users(users, run.learner)
+    rng = as_generator(rng)
     tree = run.tree.copy()
     models = list(run.models)
     _run_steps(run.learner, users, tree, models, rng)
@@ -348,13 +389,15 @@ def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO
     Raises ``ValueError`` for a step outside ``[1, T]``, an already deleted step, or invalid dummy
     statistics, and ``TypeError`` for a bad ``rng``.
     """
-    if not isinstance(run, Run):
-        raise TypeError(f"run must be a Run, got {type(run).__name__}")
+    check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
     rng = resolve_rng(rng)
     learner = run.learner
+    if dummy is not ZERO_USER and learner.check_user is not None:
+        learner.check_user(dummy)
+    rng = as_generator(rng)
     x_new = learner.statistics(dummy, t, run.models[t - 1])
     details = None
     if diagnostics:
@@ -397,7 +440,11 @@ def same_model(a, b) -> bool:
         return isinstance(b, dict) and a.keys() == b.keys() and all(same_model(a[k], b[k]) for k in a)
     if is_dataclass(a) and not isinstance(a, type):
         return type(a) is type(b) and all(same_model(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
-    return bool(a == b)
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        raise TypeError(f"same_model cannot compare models of type {type(a).__name__}: their equality is not "
+                        "a single truth value (use arrays, numbers, tuples, lists, dicts or dataclasses)") from None
 
 
 def verify_run(run: Run) -> None:
@@ -408,6 +455,7 @@ def verify_run(run: Run) -> None:
     clean value ``==`` the running sum of its leaves (chapter B2's canonical order) -- exact equality
     throughout.
     """
+    check_instance(run, Run, "run")
     learner, tree = run.learner, run.tree
     if tree.n_leaves != run.T or len(run.models) != run.T + 1:
         raise ValueError(f"run has {run.T} users, {tree.n_leaves} leaves and {len(run.models)} models")

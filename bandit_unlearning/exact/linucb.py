@@ -46,6 +46,7 @@ import numpy as np
 
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
 from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.checks import check_instance, check_real, check_real_array
 from bandit_unlearning.exact.tree import check_int, check_positive
 
 TIE_TOLERANCE = 1e-9
@@ -61,10 +62,10 @@ class LinUCBUser:
     rewards: np.ndarray
 
     def __post_init__(self):
-        x = np.array(self.context, dtype=float)
+        x = check_real_array(self.context, "context")
         if x.ndim != 1 or x.size < 1 or not np.isfinite(x).all() or float(x @ x) > 1.0:
             raise ValueError(f"context must be a finite 1-D array with ||x||_2 <= 1, got {self.context!r}")
-        r = np.array(self.rewards, dtype=float)
+        r = check_real_array(self.rewards, "rewards")
         if r.ndim != 1 or r.size < 1 or not np.isfinite(r).all() or np.any((r < 0) | (r > 1)):
             raise ValueError(f"rewards must be a non-empty 1-D array in [0, 1], got {self.rewards!r}")
         for a in (x, r):
@@ -91,6 +92,7 @@ def unit_ball(X) -> np.ndarray:
 
 def block_size(dim: int) -> int:
     """Entries of one arm's block: ``dim (dim + 1) / 2`` for the Gram matrix, ``dim`` for ``sum r x``."""
+    dim = check_int(dim, "dim", 1)
     return dim * (dim + 1) // 2 + dim
 
 
@@ -115,7 +117,10 @@ def _layout(dim: int):
 def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarray:
     """``x_t``: zero except in ``arm``'s block, which holds ``vech(x x^T)`` (upper triangle, row by row,
     off-diagonal entries times ``sqrt 2``) followed by ``r x``."""
-    x = np.asarray(context, dtype=float)
+    n_arms = check_int(n_arms, "n_arms", 1)
+    arm = check_int(arm, "arm", 0, n_arms - 1)
+    x = check_real_array(context, "context", ndim=1, nonempty=True)
+    reward = check_real(reward, "reward", 0, 1)
     dim = x.size
     upper, up, _, _ = _layout(dim)
     p, m = block_size(dim), upper.size
@@ -128,9 +133,11 @@ def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarr
 def unpack(u, n_arms: int, dim: int):
     """``(G, b)`` of shapes ``(n_arms, dim, dim)`` and ``(n_arms, dim)`` from a (noisy) prefix sum:
     symmetric Gram matrices (off-diagonal entries times ``1 / sqrt 2``) and reward-weighted sums."""
+    n_arms, p = check_int(n_arms, "n_arms", 1), block_size(dim)
+    u = check_real_array(u, "u", shape=(n_arms * p,))
     _, _, down, full = _layout(dim)
     m = down.size
-    blocks = np.asarray(u, dtype=float).reshape(n_arms, block_size(dim))
+    blocks = u.reshape(n_arms, p)
     G = (blocks[:, :m] * down)[:, full].reshape(n_arms, dim, dim)
     return G, blocks[:, m:].copy()
 
@@ -166,6 +173,7 @@ def vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> f
 def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, gamma: float) -> float:
     """Confidence radius on the shifted noisy statistics: ``alpha + S (sqrt(l2 + 2 c) - sqrt(l2)) + gamma / sqrt(l2)``
     (``= alpha`` without noise)."""
+    l2 = check_positive(l2, "l2")
     return float(alpha + theta_bound * (math.sqrt(l2 + 2 * shift) - math.sqrt(l2)) + gamma / math.sqrt(l2))
 
 
@@ -185,9 +193,7 @@ class LinUCBConfig:
     def __post_init__(self):
         object.__setattr__(self, "n_arms", check_int(self.n_arms, "n_arms", 1))
         object.__setattr__(self, "dim", check_int(self.dim, "dim", 1))
-        alpha = float(self.alpha)
-        if not (math.isfinite(alpha) and alpha >= 0):
-            raise ValueError(f"alpha must be finite and >= 0, got {self.alpha}")
+        alpha = check_real(self.alpha, "alpha", 0)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "l2", check_positive(self.l2, "l2"))
         object.__setattr__(self, "theta_bound", check_positive(self.theta_bound, "theta_bound"))
@@ -208,8 +214,13 @@ class LinUCBModel:
     shift: float
 
     def __post_init__(self):
-        self.theta.setflags(write=False)
-        self.Vinv.setflags(write=False)
+        theta = check_real_array(self.theta, "theta", ndim=2)
+        Vinv = check_real_array(self.Vinv, "Vinv", shape=theta.shape + theta.shape[1:])
+        for name, a in (("theta", theta), ("Vinv", Vinv)):
+            a.setflags(write=False)                          # a copy: the caller's array stays writeable
+            object.__setattr__(self, name, a)
+        object.__setattr__(self, "radius", check_real(self.radius, "radius", 0))
+        object.__setattr__(self, "shift", check_real(self.shift, "shift", 0))
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -219,7 +230,8 @@ class LinUCBModel:
 
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
     """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0)."""
-    x = np.asarray(context, dtype=float)
+    check_instance(model, LinUCBModel, "model")
+    x = check_real_array(context, "context", shape=model.theta.shape[1:])
     quad = (model.Vinv @ x) @ x
     return model.theta @ x + model.radius * np.sqrt(np.maximum(quad, 0.0))
 
@@ -227,13 +239,13 @@ def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
 def choose(scores) -> int:
     """The lowest arm whose score is within ``TIE_TOLERANCE`` (1e-9) of the best: decisions do not
     follow the last bits of floating point."""
-    scores = np.asarray(scores, dtype=float)
+    scores = check_real_array(scores, "scores", ndim=1, nonempty=True)
     return int(np.flatnonzero(scores >= scores.max() - TIE_TOLERANCE)[0])
 
 
 def initial_model(config: LinUCBConfig) -> LinUCBModel:
     """``w_1``: no data, ``theta = 0``, ``Vinv = I / l2``, radius ``alpha``."""
-    K, d = config.n_arms, config.dim
+    K, d = check_instance(config, LinUCBConfig, "config").n_arms, config.dim
     return LinUCBModel(np.zeros((K, d)), np.broadcast_to(np.eye(d) / config.l2, (K, d, d)).copy(), config.alpha, 0.0)
 
 
@@ -248,7 +260,7 @@ def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
     """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + c_t) I``, ``theta_a = V_a^{-1} b~_a``,
     radius widened for ``c_t = gram_shift`` and ``gamma_t = vector_bound`` (both 0 when ``sigma = 0``)."""
-    K, d = config.n_arms, config.dim
+    K, d = check_instance(config, LinUCBConfig, "config").n_arms, config.dim
     G, b = unpack(u_tilde, K, d)
     c = gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
     gamma = vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
@@ -276,6 +288,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
 
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
+    check_instance(run, Run, "run")
     out = []
     for user, w in zip(run.users, run.models[:-1]):
         out.append(choose(linucb_scores(w, user.context)) if isinstance(user, LinUCBUser) else -1)
@@ -284,6 +297,7 @@ def linucb_arms(run: Run) -> np.ndarray:
 
 def linucb_rewards(run: Run) -> np.ndarray:
     """Rewards collected at steps ``1 .. T`` (dummies: 0)."""
+    check_instance(run, Run, "run")
     arms = linucb_arms(run)
     return np.array([u.rewards[a] if a >= 0 else 0.0 for u, a in zip(run.users, arms)])
 

@@ -27,6 +27,21 @@ import warnings
 import numpy as np
 from scipy import stats
 
+from bandit_unlearning.checks import as_generator, check_int, check_real
+
+
+def _check_samples(sample_u, sample_d) -> list:
+    """Two non-empty lists of runs, each run a dict with the same statistic names; returns the names."""
+    for name, sample in (("sample_u", sample_u), ("sample_d", sample_d)):
+        if not isinstance(sample, (list, tuple)) or not all(isinstance(s, dict) for s in sample):
+            raise TypeError(f"{name} must be a list of dicts (statistic name -> value), got {type(sample).__name__}")
+    if not sample_u or not sample_d:
+        raise ValueError("both samples must hold at least one run")
+    names = list(sample_u[0])
+    if any(set(s) != set(names) for s in list(sample_u) + list(sample_d)):
+        raise ValueError("every run of both samples must have the same statistics")
+    return names
+
 
 def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     """p-value of each statistic of two samples of runs (lists of dicts ``name -> value``).
@@ -35,10 +50,12 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     get a chi-square test of homogeneity on the ``2 x k`` table of their values; values seen fewer
     than ``min_cell`` times in total are pooled into one cell (p = 1 if fewer than 2 cells remain).
     """
-    if not sample_u or not sample_d:
-        raise ValueError("both samples must hold at least one run")
+    names = _check_samples(sample_u, sample_d)
+    if isinstance(categorical, str) or not hasattr(categorical, "__iter__"):
+        raise TypeError(f"categorical must be a collection of statistic names, got {type(categorical).__name__}")
+    min_cell = check_int(min_cell, "min_cell", 1)
     pvalues = {}
-    for name in sample_u[0]:
+    for name in names:
         u = np.array([s[name] for s in sample_u], dtype=float)
         d = np.array([s[name] for s in sample_d], dtype=float)
         if name in categorical:
@@ -58,9 +75,11 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
 
 import dataclasses
 
+from bandit_unlearning.checks import check_instance
+from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
-    resolve_rng,
+    statistic_dense,
 )
 
 
@@ -71,9 +90,11 @@ class BrokenTree(BinaryTree):
     bug = None
 
     def unlearn_leaf(self, t, x_new, rng=None):
-        rng = resolve_rng(rng)
+        self._check_mutable()
+        t = check_int(t, "t", 1, self.n_leaves)
+        x_new = statistic_dense(x_new, self.d, "x_new")
+        rng = as_generator(rng)
         n_before, path = self.n_leaves, leaf_path(t, self.n_leaves)
-        x_new = np.asarray(x_new, dtype=float)
         S = np.flatnonzero(self.leaf(t) - x_new)
         clean, noisy, accepted = self._clean, self._noisy, []
         for k, b in enumerate(path):
@@ -126,6 +147,9 @@ def with_tree_class(run, cls):
     """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf`` (a ``BinaryTree``
     subclass).  A run on another tree (the default ``LightTree``) is first converted with its
     ``to_dense()``: a ``BinaryTree`` holding the same numbers bit for bit."""
+    check_instance(run, Run, "run")
+    if not (isinstance(cls, type) and issubclass(cls, BinaryTree)):
+        raise TypeError(f"cls must be a BinaryTree subclass, got {cls!r}")
     tree = run.tree.copy() if isinstance(run.tree, BinaryTree) else run.tree.to_dense()
     tree.__class__ = cls
     return dataclasses.replace(run, tree=tree.freeze())
@@ -134,6 +158,9 @@ def with_tree_class(run, cls):
 def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()) -> float:
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
     which the smallest p-value of ``battery`` falls below ``level``."""
+    _check_samples(sample_u, sample_d)
+    size = check_int(size, "size", 1)
+    level = check_real(level, "level", 0, 1, low_open=True, high_open=True)
     k = min(len(sample_u), len(sample_d)) // size
     if k < 1:
         raise ValueError(f"size must be at most the sample size ({min(len(sample_u), len(sample_d))}), got {size}")

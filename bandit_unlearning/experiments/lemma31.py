@@ -11,7 +11,9 @@ __all__ = [
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 
+from bandit_unlearning.checks import as_generator, check_instance, check_int, check_int_array, check_real
 from bandit_unlearning.mab.data import (
     concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )
@@ -25,9 +27,14 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
 
     Mf uses equal counts ``N/m`` (round-robin), Md the paper's behaviour policy with ``C*``;
     ``tau = 1/N``.  Returns lists keyed ``"Mf"``, ``"Md"``, ``"Mf stderr"``, ``"Md stderr"``,
-    ``"Mf bound"``, ``"Md bound"``.
+    ``"Mf bound"``, ``"Md bound"``.  ``ns``: integers >= 5 (so that ``N/m >= 1``); ``reps >= 2``;
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
     """
     mu, m = PAPER_MEANS, PAPER_MEANS.size
+    ns = check_int_array(ns, "ns", m, ndim=1, nonempty=True).tolist()
+    reps = check_int(reps, "reps", 2)
+    c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
+    rng = as_generator(rng)
     out = {k: [] for k in ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")}
     for n in ns:
         draws = {
@@ -44,7 +51,16 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
 
 
 def plot_lemma31(ns, curve: dict, ax=None):
-    """Log-log plot of ``lemma31_curve``'s output."""
+    """Log-log plot of ``lemma31_curve``'s output (``curve`` holds one value per N in ``ns`` under each key)."""
+    check_instance(curve, dict, "curve")
+    keys = ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")
+    missing = [k for k in keys if k not in curve]
+    if missing:
+        raise ValueError(f"curve must be lemma31_curve's output; missing keys {missing}")
+    if any(np.shape(curve[k]) != np.shape(ns) for k in keys):
+        raise ValueError(f"curve must hold one value per N in ns ({np.size(ns)}) under every key")
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     for model, color in (("Mf", "C0"), ("Md", "C1")):
         ax.errorbar(ns, curve[model], yerr=curve[f"{model} stderr"], fmt="o-", color=color,

@@ -27,9 +27,13 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_generator, check_bool, check_choice, check_instance, check_int, check_int_array, check_real,
+)
 from bandit_unlearning.experiments.protocol import (
     PAPER_MEANS, Trajectories, consecutive_deletions, run_sums, simulate_trajectories,
 )
+from bandit_unlearning.mab.data import check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
@@ -65,16 +69,16 @@ class ProtocolA:
     table2_k_fraction: float = 0.5
 
     def __post_init__(self):
+        object.__setattr__(self, "means", tuple(float(x) for x in check_means(self.means)))
         for name in ("n_trajectories", "n_requests", "n_runs", "block", "k", "n"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not 0 < self.table2_k_fraction < 1:
-            raise ValueError(f"table2_k_fraction must lie in (0, 1), got {self.table2_k_fraction}")
-        if not 0 <= self.mixing_eta <= 1:
-            raise ValueError(f"mixing_eta must lie in [0, 1], got {self.mixing_eta}")
-        if not 0 <= self.easy_arm < len(self.means):
-            raise ValueError(f"easy_arm must be an arm index, got {self.easy_arm}")
+            object.__setattr__(self, name, check_int(getattr(self, name), name, 1))
+        check_real(self.table2_k_fraction, "table2_k_fraction", 0, 1, low_open=True, high_open=True)
+        check_real(self.mixing_eta, "mixing_eta", 0, 1)
+        object.__setattr__(self, "easy_arm", check_int(self.easy_arm, "easy_arm", 0, len(self.means) - 1))
+        for name in ("threshold_scale", "gamma"):
+            check_real(getattr(self, name), name, 0, low_open=True)
+        check_real(self.c_star, "c_star (C*)", 1, low_open=True)
+        check_real(self.table2_c_star, "table2_c_star (C*)", 1, low_open=True)
 
     @classmethod
     def quick(cls, **changes) -> "ProtocolA":
@@ -97,6 +101,42 @@ class ProtocolA:
             "stderr": "standard deviation of the per-run means / sqrt(n_runs)",
         }
         return d
+
+
+_METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6")
+
+
+def _check_methods(methods) -> list:
+    """Method names: those of ``_METHODS`` or ``"eta=x"`` (mixing with k' = round(x k), x in [0, 1])."""
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods must be a sequence of method names, got {type(methods).__name__}")
+    methods = list(methods)
+    for m in methods:
+        if not isinstance(m, str):
+            raise TypeError(f"methods must be strings, got {type(m).__name__}")
+        if m.startswith("eta="):
+            try:
+                eta = float(m.split("=", 1)[1])
+            except ValueError:
+                eta = float("nan")
+            if not 0 <= eta <= 1:
+                raise ValueError(f"method {m!r}: eta must be a number in [0, 1]")
+        elif m not in _METHODS:
+            raise ValueError(f"unknown method {m!r}; methods are {_METHODS} or 'eta=x'")
+    return methods
+
+
+def _check_request(traj, prefix, sources, k, gamma, rng, protocol):
+    """The common arguments of ``request_losses`` and ``evaluate``; returns them validated."""
+    check_instance(traj, Trajectories, "traj")
+    check_instance(protocol, ProtocolA, "protocol")
+    prefix = check_int(prefix, "prefix", 0, traj.prefixes.size - 1)
+    sources = check_int_array(sources, "sources", 0, traj.means.size - 1, ndim=1, nonempty=True).tolist()
+    if len(set(sources)) != len(sources):
+        raise ValueError(f"sources must be distinct arms, got {sources}")
+    k = check_int(k, "k", 1)
+    gamma = check_real(gamma, "gamma", 0, low_open=True)
+    return prefix, sources, k, gamma, as_generator(rng)
 
 
 def _mixing_k_prime(method: str, k: int, protocol: ProtocolA) -> int:
@@ -150,6 +190,15 @@ def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gam
     (``consecutive_deletions``); every replicate must hold ``k`` samples from there on.  Returns
     ``({method: losses of shape (R * n_requests,)}, exact_sensitivity_count)``.
     """
+    prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
+    methods = _check_methods(methods)
+    if isinstance(starts, np.ndarray) or len(starts) != len(sources):
+        raise ValueError(f"starts must hold one array per source arm ({len(sources)})")
+    starts = [check_int_array(s, "starts", 0, ndim=2) for s in starts]
+    for a, s in zip(sources, starts):
+        if s.shape[0] != traj.n_replicates or np.any(s + k > traj.arm_counts[:, prefix, a][:, None]):
+            raise ValueError(f"starts must have shape (R = {traj.n_replicates}, n_requests) and leave k = {k} "
+                             f"samples of arm {a} in every replicate")
     means = np.asarray(traj.means)
     tau = 1.0 / int(traj.prefixes[prefix])                               # fixed at training (E12)
     n_req = starts[0].shape[1]
@@ -174,6 +223,8 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     ``k`` deletions from each.  Returns ``{method: mean}``, plus ``"_excluded"`` (replicates whose
     prefix holds fewer than ``k`` samples of a source arm: dropped) and ``"_exact_sensitivity"``.
     """
+    prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
+    methods = _check_methods(methods)
     align = protocol.block // len(traj.means) if traj.model == "Mf" else 1
     starts, valid = zip(*(consecutive_deletions(traj, prefix, a, k, protocol.n_requests, rng, align=align)
                           for a in sources))
@@ -198,9 +249,19 @@ TABLE2_N = (900, 1000, 1100, 1200, 1300, 1400, 1500)
 EXPERIMENTS = ("figure1", "figure2", "figure3", "table2")
 
 
+def _check_experiment(experiment) -> str:
+    if not isinstance(experiment, str):
+        raise TypeError(f"experiment must be one of {EXPERIMENTS}, got {type(experiment).__name__}")
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {experiment!r}; choose from {EXPERIMENTS}")
+    return experiment
+
+
 def panels(experiment: str, protocol: ProtocolA) -> list:
     """The panels of an experiment: dicts with ``id, model, case, vary, x, sources`` and, per x, the
     ``(N, k, gamma)`` used (``points``) and the method names."""
+    _check_experiment(experiment)
+    check_instance(protocol, ProtocolA, "protocol")
     p = protocol
     hard, easy = 0, p.easy_arm
     out = []
@@ -243,7 +304,16 @@ def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of
     per-point mean sub-optimality, and the excluded / exact-sensitivity counts."""
+    if not isinstance(task, tuple) or len(task) != 5:
+        raise TypeError("task must be a tuple (experiment, protocol, model, run, seed)")
     experiment, protocol, model, run, seed = task
+    _check_experiment(experiment)
+    check_instance(protocol, ProtocolA, "protocol")
+    check_choice(model, "model", ("Mf", "Md"))
+    check_int(run, "run", 0)
+    check_int(seed, "seed", 0)
+    if model not in {pl["model"] for pl in panels(experiment, protocol)}:
+        raise ValueError(f"experiment {experiment!r} has no panel of model {model!r}")
     rng = np.random.default_rng([seed, EXPERIMENTS.index(experiment), ("Mf", "Md").index(model), run])
     mine = [pl for pl in panels(experiment, protocol) if pl["model"] == model]
     c_star = mine[0].get("c_star", protocol.c_star)
@@ -273,6 +343,14 @@ def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: 
     ``seed``, never on the executor."""
     from bandit_unlearning.experiments.runner import run_tasks
 
+    _check_experiment(experiment)
+    if protocol is not None:
+        check_instance(protocol, ProtocolA, "protocol")
+    seed = check_int(seed, "seed", 0)
+    workers = check_int(workers, "workers", 1)
+    check_bool(progress, "progress")
+    if not isinstance(scale, str):
+        raise TypeError(f"scale must be a string (a label such as 'paper' or 'quick'), got {type(scale).__name__}")
     protocol = protocol or ProtocolA()
     specs = panels(experiment, protocol)
     models = sorted({pl["model"] for pl in specs})

@@ -10,6 +10,8 @@ __all__ = [
 import matplotlib.pyplot as plt
 import numpy as np
 
+from bandit_unlearning.checks import check_bool, check_instance
+
 _XLABEL = {"N": "N", "k": "k", "gamma": r"$\gamma$"}
 _STYLE = {"Oracle": ("k", "o"), "Gaussian": ("C0", "s"), "Rollback": ("C1", "^"), "Mixing": ("C2", "D"),
           "Alg2": ("C3", "v"), "Alg7": ("C3", "v"), "Alg6": ("C4", "P")}
@@ -18,6 +20,14 @@ _STYLE = {"Oracle": ("k", "o"), "Gaussian": ("C0", "s"), "Rollback": ("C1", "^")
 def plot_experiment(result: dict, errorbars: bool = True):
     """One figure for ``result``: a grid of line panels (Figures 1, 2; Table 2) or grouped bars
     (Figure 3).  Returns the matplotlib figure."""
+    check_instance(result, dict, "result")
+    check_bool(errorbars, "errorbars")
+    missing = [key for key in ("experiment", "panels", "scale", "seed") if key not in result]
+    if missing:
+        raise ValueError(f"result must be run_experiment's output; missing keys {missing}")
+    if not isinstance(result["panels"], list) or not result["panels"] or not all(
+            isinstance(pl, dict) and {"x", "methods", "stderr", "model"} <= set(pl) for pl in result["panels"]):
+        raise ValueError("result['panels'] must be a non-empty list of panels (dicts with x, methods, stderr, model)")
     pls = result["panels"]
     if result["experiment"] == "figure3":
         fig, axes = plt.subplots(1, len(pls), figsize=(6 * len(pls), 4), squeeze=False)

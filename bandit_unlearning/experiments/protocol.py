@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real_array,
+)
 from bandit_unlearning.mab.data import check_distribution, check_means, concentrability_behavior
 
 PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
@@ -39,6 +42,23 @@ class Trajectories:
     arm_counts: np.ndarray      # (R, len(prefixes), m)
     occurrence_sums: np.ndarray  # (R, m, n_max + 1)
 
+    def __post_init__(self):
+        means = check_means(self.means)
+        m = means.size
+        check_choice(self.model, "model", ("Mf", "Md"))
+        prefixes = check_int_array(self.prefixes, "prefixes", 1, ndim=1, nonempty=True)
+        counts = as_array(self.arm_counts, "arm_counts")
+        occ = as_array(self.occurrence_sums, "occurrence_sums")
+        if counts.ndim != 3 or counts.shape[1:] != (prefixes.size, m):
+            raise ValueError(f"arm_counts must have shape (R, {prefixes.size}, {m}), got {counts.shape}")
+        if counts.dtype.kind not in "iu":
+            raise TypeError(f"arm_counts must hold integers, got dtype {counts.dtype}")
+        if occ.ndim != 3 or occ.shape[:2] != (counts.shape[0], m) or occ.shape[2] < prefixes.max() + 1:
+            raise ValueError(f"occurrence_sums must have shape ({counts.shape[0]}, {m}, n_max + 1) with "
+                             f"n_max >= {prefixes.max()}, got {occ.shape}")
+        object.__setattr__(self, "means", means)
+        object.__setattr__(self, "prefixes", prefixes)
+
     @property
     def n_replicates(self) -> int:
         return int(self.arm_counts.shape[0])
@@ -54,8 +74,10 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
     """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``)."""
     means = check_means(means)
     m = means.size
-    arms, rewards = np.asarray(arms), np.asarray(rewards, dtype=float)
-    prefixes = np.asarray(prefixes, dtype=np.int64)
+    check_choice(model, "model", ("Mf", "Md"))
+    arms = check_int_array(arms, "arms", 0, m - 1)
+    rewards = check_real_array(rewards, "rewards", 0, 1)
+    prefixes = check_int_array(prefixes, "prefixes")
     if arms.ndim != 2 or rewards.shape != arms.shape:
         raise ValueError(f"arms and rewards must have the same shape (R, n_max), got {arms.shape}, {rewards.shape}")
     if prefixes.ndim != 1 or prefixes.size == 0 or np.any(prefixes < 1) or np.any(prefixes > arms.shape[1]):
@@ -82,11 +104,12 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     """
     means = check_means(means)
     m = means.size
-    prefixes = np.asarray(prefixes, dtype=np.int64)
+    prefixes = check_int_array(prefixes, "prefixes")
     if prefixes.ndim != 1 or prefixes.size == 0 or np.any(prefixes < 1):
         raise ValueError(f"prefixes must be a non-empty list of positive integers, got {prefixes}")
-    if not isinstance(n_replicates, (int, np.integer)) or n_replicates < 1:
-        raise ValueError(f"n_replicates must be a positive integer, got {n_replicates!r}")
+    n_replicates = check_int(n_replicates, "n_replicates", 1)
+    check_choice(model, "model", ("Mf", "Md"))
+    rng = as_generator(rng)
     n_max = int(prefixes.max())
     if model == "Mf":
         arms = np.broadcast_to(np.arange(n_max) % m, (n_replicates, n_max))
@@ -111,11 +134,14 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     (= 100 draws / 5 arms) makes a request "all samples of the arm in k/20 consecutive blocks of 100
     draws", the paper's rule.  Returns ``(start, valid)``, both ``(R, n_requests)``: replicates whose
     prefix holds fewer than ``k`` samples of ``arm`` are marked invalid (their ``start`` is 0).
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
     """
-    if not isinstance(align, (int, np.integer)) or align < 1:
-        raise ValueError(f"align must be a positive integer, got {align!r}")
-    if not isinstance(k, (int, np.integer)) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    check_instance(traj, Trajectories, "traj")
+    prefix = check_int(prefix, "prefix", 0, traj.prefixes.size - 1)
+    arm = check_int(arm, "arm", 0, traj.means.size - 1)
+    align, k = check_int(align, "align", 1), check_int(k, "k", 0)
+    n_requests = check_int(n_requests, "n_requests", 1)
+    rng = as_generator(rng)
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -127,7 +153,12 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
 def run_sums(traj: Trajectories, arm: int, start, length):
     """Reward sum of ``length`` consecutive samples of ``arm`` from its ``start``-th sample, for every
     replicate (``start`` has shape ``(R, ...)``); O(1) per entry from the occurrence prefix sums."""
-    start = np.asarray(start)
+    check_instance(traj, Trajectories, "traj")
+    arm = check_int(arm, "arm", 0, traj.means.size - 1)
+    start = check_int_array(start, "start", 0)
+    length = check_int(length, "length", 0)
+    if start.ndim < 1 or start.shape[0] != traj.n_replicates:
+        raise ValueError(f"start must have shape (R, ...) with R = {traj.n_replicates}, got {start.shape}")
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)

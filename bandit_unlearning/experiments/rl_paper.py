@@ -25,6 +25,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from bandit_unlearning.checks import check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_lower_bound import (
@@ -234,23 +235,58 @@ def _lower_bound_part(protocol: dict, results: list, out: Path) -> list:
     return panels
 
 
+_PROTOCOL_KEYS = {
+    "regret": {"environments", "rhos", "bonus_scales", "populations", "n_points"},
+    "cost": {"environment", "Ts", "rhos", "n_runs", "requests_per_run"},
+    "lower_bound": {"n_bandits", "n_actions", "H", "gap", "T", "rhos", "bonus_scales", "populations"},
+}
+
+
+def _check_protocol(protocol) -> None:
+    """The layout of ``PROTOCOLS[scale]``: three parts with their keys, known environments, positive
+    sizes and rhos (the runs check the rest before drawing)."""
+    check_instance(protocol, dict, "protocol")
+    if set(protocol) != set(_PROTOCOL_KEYS):
+        raise ValueError("protocol must be a dict with the keys 'regret', 'cost' and 'lower_bound'")
+    for part, keys in _PROTOCOL_KEYS.items():
+        check_instance(protocol[part], dict, f"protocol[{part!r}]")
+        missing = keys - set(protocol[part])
+        if missing:
+            raise ValueError(f"protocol[{part!r}] misses {sorted(missing)}")
+        for rho in protocol[part]["rhos"]:
+            if not isinstance(rho, (int, float)) or isinstance(rho, bool) or not rho > 0:
+                raise ValueError(f"protocol[{part!r}]['rhos'] must hold numbers > 0 (inf allowed), got {rho!r}")
+    for env in protocol["regret"]["environments"] + [protocol["cost"]["environment"]]:
+        if not isinstance(env, dict) or env.get("name") not in ENVIRONMENTS:
+            raise ValueError(f"unknown environment {env!r}; choose from {sorted(ENVIRONMENTS)}")
+        check_int(env.get("H"), "H", 1)
+    for env in protocol["regret"]["environments"]:
+        check_int(env.get("T"), "T", 2)
+    for T in protocol["cost"]["Ts"]:
+        check_int(T, "T", 2)
+    for part in ("regret", "lower_bound"):
+        check_int(protocol[part]["populations"], "populations", 1)
+
+
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
                  tree_factory=LightTree) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;
     ``protocol`` overrides the sizes) and write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
-    (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``."""
+    (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``.
+    Everything is checked before ``out`` is created or anything is run."""
+    check_instance(scale, str, "scale")
     if protocol is None:
         if scale not in PROTOCOLS:
             raise ValueError(f"scale must be one of {sorted(PROTOCOLS)}, got {scale!r}")
         protocol = PROTOCOLS[scale]
-    elif not isinstance(protocol, dict) or set(protocol) != {"regret", "cost", "lower_bound"}:
-        raise ValueError("protocol must be a dict with the keys 'regret', 'cost' and 'lower_bound'")
+    else:
+        _check_protocol(protocol)
     seed = check_int(seed, "seed", 0)
     workers = check_int(workers, "workers", 1)
-    if not callable(tree_factory):
-        raise TypeError("tree_factory must be callable")
-    if not isinstance(out, (str, Path)):
-        raise TypeError(f"out must be a path, got {type(out).__name__}")
+    check_callable(tree_factory, "tree_factory")
+    check_instance(out, (str, Path), "out")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"out must be a folder, but {str(out)!r} is an existing file")
     protocol = copy.deepcopy(protocol)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,13 +13,18 @@ __all__ = [
 import matplotlib.pyplot as plt
 import numpy as np
 
+from matplotlib.axes import Axes
+
+from bandit_unlearning.checks import check_instance, check_int, check_int_array, check_real, check_real_array
 from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
 def loglog_slope(ts, cumulative, start: float = 0.1) -> float:
     """Least-squares slope of ``log R(t)`` against ``log t`` over ``t >= start * max(ts)``."""
-    ts, cumulative = np.asarray(ts, dtype=float), np.asarray(cumulative, dtype=float)
+    ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)
+    cumulative = check_real_array(cumulative, "cumulative", shape=ts.shape)
+    start = check_real(start, "start", 0, 1)
     keep = (ts >= start * ts.max()) & (cumulative > 0)
     if keep.sum() < 2:
         raise ValueError("need at least two positive points to fit a slope")
@@ -31,6 +36,9 @@ def regret_curves(mdp: TabularMDP, T: int, seeds, bonus_scale: float = 1.0, delt
     """Cumulative exact expected regret of ``run_ucbvi`` for each user population in ``seeds``,
     at ``n_points`` log-spaced episode counts.  Returns ``{"t", "regret" [seeds, points],
     "slopes" (last decade), "bonus_scale", "mdp", "T"}``."""
+    check_instance(mdp, TabularMDP, "mdp")
+    T, n_points = check_int(T, "T", 1), check_int(n_points, "n_points", 1)
+    seeds = check_int_array(seeds, "seeds", 0, ndim=1, nonempty=True)
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curves = []
     for seed in seeds:
@@ -43,6 +51,11 @@ def regret_curves(mdp: TabularMDP, T: int, seeds, bonus_scale: float = 1.0, delt
 
 def plot_regret_curves(results, ax=None):
     """Log-log plot of several ``regret_curves`` results (mean over seeds, min-max band)."""
+    if not isinstance(results, (list, tuple)) or not results or not all(
+            isinstance(r, dict) and {"t", "regret", "slopes", "bonus_scale", "mdp", "T"} <= set(r) for r in results):
+        raise ValueError("results must be a non-empty list of regret_curves outputs")
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     for i, res in enumerate(results):
         mean = res["regret"].mean(axis=0)

@@ -23,6 +23,11 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
+from matplotlib.axes import Axes
+
+from bandit_unlearning.checks import (
+    as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
+)
 from bandit_unlearning.exact.learner import train
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
@@ -34,6 +39,9 @@ from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 def safe_slope(ts, cumulative, start: float = 0.1) -> float:
     """``loglog_slope`` over ``t >= start * max(ts)``, or ``nan`` when fewer than two points are positive."""
+    ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)
+    check_real_array(cumulative, "cumulative", shape=ts.shape)
+    check_real(start, "start", 0, 1)
     try:
         return loglog_slope(ts, cumulative, start)
     except ValueError:
@@ -47,11 +55,18 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
     the users ``0 .. T-1`` of the population ``seed`` (``population_users``: the same episodes in both
     branches; a research opt-in), tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
     "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),
-    "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``."""
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``.
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.  Every argument is checked first."""
+    check_instance(mdp, TabularMDP, "mdp")
     T = check_int(T, "T", 1)
     sigma = stable_sigma(rho, mdp.H, T, calibration)
+    seed = check_int(seed, "seed", 0, 2**64 - 1)
+    n_points = check_int(n_points, "n_points", 1)
+    keep_policies = check_bool(keep_policies, "keep_policies")
+    check_real(bonus_scale, "bonus_scale", 0)
+    check_real(delta, "delta", 0, 1, low_open=True, high_open=True)
+    check_callable(tree_factory, "tree_factory")
+    rng = as_generator(rng)
     if sigma == 0:
         policies = run_ucbvi(mdp, T, seed=seed, delta=delta, bonus_scale=bonus_scale).policies
     else:
@@ -72,6 +87,10 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
 def summarize_curves(curves) -> dict:
     """Group curves by ``(mdp, T, rho, bonus_scale)``: mean and standard error of the cumulative
     regret over replicates, the slope of the mean curve and the replicates' slopes."""
+    keys = {"mdp", "T", "rho", "bonus_scale", "t", "regret", "slope", "sigma"}
+    if not isinstance(curves, (list, tuple)) or not curves or not all(
+            isinstance(c, dict) and keys <= set(c) for c in curves):
+        raise ValueError("curves must be a non-empty list of stable_regret_curve outputs")
     groups = {}
     for c in curves:
         groups.setdefault((c["mdp"], c["T"], c["rho"], c["bonus_scale"]), []).append(c)
@@ -87,12 +106,19 @@ def summarize_curves(curves) -> dict:
 
 
 def rho_label(rho: float) -> str:
+    """``"rho = 0.1"`` (``rho > 0``), or the non-private label for ``rho = inf``."""
+    rho = check_real(rho, "rho", 0, low_open=True, allow_inf=True)
     return "non-private (rho = inf)" if rho == math.inf else f"rho = {rho:g}"
 
 
 def plot_stable_regret(curves, ax=None, title: str | None = None):
     """Log-log cumulative regret against t: one colour per rho, solid for the paper's bonus, dashed
     for scaled bonuses (mean over replicates), the slope of each mean curve in the legend."""
+    summarize_curves(curves)
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
+    if title is not None:
+        check_instance(title, str, "title")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     summary = summarize_curves(curves)
     rhos = sorted({k[2] for k in summary}, reverse=True)
@@ -112,8 +138,12 @@ def plot_stable_regret(curves, ax=None, title: str | None = None):
 def plot_theorem_41_terms(S: int, A: int, H: int, Ts, rhos, ax=None):
     """The three terms of Theorem 4.1 (polylog factors dropped) against T: the two rho-free terms,
     ``H^2.5 S^2 A / rho`` for each rho, and the same term at ``rho = sqrt(H S^3 A / T)``."""
+    Ts = check_real_array(Ts, "Ts", 1, ndim=1, nonempty=True)
+    check_real_array(rhos, "rhos", 0, low_open=True, ndim=1)
+    theorem_41_terms(S, A, H, Ts, 1.0)
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
-    Ts = np.asarray(Ts, dtype=float)
     terms = theorem_41_terms(S, A, H, Ts, 1.0)
     ax.plot(Ts, terms["H^3 S^2 A"], "k-", lw=1, label=r"$H^3S^2A$")
     ax.plot(Ts, terms["H^2 sqrt(SAT)"], "k--", lw=1.5, label=r"$H^2\sqrt{SAT}$")

@@ -12,6 +12,10 @@ import sys
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Sequence
 
+from bandit_unlearning.checks import check_bool, check_callable, check_instance, check_int
+
+__all__ = ["run_tasks", "chunks"]
+
 try:  # tqdm is a dependency; keep the runner importable without it for copy-paste users
     from tqdm import tqdm
 except ImportError:  # pragma: no cover
@@ -38,10 +42,14 @@ def run_tasks(
     ``executor`` may be any ``concurrent.futures.Executor`` (it is not shut down here); otherwise
     ``workers > 1`` starts a ``ProcessPoolExecutor`` for the call.  Results are in task order.
     """
-    if not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    check_callable(fn, "fn")
+    workers = check_int(workers, "workers", 1)
     if executor is not None and not isinstance(executor, Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    check_instance(desc, str, "desc")
+    progress = check_bool(progress, "progress")
+    if isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__iter__"):
+        raise TypeError(f"tasks must be a sequence of task descriptions, got {type(tasks).__name__}")
     tasks = list(tasks)
     bar = _progress(len(tasks), desc, progress)
     try:
@@ -71,6 +79,9 @@ def run_tasks(
 
 
 def chunks(items: Iterable[Any], size: int) -> list[list[Any]]:
-    """Split ``items`` into consecutive lists of at most ``size`` items."""
+    """Split ``items`` into consecutive lists of at most ``size`` items (``size >= 1``)."""
+    size = check_int(size, "size", 1)
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise TypeError(f"items must be iterable, got {type(items).__name__}")
     items = list(items)
     return [items[i:i + size] for i in range(0, len(items), size)]

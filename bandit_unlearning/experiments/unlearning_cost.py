@@ -10,6 +10,7 @@ exact values for a request at a uniformly random position when every path node h
 """
 
 __all__ = [
+    "MAX_COST_T",
     "retrain_probability_uniform",
     "expected_cost_uniform",
     "conditional_retraining",
@@ -21,25 +22,31 @@ __all__ = [
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.exact.learner import PrefixSumLearner, train, unlearn
-from bandit_unlearning.exact.tree import check_int, leaf_path, resolve_rng
+from matplotlib.axes import Axes
+
+from bandit_unlearning.checks import (
+    as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
+)
+from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
+from bandit_unlearning.exact.tree import check_int, leaf_path
+
+MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
 
 def retrain_probability_uniform(T: int, tv: float) -> float:
-    """``mean_t [1 - (1 - tv)^{n(t)}]`` over positions ``t = 1..T`` (``n(t)``: complete path nodes)."""
-    T = check_int(T, "T", 1)
-    if not 0 <= tv <= 1:
-        raise ValueError(f"tv must lie in [0, 1], got {tv}")
+    """``mean_t [1 - (1 - tv)^{n(t)}]`` over positions ``t = 1..T`` (``n(t)``: complete path nodes);
+    ``T <= MAX_COST_T``."""
+    T = check_int(T, "T", 1, MAX_COST_T)
+    tv = check_real(tv, "tv", 0, 1)
     lengths = np.array([len(leaf_path(t, T)) for t in range(1, T + 1)])
     return float(np.mean(1 - (1 - tv) ** lengths))
 
 
 def expected_cost_uniform(T: int, tv: float) -> float:
     """Expected steps recomputed divided by ``T`` for a request at a uniformly random position:
-    ``mean_t sum_k (1 - tv)^k tv (T - r_{b_k}) / T``."""
-    T = check_int(T, "T", 1)
-    if not 0 <= tv <= 1:
-        raise ValueError(f"tv must lie in [0, 1], got {tv}")
+    ``mean_t sum_k (1 - tv)^k tv (T - r_{b_k}) / T``; ``T <= MAX_COST_T``."""
+    T = check_int(T, "T", 1, MAX_COST_T)
+    tv = check_real(tv, "tv", 0, 1)
     total = 0.0
     for t in range(1, T + 1):
         total += sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(leaf_path(t, T)))
@@ -55,6 +62,7 @@ def conditional_retraining(run, t: int, dummy=None):
     from bandit_unlearning.exact.learner import ZERO_USER
     from bandit_unlearning.privacy.coupling import coupling_log_ratio
 
+    check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
     x_old = run.tree.leaf(t)
     x_new = run.learner.statistics(ZERO_USER if dummy is None else dummy, t, run.models[t - 1])
@@ -79,10 +87,11 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     ``conditional_cost`` (exact given the run); ``retrain_probability`` and ``expected_cost``
     (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  A cost experiment: the
     exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
-    the result describes the deleted users -- use it on data you may look at.  ``rng=None``: OS entropy."""
+    the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
+    check_instance(learner, PrefixSumLearner, "learner")
     n_runs = check_int(n_runs, "n_runs", 1)
     requests_per_run = check_int(requests_per_run, "requests_per_run", 1)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
             "expected_cost", "shift_norm")
     out = {k: [] for k in keys}
@@ -106,6 +115,16 @@ def plot_unlearning_cost(measured: dict, sigma_of_rho, B: float, rho_grid, ax=No
     lines are ``expected_cost_uniform`` with the worst-case shift ``B`` and ``sigma_of_rho(rho, T)``.
     """
     from bandit_unlearning.privacy.coupling import tv_gaussians
+
+    check_instance(measured, dict, "measured")
+    if not measured or not all(isinstance(key, tuple) and len(key) == 2 and isinstance(m, dict) and "cost" in m
+                               for key, m in measured.items()):
+        raise ValueError("measured must map (rho, T) to measure_unlearning outputs (dicts with 'cost')")
+    check_callable(sigma_of_rho, "sigma_of_rho")
+    B = check_positive(B, "B")
+    check_real_array(rho_grid, "rho_grid", 0, low_open=True, ndim=1, nonempty=True)
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
 
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     Ts = sorted({T for _, T in measured})

@@ -23,16 +23,22 @@ __all__ = [
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_bool, check_int, check_int_array, check_real
+
 
 def _counts(n_a0, k):
-    n_a0, k = np.asarray(n_a0, dtype=float), np.asarray(k, dtype=float)
+    n_a0, k = check_int_array(n_a0, "n_a0").astype(float), check_int_array(k, "k").astype(float)
+    try:
+        np.broadcast_shapes(n_a0.shape, k.shape)
+    except ValueError:
+        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
     if np.any(n_a0 < 1) or np.any(k < 1) or np.any(k > n_a0) or np.any(np.mod(n_a0, 1) != 0) or np.any(np.mod(k, 1) != 0):
         raise ValueError(f"need integers 1 <= k <= N(a0), got k={k}, N(a0)={n_a0}")
     return n_a0, k
 
 
 def _positive(name, x):
-    x = np.asarray(x, dtype=float)
+    x = as_array(x, name).astype(float)
     if not np.all(np.isfinite(x)) or np.any(x <= 0):
         raise ValueError(f"{name} must be finite and > 0, got {x}")
     return x
@@ -77,10 +83,7 @@ def rollback_branch_bound(n_a0, k, log_term):
 
 
 def _model(n, n_arms):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"N must be an integer >= 2, got {n!r}")
-    if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 1:
-        raise ValueError(f"n_arms must be a positive integer, got {n_arms!r}")
+    n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     return float(np.log(n * n_arms))
 
 
@@ -99,11 +102,13 @@ def theorem33_bound(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
     (default: the paper's ``gamma0_paper``).  Refuses k violating Lemma A.1's condition.
     """
     L = _model(n, n_arms)
-    n_a0, k, n_star = float(n_a0), float(k), float(_positive("n_star", n_star))
+    n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
+    n_star = check_real(n_star, "n_star", 0, low_open=True)
     _counts(n_a0, k)
     _k_condition(n_a0, k, L, "Theorem 3.3")
-    g = float(_positive("gamma", gamma))
-    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else float(gamma0)
+    g = check_real(gamma, "gamma", 0, low_open=True)
+    a0_is_best = check_bool(a0_is_best, "a0_is_best")
+    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     if not a0_is_best:
         return float(np.sqrt(2 * L / n_star) + 2 / n)
     if g < g0:
@@ -117,10 +122,11 @@ def theorem33_order(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
     ``max{sqrt(ln(Nm)/N(a0)) + k gamma/N(a0), sqrt(ln(Nm)/N_*)}`` for ``gamma < gamma0``,
     ``max{sqrt(ln(Nm)/(N(a0)-k)), sqrt(ln(Nm)/N_*)}`` otherwise."""
     L = _model(n, n_arms)
-    n_a0, k, n_star = float(n_a0), float(k), float(_positive("n_star", n_star))
+    n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
+    n_star = check_real(n_star, "n_star", 0, low_open=True)
     _counts(n_a0, k)
-    g = float(_positive("gamma", gamma))
-    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else float(gamma0)
+    g = check_real(gamma, "gamma", 0, low_open=True)
+    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     own = np.sqrt(L / n_a0) + k * g / n_a0 if g < g0 else np.sqrt(L / (n_a0 - k)) if k < n_a0 else np.inf
     return float(max(own, np.sqrt(L / n_star)))
 
@@ -131,14 +137,12 @@ def theorem35_bound(n: int, n_arms: int, c_star: float, k: int, gamma: float, a0
     ``a0 != a*``: ``2 sqrt(C* ln(Nm)/N) + 2/N``.  (Lemma A.1's condition on k concerns the random N(a0);
     the caller checks it on the data.)"""
     L = _model(n, n_arms)
-    c = float(c_star)
-    if not (np.isfinite(c) and c > 1):
-        raise ValueError(f"C* must be > 1, got {c_star!r}")
+    c = check_real(c_star, "c_star (C*)", 1, low_open=True)
     if not n > 8 * c * np.log(n):
         raise ValueError(f"Theorem 3.5 assumes N > 8 C* ln N, which fails for N={n}, C*={c}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-        raise ValueError(f"k must be an integer in [1, N], got {k!r}")
-    g = float(_positive("gamma", gamma))
+    k = check_int(k, "k", 1, n)
+    g = check_real(gamma, "gamma", 0, low_open=True)
+    a0_is_best = check_bool(a0_is_best, "a0_is_best")
     if not a0_is_best:
         return float(2 * np.sqrt(c * L / n) + 2 / n)
     rollback_term = np.sqrt(4 * c * L / max(1.0, n - 2 * k * c))

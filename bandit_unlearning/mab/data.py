@@ -26,6 +26,10 @@ from typing import Callable
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
+)
+
 
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, copy=True)
@@ -36,6 +40,8 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 def restore_readonly(obj, state: dict) -> None:
     """``__setstate__`` of a frozen dataclass that stores read-only arrays: unpickling rebuilds them
     as fresh, writeable arrays, so set the state and make every array in it read-only again."""
+    if not isinstance(state, dict):
+        raise TypeError(f"state must be a dict, got {type(state).__name__}")
     obj.__dict__.update(state)
     for value in state.values():
         if isinstance(value, np.ndarray):
@@ -43,18 +49,19 @@ def restore_readonly(obj, state: dict) -> None:
 
 
 def check_means(means) -> np.ndarray:
-    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1])."""
-    means = np.asarray(means, dtype=float)
+    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1]); returns a new array."""
+    means = check_real_array(means, "means")
     if means.ndim != 1 or means.size == 0:
         raise ValueError(f"means must be a non-empty 1-D array, got shape {means.shape}")
-    if not np.all(np.isfinite(means)) or np.any((means < 0) | (means > 1)):
+    if np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must lie in [0, 1], got {means}")
     return means
 
 
 def check_distribution(p, n_arms: int, name: str = "behavior") -> np.ndarray:
-    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1)."""
-    p = np.asarray(p, dtype=float)
+    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1); returns a new array."""
+    n_arms = check_int(n_arms, "n_arms", 1)
+    p = as_array(p, name).astype(float)
     if p.shape != (n_arms,):
         raise ValueError(f"{name} must have shape ({n_arms},), got {p.shape}")
     if not np.all(np.isfinite(p)) or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-9):
@@ -76,25 +83,21 @@ class OfflineDataset:
     n_arms: int
 
     def __post_init__(self):
-        if isinstance(self.n_arms, bool) or not isinstance(self.n_arms, (int, np.integer)) or self.n_arms < 1:
-            raise ValueError(f"n_arms must be a positive integer, got {self.n_arms!r}")
-        arms = np.asarray(self.arms)
-        rewards = np.asarray(self.rewards, dtype=float)
+        n_arms = check_int(self.n_arms, "n_arms", 1)
+        arms = check_int_array(self.arms, "arms")
+        rewards = as_array(self.rewards, "rewards").astype(float)
         if arms.ndim != 1 or rewards.ndim != 1:
             raise ValueError(f"arms and rewards must be 1-D, got shapes {arms.shape} and {rewards.shape}")
         if arms.shape != rewards.shape:
             raise ValueError(f"arms and rewards must have the same length, got {arms.size} and {rewards.size}")
-        if arms.size and not (np.issubdtype(arms.dtype, np.integer) or np.all(np.mod(arms, 1) == 0)):
-            raise ValueError("arms must be integers")
-        arms = arms.astype(np.int64)
-        if np.any((arms < 0) | (arms >= self.n_arms)):
-            bad = arms[(arms < 0) | (arms >= self.n_arms)][0]
-            raise ValueError(f"arm {bad} is outside [0, {self.n_arms})")
+        if np.any((arms < 0) | (arms >= n_arms)):
+            bad = arms[(arms < 0) | (arms >= n_arms)][0]
+            raise ValueError(f"arm {bad} is outside [0, {n_arms})")
         if not np.all(np.isfinite(rewards)) or np.any((rewards < 0) | (rewards > 1)):
             raise ValueError("rewards must be finite and lie in [0, 1]")
         object.__setattr__(self, "arms", _readonly(arms))
         object.__setattr__(self, "rewards", _readonly(rewards))
-        object.__setattr__(self, "n_arms", int(self.n_arms))
+        object.__setattr__(self, "n_arms", n_arms)
 
     __setstate__ = restore_readonly               # read-only again after unpickling
 
@@ -112,8 +115,9 @@ class OfflineDataset:
         return np.bincount(self.arms, weights=self.rewards, minlength=self.n_arms)
 
     def without(self, indices) -> "OfflineDataset":
-        """``D \\ U`` for ``U`` given as distinct positions into this dataset."""
-        indices = np.asarray(indices, dtype=np.int64).ravel()
+        """``D \\ U`` for ``U`` given as distinct positions into this dataset (integers; booleans and
+        non-whole numbers are refused)."""
+        indices = check_int_array(indices, "indices").ravel()
         if np.any((indices < 0) | (indices >= len(self))):
             raise ValueError(f"indices must lie in [0, {len(self)})")
         if np.unique(indices).size != indices.size:
@@ -124,14 +128,16 @@ class OfflineDataset:
 
 
 def bernoulli_rewards(arm_means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One Bernoulli(``arm_means[i]``) reward per entry."""
-    return (rng.random(np.shape(arm_means)) < arm_means).astype(float)
+    """One Bernoulli(``arm_means[i]``) reward per entry (``rng``: a Generator, None or a seed)."""
+    arm_means = check_real_array(arm_means, "arm_means", 0, 1)
+    rng = as_generator(rng)
+    return (rng.random(arm_means.shape) < arm_means).astype(float)
 
 
 def round_robin_arms(counts) -> np.ndarray:
     """Arms in round-robin order (0, 1, ..., m-1, 0, 1, ...), skipping arms whose count is used up."""
-    counts = np.asarray(counts)
-    if counts.ndim != 1 or np.any(counts < 0) or not np.issubdtype(counts.dtype, np.integer):
+    counts = check_int_array(counts, "counts")
+    if counts.ndim != 1 or np.any(counts < 0):
         raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts}")
     arms = np.repeat(np.arange(counts.size), counts)
     rank = np.arange(arms.size) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -142,12 +148,15 @@ def fixed_sample_dataset(
     means, counts, rng: np.random.Generator,
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
-    """A dataset of the fixed-sample model M_f: ``counts[a]`` pulls of arm ``a``, round-robin order."""
+    """A dataset of the fixed-sample model M_f: ``counts[a]`` pulls of arm ``a``, round-robin order.
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     means = check_means(means)
-    counts = np.asarray(counts)
+    counts = check_int_array(counts, "counts")
     if counts.shape != means.shape:
         raise ValueError(f"counts must have shape {means.shape}, got {counts.shape}")
     arms = round_robin_arms(counts)
+    check_callable(sample_rewards, "sample_rewards")
+    rng = as_generator(rng)
     return OfflineDataset(arms, sample_rewards(means[arms], rng), means.size)
 
 
@@ -155,23 +164,22 @@ def distribution_dataset(
     means, behavior, n: int, rng: np.random.Generator,
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
-    """A dataset of the distribution model M_d: ``n`` arms i.i.d. from ``behavior``, then rewards."""
+    """A dataset of the distribution model M_d: ``n`` arms i.i.d. from ``behavior``, then rewards.
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    n = check_int(n, "n", 0)
+    check_callable(sample_rewards, "sample_rewards")
+    rng = as_generator(rng)
     arms = rng.choice(means.size, size=int(n), p=behavior)
     return OfflineDataset(arms, sample_rewards(means[arms], rng), means.size)
 
 
 def concentrability_behavior(n_arms: int, c_star: float, best_arm: int = 0) -> np.ndarray:
     """The paper's behaviour policy: ``best_arm`` with probability ``1/C*``, the others uniform."""
-    if not isinstance(n_arms, (int, np.integer)) or n_arms < 2:
-        raise ValueError(f"n_arms must be an integer >= 2, got {n_arms!r}")
-    if not np.isfinite(c_star) or c_star <= 1:
-        raise ValueError(f"C* must be > 1, got {c_star}")
-    if not 0 <= best_arm < n_arms:
-        raise ValueError(f"best_arm must lie in [0, {n_arms}), got {best_arm}")
+    n_arms = check_int(n_arms, "n_arms", 2)
+    c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
+    best_arm = check_int(best_arm, "best_arm", 0, n_arms - 1)
     d = np.full(n_arms, (1 - 1 / c_star) / (n_arms - 1))
     d[best_arm] = 1 / c_star
     return d
@@ -184,9 +192,11 @@ def sample_statistics_fixed(means, counts, rng: np.random.Generator, size: int =
     rewards is Binomial), at a cost independent of N.  Returns arrays of shape ``(size, m)``.
     """
     means = check_means(means)
-    counts = np.asarray(counts)
+    counts = check_int_array(counts, "counts")
     if counts.shape != means.shape or np.any(counts < 0):
         raise ValueError(f"counts must be {means.shape} non-negative integers, got {counts}")
+    size = check_int(size, "size", 0)
+    rng = as_generator(rng)
     n = np.broadcast_to(counts, (size, means.size))
     return n.copy(), rng.binomial(n, means).astype(float)
 
@@ -195,5 +205,7 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
     """``size`` replicates of ``(counts, reward_sums)`` under M_d with Bernoulli rewards."""
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
+    n, size = check_int(n, "n", 0), check_int(size, "size", 0)
+    rng = as_generator(rng)
     counts = rng.multinomial(n, behavior, size=size)
     return counts, rng.binomial(counts, means).astype(float)

@@ -20,24 +20,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, check_instance, check_int, check_int_array, check_real, check_real_array,
+)
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
+
+_MAX_TOTAL = 2**62          # a dataset size N the int64 arithmetic of the statistics can hold
 
 
 def check_tau(tau: float) -> float:
-    """Validate a confidence level: a number in (0, 1)."""
-    tau = float(tau)
-    if not 0 < tau < 1:
-        raise ValueError(f"tau must lie in (0, 1), got {tau}")
-    return tau
+    """Validate a confidence level: a real number in (0, 1)."""
+    return check_real(tau, "tau", 0, 1, low_open=True, high_open=True)
+
+
+def _check_statistics(counts, reward_sums):
+    """Counts (whole numbers >= 0) and finite reward sums of the same shape ``(..., m)``, ``m >= 1``;
+    returns new ``(int64, float)`` arrays.  (Sums outside ``[0, counts]`` are allowed here: exact
+    enumerations evaluate the rule on grids that include impossible cells, which they weight by 0.)"""
+    counts = check_int_array(counts, "counts", 0)
+    sums = check_real_array(reward_sums, "reward_sums")
+    if counts.ndim < 1 or counts.shape[-1] < 1 or sums.shape != counts.shape:
+        raise ValueError(f"counts and reward_sums must have the same shape (..., m) with m >= 1, "
+                         f"got {counts.shape} and {sums.shape}")
+    return counts, sums
 
 
 def lcb_scores(counts, reward_sums, tau: float):
     """Means, radii and LCB scores ``f_a = mu_hat(a) - b(a)`` (arrays of any shape ``(..., m)``).
 
     Returns ``(means, radii, scores)``.  ``L = ln(m / tau)`` with ``m`` the size of the last axis.
+    Counts must be whole numbers >= 0 and reward sums finite (else ``ValueError``).
     """
-    counts = np.asarray(counts, dtype=float)
-    reward_sums = np.asarray(reward_sums, dtype=float)
+    counts, reward_sums = _check_statistics(counts, reward_sums)
+    counts = counts.astype(float)
     log_term = np.log(counts.shape[-1] / check_tau(tau))
     covered = counts > 0
     safe = np.where(covered, counts, 1.0)
@@ -55,16 +70,14 @@ class LCBState:
     tau: float
 
     def __post_init__(self):
-        counts = np.asarray(self.counts)
-        sums = np.asarray(self.reward_sums, dtype=float)
+        counts = check_int_array(self.counts, "counts")
+        sums = as_array(self.reward_sums, "reward_sums").astype(float)
         if counts.ndim != 1 or counts.size < 1 or sums.shape != counts.shape:
             raise ValueError(f"counts and reward_sums must be 1-D of equal length, got {counts.shape}, {sums.shape}")
-        if not np.issubdtype(counts.dtype, np.integer):
-            if not np.all(np.isfinite(counts)) or np.any(np.mod(counts, 1) != 0):
-                raise ValueError("counts must be integers")
-        counts = counts.astype(np.int64)
         if np.any(counts < 0):
             raise ValueError(f"counts must be non-negative, got {counts}")
+        if sum(int(c) for c in counts) > _MAX_TOTAL:
+            raise ValueError(f"counts must sum to at most 2**62 (int64 arithmetic), got {sum(int(c) for c in counts)}")
         if not np.all(np.isfinite(sums)) or np.any(sums < -1e-9) or np.any(sums > counts + 1e-9):
             raise ValueError("reward_sums must lie in [0, counts] (rewards in [0, 1])")
         for name, value in (("counts", counts), ("reward_sums", sums)):
@@ -111,8 +124,9 @@ class LCBState:
 
 def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
     """Algorithm 1: the LCB learner on ``dataset``.  ``tau`` defaults to ``1/N``."""
-    if not isinstance(dataset, OfflineDataset):
-        raise TypeError(f"dataset must be an OfflineDataset, got {type(dataset).__name__}")
+    check_instance(dataset, OfflineDataset, "dataset")
+    if tau is not None:
+        tau = check_tau(tau)
     if tau is None:
         if len(dataset) < 2:
             raise ValueError(
@@ -125,9 +139,14 @@ def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
 
 def lemma31_bound_fixed(n_star: float, n_arms: int, tau: float) -> float:
     """Lemma 3.1 under M_f: ``E[mu(a*) - mu(a_hat)] <= sqrt(2 ln(m/tau) / N_*) + tau``."""
+    n_star = check_real(n_star, "n_star", 0, low_open=True)
+    n_arms = check_int(n_arms, "n_arms", 1)
     return float(np.sqrt(2 * np.log(n_arms / check_tau(tau)) / n_star) + tau)
 
 
 def lemma31_bound_distribution(n: float, c_star: float, n_arms: int, tau: float) -> float:
     """Lemma 3.1 under M_d: ``E[mu(a*) - mu(a_hat)] <= 2 sqrt(C* ln(m/tau) / N) + 2 tau``."""
+    n = check_real(n, "n", 0, low_open=True)
+    c_star = check_real(c_star, "c_star (C*)", 1)
+    n_arms = check_int(n_arms, "n_arms", 1)
     return float(2 * np.sqrt(c_star * np.log(n_arms / check_tau(tau)) / n) + 2 * tau)

@@ -20,16 +20,18 @@ __all__ = [
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_int, check_int_array
+
 
 def _check(n, n_arms, n_a0, k, k_prime, gamma):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"N must be an integer >= 2, got {n!r}")
-    if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 1:
-        raise ValueError(f"n_arms must be a positive integer, got {n_arms!r}")
-    n_a0, k, k_prime = (np.asarray(v, dtype=float) for v in (n_a0, k, k_prime))
-    for name, v in (("n_a0", n_a0), ("k", k), ("k_prime", k_prime)):
-        if not np.all(np.isfinite(v)) or np.any(np.mod(v, 1) != 0):
-            raise ValueError(f"{name} must be an integer, got {v}")
+    n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
+    n_a0, k, k_prime = (check_int_array(v, name).astype(float)
+                        for v, name in ((n_a0, "n_a0"), (k, "k"), (k_prime, "k_prime")))
+    try:
+        np.broadcast_shapes(n_a0.shape, k.shape, k_prime.shape)
+    except ValueError:
+        raise ValueError(f"n_a0, k and k_prime must broadcast together, got shapes {n_a0.shape}, {k.shape}, "
+                         f"{k_prime.shape}") from None
     if np.any(k < 1) or np.any(k >= n_a0) or np.any(n_a0 > n):
         raise ValueError(f"need integers 1 <= k < N(a0) <= N, got k={k}, N(a0)={n_a0}, N={n}")
     if np.any(k_prime < 0) or np.any(k_prime > k):
@@ -37,7 +39,7 @@ def _check(n, n_arms, n_a0, k, k_prime, gamma):
     L = float(np.log(n * n_arms))
     if np.any(k > n_a0 - np.sqrt(n_a0 * L / 2)):
         raise ValueError("Theorem A.10 assumes Lemma A.1's condition k <= N(a0) - sqrt(N(a0) ln(Nm) / 2), which fails")
-    gamma = np.asarray(gamma, dtype=float)
+    gamma = as_array(gamma, "gamma").astype(float)
     if not np.all(np.isfinite(gamma)) or np.any(gamma <= 0):
         raise ValueError(f"gamma must be finite and > 0, got {gamma}")
     return n_a0, k, k_prime, gamma, L

@@ -39,6 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_generator, check_bool, check_choice, check_instance, check_int, check_positive, check_real, check_real_array,
+)
 from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
 from bandit_unlearning.mab.mechanisms import exact_sensitivity
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_delta, check_epsilon, gaussian_delta
@@ -46,16 +49,9 @@ from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_de
 
 def make_rng(rng) -> np.random.Generator:
     """A numpy Generator as is; ``None``: fresh OS entropy; an int >= 0: an explicit, reproducible seed
-    (key material: whoever knows it can subtract the noise)."""
-    if rng is None:
-        return np.random.default_rng()
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        if rng < 0:
-            raise ValueError(f"rng as a seed must be an integer >= 0, got {rng}")
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"rng must be a numpy Generator, None or an int seed >= 0, got {type(rng).__name__}")
+    (key material: whoever knows it can subtract the noise).  The package's one rule:
+    ``checks.as_generator``."""
+    return as_generator(rng, "rng")
 
 
 def gdp_budget(epsilon, delta) -> float:
@@ -68,15 +64,13 @@ def gdp_budget(epsilon, delta) -> float:
 
 def gdp_delta(mu, epsilon) -> float:
     """``delta_mu(epsilon)``: the exact privacy profile of a mu-GDP pair (Gaussian noise 1, shift mu)."""
-    mu = float(mu)
-    if not np.isfinite(mu) or mu < 0:
-        raise ValueError(f"mu must be finite and >= 0, got {mu}")
+    mu = check_real(mu, "mu", 0)
     return 0.0 if mu == 0 else float(gaussian_delta(1.0, mu, check_epsilon(epsilon)))
 
 
 def request_mus(release_mus) -> np.ndarray:
     """``mu_{j:t} = sqrt(sum_{s >= j} mu_s^2)`` for every request ``j`` (release ``s`` follows request ``s``)."""
-    mus = np.asarray(release_mus, dtype=float)
+    mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
     return np.sqrt(np.cumsum((mus ** 2)[::-1])[::-1])
 
 
@@ -85,13 +79,15 @@ def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
 
     Every request's composed ``mu_{j:t}`` must stay within the budget; the oldest request's is the
     largest, and a new request's own window starts with this release."""
-    mus = np.append(np.asarray(release_mus, dtype=float), float(mu_new))
-    return bool(request_mus(mus)[0] <= mu_budget)
+    mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
+    mus = np.append(mus, check_real(mu_new, "mu_new", 0))
+    return bool(request_mus(mus)[0] <= check_real(mu_budget, "mu_budget", 0))
 
 
 def release_shift(pub_counts, pending_counts, log_term: float, sigma: float) -> float:
     """Whitened shift ``mu_s`` of a release: the L2 norm over the arms with pending rows of the exact
     sensitivity (removing ``pending_counts[a]`` of ``pub_counts[a]`` rows), divided by ``sigma``."""
+    sigma = check_positive(sigma, "sigma")
     pub, pend = np.asarray(pub_counts), np.asarray(pending_counts)
     arms = np.flatnonzero(pend > 0)
     if arms.size == 0:
@@ -105,12 +101,9 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     """How many consecutive requests of ``k`` rows on the served arm (``n_arm`` rows) the adaptive model
     keeps pending before the accountant forces a rollback: the largest ``c`` with
     ``sum_{j=1..c} (Delta(n_arm, j k) / sigma)^2 <= mu_budget^2``."""
-    n_arm, k, max_requests = int(n_arm), int(k), int(max_requests)
-    if n_arm < 1 or not 1 <= k <= n_arm:
-        raise ValueError(f"need n_arm >= 1 and 1 <= k <= n_arm, got n_arm={n_arm}, k={k}")
-    sigma = float(sigma)
-    if not np.isfinite(sigma) or sigma <= 0:
-        raise ValueError(f"sigma must be finite and > 0, got {sigma}")
+    n_arm = check_int(n_arm, "n_arm", 1)
+    k, max_requests = check_int(k, "k", 1, n_arm), check_int(max_requests, "max_requests", 0)
+    sigma = check_positive(sigma, "sigma")
     budget = gdp_budget(epsilon, delta)
     spent, count = 0.0, 0
     while count < max_requests and (count + 1) * k <= n_arm:
@@ -131,12 +124,18 @@ class ReleasePlan:
     noised_arms: tuple
     mu: float
 
+    def __post_init__(self):
+        check_bool(self.noise_request, "noise_request"), check_bool(self.rollback_pending, "rollback_pending")
+        check_instance(self.noised_arms, tuple, "noised_arms")
+        check_real(self.mu, "mu", 0)
+
 
 def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, release_mus, *,
                  log_term: float, sigma: float | None, mu_budget: float | None, method: str,
                  admit=admits) -> ReleasePlan:
     """Plan the release that follows a request (counts are per arm; ``pub_counts`` still holds the
     request's rows).  ``admit`` is the accountant (replaceable, to audit broken ones)."""
+    check_choice(method, "method", METHODS)
     pub = np.asarray(pub_counts, dtype=np.int64)
     pend = np.asarray(pending_counts, dtype=np.int64)
     req = np.asarray(request_counts, dtype=np.int64)
@@ -167,6 +166,9 @@ class DeletionRecord:
     mu_max: float                  # the largest composed mu_{j:t} over all requests so far
     delta_at_target: float         # delta_mu(epsilon) of mu_max (0 for method "rollback")
     policy: object                 # the arm label released
+
+    def __post_init__(self):
+        check_choice(self.method, "method", ("gaussian", "rollback"))
 
 
 def _labels_and_index(arms, labels):
@@ -213,6 +215,8 @@ class LCBModel:
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending, release_mus, log, policy, method, epsilon, delta, sigma, rng):
+        check_choice(method, "method", METHODS)
+        check_instance(rng, np.random.Generator, "rng")
         self._labels = tuple(labels)
         self._tau, self._n_fit = float(tau), int(n_fit)
         self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
@@ -255,8 +259,7 @@ class LCBModel:
         """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).  ``tau`` defaults to ``1/N``
         and is fixed for the model's life.  ``method="adaptive"`` needs the target ``epsilon``,
         ``delta`` and the noise scale ``sigma`` on scores (fixed at fit)."""
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        check_choice(method, "method", METHODS)
         labels, idx = _labels_and_index(arms, labels)
         rewards = np.asarray(rewards, dtype=float)
         if rewards.shape != idx.shape:
@@ -525,7 +528,11 @@ def save_model(model: "LCBModel", path) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``."""
     if not isinstance(model, LCBModel):
         raise TypeError(f"model must be an LCBModel, got {type(model).__name__}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise ValueError(f"path must name a file in an existing folder, got {path!r}")
     arrays = _model_arrays(model)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
@@ -546,7 +553,7 @@ def _open_checked(path, keys, digest_key):
         with np.load(os.fspath(path), allow_pickle=False) as z:
             arrays = {k: z[k] for k in keys}
             stored = bytes(z[digest_key]).decode()
-    except (zipfile.BadZipFile, KeyError, EOFError) as err:
+    except (zipfile.BadZipFile, KeyError, EOFError, ValueError) as err:   # ValueError: not an .npz at all
         raise ValueError(f"{path}: not a readable model file ({err})") from None
     if _digest(arrays, keys) != stored:
         raise ValueError(f"{path}: checksum mismatch in {digest_key[:-7]} (corrupted or altered file)")
@@ -588,6 +595,10 @@ def load_model(path, rng=None) -> "LCBModel":
                     rng=rng)
 
 
-LCBModel.save = lambda self, path: save_model(self, path)
-LCBModel.save.__doc__ = save_model.__doc__
+def _save(self, path) -> None:
+    save_model(self, path)
+
+
+_save.__name__, _save.__qualname__, _save.__doc__ = "save", "LCBModel.save", save_model.__doc__
+LCBModel.save = _save
 LCBModel.load = staticmethod(load_model)

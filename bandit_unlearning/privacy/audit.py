@@ -12,6 +12,7 @@
 
 __all__ = [
     "DISTRIBUTION_ATOL",
+    "MAX_EVENT_ENTRIES",
     "check_distributions",
     "hockey_stick_delta",
     "hockey_stick_epsilon",
@@ -33,15 +34,19 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
+from bandit_unlearning.checks import (
+    as_array, as_real, check_bool, check_choice, check_int, check_probability, check_real, check_size,
+)
 from bandit_unlearning.privacy.gaussian import check_delta
 
 DISTRIBUTION_ATOL = 1e-9
+MAX_EVENT_ENTRIES = 5_000_000   # events x outcomes of the default event family (``subset_events``)
 
 
 def check_distributions(p, q):
     """Validate two probability vectors over the same finite set (shape ``(..., m)``, summing to 1
     along the last axis within ``DISTRIBUTION_ATOL``; tiny negative rounding is clipped to 0)."""
-    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    p, q = as_array(p, "p").astype(float), as_array(q, "q").astype(float)
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
     if p.ndim < 1 or p.shape[-1] < 1:
@@ -68,10 +73,14 @@ def hockey_stick_delta(p, q, epsilon):
     array ``epsilon`` (>= 0) broadcast.  Returns a float for a single pair and scalar epsilon.
     """
     p, q = check_distributions(p, q)
-    epsilon = np.asarray(epsilon, dtype=float)
+    epsilon = as_array(epsilon, "epsilon").astype(float)
     if not np.all(np.isfinite(epsilon) | (epsilon == np.inf)) or np.any(epsilon < 0) or np.any(np.isnan(epsilon)):
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
-    shape = np.broadcast_shapes(p.shape[:-1], epsilon.shape)
+    try:
+        shape = np.broadcast_shapes(p.shape[:-1], epsilon.shape)
+    except ValueError:
+        raise ValueError(f"epsilon (shape {epsilon.shape}) must broadcast against the leading axes of p and q "
+                         f"{p.shape[:-1]}") from None
     p, q = np.broadcast_to(p, shape + p.shape[-1:]), np.broadcast_to(q, shape + q.shape[-1:])
     with np.errstate(over="ignore"):
         factor = np.broadcast_to(np.exp(epsilon), shape)
@@ -99,9 +108,27 @@ def hockey_stick_epsilon(p, q, delta) -> float:
     return float(optimize.brentq(excess, 0.0, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
+def _binomial_counts(successes, trials, alpha):
+    """Whole numbers ``0 <= successes <= trials`` (``trials >= 1``, arrays broadcast) and ``alpha`` in (0, 1)."""
+    k, n = as_array(successes, "successes"), as_array(trials, "trials")
+    if k.dtype.kind == "b" or n.dtype.kind == "b":
+        raise TypeError("successes and trials must be counts (integers), not booleans")
+    k, n = k.astype(float), n.astype(float)
+    for name, v in (("successes", k), ("trials", n)):
+        if not np.all(np.isfinite(v)) or np.any(np.mod(v, 1) != 0):
+            raise ValueError(f"{name} must hold whole numbers, got {v}")
+    try:
+        np.broadcast_shapes(k.shape, n.shape)
+    except ValueError:
+        raise ValueError(f"successes and trials must broadcast together, got shapes {k.shape} and {n.shape}") from None
+    if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got successes={k}, trials={n}")
+    return k, n, check_probability(alpha, "alpha")
+
+
 def clopper_pearson_lower(successes, trials, alpha):
     """One-sided Clopper-Pearson lower bound: ``P[p < bound] <= alpha`` (0 when there is no success)."""
-    k, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
         bound = stats.beta.ppf(alpha, k, n - k + 1)
     return np.where(k > 0, bound, 0.0)
@@ -112,7 +139,7 @@ def clopper_pearson_upper(successes, trials, alpha):
 
     The upper ``alpha`` quantile of Beta(k + 1, n - k) is ``beta.isf(alpha)``: ``beta.ppf(1 - alpha)`` would
     first round ``1 - alpha`` and miss small alphas in either direction."""
-    k, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
         bound = stats.beta.isf(alpha, k + 1, n - k)
     return np.where(k < n, bound, 1.0)
@@ -125,8 +152,15 @@ class ThresholdEvent:
     threshold: float
     above: bool = True
 
+    def __post_init__(self):
+        threshold = as_real(self.threshold, "threshold")
+        if np.isnan(threshold):
+            raise ValueError("threshold must be a number, got nan")
+        object.__setattr__(self, "threshold", threshold)
+        object.__setattr__(self, "above", check_bool(self.above, "above"))
+
     def __call__(self, outcomes):
-        outcomes = np.asarray(outcomes, dtype=float)
+        outcomes = as_array(outcomes, "outcomes").astype(float)
         return outcomes > self.threshold if self.above else outcomes <= self.threshold
 
     def __str__(self) -> str:
@@ -135,8 +169,10 @@ class ThresholdEvent:
 
 def threshold_events(thresholds) -> list:
     """``{y > t}`` and ``{y <= t}`` for every ``t`` (to be fixed before looking at the samples)."""
-    return [ThresholdEvent(float(t), above) for t in np.asarray(thresholds, dtype=float).ravel()
-            for above in (True, False)]
+    thresholds = as_array(thresholds, "thresholds").astype(float).ravel()
+    if np.any(np.isnan(thresholds)):
+        raise ValueError("thresholds must be numbers (no nan)")
+    return [ThresholdEvent(float(t), above) for t in thresholds for above in (True, False)]
 
 
 @dataclass(frozen=True)
@@ -163,6 +199,19 @@ class AuditResult:
     q_upper: float
     n_hypotheses: int
 
+    def __post_init__(self):
+        check_real(self.epsilon_lower, "epsilon_lower", 0, allow_inf=True)
+        check_delta(self.delta)
+        check_probability(self.confidence, "confidence")
+        check_choice(self.direction, "direction", ("a>b", "b>a"))
+        for name in ("count_a", "count_b", "n_a", "n_b", "n_hypotheses"):
+            check_int(getattr(self, name), name, 0)
+        if self.count_a > self.n_a or self.count_b > self.n_b:
+            raise ValueError(f"counts must not exceed the sample sizes, got {self.count_a}/{self.n_a} and "
+                             f"{self.count_b}/{self.n_b}")
+        for name in ("p_lower", "q_upper"):
+            check_real(getattr(self, name), name, 0, 1)
+
 
 def _is_integer_array(x: np.ndarray) -> bool:
     return np.issubdtype(x.dtype, np.integer) or (
@@ -171,9 +220,14 @@ def _is_integer_array(x: np.ndarray) -> bool:
 
 def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
     """The default event family for outputs in ``range(n_outcomes)``: every non-empty proper subset
-    if ``n_outcomes <= max_subset_outcomes``, else every singleton and its complement (tuples)."""
+    if ``n_outcomes <= max_subset_outcomes``, else every singleton and its complement (tuples).
+    Refused (ValueError) when events x outcomes would exceed ``MAX_EVENT_ENTRIES``."""
+    n_outcomes = check_int(n_outcomes, "n_outcomes", 0)
+    max_subset_outcomes = check_int(max_subset_outcomes, "max_subset_outcomes", 0)
     if n_outcomes < 2:
         return []
+    n_events = 2**n_outcomes - 2 if n_outcomes <= max_subset_outcomes else 2 * n_outcomes
+    check_size(n_events * n_outcomes, MAX_EVENT_ENTRIES, f"the default events over {n_outcomes} outcomes")
     outcomes = range(n_outcomes)
     if n_outcomes <= max_subset_outcomes:
         return [s for r in range(1, n_outcomes) for s in itertools.combinations(outcomes, r)]
@@ -194,20 +248,22 @@ def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, ev
     callables mapping an array of outputs to a boolean array (e.g. ``threshold_events``).
     """
     delta = check_delta(delta)
-    confidence = float(confidence)
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    confidence = check_probability(confidence, "confidence")
+    max_subset_outcomes = check_int(max_subset_outcomes, "max_subset_outcomes", 0)
     a, b = np.asarray(outcomes_a).ravel(), np.asarray(outcomes_b).ravel()
     if a.size == 0 or b.size == 0:
         raise ValueError("outcomes_a and outcomes_b must be non-empty")
     if events is None:
+        if a.dtype.kind not in "iuf" or b.dtype.kind not in "iuf":
+            raise TypeError("events=None needs integer outcomes (arms), got dtypes "
+                            f"{a.dtype} and {b.dtype}; for other outputs pass events")
         if not (_is_integer_array(a) and _is_integer_array(b)) or min(a.min(), b.min()) < 0:
             raise ValueError("events=None needs non-negative integer outcomes (arms); for real outputs "
                              "pass events, e.g. threshold_events(thresholds)")
         seen = int(max(a.max(), b.max())) + 1
         if n_outcomes is None:
             n_outcomes = seen
-        elif n_outcomes < seen:
+        elif check_int(n_outcomes, "n_outcomes", 0) < seen:
             raise ValueError(f"n_outcomes = {n_outcomes} but an outcome {seen - 1} was observed")
         events = subset_events(int(n_outcomes), max_subset_outcomes)
         masks = np.zeros((len(events), int(n_outcomes)))
@@ -216,7 +272,12 @@ def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, ev
         count_a = masks @ np.bincount(a.astype(np.int64), minlength=int(n_outcomes))
         count_b = masks @ np.bincount(b.astype(np.int64), minlength=int(n_outcomes))
     else:
+        if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
+            raise TypeError(f"events must be a list of events, got {type(events).__name__}")
         events = list(events)
+        for e in events:
+            if not callable(e) and (isinstance(e, (str, bytes)) or not hasattr(e, "__iter__")):
+                raise TypeError(f"each event must be a collection of outcomes or a callable, got {e!r}")
         member = lambda e, x: np.asarray(e(x), dtype=bool) if callable(e) else np.isin(x, list(e))
         count_a = np.array([member(e, a).sum() for e in events], dtype=float)
         count_b = np.array([member(e, b).sum() for e in events], dtype=float)

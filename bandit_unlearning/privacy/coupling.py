@@ -19,24 +19,30 @@ __all__ = [
 import numpy as np
 from scipy.special import erf
 
+from bandit_unlearning.checks import as_array, as_generator, check_positive, check_real
+
 
 def check_sigma(sigma: float) -> float:
     """Validate a noise scale: a finite number ``>= 0`` (``0`` means no noise)."""
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)):
-        raise TypeError(f"sigma must be a real number, got {type(sigma).__name__}")
-    sigma = float(sigma)
-    if not np.isfinite(sigma) or sigma < 0:
-        raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
-    return sigma
+    return check_real(sigma, "sigma", 0)
 
 
 def _as_points(x, name: str) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
+    x = as_array(x, name).astype(float)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"{name} must have shape (..., d) with d >= 1, got {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} must be finite")
     return x
+
+
+def _common_shape(**points) -> tuple:
+    """The broadcast shape of the points, or a ValueError naming them."""
+    try:
+        return np.broadcast_shapes(*(p.shape for p in points.values()))
+    except ValueError:
+        shapes = ", ".join(f"{name} {p.shape}" for name, p in points.items())
+        raise ValueError(f"{' and '.join(points)} must broadcast together, got shapes {shapes}") from None
 
 
 def tv_gaussians(mu1, mu2, sigma: float):
@@ -47,6 +53,7 @@ def tv_gaussians(mu1, mu2, sigma: float):
     """
     sigma = check_sigma(sigma)
     mu1, mu2 = _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
+    _common_shape(mu1=mu1, mu2=mu2)
     dist = np.linalg.norm(mu2 - mu1, axis=-1)
     if sigma == 0:
         tv = (dist > 0).astype(float)
@@ -57,7 +64,9 @@ def tv_gaussians(mu1, mu2, sigma: float):
 
 def coupling_log_ratio(x, mu1, mu2, sigma: float):
     """``log phi(x; mu2, sigma^2 I) - log phi(x; mu1, sigma^2 I)`` (shape ``(...)``); sigma > 0."""
-    x, mu1, mu2 = np.asarray(x, float), np.asarray(mu1, float), np.asarray(mu2, float)
+    sigma = check_positive(sigma, "sigma")
+    x, mu1, mu2 = _as_points(x, "x"), _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
+    _common_shape(x=x, mu1=mu1, mu2=mu2)
     xi, xi2 = x - mu1, x - mu2
     return (np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)) / (2 * sigma**2)
 
@@ -71,11 +80,13 @@ def reflection_coupling(x, mu1, mu2, sigma: float, rng: np.random.Generator):
     Returns ``(y, kept)``: ``y ~ N(mu2, sigma^2 I)`` exactly, ``kept`` a boolean array of shape
     ``(...)`` (a bool for a single point), and ``P[y != x] = TV`` (the coupling is maximal).
     One uniform per point is drawn from ``rng``.  With ``sigma = 0`` (point masses, ``x = mu1``)
-    the point is kept iff ``mu1 == mu2`` and otherwise mapped to ``mu2``.
+    the point is kept iff ``mu1 == mu2`` and otherwise mapped to ``mu2``.  ``rng``: a Generator,
+    None (fresh OS entropy) or an int seed.
     """
     sigma = check_sigma(sigma)
     x, mu1, mu2 = _as_points(x, "x"), _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
-    shape = np.broadcast_shapes(x.shape, mu1.shape, mu2.shape)
+    shape = _common_shape(x=x, mu1=mu1, mu2=mu2)
+    rng = as_generator(rng)
     u = rng.random(shape[:-1])
     if sigma == 0:
         kept = np.all(mu1 == mu2, axis=-1) & np.ones(shape[:-1], dtype=bool)

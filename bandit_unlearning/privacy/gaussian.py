@@ -31,13 +31,12 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from bandit_unlearning.checks import as_array, as_real
+
 
 def check_epsilon(epsilon) -> float:
     """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float."""
-    try:
-        value = float(epsilon)
-    except (TypeError, ValueError):
-        raise TypeError(f"epsilon must be a real number, got {epsilon!r}") from None
+    value = as_real(epsilon, "epsilon")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     return value
@@ -45,10 +44,7 @@ def check_epsilon(epsilon) -> float:
 
 def check_delta(delta) -> float:
     """Validate a privacy parameter delta: a number in the open interval (0, 1)."""
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise TypeError(f"delta must be a real number, got {delta!r}") from None
+    value = as_real(delta, "delta")
     if not 0 < value < 1:
         raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
     return value
@@ -56,10 +52,7 @@ def check_delta(delta) -> float:
 
 def check_sensitivity(sensitivity) -> float:
     """Validate a sensitivity: a finite number >= 0 (0 means the query never changes)."""
-    try:
-        value = float(sensitivity)
-    except (TypeError, ValueError):
-        raise TypeError(f"sensitivity must be a real number, got {sensitivity!r}") from None
+    value = as_real(sensitivity, "sensitivity")
     if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"sensitivity must be a finite number >= 0, got {sensitivity!r}")
     return value
@@ -167,13 +160,17 @@ def gaussian_delta(sigma, sensitivity, epsilon):
     everywhere: its limits (0 when sigma/D or epsilon is huge, 1 when sigma/D is 0) come out as such.
     """
     sensitivity = check_sensitivity(sensitivity)
-    sigma = np.asarray(sigma, dtype=float)
-    epsilon = np.asarray(epsilon, dtype=float)
+    sigma = as_array(sigma, "sigma").astype(float)
+    epsilon = as_array(epsilon, "epsilon").astype(float)
     if not np.all(np.isfinite(sigma)) or np.any(sigma < 0):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
     if not np.all(np.isfinite(epsilon)) or np.any(epsilon < 0):
         raise ValueError(f"epsilon must be finite and >= 0 in a privacy profile, got {epsilon}")
-    shape = np.broadcast_shapes(sigma.shape, epsilon.shape)
+    try:
+        shape = np.broadcast_shapes(sigma.shape, epsilon.shape)
+    except ValueError:
+        raise ValueError(f"sigma and epsilon must broadcast together, got shapes {sigma.shape} and "
+                         f"{epsilon.shape}") from None
     if sensitivity == 0:
         out = np.zeros(shape)
     else:
@@ -264,7 +261,7 @@ def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     sensitivity is 0.
     """
     sensitivity, delta = check_sensitivity(sensitivity), check_delta(delta)
-    sigma = float(sigma)
+    sigma = as_real(sigma, "sigma")
     if not (math.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
     if sensitivity == 0:

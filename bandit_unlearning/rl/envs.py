@@ -19,6 +19,7 @@ __all__ = [
 
 import numpy as np
 
+from bandit_unlearning.checks import as_generator, check_bool, check_int, check_int_array, check_real
 from bandit_unlearning.rl.mdp import TabularMDP
 
 
@@ -29,10 +30,8 @@ def riverswim(horizon: int = 20, n_states: int = 6, initial_state: int = 0) -> T
     0.6, back 0.05 in the middle; forward 0.6 / stay 0.4 at the left bank; stay 0.6 / back 0.4 at the
     right bank).  Rewards 5/1000 for left at state 0 and 1 for right at the last state.
     """
-    if n_states < 2:
-        raise ValueError(f"n_states must be >= 2, got {n_states}")
-    if not 0 <= initial_state < n_states:
-        raise ValueError(f"initial_state must lie in [0, {n_states}), got {initial_state}")
+    horizon, n_states = check_int(horizon, "horizon", 1), check_int(n_states, "n_states", 2)
+    initial_state = check_int(initial_state, "initial_state", 0, n_states - 1)
     S, last = n_states, n_states - 1
     P = np.zeros((S, 2, S))
     for s in range(S):
@@ -60,6 +59,8 @@ MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))   # up, right, down, left
 
 def gridworld_cells(layout=GRIDWORLD_5X5) -> list:
     """``(row, col)`` of every state of ``layout`` (non-wall cells, row-major order)."""
+    if isinstance(layout, str) or not hasattr(layout, "__iter__") or not all(isinstance(line, str) for line in layout):
+        raise TypeError(f"layout must be a sequence of strings (one per row), got {layout!r}")
     rows = [str(line) for line in layout]
     if not rows or len({len(line) for line in rows}) != 1:
         raise ValueError("layout must be a non-empty list of equal-length strings")
@@ -76,8 +77,8 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     ``G`` is absorbing and pays 1 per step spent there; episodes start at ``S``.  The default layout
     is 5x5 with two walls (23 states).
     """
-    if not 0 <= slip <= 1:
-        raise ValueError(f"slip must lie in [0, 1], got {slip}")
+    horizon = check_int(horizon, "horizon", 1)
+    slip = check_real(slip, "slip", 0, 1)
     cells = gridworld_cells(layout)
     index = {c: i for i, c in enumerate(cells)}
     rows = [str(line) for line in layout]
@@ -101,11 +102,13 @@ def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.
            homogeneous: bool = True) -> TabularMDP:
     """A Garnet random MDP G(S, A, b): each (s, a) (and step, if not homogeneous) has ``branching``
     distinct random successors with probabilities from a uniform random partition of [0, 1];
-    rewards uniform on [0, 1]; initial state 0."""
-    if not 1 <= branching <= n_states:
-        raise ValueError(f"branching must lie in [1, n_states={n_states}], got {branching}")
-    if n_actions < 1:
-        raise ValueError(f"n_actions must be >= 1, got {n_actions}")
+    rewards uniform on [0, 1]; initial state 0.  ``rng``: a Generator, None (fresh OS entropy) or an
+    int seed.  Every argument is checked before anything is drawn."""
+    n_states, n_actions = check_int(n_states, "n_states", 1), check_int(n_actions, "n_actions", 1)
+    branching = check_int(branching, "branching", 1, n_states)
+    horizon = check_int(horizon, "horizon", 1)
+    homogeneous = check_bool(homogeneous, "homogeneous")
+    rng = as_generator(rng)
     lead = () if homogeneous else (horizon,)
     shape = lead + (n_states, n_actions)
     succ = np.argsort(rng.random(shape + (n_states,)), axis=-1)[..., :branching]
@@ -126,18 +129,23 @@ def independent_bandits(n_bandits: int, n_actions: int, horizon: int, gap: float
     and ``2n + i`` the "bad" absorbing state of bandit ``i`` (so ``S = 3n``).  From initial state
     ``i`` action ``a`` leads to the good state with probability ``1/2 + gap * [a == best_actions[i]]``;
     the good state pays 1 per step.  ``V* = (H-1)(1/2 + gap)``; a wrong first action costs
-    ``(H-1) gap``.  ``best_actions`` defaults to uniform random draws from ``rng`` (or 0 without one).
+    ``(H-1) gap``.  ``best_actions`` defaults to uniform random draws from ``rng`` (a Generator, None --
+    fresh OS entropy -- or an int seed).
     """
-    if n_bandits < 1 or n_actions < 1:
-        raise ValueError("n_bandits and n_actions must be >= 1")
+    n_bandits, n_actions = check_int(n_bandits, "n_bandits", 1), check_int(n_actions, "n_actions", 1)
+    horizon = check_int(horizon, "horizon", 1)
     if horizon < 2:
         raise ValueError(f"horizon must be >= 2 (one step to choose, one to be paid), got {horizon}")
+    gap = check_real(gap, "gap")
     if not 0 <= gap <= 0.5:
         raise ValueError(f"gap must lie in [0, 1/2], got {gap}")
     n = n_bandits
     if best_actions is None:
-        best_actions = rng.integers(0, n_actions, size=n) if rng is not None else np.zeros(n, dtype=int)
-    best_actions = np.asarray(best_actions)
+        best_actions = as_generator(rng).integers(0, n_actions, size=n)
+    else:
+        if rng is not None:
+            as_generator(rng)                       # refuses a wrong type even when it is not needed
+        best_actions = check_int_array(best_actions, "best_actions")
     if best_actions.shape != (n,) or np.any((best_actions < 0) | (best_actions >= n_actions)):
         raise ValueError(f"best_actions must be {n} actions in [0, {n_actions})")
     S = 3 * n

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, as_real, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
 
@@ -53,15 +54,29 @@ class ImportedMDP:
     reward_high: float
     terminal_state: int | None
 
+    def __post_init__(self):
+        check_instance(self.mdp, TabularMDP, "mdp")
+        low, high = as_real(self.reward_low, "reward_low"), as_real(self.reward_high, "reward_high")
+        if not (np.isfinite(low) and np.isfinite(high) and low <= high):
+            raise ValueError(f"reward_low and reward_high must be finite with low <= high, got {low}, {high}")
+        if self.terminal_state is not None:
+            check_int(self.terminal_state, "terminal_state", 0, self.mdp.S - 1)
+
     def raw_value(self, value):
         """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale."""
         span = self.reward_high - self.reward_low
-        return np.asarray(value) * span + self.mdp.H * self.reward_low
+        return as_array(value, "value") * span + self.mdp.H * self.reward_low
 
 
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
     (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""
+    horizon = check_int(horizon, "horizon", 1)
+    if name is not None:
+        check_instance(name, str, "name")
+    for attr in ("observation_space", "action_space", "unwrapped"):
+        if not hasattr(env, attr):
+            raise TypeError(f"env must be a Gymnasium environment (with {attr}), got {type(env).__name__}")
     S = _discrete_size(env.observation_space, "observation_space")
     A = _discrete_size(env.action_space, "action_space")
     base = env.unwrapped

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_bool, check_instance, check_int
+
 ROW_SUM_TOL = 1e-9
 
 
@@ -34,14 +36,13 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def check_distribution_rows(p: np.ndarray, name: str) -> None:
-    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution."""
+    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution
+    (``TypeError`` if ``p`` is not an array of numbers)."""
+    check_instance(name, str, "name")
+    p = as_array(p, name)
+    if p.ndim < 1 or p.shape[-1] < 1:
+        raise ValueError(f"{name} must have shape (..., n) with n >= 1, got {p.shape}")
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{name} must be finite")
     if np.any(p < 0):
@@ -72,10 +73,11 @@ class TabularMDP:
     homogeneous_rewards: bool = field(init=False)
 
     def __post_init__(self):
-        H = _check_int(self.horizon, "horizon H", 1)
-        P = np.asarray(self.transitions, dtype=float)
-        r = np.asarray(self.rewards, dtype=float)
-        rho = np.asarray(self.initial, dtype=float)
+        H = check_int(self.horizon, "horizon H", 1)
+        check_instance(self.name, str, "name")
+        P = as_array(self.transitions, "transitions").astype(float)
+        r = as_array(self.rewards, "rewards").astype(float)
+        rho = as_array(self.initial, "initial").astype(float)
         if P.ndim not in (3, 4) or P.shape[-1] != P.shape[-3] or P.shape[-1] < 1 or P.shape[-2] < 1:
             raise ValueError(f"transitions must have shape [H, S, A, S] or [S, A, S], got {P.shape}")
         if P.ndim == 4 and P.shape[0] != H:
@@ -134,6 +136,14 @@ class Plan:
     V: np.ndarray
     policy: np.ndarray
 
+    def __post_init__(self):
+        Q, V, policy = as_array(self.Q, "Q"), as_array(self.V, "V"), as_array(self.policy, "policy")
+        if Q.ndim != 3 or V.shape != (Q.shape[0] + 1, Q.shape[1]) or policy.shape != Q.shape[:2]:
+            raise ValueError(f"a plan needs Q [H, S, A], V [H+1, S] and policy [H, S], got shapes {Q.shape}, "
+                             f"{V.shape}, {policy.shape}")
+        if policy.size and policy.dtype.kind not in "iu":
+            raise TypeError(f"policy must hold integer actions, got dtype {policy.dtype}")
+
 
 def value_iteration(mdp: TabularMDP) -> Plan:
     """Backward induction: ``Q*_h = r_h + P_h V*_{h+1}``, ``V*_h = max_a Q*_h``, ``V*_H = 0``.
@@ -141,6 +151,7 @@ def value_iteration(mdp: TabularMDP) -> Plan:
     One ``[S*A, S] @ [S]`` product per step; the optimal policy is the greedy one (ties -> lowest
     action).
     """
+    check_instance(mdp, TabularMDP, "mdp")
     H, S, A = mdp.H, mdp.S, mdp.A
     P, r = mdp.flat_transitions, mdp.rewards.reshape(H, S * A)
     Q = np.empty((H, S, A))
@@ -153,7 +164,11 @@ def value_iteration(mdp: TabularMDP) -> Plan:
 
 def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
     """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices."""
-    pi = np.asarray(policy)
+    check_instance(mdp, TabularMDP, "mdp")
+    batch = check_bool(batch, "batch")
+    pi = as_array(policy, "policy")
+    if pi.dtype == bool:
+        raise TypeError("policy entries must be integer action indices, not booleans")
     shape = (mdp.H, mdp.S)
     if (pi.shape[-2:] != shape) or pi.ndim != (3 if batch else 2):
         want = f"[B, {mdp.H}, {mdp.S}]" if batch else f"[{mdp.H}, {mdp.S}]"
@@ -186,6 +201,7 @@ def evaluate_policy(mdp: TabularMDP, policy) -> Plan:
 
 def optimal_value(mdp: TabularMDP) -> float:
     """``E_{s ~ initial} V*_0(s)``."""
+    check_instance(mdp, TabularMDP, "mdp")
     return float(mdp.initial @ value_iteration(mdp).V[0])
 
 
@@ -196,6 +212,7 @@ def policy_values(mdp: TabularMDP, policies, chunk: int = 2048) -> np.ndarray:
     ``[S*A, S] @ [S, chunk]`` product per step.
     """
     pis = check_policy(mdp, policies, batch=True)
+    chunk = check_int(chunk, "chunk", 1)
     if pis.shape[0] == 0:
         return np.zeros(0)
     H, S, A = mdp.H, mdp.S, mdp.A
@@ -220,4 +237,5 @@ def regret(mdp: TabularMDP, policies) -> np.ndarray:
     ``regret(...).cumsum()`` is the expected regret curve ``R(t)`` (expectation over the initial
     state and the environment, given the policies).
     """
+    check_policy(mdp, policies, batch=True)
     return optimal_value(mdp) - policy_values(mdp, policies)

@@ -29,15 +29,15 @@ from functools import cached_property
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, check_bool, check_choice, check_instance, check_int, check_real, check_real_array,
+)
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 from bandit_unlearning.rl.users import Trajectory, _check_noise, _rollout_lists, check_seed, check_users
 
 
 def _check_dims(S, A, H):
-    for name, v in (("S", S), ("A", A), ("H", H)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    return int(S), int(A), int(H)
+    return tuple(check_int(v, name, 1) for name, v in (("S", S), ("A", A), ("H", H)))
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class StatsLayout:
 
     @classmethod
     def of(cls, mdp: TabularMDP) -> "StatsLayout":
+        check_instance(mdp, TabularMDP, "mdp")
         return cls(mdp.S, mdp.A, mdp.H)
 
     @property
@@ -80,7 +81,7 @@ class StatsLayout:
 
     def unpack(self, u):
         """Views ``(N [..., H, S, A], R [..., H, S, A], Nsas [..., H, S, A, S])`` of ``u [..., d]``."""
-        u = np.asarray(u, dtype=float)
+        u = as_array(u, "u").astype(float, copy=False)
         if u.ndim < 1 or u.shape[-1] != self.d:
             raise ValueError(f"statistics must have last dimension d = {self.d}, got shape {u.shape}")
         lead, H, S, A = u.shape[:-1], self.H, self.S, self.A
@@ -89,7 +90,7 @@ class StatsLayout:
 
     def pack(self, N, R, Nsas) -> np.ndarray:
         """Inverse of ``unpack``: ``[..., d]`` from ``N, R [..., H, S, A]`` and ``Nsas [..., H, S, A, S]``."""
-        N, R, Nsas = (np.asarray(x, dtype=float) for x in (N, R, Nsas))
+        N, R, Nsas = (as_array(x, name).astype(float) for x, name in ((N, "N"), (R, "R"), (Nsas, "Nsas")))
         hsa = (self.H, self.S, self.A)
         if N.shape[-3:] != hsa or R.shape != N.shape or Nsas.shape != N.shape + (self.S,):
             raise ValueError(f"N, R must have shape [..., {self.H}, {self.S}, {self.A}] and Nsas [..., {self.H}, "
@@ -100,6 +101,7 @@ class StatsLayout:
     def sparse(self, traj: Trajectory):
         """Statistics of episodes ``traj`` (any leading axes) as ``(indices [..., 3H], values [..., 3H])``:
         visits (value 1), rewards (value ``r_h``), transitions (value 1); distinct indices."""
+        check_instance(traj, Trajectory, "traj")
         st, ac = np.asarray(traj.states), np.asarray(traj.actions)
         rw = np.asarray(traj.rewards, dtype=float)
         if st.shape[-1] != self.H + 1 or ac.shape[-1] != self.H or rw.shape != ac.shape or st.shape[:-1] != ac.shape[:-1]:
@@ -113,20 +115,27 @@ class StatsLayout:
 
     def densify(self, indices, values) -> np.ndarray:
         """Dense ``[..., d]`` vectors from sparse ``(indices [..., n], values [..., n])`` (repeats add)."""
-        indices, values = np.asarray(indices), np.asarray(values, dtype=float)
-        if indices.shape != values.shape or indices.ndim < 1:
-            raise ValueError("indices and values must have the same shape [..., n]")
-        if indices.size and (not np.issubdtype(indices.dtype, np.integer) or indices.min() < 0 or indices.max() >= self.d):
-            raise ValueError(f"indices must be integers in [0, {self.d})")
+        indices, values = self._check_sparse(indices, values)
         lead = indices.shape[:-1]
         rows = int(np.prod(lead, dtype=np.int64))
         out = np.zeros((rows, self.d))
         np.add.at(out, (np.arange(rows)[:, None], indices.reshape(rows, -1)), values.reshape(rows, -1))
         return out.reshape(lead + (self.d,))
 
+    def _check_sparse(self, indices, values):
+        """Integer indices in ``[0, d)`` and finite values of one shape ``[..., n]``."""
+        indices, values = as_array(indices, "indices"), check_real_array(values, "values")
+        if indices.shape != values.shape or indices.ndim < 1:
+            raise ValueError("indices and values must have the same shape [..., n]")
+        if indices.size and not np.issubdtype(indices.dtype, np.integer):
+            raise TypeError(f"indices must be integers in [0, {self.d}), got dtype {indices.dtype}")
+        if indices.size and (indices.min() < 0 or indices.max() >= self.d):
+            raise ValueError(f"indices must be integers in [0, {self.d})")
+        return indices, values
+
     def accumulate(self, indices, values) -> np.ndarray:
         """``sum_t x_t`` (one ``[d]`` vector) of the sparse statistics of many episodes."""
-        indices, values = np.asarray(indices), np.asarray(values, dtype=float)
+        indices, values = self._check_sparse(indices, values)
         return np.bincount(indices.ravel(), weights=values.ravel(), minlength=self.d)
 
     def dense(self, traj: Trajectory) -> np.ndarray:
@@ -137,8 +146,7 @@ def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
     """L2 sensitivity ``B`` of one episode's statistics (erratum E8): ``sqrt(3H)`` against the zero
     dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users."""
     _check_dims(1, 1, H)
-    if dummy not in ("zero", "any"):
-        raise ValueError(f"dummy must be 'zero' or 'any', got {dummy!r}")
+    check_choice(dummy, "dummy", ("zero", "any"))
     return float(np.sqrt((3 if dummy == "zero" else 6) * H))
 
 
@@ -173,20 +181,16 @@ class UCBVIConfig:
 
     def __post_init__(self):
         _check_dims(self.S, self.A, self.H)
-        if isinstance(self.T, bool) or not isinstance(self.T, (int, np.integer)) or self.T < 1:
-            raise ValueError(f"T must be an integer >= 1, got {self.T!r}")
-        if not 0 < self.delta < 1:
-            raise ValueError(f"delta must lie in (0, 1), got {self.delta}")
-        if not (np.isfinite(self.sigma) and self.sigma >= 0):
-            raise ValueError(f"sigma must be finite and >= 0, got {self.sigma}")
-        if not (np.isfinite(self.bonus_scale) and self.bonus_scale >= 0):
-            raise ValueError(f"bonus_scale must be finite and >= 0, got {self.bonus_scale}")
-        if not isinstance(self.stabilize, bool):
-            raise ValueError(f"stabilize must be True or False, got {self.stabilize!r}")
+        check_int(self.T, "T", 1)
+        check_real(self.delta, "delta", 0, 1, low_open=True, high_open=True)
+        check_real(self.sigma, "sigma", 0)
+        check_real(self.bonus_scale, "bonus_scale", 0)
+        check_bool(self.stabilize, "stabilize")
 
     @classmethod
     def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
         """The config for ``mdp``'s ``S, A, H``."""
+        check_instance(mdp, TabularMDP, "mdp")
         return cls(mdp.S, mdp.A, mdp.H, T, **kwargs)
 
     @property
@@ -194,7 +198,8 @@ class UCBVIConfig:
         return StatsLayout(self.S, self.A, self.H)
 
     def eps_app(self, delta: float) -> float:
-        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4)."""
+        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
+        delta = check_real(delta, "delta", 0, 1, low_open=True)
         S, A, H, T = self.S, self.A, self.H, self.T
         d = S * S * A * H + 2 * S * A * H
         return float(self.sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / delta))))
@@ -211,7 +216,7 @@ class UCBVIConfig:
 
     def bonus(self, n) -> np.ndarray:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale``; meaningful for ``n > eps_unexplored``."""
-        n = np.asarray(n, dtype=float)
+        n = as_array(n, "n").astype(float)
         eps, H = self.eps_unexplored, self.H
         b = (H + 1) * np.sqrt(self.log_term / (2 * (n - eps)))
         if eps > 0:
@@ -229,6 +234,14 @@ class OptimisticPlan:
     V: np.ndarray
     explored: np.ndarray
 
+    def __post_init__(self):
+        Q, V = as_array(self.Q, "Q"), as_array(self.V, "V")
+        policy, explored = as_array(self.policy, "policy"), as_array(self.explored, "explored")
+        if Q.ndim != 3 or V.shape != (Q.shape[0] + 1, Q.shape[1]) or policy.shape != Q.shape[:2] \
+                or explored.shape != Q.shape:
+            raise ValueError(f"an optimistic plan needs policy [H, S], Q and explored [H, S, A] and V [H+1, S], got "
+                             f"shapes {policy.shape}, {Q.shape}, {explored.shape}, {V.shape}")
+
 
 Q_TIE_TOLERANCE = 1e-9
 
@@ -242,6 +255,25 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     ``H - h``); ``P [H, S*A, S]`` the estimated kernels.  ``out = (policy [H, S] int64,
     Q [H, S*A], V [H+1, S])`` are filled in place if given.  Returns ``(policy, Q, V)``.
     """
+    S, A = check_int(S, "S", 1), check_int(A, "A", 1)
+    base = as_array(base, "base")
+    if base.ndim != 2 or base.shape[1] != S * A or np.any(np.isnan(base)):
+        raise ValueError(f"base must have shape [H, S*A] = [H, {S * A}] without nan, got {base.shape}")
+    P = check_real_array(P, "P", shape=(base.shape[0], S * A, S))
+    if out is not None:
+        H = base.shape[0]
+        shapes = ((H, S), (H, S * A), (H + 1, S))
+        if not isinstance(out, tuple) or len(out) != 3 or not all(
+                isinstance(o, np.ndarray) and o.shape == shape and o.flags.writeable for o, shape in zip(out, shapes)):
+            raise ValueError(f"out must be (policy [H, S] int64, Q [H, S*A], V [H+1, S]) writeable arrays, "
+                             f"H = {H}, S = {S}, A = {A}")
+        if out[0].dtype != np.int64 or out[1].dtype != float or out[2].dtype != float:
+            raise TypeError("out must hold an int64 policy and float Q and V")
+    return _value_iteration(base, P, S, A, out)
+
+
+def _value_iteration(base, P, S: int, A: int, out=None):
+    """``optimistic_value_iteration`` without the checks (the hot path of the drivers)."""
     H = base.shape[0]
     if out is None:
         out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
@@ -283,7 +315,7 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
-    u = np.asarray(u, dtype=float)
+    u = as_array(u, "u").astype(float)
     if u.shape != (layout.d,):
         raise ValueError(f"u must have shape ({layout.d},) (d = 2SAH + S^2AH), got {u.shape}")
     if not np.all(np.isfinite(u)):
@@ -291,7 +323,7 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     S, A, H = config.S, config.A, config.H
     N, R, Nsas = layout.unpack(u)
     base, P, explored = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
-    policy, Q, V = optimistic_value_iteration(base, P, S, A)
+    policy, Q, V = _value_iteration(base, P, S, A)
     return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
 
 
@@ -316,6 +348,14 @@ class UCBVIRun:
     seed: int
     optimistic_V0: np.ndarray | None = None
 
+    def __post_init__(self):
+        check_instance(self.config, UCBVIConfig, "config")
+        check_instance(self.trajectories, Trajectory, "trajectories")
+        policies = as_array(self.policies, "policies")
+        if policies.ndim != 3 or policies.shape[1:] != (self.config.H, self.config.S):
+            raise ValueError(f"policies must have shape [T, {self.config.H}, {self.config.S}], got {policies.shape}")
+        check_seed(self.seed)
+
 
 def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float = 0.1,
               bonus_scale: float = 1.0, reward_noise: str = "bernoulli",
@@ -327,8 +367,8 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     (same elementwise formulas as ``plan_from_statistics``), then one optimistic value iteration
     into preallocated arrays.  The policies equal ``plan_from_statistics(u_{t-1}, config)``.
     """
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    check_instance(mdp, TabularMDP, "mdp")
+    record_values = check_bool(record_values, "record_values")
     config = UCBVIConfig.of(mdp, T, delta=delta, bonus_scale=bonus_scale)
     users = check_users(mdp, np.arange(T) if users is None else users)
     if users.shape != (T,):
@@ -343,7 +383,7 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     V0 = np.empty((T, S)) if record_values else None
     hs, user_list = np.arange(H), users.tolist()
     for t in range(T):
-        policy, _, V = optimistic_value_iteration(base, P, S, A, out)
+        policy, _, V = _value_iteration(base, P, S, A, out)
         policies[t] = policy
         if record_values:
             V0[t] = V[0]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_choice, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 
 TRANSITION, REWARD, INITIAL = 0, 1, 2
@@ -43,8 +44,15 @@ _UNIT = 2.0 ** -53
 
 
 def splitmix64(seed: int, index) -> np.ndarray:
-    """Outputs number ``index`` (0-based, array) of SplitMix64 seeded with ``seed``, as uint64."""
-    z = np.asarray(index, dtype=np.uint64)
+    """Outputs number ``index`` (0-based, integers in ``[0, 2**64)``, array) of SplitMix64 seeded with
+    ``seed`` (an integer in ``[0, 2**64)``), as uint64."""
+    seed = check_seed(seed)
+    index = as_array(index, "index")
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"index must hold integers, got dtype {index.dtype}")
+    if index.dtype.kind == "i" and np.any(index < 0):
+        raise ValueError("index must be >= 0 (outputs are numbered from 0)")
+    z = index.astype(np.uint64)
     z = np.uint64(seed) + (z + np.uint64(1)) * np.uint64(_GAMMA)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
@@ -60,21 +68,22 @@ def _splitmix64_uniform(seed: int, index: int) -> float:
 
 
 def check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 64:
-        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
-    return int(seed)
+    """A population seed: an integer in ``[0, 2**64)`` (``bandit_unlearning.checks.check_int``)."""
+    return check_int(seed, "seed", 0, 2**64 - 1)
 
 
 def max_users(mdp: TabularMDP) -> int:
     """Number of distinct user keys (``0 .. max_users-1``) before counters would wrap."""
+    check_instance(mdp, TabularMDP, "mdp")
     return 2 ** 64 // (N_STREAMS * mdp.H * mdp.S * mdp.A)
 
 
 def check_users(mdp: TabularMDP, users) -> np.ndarray:
     """Validate user keys: integers in ``[0, max_users(mdp))``."""
-    u = np.asarray(users)
+    check_instance(mdp, TabularMDP, "mdp")
+    u = as_array(users, "users")
     if u.size and not np.issubdtype(u.dtype, np.integer):
-        raise ValueError(f"users must be integer keys, got dtype {u.dtype}")
+        raise TypeError(f"users must be integer keys, got dtype {u.dtype}")
     u = u.astype(np.int64) if u.size == 0 else u
     if np.any(u < 0) or np.any(u >= max_users(mdp)):
         raise ValueError(f"user keys must lie in [0, {max_users(mdp)})")
@@ -82,10 +91,26 @@ def check_users(mdp: TabularMDP, users) -> np.ndarray:
 
 
 def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.ndarray:
-    """The uniforms in ``[0, 1)`` that ``users`` use at ``(stream, h, s, a)`` (all broadcast)."""
+    """The uniforms in ``[0, 1)`` that ``users`` use at ``(stream, h, s, a)`` (all broadcast).
+
+    ``stream`` must lie in ``[0, N_STREAMS)``, ``h`` in ``[0, H)``, ``s`` in ``[0, S)`` and ``a`` in
+    ``[0, A)``: the counter layout gives every user ``N_STREAMS * H * S * A`` outputs, and a cell outside
+    these ranges would read another user's stream."""
     seed = check_seed(seed)
     u = check_users(mdp, users)
     H, S, A = mdp.H, mdp.S, mdp.A
+    cells = []
+    for name, value, size in (("stream", stream, N_STREAMS), ("h", h, H), ("s", s, S), ("a", a, A)):
+        v = as_array(value, name)
+        if v.size and v.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integers, got dtype {v.dtype}")
+        if np.any(v < 0) or np.any(v >= size):
+            raise ValueError(f"{name} must lie in [0, {size}) (another user's stream lies beyond), got {value!r}")
+        cells.append(v)
+    try:
+        np.broadcast_shapes(u.shape, *(v.shape for v in cells))
+    except ValueError:
+        raise ValueError("users, stream, h, s and a must broadcast together") from None
     idx = ((u * np.uint64(N_STREAMS) + np.asarray(stream, dtype=np.uint64)) * np.uint64(H)
            + np.asarray(h, dtype=np.uint64)) * np.uint64(S)
     idx = (idx + np.asarray(s, dtype=np.uint64)) * np.uint64(A) + np.asarray(a, dtype=np.uint64)
@@ -100,6 +125,16 @@ class Trajectory:
     actions: np.ndarray
     rewards: np.ndarray
 
+    def __post_init__(self):
+        st, ac = as_array(self.states, "states"), as_array(self.actions, "actions")
+        rw = as_array(self.rewards, "rewards")
+        for name, v in (("states", st), ("actions", ac)):
+            if v.size and v.dtype.kind not in "iu":
+                raise TypeError(f"{name} must hold integers, got dtype {v.dtype}")
+        if ac.ndim < 1 or st.shape != ac.shape[:-1] + (ac.shape[-1] + 1,) or rw.shape != ac.shape:
+            raise ValueError(f"a trajectory needs states [..., H+1], actions and rewards [..., H], got shapes "
+                             f"{st.shape}, {ac.shape}, {rw.shape}")
+
     @property
     def total_reward(self):
         return self.rewards.sum(axis=-1)
@@ -108,6 +143,7 @@ class Trajectory:
 def cdf_tables(mdp: TabularMDP) -> np.ndarray:
     """``[H, S, A, S]`` cumulative sums of the kernels with the final plateau set to exactly 1, so
     that the inverse-CDF draw ``#{s' : cdf[s'] <= u}`` never picks a zero-probability state."""
+    check_instance(mdp, TabularMDP, "mdp")
     P = mdp.transitions
     c = np.cumsum(P[:1] if mdp.homogeneous_transitions else P, axis=-1)
     c = np.where(c >= c[..., -1:], 1.0, c)
@@ -141,9 +177,7 @@ def _sparse_tables(mdp: TabularMDP):
 
 
 def _check_noise(reward_noise: str) -> str:
-    if reward_noise not in REWARD_NOISE:
-        raise ValueError(f"reward_noise must be one of {REWARD_NOISE}, got {reward_noise!r}")
-    return reward_noise
+    return check_choice(reward_noise, "reward_noise", REWARD_NOISE)
 
 
 def _initial_state(mdp: TabularMDP, user: int, seed: int) -> int:
@@ -206,7 +240,7 @@ def rollout_batch(mdp: TabularMDP, policy, users, seed: int = 0, reward_noise: s
     users = check_users(mdp, users)
     if users.ndim != 1:
         raise ValueError(f"users must be 1-D, got shape {users.shape}")
-    pi = np.asarray(policy)
+    pi = as_array(policy, "policy")
     pi = check_policy(mdp, pi, batch=pi.ndim == 3)
     if pi.ndim == 3 and len(pi) != len(users):
         raise ValueError(f"{len(pi)} policies for {len(users)} users")

@@ -64,6 +64,10 @@ from typing import Callable
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
+)
+
 
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, copy=True)
@@ -74,6 +78,8 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 def restore_readonly(obj, state: dict) -> None:
     """``__setstate__`` of a frozen dataclass that stores read-only arrays: unpickling rebuilds them
     as fresh, writeable arrays, so set the state and make every array in it read-only again."""
+    if not isinstance(state, dict):
+        raise TypeError(f"state must be a dict, got {type(state).__name__}")
     obj.__dict__.update(state)
     for value in state.values():
         if isinstance(value, np.ndarray):
@@ -81,18 +87,19 @@ def restore_readonly(obj, state: dict) -> None:
 
 
 def check_means(means) -> np.ndarray:
-    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1])."""
-    means = np.asarray(means, dtype=float)
+    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1]); returns a new array."""
+    means = check_real_array(means, "means")
     if means.ndim != 1 or means.size == 0:
         raise ValueError(f"means must be a non-empty 1-D array, got shape {means.shape}")
-    if not np.all(np.isfinite(means)) or np.any((means < 0) | (means > 1)):
+    if np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must lie in [0, 1], got {means}")
     return means
 
 
 def check_distribution(p, n_arms: int, name: str = "behavior") -> np.ndarray:
-    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1)."""
-    p = np.asarray(p, dtype=float)
+    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1); returns a new array."""
+    n_arms = check_int(n_arms, "n_arms", 1)
+    p = as_array(p, name).astype(float)
     if p.shape != (n_arms,):
         raise ValueError(f"{name} must have shape ({n_arms},), got {p.shape}")
     if not np.all(np.isfinite(p)) or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-9):
@@ -114,25 +121,21 @@ class OfflineDataset:
     n_arms: int
 
     def __post_init__(self):
-        if isinstance(self.n_arms, bool) or not isinstance(self.n_arms, (int, np.integer)) or self.n_arms < 1:
-            raise ValueError(f"n_arms must be a positive integer, got {self.n_arms!r}")
-        arms = np.asarray(self.arms)
-        rewards = np.asarray(self.rewards, dtype=float)
+        n_arms = check_int(self.n_arms, "n_arms", 1)
+        arms = check_int_array(self.arms, "arms")
+        rewards = as_array(self.rewards, "rewards").astype(float)
         if arms.ndim != 1 or rewards.ndim != 1:
             raise ValueError(f"arms and rewards must be 1-D, got shapes {arms.shape} and {rewards.shape}")
         if arms.shape != rewards.shape:
             raise ValueError(f"arms and rewards must have the same length, got {arms.size} and {rewards.size}")
-        if arms.size and not (np.issubdtype(arms.dtype, np.integer) or np.all(np.mod(arms, 1) == 0)):
-            raise ValueError("arms must be integers")
-        arms = arms.astype(np.int64)
-        if np.any((arms < 0) | (arms >= self.n_arms)):
-            bad = arms[(arms < 0) | (arms >= self.n_arms)][0]
-            raise ValueError(f"arm {bad} is outside [0, {self.n_arms})")
+        if np.any((arms < 0) | (arms >= n_arms)):
+            bad = arms[(arms < 0) | (arms >= n_arms)][0]
+            raise ValueError(f"arm {bad} is outside [0, {n_arms})")
         if not np.all(np.isfinite(rewards)) or np.any((rewards < 0) | (rewards > 1)):
             raise ValueError("rewards must be finite and lie in [0, 1]")
         object.__setattr__(self, "arms", _readonly(arms))
         object.__setattr__(self, "rewards", _readonly(rewards))
-        object.__setattr__(self, "n_arms", int(self.n_arms))
+        object.__setattr__(self, "n_arms", n_arms)
 
     __setstate__ = restore_readonly               # read-only again after unpickling
 
@@ -150,8 +153,9 @@ class OfflineDataset:
         return np.bincount(self.arms, weights=self.rewards, minlength=self.n_arms)
 
     def without(self, indices) -> "OfflineDataset":
-        """``D \\ U`` for ``U`` given as distinct positions into this dataset."""
-        indices = np.asarray(indices, dtype=np.int64).ravel()
+        """``D \\ U`` for ``U`` given as distinct positions into this dataset (integers; booleans and
+        non-whole numbers are refused)."""
+        indices = check_int_array(indices, "indices").ravel()
         if np.any((indices < 0) | (indices >= len(self))):
             raise ValueError(f"indices must lie in [0, {len(self)})")
         if np.unique(indices).size != indices.size:
@@ -162,14 +166,16 @@ class OfflineDataset:
 
 
 def bernoulli_rewards(arm_means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One Bernoulli(``arm_means[i]``) reward per entry."""
-    return (rng.random(np.shape(arm_means)) < arm_means).astype(float)
+    """One Bernoulli(``arm_means[i]``) reward per entry (``rng``: a Generator, None or a seed)."""
+    arm_means = check_real_array(arm_means, "arm_means", 0, 1)
+    rng = as_generator(rng)
+    return (rng.random(arm_means.shape) < arm_means).astype(float)
 
 
 def round_robin_arms(counts) -> np.ndarray:
     """Arms in round-robin order (0, 1, ..., m-1, 0, 1, ...), skipping arms whose count is used up."""
-    counts = np.asarray(counts)
-    if counts.ndim != 1 or np.any(counts < 0) or not np.issubdtype(counts.dtype, np.integer):
+    counts = check_int_array(counts, "counts")
+    if counts.ndim != 1 or np.any(counts < 0):
         raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts}")
     arms = np.repeat(np.arange(counts.size), counts)
     rank = np.arange(arms.size) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -180,12 +186,15 @@ def fixed_sample_dataset(
     means, counts, rng: np.random.Generator,
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
-    """A dataset of the fixed-sample model M_f: ``counts[a]`` pulls of arm ``a``, round-robin order."""
+    """A dataset of the fixed-sample model M_f: ``counts[a]`` pulls of arm ``a``, round-robin order.
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     means = check_means(means)
-    counts = np.asarray(counts)
+    counts = check_int_array(counts, "counts")
     if counts.shape != means.shape:
         raise ValueError(f"counts must have shape {means.shape}, got {counts.shape}")
     arms = round_robin_arms(counts)
+    check_callable(sample_rewards, "sample_rewards")
+    rng = as_generator(rng)
     return OfflineDataset(arms, sample_rewards(means[arms], rng), means.size)
 
 
@@ -193,23 +202,22 @@ def distribution_dataset(
     means, behavior, n: int, rng: np.random.Generator,
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
-    """A dataset of the distribution model M_d: ``n`` arms i.i.d. from ``behavior``, then rewards."""
+    """A dataset of the distribution model M_d: ``n`` arms i.i.d. from ``behavior``, then rewards.
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    n = check_int(n, "n", 0)
+    check_callable(sample_rewards, "sample_rewards")
+    rng = as_generator(rng)
     arms = rng.choice(means.size, size=int(n), p=behavior)
     return OfflineDataset(arms, sample_rewards(means[arms], rng), means.size)
 
 
 def concentrability_behavior(n_arms: int, c_star: float, best_arm: int = 0) -> np.ndarray:
     """The paper's behaviour policy: ``best_arm`` with probability ``1/C*``, the others uniform."""
-    if not isinstance(n_arms, (int, np.integer)) or n_arms < 2:
-        raise ValueError(f"n_arms must be an integer >= 2, got {n_arms!r}")
-    if not np.isfinite(c_star) or c_star <= 1:
-        raise ValueError(f"C* must be > 1, got {c_star}")
-    if not 0 <= best_arm < n_arms:
-        raise ValueError(f"best_arm must lie in [0, {n_arms}), got {best_arm}")
+    n_arms = check_int(n_arms, "n_arms", 2)
+    c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
+    best_arm = check_int(best_arm, "best_arm", 0, n_arms - 1)
     d = np.full(n_arms, (1 - 1 / c_star) / (n_arms - 1))
     d[best_arm] = 1 / c_star
     return d
@@ -222,9 +230,11 @@ def sample_statistics_fixed(means, counts, rng: np.random.Generator, size: int =
     rewards is Binomial), at a cost independent of N.  Returns arrays of shape ``(size, m)``.
     """
     means = check_means(means)
-    counts = np.asarray(counts)
+    counts = check_int_array(counts, "counts")
     if counts.shape != means.shape or np.any(counts < 0):
         raise ValueError(f"counts must be {means.shape} non-negative integers, got {counts}")
+    size = check_int(size, "size", 0)
+    rng = as_generator(rng)
     n = np.broadcast_to(counts, (size, means.size))
     return n.copy(), rng.binomial(n, means).astype(float)
 
@@ -233,6 +243,8 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
     """``size`` replicates of ``(counts, reward_sums)`` under M_d with Bernoulli rewards."""
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
+    n, size = check_int(n, "n", 0), check_int(size, "size", 0)
+    rng = as_generator(rng)
     counts = rng.multinomial(n, behavior, size=size)
     return counts, rng.binomial(counts, means).astype(float)
 
@@ -287,24 +299,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, check_instance, check_int, check_int_array, check_real, check_real_array,
+)
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
+
+_MAX_TOTAL = 2**62          # a dataset size N the int64 arithmetic of the statistics can hold
 
 
 def check_tau(tau: float) -> float:
-    """Validate a confidence level: a number in (0, 1)."""
-    tau = float(tau)
-    if not 0 < tau < 1:
-        raise ValueError(f"tau must lie in (0, 1), got {tau}")
-    return tau
+    """Validate a confidence level: a real number in (0, 1)."""
+    return check_real(tau, "tau", 0, 1, low_open=True, high_open=True)
+
+
+def _check_statistics(counts, reward_sums):
+    """Counts (whole numbers >= 0) and finite reward sums of the same shape ``(..., m)``, ``m >= 1``;
+    returns new ``(int64, float)`` arrays.  (Sums outside ``[0, counts]`` are allowed here: exact
+    enumerations evaluate the rule on grids that include impossible cells, which they weight by 0.)"""
+    counts = check_int_array(counts, "counts", 0)
+    sums = check_real_array(reward_sums, "reward_sums")
+    if counts.ndim < 1 or counts.shape[-1] < 1 or sums.shape != counts.shape:
+        raise ValueError(f"counts and reward_sums must have the same shape (..., m) with m >= 1, "
+                         f"got {counts.shape} and {sums.shape}")
+    return counts, sums
 
 
 def lcb_scores(counts, reward_sums, tau: float):
     """Means, radii and LCB scores ``f_a = mu_hat(a) - b(a)`` (arrays of any shape ``(..., m)``).
 
     Returns ``(means, radii, scores)``.  ``L = ln(m / tau)`` with ``m`` the size of the last axis.
+    Counts must be whole numbers >= 0 and reward sums finite (else ``ValueError``).
     """
-    counts = np.asarray(counts, dtype=float)
-    reward_sums = np.asarray(reward_sums, dtype=float)
+    counts, reward_sums = _check_statistics(counts, reward_sums)
+    counts = counts.astype(float)
     log_term = np.log(counts.shape[-1] / check_tau(tau))
     covered = counts > 0
     safe = np.where(covered, counts, 1.0)
@@ -322,16 +349,14 @@ class LCBState:
     tau: float
 
     def __post_init__(self):
-        counts = np.asarray(self.counts)
-        sums = np.asarray(self.reward_sums, dtype=float)
+        counts = check_int_array(self.counts, "counts")
+        sums = as_array(self.reward_sums, "reward_sums").astype(float)
         if counts.ndim != 1 or counts.size < 1 or sums.shape != counts.shape:
             raise ValueError(f"counts and reward_sums must be 1-D of equal length, got {counts.shape}, {sums.shape}")
-        if not np.issubdtype(counts.dtype, np.integer):
-            if not np.all(np.isfinite(counts)) or np.any(np.mod(counts, 1) != 0):
-                raise ValueError("counts must be integers")
-        counts = counts.astype(np.int64)
         if np.any(counts < 0):
             raise ValueError(f"counts must be non-negative, got {counts}")
+        if sum(int(c) for c in counts) > _MAX_TOTAL:
+            raise ValueError(f"counts must sum to at most 2**62 (int64 arithmetic), got {sum(int(c) for c in counts)}")
         if not np.all(np.isfinite(sums)) or np.any(sums < -1e-9) or np.any(sums > counts + 1e-9):
             raise ValueError("reward_sums must lie in [0, counts] (rewards in [0, 1])")
         for name, value in (("counts", counts), ("reward_sums", sums)):
@@ -378,8 +403,9 @@ class LCBState:
 
 def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
     """Algorithm 1: the LCB learner on ``dataset``.  ``tau`` defaults to ``1/N``."""
-    if not isinstance(dataset, OfflineDataset):
-        raise TypeError(f"dataset must be an OfflineDataset, got {type(dataset).__name__}")
+    check_instance(dataset, OfflineDataset, "dataset")
+    if tau is not None:
+        tau = check_tau(tau)
     if tau is None:
         if len(dataset) < 2:
             raise ValueError(
@@ -392,11 +418,16 @@ def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
 
 def lemma31_bound_fixed(n_star: float, n_arms: int, tau: float) -> float:
     """Lemma 3.1 under M_f: ``E[mu(a*) - mu(a_hat)] <= sqrt(2 ln(m/tau) / N_*) + tau``."""
+    n_star = check_real(n_star, "n_star", 0, low_open=True)
+    n_arms = check_int(n_arms, "n_arms", 1)
     return float(np.sqrt(2 * np.log(n_arms / check_tau(tau)) / n_star) + tau)
 
 
 def lemma31_bound_distribution(n: float, c_star: float, n_arms: int, tau: float) -> float:
     """Lemma 3.1 under M_d: ``E[mu(a*) - mu(a_hat)] <= 2 sqrt(C* ln(m/tau) / N) + 2 tau``."""
+    n = check_real(n, "n", 0, low_open=True)
+    c_star = check_real(c_star, "c_star (C*)", 1)
+    n_arms = check_int(n_arms, "n_arms", 1)
     return float(2 * np.sqrt(c_star * np.log(n_arms / check_tau(tau)) / n) + 2 * tau)
 
 
@@ -467,20 +498,24 @@ assert np.array_equal(loaded.scores, state.scores) and loaded.tau == state.tau
 
 import numpy as np
 
+from bandit_unlearning.checks import check_int, check_real, check_real_array
+
 
 def hoeffding_margin(n_samples: int, width: float, fail_prob: float) -> float:
     """One-sided Hoeffding deviation: ``P[mean - E > t] <= fail_prob`` for ``n_samples`` i.i.d.
     values in an interval of length ``width``; returns ``t = width sqrt(ln(1/fail_prob) / (2 n))``."""
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    if not 0 < fail_prob < 1:
-        raise ValueError(f"fail_prob must lie in (0, 1), got {fail_prob}")
+    n_samples = check_int(n_samples, "n_samples", 1)
+    width = check_real(width, "width", 0)
+    fail_prob = check_real(fail_prob, "fail_prob", 0, 1, low_open=True, high_open=True)
     return float(width * np.sqrt(np.log(1 / fail_prob) / (2 * n_samples)))
 
 
 def mean_and_stderr(values, axis: int = 0):
-    """Sample mean and its standard error along ``axis``."""
-    values = np.asarray(values, dtype=float)
+    """Sample mean and its standard error along ``axis`` (at least one value along it)."""
+    values = check_real_array(values, "values", allow_inf=True)
+    axis = check_int(axis, "axis", -max(values.ndim, 1), max(values.ndim, 1) - 1)
+    if values.ndim == 0 or values.shape[axis] == 0:
+        raise ValueError(f"values must hold at least one value along axis {axis}, got shape {values.shape}")
     n = values.shape[axis]
     se = values.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(values.mean(axis=axis))
     return values.mean(axis=axis), se
@@ -554,7 +589,9 @@ assert ucb_loss > bound + t      # the optimistic learner violates the pessimist
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 
+from bandit_unlearning.checks import as_generator, check_instance, check_int, check_int_array, check_real
 from bandit_unlearning.mab.data import (
     concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )
@@ -568,9 +605,14 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
 
     Mf uses equal counts ``N/m`` (round-robin), Md the paper's behaviour policy with ``C*``;
     ``tau = 1/N``.  Returns lists keyed ``"Mf"``, ``"Md"``, ``"Mf stderr"``, ``"Md stderr"``,
-    ``"Mf bound"``, ``"Md bound"``.
+    ``"Mf bound"``, ``"Md bound"``.  ``ns``: integers >= 5 (so that ``N/m >= 1``); ``reps >= 2``;
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
     """
     mu, m = PAPER_MEANS, PAPER_MEANS.size
+    ns = check_int_array(ns, "ns", m, ndim=1, nonempty=True).tolist()
+    reps = check_int(reps, "reps", 2)
+    c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
+    rng = as_generator(rng)
     out = {k: [] for k in ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")}
     for n in ns:
         draws = {
@@ -587,7 +629,16 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
 
 
 def plot_lemma31(ns, curve: dict, ax=None):
-    """Log-log plot of ``lemma31_curve``'s output."""
+    """Log-log plot of ``lemma31_curve``'s output (``curve`` holds one value per N in ``ns`` under each key)."""
+    check_instance(curve, dict, "curve")
+    keys = ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")
+    missing = [k for k in keys if k not in curve]
+    if missing:
+        raise ValueError(f"curve must be lemma31_curve's output; missing keys {missing}")
+    if any(np.shape(curve[k]) != np.shape(ns) for k in keys):
+        raise ValueError(f"curve must hold one value per N in ns ({np.size(ns)}) under every key")
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     for model, color in (("Mf", "C0"), ("Md", "C1")):
         ax.errorbar(ns, curve[model], yerr=curve[f"{model} stderr"], fmt="o-", color=color,

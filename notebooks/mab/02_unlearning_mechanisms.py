@@ -99,6 +99,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_instance, check_int, check_int_array, check_real,
+)
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState
 
@@ -113,17 +116,13 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 def _check_points(arms, rewards):
     """Validate the points of a request on their own; returns (int64 arms, float rewards)."""
-    arms, rewards = np.asarray(arms), np.asarray(rewards, dtype=float)
+    arms, rewards = check_int_array(arms, "request arms"), as_array(rewards, "request rewards").astype(float)
     if arms.ndim != 1 or rewards.ndim != 1:
         raise ValueError(f"request arms and rewards must be 1-D, got shapes {arms.shape} and {rewards.shape}")
     if arms.shape != rewards.shape:
         raise ValueError(f"request arms and rewards must have the same length, got {arms.size} and {rewards.size}")
     if arms.size == 0:
         raise ValueError("a deletion request must name at least one point (k >= 1)")
-    if not (np.issubdtype(arms.dtype, np.integer)
-            or (np.issubdtype(arms.dtype, np.number) and np.all(np.isfinite(arms)) and np.all(np.mod(arms, 1) == 0))):
-        raise ValueError("request arms must be integers")
-    arms = arms.astype(np.int64)
     if np.any(arms < 0):
         raise ValueError(f"request names unknown arm {arms[arms < 0][0]} (arms are 0, 1, ...)")
     if not np.all(np.isfinite(rewards)) or np.any((rewards < 0) | (rewards > 1)):
@@ -155,13 +154,10 @@ class DeletionRequest:
     @classmethod
     def from_indices(cls, dataset: OfflineDataset, indices) -> "DeletionRequest":
         """The request deleting the points at distinct positions ``indices`` of ``dataset``."""
-        if not isinstance(dataset, OfflineDataset):
-            raise TypeError(f"dataset must be an OfflineDataset, got {type(dataset).__name__}")
-        idx = np.asarray(indices)
+        check_instance(dataset, OfflineDataset, "dataset")
+        idx = check_int_array(indices, "indices")
         if idx.ndim != 1 or idx.size == 0:
             raise ValueError("indices must be a non-empty 1-D sequence of positions")
-        if not np.issubdtype(idx.dtype, np.integer):
-            raise ValueError("indices must be integers")
         if np.any((idx < 0) | (idx >= len(dataset))):
             raise ValueError(f"indices must lie in [0, {len(dataset)})")
         if np.unique(idx).size != idx.size:
@@ -179,8 +175,7 @@ class DeletionRequest:
         return tuple(int(a) for a in np.unique(self.arms))
 
     def _check_n_arms(self, n_arms: int) -> int:
-        if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 1:
-            raise ValueError(f"n_arms must be a positive integer, got {n_arms!r}")
+        n_arms = check_int(n_arms, "n_arms", 1)
         if self.arms.max() >= n_arms:
             raise ValueError(
                 f"request names unknown arm {int(self.arms.max())}: the state has arms 0..{int(n_arms) - 1}")
@@ -235,8 +230,7 @@ def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
     (fixed at training time, erratum E12), so the scores equal those of ``fit_lcb(D \\ U, tau=state.tau)``.
     An arm left without data gets mean 0 and radius 1 (erratum E7).  ``state`` is not modified.
     """
-    if not isinstance(request, DeletionRequest):
-        raise TypeError(f"request must be a DeletionRequest, got {type(request).__name__}")
+    check_instance(request, DeletionRequest, "request")
     request.validate_against(state)
     counts = state.counts - request.deleted_counts(state.n_arms)
     sums = np.clip(state.reward_sums - request.deleted_sums(state.n_arms), 0.0, counts)  # rounding only
@@ -252,17 +246,10 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
     released score minus the noise is ``f_arm(D)``): ``rng=None`` (default) draws it from a generator
     seeded with OS entropy; a seeded generator is an opt-in whose seed is then key material.
     """
-    if not isinstance(state, LCBState):
-        raise TypeError(f"state must be an LCBState, got {type(state).__name__}")
-    if isinstance(arm, bool) or not isinstance(arm, (int, np.integer)) or not 0 <= arm < state.n_arms:
-        raise ValueError(f"arm must be an integer in [0, {state.n_arms}), got {arm!r}")
-    sigma = float(sigma)
-    if not (np.isfinite(sigma) and sigma >= 0):
-        raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
-    if rng is None:
-        rng = np.random.default_rng()             # OS entropy unless the caller opts in
-    elif not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator or None, got {type(rng).__name__}")
+    check_instance(state, LCBState, "state")
+    arm = check_int(arm, "arm", 0, state.n_arms - 1)
+    sigma = check_real(sigma, "sigma", 0)
+    rng = as_generator(rng)
     scores = state.scores.copy()
     scores[arm] += sigma * rng.standard_normal()
     return scores
@@ -432,10 +419,11 @@ print("noisy f(D) :", np.round(noisy, 4), " -> released arm", int(np.argmax(nois
 
 # %% tags=["export"]
 def _check_counts(n_a0, k):
-    n_a0, k = np.asarray(n_a0), np.asarray(k)
-    for name, v in (("n_a0", n_a0), ("k", k)):
-        if not (np.issubdtype(v.dtype, np.integer) or (np.all(np.isfinite(v)) and np.all(np.mod(v, 1) == 0))):
-            raise ValueError(f"{name} must be an integer, got {v}")
+    n_a0, k = check_int_array(n_a0, "n_a0"), check_int_array(k, "k")
+    try:
+        np.broadcast_shapes(n_a0.shape, k.shape)
+    except ValueError:
+        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
     if np.any(n_a0 < 1):
         raise ValueError(f"n_a0 = N(a0) must be >= 1, got {n_a0}")
     if np.any((k < 0) | (k > n_a0)):
@@ -444,7 +432,7 @@ def _check_counts(n_a0, k):
 
 
 def _check_log_term(log_term):
-    log_term = np.asarray(log_term, dtype=float)
+    log_term = as_array(log_term, "log_term").astype(float)
     if not np.all(np.isfinite(log_term)) or np.any(log_term <= 0):
         raise ValueError(f"log_term L = ln(m/tau) must be finite and > 0, got {log_term}")
     return log_term

@@ -121,16 +121,22 @@ Arrays broadcast wherever the arguments are numbers.
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_bool, check_int, check_int_array, check_real
+
 
 def _counts(n_a0, k):
-    n_a0, k = np.asarray(n_a0, dtype=float), np.asarray(k, dtype=float)
+    n_a0, k = check_int_array(n_a0, "n_a0").astype(float), check_int_array(k, "k").astype(float)
+    try:
+        np.broadcast_shapes(n_a0.shape, k.shape)
+    except ValueError:
+        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
     if np.any(n_a0 < 1) or np.any(k < 1) or np.any(k > n_a0) or np.any(np.mod(n_a0, 1) != 0) or np.any(np.mod(k, 1) != 0):
         raise ValueError(f"need integers 1 <= k <= N(a0), got k={k}, N(a0)={n_a0}")
     return n_a0, k
 
 
 def _positive(name, x):
-    x = np.asarray(x, dtype=float)
+    x = as_array(x, name).astype(float)
     if not np.all(np.isfinite(x)) or np.any(x <= 0):
         raise ValueError(f"{name} must be finite and > 0, got {x}")
     return x
@@ -230,6 +236,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, special, stats
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
+)
 from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper
 from bandit_unlearning.mab.data import restore_readonly
 from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
@@ -249,9 +258,7 @@ SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def _choice(name: str, value, allowed: tuple) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
+    return check_choice(value, name, allowed)
 
 
 @dataclass(frozen=True)
@@ -284,12 +291,7 @@ class UnlearnOptions:
         _choice("threshold", self.threshold, THRESHOLDS)
         _choice("calibration", self.calibration, CALIBRATIONS)
         _choice("sensitivity", self.sensitivity, SENSITIVITIES)
-        try:
-            scale = float(self.threshold_scale)
-        except (TypeError, ValueError):
-            raise TypeError(f"threshold_scale must be a number, got {self.threshold_scale!r}") from None
-        if not (np.isfinite(scale) and scale > 0):
-            raise ValueError(f"threshold_scale must be finite and > 0, got {self.threshold_scale!r}")
+        scale = check_real(self.threshold_scale, "threshold_scale", 0, low_open=True)
         object.__setattr__(self, "threshold_scale", scale)
         has_kp, has_eta = self.k_prime is not None, self.eta is not None
         if self.method == "mixing":
@@ -298,17 +300,9 @@ class UnlearnOptions:
                                  "points rolled back, an integer in [0, k]) or eta = k'/k (in [0, 1]); got "
                                  + ("both" if has_kp else "neither"))
             if has_kp:
-                if isinstance(self.k_prime, bool) or not isinstance(self.k_prime, (int, np.integer)) or self.k_prime < 0:
-                    raise ValueError(f"k_prime must be an integer in [0, k], got {self.k_prime!r}")
-                object.__setattr__(self, "k_prime", int(self.k_prime))
+                object.__setattr__(self, "k_prime", check_int(self.k_prime, "k_prime", 0))
             else:
-                try:
-                    eta = float(self.eta)
-                except (TypeError, ValueError):
-                    raise TypeError(f"eta must be a real number in [0, 1], got {self.eta!r}") from None
-                if not (np.isfinite(eta) and 0 <= eta <= 1):
-                    raise ValueError(f"eta = k'/k must lie in [0, 1], got {self.eta!r}")
-                object.__setattr__(self, "eta", eta)
+                object.__setattr__(self, "eta", check_real(self.eta, "eta = k'/k", 0, 1))
         elif has_kp or has_eta:
             raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
                              f"not of method={self.method!r}")
@@ -323,13 +317,7 @@ class UnlearnOptions:
             object.__setattr__(self, "delta", delta)
             object.__setattr__(self, "gamma", privacy_gamma(eps, delta))
         elif has_gamma:
-            try:
-                g = float(self.gamma)
-            except (TypeError, ValueError):
-                raise TypeError(f"gamma must be a real number, got {self.gamma!r}") from None
-            if not (np.isfinite(g) and g > 0):
-                raise ValueError(f"gamma must be a finite number > 0, got {self.gamma!r}")
-            object.__setattr__(self, "gamma", g)
+            object.__setattr__(self, "gamma", check_real(self.gamma, "gamma", 0, low_open=True))
         elif self.method != "rollback":
             raise ValueError(f"method={self.method!r} adds noise: give gamma, or epsilon and delta")
         if self.calibration in ("classic", "analytic") and not has_eps:
@@ -345,6 +333,7 @@ class UnlearnOptions:
     def k_rollback_for(self, k: int) -> int:
         """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
         ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up."""
+        k = check_int(k, "k", 0)
         if self.method != "mixing":
             raise ValueError(f"k' is a parameter of method='mixing', not of method={self.method!r}")
         if self.k_prime is not None:
@@ -369,7 +358,7 @@ class UnlearnOptions:
         """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
         if self.unit_sigma is None:
             raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
-        return np.asarray(delta_f, dtype=float) * self.unit_sigma
+        return check_real_array(delta_f, "delta_f", 0) * self.unit_sigma
 
     @property
     def joint_noise(self) -> bool:
@@ -408,6 +397,15 @@ class SourcePlan:
     delta_f: float
     sigma: float
 
+    def __post_init__(self):
+        for name, low in (("arm", 0), ("k", 1), ("n", 1)):
+            object.__setattr__(self, name, check_int(getattr(self, name), name, low))
+        if self.k > self.n:
+            raise ValueError(f"k must not exceed n (more deletions than the arm holds), got k={self.k}, n={self.n}")
+        object.__setattr__(self, "k_rollback", check_int(self.k_rollback, "k_rollback", 0, self.k))
+        for name in ("delta_f", "sigma"):
+            object.__setattr__(self, name, check_real(getattr(self, name), name, 0))
+
     @property
     def noised(self) -> bool:
         return self.k_rollback < self.k
@@ -435,8 +433,17 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
     ``k -> k - k'``.  ``rule="paper"``: ``3(k-k')/(2(n-k'))``, refused (ValueError) where Lemma A.1's
     condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
-    n_rest, k_rest = np.asarray(n) - np.asarray(k_rollback), np.asarray(k) - np.asarray(k_rollback)
     _choice("sensitivity", rule, SENSITIVITIES)
+    n, k, k_rollback = check_int_array(n, "n"), check_int_array(k, "k"), check_int_array(k_rollback, "k_rollback")
+    try:
+        np.broadcast_shapes(n.shape, k.shape, k_rollback.shape)
+    except ValueError:
+        raise ValueError(f"n, k and k_rollback must broadcast together, got shapes {n.shape}, {k.shape}, "
+                         f"{k_rollback.shape}") from None
+    if np.any(k_rollback < 0) or np.any(k_rollback > k):
+        raise ValueError(f"k_rollback must lie in [0, k] (cannot roll back more points than are deleted), "
+                         f"got k_rollback={k_rollback}, k={k}")
+    n_rest, k_rest = n - k_rollback, k - k_rollback
     if rule == "exact":
         return exact_sensitivity(n_rest, k_rest, log_term)
     holds = np.asarray(sensitivity_condition_holds(n_rest, k_rest, log_term))
@@ -454,6 +461,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
+    check_instance(options, UnlearnOptions, "options")
     base = gamma0_paper(n, k, log_term) if options.threshold == "paper" else gamma0_exact(n, k, log_term)
     return base * options.threshold_scale
 
@@ -477,7 +485,15 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
       ``k' = k``; noise calibrated to ``Delta_f = 3(k - k')/(2(N(a0) - k'))`` when ``k' < k``.
     At most one arm is noised by "adaptive" and "mixing" (the learner's).
     """
-    counts, deleted = np.asarray(counts), np.asarray(deleted_counts)
+    check_instance(options, UnlearnOptions, "options")
+    counts = check_int_array(counts, "counts", 0, ndim=1, nonempty=True)
+    deleted = check_int_array(deleted_counts, "deleted_counts", 0, shape=counts.shape)
+    learner_arm = check_int(learner_arm, "learner_arm", 0, counts.size - 1)
+    log_term = check_real(log_term, "log_term", 0, low_open=True)
+    if np.any(deleted > counts):
+        a = int(np.argmax(deleted > counts))
+        raise ValueError(f"deleted_counts must not exceed counts: arm {a} loses {int(deleted[a])} of its "
+                         f"{int(counts[a])} points (more deletions than the arm holds)")
     sources = np.flatnonzero(deleted > 0)
     if sources.size == 0:
         raise ValueError("the request deletes no point")
@@ -540,6 +556,17 @@ class UnlearnResult:
     options: UnlearnOptions
     rolled_back: tuple = ()
 
+    def __post_init__(self):
+        check_instance(self.options, UnlearnOptions, "options")
+        check_choice(self.world, "world", ("unlearned", "reference"))
+        if not isinstance(self.plans, tuple) or not all(isinstance(p, SourcePlan) for p in self.plans):
+            raise TypeError(f"plans must be a tuple of SourcePlan, got {type(self.plans).__name__}")
+        if as_array(self.scores, "scores").ndim != 1:
+            raise ValueError(f"scores must be 1-D, got shape {np.shape(self.scores)}")
+        n_arms = np.shape(self.scores)[0]
+        for name in ("arm", "learner_arm"):
+            check_int(getattr(self, name), name, 0, n_arms - 1)
+
     @property
     def source_arms(self) -> tuple:
         return tuple(p.arm for p in self.plans)
@@ -583,12 +610,10 @@ class UnlearnResult:
 
 
 def _check_call(state, request, rng):
-    if not isinstance(state, LCBState):
-        raise TypeError(f"state must be an LCBState, got {type(state).__name__}")
-    if not isinstance(request, DeletionRequest):
-        raise TypeError(f"request must be a DeletionRequest, got {type(request).__name__}")
-    if rng is not None and not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_instance(state, LCBState, "state")
+    check_instance(request, DeletionRequest, "request")
+    if rng is not None:
+        as_generator(rng)                     # a wrong type is refused here; None is a fresh generator
 
 
 def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_sums) -> np.ndarray:
@@ -633,7 +658,7 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
 
 
 def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=None, delta=None, gamma=None,
-            rng: np.random.Generator | None = None, threshold: str = "paper", threshold_scale: float = 1.0,
+            rng: np.random.Generator | int | None = None, threshold: str = "paper", threshold_scale: float = 1.0,
             calibration: str = "paper", sensitivity: str = "paper", k_prime: int | None = None,
             eta: float | None = None) -> UnlearnResult:
     """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
@@ -652,12 +677,13 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
     (increasing arm order); nothing else.  ``rng=None`` (default): a generator seeded from the operating
     system's entropy -- the noise is a secret (the Gaussian branch noises the score of the ORIGINAL
     data, so whoever regenerates the noise recovers it); a seeded generator is an opt-in for
-    reproducible research, and its seed is then key material.  Every input is validated first;
+    reproducible research (an int seed is the same opt-in), and its seed is then key material.  Every input is validated first;
     nothing passed in is modified.
     """
     options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
                              k_prime, eta)
     _check_call(state, request, rng)
+    rng = as_generator(rng)
     request.validate_against(state)
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
@@ -668,7 +694,7 @@ def unlearn(state: LCBState, request: DeletionRequest, method: str, *, epsilon=N
 
 
 def reference(retrained: LCBState, request: DeletionRequest, method: str, *, learner_arm: int, epsilon=None,
-              delta=None, gamma=None, rng: np.random.Generator | None = None, threshold: str = "paper",
+              delta=None, gamma=None, rng: np.random.Generator | int | None = None, threshold: str = "paper",
               threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper",
               k_prime: int | None = None, eta: float | None = None) -> UnlearnResult:
     """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
@@ -681,14 +707,13 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str, *, lea
     its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
     only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
-    ``unlearn`` (default: OS entropy).
+    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).
     """
     options = UnlearnOptions(method, epsilon, delta, gamma, threshold, threshold_scale, calibration, sensitivity,
                              k_prime, eta)
     _check_call(retrained, request, rng)
-    if isinstance(learner_arm, bool) or not isinstance(learner_arm, (int, np.integer)) \
-            or not 0 <= learner_arm < retrained.n_arms:
-        raise ValueError(f"learner_arm must be an arm of the state, in [0, {retrained.n_arms}), got {learner_arm!r}")
+    learner_arm = check_int(learner_arm, "learner_arm", 0, retrained.n_arms - 1)
+    rng = as_generator(rng)
     deleted = request.deleted_counts(retrained.n_arms)          # refuses unknown arms
     plans, gamma0 = plan_unlearning(int(learner_arm), retrained.counts + deleted, deleted,
                                     retrained.log_term, options)
@@ -705,14 +730,19 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
     sigma > 0; lower-index ties are then irrelevant), ``P[b] = 1 - P[arm]``.  With sigma = 0 the
     distribution is the point mass at ``argmax(scores)``.
     """
-    scores = np.asarray(scores, dtype=float)
+    scores = check_real_array(scores, "scores")
+    if scores.ndim < 1 or scores.shape[-1] < 1:
+        raise ValueError(f"scores must have shape (..., m) with m >= 1, got {scores.shape}")
     m = scores.shape[-1]
-    if not 0 <= arm < m:
-        raise ValueError(f"arm must lie in [0, {m}), got {arm}")
-    sigma = np.asarray(sigma, dtype=float)
+    arm = check_int(arm, "arm", 0, m - 1)
+    sigma = as_array(sigma, "sigma").astype(float)
     if not np.all(np.isfinite(sigma)) or np.any(sigma < 0):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
-    shape = np.broadcast_shapes(scores.shape[:-1], sigma.shape)
+    try:
+        shape = np.broadcast_shapes(scores.shape[:-1], sigma.shape)
+    except ValueError:
+        raise ValueError(f"sigma (shape {sigma.shape}) must broadcast against the leading axes of scores "
+                         f"{scores.shape[:-1]}") from None
     scores, sigma = np.broadcast_to(scores, shape + (m,)), np.broadcast_to(sigma, shape)
     out = np.zeros(shape + (m,))
     if m == 1:
@@ -749,7 +779,8 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     raised if quad's error estimate exceeds ``1e-9`` for some arm.  The result is renormalised (the
     sum is 1 to within the quadrature error before that).
     """
-    scores, sigmas = np.asarray(scores, dtype=float), np.asarray(sigmas, dtype=float)
+    scores, sigmas = check_real_array(scores, "scores"), as_array(sigmas, "sigmas").astype(float)
+    epsabs = check_real(epsabs, "epsabs", 0, low_open=True)
     if scores.ndim != 1 or sigmas.shape != scores.shape:
         raise ValueError(f"scores and sigmas must be 1-D of equal length, got {scores.shape} and {sigmas.shape}")
     if not np.all(np.isfinite(sigmas)) or np.any(sigmas < 0):
@@ -797,10 +828,9 @@ def subset_sum_distribution(values, size: int):
     ``prod_v C(c_v, j_v)`` over ``C(k, size)``) and merged by sum (to 1e-10); refused with a
     ValueError if the enumeration would exceed ``MAX_SUBSET_SUMS`` states.
     """
-    values = np.asarray(values, dtype=float).ravel()
+    values = check_real_array(values, "values").ravel()
     k = values.size
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 0 <= size <= k:
-        raise ValueError(f"size must be an integer in [0, {k}], got {size!r}")
+    size = check_int(size, "size", 0, k)
     if np.all((values == 0) | (values == 1)):
         ones = int(values.sum())
         j = np.arange(max(0, size - (k - ones)), min(size, ones) + 1)
@@ -816,6 +846,8 @@ def subset_sum_distribution(values, size: int):
                 key = (n_chosen + j, round(s2, 10))
                 old = new.get(key, (s2, 0))
                 new[key] = (old[0], old[1] + w * math.comb(int(c), j))
+            if len(new) > MAX_SUBSET_SUMS:                 # refuse before the table outgrows memory
+                break
         if len(new) > MAX_SUBSET_SUMS:
             raise ValueError(f"the subset sums of {k} distinct-valued rewards are too many to enumerate "
                              f"(> {MAX_SUBSET_SUMS}); round the rewards or use 0/1 rewards")
@@ -874,15 +906,19 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str,
 def _source_arms_and_k(arm, k, m):
     """(single, arms, ks) for unlearn_batch: ``arm`` an int (single-source) or a sequence of distinct arms."""
     single = isinstance(arm, (int, np.integer)) and not isinstance(arm, bool)
-    arms = np.atleast_1d(np.asarray(arm))
-    if arms.ndim != 1 or arms.size == 0 or arms.dtype == bool or not np.issubdtype(arms.dtype, np.integer):
+    arms = np.atleast_1d(as_array(arm, "arm"))
+    if arms.size and arms.dtype.kind not in "iu":
+        raise TypeError(f"arm must be an integer or a non-empty sequence of integers, got {arm!r}")
+    if arms.ndim != 1 or arms.size == 0:
         raise ValueError(f"arm must be an integer or a non-empty sequence of integers, got {arm!r}")
     if np.any((arms < 0) | (arms >= m)):
         raise ValueError(f"arm names unknown arm(s) {arms[(arms < 0) | (arms >= m)].tolist()}: arms are 0..{m - 1}")
     if np.unique(arms).size != arms.size:
         raise ValueError(f"the source arms must be distinct (a multi-source request names each arm once), got {arms.tolist()}")
-    ks = np.atleast_1d(np.asarray(k))
-    if ks.ndim != 1 or ks.dtype == bool or not np.issubdtype(ks.dtype, np.integer) or np.any(ks < 1):
+    ks = np.atleast_1d(as_array(k, "k"))
+    if ks.size and ks.dtype.kind not in "iu":
+        raise TypeError(f"k must be an integer >= 1 or a sequence of them, got {k!r}")
+    if ks.ndim != 1 or np.any(ks < 1):
         raise ValueError(f"k must be an integer >= 1 or a sequence of them, got {k!r}")
     if ks.size == 1:
         ks = np.repeat(ks, arms.size)
@@ -893,7 +929,7 @@ def _source_arms_and_k(arm, k, m):
 
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str, *,
                   world: str = "unlearned", epsilon=None, delta=None, gamma=None,
-                  rng: np.random.Generator | None = None, z=None, threshold: str = "paper",
+                  rng: np.random.Generator | int | None = None, z=None, threshold: str = "paper",
                   threshold_scale: float = 1.0, calibration: str = "paper", sensitivity: str = "paper",
                   k_prime: int | None = None, eta: float | None = None, rolled_sums=None):
     """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) on ``R`` replicates at
@@ -915,7 +951,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     rewards; refused unless ``deleted_sums`` are integers).  Ignored by the reference world.
     Noise: ``sigma * z`` with ``z`` given (standard normals of shape ``(R,)``, or ``(R, l)`` for a
     sequence ``arm``; ``z[r, i]`` is used for ``arm[i]`` if it is noised) or drawn as
-    ``rng.standard_normal`` of that shape (``rng=None``: a generator seeded from OS entropy).  Draw
+    ``rng.standard_normal`` of that shape (``rng=None``: a generator seeded from OS entropy; a Generator or an int seed opts in).  Draw
     order with ``rng``: the rolled-back sums (mixing, if not given, only when ``0 < k' < k``), then ``z``.
     Returns ``(arms, noised, sigma)``: the released arm (shape ``(R,)``), whether each source arm was
     noised and its sigma (shape ``(R,)`` for an int ``arm``, ``(R, l)`` for a sequence).  Replicate
@@ -928,14 +964,16 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
                              k_prime, eta)
     _choice("world", world, ("unlearned", "reference"))
     tau = check_tau(tau)
-    counts, sums = np.asarray(counts), np.asarray(reward_sums, dtype=float)
+    counts, sums = check_int_array(counts, "counts", 0), check_real_array(reward_sums, "reward_sums")
     if counts.ndim != 2 or sums.shape != counts.shape:
         raise ValueError(f"counts and reward_sums must have the same shape (R, m), got {counts.shape} and {sums.shape}")
+    if np.any(sums < -1e-9) or np.any(sums > counts + 1e-9 * (1 + counts)):
+        raise ValueError("reward_sums must lie in [0, counts] (rewards in [0, 1])")
     n_rep, m = counts.shape
     single, src, ks = _source_arms_and_k(arm, k, m)
     n_src = src.size
     shape = (n_rep,) if single else (n_rep, n_src)
-    s = np.asarray(deleted_sums, dtype=float)
+    s = as_array(deleted_sums, "deleted_sums").astype(float)
     if s.shape != shape:
         raise ValueError(f"deleted_sums must have shape {shape}, got {s.shape}")
     s = s.reshape(n_rep, n_src)
@@ -956,7 +994,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     k_mix = options.k_rollback_for(int(ks[0])) if mixing else None
     draw_rolled = mixing and world == "unlearned" and rolled_sums is None and 0 < k_mix < ks[0]
     if mixing and rolled_sums is not None:
-        rolled_sums = np.asarray(rolled_sums, dtype=float)
+        rolled_sums = as_array(rolled_sums, "rolled_sums").astype(float)
         if rolled_sums.shape != (n_rep,) or not np.all(np.isfinite(rolled_sums)):
             raise ValueError(f"rolled_sums must be {n_rep} finite reward sums, shape ({n_rep},)")
         s0, t0 = s[:, 0], tol[:, 0]
@@ -967,16 +1005,12 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     if draw_rolled and not np.all(np.mod(s[:, 0], 1) == 0):
         raise ValueError("drawing the rolled-back sums hypergeometrically needs 0/1 rewards (integer deleted_sums); "
                          "give rolled_sums")
-    if rng is not None and not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator or None (OS entropy), got {type(rng).__name__}")
-    if z is None:
-        rng = np.random.default_rng() if rng is None else rng      # OS entropy unless the caller opts in
-    else:
-        z = np.asarray(z, dtype=float)
+    if z is not None:
+        z = as_array(z, "z").astype(float)
         if z.shape != shape or not np.all(np.isfinite(z)):
             raise ValueError(f"z must be finite standard normal draws of shape {shape}")
-    if draw_rolled and rng is None:
-        rng = np.random.default_rng()
+    if rng is not None or z is None or draw_rolled:
+        rng = as_generator(rng)                        # None: fresh OS entropy, drawn from only if needed
     log_term = float(np.log(m / tau))
     scores_d = lcb_scores(counts, sums, tau)[2]
     counts_du, sums_du = counts.copy(), sums.copy()
@@ -1696,10 +1730,7 @@ print(f"power of the Monte Carlo audit: half noise rejected in {rejections['half
 
 # %% tags=["export:bandit_unlearning.mab.bounds"]
 def _model(n, n_arms):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"N must be an integer >= 2, got {n!r}")
-    if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 1:
-        raise ValueError(f"n_arms must be a positive integer, got {n_arms!r}")
+    n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     return float(np.log(n * n_arms))
 
 
@@ -1718,11 +1749,13 @@ def theorem33_bound(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
     (default: the paper's ``gamma0_paper``).  Refuses k violating Lemma A.1's condition.
     """
     L = _model(n, n_arms)
-    n_a0, k, n_star = float(n_a0), float(k), float(_positive("n_star", n_star))
+    n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
+    n_star = check_real(n_star, "n_star", 0, low_open=True)
     _counts(n_a0, k)
     _k_condition(n_a0, k, L, "Theorem 3.3")
-    g = float(_positive("gamma", gamma))
-    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else float(gamma0)
+    g = check_real(gamma, "gamma", 0, low_open=True)
+    a0_is_best = check_bool(a0_is_best, "a0_is_best")
+    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     if not a0_is_best:
         return float(np.sqrt(2 * L / n_star) + 2 / n)
     if g < g0:
@@ -1736,10 +1769,11 @@ def theorem33_order(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
     ``max{sqrt(ln(Nm)/N(a0)) + k gamma/N(a0), sqrt(ln(Nm)/N_*)}`` for ``gamma < gamma0``,
     ``max{sqrt(ln(Nm)/(N(a0)-k)), sqrt(ln(Nm)/N_*)}`` otherwise."""
     L = _model(n, n_arms)
-    n_a0, k, n_star = float(n_a0), float(k), float(_positive("n_star", n_star))
+    n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
+    n_star = check_real(n_star, "n_star", 0, low_open=True)
     _counts(n_a0, k)
-    g = float(_positive("gamma", gamma))
-    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else float(gamma0)
+    g = check_real(gamma, "gamma", 0, low_open=True)
+    g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     own = np.sqrt(L / n_a0) + k * g / n_a0 if g < g0 else np.sqrt(L / (n_a0 - k)) if k < n_a0 else np.inf
     return float(max(own, np.sqrt(L / n_star)))
 
@@ -1750,14 +1784,12 @@ def theorem35_bound(n: int, n_arms: int, c_star: float, k: int, gamma: float, a0
     ``a0 != a*``: ``2 sqrt(C* ln(Nm)/N) + 2/N``.  (Lemma A.1's condition on k concerns the random N(a0);
     the caller checks it on the data.)"""
     L = _model(n, n_arms)
-    c = float(c_star)
-    if not (np.isfinite(c) and c > 1):
-        raise ValueError(f"C* must be > 1, got {c_star!r}")
+    c = check_real(c_star, "c_star (C*)", 1, low_open=True)
     if not n > 8 * c * np.log(n):
         raise ValueError(f"Theorem 3.5 assumes N > 8 C* ln N, which fails for N={n}, C*={c}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-        raise ValueError(f"k must be an integer in [1, N], got {k!r}")
-    g = float(_positive("gamma", gamma))
+    k = check_int(k, "k", 1, n)
+    g = check_real(gamma, "gamma", 0, low_open=True)
+    a0_is_best = check_bool(a0_is_best, "a0_is_best")
     if not a0_is_best:
         return float(2 * np.sqrt(c * L / n) + 2 / n)
     rollback_term = np.sqrt(4 * c * L / max(1.0, n - 2 * k * c))

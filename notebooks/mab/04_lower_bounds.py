@@ -140,6 +140,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
+)
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly, round_robin_arms
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
 
@@ -150,13 +153,7 @@ _TAIL = 1e-15                                # probability mass ignored when sum
 
 
 def _integer(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if not (isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer()):
-            raise TypeError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
+    return check_int(value, name, minimum, whole_float=True)       # 40.0 is accepted as 40
 
 
 def _counts_k(n_name: str, n, k) -> tuple:
@@ -168,7 +165,7 @@ def _counts_k(n_name: str, n, k) -> tuple:
 
 
 def _epsilon(epsilon, allow_zero: bool = False):
-    eps = np.asarray(epsilon, dtype=float)
+    eps = as_array(epsilon, "epsilon").astype(float)
     if not np.all(np.isfinite(eps)) or np.any(eps < 0) or (not allow_zero and np.any(eps == 0)):
         rule = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"epsilon must be finite and {rule}, got {epsilon!r}")
@@ -178,21 +175,23 @@ def _epsilon(epsilon, allow_zero: bool = False):
 def _theorem_delta(delta):
     if delta is None:
         return
-    d = np.asarray(delta, dtype=float)
+    d = as_array(delta, "delta").astype(float)
     if not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d > DELTA_MAX):
         raise ValueError(f"Theorems 3.7 and 3.9 hold for delta in [0, 1/(8 sqrt(e))] = [0, {DELTA_MAX:.6f}], "
                          f"got delta = {delta!r}")
 
 
 def _c_star(c_star, low: float, high: float, theorem: str) -> float:
-    c = float(c_star)
+    c = check_real(c_star, "c_star (C*)", allow_inf=True)
     if not (np.isfinite(c) and low <= c < high) or (low == 1 and c == 1):
         raise ValueError(f"{theorem} needs C* in {'(1, 2)' if high == 2 else '[2, inf)'}, got C* = {c_star!r}")
     return c
 
 
 def _check_instance(instance):
-    if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)) or instance not in (0, 1):
+    if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)):
+        raise TypeError(f"instance must be 0 (I1) or 1 (I2), got {type(instance).__name__}")
+    if instance not in (0, 1):
         raise ValueError(f"instance must be 0 (I1) or 1 (I2), got {instance!r}")
 
 
@@ -238,26 +237,38 @@ class TwoPointPair:
     source: int = 0
 
     def __post_init__(self):
-        means = np.array(self.means, dtype=float)
+        check_choice(self.kind, "kind", PAIR_KINDS)
+        means = check_real_array(self.means, "means")
         if means.shape != (2, 2) or np.any((means < 0) | (means > 1)):
             raise ValueError(f"means must be a (2, 2) array in [0, 1], got {self.means!r}")
-        if self.kind not in PAIR_KINDS:
-            raise ValueError(f"kind must be one of {PAIR_KINDS}, got {self.kind!r}")
+        gap = check_real(self.gap, "gap", 0, 1, low_open=True)
         gaps = means.max(axis=1) - means.min(axis=1)
-        if not np.allclose(gaps, self.gap) or self.gap <= 0:
+        if not np.allclose(gaps, gap):
             raise ValueError(f"both instances must have gap {self.gap}, got {gaps}")
         if np.argmax(means[0]) == np.argmax(means[1]):
             raise ValueError("the two instances must have different best arms")
-        if self.source not in (0, 1):
-            raise ValueError(f"source must be arm 0 or 1, got {self.source!r}")
+        source = check_int(self.source, "source", 0, 1)
+        n, k = check_int(self.n, "n", 2), check_int(self.k, "k", 1)
+        if k >= n:
+            raise ValueError(f"k must be < n (something must be left after the deletion), got n = {n}, k = {k}")
+        if self.c_star is not None:
+            object.__setattr__(self, "c_star", check_real(self.c_star, "c_star (C*)", 1, low_open=True))
+        if self.counts is not None:
+            counts = check_int_array(self.counts, "counts", 1, shape=(2,))
+            if counts.sum() != n or counts[source] <= k:
+                raise ValueError(f"counts must sum to n = {n} and hold more than k = {k} points of the source arm, "
+                                 f"got {counts.tolist()}")
+            counts.setflags(write=False)
+            object.__setattr__(self, "counts", counts)
+        if self.behaviors is not None:
+            behaviors = check_real_array(self.behaviors, "behaviors", 0, 1, shape=(2, 2))
+            if np.any(np.abs(behaviors.sum(axis=1) - 1) > 1e-9):
+                raise ValueError("behaviors must hold one probability distribution over the 2 arms per instance")
+            behaviors.setflags(write=False)
+            object.__setattr__(self, "behaviors", behaviors)
         means.setflags(write=False)
-        object.__setattr__(self, "means", means)
-        for name in ("counts", "behaviors"):
-            value = getattr(self, name)
-            if value is not None:
-                value = np.array(value)
-                value.setflags(write=False)
-                object.__setattr__(self, name, value)
+        for name, value in (("means", means), ("gap", gap), ("source", source), ("n", n), ("k", k)):
+            object.__setattr__(self, name, value)
         if (self.model == "fixed") != (self.counts is not None) or (self.model == "distribution") != (self.behaviors is not None):
             raise ValueError("M_f needs counts (and no behaviors), M_d behaviors (and no counts)")
 
@@ -281,7 +292,7 @@ class TwoPointPair:
     def suboptimality(self, instance: int, arms):
         """``mu_I(a*_I) - mu_I(arms)`` for instance 0 (I1) or 1 (I2); arrays of arms broadcast."""
         _check_instance(instance)
-        arms = np.asarray(arms)
+        arms = check_int_array(arms, "arms")
         if np.any((arms < 0) | (arms > 1)):
             raise ValueError("arms must be 0 or 1")
         return _out(self.means[instance].max() - self.means[instance][arms])
@@ -391,6 +402,7 @@ def sample_source_counts(pair: TwoPointPair, instance: int, rng: np.random.Gener
     under M_d (inverse-CDF sampling of the truncated law)."""
     _check_pair(pair, instance)
     size = _integer("size", size, 1)
+    rng = as_generator(rng)
     if pair.model == "fixed":
         return np.full(size, int(pair.counts[pair.source]), dtype=np.int64)
     p = pair.behaviors[instance][pair.source]
@@ -410,6 +422,7 @@ def sample_pair_statistics(pair: TwoPointPair, instance: int, rng: np.random.Gen
     a0 chosen uniformly at random, independently of the rewards (so hypergeometric given a0's reward
     sum).  Ready for ``unlearn_batch(counts, reward_sums, tau, pair.source, pair.k, deleted_sums, ...)``.
     """
+    rng = as_generator(rng)
     n0 = sample_source_counts(pair, instance, rng, size)
     counts = np.stack([n0, pair.n - n0], axis=1) if pair.source == 0 else np.stack([pair.n - n0, n0], axis=1)
     sums = rng.binomial(counts, pair.means[instance]).astype(float)
@@ -421,6 +434,7 @@ def sample_pair_statistics(pair: TwoPointPair, instance: int, rng: np.random.Gen
 def sample_pair_dataset(pair: TwoPointPair, instance: int, rng: np.random.Generator) -> OfflineDataset:
     """One dataset of instance 0 (I1) or 1 (I2): round-robin arms under M_f; i.i.d. arms from the
     instance's behaviour policy conditioned on ``N(a0) >= k`` under M_d; Bernoulli rewards."""
+    rng = as_generator(rng)
     n0 = int(sample_source_counts(pair, instance, rng, 1)[0])
     if pair.model == "fixed":
         arms = round_robin_arms(pair.counts)
@@ -437,10 +451,9 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     the rewards: from arm a0 (``scheme="source"``, the single-source request of the algorithms) or from
     all of D (``"uniform"``, Lemma A.8).  Use ``DeletionRequest.from_indices(dataset, positions)``."""
     _check_pair(pair)
-    if not isinstance(dataset, OfflineDataset):
-        raise TypeError(f"dataset must be an OfflineDataset, got {type(dataset).__name__}")
-    if scheme not in REQUEST_SCHEMES:
-        raise ValueError(f"scheme must be one of {REQUEST_SCHEMES}, got {scheme!r}")
+    check_instance(dataset, OfflineDataset, "dataset")
+    check_choice(scheme, "scheme", REQUEST_SCHEMES)
+    rng = as_generator(rng)
     pool = np.flatnonzero(dataset.arms == pair.source) if scheme == "source" else np.arange(len(dataset))
     if pool.size < pair.k:
         raise ValueError(f"the dataset has {pool.size} candidate points, fewer than k = {pair.k}")
@@ -450,7 +463,11 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
     """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts."""
-    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    p, q = as_array(p, "p").astype(float), as_array(q, "q").astype(float)
+    try:
+        np.broadcast_shapes(p.shape, q.shape)
+    except ValueError:
+        raise ValueError(f"p and q must broadcast together, got shapes {p.shape} and {q.shape}") from None
     if np.any(~np.isfinite(p)) or np.any(~np.isfinite(q)) or np.any((p < 0) | (p > 1) | (q < 0) | (q > 1)):
         raise ValueError("Bernoulli parameters must lie in [0, 1]")
     return _out(special.rel_entr(p, q) + special.rel_entr(1 - p, 1 - q))
@@ -476,8 +493,7 @@ def retained_kl(pair: TwoPointPair, scheme: str = "source") -> float:
     retained points carries no information (uniform given the counts in both instances).
     """
     _check_pair(pair)
-    if scheme not in REQUEST_SCHEMES:
-        raise ValueError(f"scheme must be one of {REQUEST_SCHEMES}, got {scheme!r}")
+    check_choice(scheme, "scheme", REQUEST_SCHEMES)
     kl_arms = bernoulli_kl(pair.means[0], pair.means[1])
     a0, other = pair.source, 1 - pair.source
     if pair.model == "fixed":
@@ -521,7 +537,7 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     pmf = pair.source_count_pmf(0)
     revealed = np.flatnonzero(pmf > _TAIL)
     if source_counts is not None:
-        revealed = np.intersect1d(revealed, np.asarray(source_counts, dtype=np.int64))
+        revealed = np.intersect1d(revealed, check_int_array(source_counts, "source_counts"))
     total = 0.0
     for n0 in revealed:
         n1 = pair.n - n0
@@ -572,24 +588,20 @@ def le_cam_bound(gap, kl, epsilon, delta=0.0):
     ``(gap / 2) e^-epsilon max{0, e^-kl / 2 - 2 delta}`` when ``kl`` bounds the KL between the laws of
     what the reference mechanism reads (D \\ U) under the two instances.  epsilon >= 0 (0 for a (0, 0)
     mechanism such as rollback).  Broadcasts."""
-    gap, kl = np.asarray(gap, dtype=float), np.asarray(kl, dtype=float)
+    gap, kl = as_array(gap, "gap").astype(float), as_array(kl, "kl").astype(float)
     if np.any(~np.isfinite(gap)) or np.any((gap <= 0) | (gap > 1)):
         raise ValueError(f"gap must lie in (0, 1], got {gap}")
     if np.any(np.isnan(kl)) or np.any(kl < 0):
         raise ValueError(f"kl must be >= 0, got {kl}")
     eps = _epsilon(epsilon, allow_zero=True)
-    delta = np.asarray(delta, dtype=float)
+    delta = as_array(delta, "delta").astype(float)
     if np.any(~np.isfinite(delta)) or np.any((delta < 0) | (delta >= 1)):
         raise ValueError(f"delta must lie in [0, 1), got {delta}")
     return _out(gap / 2 * np.exp(-eps) * np.maximum(0.0, np.exp(-kl) / 2 - 2 * delta))
 
 
 def _counts_k_array(n_name, n, k):
-    n, k = np.asarray(n), np.asarray(k)
-    for name, v in ((n_name, n), ("k", k)):
-        if v.dtype == bool or not (np.issubdtype(v.dtype, np.integer)
-                                   or (np.all(np.isfinite(v)) and np.all(np.mod(v, 1) == 0))):
-            raise ValueError(f"{name} must be an integer, got {v}")
+    n, k = check_int_array(n, n_name), check_int_array(k, "k")
     if np.any(k < 1):
         raise ValueError(f"k must be >= 1, got {k}")
     if np.any(n - k < 1):
@@ -641,7 +653,7 @@ def lower_bound_small_cstar(n, k, c_star, epsilon, kl="paper"):
             gap = (2 - c) / 2
             d1, mu1, mu2 = np.array([1 / c, 1 - 1 / c]), np.array([0.5 + gap, 0.5]), np.array([0.5, 0.5 + gap])
             kl = (n_ - k_) * float(np.sum(special.rel_entr(d1, d1[::-1]) + d1 * bernoulli_kl(mu1, mu2)))
-    kl = np.asarray(kl, dtype=float)
+    kl = as_array(kl, "kl").astype(float)
     if np.any(np.isnan(kl)) or np.any(kl < 0):
         raise ValueError(f"kl must be >= 0, got {kl}")
     return _out((2 - c) / 8 * np.exp(-eps - kl))

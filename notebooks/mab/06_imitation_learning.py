@@ -83,21 +83,24 @@ policies with ``d(a*) >= 1/C*`` and over requests of size k) it is a loosening o
 """
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, special
 
+from bandit_unlearning.checks import (
+    as_array, check_callable, check_int, check_int_array, check_real, check_size,
+)
 from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 
+MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
+MAX_PAIR_ENTRIES = 20_000_000     # (dataset, request, arm) entries ``output_distributions_uniform_deletion`` may build
+
 
 def _integer_array(x, name: str) -> np.ndarray:
-    x = np.asarray(x)
-    if x.size and not np.issubdtype(x.dtype, np.integer):
-        if not np.issubdtype(x.dtype, np.number) or not np.all(np.isfinite(x)) or np.any(np.mod(x, 1) != 0):
-            raise ValueError(f"{name} must be integers, got {x}")
-    x = x.astype(np.int64)
+    x = check_int_array(x, name)
     if np.any(x < 0):
         raise ValueError(f"{name} must be non-negative, got {x}")
     return x
@@ -110,6 +113,8 @@ def most_frequent_arm(counts):
     count rule is undefined).  Returns an int for 1-D input, an integer array otherwise.
     """
     counts = _integer_array(counts, "counts")
+    if counts.sum(axis=-1, dtype=float).max(initial=0) > 2**62:
+        raise ValueError("counts must sum to at most 2**62 per dataset (int64 arithmetic)")
     if counts.ndim < 1 or counts.shape[-1] < 1:
         raise ValueError(f"counts must have at least one arm, got shape {counts.shape}")
     if np.any(counts.sum(axis=-1) == 0):
@@ -163,6 +168,7 @@ def fit_imitation(dataset: OfflineDataset) -> ImitationState:
 def deletion_counts(request, n_arms: int) -> np.ndarray:
     """Per-arm deletion counts ``k_a`` of ``request``: a ``DeletionRequest`` or a length-``n_arms``
     vector of non-negative integers.  Unknown arms raise ``ValueError``."""
+    n_arms = check_int(n_arms, "n_arms", 1)
     if isinstance(request, DeletionRequest):
         return request.deleted_counts(n_arms)
     k = _integer_array(request, "deletion counts k")
@@ -200,6 +206,8 @@ def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise."""
     counts, k = _integer_array(counts, "counts"), _integer_array(k, "deletion counts k")
+    if k.shape != counts.shape:
+        raise ValueError(f"deletion counts k must have the shape of counts {counts.shape}, got {k.shape}")
     if np.any(k > counts):
         raise ValueError("deletion counts k exceed the counts (more deletions than an arm holds)")
     return most_frequent_arm(counts - k)
@@ -212,6 +220,10 @@ def source_request_counts(counts, k: int, source: int = 0):
     Vectorised over leading axes of ``counts``; requires ``k <= N`` in every row.
     """
     counts = _integer_array(counts, "counts")
+    if counts.ndim < 1 or counts.shape[-1] < 1:
+        raise ValueError(f"counts must have shape (..., m) with m >= 1, got {counts.shape}")
+    k = check_int(k, "k")
+    source = check_int(source, "source", 0, counts.shape[-1] - 1)
     if np.any(counts.sum(axis=-1) < k) or k < 0:
         raise ValueError(f"k = {k} must lie in [0, N] for every dataset")
     order = [source] + [a for a in range(counts.shape[-1]) if a != source]
@@ -226,9 +238,11 @@ def source_request_counts(counts, k: int, source: int = 0):
 
 def count_vectors(n: int, m: int) -> np.ndarray:
     """Every count vector of ``n`` points over ``m`` arms (shape ``(C(n+m-1, m-1), m)``), by stars
-    and bars; for exact enumerations over small datasets."""
+    and bars; for exact enumerations over small datasets (at most ``MAX_COUNT_VECTORS`` rows)."""
+    n, m = check_int(n, "n"), check_int(m, "m")
     if n < 0 or m < 1:
         raise ValueError(f"need n >= 0 and m >= 1, got n={n}, m={m}")
+    check_size(math.comb(n + m - 1, m - 1), MAX_COUNT_VECTORS, f"count_vectors({n}, {m})")
     combos = list(itertools.combinations(range(n + m - 1), m - 1))
     bars = np.array(combos, dtype=np.int64).reshape(len(combos), m - 1)
     edges = np.concatenate([np.full((bars.shape[0], 1), -1), bars, np.full((bars.shape[0], 1), n + m - 1)], axis=1)
@@ -238,6 +252,8 @@ def count_vectors(n: int, m: int) -> np.ndarray:
 def multinomial_pmf(counts, behavior) -> np.ndarray:
     """``P[counts]`` under ``Multinomial(N, behavior)`` with ``N = counts.sum(-1)`` (via log-gamma)."""
     counts = _integer_array(counts, "counts")
+    if counts.ndim < 1:
+        raise ValueError(f"counts must have shape (..., m), got a scalar")
     behavior = check_distribution(behavior, counts.shape[-1])
     with np.errstate(divide="ignore"):
         log_terms = np.where(counts > 0, counts * np.log(np.where(behavior > 0, behavior, 1.0)), 0.0)
@@ -255,10 +271,15 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     Multinomial(N - k, behavior) (Lemma A.8), computed by a separate enumeration.  ``mechanism``
     maps ``(counts, k)`` arrays to arms (default: Algorithm 6); pass a broken one to see it fail.
     """
-    behavior = np.asarray(behavior, dtype=float)
+    behavior = as_array(behavior, "behavior")
+    behavior = check_distribution(behavior, max(behavior.size, 1))
     m = behavior.size
+    n, k = check_int(n, "n"), check_int(k, "k")
     if not 0 <= k < n:
         raise ValueError(f"need 0 <= k < n, got n={n}, k={k}")
+    check_callable(mechanism, "mechanism")
+    check_size(math.comb(n + m - 1, m - 1) * math.comb(k + m - 1, m - 1) * m, MAX_PAIR_ENTRIES,
+               f"the (dataset, request) pairs of n={n}, k={k} over {m} arms")
     datasets = count_vectors(n, m)
     requests = count_vectors(k, m)
     p_data = multinomial_pmf(datasets, behavior)
@@ -274,17 +295,32 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
-def theorem311_condition(n, k, c_star) -> bool:
-    """Theorem 3.11's condition ``k <= min(3N/4, (2 - C*) N / C*)`` with ``C*`` in (1, 2)."""
+def _theorem311_args(n, k, c_star):
+    """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
+    n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)
+    try:
+        np.broadcast_shapes(n.shape, k.shape)
+    except ValueError:
+        raise ValueError(f"n and k must broadcast together, got shapes {n.shape} and {k.shape}") from None
+    if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
+        raise ValueError(f"need integers n >= 1 and 0 <= k <= n, got n={n}, k={k}")
+    c_star = check_real(c_star, "c_star (C*)")
     if not 1 < c_star < 2:
         raise ValueError(f"Theorem 3.11 needs C* in (1, 2), got {c_star}")
+    return n, k, c_star
+
+
+def theorem311_condition(n, k, c_star) -> bool:
+    """Theorem 3.11's condition ``k <= min(3N/4, (2 - C*) N / C*)`` with ``C*`` in (1, 2)."""
+    n, k = check_int(n, "n", 1), check_int(k, "k", 0)
+    c_star = _theorem311_args(n, k, c_star)[2]
     return bool(k <= min(3 * n / 4, (2 - c_star) * n / c_star))
 
 
 def theorem311_expression(n, k, c_star):
     """The paper's (constant-free) expression inside Theorem 3.11's O(.):
     ``exp(-((N-k)/2) ln(C*/(8(C*-1))) + ((N+k)/2) ln(2/C*))``.  Broadcasts."""
-    n, k = np.asarray(n, dtype=float), np.asarray(k, dtype=float)
+    n, k, c_star = _theorem311_args(n, k, c_star)
     with np.errstate(over="ignore"):                    # the expression can exceed 1e308 (it is vacuous there)
         out = np.exp(-(n - k) / 2 * np.log(c_star / (8 * (c_star - 1))) + (n + k) / 2 * np.log(2 / c_star))
     return float(out) if out.ndim == 0 else out
@@ -295,7 +331,7 @@ def theorem311_failure_bound(n, k, c_star):
     ``P[Algorithm 6 after deleting k points does not output a*]``, for every behaviour policy with
     ``d(a*) >= 1/C*`` and every request of size ``k`` (even one chosen after seeing the data).
     Multiply by the largest gap for a sub-optimality bound.  Broadcasts."""
-    n, k = np.asarray(n, dtype=float), np.asarray(k, dtype=float)
+    n, k, c_star = _theorem311_args(n, k, c_star)
     x, p = (n + k) / (2 * n), 1.0 / c_star
     kl = special.rel_entr(x, p) + special.rel_entr(1 - x, 1 - p)
     out = np.where(x < p, np.exp(-n * kl), 1.0)
@@ -315,7 +351,9 @@ def instance_failure_bounds(n: int, k: int, behavior, best_arm: int = 0) -> np.n
     """Per-arm Chernoff bounds ``P[Algorithm 6 outputs b after deleting k points] <=
     P[N(a*) - N(b) <= k]`` for a known behaviour policy (any request of size k); entry ``best_arm``
     is 0.  ``SubOpt <= sum_b gap(b) * bound(b)``."""
-    behavior = check_distribution(behavior, np.size(behavior))
+    behavior = check_distribution(behavior, max(np.size(behavior), 1))
+    n, k = check_int(n, "n", 1), check_int(k, "k", 0)
+    best_arm = check_int(best_arm, "best_arm", 0, behavior.size - 1)
     out = np.zeros(behavior.size)
     for b in range(behavior.size):
         if b != best_arm:

@@ -649,6 +649,7 @@ is the learner's arm and gamma < gamma0', rollback otherwise); ``unlearn_batch``
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_bool, check_int, check_real
 from bandit_unlearning.mab.bounds import gamma0_paper
 
 
@@ -663,11 +664,11 @@ def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int,
     ``gamma0' = (4/3) sqrt(pi L / (N_min - k_max))``).  Refuses source arms violating Lemma A.1's condition
     ``k_i <= N_i - sqrt(N_i L / 2)`` or ``k_max >= N_min`` (the theorem's assumptions).
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"N must be an integer >= 2, got {n!r}")
-    if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 1:
-        raise ValueError(f"n_arms must be a positive integer, got {n_arms!r}")
-    counts, ks = np.atleast_1d(np.asarray(source_counts)), np.atleast_1d(np.asarray(source_ks))
+    n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
+    counts, ks = np.atleast_1d(as_array(source_counts, "source_counts")), np.atleast_1d(as_array(source_ks, "source_ks"))
+    for name, v in (("source_counts", counts), ("source_ks", ks)):
+        if v.size and v.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integers, got dtype {v.dtype}")
     if counts.ndim != 1 or counts.shape != ks.shape or counts.size == 0:
         raise ValueError(f"source_counts and source_ks must be equal-length non-empty sequences, got {counts}, {ks}")
     if not (np.issubdtype(counts.dtype, np.integer) and np.issubdtype(ks.dtype, np.integer)) \
@@ -682,12 +683,10 @@ def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int,
     n_min, k_max = int(counts.min()), int(ks.max())
     if k_max >= n_min:
         raise ValueError(f"Theorem 3.13 assumes k_max < N_min, got k_max={k_max}, N_min={n_min}")
-    g = float(gamma)
-    if not (np.isfinite(g) and g > 0):
-        raise ValueError(f"gamma must be finite and > 0, got {gamma!r}")
-    if not (np.isfinite(float(n_star)) and n_star >= 1):
-        raise ValueError(f"n_star must be >= 1, got {n_star!r}")
-    g0 = gamma0_paper(n_min, k_max, L) if gamma0 is None else float(gamma0)
+    g = check_real(gamma, "gamma", 0, low_open=True)
+    n_star = check_real(n_star, "n_star", 1)
+    check_bool(star_is_source, "star_is_source")
+    g0 = gamma0_paper(n_min, k_max, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     if not star_is_source:
         return float(np.sqrt(2 * L / n_star) + 2 / n)
     if g < g0:

@@ -78,6 +78,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real_array,
+)
 from bandit_unlearning.mab.data import check_distribution, check_means, concentrability_behavior
 
 PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
@@ -95,6 +98,23 @@ class Trajectories:
     arm_counts: np.ndarray      # (R, len(prefixes), m)
     occurrence_sums: np.ndarray  # (R, m, n_max + 1)
 
+    def __post_init__(self):
+        means = check_means(self.means)
+        m = means.size
+        check_choice(self.model, "model", ("Mf", "Md"))
+        prefixes = check_int_array(self.prefixes, "prefixes", 1, ndim=1, nonempty=True)
+        counts = as_array(self.arm_counts, "arm_counts")
+        occ = as_array(self.occurrence_sums, "occurrence_sums")
+        if counts.ndim != 3 or counts.shape[1:] != (prefixes.size, m):
+            raise ValueError(f"arm_counts must have shape (R, {prefixes.size}, {m}), got {counts.shape}")
+        if counts.dtype.kind not in "iu":
+            raise TypeError(f"arm_counts must hold integers, got dtype {counts.dtype}")
+        if occ.ndim != 3 or occ.shape[:2] != (counts.shape[0], m) or occ.shape[2] < prefixes.max() + 1:
+            raise ValueError(f"occurrence_sums must have shape ({counts.shape[0]}, {m}, n_max + 1) with "
+                             f"n_max >= {prefixes.max()}, got {occ.shape}")
+        object.__setattr__(self, "means", means)
+        object.__setattr__(self, "prefixes", prefixes)
+
     @property
     def n_replicates(self) -> int:
         return int(self.arm_counts.shape[0])
@@ -110,8 +130,10 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
     """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``)."""
     means = check_means(means)
     m = means.size
-    arms, rewards = np.asarray(arms), np.asarray(rewards, dtype=float)
-    prefixes = np.asarray(prefixes, dtype=np.int64)
+    check_choice(model, "model", ("Mf", "Md"))
+    arms = check_int_array(arms, "arms", 0, m - 1)
+    rewards = check_real_array(rewards, "rewards", 0, 1)
+    prefixes = check_int_array(prefixes, "prefixes")
     if arms.ndim != 2 or rewards.shape != arms.shape:
         raise ValueError(f"arms and rewards must have the same shape (R, n_max), got {arms.shape}, {rewards.shape}")
     if prefixes.ndim != 1 or prefixes.size == 0 or np.any(prefixes < 1) or np.any(prefixes > arms.shape[1]):
@@ -138,11 +160,12 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     """
     means = check_means(means)
     m = means.size
-    prefixes = np.asarray(prefixes, dtype=np.int64)
+    prefixes = check_int_array(prefixes, "prefixes")
     if prefixes.ndim != 1 or prefixes.size == 0 or np.any(prefixes < 1):
         raise ValueError(f"prefixes must be a non-empty list of positive integers, got {prefixes}")
-    if not isinstance(n_replicates, (int, np.integer)) or n_replicates < 1:
-        raise ValueError(f"n_replicates must be a positive integer, got {n_replicates!r}")
+    n_replicates = check_int(n_replicates, "n_replicates", 1)
+    check_choice(model, "model", ("Mf", "Md"))
+    rng = as_generator(rng)
     n_max = int(prefixes.max())
     if model == "Mf":
         arms = np.broadcast_to(np.arange(n_max) % m, (n_replicates, n_max))
@@ -167,11 +190,14 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     (= 100 draws / 5 arms) makes a request "all samples of the arm in k/20 consecutive blocks of 100
     draws", the paper's rule.  Returns ``(start, valid)``, both ``(R, n_requests)``: replicates whose
     prefix holds fewer than ``k`` samples of ``arm`` are marked invalid (their ``start`` is 0).
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
     """
-    if not isinstance(align, (int, np.integer)) or align < 1:
-        raise ValueError(f"align must be a positive integer, got {align!r}")
-    if not isinstance(k, (int, np.integer)) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    check_instance(traj, Trajectories, "traj")
+    prefix = check_int(prefix, "prefix", 0, traj.prefixes.size - 1)
+    arm = check_int(arm, "arm", 0, traj.means.size - 1)
+    align, k = check_int(align, "align", 1), check_int(k, "k", 0)
+    n_requests = check_int(n_requests, "n_requests", 1)
+    rng = as_generator(rng)
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -183,7 +209,12 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
 def run_sums(traj: Trajectories, arm: int, start, length):
     """Reward sum of ``length`` consecutive samples of ``arm`` from its ``start``-th sample, for every
     replicate (``start`` has shape ``(R, ...)``); O(1) per entry from the occurrence prefix sums."""
-    start = np.asarray(start)
+    check_instance(traj, Trajectories, "traj")
+    arm = check_int(arm, "arm", 0, traj.means.size - 1)
+    start = check_int_array(start, "start", 0)
+    length = check_int(length, "length", 0)
+    if start.ndim < 1 or start.shape[0] != traj.n_replicates:
+        raise ValueError(f"start must have shape (R, ...) with R = {traj.n_replicates}, got {start.shape}")
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)
@@ -243,9 +274,13 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_generator, check_bool, check_choice, check_instance, check_int, check_int_array, check_real,
+)
 from bandit_unlearning.experiments.protocol import (
     PAPER_MEANS, Trajectories, consecutive_deletions, run_sums, simulate_trajectories,
 )
+from bandit_unlearning.mab.data import check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
@@ -281,16 +316,16 @@ class ProtocolA:
     table2_k_fraction: float = 0.5
 
     def __post_init__(self):
+        object.__setattr__(self, "means", tuple(float(x) for x in check_means(self.means)))
         for name in ("n_trajectories", "n_requests", "n_runs", "block", "k", "n"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not 0 < self.table2_k_fraction < 1:
-            raise ValueError(f"table2_k_fraction must lie in (0, 1), got {self.table2_k_fraction}")
-        if not 0 <= self.mixing_eta <= 1:
-            raise ValueError(f"mixing_eta must lie in [0, 1], got {self.mixing_eta}")
-        if not 0 <= self.easy_arm < len(self.means):
-            raise ValueError(f"easy_arm must be an arm index, got {self.easy_arm}")
+            object.__setattr__(self, name, check_int(getattr(self, name), name, 1))
+        check_real(self.table2_k_fraction, "table2_k_fraction", 0, 1, low_open=True, high_open=True)
+        check_real(self.mixing_eta, "mixing_eta", 0, 1)
+        object.__setattr__(self, "easy_arm", check_int(self.easy_arm, "easy_arm", 0, len(self.means) - 1))
+        for name in ("threshold_scale", "gamma"):
+            check_real(getattr(self, name), name, 0, low_open=True)
+        check_real(self.c_star, "c_star (C*)", 1, low_open=True)
+        check_real(self.table2_c_star, "table2_c_star (C*)", 1, low_open=True)
 
     @classmethod
     def quick(cls, **changes) -> "ProtocolA":
@@ -313,6 +348,42 @@ class ProtocolA:
             "stderr": "standard deviation of the per-run means / sqrt(n_runs)",
         }
         return d
+
+
+_METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6")
+
+
+def _check_methods(methods) -> list:
+    """Method names: those of ``_METHODS`` or ``"eta=x"`` (mixing with k' = round(x k), x in [0, 1])."""
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods must be a sequence of method names, got {type(methods).__name__}")
+    methods = list(methods)
+    for m in methods:
+        if not isinstance(m, str):
+            raise TypeError(f"methods must be strings, got {type(m).__name__}")
+        if m.startswith("eta="):
+            try:
+                eta = float(m.split("=", 1)[1])
+            except ValueError:
+                eta = float("nan")
+            if not 0 <= eta <= 1:
+                raise ValueError(f"method {m!r}: eta must be a number in [0, 1]")
+        elif m not in _METHODS:
+            raise ValueError(f"unknown method {m!r}; methods are {_METHODS} or 'eta=x'")
+    return methods
+
+
+def _check_request(traj, prefix, sources, k, gamma, rng, protocol):
+    """The common arguments of ``request_losses`` and ``evaluate``; returns them validated."""
+    check_instance(traj, Trajectories, "traj")
+    check_instance(protocol, ProtocolA, "protocol")
+    prefix = check_int(prefix, "prefix", 0, traj.prefixes.size - 1)
+    sources = check_int_array(sources, "sources", 0, traj.means.size - 1, ndim=1, nonempty=True).tolist()
+    if len(set(sources)) != len(sources):
+        raise ValueError(f"sources must be distinct arms, got {sources}")
+    k = check_int(k, "k", 1)
+    gamma = check_real(gamma, "gamma", 0, low_open=True)
+    return prefix, sources, k, gamma, as_generator(rng)
 
 
 def _mixing_k_prime(method: str, k: int, protocol: ProtocolA) -> int:
@@ -366,6 +437,15 @@ def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gam
     (``consecutive_deletions``); every replicate must hold ``k`` samples from there on.  Returns
     ``({method: losses of shape (R * n_requests,)}, exact_sensitivity_count)``.
     """
+    prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
+    methods = _check_methods(methods)
+    if isinstance(starts, np.ndarray) or len(starts) != len(sources):
+        raise ValueError(f"starts must hold one array per source arm ({len(sources)})")
+    starts = [check_int_array(s, "starts", 0, ndim=2) for s in starts]
+    for a, s in zip(sources, starts):
+        if s.shape[0] != traj.n_replicates or np.any(s + k > traj.arm_counts[:, prefix, a][:, None]):
+            raise ValueError(f"starts must have shape (R = {traj.n_replicates}, n_requests) and leave k = {k} "
+                             f"samples of arm {a} in every replicate")
     means = np.asarray(traj.means)
     tau = 1.0 / int(traj.prefixes[prefix])                               # fixed at training (E12)
     n_req = starts[0].shape[1]
@@ -390,6 +470,8 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     ``k`` deletions from each.  Returns ``{method: mean}``, plus ``"_excluded"`` (replicates whose
     prefix holds fewer than ``k`` samples of a source arm: dropped) and ``"_exact_sensitivity"``.
     """
+    prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
+    methods = _check_methods(methods)
     align = protocol.block // len(traj.means) if traj.model == "Mf" else 1
     starts, valid = zip(*(consecutive_deletions(traj, prefix, a, k, protocol.n_requests, rng, align=align)
                           for a in sources))
@@ -414,9 +496,19 @@ TABLE2_N = (900, 1000, 1100, 1200, 1300, 1400, 1500)
 EXPERIMENTS = ("figure1", "figure2", "figure3", "table2")
 
 
+def _check_experiment(experiment) -> str:
+    if not isinstance(experiment, str):
+        raise TypeError(f"experiment must be one of {EXPERIMENTS}, got {type(experiment).__name__}")
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {experiment!r}; choose from {EXPERIMENTS}")
+    return experiment
+
+
 def panels(experiment: str, protocol: ProtocolA) -> list:
     """The panels of an experiment: dicts with ``id, model, case, vary, x, sources`` and, per x, the
     ``(N, k, gamma)`` used (``points``) and the method names."""
+    _check_experiment(experiment)
+    check_instance(protocol, ProtocolA, "protocol")
     p = protocol
     hard, easy = 0, p.easy_arm
     out = []
@@ -459,7 +551,16 @@ def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of
     per-point mean sub-optimality, and the excluded / exact-sensitivity counts."""
+    if not isinstance(task, tuple) or len(task) != 5:
+        raise TypeError("task must be a tuple (experiment, protocol, model, run, seed)")
     experiment, protocol, model, run, seed = task
+    _check_experiment(experiment)
+    check_instance(protocol, ProtocolA, "protocol")
+    check_choice(model, "model", ("Mf", "Md"))
+    check_int(run, "run", 0)
+    check_int(seed, "seed", 0)
+    if model not in {pl["model"] for pl in panels(experiment, protocol)}:
+        raise ValueError(f"experiment {experiment!r} has no panel of model {model!r}")
     rng = np.random.default_rng([seed, EXPERIMENTS.index(experiment), ("Mf", "Md").index(model), run])
     mine = [pl for pl in panels(experiment, protocol) if pl["model"] == model]
     c_star = mine[0].get("c_star", protocol.c_star)
@@ -489,6 +590,14 @@ def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: 
     ``seed``, never on the executor."""
     from bandit_unlearning.experiments.runner import run_tasks
 
+    _check_experiment(experiment)
+    if protocol is not None:
+        check_instance(protocol, ProtocolA, "protocol")
+    seed = check_int(seed, "seed", 0)
+    workers = check_int(workers, "workers", 1)
+    check_bool(progress, "progress")
+    if not isinstance(scale, str):
+        raise TypeError(f"scale must be a string (a label such as 'paper' or 'quick'), got {type(scale).__name__}")
     protocol = protocol or ProtocolA()
     specs = panels(experiment, protocol)
     models = sorted({pl["model"] for pl in specs})
@@ -518,6 +627,8 @@ def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from bandit_unlearning.checks import check_bool, check_instance
+
 _XLABEL = {"N": "N", "k": "k", "gamma": r"$\gamma$"}
 _STYLE = {"Oracle": ("k", "o"), "Gaussian": ("C0", "s"), "Rollback": ("C1", "^"), "Mixing": ("C2", "D"),
           "Alg2": ("C3", "v"), "Alg7": ("C3", "v"), "Alg6": ("C4", "P")}
@@ -526,6 +637,14 @@ _STYLE = {"Oracle": ("k", "o"), "Gaussian": ("C0", "s"), "Rollback": ("C1", "^")
 def plot_experiment(result: dict, errorbars: bool = True):
     """One figure for ``result``: a grid of line panels (Figures 1, 2; Table 2) or grouped bars
     (Figure 3).  Returns the matplotlib figure."""
+    check_instance(result, dict, "result")
+    check_bool(errorbars, "errorbars")
+    missing = [key for key in ("experiment", "panels", "scale", "seed") if key not in result]
+    if missing:
+        raise ValueError(f"result must be run_experiment's output; missing keys {missing}")
+    if not isinstance(result["panels"], list) or not result["panels"] or not all(
+            isinstance(pl, dict) and {"x", "methods", "stderr", "model"} <= set(pl) for pl in result["panels"]):
+        raise ValueError("result['panels'] must be a non-empty list of panels (dicts with x, methods, stderr, model)")
     pls = result["panels"]
     if result["experiment"] == "figure3":
         fig, axes = plt.subplots(1, len(pls), figsize=(6 * len(pls), 4), squeeze=False)

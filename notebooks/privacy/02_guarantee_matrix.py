@@ -96,6 +96,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import check_callable, check_choice, check_int
 from bandit_unlearning.mab.imitation import ImitationState, most_frequent_arm, unlearn_imitation
 from bandit_unlearning.mab.lcb import LCBState
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
@@ -109,6 +110,15 @@ KINDS = ("deleted 1, kept 0", "deleted 0, kept 1")
 PATHS = ("gaussian", "rollback", "adaptive", "mixing", "imitation")
 VARIANTS = ("correct", "half noise", "per-arm sigma", "skipped rollback", "forgets k")
 TOLERANCE = 1e-9            # a path holds when worst delta <= claimed delta * (1 + TOLERANCE)
+
+
+def _check_is(value, cls, name: str):
+    """``TypeError`` unless ``value`` is a ``cls`` -- by class name among dataclasses, so that the
+    chapter's own cells (which define the same classes before importing this module) pass too."""
+    if not (dataclasses.is_dataclass(value) and type(value).__name__ == cls.__name__):
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        raise TypeError(f"{name} must be {article} {cls.__name__}, got {type(value).__name__}")
+    return value
 
 
 def worst_case_instance(n: int, k: int, n_sources: int, kind: str, competitor_mean: float):
@@ -154,6 +164,10 @@ class Setting:
     sensitivity: str = "exact"
     eta: float | None = None
 
+    def __post_init__(self):
+        check_choice(self.path, "path", PATHS)
+        check_int(self.n_sources, "n_sources", 1), check_int(self.k, "k", 1, check_int(self.n, "n", 1))
+
     def options(self) -> UnlearnOptions:
         return UnlearnOptions(self.path, epsilon=self.epsilon, delta=self.delta, calibration=self.calibration,
                               sensitivity=self.sensitivity, eta=self.eta)
@@ -171,6 +185,9 @@ class AuditRow:
     noised: bool
     refused: str | None = None
 
+    def __post_init__(self):
+        _check_is(self.setting, Setting, "setting"), check_choice(self.variant, "variant", VARIANTS)
+
     @property
     def ratio(self) -> float:
         """Worst exact delta over the claimed delta (0 for a refused call)."""
@@ -180,6 +197,7 @@ class AuditRow:
 def competitor_means(setting: Setting, n_grid: int = 21) -> np.ndarray:
     """Competitor means: a grid over [0, 1] plus the neighbourhood of the source arms' scores, where
     the learner's arm changes and a single noised arm's argmax delta peaks."""
+    _check_is(setting, Setting, "setting"), check_int(n_grid, "n_grid", 2)
     probe, _ = worst_case_instance(setting.n, setting.k, setting.n_sources, KINDS[0], 0.5)
     radius = float(np.sqrt(probe.log_term / (2 * setting.n)))
     near = []
@@ -333,6 +351,7 @@ def matrix_settings() -> list[Setting]:
 
 def path_label(s: Setting) -> str:
     """The row of the table a setting belongs to."""
+    _check_is(s, Setting, "s")
     if s.path in ("rollback", "imitation"):
         return s.path + (" (several arms)" if s.n_sources > 1 else "")
     if s.n_sources > 1:
@@ -343,7 +362,11 @@ def path_label(s: Setting) -> str:
 def audit_matrix(settings, variant: str = "correct", progress=None) -> list[AuditRow]:
     """``audit_setting`` over ``settings``; the released arm is audited with 5 competitor means where
     several arms may be noised.  ``progress``: an optional wrapper such as ``tqdm``."""
-    it = settings if progress is None else progress(settings)
+    check_choice(variant, "variant", VARIANTS)
+    settings = list(settings)
+    for s in settings:
+        _check_is(s, Setting, "settings entry")
+    it = settings if progress is None else check_callable(progress, "progress")(settings)
     return [audit_setting(s, variant, n_grid=3 if s.n_sources > 1 and s.path == "gaussian" else 21) for s in it]
 
 
@@ -353,6 +376,11 @@ def summarize(rows, broken_rows) -> list[dict]:
     (all accepted settings for the paths without noise), and among the *tight* ones, where the correct
     mechanism's ratio is at least 0.99 (there the worst case uses the whole budget, so any
     under-noising must show)."""
+    rows, broken_rows = list(rows), list(broken_rows)
+    if len(rows) != len(broken_rows):
+        raise ValueError(f"rows and broken_rows must have one length, got {len(rows)} and {len(broken_rows)}")
+    for r in rows + broken_rows:
+        _check_is(r, AuditRow, "rows and broken_rows entries")
     table = {}
     for r, b in zip(rows, broken_rows):
         t = table.setdefault(path_label(r.setting), dict(settings=0, refused=0, noised=0, worst=0.0, violated=0,

@@ -115,14 +115,26 @@ import numpy as np
 from scipy.special import erf, erfinv
 from scipy.stats import norm
 
-from bandit_unlearning.privacy.coupling import check_sigma
+from bandit_unlearning import checks as _checks
+from bandit_unlearning.checks import as_array, as_generator, check_real
+from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
-class Node(NamedTuple):
-    """A dyadic node: leaves ``[index * 2**level + 1, (index + 1) * 2**level]`` (1-based)."""
-
+class _NodeFields(NamedTuple):
     level: int
     index: int
+
+
+class Node(_NodeFields):
+    """A dyadic node: leaves ``[index * 2**level + 1, (index + 1) * 2**level]`` (1-based); ``level``
+    and ``index`` are integers >= 0 (validated on construction)."""
+
+    __slots__ = ()
+
+    def __new__(cls, level: int, index: int):
+        if type(level) is not int or type(index) is not int or level < 0 or index < 0:
+            level, index = check_int(level, "level", 0), check_int(index, "index", 0)
+        return tuple.__new__(cls, (level, index))
 
     @property
     def size(self) -> int:
@@ -140,24 +152,14 @@ class Node(NamedTuple):
 
 
 def check_int(value, name: str, low: int = 1, high: int | None = None) -> int:
-    """Validate an integer argument in ``[low, high]`` (``high=None``: no upper limit)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        allowed = f"lie in [{low}, {high}]" if high is not None else f"be >= {low}"
-        raise ValueError(f"{name} must {allowed}, got {value}")
-    return value
+    """Validate an integer argument in ``[low, high]`` (``high=None``: no upper limit): the package's
+    ``bandit_unlearning.checks.check_int`` with ``low = 1`` by default."""
+    return _checks.check_int(value, name, low, high)
 
 
 def check_positive(value, name: str) -> float:
-    """Validate a finite real number ``> 0``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value}")
-    return value
+    """Validate a finite real number ``> 0`` (``bandit_unlearning.checks.check_positive``)."""
+    return _checks.check_positive(value, name)
 
 
 def n_nodes(n_leaves: int) -> int:
@@ -166,9 +168,16 @@ def n_nodes(n_leaves: int) -> int:
     return 2 * n - n.bit_count()
 
 
+def _as_node(node) -> Node:
+    """A ``Node`` from a ``(level, index)`` pair; anything else is a ``TypeError``."""
+    if not isinstance(node, tuple) or len(node) != 2:
+        raise TypeError(f"node must be a Node (level, index), got {node!r}")
+    return node if type(node) is Node else Node(*node)
+
+
 def postorder_position(node: Node) -> int:
     """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size)."""
-    level, index = check_int(node[0], "level", 0), check_int(node[1], "index", 0)
+    level, index = _as_node(node)
     r = (index + 1) << level
     return 2 * (r - 1) - (r - 1).bit_count() + level
 
@@ -312,11 +321,16 @@ def eps_app(sigma: float, T: int, d: int, delta: float) -> float:
     return float(sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / delta))))
 
 
+MAX_UNION_BOUND_T = 2**26        # steps ``prefix_error_union_bound`` enumerates (512 MB of popcounts)
+
+
 def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> float:
     """Union bound ``d sum_{t<=T} 2 Phi(-threshold / (sigma sqrt(popcount t)))`` on
-    ``P[max_{t<=T, i<=d} |u~_t,i - u_t,i| > threshold]`` (errors are N(0, popcount(t) sigma^2))."""
+    ``P[max_{t<=T, i<=d} |u~_t,i - u_t,i| > threshold]`` (errors are N(0, popcount(t) sigma^2)).
+    ``T`` is at most ``MAX_UNION_BOUND_T`` (the steps are enumerated)."""
+    threshold = check_real(threshold, "threshold", 0, allow_inf=True)
     sigma = check_positive(sigma, "sigma")
-    T, d = check_int(T, "T", 1), check_int(d, "d", 1)
+    T, d = check_int(T, "T", 1, MAX_UNION_BOUND_T), check_int(d, "d", 1)
     counts = np.bincount(np.bitwise_count(np.arange(1, T + 1, dtype=np.uint64)).astype(np.int64))
     k = np.arange(counts.size)[1:]
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
@@ -425,16 +439,31 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 # the keys of the regenerated nodes; in `append`, the keys of the completed nodes.
 
 # %% tags=["export"]
-class SparseStatistic(NamedTuple):
-    """A statistic ``x in R^d`` given by its non-zeros: ``indices`` (distinct, in ``[0, d)``) and
-    ``values`` (finite).  Trees accept it wherever they accept a dense vector of shape ``(d,)``."""
-
+class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
 
 
+class SparseStatistic(_SparseFields):
+    """A statistic ``x in R^d`` given by its non-zeros: ``indices`` (distinct, in ``[0, d)``) and
+    ``values`` (finite).  Trees accept it wherever they accept a dense vector of shape ``(d,)``.
+    Construction checks what does not depend on ``d`` (integer indices, 1-D arrays of one length);
+    the trees check the rest.  The arrays are kept as given (never modified)."""
+
+    __slots__ = ()
+
+    def __new__(cls, indices, values):
+        idx, val = as_array(indices, "indices"), as_array(values, "values")
+        if idx.size and idx.dtype.kind not in "iu":
+            raise TypeError(f"SparseStatistic indices must be integers, got dtype {idx.dtype}")
+        if idx.ndim != 1 or val.shape != idx.shape:
+            raise ValueError("SparseStatistic indices and values must be 1-D arrays of the same length, got "
+                             f"shapes {idx.shape} and {val.shape}")
+        return tuple.__new__(cls, (indices, values))
+
+
 def _sparse_parts(x: SparseStatistic, d: int, name: str):
-    idx, val = np.asarray(x.indices), np.asarray(x.values, dtype=float)
+    idx, val = as_array(x.indices, f"{name} indices"), as_array(x.values, f"{name} values").astype(float)
     if idx.ndim != 1 or val.shape != idx.shape:
         raise ValueError(f"{name}: indices and values must be 1-D arrays of the same length")
     if idx.size and not np.issubdtype(idx.dtype, np.integer):
@@ -455,12 +484,14 @@ def _sparse_parts(x: SparseStatistic, d: int, name: str):
 def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
     (``-0.0`` stored as ``+0.0``)."""
+    if type(d) is not int or d < 1:
+        d = check_int(d, "d", 1)
     if isinstance(x, SparseStatistic):
         idx, val = _sparse_parts(x, d, name)
         out = np.zeros(d)
         out[idx] = val
         return out
-    x = np.asarray(x, dtype=float)
+    x = as_array(x, name).astype(float)
     if x.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
     if not np.isfinite(x).all():
@@ -471,9 +502,11 @@ def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
 def statistic_sparse(x, d: int, name: str = "x"):
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return its non-zeros as
     ``(indices int64 increasing, values)``."""
+    if type(d) is not int or d < 1:
+        d = check_int(d, "d", 1)
     if isinstance(x, SparseStatistic):
         return _sparse_parts(x, d, name)
-    x = np.asarray(x, dtype=float)
+    x = as_array(x, name).astype(float)
     if x.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
     if not np.isfinite(x).all():
@@ -490,23 +523,20 @@ _NOISE_LOCK = threading.Lock()
 
 
 def resolve_rng(rng) -> np.random.Generator:
-    """The generator to draw from: ``rng`` itself, or for ``None`` a new generator seeded from the
-    operating system's entropy (``np.random.default_rng()``).  A seeded generator is the caller's
-    opt-in for reproducibility, and its seed is then key material.  Anything else: ``TypeError``."""
-    if rng is None:
-        return np.random.default_rng()
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator or None (fresh OS entropy), got {type(rng).__name__}")
-    return rng
+    """The generator to draw from, by the package's one rule (``checks.as_generator``): ``rng`` itself,
+    for ``None`` a new generator seeded from the operating system's entropy, for an int seed >= 0
+    ``np.random.default_rng(seed)`` (the caller's opt-in for reproducibility; the seed is then key
+    material).  Anything else: ``TypeError`` naming ``rng``."""
+    return as_generator(rng, "rng")
 
 
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
     (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
     ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
-    the raw words would, but reveals nothing about the generator's state."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+    the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
+    k = check_int(k, "k", 0)
+    rng = as_generator(rng)
     width = 8 * KEY_WORDS
     raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
     digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=_KEY_PERSON).digest()
@@ -514,10 +544,26 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     return np.frombuffer(digests, dtype="<u8").astype(np.uint64).reshape(k, KEY_WORDS)
 
 
+def _node_key(key) -> np.ndarray:
+    """A node key: ``KEY_WORDS`` integers in ``[0, 2**64)``, as uint64 (a new array)."""
+    k = as_array(key, "key")
+    if k.dtype.kind not in "iu":
+        raise TypeError(f"key must hold {KEY_WORDS} unsigned 64-bit integers, got dtype {k.dtype}")
+    if k.shape != (KEY_WORDS,) or (k.dtype.kind == "i" and np.any(k < 0)):
+        raise ValueError(f"key must hold {KEY_WORDS} integers in [0, 2**64), got {key!r}")
+    return k.astype(np.uint64)
+
+
 def node_noise(key, d: int, sigma: float) -> np.ndarray:
     """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
     normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
     discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key."""
+    if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)):
+        key = _node_key(key)
+    if type(d) is not int or d < 1:
+        d = check_int(d, "d", 1)
+    if type(sigma) is not float or not 0 <= sigma < math.inf:
+        sigma = check_sigma(sigma)
     if sigma == 0:
         return np.zeros(d)
     state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
@@ -535,6 +581,12 @@ def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> b
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
     ``e' = v~_S - v'_S`` on the support ``S`` of ``x_t - x'_t`` (elsewhere the two agree).
     An empty ``S`` is always kept; with ``sigma = 0`` a non-empty one is rejected."""
+    noisy_S, clean_S, new_clean_S = (as_array(v, name) for v, name in (
+        (noisy_S, "noisy_S"), (clean_S, "clean_S"), (new_clean_S, "new_clean_S")))
+    if noisy_S.ndim != 1 or clean_S.shape != noisy_S.shape or new_clean_S.shape != noisy_S.shape:
+        raise ValueError(f"noisy_S, clean_S and new_clean_S must be 1-D of one length, got shapes "
+                         f"{noisy_S.shape}, {clean_S.shape}, {new_clean_S.shape}")
+    sigma, u = check_sigma(sigma), check_real(u, "u", 0, 1)
     if len(noisy_S) == 0:
         return True
     if sigma == 0:
@@ -547,8 +599,15 @@ def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> b
 def fold_rows(rows) -> np.ndarray:
     """``((r_1 + r_2) + r_3) + ...`` in the given order (a new array): the canonical sum of noisy
     node values over a dyadic decomposition."""
-    acc = np.array(rows[0], dtype=float)
+    if isinstance(rows, np.ndarray):
+        rows = list(rows)
+    if not isinstance(rows, (list, tuple)) or len(rows) == 0:
+        raise ValueError("rows must be a non-empty list of vectors of one shape")
+    acc = as_array(rows[0], "rows").astype(float)
     for r in rows[1:]:
+        r = as_array(r, "rows")
+        if r.shape != acc.shape:
+            raise ValueError(f"rows must all have one shape, got {acc.shape} and {r.shape}")
         acc += r
     return acc
 
@@ -572,6 +631,11 @@ class PathCoupling:
     rejected: Node | None
     regenerated: tuple
     restart: int
+
+    def __post_init__(self):
+        n = check_int(self.n_leaves, "n_leaves", 1)
+        check_int(self.t, "t", 1, n)
+        check_int(self.restart, "restart", 0, n)
 
     @property
     def retrained(self) -> bool:
@@ -668,7 +732,7 @@ class BinaryTree:
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
         x = statistic_dense(x, self._d, "x")
-        rng = resolve_rng(rng)
+        rng = as_generator(rng)
         t = self._n + 1
         first, k = n_nodes(t - 1), (t & -t).bit_length()
         keys = draw_node_keys(rng, k)
@@ -708,11 +772,11 @@ class BinaryTree:
 
     def clean(self, node: Node) -> np.ndarray:
         """Clean value ``v_b`` of a complete node (a copy)."""
-        return self._clean[self._row(Node(*node))].copy()
+        return self._clean[self._row(_as_node(node))].copy()
 
     def noisy(self, node: Node) -> np.ndarray:
         """Noisy value ``v~_b`` of a complete node (a copy)."""
-        return self._noisy[self._row(Node(*node))].copy()
+        return self._noisy[self._row(_as_node(node))].copy()
 
     def values(self):
         """``(clean, noisy)``: read-only views of shape ``(n_nodes, d)``, rows in post-order."""
@@ -776,7 +840,7 @@ class BinaryTree:
         self._check_mutable()
         t = check_int(t, "t", 1, self._n)
         x_new = statistic_dense(x_new, self._d, "x_new")
-        rng = resolve_rng(rng)
+        rng = as_generator(rng)
         n_before = self._n
         path = leaf_path(t, n_before)
         clean, noisy = self._clean, self._noisy

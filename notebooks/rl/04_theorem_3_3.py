@@ -117,6 +117,21 @@ import warnings
 import numpy as np
 from scipy import stats
 
+from bandit_unlearning.checks import as_generator, check_int, check_real
+
+
+def _check_samples(sample_u, sample_d) -> list:
+    """Two non-empty lists of runs, each run a dict with the same statistic names; returns the names."""
+    for name, sample in (("sample_u", sample_u), ("sample_d", sample_d)):
+        if not isinstance(sample, (list, tuple)) or not all(isinstance(s, dict) for s in sample):
+            raise TypeError(f"{name} must be a list of dicts (statistic name -> value), got {type(sample).__name__}")
+    if not sample_u or not sample_d:
+        raise ValueError("both samples must hold at least one run")
+    names = list(sample_u[0])
+    if any(set(s) != set(names) for s in list(sample_u) + list(sample_d)):
+        raise ValueError("every run of both samples must have the same statistics")
+    return names
+
 
 def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     """p-value of each statistic of two samples of runs (lists of dicts ``name -> value``).
@@ -125,10 +140,12 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     get a chi-square test of homogeneity on the ``2 x k`` table of their values; values seen fewer
     than ``min_cell`` times in total are pooled into one cell (p = 1 if fewer than 2 cells remain).
     """
-    if not sample_u or not sample_d:
-        raise ValueError("both samples must hold at least one run")
+    names = _check_samples(sample_u, sample_d)
+    if isinstance(categorical, str) or not hasattr(categorical, "__iter__"):
+        raise TypeError(f"categorical must be a collection of statistic names, got {type(categorical).__name__}")
+    min_cell = check_int(min_cell, "min_cell", 1)
     pvalues = {}
-    for name in sample_u[0]:
+    for name in names:
         u = np.array([s[name] for s in sample_u], dtype=float)
         d = np.array([s[name] for s in sample_d], dtype=float)
         if name in categorical:
@@ -159,9 +176,11 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
 # %% tags=["export:bandit_unlearning.experiments.exactness"]
 import dataclasses
 
+from bandit_unlearning.checks import check_instance
+from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
-    resolve_rng,
+    statistic_dense,
 )
 
 
@@ -172,9 +191,11 @@ class BrokenTree(BinaryTree):
     bug = None
 
     def unlearn_leaf(self, t, x_new, rng=None):
-        rng = resolve_rng(rng)
+        self._check_mutable()
+        t = check_int(t, "t", 1, self.n_leaves)
+        x_new = statistic_dense(x_new, self.d, "x_new")
+        rng = as_generator(rng)
         n_before, path = self.n_leaves, leaf_path(t, self.n_leaves)
-        x_new = np.asarray(x_new, dtype=float)
         S = np.flatnonzero(self.leaf(t) - x_new)
         clean, noisy, accepted = self._clean, self._noisy, []
         for k, b in enumerate(path):
@@ -227,6 +248,9 @@ def with_tree_class(run, cls):
     """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf`` (a ``BinaryTree``
     subclass).  A run on another tree (the default ``LightTree``) is first converted with its
     ``to_dense()``: a ``BinaryTree`` holding the same numbers bit for bit."""
+    check_instance(run, Run, "run")
+    if not (isinstance(cls, type) and issubclass(cls, BinaryTree)):
+        raise TypeError(f"cls must be a BinaryTree subclass, got {cls!r}")
     tree = run.tree.copy() if isinstance(run.tree, BinaryTree) else run.tree.to_dense()
     tree.__class__ = cls
     return dataclasses.replace(run, tree=tree.freeze())
@@ -282,6 +306,9 @@ print("Algorithm 3 is exact on every statistic and position")
 def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()) -> float:
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
     which the smallest p-value of ``battery`` falls below ``level``."""
+    _check_samples(sample_u, sample_d)
+    size = check_int(size, "size", 1)
+    level = check_real(level, "level", 0, 1, low_open=True, high_open=True)
     k = min(len(sample_u), len(sample_d)) // size
     if k < 1:
         raise ValueError(f"size must be at most the sample size ({min(len(sample_u), len(sample_d))}), got {size}")
@@ -393,25 +420,31 @@ exact values for a request at a uniformly random position when every path node h
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.exact.learner import PrefixSumLearner, train, unlearn
-from bandit_unlearning.exact.tree import check_int, leaf_path, resolve_rng
+from matplotlib.axes import Axes
+
+from bandit_unlearning.checks import (
+    as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
+)
+from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
+from bandit_unlearning.exact.tree import check_int, leaf_path
+
+MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
 
 def retrain_probability_uniform(T: int, tv: float) -> float:
-    """``mean_t [1 - (1 - tv)^{n(t)}]`` over positions ``t = 1..T`` (``n(t)``: complete path nodes)."""
-    T = check_int(T, "T", 1)
-    if not 0 <= tv <= 1:
-        raise ValueError(f"tv must lie in [0, 1], got {tv}")
+    """``mean_t [1 - (1 - tv)^{n(t)}]`` over positions ``t = 1..T`` (``n(t)``: complete path nodes);
+    ``T <= MAX_COST_T``."""
+    T = check_int(T, "T", 1, MAX_COST_T)
+    tv = check_real(tv, "tv", 0, 1)
     lengths = np.array([len(leaf_path(t, T)) for t in range(1, T + 1)])
     return float(np.mean(1 - (1 - tv) ** lengths))
 
 
 def expected_cost_uniform(T: int, tv: float) -> float:
     """Expected steps recomputed divided by ``T`` for a request at a uniformly random position:
-    ``mean_t sum_k (1 - tv)^k tv (T - r_{b_k}) / T``."""
-    T = check_int(T, "T", 1)
-    if not 0 <= tv <= 1:
-        raise ValueError(f"tv must lie in [0, 1], got {tv}")
+    ``mean_t sum_k (1 - tv)^k tv (T - r_{b_k}) / T``; ``T <= MAX_COST_T``."""
+    T = check_int(T, "T", 1, MAX_COST_T)
+    tv = check_real(tv, "tv", 0, 1)
     total = 0.0
     for t in range(1, T + 1):
         total += sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(leaf_path(t, T)))
@@ -427,6 +460,7 @@ def conditional_retraining(run, t: int, dummy=None):
     from bandit_unlearning.exact.learner import ZERO_USER
     from bandit_unlearning.privacy.coupling import coupling_log_ratio
 
+    check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
     x_old = run.tree.leaf(t)
     x_new = run.learner.statistics(ZERO_USER if dummy is None else dummy, t, run.models[t - 1])
@@ -451,10 +485,11 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     ``conditional_cost`` (exact given the run); ``retrain_probability`` and ``expected_cost``
     (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  A cost experiment: the
     exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
-    the result describes the deleted users -- use it on data you may look at.  ``rng=None``: OS entropy."""
+    the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
+    check_instance(learner, PrefixSumLearner, "learner")
     n_runs = check_int(n_runs, "n_runs", 1)
     requests_per_run = check_int(requests_per_run, "requests_per_run", 1)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
             "expected_cost", "shift_norm")
     out = {k: [] for k in keys}
@@ -478,6 +513,16 @@ def plot_unlearning_cost(measured: dict, sigma_of_rho, B: float, rho_grid, ax=No
     lines are ``expected_cost_uniform`` with the worst-case shift ``B`` and ``sigma_of_rho(rho, T)``.
     """
     from bandit_unlearning.privacy.coupling import tv_gaussians
+
+    check_instance(measured, dict, "measured")
+    if not measured or not all(isinstance(key, tuple) and len(key) == 2 and isinstance(m, dict) and "cost" in m
+                               for key, m in measured.items()):
+        raise ValueError("measured must map (rho, T) to measure_unlearning outputs (dicts with 'cost')")
+    check_callable(sigma_of_rho, "sigma_of_rho")
+    B = check_positive(B, "B")
+    check_real_array(rho_grid, "rho_grid", 0, low_open=True, ndim=1, nonempty=True)
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
 
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     Ts = sorted({T for _, T in measured})

@@ -68,6 +68,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_bool, check_instance, check_int
+
 ROW_SUM_TOL = 1e-9
 
 
@@ -77,14 +79,13 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def check_distribution_rows(p: np.ndarray, name: str) -> None:
-    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution."""
+    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution
+    (``TypeError`` if ``p`` is not an array of numbers)."""
+    check_instance(name, str, "name")
+    p = as_array(p, name)
+    if p.ndim < 1 or p.shape[-1] < 1:
+        raise ValueError(f"{name} must have shape (..., n) with n >= 1, got {p.shape}")
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{name} must be finite")
     if np.any(p < 0):
@@ -115,10 +116,11 @@ class TabularMDP:
     homogeneous_rewards: bool = field(init=False)
 
     def __post_init__(self):
-        H = _check_int(self.horizon, "horizon H", 1)
-        P = np.asarray(self.transitions, dtype=float)
-        r = np.asarray(self.rewards, dtype=float)
-        rho = np.asarray(self.initial, dtype=float)
+        H = check_int(self.horizon, "horizon H", 1)
+        check_instance(self.name, str, "name")
+        P = as_array(self.transitions, "transitions").astype(float)
+        r = as_array(self.rewards, "rewards").astype(float)
+        rho = as_array(self.initial, "initial").astype(float)
         if P.ndim not in (3, 4) or P.shape[-1] != P.shape[-3] or P.shape[-1] < 1 or P.shape[-2] < 1:
             raise ValueError(f"transitions must have shape [H, S, A, S] or [S, A, S], got {P.shape}")
         if P.ndim == 4 and P.shape[0] != H:
@@ -177,6 +179,14 @@ class Plan:
     V: np.ndarray
     policy: np.ndarray
 
+    def __post_init__(self):
+        Q, V, policy = as_array(self.Q, "Q"), as_array(self.V, "V"), as_array(self.policy, "policy")
+        if Q.ndim != 3 or V.shape != (Q.shape[0] + 1, Q.shape[1]) or policy.shape != Q.shape[:2]:
+            raise ValueError(f"a plan needs Q [H, S, A], V [H+1, S] and policy [H, S], got shapes {Q.shape}, "
+                             f"{V.shape}, {policy.shape}")
+        if policy.size and policy.dtype.kind not in "iu":
+            raise TypeError(f"policy must hold integer actions, got dtype {policy.dtype}")
+
 
 def value_iteration(mdp: TabularMDP) -> Plan:
     """Backward induction: ``Q*_h = r_h + P_h V*_{h+1}``, ``V*_h = max_a Q*_h``, ``V*_H = 0``.
@@ -184,6 +194,7 @@ def value_iteration(mdp: TabularMDP) -> Plan:
     One ``[S*A, S] @ [S]`` product per step; the optimal policy is the greedy one (ties -> lowest
     action).
     """
+    check_instance(mdp, TabularMDP, "mdp")
     H, S, A = mdp.H, mdp.S, mdp.A
     P, r = mdp.flat_transitions, mdp.rewards.reshape(H, S * A)
     Q = np.empty((H, S, A))
@@ -196,7 +207,11 @@ def value_iteration(mdp: TabularMDP) -> Plan:
 
 def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
     """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices."""
-    pi = np.asarray(policy)
+    check_instance(mdp, TabularMDP, "mdp")
+    batch = check_bool(batch, "batch")
+    pi = as_array(policy, "policy")
+    if pi.dtype == bool:
+        raise TypeError("policy entries must be integer action indices, not booleans")
     shape = (mdp.H, mdp.S)
     if (pi.shape[-2:] != shape) or pi.ndim != (3 if batch else 2):
         want = f"[B, {mdp.H}, {mdp.S}]" if batch else f"[{mdp.H}, {mdp.S}]"
@@ -229,6 +244,7 @@ def evaluate_policy(mdp: TabularMDP, policy) -> Plan:
 
 def optimal_value(mdp: TabularMDP) -> float:
     """``E_{s ~ initial} V*_0(s)``."""
+    check_instance(mdp, TabularMDP, "mdp")
     return float(mdp.initial @ value_iteration(mdp).V[0])
 
 
@@ -239,6 +255,7 @@ def policy_values(mdp: TabularMDP, policies, chunk: int = 2048) -> np.ndarray:
     ``[S*A, S] @ [S, chunk]`` product per step.
     """
     pis = check_policy(mdp, policies, batch=True)
+    chunk = check_int(chunk, "chunk", 1)
     if pis.shape[0] == 0:
         return np.zeros(0)
     H, S, A = mdp.H, mdp.S, mdp.A
@@ -263,6 +280,7 @@ def regret(mdp: TabularMDP, policies) -> np.ndarray:
     ``regret(...).cumsum()`` is the expected regret curve ``R(t)`` (expectation over the initial
     state and the environment, given the policies).
     """
+    check_policy(mdp, policies, batch=True)
     return optimal_value(mdp) - policy_values(mdp, policies)
 
 
@@ -393,6 +411,7 @@ Every builder returns a validated ``TabularMDP`` with rewards in ``[0, 1]``.
 
 import numpy as np
 
+from bandit_unlearning.checks import as_generator, check_bool, check_int, check_int_array, check_real
 from bandit_unlearning.rl.mdp import TabularMDP
 
 
@@ -403,10 +422,8 @@ def riverswim(horizon: int = 20, n_states: int = 6, initial_state: int = 0) -> T
     0.6, back 0.05 in the middle; forward 0.6 / stay 0.4 at the left bank; stay 0.6 / back 0.4 at the
     right bank).  Rewards 5/1000 for left at state 0 and 1 for right at the last state.
     """
-    if n_states < 2:
-        raise ValueError(f"n_states must be >= 2, got {n_states}")
-    if not 0 <= initial_state < n_states:
-        raise ValueError(f"initial_state must lie in [0, {n_states}), got {initial_state}")
+    horizon, n_states = check_int(horizon, "horizon", 1), check_int(n_states, "n_states", 2)
+    initial_state = check_int(initial_state, "initial_state", 0, n_states - 1)
     S, last = n_states, n_states - 1
     P = np.zeros((S, 2, S))
     for s in range(S):
@@ -434,6 +451,8 @@ MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))   # up, right, down, left
 
 def gridworld_cells(layout=GRIDWORLD_5X5) -> list:
     """``(row, col)`` of every state of ``layout`` (non-wall cells, row-major order)."""
+    if isinstance(layout, str) or not hasattr(layout, "__iter__") or not all(isinstance(line, str) for line in layout):
+        raise TypeError(f"layout must be a sequence of strings (one per row), got {layout!r}")
     rows = [str(line) for line in layout]
     if not rows or len({len(line) for line in rows}) != 1:
         raise ValueError("layout must be a non-empty list of equal-length strings")
@@ -450,8 +469,8 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     ``G`` is absorbing and pays 1 per step spent there; episodes start at ``S``.  The default layout
     is 5x5 with two walls (23 states).
     """
-    if not 0 <= slip <= 1:
-        raise ValueError(f"slip must lie in [0, 1], got {slip}")
+    horizon = check_int(horizon, "horizon", 1)
+    slip = check_real(slip, "slip", 0, 1)
     cells = gridworld_cells(layout)
     index = {c: i for i, c in enumerate(cells)}
     rows = [str(line) for line in layout]
@@ -475,11 +494,13 @@ def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.
            homogeneous: bool = True) -> TabularMDP:
     """A Garnet random MDP G(S, A, b): each (s, a) (and step, if not homogeneous) has ``branching``
     distinct random successors with probabilities from a uniform random partition of [0, 1];
-    rewards uniform on [0, 1]; initial state 0."""
-    if not 1 <= branching <= n_states:
-        raise ValueError(f"branching must lie in [1, n_states={n_states}], got {branching}")
-    if n_actions < 1:
-        raise ValueError(f"n_actions must be >= 1, got {n_actions}")
+    rewards uniform on [0, 1]; initial state 0.  ``rng``: a Generator, None (fresh OS entropy) or an
+    int seed.  Every argument is checked before anything is drawn."""
+    n_states, n_actions = check_int(n_states, "n_states", 1), check_int(n_actions, "n_actions", 1)
+    branching = check_int(branching, "branching", 1, n_states)
+    horizon = check_int(horizon, "horizon", 1)
+    homogeneous = check_bool(homogeneous, "homogeneous")
+    rng = as_generator(rng)
     lead = () if homogeneous else (horizon,)
     shape = lead + (n_states, n_actions)
     succ = np.argsort(rng.random(shape + (n_states,)), axis=-1)[..., :branching]
@@ -500,18 +521,23 @@ def independent_bandits(n_bandits: int, n_actions: int, horizon: int, gap: float
     and ``2n + i`` the "bad" absorbing state of bandit ``i`` (so ``S = 3n``).  From initial state
     ``i`` action ``a`` leads to the good state with probability ``1/2 + gap * [a == best_actions[i]]``;
     the good state pays 1 per step.  ``V* = (H-1)(1/2 + gap)``; a wrong first action costs
-    ``(H-1) gap``.  ``best_actions`` defaults to uniform random draws from ``rng`` (or 0 without one).
+    ``(H-1) gap``.  ``best_actions`` defaults to uniform random draws from ``rng`` (a Generator, None --
+    fresh OS entropy -- or an int seed).
     """
-    if n_bandits < 1 or n_actions < 1:
-        raise ValueError("n_bandits and n_actions must be >= 1")
+    n_bandits, n_actions = check_int(n_bandits, "n_bandits", 1), check_int(n_actions, "n_actions", 1)
+    horizon = check_int(horizon, "horizon", 1)
     if horizon < 2:
         raise ValueError(f"horizon must be >= 2 (one step to choose, one to be paid), got {horizon}")
+    gap = check_real(gap, "gap")
     if not 0 <= gap <= 0.5:
         raise ValueError(f"gap must lie in [0, 1/2], got {gap}")
     n = n_bandits
     if best_actions is None:
-        best_actions = rng.integers(0, n_actions, size=n) if rng is not None else np.zeros(n, dtype=int)
-    best_actions = np.asarray(best_actions)
+        best_actions = as_generator(rng).integers(0, n_actions, size=n)
+    else:
+        if rng is not None:
+            as_generator(rng)                       # refuses a wrong type even when it is not needed
+        best_actions = check_int_array(best_actions, "best_actions")
     if best_actions.shape != (n,) or np.any((best_actions < 0) | (best_actions >= n_actions)):
         raise ValueError(f"best_actions must be {n} actions in [0, {n_actions})")
     S = 3 * n
@@ -613,6 +639,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, check_choice, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 
 TRANSITION, REWARD, INITIAL = 0, 1, 2
@@ -626,8 +653,15 @@ _UNIT = 2.0 ** -53
 
 
 def splitmix64(seed: int, index) -> np.ndarray:
-    """Outputs number ``index`` (0-based, array) of SplitMix64 seeded with ``seed``, as uint64."""
-    z = np.asarray(index, dtype=np.uint64)
+    """Outputs number ``index`` (0-based, integers in ``[0, 2**64)``, array) of SplitMix64 seeded with
+    ``seed`` (an integer in ``[0, 2**64)``), as uint64."""
+    seed = check_seed(seed)
+    index = as_array(index, "index")
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"index must hold integers, got dtype {index.dtype}")
+    if index.dtype.kind == "i" and np.any(index < 0):
+        raise ValueError("index must be >= 0 (outputs are numbered from 0)")
+    z = index.astype(np.uint64)
     z = np.uint64(seed) + (z + np.uint64(1)) * np.uint64(_GAMMA)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
@@ -643,21 +677,22 @@ def _splitmix64_uniform(seed: int, index: int) -> float:
 
 
 def check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 64:
-        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
-    return int(seed)
+    """A population seed: an integer in ``[0, 2**64)`` (``bandit_unlearning.checks.check_int``)."""
+    return check_int(seed, "seed", 0, 2**64 - 1)
 
 
 def max_users(mdp: TabularMDP) -> int:
     """Number of distinct user keys (``0 .. max_users-1``) before counters would wrap."""
+    check_instance(mdp, TabularMDP, "mdp")
     return 2 ** 64 // (N_STREAMS * mdp.H * mdp.S * mdp.A)
 
 
 def check_users(mdp: TabularMDP, users) -> np.ndarray:
     """Validate user keys: integers in ``[0, max_users(mdp))``."""
-    u = np.asarray(users)
+    check_instance(mdp, TabularMDP, "mdp")
+    u = as_array(users, "users")
     if u.size and not np.issubdtype(u.dtype, np.integer):
-        raise ValueError(f"users must be integer keys, got dtype {u.dtype}")
+        raise TypeError(f"users must be integer keys, got dtype {u.dtype}")
     u = u.astype(np.int64) if u.size == 0 else u
     if np.any(u < 0) or np.any(u >= max_users(mdp)):
         raise ValueError(f"user keys must lie in [0, {max_users(mdp)})")
@@ -665,10 +700,26 @@ def check_users(mdp: TabularMDP, users) -> np.ndarray:
 
 
 def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.ndarray:
-    """The uniforms in ``[0, 1)`` that ``users`` use at ``(stream, h, s, a)`` (all broadcast)."""
+    """The uniforms in ``[0, 1)`` that ``users`` use at ``(stream, h, s, a)`` (all broadcast).
+
+    ``stream`` must lie in ``[0, N_STREAMS)``, ``h`` in ``[0, H)``, ``s`` in ``[0, S)`` and ``a`` in
+    ``[0, A)``: the counter layout gives every user ``N_STREAMS * H * S * A`` outputs, and a cell outside
+    these ranges would read another user's stream."""
     seed = check_seed(seed)
     u = check_users(mdp, users)
     H, S, A = mdp.H, mdp.S, mdp.A
+    cells = []
+    for name, value, size in (("stream", stream, N_STREAMS), ("h", h, H), ("s", s, S), ("a", a, A)):
+        v = as_array(value, name)
+        if v.size and v.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integers, got dtype {v.dtype}")
+        if np.any(v < 0) or np.any(v >= size):
+            raise ValueError(f"{name} must lie in [0, {size}) (another user's stream lies beyond), got {value!r}")
+        cells.append(v)
+    try:
+        np.broadcast_shapes(u.shape, *(v.shape for v in cells))
+    except ValueError:
+        raise ValueError("users, stream, h, s and a must broadcast together") from None
     idx = ((u * np.uint64(N_STREAMS) + np.asarray(stream, dtype=np.uint64)) * np.uint64(H)
            + np.asarray(h, dtype=np.uint64)) * np.uint64(S)
     idx = (idx + np.asarray(s, dtype=np.uint64)) * np.uint64(A) + np.asarray(a, dtype=np.uint64)
@@ -683,6 +734,16 @@ class Trajectory:
     actions: np.ndarray
     rewards: np.ndarray
 
+    def __post_init__(self):
+        st, ac = as_array(self.states, "states"), as_array(self.actions, "actions")
+        rw = as_array(self.rewards, "rewards")
+        for name, v in (("states", st), ("actions", ac)):
+            if v.size and v.dtype.kind not in "iu":
+                raise TypeError(f"{name} must hold integers, got dtype {v.dtype}")
+        if ac.ndim < 1 or st.shape != ac.shape[:-1] + (ac.shape[-1] + 1,) or rw.shape != ac.shape:
+            raise ValueError(f"a trajectory needs states [..., H+1], actions and rewards [..., H], got shapes "
+                             f"{st.shape}, {ac.shape}, {rw.shape}")
+
     @property
     def total_reward(self):
         return self.rewards.sum(axis=-1)
@@ -691,6 +752,7 @@ class Trajectory:
 def cdf_tables(mdp: TabularMDP) -> np.ndarray:
     """``[H, S, A, S]`` cumulative sums of the kernels with the final plateau set to exactly 1, so
     that the inverse-CDF draw ``#{s' : cdf[s'] <= u}`` never picks a zero-probability state."""
+    check_instance(mdp, TabularMDP, "mdp")
     P = mdp.transitions
     c = np.cumsum(P[:1] if mdp.homogeneous_transitions else P, axis=-1)
     c = np.where(c >= c[..., -1:], 1.0, c)
@@ -724,9 +786,7 @@ def _sparse_tables(mdp: TabularMDP):
 
 
 def _check_noise(reward_noise: str) -> str:
-    if reward_noise not in REWARD_NOISE:
-        raise ValueError(f"reward_noise must be one of {REWARD_NOISE}, got {reward_noise!r}")
-    return reward_noise
+    return check_choice(reward_noise, "reward_noise", REWARD_NOISE)
 
 
 def _initial_state(mdp: TabularMDP, user: int, seed: int) -> int:
@@ -789,7 +849,7 @@ def rollout_batch(mdp: TabularMDP, policy, users, seed: int = 0, reward_noise: s
     users = check_users(mdp, users)
     if users.ndim != 1:
         raise ValueError(f"users must be 1-D, got shape {users.shape}")
-    pi = np.asarray(policy)
+    pi = as_array(policy, "policy")
     pi = check_policy(mdp, pi, batch=pi.ndim == 3)
     if pi.ndim == 3 and len(pi) != len(users):
         raise ValueError(f"{len(pi)} policies for {len(users)} users")
@@ -937,6 +997,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, as_real, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
 
@@ -973,15 +1034,29 @@ class ImportedMDP:
     reward_high: float
     terminal_state: int | None
 
+    def __post_init__(self):
+        check_instance(self.mdp, TabularMDP, "mdp")
+        low, high = as_real(self.reward_low, "reward_low"), as_real(self.reward_high, "reward_high")
+        if not (np.isfinite(low) and np.isfinite(high) and low <= high):
+            raise ValueError(f"reward_low and reward_high must be finite with low <= high, got {low}, {high}")
+        if self.terminal_state is not None:
+            check_int(self.terminal_state, "terminal_state", 0, self.mdp.S - 1)
+
     def raw_value(self, value):
         """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale."""
         span = self.reward_high - self.reward_low
-        return np.asarray(value) * span + self.mdp.H * self.reward_low
+        return as_array(value, "value") * span + self.mdp.H * self.reward_low
 
 
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
     (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""
+    horizon = check_int(horizon, "horizon", 1)
+    if name is not None:
+        check_instance(name, str, "name")
+    for attr in ("observation_space", "action_space", "unwrapped"):
+        if not hasattr(env, attr):
+            raise TypeError(f"env must be a Gymnasium environment (with {attr}), got {type(env).__name__}")
     S = _discrete_size(env.observation_space, "observation_space")
     A = _discrete_size(env.action_space, "action_space")
     base = env.unwrapped

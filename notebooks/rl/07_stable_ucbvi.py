@@ -175,6 +175,7 @@ from typing import Callable
 
 import numpy as np
 
+from bandit_unlearning.checks import as_array, as_generator, check_choice, check_instance, check_real
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
@@ -195,8 +196,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, erratum E8):
     ``sigma_paper(rho, B, T)`` (Theorem 4.1; needs ``T >= 2``) or ``sigma_exact(rho, B, T)``
     (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private)."""
-    if calibration not in CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    check_choice(calibration, "calibration", CALIBRATIONS)
     H, T = check_int(H, "H", 1), check_int(T, "T", 1)
     if isinstance(rho, (int, float, np.integer, np.floating)) and not isinstance(rho, bool) and rho == math.inf:
         return 0.0
@@ -216,7 +216,9 @@ class EpisodeUser:
 
     def __post_init__(self):
         key = self.key
-        if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or not 0 <= key < 2**64:
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+            raise TypeError(f"an EpisodeUser key must be an integer, got {type(key).__name__}")
+        if not 0 <= key < 2**64:
             raise ValueError(f"an EpisodeUser key must be an integer in [0, 2**64), got {key!r}")
         object.__setattr__(self, "key", int(key))
 
@@ -234,14 +236,13 @@ def _derived_keys(rng: np.random.Generator, n: int) -> list:
 
 def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
     """``T`` independent users.  ``rng=None`` (default): keys from the operating system's entropy
-    (``secrets``), which nothing can regenerate.  A generator: keys derived one-way from its raw
-    words (``T`` of them) -- reproducible, an opt-in whose seed is key material."""
+    (``secrets``), which nothing can regenerate.  A generator (or an int seed >= 0, by the package's
+    rule ``checks.as_generator``): keys derived one-way from its raw words (``T`` of them) --
+    reproducible, an opt-in whose seed is key material."""
     T = check_int(T, "T", 0)
     if rng is None:
         return tuple(EpisodeUser(secrets.randbits(64)) for _ in range(T))
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator or None (OS entropy), got {type(rng).__name__}")
-    return tuple(EpisodeUser(k) for k in _derived_keys(rng, T))
+    return tuple(EpisodeUser(k) for k in _derived_keys(as_generator(rng, "rng"), T))
 
 
 def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tuple:
@@ -303,6 +304,8 @@ class EpisodeOracle:
         """Statistics of one episode as ``(indices [3H] int64, values [3H])``: visits (value 1),
         rewards (value ``r_h``), transitions (value 1), in ``StatsLayout.sparse``'s order; empty
         arrays for ``ZERO_USER``."""
+        if type(t) is not int or t < 1:
+            check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         rows, key = self._policy_rows(policy), self._key(user)
@@ -314,6 +317,8 @@ class EpisodeOracle:
         return np.array(idx, dtype=np.int64), np.array(ones + rewards + ones)
 
     def __call__(self, user, t: int, policy) -> np.ndarray:
+        if type(t) is not int or t < 1:
+            check_int(t, "t", 1)
         x = np.zeros(self._d)
         if user is ZERO_USER:
             return x
@@ -334,6 +339,8 @@ class PolicyUpdate:
             raise TypeError(f"config must be a UCBVIConfig, got {type(self.config).__name__}")
 
     def __call__(self, u_tilde, t: int, policy) -> np.ndarray:
+        if type(t) is not int or t < 0:
+            check_int(t, "t", 0)
         pi = ucbvi_update(u_tilde, self.config)
         pi.setflags(write=False)
         return pi
@@ -359,9 +366,8 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
         raise ValueError("give exactly one of rho (TV-stability level) and sigma (tree noise)")
     if rho is not None:
         sigma = stable_sigma(rho, mdp.H, T, calibration)
-    elif isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(sigma) or sigma < 0:
-        raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
+    else:
+        sigma = check_real(sigma, "sigma", 0)
     if not callable(tree_factory):
         raise TypeError("tree_factory must be callable")
     config = UCBVIConfig.of(mdp, T, delta=delta, sigma=float(sigma), bonus_scale=bonus_scale, stabilize=stabilize)
@@ -373,6 +379,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
         d=config.layout.d, sigma=float(sigma), oracle=oracle, update=update, initial_model=w1,
         B=statistics_sensitivity(mdp.H), tree_factory=tree_factory,
         name=f"TV-stable UCB-VI on {mdp.name} (T = {T}, rho = {label}, sigma = {float(sigma):.4g})",
+        check_user=EpisodeOracle._key,
     )
 
 
@@ -387,6 +394,9 @@ def run_policies(run: Run) -> np.ndarray:
 def run_regret(run: Run, mdp: TabularMDP | None = None) -> np.ndarray:
     """Per-episode exact expected regret ``V*_1 - V^{pi_t}_1`` (averaged over the initial state) of
     the policies of a run; ``mdp`` defaults to the learner's."""
+    check_instance(run, Run, "run")
+    if mdp is None and not isinstance(run.learner.oracle, EpisodeOracle):
+        raise ValueError("run_regret needs mdp for a run whose oracle is not an EpisodeOracle")
     mdp = run.learner.oracle.mdp if mdp is None else _check_mdp(mdp)
     return regret(mdp, run_policies(run))
 
@@ -402,11 +412,15 @@ def theorem_41_terms(S: int, A: int, H: int, T, rho) -> dict:
     """The three terms of Theorem 4.1's bound, polylog factors dropped (broadcast over ``T`` and
     ``rho``): ``H^3 S^2 A``, ``H^2 sqrt(SAT)`` and ``H^2.5 S^2 A / rho``."""
     S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
-    T, rho = np.asarray(T, dtype=float), np.asarray(rho, dtype=float)
-    if np.any(T < 1):
+    T, rho = as_array(T, "T").astype(float), as_array(rho, "rho").astype(float)
+    if np.any(~(T >= 1)):
         raise ValueError("T must be >= 1")
     if np.any(~(rho > 0)):
         raise ValueError("rho must be > 0")
+    try:
+        np.broadcast_shapes(T.shape, rho.shape)
+    except ValueError:
+        raise ValueError(f"T and rho must broadcast together, got shapes {T.shape} and {rho.shape}") from None
     lower = np.broadcast_to(float(H**3 * S**2 * A), np.broadcast(T, rho).shape)
     return {"H^3 S^2 A": lower, "H^2 sqrt(SAT)": H**2 * np.sqrt(S * A * T) + 0 * rho,
             "H^2.5 S^2 A / rho": H**2.5 * S**2 * A / rho + 0 * T}
@@ -584,6 +598,11 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
+from matplotlib.axes import Axes
+
+from bandit_unlearning.checks import (
+    as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
+)
 from bandit_unlearning.exact.learner import train
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
@@ -595,6 +614,9 @@ from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 def safe_slope(ts, cumulative, start: float = 0.1) -> float:
     """``loglog_slope`` over ``t >= start * max(ts)``, or ``nan`` when fewer than two points are positive."""
+    ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)
+    check_real_array(cumulative, "cumulative", shape=ts.shape)
+    check_real(start, "start", 0, 1)
     try:
         return loglog_slope(ts, cumulative, start)
     except ValueError:
@@ -608,11 +630,18 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
     the users ``0 .. T-1`` of the population ``seed`` (``population_users``: the same episodes in both
     branches; a research opt-in), tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
     "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),
-    "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``."""
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``.
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.  Every argument is checked first."""
+    check_instance(mdp, TabularMDP, "mdp")
     T = check_int(T, "T", 1)
     sigma = stable_sigma(rho, mdp.H, T, calibration)
+    seed = check_int(seed, "seed", 0, 2**64 - 1)
+    n_points = check_int(n_points, "n_points", 1)
+    keep_policies = check_bool(keep_policies, "keep_policies")
+    check_real(bonus_scale, "bonus_scale", 0)
+    check_real(delta, "delta", 0, 1, low_open=True, high_open=True)
+    check_callable(tree_factory, "tree_factory")
+    rng = as_generator(rng)
     if sigma == 0:
         policies = run_ucbvi(mdp, T, seed=seed, delta=delta, bonus_scale=bonus_scale).policies
     else:
@@ -633,6 +662,10 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
 def summarize_curves(curves) -> dict:
     """Group curves by ``(mdp, T, rho, bonus_scale)``: mean and standard error of the cumulative
     regret over replicates, the slope of the mean curve and the replicates' slopes."""
+    keys = {"mdp", "T", "rho", "bonus_scale", "t", "regret", "slope", "sigma"}
+    if not isinstance(curves, (list, tuple)) or not curves or not all(
+            isinstance(c, dict) and keys <= set(c) for c in curves):
+        raise ValueError("curves must be a non-empty list of stable_regret_curve outputs")
     groups = {}
     for c in curves:
         groups.setdefault((c["mdp"], c["T"], c["rho"], c["bonus_scale"]), []).append(c)
@@ -648,12 +681,19 @@ def summarize_curves(curves) -> dict:
 
 
 def rho_label(rho: float) -> str:
+    """``"rho = 0.1"`` (``rho > 0``), or the non-private label for ``rho = inf``."""
+    rho = check_real(rho, "rho", 0, low_open=True, allow_inf=True)
     return "non-private (rho = inf)" if rho == math.inf else f"rho = {rho:g}"
 
 
 def plot_stable_regret(curves, ax=None, title: str | None = None):
     """Log-log cumulative regret against t: one colour per rho, solid for the paper's bonus, dashed
     for scaled bonuses (mean over replicates), the slope of each mean curve in the legend."""
+    summarize_curves(curves)
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
+    if title is not None:
+        check_instance(title, str, "title")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     summary = summarize_curves(curves)
     rhos = sorted({k[2] for k in summary}, reverse=True)
@@ -673,8 +713,12 @@ def plot_stable_regret(curves, ax=None, title: str | None = None):
 def plot_theorem_41_terms(S: int, A: int, H: int, Ts, rhos, ax=None):
     """The three terms of Theorem 4.1 (polylog factors dropped) against T: the two rho-free terms,
     ``H^2.5 S^2 A / rho`` for each rho, and the same term at ``rho = sqrt(H S^3 A / T)``."""
+    Ts = check_real_array(Ts, "Ts", 1, ndim=1, nonempty=True)
+    check_real_array(rhos, "rhos", 0, low_open=True, ndim=1)
+    theorem_41_terms(S, A, H, Ts, 1.0)
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
-    Ts = np.asarray(Ts, dtype=float)
     terms = theorem_41_terms(S, A, H, Ts, 1.0)
     ax.plot(Ts, terms["H^3 S^2 A"], "k-", lw=1, label=r"$H^3S^2A$")
     ax.plot(Ts, terms["H^2 sqrt(SAT)"], "k--", lw=1.5, label=r"$H^2\sqrt{SAT}$")

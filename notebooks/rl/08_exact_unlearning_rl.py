@@ -103,23 +103,34 @@ over a grid of ``rho`` and ``T`` (``measure_unlearning`` of chapter B4 on ``stab
 
 import numpy as np
 
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_callable, check_instance, check_int_array, check_real, check_real_array,
+)
 from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
-from bandit_unlearning.rl.mdp import TabularMDP, regret
-from bandit_unlearning.rl.stable import episode_users, population_users, run_policies, stable_ucbvi
+from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
+from bandit_unlearning.rl.stable import (
+    CALIBRATIONS, EpisodeOracle, episode_users, population_users, run_policies, stable_ucbvi,
+)
 from bandit_unlearning.rl.ucbvi import StatsLayout
 
 
 def policy_code(policy, cache: dict) -> int:
     """An integer code for a policy: the same policy always gets the same code from ``cache``."""
+    check_instance(cache, dict, "cache")
+    policy = as_array(policy, "policy")
+    if policy.size and policy.dtype.kind not in "iu":
+        raise TypeError(f"policy must hold integer actions, got dtype {policy.dtype}")
     codes = cache.setdefault("codes", {})
     return codes.setdefault(np.asarray(policy, dtype=np.int64).tobytes(), len(codes))
 
 
 def policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
     """Exact expected regret ``V*_1 - V^pi_1`` of one policy, memoised in ``cache`` (runs revisit few policies)."""
+    check_instance(cache, dict, "cache")
+    check_policy(mdp, policy)
     values = cache.setdefault(("regret", mdp), {})
     key = np.asarray(policy, dtype=np.int64).tobytes()
     if key not in values:
@@ -133,9 +144,11 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     (integer code, categorical), the number of policy changes, the total exact expected regret of
     ``pi_1 .. pi_T`` and the number of visits to states ``s >= 1`` (clean leaves).  ``cache`` (a dict,
     shared by all runs compared) holds the policy codes and memoised policy values."""
-    if not isinstance(run, Run):
-        raise TypeError(f"run must be a Run, got {type(run).__name__}")
+    check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
+    check_instance(cache, dict, "cache")
+    if not isinstance(run.learner.oracle, EpisodeOracle):
+        raise ValueError("run must be a run of TV-stable UCB-VI (its oracle an EpisodeOracle)")
     mdp = run.learner.oracle.mdp
     layout = StatsLayout.of(mdp)
     out = {}
@@ -152,19 +165,33 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     return out
 
 
-def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng: np.random.Generator,
+def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng=None,
                        seed: int | None = None, calibration: str = "paper", bonus_scale: float = 1.0,
                        tree_factory=LightTree) -> dict:
     """``measure_unlearning`` (chapter B4) of ``stable_ucbvi(mdp, T, rho)`` for every ``(rho, T)``:
     ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed`` (``population_users``; ``None``:
     ``episode_users(T, rng)``), ``requests_per_run`` deletions at uniformly random positions each.
     Returns ``{(rho, T): measurements}`` -- a cost experiment, whose exact per-request values are
-    computed from the deleted episodes (``diagnostics=True`` inside ``measure_unlearning``)."""
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    computed from the deleted episodes (``diagnostics=True`` inside ``measure_unlearning``).  Every
+    argument is checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an
+    int seed)."""
+    check_instance(mdp, TabularMDP, "mdp")
+    Ts = check_int_array(Ts, "Ts", 2, ndim=1).tolist()
+    rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
+    n_runs, requests_per_run = check_int(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
+    if seed is not None:
+        seed = check_int(seed, "seed", 0, 2**64 - 1)
+    if not isinstance(calibration, str) or calibration not in CALIBRATIONS:
+        raise (TypeError if not isinstance(calibration, str) else ValueError)(
+            f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    check_real(bonus_scale, "bonus_scale", 0)
+    check_callable(tree_factory, "tree_factory")
+    for T in Ts:                                       # every setting is legal before anything is drawn
+        for rho in rhos:
+            stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
+    rng = as_generator(rng)
     out = {}
     for T in Ts:
-        T = check_int(T, "T", 2)
         users = episode_users(T, rng) if seed is None else population_users(mdp, seed, T)
         for rho in rhos:
             learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale,

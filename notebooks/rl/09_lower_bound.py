@@ -96,9 +96,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy.stats import binom, norm
 
+from matplotlib.axes import Axes
+
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_bool, check_instance, check_int_array, check_real, check_real_array, check_size,
+)
 from bandit_unlearning.exact.tree import check_int, check_positive
 from bandit_unlearning.experiments.rl_stable import stable_regret_curve
 from bandit_unlearning.rl.envs import independent_bandits
+from bandit_unlearning.rl.stable import stable_sigma
+
+MAX_TV_GRID = 50_000_000      # (n + 1) x grid points ``gaussian_sum_tv`` may build
 
 
 def sum_mechanism_rho(sigma: float) -> float:
@@ -119,10 +127,11 @@ def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: 
     """``TV(M(Bernoulli(p)^n), M(Bernoulli(q)^n))`` for ``M(x) = sum x + N(0, sigma^2)``: half the L1
     distance of two Gaussian mixtures, by the trapezoid rule on ``[-8 sigma, n + 8 sigma]``."""
     n, sigma = check_int(n, "n", 1), check_positive(sigma, "sigma")
-    for name, v in (("p", p), ("q", q)):
-        if not 0 <= v <= 1:
-            raise ValueError(f"{name} must lie in [0, 1], got {v}")
-    y = np.arange(-8 * sigma, n + 8 * sigma, sigma / check_int(points_per_sigma, "points_per_sigma", 4))
+    p, q = check_real(p, "p", 0, 1), check_real(q, "q", 0, 1)
+    points_per_sigma = check_int(points_per_sigma, "points_per_sigma", 4)
+    check_size((n + 1) * int((n + 16 * sigma) / sigma * points_per_sigma + 1), MAX_TV_GRID,
+               f"the quadrature of n = {n} bits at sigma = {sigma:g}")
+    y = np.arange(-8 * sigma, n + 8 * sigma, sigma / points_per_sigma)
     k = np.arange(n + 1)
     kernel = norm.pdf((y[None, :] - k[:, None]) / sigma) / sigma           # [n+1, grid]
     diff = (binom.pmf(k, n, p) - binom.pmf(k, n, q)) @ kernel
@@ -130,24 +139,33 @@ def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: 
 
 
 def karwa_vadhan_bound(n: int, rho: float, tv: float) -> float:
-    """``min(1, 4 n rho TV(P, Q))``."""
+    """``min(1, 4 n rho TV(P, Q))`` (``rho >= 0``, ``tv`` in [0, 1])."""
+    rho, tv = check_real(rho, "rho", 0), check_real(tv, "tv", 0, 1)
     return float(min(1.0, 4 * check_int(n, "n", 1) * rho * tv))
 
 
 def lower_bound_shape(S: int, A: int, H: int, T, rho):
     """``H sqrt(SAT) + SAH / rho`` (Theorem 4.4 without its constant; broadcast over ``T``, ``rho``)."""
     S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
-    T, rho = np.asarray(T, dtype=float), np.asarray(rho, dtype=float)
-    if np.any(T < 1) or np.any(~(rho > 0)):
+    T, rho = as_array(T, "T").astype(float), as_array(rho, "rho").astype(float)
+    if np.any(~(T >= 1)) or np.any(~(rho > 0)):
         raise ValueError("T must be >= 1 and rho > 0")
+    try:
+        np.broadcast_shapes(T.shape, rho.shape)
+    except ValueError:
+        raise ValueError(f"T and rho must broadcast together, got shapes {T.shape} and {rho.shape}") from None
     return H * np.sqrt(S * A * T) + S * A * H / rho
 
 
 def first_correct_episode(policies, best_actions) -> int:
     """First episode (1-based) whose policy plays the best first action at every initial state of the
     hard instance (``policies [T, H, S]``; initial states ``0 .. n-1``); ``T + 1`` if none does."""
-    pis = np.asarray(policies)
-    best = np.asarray(best_actions)
+    pis = as_array(policies, "policies")
+    if pis.ndim != 3 or (pis.size and pis.dtype.kind not in "iu"):
+        raise ValueError(f"policies must be integer actions of shape [T, H, S], got {pis.dtype} {pis.shape}")
+    best = check_int_array(best_actions, "best_actions", 0, ndim=1)
+    if best.size > pis.shape[2]:
+        raise ValueError(f"best_actions names {best.size} initial states, but the policies have S = {pis.shape[2]}")
     right = np.all(pis[:, 0, : best.size] == best[None, :], axis=1)
     return int(np.argmax(right) + 1) if right.any() else int(pis.shape[0] + 1)
 
@@ -157,9 +175,18 @@ def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T
     """TV-stable UCB-VI on ``independent_bandits(n_bandits, n_actions, H, gap)`` with every best action
     ``A - 1`` (the worst case for ties-to-lowest), one run per ``(rho, seed)`` (``rho = inf``:
     non-private).  Returns dicts ``{"rho", "seed", "final" (exact expected R(T)), "first_correct"
-    (``first_correct_episode``), "S", "A", "H", "T", "gap", "bonus_scale"}``."""
+    (``first_correct_episode``), "S", "A", "H", "T", "gap", "bonus_scale"}``.  Every argument is
+    checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an int seed)."""
+    n_actions = check_int(n_actions, "n_actions", 1)
     best = [n_actions - 1] * check_int(n_bandits, "n_bandits", 1)
     mdp = independent_bandits(n_bandits, n_actions, H, gap, best_actions=best)
+    T = check_int(T, "T", 1)
+    rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
+    seeds = check_int_array(seeds, "seeds", 0, 2**63 - 1, ndim=1).tolist()
+    bonus_scale = check_real(bonus_scale, "bonus_scale", 0)
+    for rho in rhos:
+        stable_sigma(rho, mdp.H, T)                   # the paper's calibration needs T >= 2
+    rng = as_generator(rng)
     out = []
     for rho in rhos:
         for seed in seeds:
@@ -173,6 +200,10 @@ def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T
 
 def summarize_by_rho(results) -> dict:
     """``{rho: (mean R(T), stderr, mean first-correct episode)}`` over seeds."""
+    if not isinstance(results, (list, tuple)) or not all(
+            isinstance(r, dict) and {"rho", "final", "first_correct"} <= set(r) for r in results):
+        raise ValueError("results must be a list of lower_bound_experiment outputs (dicts with rho, final, "
+                         "first_correct)")
     out = {}
     for rho in sorted({r["rho"] for r in results}, reverse=True):
         finals = np.array([r["final"] for r in results if r["rho"] == rho])
@@ -187,6 +218,16 @@ def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: s
     """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with
     the shape ``c (H sqrt(SAT) + SAH/rho)`` matched at the largest finite rho, and (if
     ``show_saturation``) the "always wrong" level ``T (H-1) gap``."""
+    summarize_by_rho(results)
+    if not results or not {"S", "A", "H", "T", "gap"} <= set(results[0]):
+        raise ValueError("results must be a non-empty list of lower_bound_experiment outputs")
+    if not any(r["rho"] != math.inf for r in results):
+        raise ValueError("results must hold at least one finite rho")
+    check_instance(label, str, "label")
+    check_instance(color, str, "color")
+    check_bool(show_saturation, "show_saturation")
+    if ax is not None:
+        check_instance(ax, Axes, "ax")
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     summary = summarize_by_rho(results)
     r0 = results[0]
@@ -386,6 +427,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from bandit_unlearning.checks import check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_lower_bound import (
@@ -595,23 +637,58 @@ def _lower_bound_part(protocol: dict, results: list, out: Path) -> list:
     return panels
 
 
+_PROTOCOL_KEYS = {
+    "regret": {"environments", "rhos", "bonus_scales", "populations", "n_points"},
+    "cost": {"environment", "Ts", "rhos", "n_runs", "requests_per_run"},
+    "lower_bound": {"n_bandits", "n_actions", "H", "gap", "T", "rhos", "bonus_scales", "populations"},
+}
+
+
+def _check_protocol(protocol) -> None:
+    """The layout of ``PROTOCOLS[scale]``: three parts with their keys, known environments, positive
+    sizes and rhos (the runs check the rest before drawing)."""
+    check_instance(protocol, dict, "protocol")
+    if set(protocol) != set(_PROTOCOL_KEYS):
+        raise ValueError("protocol must be a dict with the keys 'regret', 'cost' and 'lower_bound'")
+    for part, keys in _PROTOCOL_KEYS.items():
+        check_instance(protocol[part], dict, f"protocol[{part!r}]")
+        missing = keys - set(protocol[part])
+        if missing:
+            raise ValueError(f"protocol[{part!r}] misses {sorted(missing)}")
+        for rho in protocol[part]["rhos"]:
+            if not isinstance(rho, (int, float)) or isinstance(rho, bool) or not rho > 0:
+                raise ValueError(f"protocol[{part!r}]['rhos'] must hold numbers > 0 (inf allowed), got {rho!r}")
+    for env in protocol["regret"]["environments"] + [protocol["cost"]["environment"]]:
+        if not isinstance(env, dict) or env.get("name") not in ENVIRONMENTS:
+            raise ValueError(f"unknown environment {env!r}; choose from {sorted(ENVIRONMENTS)}")
+        check_int(env.get("H"), "H", 1)
+    for env in protocol["regret"]["environments"]:
+        check_int(env.get("T"), "T", 2)
+    for T in protocol["cost"]["Ts"]:
+        check_int(T, "T", 2)
+    for part in ("regret", "lower_bound"):
+        check_int(protocol[part]["populations"], "populations", 1)
+
+
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
                  tree_factory=LightTree) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;
     ``protocol`` overrides the sizes) and write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
-    (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``."""
+    (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``.
+    Everything is checked before ``out`` is created or anything is run."""
+    check_instance(scale, str, "scale")
     if protocol is None:
         if scale not in PROTOCOLS:
             raise ValueError(f"scale must be one of {sorted(PROTOCOLS)}, got {scale!r}")
         protocol = PROTOCOLS[scale]
-    elif not isinstance(protocol, dict) or set(protocol) != {"regret", "cost", "lower_bound"}:
-        raise ValueError("protocol must be a dict with the keys 'regret', 'cost' and 'lower_bound'")
+    else:
+        _check_protocol(protocol)
     seed = check_int(seed, "seed", 0)
     workers = check_int(workers, "workers", 1)
-    if not callable(tree_factory):
-        raise TypeError("tree_factory must be callable")
-    if not isinstance(out, (str, Path)):
-        raise TypeError(f"out must be a path, got {type(out).__name__}")
+    check_callable(tree_factory, "tree_factory")
+    check_instance(out, (str, Path), "out")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"out must be a folder, but {str(out)!r} is an existing file")
     protocol = copy.deepcopy(protocol)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

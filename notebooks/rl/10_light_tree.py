@@ -204,10 +204,10 @@ Given the same generator, every output -- noisy prefix sums, node values, coupli
 
 import numpy as np
 
+from bandit_unlearning.checks import as_generator
 from bandit_unlearning.exact.tree import (
-    KEY_WORDS, BinaryTree, Node, PathCoupling, _decomposition_rows, check_int, coupling_accepts,
-    draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, resolve_rng,
-    statistic_sparse,
+    KEY_WORDS, BinaryTree, Node, PathCoupling, _as_node, _decomposition_rows, check_int, coupling_accepts,
+    draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import check_sigma
 
@@ -360,7 +360,7 @@ class LightTree:
         ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated."""
         self._check_mutable()
         idx, val = statistic_sparse(x, self._d, "x")
-        rng = resolve_rng(rng)
+        rng = as_generator(rng)
         t = self._n + 1
         first, k = n_nodes(t - 1), (t & -t).bit_length()
         keys = draw_node_keys(rng, k)
@@ -415,13 +415,13 @@ class LightTree:
 
     def clean(self, node: Node) -> np.ndarray:
         """Clean value ``v_b`` of a complete node (running sum of its leaves)."""
-        node = Node(*node)
+        node = _as_node(node)
         self._row(node)
         return self._running_sum(node.start, node.end)
 
     def noisy(self, node: Node) -> np.ndarray:
         """Noisy value ``v~_b`` of a complete node (a copy)."""
-        return np.array(self._noisy_value(self._row(Node(*node))))
+        return np.array(self._noisy_value(self._row(_as_node(node))))
 
     def values(self):
         """``(clean, noisy)`` of all complete nodes, rows in post-order: dense read-only arrays of
@@ -511,7 +511,7 @@ class LightTree:
         self._check_mutable()
         t = check_int(t, "t", 1, self._n)
         idx_new, val_new = statistic_sparse(x_new, self._d, "x_new")
-        rng = resolve_rng(rng)
+        rng = as_generator(rng)
         n_before = self._n
         path = leaf_path(t, n_before)
         x_old = self._leaf_dense(t)

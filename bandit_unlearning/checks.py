@@ -1,0 +1,269 @@
+"""Argument checks shared by every module of the package (a plain module: no chapter exports it).
+
+The rule every public function follows (DESIGN.md, "Errors" and "Validation first"):
+
+* a wrong **type** raises ``TypeError``, a bad **value** raises ``ValueError``; the message names the
+  argument and the rule it broke (``"n must be >= 1, got 0"``);
+* a public function checks every argument *before* it draws from a generator, writes a file or
+  changes an object, so a refused call changes nothing;
+* a check never changes what it is given: it returns a new value (a float, an int, a new array) and
+  never writes into, resizes or sets flags on the caller's arrays.
+
+Randomness -- ``as_generator(rng, name="rng")`` is the one rule for every ``rng`` argument:
+
+* a ``numpy.random.Generator`` is used as is (the caller's stream advances);
+* ``None`` means a fresh generator seeded from OS entropy (``np.random.default_rng()``): the default
+  for noise and node keys, which are secrets;
+* an ``int >= 0`` (not a ``bool``) is an explicit, reproducible opt-in,
+  ``np.random.default_rng(seed)``; such a seed is key material (whoever knows it can regenerate the
+  noise);
+* anything else raises ``TypeError`` naming the argument.
+
+Integers: a scalar must be a Python or numpy integer; ``bool`` is refused (``True`` is neither a
+count nor an index) and so are floats, even whole ones (unless a function documents otherwise with
+``whole_float=True``).  An integer *array* may hold whole floats (``3.0``) but not booleans.
+
+Size limits: functions that enumerate exactly refuse (``ValueError``, ``check_size``) a size above
+their documented limit instead of running out of memory after seconds of work.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "as_generator",
+    "check_int",
+    "as_real",
+    "check_real",
+    "check_positive",
+    "check_probability",
+    "check_bool",
+    "check_choice",
+    "check_callable",
+    "check_instance",
+    "as_array",
+    "check_int_array",
+    "check_real_array",
+    "check_size",
+]
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _describe(value) -> str:
+    """``repr`` of a small value, else its type (messages stay short)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__}"
+
+
+def as_generator(rng, name: str = "rng") -> np.random.Generator:
+    """The generator to draw from: ``rng`` itself (a ``numpy.random.Generator``), a fresh one from OS
+    entropy (``None``) or ``np.random.default_rng(seed)`` for an int ``seed >= 0`` (an explicit,
+    reproducible opt-in).  Anything else: ``TypeError`` naming ``name``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ValueError(f"{name} as a seed must be an integer >= 0, got {rng}")
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"{name} must be a numpy.random.Generator, None (fresh OS entropy) or an int seed >= 0, "
+                    f"got {type(rng).__name__}")
+
+
+def _interval(low, high, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f"lie in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    if low is not None:
+        return f"be {'>' if low_open else '>='} {low}"
+    if high is not None:
+        return f"be {'<' if high_open else '<='} {high}"
+    return ""
+
+
+def _rule(low, high, low_open: bool, high_open: bool, allow_inf: bool) -> str:
+    """The rule a real value breaks, for messages: "lie in (0, 1)", "be finite and > 0", "be finite"."""
+    if low is not None and high is not None:
+        return _interval(low, high, low_open, high_open)
+    finite = "be a number" if allow_inf else "be finite"
+    rule = _interval(low, high, low_open, high_open)
+    return f"{finite} and {rule[3:]}" if rule else finite
+
+
+def _outside_scalar(v: float, low, high, low_open: bool, high_open: bool) -> bool:
+    """Whether the number ``v`` lies outside the interval (plain comparisons: checks are on hot paths)."""
+    if low is not None and (v <= low if low_open else v < low):
+        return True
+    return high is not None and (v >= high if high_open else v > high)
+
+
+def _outside(value, low, high, low_open: bool, high_open: bool) -> bool:
+    """Whether the array ``value`` has an entry outside the interval."""
+    v = np.asarray(value)
+    if low is not None and np.any(v <= low if low_open else v < low):
+        return True
+    return high is not None and bool(np.any(v >= high if high_open else v > high))
+
+
+def check_int(value, name: str, low: int | None = None, high: int | None = None, *,
+              whole_float: bool = False) -> int:
+    """An integer argument in ``[low, high]`` (``None``: no limit), returned as a Python int.
+
+    ``TypeError`` unless ``value`` is a Python or numpy integer (``bool`` refused; a whole float such
+    as ``3.0`` only with ``whole_float=True``); ``ValueError`` outside the range."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if not (whole_float and isinstance(value, (float, np.floating)) and math.isfinite(value)
+                and float(value).is_integer()):
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if _outside_scalar(value, low, high, False, False):
+        raise ValueError(f"{name} must {_interval(low, high, False, False)}, got {value}")
+    return value
+
+
+def _is_real_scalar(value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "iuf"
+    return isinstance(value, (numbers.Real, np.integer, np.floating))
+
+
+def as_real(value, name: str) -> float:
+    """``float(value)`` for a real number (nan and infinities included; the caller checks the range);
+    ``TypeError`` for anything else (``bool``, strings, arrays of more than one number, None...)."""
+    if not _is_real_scalar(value):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def check_real(value, name: str, low: float | None = None, high: float | None = None, *,
+               low_open: bool = False, high_open: bool = False, allow_inf: bool = False) -> float:
+    """A real number in the given interval, returned as a float.
+
+    ``TypeError`` unless ``value`` is a real number (``bool`` and strings refused); ``ValueError`` for
+    nan, for an infinity (unless ``allow_inf``) and outside the interval."""
+    if not _is_real_scalar(value):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if math.isnan(v) or (math.isinf(v) and not allow_inf) or _outside_scalar(v, low, high, low_open, high_open):
+        raise ValueError(f"{name} must {_rule(low, high, low_open, high_open, allow_inf)}, got {value!r}")
+    return v
+
+
+def check_positive(value, name: str) -> float:
+    """A finite real number ``> 0``."""
+    return check_real(value, name, 0, low_open=True)
+
+
+def check_probability(value, name: str, *, low_open: bool = True, high_open: bool = True) -> float:
+    """A number in ``(0, 1)`` (``low_open``/``high_open`` False to include an end)."""
+    return check_real(value, name, 0, 1, low_open=low_open, high_open=high_open)
+
+
+def check_bool(value, name: str) -> bool:
+    """``True`` or ``False`` (numpy booleans too); anything else is a ``TypeError``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
+def check_choice(value, name: str, allowed) -> str:
+    """One of the strings ``allowed``: ``TypeError`` for a non-string, ``ValueError`` for another string."""
+    allowed = tuple(allowed)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {allowed}, got {type(value).__name__}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def check_callable(value, name: str):
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+    return value
+
+
+def check_instance(value, cls, name: str):
+    """``value`` itself if it is an instance of ``cls`` (a class or a tuple of classes), else ``TypeError``."""
+    if not isinstance(value, cls):
+        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        if names[:2].isupper():                             # an acronym is read letter by letter
+            article = "an" if names[0] in "AEFHILMNORSX" else "a"
+        else:
+            article = "an" if names[0].lower() in "aeiou" else "a"
+        raise TypeError(f"{name} must be {article} {names}, got {type(value).__name__}")
+    return value
+
+
+def as_array(x, name: str) -> np.ndarray:
+    """``np.asarray(x)`` (no copy of an array; nothing is written), with numpy's own errors for
+    ragged or non-numeric input turned into a ``TypeError`` naming the argument."""
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of numbers, got {_describe(x)}") from None
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be an array of numbers, got {_describe(x)} (dtype {a.dtype})")
+    return a
+
+
+def _check_shape(a: np.ndarray, name: str, ndim, shape, nonempty: bool):
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
+    if shape is not None and a.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
+    if nonempty and a.size == 0:
+        raise ValueError(f"{name} must not be empty")
+
+
+def check_int_array(x, name: str, low: int | None = None, high: int | None = None, *, ndim: int | None = None,
+                    shape=None, nonempty: bool = False) -> np.ndarray:
+    """A new int64 array of whole numbers in ``[low, high]``.
+
+    ``TypeError`` for booleans or non-numbers; ``ValueError`` for non-whole or non-finite floats, a
+    wrong ``ndim``/``shape``, an empty array (``nonempty``) or an entry outside the range."""
+    a = as_array(x, name)
+    if a.dtype.kind == "b":
+        raise TypeError(f"{name} must hold integers, not booleans")
+    if a.size and a.dtype.kind == "f" and not (np.all(np.isfinite(a)) and np.all(np.mod(a, 1) == 0)):
+        raise ValueError(f"{name} must hold integers (whole numbers), got {_describe(x)}")
+    if a.size and a.dtype.kind in "uf" and (a.max() > _INT64_MAX or a.min() < -_INT64_MAX):
+        raise ValueError(f"{name} holds integers too large for int64")
+    _check_shape(a, name, ndim, shape, nonempty)
+    a = a.astype(np.int64)
+    if a.size and _outside(a, low, high, False, False):
+        bad = np.zeros(a.shape, dtype=bool)
+        if low is not None:
+            bad |= a < low
+        if high is not None:
+            bad |= a > high
+        raise ValueError(f"{name} must {_interval(low, high, False, False)}, got {int(a[bad][0])}")
+    return a
+
+
+def check_real_array(x, name: str, low: float | None = None, high: float | None = None, *,
+                     low_open: bool = False, high_open: bool = False, allow_inf: bool = False,
+                     ndim: int | None = None, shape=None, nonempty: bool = False) -> np.ndarray:
+    """A new float array with finite entries (infinities only with ``allow_inf``; never nan) in the
+    interval.  ``TypeError`` for non-numbers; ``ValueError`` for the other rules."""
+    a = as_array(x, name)
+    _check_shape(a, name, ndim, shape, nonempty)
+    a = a.astype(float)
+    if np.any(np.isnan(a)) or (not allow_inf and not np.all(np.isfinite(a))):
+        raise ValueError(f"{name} must be {'a number' if allow_inf else 'finite'} (every entry)")
+    if a.size and _outside(a, low, high, low_open, high_open):
+        raise ValueError(f"{name} must {_interval(low, high, low_open, high_open)} (every entry)")
+    return a
+
+
+def check_size(size: int, limit: int, what: str) -> int:
+    """Refuse (``ValueError``) an exact enumeration of ``size`` items when it exceeds ``limit``."""
+    if size > limit:
+        raise ValueError(f"{what}: {size} items to enumerate exceed the limit of {limit}")
+    return size
