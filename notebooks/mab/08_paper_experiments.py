@@ -941,13 +941,54 @@ def default_point(res, vary="N", x=3000):
 for pid, row in default_point(results["figure1"]):
     print(f"{pid:12}", row)
 
+# %% [markdown]
+# **How to read the figures.**  The y axis is the *sub-optimality* $\mu(a^\star) - \mu(\hat a')$: how much
+# lower the mean reward of the arm chosen after unlearning is than that of the best arm (0 is
+# perfect; here at most $0.10 - 0.02 = 0.08$), averaged over trajectories and deletion requests; error
+# bars are $\pm 1$ standard error over the independent runs.  Each title says the scale (trajectories
+# $\times$ requests $\times$ runs) and the fixed settings; each row varies one knob with the other two
+# at the defaults $(N, k, \gamma) = (3000, 80, 0.5)$ — the dataset size $N$, the number $k$ of deleted
+# samples, the noise scale $\gamma$ (noise $\sigma = \tfrac{3k}{2N(a_0)}\gamma$: larger $\gamma$ is more
+# noise, i.e. a smaller $\varepsilon$).  Columns are the data model and the case:
+# - $\mathcal M_f$: every arm has $N/5$ samples (round robin); $\mathcal M_d$: arms drawn i.i.d. from a
+#   behaviour policy that gives the best arm probability $1/C^\star = 1/5$;
+# - **hard**: the $k$ deleted samples come from the best arm $a^\star$ (arm 0) — noise on its score or
+#   fewer of its samples can make the learner lose the right answer;
+# - **easy**: they come from arm 2 (mean 0.06), a sub-optimal arm — rolling it back only widens that
+#   arm's confidence radius, so the choice rarely changes, and Algorithm 2 never adds noise there
+#   unless the learner chose arm 2.
+#
+# The methods, as the legend names them: **Oracle (no deletion)** — Algorithm 1 on the original data,
+# the floor of every curve; **Gaussian (always noise)** — noise on the source arm's score whatever the
+# learner chose; **Rollback (always retrain)** — the deleted samples removed from the statistics,
+# identical to retraining; **Mixing** — Algorithm 4, half of the deleted samples rolled back and noise
+# for the rest; **Algorithm 2 (adaptive)** — noise only when the learner chose the source arm and
+# $\gamma < 1.3\gamma_0$, rollback otherwise.  Curves that coincide exactly are named in a box inside
+# the panel (in the easy $\mathcal M_f$ panels Rollback, Mixing and Algorithm 2 *are* the Oracle: the
+# chosen arm never changes), and the methods are shifted slightly sideways so that overlapping markers
+# stay visible.  `METHOD_DESCRIPTIONS` holds one sentence per method for other uses (the CLI's
+# `summary.md`).
+
 # %%
 fig = plot_experiment(results["figure1"])
 plt.show()
 
+# %% [markdown]
+# **Figure 2** is the hard case only, for mixing with a fraction $\eta = k'/k$ of the deleted samples
+# rolled back and noise for the rest: $\eta = 0$ is the Gaussian mechanism, $\eta = 1$ is rollback.
+# Theorem A.10 says the best $\eta$ is always an end point (chapter A5); the curves show the same.
+
 # %%
 fig = plot_experiment(results["figure2"])
 plt.show()
+
+# %% [markdown]
+# **Figure 3** deletes $k$ samples from each of two arms under $\mathcal M_f$ (hard: arms 0 and 1, the
+# best two; easy: arms 2 and 3), at the eight configurations of the paper, for Oracle, Rollback,
+# Gaussian (noise on both source arms) and **Algorithm 7** (Algorithm 2's rule per source arm: noise at
+# most on the learner's arm).  **Table 2** compares Algorithm 6 (imitation: the most frequent arm,
+# unlearned exactly by subtracting counts) with Algorithm 2 under $\mathcal M_d$ with $C^\star = 1.3$,
+# deleting $k = N/2$ samples of the best arm at $\gamma = 0.5$.
 
 # %%
 fig = plot_experiment(results["figure3"])
@@ -960,6 +1001,7 @@ for pl in results["table2"]["panels"]:
 # - `bandit_unlearning.experiments.protocol`: trajectories with prefix sharing and O(1) requests.
 # - `bandit_unlearning.experiments.paper_a`: `ProtocolA`, `panels`, `run_experiment` (any executor),
 #   `request_losses`/`evaluate` (the vectorised engine); every method is the package's own mechanism.
-# - `bandit_unlearning.experiments.plots_a`: `plot_experiment`.
+# - `bandit_unlearning.experiments.plots_a`: `plot_experiment` (self-explaining figures: shared legend,
+#   fixed settings in the titles), `METHOD_LABELS` and `METHOD_DESCRIPTIONS` (the methods in words).
 # - Paper scale: `python -m bandit_unlearning reproduce all` (or `make reproduce`) writes
 #   `results/<name>.json|png|pdf` and `results/summary.md`.
