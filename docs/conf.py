@@ -52,6 +52,10 @@ html_theme_options = {
     "use_download_button": True,
 }
 html_show_sourcelink = False
+# Every page's sidebar links to the theorem table ("Where is Theorem X?") and the errata page.
+templates_path = ["_templates"]
+html_sidebars = {"**": ["navbar-logo.html", "icon-links.html", "search-button-field.html",
+                        "theorem-table.html", "sbt-sidebar-nav.html"]}
 nitpicky = True
 
 
