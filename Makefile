@@ -14,7 +14,7 @@ export MKL_NUM_THREADS := 1
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: help env test test-fast jitter reproduce lab export sync notebooks check bench clean
+.PHONY: help env test test-fast jitter reproduce lab export sync notebooks check book bench clean
 
 help:
 	@echo "make test       run everything CI runs (sync checks, unit tests, nbval on every notebook; then"
@@ -26,6 +26,7 @@ help:
 	@echo "make sync       re-pair the .py and .ipynb of every notebook (jupytext --sync)"
 	@echo "make notebooks  execute every chapter from its .py and store the outputs in its .ipynb"
 	@echo "make bench      run the benchmarks in benchmarks/ (JSON into results/)"
+	@echo "make book       build the HTML book from the stored notebooks (docs/_build/html/index.html)"
 
 env: $(STAMP)
 
@@ -45,7 +46,7 @@ check: $(STAMP)
 # Second pass: the same suite with numpy's SIMD dispatch lowered to its baseline (tools/portability.py
 # reads the features to disable from numpy itself), so that a stored output which depends on the
 # last bits of this CPU's vector kernels fails here, not on a reader's machine.
-test: check
+test: check book
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) tests notebooks
 	$(BIN)/python tools/portability.py
 
@@ -54,6 +55,14 @@ test: check
 JITTER ?= 1
 jitter: $(STAMP)
 	ULP_JITTER=$(JITTER) PYTHONPATH=$(CURDIR)/tools/ulp_jitter $(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) notebooks
+
+# The rendered book: the stored notebooks (not re-executed) as static HTML, configuration in docs/.
+# Every warning is an error (-W, nitpicky -n): a dangling link between chapters, a missing anchor or
+# figure, or a chapter left out of the table of contents fails the build.  A fresh build each time
+# (-E -a), so no warning hides in a cached page.
+book: $(STAMP)
+	$(BIN)/sphinx-build -E -a -W --keep-going -n -q -c docs -b html notebooks docs/_build/html
+	@echo "book: open docs/_build/html/index.html"
 
 test-fast: check
 	$(BIN)/python -m pytest -n 2 tests
@@ -77,4 +86,4 @@ bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results .pytest_cache docs/_build

@@ -69,23 +69,123 @@ EXPERIMENTS: dict[str, Callable[[Path, str, int, int], dict]] = {
 
 
 def _save_figure(fig, stem: Path) -> None:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:   # figures laid out by their own engine keep it
+        fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(stem.with_suffix(f".{ext}"), dpi=150)
     plt.close(fig)
 
 
+_PAPER_A = {"figure1": "Paper A, Figure 1", "figure2": "Paper A, Figure 2", "figure3": "Paper A, Figure 3",
+            "table2": "Paper A, Table 2", "lemma31": "Paper A, Lemma 3.1", "rl": "Paper B (chapters B7-B9)"}
+_WHAT = {
+    "figure1": "the five methods against N, k and gamma, in both data models, hard and easy case",
+    "figure2": "mixing with a fraction eta = k'/k of the deleted samples rolled back (eta = 0: all noise, "
+               "eta = 1: all rollback), hard case",
+    "figure3": "deleting k samples from each of two arms (multi-source), M_f",
+    "table2": "imitation learning (Algorithm 6) against Algorithm 2 at C* = 1.3",
+    "lemma31": "the LCB learner's mean sub-optimality against N (no deletion), beside Lemma 3.1's bound",
+}
+_SUBOPT = ("Each number is the mean sub-optimality mu(a*) - mu(a_hat'): how much lower the mean reward of the "
+           "arm chosen after unlearning is than that of the best arm (units: mean reward, a probability; "
+           "0 is perfect, the worst possible here is 0.10 - 0.02 = 0.08)")
+
+
+def _cell(value: float, stderr: float | None) -> str:
+    return f"{value:.4f}" if stderr is None else f"{value:.4f} ± {stderr:.4f}"
+
+
+def _paper_a_header(result: dict) -> list[str]:
+    """The fixed settings, the scale and the methods of a Paper A experiment, in words."""
+    from bandit_unlearning.experiments.plots_a import METHOD_DESCRIPTIONS
+
+    p = result.get("protocol", {})
+    lines = []
+    if result["experiment"] in _WHAT:
+        subopt = _SUBOPT if result["experiment"] != "lemma31" else _SUBOPT.replace(" after unlearning", "")
+        lines += [f"What it shows: {_WHAT[result['experiment']]}.  {subopt}.", ""]
+    if {"n_trajectories", "n_requests", "n_runs"} <= set(p):
+        per_run = p["n_trajectories"] * p["n_requests"]
+        lines += [f"Scale: {p['n_trajectories']} trajectories x {p['n_requests']} deletion requests = {per_run} "
+                  f"replicates per point and run, {p['n_runs']} independent runs; a cell reads mean ± standard "
+                  f"error over the runs (standard deviation of the run means / sqrt({p['n_runs']})).", ""]
+    if result["experiment"] == "lemma31" and "replicates" in p:
+        lines += [f"Settings: Bernoulli arms with means {tuple(p.get('means', ()))}, tau = {p.get('tau')}, "
+                  f"{p['replicates']:,} Monte Carlo replicates per N; M_f: {p.get('Mf')}; M_d: {p.get('Md')}.  "
+                  "A cell reads mean ± standard error over the replicates; the bound has no error.", ""]
+    if {"means", "n", "k", "gamma", "c_star", "table2_c_star", "table2_k_fraction", "easy_arm",
+            "threshold_scale", "mixing_eta"} <= set(p):
+        fixed = [f"{len(p['means'])} Bernoulli arms with means {tuple(p['means'])} (arm 0 is the best)",
+                 f"unless a table varies them N = {p['n']} samples, k = {p['k']} deleted samples, "
+                 f"noise scale gamma = {p['gamma']:g}",
+                 f"M_f: equal counts N/{len(p['means'])} per arm; M_d: arms drawn i.i.d., the best with "
+                 f"probability 1/C*, C* = {p['c_star']:g} (Table 2: C* = {p['table2_c_star']:g}, "
+                 f"k = {p['table2_k_fraction']:g} N)",
+                 f"hard case: deletions from arm 0 (the best); easy case: from arm {p['easy_arm']}",
+                 f"Algorithm 2's threshold {p['threshold_scale']:g} gamma0; Mixing rolls back "
+                 f"k' = {p['mixing_eta']:g} k; tau = 1/N; noise sigma = Delta_f gamma (the paper's "
+                 "calibration with gamma given directly: no (epsilon, delta) is claimed for these numbers)"]
+        lines += ["Fixed settings:", *[f"- {f}" for f in fixed], ""]
+    names = sorted({m for pl in result["panels"] for m in pl["methods"] if m in METHOD_DESCRIPTIONS},
+                   key=list(METHOD_DESCRIPTIONS).index)
+    if names:
+        lines += ["Methods:", *[f"- {m}: {METHOD_DESCRIPTIONS[m]}" for m in names], ""]
+    return lines
+
+
+def _panel_notes(panel: dict, result: dict) -> list[str]:
+    """One sentence each for the replicate counts a panel reports."""
+    p = result.get("protocol", {})
+    total = ""
+    if {"n_trajectories", "n_requests", "n_runs"} <= set(p):
+        total = f" of the {len(panel['x']) * p['n_trajectories'] * p['n_requests'] * p['n_runs']:,} replicates"
+    notes = []
+    if panel.get("exact_sensitivity_replicates"):
+        notes.append(f"In {panel['exact_sensitivity_replicates']:,}{total} of this table (all its rows and runs), "
+                     "Lemma A.1's condition k <= N(a0) - sqrt(N(a0) ln(Nm) / 2) failed, so their noise used the "
+                     "exact worst-case sensitivity instead of 3k / (2 N(a0)) (erratum E2).")
+    if panel.get("excluded_replicates"):
+        notes.append(f"{panel['excluded_replicates']:,}{total} were dropped because their dataset held fewer "
+                     "than k samples of a source arm.")
+    return notes
+
+
+def _panel_title(panel: dict, result: dict) -> str:
+    p = result.get("protocol", {})
+    model = {"Mf": "M_f (equal counts)", "Md": "M_d (arms drawn i.i.d.)"}.get(panel.get("model"), panel.get("model"))
+    parts = [f"**{panel['id']}**"]
+    if model:
+        parts.append(f"model {model}")
+    if panel.get("case") and panel.get("sources") is not None:
+        parts.append(f"{panel['case']} case, deleting from arm(s) {', '.join(map(str, panel['sources']))}")
+    if panel.get("vary") in ("N", "k", "gamma") and {"n", "k", "gamma", "table2_k_fraction"} <= set(p):
+        fixed = {"N": f"N = {p['n']}", "k": f"k = {p['k']}", "gamma": f"gamma = {p['gamma']:g}"}
+        if result["experiment"] == "table2":
+            fixed["k"] = f"k = {p['table2_k_fraction']:g} N"
+        parts.append(f"{panel['vary']} varies ({', '.join(v for key, v in fixed.items() if key != panel['vary'])})")
+    elif panel.get("vary"):
+        parts.append(f"varies {panel['vary']}")
+    return " — ".join(parts)
+
+
 def _summary_table(result: dict) -> str:
-    lines = [f"## {result['experiment']} (scale {result['scale']}, seed {result['seed']})", ""]
+    name = result["experiment"]
+    title = _PAPER_A.get(name, name)
+    lines = [f"## {title} (`{name}.png`; scale {result['scale']}, seed {result['seed']})", ""]
+    if "protocol" in result and isinstance(result["protocol"], dict) and name != "rl":
+        lines += _paper_a_header(result)
     for panel in result["panels"]:
         names = list(panel["methods"])
-        extra = "".join(f", {key} {panel[key]}" for key in ("excluded_replicates", "exact_sensitivity_replicates")
-                        if panel.get(key))
-        lines += [f"**{panel['id']}** — model {panel.get('model', '-')}, vary {panel['vary']}{extra}", "",
-                  "| x | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        stderr = panel.get("stderr", {})
+        lines += [_panel_title(panel, result), ""]
+        xname = {"gamma": "gamma", "config": "(N, gamma, k)"}.get(panel.get("vary"), panel.get("vary") or "x")
+        lines += [f"| {xname} | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         for i, x in enumerate(panel["x"]):
-            lines.append(f"| {x} | " + " | ".join(f"{panel['methods'][n][i]:.4g}" for n in names) + " |")
-        lines.append("")
+            cells = [_cell(panel["methods"][n][i], stderr[n][i] if n in stderr else None) for n in names]
+            lines.append(f"| {tuple(x) if isinstance(x, list) else x} | " + " | ".join(cells) + " |")
+        lines += ["", *_panel_notes(panel, result)]
+        if lines[-1]:
+            lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -102,7 +202,12 @@ def write_summary(out: Path) -> Path:
             raise ValueError(f"{path} is not a JSON result file ({err})") from None
         if isinstance(data, dict) and "panels" in data and "experiment" in data:
             results.append(data)
-    text = "# Reproduced figures and tables\n\n" + "".join(map(_summary_table, results))
+    text = ("# Reproduced figures and tables\n\n"
+            "One section per result file in this folder: what it shows, the scale and fixed settings it was run "
+            "with, the methods in words, then one table per panel of its figure (the panel's id is "
+            "model-case-varied quantity).  Where there are independent runs a cell reads mean ± standard "
+            "error.  The JSON files beside this one hold every number and the full protocol.\n\n"
+            + "".join(map(_summary_table, results)))
     (out / "summary.md").write_text(text)
     return out / "summary.md"
 

@@ -16,6 +16,8 @@
 #
 # ## Reading order
 #
+# Looking for a numbered result of either paper? See [Where is Theorem X?](#where-is-theorem-x).
+#
 # | # | chapter | covers (paper numbering) | exports |
 # |---|---|---|---|
 # | A1 | [mab/01_data_and_lcb](mab/01_data_and_lcb.ipynb) | Paper A §2, Algorithm 1, Lemma 3.1 | `bandit_unlearning.mab.data`, `bandit_unlearning.mab.lcb`, `bandit_unlearning.montecarlo`, `bandit_unlearning.experiments.lemma31` |
@@ -68,6 +70,53 @@
 # to the lowest arm; bad input raises a `ValueError` naming the argument and leaves objects unchanged.
 
 # %% [markdown]
+# ## Where is Theorem X?
+#
+# Every numbered result of the two papers that the chapters cite: where it is stated and checked
+# (chapter and section), the function(s) that implement it, and the check that would fail if it
+# were false (a test in `tests/`, or a line of the chapter).  The prefix says whose numbering:
+# **A** is Paper A, **B** is Paper B (both have a Theorem 3.3).  The cell below the table fails if a
+# link, function or check does not exist, or if a chapter cites a result that has no row.
+#
+# | result | chapter, section | function(s) | check |
+# |---|---|---|---|
+# | A · Definition 2.1 | [A2 §1](mab/02_unlearning_mechanisms.ipynb#1-definition-21--unlearning) | `bandit_unlearning.privacy.audit.audit_epsilon`, `bandit_unlearning.privacy.audit.hockey_stick_delta` | `tests/test_mab_unlearn.py::test_exact_privacy_on_a_worst_case_and_half_noise_violates` |
+# | A · Algorithm 1 | [A1 §2](mab/01_data_and_lcb.ipynb#2-the-lcb-learner-algorithm-1) | `bandit_unlearning.mab.lcb.fit_lcb`, `bandit_unlearning.mab.lcb.lcb_scores` | `tests/test_mab_data_lcb.py::test_fit_lcb_matches_loop_oracle` |
+# | A · Lemma 3.1 | [A1 §3](mab/01_data_and_lcb.ipynb#3-lemma-31-why-pessimism-works) | `bandit_unlearning.mab.lcb.lemma31_bound_fixed`, `bandit_unlearning.mab.lcb.lemma31_bound_distribution`, `bandit_unlearning.experiments.lemma31.lemma31_curve` | `mab/01_data_and_lcb.ipynb::assert ucb_loss > bound + t`, `tests/test_mab_data_lcb.py::test_lemma31_bounds_values` |
+# | A · Lemma A.4 | [A1 §3](mab/01_data_and_lcb.ipynb#3-lemma-31-why-pessimism-works) | `bandit_unlearning.mab.lcb.lemma31_bound_distribution` | `mab/01_data_and_lcb.ipynb::assert np.all(np.array(curve["Mf"]) <= curve["Mf bound"]) and np.all(np.array(curve["Md"]) <= curve["Md bound"])` |
+# | A · Lemma A.1 | [A2 §5](mab/02_unlearning_mechanisms.ipynb#5-lemma-a1-how-much-can-deleting--points-move-an-arms-score) | `bandit_unlearning.mab.mechanisms.paper_sensitivity`, `bandit_unlearning.mab.mechanisms.exact_sensitivity`, `bandit_unlearning.mab.mechanisms.sensitivity_condition_holds` | `tests/test_mab_mechanisms.py::test_condition_implies_the_paper_bound_on_a_large_grid`, `tests/test_mab_mechanisms.py::test_exact_sensitivity_is_the_brute_force_worst_case` |
+# | A · Algorithm 2 | [A3 §3](mab/03_adaptive_unlearning.ipynb#3-implementation-one-entry-point-plans-per-source-arm) | `bandit_unlearning.mab.unlearn.unlearn`, `bandit_unlearning.mab.unlearn.plan_unlearning`, `bandit_unlearning.mab.unlearn.unlearn_batch` | `tests/test_mab_unlearn.py::test_gaussian_branch_records_everything_and_adds_sigma_times_next_normal`, `tests/test_mab_unlearn.py::test_rollback_branch_equals_retraining_and_draws_nothing` |
+# | A · Algorithm 3 | [A3 §3](mab/03_adaptive_unlearning.ipynb#3-implementation-one-entry-point-plans-per-source-arm) | `bandit_unlearning.mab.unlearn.reference` | `tests/test_mab_unlearn.py::test_reference_matches_unlearn_plan_and_uses_retrained_scores` |
+# | A · Theorem 3.2 | [A3 §6](mab/03_adaptive_unlearning.ipynb#6-theorem-32-checked-three-ways) | `bandit_unlearning.mab.unlearn.output_distributions`, `bandit_unlearning.privacy.audit.hockey_stick_delta` | `tests/test_mab_unlearn.py::test_exact_privacy_on_a_worst_case_and_half_noise_violates`, `tests/test_guarantees.py::test_correct_paths_hold_and_half_noise_fails` |
+# | A · Theorem 3.3 | [A3 §7](mab/03_adaptive_unlearning.ipynb#7-theorems-33-and-35-what-unlearning-costs-in-accuracy) | `bandit_unlearning.mab.bounds.theorem33_bound`, `bandit_unlearning.mab.bounds.theorem33_order`, `bandit_unlearning.mab.bounds.gamma0_paper` | `tests/test_mab_unlearn.py::test_theorem_bounds_cases`, `mab/03_adaptive_unlearning.ipynb::assert fg_ok > 0.5 and loss_ok.mean() <= b_b + t_b < loss_bad.mean()` |
+# | A · Theorem 3.5 | [A3 §7](mab/03_adaptive_unlearning.ipynb#7-theorems-33-and-35-what-unlearning-costs-in-accuracy) | `bandit_unlearning.mab.bounds.theorem35_bound` | `tests/test_mab_unlearn.py::test_theorem_bounds_cases` |
+# | A · Theorem 3.7 | [A4 §1](mab/04_lower_bounds.ipynb#1-statement) | `bandit_unlearning.mab.lower_bounds.lower_bound_fixed`, `bandit_unlearning.mab.lower_bounds.fixed_sample_pair` | `tests/test_mab_lower_bounds.py::test_fixed_kl_exact`, `tests/test_mab_lower_bounds.py::test_formulas` |
+# | A · Theorem 3.9 | [A4 §1](mab/04_lower_bounds.ipynb#1-statement) | `bandit_unlearning.mab.lower_bounds.lower_bound_distribution`, `bandit_unlearning.mab.lower_bounds.lower_bound_small_cstar` | `tests/test_mab_lower_bounds.py::test_distribution_kl_matches_enumeration`, `tests/test_mab_lower_bounds.py::test_small_cstar_closed_form_underestimates_single_source_kl` |
+# | A · Lemma A.8 | [A4 §4](mab/04_lower_bounds.ipynb#4-the-kl-divergences-exactly) | `bandit_unlearning.mab.lower_bounds.sample_source_counts`, `bandit_unlearning.mab.lower_bounds.retained_kl` | `mab/04_lower_bounds.ipynb::Lemma A.8: the retained count is Binomial(N - k, d(a0))`, `tests/test_mab_lower_bounds.py::test_source_counts_law` |
+# | A · Algorithm 4 | [A5 §3](mab/05_mixing.ipynb#3-using-it) | `bandit_unlearning.mab.unlearn.unlearn` (`method="mixing"`) | `tests/test_mab_mixing.py::test_plan_k_prime_eta_and_sensitivity`, `tests/test_mab_mixing.py::test_mixture_matches_the_mechanism` |
+# | A · Algorithm 5 | [A5 §3](mab/05_mixing.ipynb#3-using-it) | `bandit_unlearning.mab.unlearn.reference` | `tests/test_mab_mixing.py::test_reference_is_algorithm5` |
+# | A · Theorem A.9 | [A5 §5](mab/05_mixing.ipynb#5-theorem-a9-audited-exactly) | `bandit_unlearning.mab.unlearn.output_distributions` | `tests/test_mab_mixing.py::test_worst_case_is_tight_for_analytic_exact_and_no_rollback_leaks` |
+# | A · Theorem A.10 | [A5 §6](mab/05_mixing.ipynb#6-theorem-a10-the-bound-in--and-why-its-minimum-is-at-an-end) | `bandit_unlearning.mab.mixing.theorem_a10_bound`, `bandit_unlearning.mab.mixing.theorem_a10_best_k_prime` | `tests/test_mab_mixing.py::test_theorem_a10_bound_formula_and_endpoints` |
+# | A · Algorithm 6 | [A6 §2](mab/06_imitation_learning.ipynb#2-implementation) | `bandit_unlearning.mab.imitation.fit_imitation`, `bandit_unlearning.mab.imitation.unlearn_imitation` | `tests/test_mab_imitation.py::test_unlearning_equals_retraining`, `tests/test_mab_imitation.py::test_exhaustive_small_and_broken_variant_caught` |
+# | A · Theorem 3.11 | [A6 §4](mab/06_imitation_learning.ipynb#4-theorem-311-an-explicit-bound-and-what-the-printed-expression-says) | `bandit_unlearning.mab.imitation.theorem311_condition`, `bandit_unlearning.mab.imitation.theorem311_expression`, `bandit_unlearning.mab.imitation.theorem311_failure_bound` | `tests/test_mab_imitation.py::test_monte_carlo_below_bound`, `tests/test_mab_imitation.py::test_printed_expression_vacuous_at_paper_c_star` |
+# | A · Table 2 | [A6 §6](mab/06_imitation_learning.ipynb#6-algorithm-6-against-algorithm-2-at--table-2) | `bandit_unlearning.experiments.paper_a.run_experiment` (`"table2"`) | `tests/test_experiments_paper_a.py::test_panel_layout_matches_the_paper` |
+# | A · Algorithm 7 | [A7 §3](mab/07_multi_source.ipynb#3-using-it-the-same-entry-point) | `bandit_unlearning.mab.unlearn.unlearn` (several source arms) | `tests/test_mab_multisource.py::test_unlearn_equals_line_by_line_algorithm7_and_algorithm2`, `tests/test_mab_multisource.py::test_corrected_rule_noises_only_the_learners_source_arm` |
+# | A · Algorithm 8 | [A7 §3](mab/07_multi_source.ipynb#3-using-it-the-same-entry-point) | `bandit_unlearning.mab.unlearn.reference` | `tests/test_mab_multisource.py::test_reference_is_algorithm8` |
+# | A · Theorem 3.13 | [A7 §7](mab/07_multi_source.ipynb#7-theorem-313-by-monte-carlo-the-papers-figure-3-configurations) | `bandit_unlearning.mab.multisource.theorem313_bound` | `tests/test_mab_multisource.py::test_theorem313_bound_cases` |
+# | A · Figure 1 | [A8 §4](mab/08_paper_experiments.ipynb#4-reduced-scale-runs-of-every-experiment) | `bandit_unlearning.experiments.paper_a.run_experiment`, `bandit_unlearning.experiments.plots_a.plot_experiment` | `tests/test_experiments_paper_a.py::test_panel_layout_matches_the_paper`, `tests/test_experiments_paper_a.py::test_cli_writes_json_figures_and_summary` |
+# | A · Figure 2 | [A8 §4](mab/08_paper_experiments.ipynb#4-reduced-scale-runs-of-every-experiment), [A5 §7](mab/05_mixing.ipynb#7-sub-optimality-against--the-papers-figure-2-setting-and-theorem-a10-by-monte-carlo) | `bandit_unlearning.experiments.paper_a.run_experiment`, `bandit_unlearning.experiments.plots_a.plot_experiment` | `tests/test_experiments_paper_a.py::test_panel_layout_matches_the_paper` |
+# | A · Figure 3 | [A8 §4](mab/08_paper_experiments.ipynb#4-reduced-scale-runs-of-every-experiment), [A7 §8](mab/07_multi_source.ipynb#8-figure-the-four-methods-of-the-papers-figure-3-and-the-bound) | `bandit_unlearning.experiments.paper_a.run_experiment`, `bandit_unlearning.experiments.plots_a.plot_experiment` | `tests/test_experiments_paper_a.py::test_panel_layout_matches_the_paper`, `mab/08_paper_experiments.ipynb::assert again == results["figure3"]` |
+# | B · Definition 2.1 | [B3 §1](rl/03_exact_unlearning.ipynb#1-statement-paper-b-2-3) | `bandit_unlearning.exact.learner.unlearn`, `bandit_unlearning.experiments.exactness.battery` | `tests/test_exact_learner.py::test_unlearn_with_zero_noise_equals_retraining`, `tests/test_rl_unlearning.py::test_battery_detects_a_broken_variant_on_rl_runs` |
+# | B · Definition 2.2 | [B2 §3](rl/02_binary_tree.ipynb#3-noise-calibration-the-papers--and-an-exact-one) | `bandit_unlearning.exact.tree.path_tv`, `bandit_unlearning.exact.tree.sigma_paper`, `bandit_unlearning.exact.tree.sigma_exact` | `tests/test_exact_tree.py::test_calibrations` |
+# | B · Algorithm 1 | [B3 §3](rl/03_exact_unlearning.ipynb#3-implementation-the-framework) | `bandit_unlearning.exact.learner.PrefixSumLearner`, `bandit_unlearning.exact.learner.train` | `tests/test_exact_learner.py::test_train_records_and_verifies`, `tests/test_exact_learner.py::test_extend_equals_training_at_once` |
+# | B · Algorithm 2 | [B2 §4](rl/02_binary_tree.ipynb#4-the-tree), [B10 §3](rl/10_light_tree.ipynb#3-implementation) | `bandit_unlearning.exact.tree.BinaryTree`, `bandit_unlearning.exact.light_tree.LightTree`, `bandit_unlearning.exact.tree.dyadic_decomposition` | `tests/test_exact_tree.py::test_prefix_sums_loop_oracle`, `tests/test_exact_light_tree.py::test_bit_identical_under_random_operations` |
+# | B · Algorithm 3 | [B3 §2](rl/03_exact_unlearning.ipynb#2-why-algorithm-3-is-exact-theorem-33-1) | `bandit_unlearning.exact.learner.unlearn`, `bandit_unlearning.exact.tree.PathCoupling`, `bandit_unlearning.privacy.coupling.reflection_coupling` | `tests/test_exact_tree.py::test_unlearn_leaf_structure`, `tests/test_exact_coupling.py::test_change_probability_is_tv` |
+# | B · Theorem 3.3 | [B4 §1](rl/04_theorem_3_3.ipynb#1-exactness-theorem-33-1), [B4 §2](rl/04_theorem_3_3.ipynb#2-retraining-probability-theorem-33-3-erratum-e11) | `bandit_unlearning.experiments.exactness.battery`, `bandit_unlearning.exact.learner.path_retrain_probability`, `bandit_unlearning.experiments.unlearning_cost.retrain_probability_uniform` | `rl/04_theorem_3_3.ipynb::assert smallest > LEVEL_EX`, `rl/04_theorem_3_3.ipynb::assert abs(measured_p - exact_p) <= margin`, `tests/test_exact_learner.py::test_uniform_cost_formulas_against_brute_force` |
+# | B · Algorithm 4 | [B7 §3](rl/07_stable_ucbvi.ipynb#3-implementation), [B6 §2](rl/06_ucbvi.ipynb#2-planning-from-noisy-prefix-sums-algorithm-4-paper-b-algorithm-4) | `bandit_unlearning.rl.stable.stable_ucbvi`, `bandit_unlearning.rl.ucbvi.plan_from_statistics`, `bandit_unlearning.rl.ucbvi.optimistic_value_iteration` | `tests/test_rl_ucbvi.py::test_planner_matches_spec_loop`, `tests/test_rl_stable.py::test_zero_noise_is_exactly_run_ucbvi` |
+# | B · Theorem 4.1 | [B7 §5](rl/07_stable_ucbvi.ipynb#5-regret-over--for-several--theorem-41-measured), [B7 §6](rl/07_stable_ucbvi.ipynb#6-the-bounds-three-terms-and-) | `bandit_unlearning.rl.stable.theorem_41_terms`, `bandit_unlearning.rl.stable.rho_theorem`, `bandit_unlearning.rl.stable.stable_sigma` | `tests/test_rl_stable.py::test_theorem_terms_and_rho_choice`, `tests/test_rl_stable.py::test_stable_regret_curve_and_summary` |
+# | B · Theorem 4.4 | [B9 §4](rl/09_lower_bound.ipynb#4-tv-stable-ucb-vi-on-the-hard-instance-regret-against--an-illustration) | `bandit_unlearning.experiments.rl_lower_bound.lower_bound_experiment`, `bandit_unlearning.rl.envs.independent_bandits` | `rl/09_lower_bound.ipynb::assert slope_lb > 0.3 and slope_first > 0.5`, `tests/test_rl_lower_bound.py::test_lower_bound_experiment_small` |
+
+# %% [markdown]
 # The cell below keeps this page honest: it lists every chapter on disk with the modules it exports,
 # and fails if a chapter or a module is missing from the table above.
 
@@ -93,3 +142,122 @@ for chapter in chapters:
     assert f"({chapter.with_suffix('.ipynb').as_posix()})" in index_text, f"{chapter} is missing from the index"
     for module in modules:
         assert f"`{module}`" in index_text, f"{module} is missing from the index"
+
+# %% [markdown]
+# The cell below checks the table against the repository: every section link points to a heading of
+# that chapter (the anchor the book gives it), every function is public in its module, every check
+# exists (a test function in `tests/`, or the quoted line in the chapter), every row's result is cited
+# in a chapter it links to, and every numbered result any chapter cites has a row.  A citation
+# belongs to the paper named just before it ("Paper B Algorithm 4"), else to the part of the
+# errata page it sits in, else to the chapter's part (A for `mab/` and `privacy/`, B for `rl/`);
+# citations with a year just before them ("Dong, Roth & Su 2019, Corollary 3.3") are other papers'.
+
+# %%
+import functools
+import importlib
+import json
+import re
+
+KINDS = "Theorem|Lemma|Proposition|Corollary|Algorithm|Figure|Table|Definition"
+NUMBER = r"(?:[A-Z]\.)?\d+(?:\.\d+)?"
+CITATION = re.compile(rf"\b({KINDS})s?\s+({NUMBER}(?:\s*(?:,|–|-|and|or)\s*{NUMBER}(?![\d.]))*)")
+PART_PAPER = {"mab": "A", "privacy": "A", "rl": "B"}
+ROW = re.compile(rf"^# \| ([AB]) · ({KINDS}) ({NUMBER}) \| (.*) \| (.*) \| (.*) \|$", re.M)
+
+
+@functools.cache
+def cells(chapter, kind=None):
+    """The sources of a chapter's cells (all, or of one kind), from its stored notebook."""
+    nb = json.loads(Path(chapter).read_text())
+    return tuple("".join(c["source"]) for c in nb["cells"] if kind is None or c["cell_type"] == kind)
+
+
+@functools.cache
+def anchors(chapter):
+    """The anchors the book gives the chapter's headings: math dropped, then GitHub's slug rule."""
+    titles = re.findall(r"^#{1,6} (.+)$", "\n".join(cells(chapter, "markdown")), re.M)
+    return {re.sub(r"[^\w\- ]", "", re.sub(r"\$[^$]*\$", "", t).lower().replace(" ", "-")) for t in titles}
+
+
+@functools.cache
+def citations(chapter):
+    """{(paper, kind, number)} of the numbered results the chapter cites (text, code and docstrings)."""
+    text = "\n".join(cells(chapter))
+    found = set()
+    for m in CITATION.finditer(text):
+        before = text[max(0, m.start() - 100):m.start()]
+        if re.search(r"(19|20)\d\d\D{0,12}$", before):
+            continue  # another paper's numbering
+        named = re.findall(r"Paper ([AB])", before[-60:])
+        part = re.findall(r"^##+ Paper ([AB])", text[:m.start()], re.M)
+        paper = named[-1] if named else part[-1] if part else PART_PAPER[Path(chapter).parent.name]
+        pieces = re.split(r"\s*(,|–|-|and|or)\s*", m.group(2))
+        numbers = [pieces[0]]
+        for op, n in zip(pieces[1::2], pieces[2::2]):
+            if op in "–-" and numbers[-1].isdigit() and n.isdigit():   # "Algorithms 2–5"
+                numbers += [str(i) for i in range(int(numbers[-1]) + 1, int(n) + 1)]
+            else:
+                numbers.append(n)
+        found |= {(paper, m.group(1), n) for n in numbers}
+    return found
+
+
+def public(dotted):
+    module, _, name = dotted.rpartition(".")
+    return name in getattr(importlib.import_module(module), "__all__", ())
+
+
+def table_problems(text):
+    """Everything wrong with the table in ``text`` (the source of this page): [] when it is right."""
+    problems, rows = [], set()
+    for paper, kind, number, where, functions, checks in ROW.findall(text):
+        key, name = (paper, kind, number), f"{paper} · {kind} {number}"
+        problems += [f"{name} has two rows"] * (key in rows)
+        rows.add(key)
+        links = re.findall(r"\]\(([^)#]+)#([^)]+)\)", where)
+        problems += [f"{name}: no chapter link"] * (not links)
+        for chapter, anchor in links:
+            if not Path(chapter).is_file():
+                problems.append(f"{name}: no chapter {chapter}")
+            elif anchor not in anchors(chapter):
+                problems.append(f"{name}: no heading #{anchor} in {chapter}")
+        if not any(Path(c).is_file() and key in citations(c) for c, _ in links):
+            problems.append(f"{name} is not cited in the chapters its row links to")
+        names = re.findall(r"`(bandit_unlearning\.[\w.]+)`", functions)
+        problems += [f"{name}: no function"] * (not names)
+        problems += [f"{name}: {f} is not public" for f in names if not public(f)]
+        named_checks = re.findall(r"`([^`]+?)::([^`]+)`", checks)
+        problems += [f"{name}: no check"] * (not named_checks)
+        for file, what in named_checks:
+            if file.startswith("tests/"):
+                found = (ROOT / file).is_file() and f"\ndef {what}(" in (ROOT / file).read_text()
+            else:
+                found = Path(file).is_file() and any(what in source for source in cells(file))
+            problems += [f"{name}: no check {file}::{what}"] * (not found)
+    for key in sorted(set(cited) - rows):
+        problems.append(f"{key[0]} · {key[1]} {key[2]} is cited by {cited[key]} but has no row")
+    return problems
+
+
+cited = {}
+for chapter in chapters:
+    for key in citations(chapter.with_suffix(".ipynb")):
+        cited.setdefault(key, []).append(chapter.with_suffix("").as_posix())
+problems = table_problems(index_text)
+assert not problems, problems
+papers = [row[0] for row in ROW.findall(index_text)]
+print(f"{len(papers)} results in the table ({papers.count('A')} of Paper A, {papers.count('B')} of Paper B); "
+      f"the chapters cite {len(cited)}, all present; every link, function and check exists")
+
+# The same check rejects a table with a row missing, a dangling link, a renamed test or a private name.
+row_b33 = next(line for line in index_text.splitlines() if line.startswith("# | B · Theorem 3.3 |"))
+broken = {
+    "row missing": index_text.replace(row_b33 + "\n", ""),
+    "dangling link": index_text.replace("#1-exactness-theorem-33-1)", "#1-exactness)"),
+    "renamed test": index_text.replace("::test_reference_is_algorithm8`", "::test_reference_is_algorithm_8`"),
+    "not public": index_text.replace("`bandit_unlearning.mab.unlearn.reference`", "`bandit_unlearning.mab.unlearn.np`"),
+}
+for what, text in broken.items():
+    found = table_problems(text)
+    print(f"{what:14} -> {found[0]}")
+    assert found, what

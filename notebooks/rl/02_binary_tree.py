@@ -243,6 +243,9 @@ def path_length(T: int) -> int:
 # %% [markdown]
 # ## 3. Noise calibration: the paper's $\sigma$ and an exact one
 #
+# The mechanism must be $\rho$-TV-stable (Paper B Definition 2.2): on two user sequences that differ in
+# one position, the laws of its outputs are within total variation $\rho$.
+#
 # **Why the path is all that matters.** Fix the users and compare the tree on $x_{1:T}$ with the
 # tree on the same sequence with $x_t$ replaced by $x'_t$.  The noisy values of nodes off the path
 # of leaf $t$ have the same law in both; the $n \le \lfloor\log_2 T\rfloor + 1$ path nodes are
