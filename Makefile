@@ -46,7 +46,7 @@ check: $(STAMP)
 # Second pass: the same suite with numpy's SIMD dispatch lowered to its baseline (tools/portability.py
 # reads the features to disable from numpy itself), so that a stored output which depends on the
 # last bits of this CPU's vector kernels fails here, not on a reader's machine.
-test: check book
+test: check
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) tests notebooks
 	$(BIN)/python tools/portability.py
 
@@ -58,7 +58,8 @@ jitter: $(STAMP)
 
 # The rendered book: the stored notebooks (not re-executed) as static HTML, configuration in docs/.
 # Every warning is an error (-W, nitpicky -n): a dangling link between chapters, a missing anchor or
-# figure, or a chapter left out of the table of contents fails the build.  A fresh build each time
+# figure, or a chapter left out of the table of contents fails the build.  `make test` builds it too
+# (tests/test_book.py, in parallel with the other tests).  A fresh build each time
 # (-E -a), so no warning hides in a cached page.
 book: $(STAMP)
 	$(BIN)/sphinx-build -E -a -W --keep-going -n -q -c docs -b html notebooks docs/_build/html

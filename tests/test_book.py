@@ -1,7 +1,7 @@
 """The book's table of contents (docs/conf.py) is generated from the notebook tree.
 
-`make book` (run by `make test`) builds the book with every warning an error; these tests check the
-generator itself: every stored notebook is in the table of contents exactly once, in reading order,
+`make book` builds the book with every warning an error, and so does the last test here (which
+`make test` runs); the other tests check the generator itself: every stored notebook is in the table of contents exactly once, in reading order,
 and a notebook outside the known parts stops the build instead of silently missing from it.
 """
 
@@ -48,3 +48,18 @@ def test_the_toc_is_appended_to_the_index_only():
     assert '"cells": []' in source[0]
     conf["_append_toc"](None, "index", source)
     assert "```{toctree}" in source[0] and "mab/01_data_and_lcb" in source[0] and ":hidden:" in source[0]
+
+
+def test_the_book_builds_with_every_warning_an_error(tmp_path):
+    """`make book`'s build, run here so that CI (which runs `make test`) builds the book in parallel
+    with the other tests: a dangling link, a missing anchor or figure, or a chapter outside the table
+    of contents is a warning, and every warning fails the build."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "html"
+    cmd = [sys.executable, "-m", "sphinx", "-E", "-a", "-W", "--keep-going", "-n", "-q", "-c", "docs",
+           "-d", str(tmp_path / "doctrees"), "-b", "html", "notebooks", str(out)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert (out / "index.html").exists() and (out / "errata.html").exists()

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from bandit_unlearning.experiments.guarantees import (
-    KINDS, Setting, TOLERANCE, audit_setting, matrix_settings, summarize, worst_case_instance,
+    KINDS, Setting, TOLERANCE, audit_setting, matrix_settings, released_arm_distributions, summarize,
+    worst_case_instance,
 )
-from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn
+from bandit_unlearning.mab.unlearn import UnlearnOptions, multi_noisy_argmax_distribution, unlearn
 
 
 @pytest.mark.parametrize("path, l", [("gaussian", 1), ("adaptive", 1), ("gaussian", 4), ("adaptive", 8)])
@@ -74,3 +75,26 @@ def test_bad_variant_is_refused():
         audit_setting(Setting("gaussian", 1, 40, 2, 0.5, 1e-2), "quarter noise")
     with pytest.raises(ValueError, match="kind must be one of"):
         worst_case_instance(40, 2, 1, "deleted 2", 0.5)
+
+
+def test_audit_quadrature_equals_the_public_adaptive_one():
+    """The audit's fixed Gauss-Legendre rule against ``multi_noisy_argmax_distribution`` (adaptive quad):
+    equal and unequal noise (crossings up to 100 times steeper than the normal density), ties among
+    noiseless arms, no noiseless arm, one noised arm, scores far apart and near-equal."""
+    rng = np.random.default_rng(20261201)
+    worst = 0.0
+    for trial in range(120):
+        m = int(rng.integers(3, 12))
+        sigmas = np.where(rng.random(m) < 0.6, rng.uniform(0.01, 1.0, m), 0.0)
+        if trial % 3 == 0:
+            sigmas = np.where(sigmas > 0, 0.2, 0.0)                     # one sigma for every noised arm
+        if trial % 10 == 1:
+            sigmas = np.full(m, 0.3)                                     # no noiseless arm
+        if (sigmas > 0).sum() < 2 and trial % 10 != 2:
+            sigmas[:2] = 0.3
+        rows = rng.normal(0, 0.5, (3, m)) * rng.choice([1e-3, 0.1, 1.0, 3.0])
+        if trial % 7 == 0:
+            rows[:, -2:] = rows[:, [-3]]                                  # ties (among noiseless arms too)
+        public = np.array([multi_noisy_argmax_distribution(r, sigmas) for r in rows])
+        worst = max(worst, float(np.max(np.abs(released_arm_distributions(rows, sigmas) - public))))
+    assert worst <= 1e-12, worst

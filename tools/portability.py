@@ -12,6 +12,7 @@ other) machine with the same numpy has.
 Usage::
 
     python tools/portability.py                 # pytest (nbval) on notebooks/ and tests/, lowered
+                                                # (tests marked simd_independent deselected)
     python tools/portability.py --print         # only print the value of NPY_DISABLE_CPU_FEATURES
     python tools/portability.py -- PYTEST_ARGS  # lowered pytest on other paths / options
 
@@ -31,7 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VARIABLE = "NPY_DISABLE_CPU_FEATURES"
 PYTEST_NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
-DEFAULT_PYTEST = ["-n", "2", "--dist", "loadfile", *PYTEST_NBVAL, "tests", "notebooks"]
+# Every notebook and every test except those marked simd_independent in tests/conftest.py (text, validation
+# and same-process comparisons, which lowering SIMD cannot change).
+DEFAULT_PYTEST = ["-n", "2", "--dist", "loadfile", "-m", "not simd_independent", *PYTEST_NBVAL, "tests", "notebooks"]
 
 _PROBE = """
 import json

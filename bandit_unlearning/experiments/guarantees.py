@@ -19,6 +19,8 @@ __all__ = [
     "Setting",
     "AuditRow",
     "competitor_means",
+    "U_MAX",
+    "released_arm_distributions",
     "audit_setting",
     "CALIBRATIONS",
     "SENSITIVITIES",
@@ -36,14 +38,13 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
-from bandit_unlearning.checks import check_callable, check_choice, check_int
+from bandit_unlearning.checks import check_callable, check_choice, check_int, check_real_array
 from bandit_unlearning.mab.imitation import ImitationState, most_frequent_arm, unlearn_imitation
-from bandit_unlearning.mab.lcb import LCBState
+from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
-from bandit_unlearning.mab.unlearn import (
-    UnlearnOptions, multi_noisy_argmax_distribution, noisy_argmax_distribution, plan_unlearning,
-)
+from bandit_unlearning.mab.unlearn import UnlearnOptions, noisy_argmax_distribution, plan_unlearning
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import gaussian_delta
 
@@ -137,6 +138,62 @@ def competitor_means(setting: Setting, n_grid: int = 21) -> np.ndarray:
     return np.unique(np.clip(np.concatenate([np.linspace(0, 1, n_grid), near]), 0.0, 1.0))
 
 
+U_MAX = 9.0                 # standard normal mass beyond 9 is 1.1e-19
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
+_GRID = np.linspace(-U_MAX, U_MAX, 37)                        # panels of width 1/2
+_STEEP = np.array([-4.0, -2.0, -1.0, -0.5, 0.5, 1.0, 2.0, 4.0])   # extra breaks around a steep crossing
+
+
+def released_arm_distributions(rows, sigmas) -> np.ndarray:
+    """Distribution of ``argmax(row + sigmas * Z)`` (``Z`` i.i.d. standard normal, ties to the lowest
+    index) for every row of ``rows`` (shape ``(R, m)``), all rows sharing ``sigmas`` (shape ``(m,)``).
+
+    At most one noised arm: the closed form ``noisy_argmax_distribution``.  Several: the best noiseless
+    arm ``b`` wins with ``prod_j Phi((f_b - f_j)/sigma_j)`` and a noised arm ``i`` with
+    ``int_{u > (f_b - f_i)/sigma_i} phi(u) prod_{j != i} Phi((f_i + sigma_i u - f_j)/sigma_j) du``,
+    computed for all rows at once by a fixed composite 20-point Gauss-Legendre rule on ``[lo, 9]``
+    (the normal mass beyond 9 is 1.1e-19) with panels of width 1/2, break points at ``lo`` and at every
+    other arm's crossing ``(f_j - f_i)/sigma_i``, and eight more breaks around a crossing whose
+    width ``sigma_j/sigma_i`` is below 1/2.  The public ``multi_noisy_argmax_distribution`` computes the
+    same integrals with adaptive quadrature; the chapter checks the two agree to 1e-12.
+    """
+    rows = np.atleast_2d(check_real_array(rows, "rows"))
+    sigmas = check_real_array(sigmas, "sigmas")
+    if rows.ndim != 2 or sigmas.shape != rows.shape[1:]:
+        raise ValueError(f"rows must be (R, m) and sigmas (m,), got {rows.shape} and {sigmas.shape}")
+    if np.any(sigmas < 0):
+        raise ValueError(f"sigmas must be >= 0, got {sigmas}")
+    n_rows = rows.shape[0]
+    noised = np.flatnonzero(sigmas > 0)
+    if noised.size <= 1:
+        a = int(noised[0]) if noised.size else 0
+        return noisy_argmax_distribution(rows, a, float(sigmas[a]))
+    quiet = np.flatnonzero(sigmas == 0)
+    out = np.zeros(rows.shape)
+    f_b = np.full(n_rows, -np.inf)
+    if quiet.size:
+        b = quiet[np.argmax(rows[:, quiet], axis=1)]
+        f_b = rows[np.arange(n_rows), b]
+        out[np.arange(n_rows), b] = np.prod(special.ndtr((f_b[:, None] - rows[:, noised]) / sigmas[noised]), axis=1)
+    for i in noised:
+        others = noised[noised != i]
+        f_i, f_o, s_i, s_o = rows[:, i], rows[:, others], sigmas[i], sigmas[others]
+        lo = np.clip((f_b - f_i) / s_i, -U_MAX, U_MAX)
+        cuts = (f_o - f_i[:, None]) / s_i
+        width = s_o / s_i
+        breaks = [lo[:, None], np.broadcast_to(_GRID, (n_rows, _GRID.size)), cuts]
+        if np.any(width < 0.5):
+            steep = width < 0.5
+            breaks.append((cuts[:, steep, None] + width[steep, None] * _STEEP).reshape(n_rows, -1))
+        breaks = np.sort(np.clip(np.concatenate(breaks, axis=1), lo[:, None], U_MAX), axis=1)
+        half = 0.5 * np.diff(breaks, axis=1)                                     # (R, panels)
+        u = 0.5 * (breaks[:, 1:] + breaks[:, :-1])[..., None] + half[..., None] * _GL_NODES
+        z = (f_i[:, None, None, None] + s_i * u[..., None] - f_o[:, None, None, :]) / s_o
+        integrand = np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi) * np.prod(special.ndtr(z), axis=-1)
+        out[:, i] = np.einsum("rp,rpn,n->r", half, integrand, _GL_WEIGHTS)
+    return out / out.sum(axis=1, keepdims=True)
+
+
 def _bases(state: LCBState, request: DeletionRequest, plans, skip_rollback: bool = False):
     """(unlearned base scores, reference base scores) of the plan on a worst-case instance."""
     rolled = rollback(state, request)
@@ -168,12 +225,7 @@ def _released_deltas(base_u, base_r, sigmas, epsilon: float, arm_audit: bool):
     d_scores = float(gaussian_delta(1.0, shift, epsilon)) if shift > 0 else 0.0
     if not arm_audit:
         return d_scores, 0.0
-    if noised.sum() == 1:
-        a = int(np.flatnonzero(noised)[0])
-        p, q = noisy_argmax_distribution(base_u, a, sigmas[a]), noisy_argmax_distribution(base_r, a, sigmas[a])
-    else:
-        p = np.array([multi_noisy_argmax_distribution(b, sigmas) for b in base_u])
-        q = np.array([multi_noisy_argmax_distribution(b, sigmas) for b in base_r])
+    p, q = released_arm_distributions(base_u, sigmas), released_arm_distributions(base_r, sigmas)
     return d_scores, float(np.max(hockey_stick_delta(p, q, epsilon)))
 
 
@@ -205,14 +257,17 @@ def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, 
     except ValueError as err:
         return AuditRow(setting, variant, 0.0, 0.0, False, refused=str(err).split(";")[0])
     worst_s, worst_a, any_noise = 0.0, 0.0, False
+    unit_sigma = options.unit_sigma                   # sigma per unit sensitivity (options.sigma_for)
     means = competitor_means(setting, n_grid)
     for kind in KINDS:
-        states = [worst_case_instance(setting.n, setting.k, setting.n_sources, kind, float(m))[0] for m in means]
-        request = worst_case_instance(setting.n, setting.k, setting.n_sources, kind, 0.5)[1]
-        arms = np.array([st.arm for st in states])
+        probe, request = worst_case_instance(setting.n, setting.k, setting.n_sources, kind, 0.5)
+        sums = np.tile(probe.reward_sums, (means.size, 1))
+        sums[:, -1] = setting.n * means                   # one row per competitor mean, as worst_case_instance
+        scores = lcb_scores(np.broadcast_to(probe.counts, sums.shape), sums, probe.tau)[2]
+        arms = np.argmax(scores, axis=1)
         for learner_arm in np.unique(arms):
-            group = [st for st, a in zip(states, arms) if a == learner_arm]
-            state = group[0]
+            group = arms == learner_arm
+            state = worst_case_instance(setting.n, setting.k, setting.n_sources, kind, float(means[group][0]))[0]
             try:
                 plans, _ = plan_unlearning(int(learner_arm), state.counts, request.deleted_counts(state.n_arms),
                                            state.log_term, options)
@@ -221,13 +276,13 @@ def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, 
             sigmas = np.zeros(state.n_arms)
             for p in plans:
                 if p.noised:
-                    sigmas[p.arm] = float(options.sigma_for(p.delta_f)) if variant == "per-arm sigma" else p.sigma
+                    sigmas[p.arm] = p.delta_f * unit_sigma if variant == "per-arm sigma" else p.sigma
             if variant == "half noise":
                 sigmas = sigmas / 2
             any_noise |= bool(np.any(sigmas > 0))
             base_u, base_r = _bases(state, request, plans, skip_rollback=variant == "skipped rollback")
-            competitor = np.array([st.scores[-1] for st in group])       # equal in both worlds
-            rows_u, rows_r = np.tile(base_u, (len(group), 1)), np.tile(base_r, (len(group), 1))
+            competitor = scores[group, -1]                                # equal in both worlds
+            rows_u, rows_r = np.tile(base_u, (competitor.size, 1)), np.tile(base_r, (competitor.size, 1))
             rows_u[:, -1], rows_r[:, -1] = competitor, competitor
             d_s, d_a = _released_deltas(rows_u, rows_r, sigmas, setting.epsilon, arm_audit)
             worst_s, worst_a = max(worst_s, d_s), max(worst_a, d_a)
