@@ -139,11 +139,11 @@ def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, 
     if scheduler is not None:
         from bandit_unlearning.experiments.runner import dask_executor
 
-        cluster = dask_executor(scheduler)               # checks the value and that Dask is installed
         if workers > 1:
             raise ValueError(f"scheduler (--scheduler) runs the tasks on the cluster's workers; do not combine "
                              f"it with workers (--workers) {workers} > 1 (use --scheduler local:{workers} for "
                              f"{workers} local processes)")
+        cluster = dask_executor(scheduler)               # checks the value and that Dask is installed
     start_all = time.perf_counter()
     with cluster as executor:
         if executor is None:
