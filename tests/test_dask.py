@@ -38,13 +38,15 @@ TINY_RL = {
                     "bonus_scales": [1.0], "populations": 1},
 }
 RL_TASKS = 8
+# Exported as 1 by the Makefile.  Spawned workers inherit them (Dask's nanny sets 1 only where unset);
+# the fixture also passes them explicitly, and a test checks what the workers see.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @pytest.fixture(scope="module")
 def cluster():
     # The workers get this process's BLAS/OpenMP thread settings (the Makefile exports them as 1).
-    env = {name: os.environ[name] for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-           if name in os.environ}
+    env = {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ}
     # dashboard_address=":0": any free port (another test process may hold the default 8787).
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
                                   env=env) as local:
@@ -66,6 +68,12 @@ def no_drawing(monkeypatch):
 def ran_on_cluster(stream) -> int:
     """The number of tasks the cluster's workers ran, from Dask's task stream."""
     return sum(1 for t in stream.data if t["worker"] is not None)
+
+
+def test_workers_have_this_process_thread_settings(client):
+    for name in THREAD_VARIABLES:
+        seen = client.run(os.getenv, name)                          # {worker address: value}
+        assert len(seen) == 2 and set(seen.values()) == {os.environ.get(name, "1")}
 
 
 def test_paper_a_sweep_on_cluster_is_bit_identical(client):
