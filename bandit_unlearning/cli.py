@@ -183,9 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--seed", type=int, default=0)
     rep.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     rep.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                     help="run the sweeps on a Dask cluster: tcp://HOST:PORT of a running scheduler, or local / "
-                          "local:N to start one here with one / N worker processes (needs pip install -e '.[dask]'; "
-                          "not with --workers > 1)")
+                     help="run the sweeps on a Dask cluster: tcp://HOST:PORT of a running scheduler, or start one here "
+                          "with local (one worker process per core) or local:N (N processes); needs "
+                          "pip install -e '.[dask]'; not with --workers > 1")
     if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings (command-line arguments), got {argv!r}")
     args = parser.parse_args(argv)
