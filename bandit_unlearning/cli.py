@@ -2,6 +2,11 @@
 
 Every reproduction writes ``DIR/<name>.json`` (the numbers, with the protocol that produced them),
 ``DIR/<name>.png`` and ``DIR/<name>.pdf``, and appends its table to ``DIR/summary.md``.
+
+Sweeps run serially, on ``--workers N`` local processes, or on a Dask cluster with ``--scheduler``
+(``local``, ``local:N`` or ``tcp://HOST:PORT``; needs the ``dask`` extra).  The results depend only on
+``--seed``, never on where the tasks ran.  ``--scheduler`` and ``--workers N > 1`` are refused
+together: on a cluster its workers set the parallelism (``--scheduler local:N`` for N processes here).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable
 
@@ -212,9 +218,15 @@ def write_summary(out: Path) -> Path:
     return out / "summary.md"
 
 
-def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, workers: int = 1) -> list[dict]:
-    """Run the named reproductions; write their JSON, figures and ``summary.md`` into ``out``.  Every
-    argument is checked before the folder is created or anything is run."""
+def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, workers: int = 1,
+              scheduler: str | None = None) -> list[dict]:
+    """Run the named reproductions; write their JSON, figures and ``summary.md`` into ``out``.
+
+    ``scheduler`` (``--scheduler``): run the sweeps' tasks on a Dask cluster, ``"local"``/``"local:N"``
+    (started here and closed at the end) or ``"tcp://HOST:PORT"`` (see
+    ``experiments.runner.dask_executor``); not together with ``workers > 1``.  Every argument is
+    checked, and the cluster reached, before the folder is created or anything is run.  Prints one
+    line per finished experiment and the total wall time."""
     if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
         raise TypeError(f"names must be a list of experiment names, got {names!r}")
     if not names:
@@ -228,6 +240,29 @@ def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, 
     check_choice(scale, "scale", ("paper", "quick"))
     seed = check_int(seed, "seed (--seed)", 0)
     workers = check_int(workers, "workers (--workers)", 1)
+    cluster = nullcontext(None)
+    if scheduler is not None:
+        from bandit_unlearning.experiments.runner import dask_executor
+
+        if workers > 1:
+            raise ValueError(f"scheduler (--scheduler) runs the tasks on the cluster's workers; do not combine "
+                             f"it with workers (--workers) {workers} > 1 (use --scheduler local:{workers} for "
+                             f"{workers} local processes)")
+        cluster = dask_executor(scheduler)               # checks the value and that Dask is installed
+    start_all = time.perf_counter()
+    with cluster as executor:
+        if executor is None:
+            results = _reproduce(names, out, scale, seed, workers)
+        else:
+            from bandit_unlearning.experiments.runner import use_executor
+
+            with use_executor(executor):
+                results = _reproduce(names, out, scale, seed, workers)
+    print(f"reproduce: {len(results)} experiment(s) in {time.perf_counter() - start_all:.1f} s wall time")
+    return results
+
+
+def _reproduce(names: list[str], out: Path, scale: str, seed: int, workers: int) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in names:
@@ -252,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--scale", choices=("paper", "quick"), default="paper")
     rep.add_argument("--seed", type=int, default=0)
     rep.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    rep.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                     help="run the sweeps on a Dask cluster: tcp://HOST:PORT of a running scheduler, or start one here "
+                          "with local (one worker process per core) or local:N (N processes); needs "
+                          "pip install -e '.[dask]'; not with --workers > 1")
     if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings (command-line arguments), got {argv!r}")
     args = parser.parse_args(argv)
@@ -261,7 +300,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seed must be >= 0")
     names = sorted(EXPERIMENTS) if "all" in args.names else args.names
     try:
-        reproduce(names, args.out, args.scale, args.seed, args.workers)
+        reproduce(names, args.out, args.scale, args.seed, args.workers, args.scheduler)
     except ValueError as err:
         parser.error(str(err))
+    except ImportError as err:                              # Dask missing for --scheduler
+        if args.scheduler is None or "(--scheduler)" not in str(err):
+            raise
+        parser.error(str(err))
+    except ConnectionError as err:                          # the --scheduler address could not be reached
+        if args.scheduler is None or "(--scheduler)" not in str(err):
+            raise
+        parser.exit(1, f"{parser.prog}: error: {err}\n")
     return 0

@@ -1591,6 +1591,11 @@ T("executor must be a concurrent.futures.Executor", runner.run_tasks, abs, [1], 
 T("tasks must be a sequence", runner.run_tasks, abs, 3)
 T("progress must be True or False", runner.run_tasks, abs, [1], progress="no")
 T("desc must be a str", runner.run_tasks, abs, [1], desc=None)
+T("executor must be a concurrent.futures.Executor", runner.use_executor, "pool")
+T("executor must be a concurrent.futures.Executor", runner.use_executor, None)
+V(r"scheduler \(--scheduler\) must be 'local' .*, 'local:N' \(N >= 1", runner.dask_executor, "local:0")
+V(r"scheduler \(--scheduler\) must be .* PROTOCOL://HOST:PORT", runner.dask_executor, "tcp://host")
+T(r"scheduler \(--scheduler\) must be a str", runner.dask_executor, 8786)
 V("size must be >= 1", runner.chunks, [1, 2], 0)
 T("size must be an integer", runner.chunks, [1, 2], 1.5)
 T("items must be iterable", runner.chunks, 3, 2)
@@ -1605,6 +1610,9 @@ V("seed \\(--seed\\) must be >= 0", cli.reproduce, ["lemma31"], A_DIR / "new", s
 V("scale must be one of", cli.reproduce, ["lemma31"], A_DIR / "new", scale="huge")
 V("workers \\(--workers\\) must be >= 1", cli.reproduce, ["lemma31"], A_DIR / "new", workers=0)
 T("out must be a str or Path", cli.reproduce, ["lemma31"], None)
+V(r"scheduler \(--scheduler\) must be 'local'", cli.reproduce, ["lemma31"], A_DIR / "new", scheduler="local:-1")
+V(r"scheduler \(--scheduler\) .* do not combine it with workers \(--workers\) 2", cli.reproduce, ["lemma31"],
+  A_DIR / "new", workers=2, scheduler="local:2")
 T("argv must be a list of strings", cli.main, "reproduce lemma31")
 T("argv must be a list of strings", cli.main, ["reproduce", 3])
 
