@@ -2,7 +2,7 @@
 # then run `make export`.
 """Total variation between Gaussians and their maximal coupling by rejection and reflection.
 
-Paper B, Section 2 (maximal coupling) and the per-node step of Algorithm 3 (Paper B Definition 2.1, B4).
+Paper B, Section 2 (maximal coupling) and the per-node step of Algorithm 3 (Paper B Definition 2.1).
 All functions are vectorised over leading batch axes: a point or mean has shape ``(..., d)``.
 ``sigma = 0`` is accepted (point masses: TV is 1 for distinct means, 0 for equal ones); a negative
 or non-finite ``sigma`` is refused.

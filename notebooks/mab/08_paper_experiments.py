@@ -884,7 +884,7 @@ print(f"the broken rollback differs from the oracle on {n_diff} of {exact_rollba
 assert n_diff > 0
 
 # %% [markdown]
-# ## 3. Which branch Algorithm 2 takes (sharp edge E4)
+# ## 3. Which branch Algorithm 2 takes (erratum E4)
 #
 # With the experiments' threshold $1.3\gamma_0$ and $\gamma_0 = \tfrac43\sqrt{\pi L/(N(a_0) - k)}$,
 # Algorithm 2 adds noise (when $\hat a = a_0$) iff $N(a_0) - k < \pi L (1.3 \cdot 4/3)^2/\gamma^2$:
