@@ -196,6 +196,7 @@ class UCBVIConfig:
         check_bool(self.stabilize, "stabilize")
         check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS)
         check_bool(self.pooled, "pooled")
+        self.eps_unexplored, self.log_term, self.union_log_term      # cached now: later calls change nothing
 
     @classmethod
     def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
