@@ -30,7 +30,9 @@ benchmarks/learning_vs_rlberry.py``.  Without rlberry the script says so and exi
 ``--without-rlberry`` runs the rest).  Not run in CI.
 
 Usage: ``python benchmarks/learning_vs_rlberry.py [--out results/learning_vs_rlberry.json] [--T 2000]
-[--seeds 3] [--rhos 1,10,100] [--reach-T 100:20000,10:50000,1:200000] [--window 100] [--without-rlberry]``
+[--seeds 3] [--rhos 1,10,100] [--reach-T 100:20000,10:50000,1:200000] [--window 100] [--without-rlberry]``;
+``--speed-only KIND [--repeats 5]``: only the speeds, rlberry and ``run_ucbvi`` alternated in one
+process (same machine load for both; the ratio per repeat and its median).
 """
 
 from __future__ import annotations
@@ -135,6 +137,28 @@ def reach(mdp, T: int, rho: float, kind: str, pooled: bool, window: int, v_star:
             "mean_regret_last_window": float(per_episode[-window:].mean())}
 
 
+def interleaved_speed(mdp, rl, T: int, repeats: int, kind: str) -> dict:
+    """Episodes/s of rlberry and of ``run_ucbvi`` (``kind``), alternated ``repeats`` times in one process so
+    that both see the same machine load; like with like (pooled / per step).  The ratio per repeat
+    and its median."""
+    UCBVIAgent, FiniteMDP, _ = rl
+    out = {}
+    for pooled in (True, False):
+        ratios, ours_rates, their_rates = [], [], []
+        for r in range(repeats):
+            _, sec = run_rlberry(UCBVIAgent, to_rlberry(mdp, FiniteMDP), mdp, T, r, stage_dependent=not pooled)
+            start = time.perf_counter()
+            run_ucbvi(mdp, T, seed=r, bonus_kind=kind, pooled=pooled, reward_noise=NOISE)
+            mine = time.perf_counter() - start
+            their_rates.append(T / sec)
+            ours_rates.append(T / mine)
+            ratios.append(sec / mine)
+        out["pooled" if pooled else "per_step"] = {
+            "bonus_kind": kind, "T": T, "rlberry_episodes_per_s": their_rates, "ours_episodes_per_s": ours_rates,
+            "speed_ratio_per_repeat": ratios, "speed_ratio_median": float(np.median(ratios))}
+    return out
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "results" / "learning_vs_rlberry.json"))
@@ -145,6 +169,9 @@ def main(argv=None) -> dict:
                     help="episodes per rho for the reach runs, rho:T pairs")
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--without-rlberry", action="store_true")
+    ap.add_argument("--speed-only", default=None, metavar="KIND",
+                    help="only the interleaved speed comparison for bonus_kind KIND (JSON: --out)")
+    ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
 
     rl = load_rlberry()
@@ -154,6 +181,17 @@ def main(argv=None) -> dict:
         return {}
     mdp = gridworld()
     v_star = float(value_iteration(mdp).V[0] @ mdp.initial)
+    if args.speed_only is not None:
+        if rl is None:
+            raise SystemExit("--speed-only needs rlberry")
+        run_ucbvi(mdp, 100, seed=0)                                          # warm-up
+        result = {"mdp": mdp.name, "speed": interleaved_speed(mdp, rl, args.T, args.repeats, args.speed_only),
+                  "machine": {"python": platform.python_version(), "numpy": np.__version__,
+                              "platform": platform.platform()}}
+        print(json.dumps(result["speed"], indent=1))
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        return result
     seeds = list(range(args.seeds))
     rows = []
     if rl is not None:
