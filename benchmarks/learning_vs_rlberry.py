@@ -193,7 +193,20 @@ def main(argv=None) -> dict:
         Path(args.out).write_text(json.dumps(result, indent=1))
         return result
     seeds = list(range(args.seeds))
-    rows = []
+    rows, ratios, reaches, best = [], {}, [], None
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(final: bool = False):
+        """Write what is measured so far (a long run leaves usable JSON at every phase)."""
+        result = {"mdp": mdp.name, "S": mdp.S, "A": mdp.A, "H": mdp.H, "T": args.T, "seeds": seeds, "V_star": v_star,
+                  "reward_noise": NOISE, "rows": rows, "ratios": ratios, "complete": final,
+                  "best_practical": best and {"bonus_kind": best["bonus_kind"], "pooled": best["pooled"]},
+                  "reach": reaches, "window": args.window,
+                  "machine": {"python": platform.python_version(), "numpy": np.__version__,
+                              "platform": platform.platform()}}
+        out.write_text(json.dumps(result, indent=1))
+        return result
     if rl is not None:
         UCBVIAgent, FiniteMDP, version = rl
         for sd in (False, True):
@@ -205,6 +218,7 @@ def main(argv=None) -> dict:
             rows.append(summarise(f"rlberry UCBVIAgent stage_dependent={sd}", regrets, seconds, args.T,
                                   pooled=not sd, rlberry_version=version))
             print(rows[-1]["learner"], round(rows[-1]["regret_mean"], 1), round(rows[-1]["episodes_per_s"]), flush=True)
+            save()
     run_ucbvi(mdp, 100, seed=0)                                              # warm-up
     for pooled in (True, False):
         for kind in BONUS_KINDS:
@@ -215,6 +229,7 @@ def main(argv=None) -> dict:
     for kind, pooled in (("paper", False), (best["bonus_kind"], best["pooled"])):
         rows.append(stable(mdp, args.T, seeds, 1.0, kind, pooled))
         print(rows[-1]["learner"], round(rows[-1]["regret_mean"], 1), round(rows[-1]["episodes_per_s"]), flush=True)
+        save()
 
     ratios = {}
     if rl is not None:
@@ -228,24 +243,16 @@ def main(argv=None) -> dict:
                 "target_met": bool(mine["regret_mean"] <= ref["regret_mean"]
                                    and mine["episodes_per_s"] >= 50 * ref["episodes_per_s"])}
         print(json.dumps(ratios, indent=1))
+    save()
 
     reach_T = dict((float(k), int(v)) for k, v in (p.split(":") for p in args.reach_T.split(",")))
-    reaches = []
-    for rho in (float(r) for r in args.rhos.split(",")):
+    for rho in sorted((float(r) for r in args.rhos.split(",")), reverse=True):      # the quick ones first
         reaches.append(reach(mdp, reach_T.get(rho, 20000), rho, best["bonus_kind"], best["pooled"], args.window, v_star))
         print({k: reaches[-1][k] for k in ("rho", "T", "eps_unexplored", "episodes_to_0.1_Vstar",
                                             "seconds_to_0.1_Vstar", "episodes_per_s")}, flush=True)
-
-    result = {"mdp": mdp.name, "S": mdp.S, "A": mdp.A, "H": mdp.H, "T": args.T, "seeds": seeds, "V_star": v_star,
-              "reward_noise": NOISE, "rows": rows, "ratios": ratios,
-              "best_practical": {"bonus_kind": best["bonus_kind"], "pooled": best["pooled"]},
-              "reach": reaches, "window": args.window,
-              "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()}}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+        save()
     print(f"wrote {out}")
-    return result
+    return save(final=True)
 
 
 if __name__ == "__main__":

@@ -938,7 +938,7 @@ for kind, pooled in (("paper", False), ("simplified", True)):
     run = train(learner, population_users(grid, USER_SEED, T_small), np.random.default_rng(8))
     practice["stable", kind] = run_regret(run).sum() / max_regret
     print(f"TV-stable rho = 100, {kind} (pooled={pooled}): R(T) / (T V*) = {practice['stable', kind]:.2f}")
-assert practice["paper", False] == 1.0 and practice["stable", "paper"] == 1.0       # saturated: no learning
+assert abs(practice["paper", False] - 1) < 1e-9 and abs(practice["stable", "paper"] - 1) < 1e-9   # saturated
 assert practice["simplified", True] < 0.5 and practice["stable", "simplified"] < 0.9
 
 # %% [markdown]
@@ -948,8 +948,9 @@ assert practice["simplified", True] < 0.5 and practice["stable", "simplified"] <
 # bonus and pooling, the fastest learner here and in the benchmark, at the price of any regret
 # guarantee (it drops the logarithm and the constants that make optimism provable).  If a guarantee
 # matters, `bonus_kind="hoeffding"` keeps optimism (hence the $\rho = \infty$ bound) and is the
-# tightest sound choice offered, but at these sizes it is hardly faster than the paper's; `bernstein`
-# helps only once counts are in the hundreds, and carries no guarantee as implemented.  For the
+# tightest sound choice offered, but at these sizes it is no faster than the paper's; `bernstein`
+# (whose lower-order term $3(H-h-1)L_6/n$ dominates until counts are in the thousands here) is no
+# faster either, and carries no guarantee as implemented.  For the
 # TV-stable learner no bonus choice touches TV-stability or the exactness of unlearning (the planner
 # only post-processes the tree's output); what privacy costs is the unexplored threshold
 # $\varepsilon$: a pair counts as explored only after $\varepsilon$ noisy visits (hundreds at
