@@ -351,6 +351,11 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 #   no constants, no guarantee — a heuristic that learns fast where optimism is cheap.
 #   (`bonus_scale` multiplies the whole bonus here, rlberry's factor only the first term; both are
 #   1 by default.  The cap is a no-op in our planner, whose values are capped at $H - h$ anyway.)
+#   rlberry differs elsewhere too: it caps $\bar V_h$ at $H$ rather than $H - h$, gives a pair it
+#   has not visited $\hat r = 0$, a uniform $\hat P$ and the bonus $H - h$ (ours: the value
+#   $H - h$), and in its pooled mode refreshes the bonus of $(h, s, a)$ only when $(s, a)$ is
+#   visited *at step $h$* — so its bonus there uses the pooled count of that visit (larger and
+#   staler than ours, which uses the current pooled count).
 #
 # **Noisy counts** ($\sigma > 0$).  Every kind keeps the paper's treatment: a pair with
 # $\tilde N \le \varepsilon$ is unexplored (value $H - h$), and the bonus is evaluated at the
