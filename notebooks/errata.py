@@ -124,8 +124,11 @@
 # $(H+1)\sqrt{\ln(8SAHT/\delta)/(2n)}$ is about $34/\sqrt n$ on a 5×5 gridworld at $T = 2000$: every
 # optimistic value stays capped and no policy improves for thousands of episodes.  The paper's bonus
 # stays the default for its results; `bonus_scale` (documented, with the guarantee it loses) is what
-# the chapters use to show learning at notebook sizes.  Shown in [B6](rl/06_ucbvi.ipynb) and
-# [B7](rl/07_stable_ucbvi.ipynb).
+# the chapters use to show learning at notebook sizes, and `bonus_kind` offers practical bonuses — a
+# tight Hoeffding bonus (optimistic, the paper's guarantee), a Bernstein bonus and the simplified
+# $\sqrt{1/n} + (H-h)/n$ of common libraries (neither with a guarantee as implemented) — with
+# `pooled=True` for stationary MDPs.  Shown in [B6](rl/06_ucbvi.ipynb) and
+# [B7](rl/07_stable_ucbvi.ipynb) (section 8: what to set in practice).
 #
 # **Other findings on Paper B.**
 # * The approximation radius $\varepsilon_{app}$ of the tree's prefix sums holds for $T \ge 3$ and

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from bandit_unlearning.experiments.rl_regret import loglog_slope, regret_curves
 from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
-from bandit_unlearning.rl.mdp import TabularMDP, value_iteration
+from bandit_unlearning.rl.mdp import TabularMDP, regret, value_iteration
 from bandit_unlearning.rl.ucbvi import (
     Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, episode_statistics, optimistic_value_iteration, plan_from_statistics,
     run_ucbvi, statistics_sensitivity, ucbvi_update,
@@ -302,3 +302,167 @@ def test_near_ties_in_q_go_to_the_lowest_action():
         assert policy[0, 0] == 1                     # actions 1 and 2 tie up to rounding: lowest wins
     policy, _, _ = optimistic_value_iteration(np.array([[0.2, 0.5, 0.5 + 1e-6]]), P, S, A)
     assert policy[0, 0] == 2                         # a real difference decides
+
+
+# ---------------------------------------------------------------------------- bonus kinds and pooling
+from bandit_unlearning.rl.ucbvi import BONUS_KINDS  # noqa: E402
+
+
+def literal_bonus(cfg, h, n, var=None):
+    """The table of chapter B6, written out for one scalar count ``n`` at step ``h``."""
+    S, A, H, T, delta = cfg.S, cfg.A, cfg.H, cfg.T, cfg.delta
+    eps = cfg.eps_unexplored
+    m = n - eps
+    n_max = T * (H if cfg.pooled else 1)
+    if cfg.bonus_kind == "paper":
+        b = (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * m))
+    elif cfg.bonus_kind == "hoeffding":
+        b = (H - h) * np.sqrt(np.log(2 * S * A * H * n_max / delta) / (2 * m))
+    elif cfg.bonus_kind == "bernstein":
+        L = np.log(6 * S * A * H * n_max / delta)
+        b = np.sqrt(L / (2 * m)) + np.sqrt(2 * L * var / m) + 3 * (H - h - 1) * L / m
+    else:
+        return cfg.bonus_scale * min(1 / np.sqrt(m) + (H - h) / m, H - h)
+    if eps > 0:
+        b += eps / n * (1 + 2 * H * (np.sqrt(S) + 1))
+    return cfg.bonus_scale * b
+
+
+@pytest.mark.parametrize("kind", BONUS_KINDS)
+@pytest.mark.parametrize("sigma, pooled", [(0.0, False), (0.0, True), (1.5, False), (1.5, True)])
+def test_step_bonus_values_at_known_counts(kind, sigma, pooled):
+    cfg = UCBVIConfig(5, 3, 4, 1000, delta=0.05, sigma=sigma, bonus_scale=0.7, bonus_kind=kind, pooled=pooled)
+    eps = cfg.eps_unexplored
+    assert eps == (pytest.approx(UCBVIConfig(5, 3, 4, 1000, delta=0.05, sigma=sigma).eps_unexplored * (2.0 if pooled else 1.0)))
+    n = eps + np.array([0.5, 1.0, 3.0, 10.0, 250.0, 1e4])
+    var = np.array([0.0, 0.3, 1.0, 2.25, 0.1, 0.7])
+    for h in range(cfg.H):
+        got = cfg.step_bonus(h, n, var)
+        want = [literal_bonus(cfg, h, ni, vi) for ni, vi in zip(n, var)]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    # hand values (sigma = 0, unpooled): simplified at n = 4, h = 1 is sqrt(1/4) + 3/4; capped at H - h for n = 1
+    if sigma == 0 and not pooled and kind == "simplified":
+        assert cfg.step_bonus(1, [4.0, 1.0]) == pytest.approx(0.7 * np.array([1.25, 3.0]))
+    if sigma == 0 and not pooled and kind == "hoeffding":
+        assert cfg.step_bonus(0, [2.0])[0] == pytest.approx(0.7 * 4 * np.sqrt(np.log(2 * 60 * 1000 / 0.05) / 4))
+
+
+@pytest.mark.parametrize("kind", BONUS_KINDS)
+@pytest.mark.parametrize("sigma", [0.0, 2.0])
+def test_step_bonus_decreases_in_n_and_in_h(kind, sigma):
+    cfg = UCBVIConfig(6, 2, 8, 5000, sigma=sigma, bonus_kind=kind)
+    n = cfg.eps_unexplored + np.geomspace(0.01, 1e7, 400)
+    for h in range(cfg.H):
+        b = cfg.step_bonus(h, n, np.full(n.shape, 1.5))
+        below_cap = b[:-1] < cfg.H - h if kind == "simplified" else np.ones(len(b) - 1, bool)   # simplified: capped
+        assert np.all(np.diff(b) <= 0) and np.all(np.diff(b)[below_cap] < 0) and np.all(b > 0)
+        assert cfg.step_bonus(h, [np.inf], [1.0])[0] == 0.0             # unexplored pairs: no bonus (n = inf)
+    by_h = np.array([cfg.step_bonus(h, n, np.full(n.shape, 1.5)) for h in range(cfg.H)])
+    if kind == "paper":
+        assert np.all(by_h == by_h[0])                                  # the paper's bonus ignores h
+    else:
+        assert np.all(np.diff(by_h, axis=0) <= 0)                       # less to gain later in the episode
+    if kind == "bernstein":                                              # more variance, more bonus
+        assert np.all(cfg.step_bonus(0, n, np.full(n.shape, 2.0)) > cfg.step_bonus(0, n, np.full(n.shape, 0.5)))
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.4, 3.0])
+def test_paper_kind_is_bit_identical_to_the_paper_bonus(sigma):
+    S, A, H, T, delta = 7, 3, 5, 3000, 0.1
+    cfg = UCBVIConfig(S, A, H, T, delta=delta, sigma=sigma, bonus_scale=0.3)
+    assert cfg.bonus_kind == "paper" and not cfg.pooled and not cfg.needs_next_variance
+    n = cfg.eps_unexplored + np.geomspace(1e-3, 1e6, 101)
+    eps = cfg.eps_unexplored
+    old = (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * (n - eps)))        # the formula as it was
+    if eps > 0:
+        old = old + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))
+    old = 0.3 * old
+    for h in range(H):
+        assert np.array_equal(cfg.step_bonus(h, n), old) and np.array_equal(cfg.step_bonus(h, n, n), cfg.bonus(n))
+
+
+def loop_plan_kinds(u, cfg):
+    """The planner for any bonus kind, read literally (loops; the variance of V_{h+1} under P~ by hand)."""
+    S, A, H = cfg.S, cfg.A, cfg.H
+    N, R, Nsas = cfg.layout.unpack(u)
+    if cfg.pooled:
+        N, R, Nsas = (np.repeat(x.sum(0, keepdims=True), H, axis=0) for x in (N, R, Nsas))
+    V, Q = np.zeros((H + 1, S)), np.zeros((H, S, A))
+    for h in reversed(range(H)):
+        for s in range(S):
+            for a in range(A):
+                n = N[h, s, a]
+                if n <= cfg.eps_unexplored:
+                    Q[h, s, a] = H - h
+                    continue
+                P = Nsas[h, s, a] / n
+                mean = sum(P[j] * V[h + 1, j] for j in range(S))
+                var = min(max(sum(P[j] * (V[h + 1, j] - mean) ** 2 for j in range(S)) if cfg.sigma == 0 else
+                              sum(P[j] * V[h + 1, j] ** 2 for j in range(S)) - mean ** 2, 0.0), (H - h - 1) ** 2 / 4)
+                q = R[h, s, a] / n + mean + literal_bonus(cfg, h, n, var)
+                Q[h, s, a] = min(max(q, 0.0), H - h)
+            V[h, s] = Q[h, s].max()
+    return Q, V
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 5), st.sampled_from(BONUS_KINDS), st.booleans(),
+       st.sampled_from([0.0, 0.3]), st.sampled_from([1.0, 0.05]), st.integers(0, 2 ** 32 - 1))
+def test_planner_matches_loop_for_every_kind(S, A, H, kind, pooled, sigma, scale, seed):
+    rng = np.random.default_rng(seed)
+    cfg = UCBVIConfig(S, A, H, T=int(rng.integers(2, 5000)), sigma=sigma, bonus_scale=scale, bonus_kind=kind,
+                      pooled=pooled)
+    m = garnet(S, A, min(S, 3), H, rng)
+    u = cfg.layout.accumulate(*cfg.layout.sparse(rollout_batch(m, rng.integers(0, A, (60, H, S)), np.arange(60), seed=seed)))
+    u = u + sigma * rng.normal(size=u.shape)
+    plan = plan_from_statistics(u, cfg)
+    Q, V = loop_plan_kinds(u, cfg)
+    np.testing.assert_allclose(plan.Q, Q, atol=1e-9)
+    np.testing.assert_allclose(plan.V[:H], V[:H], atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["paper", "simplified"])
+def test_pooled_statistics_equal_summing_the_per_step_statistics(kind):
+    """Pooling = planning per step from the sums over h: the same plan as the per-step planner fed the
+    summed statistics at every step (exact counts, kinds whose constants do not depend on pooling)."""
+    rng = np.random.default_rng(7)
+    mdp = gridworld(horizon=6)
+    pooled = UCBVIConfig.of(mdp, 500, bonus_kind=kind, pooled=True, bonus_scale=0.1)
+    per_step = UCBVIConfig.of(mdp, 500, bonus_kind=kind, bonus_scale=0.1)
+    lay = pooled.layout
+    u = lay.accumulate(*lay.sparse(rollout_batch(mdp, rng.integers(0, 4, (200, 6, mdp.S)), np.arange(200), seed=3)))
+    N, R, Nsas = lay.unpack(u)
+    summed = lay.pack(*(np.repeat(x.sum(0, keepdims=True), mdp.H, axis=0) for x in (N, R, Nsas)))
+    a, b = plan_from_statistics(u, pooled), plan_from_statistics(summed, per_step)
+    assert np.array_equal(a.policy, b.policy) and np.array_equal(a.Q, b.Q) and np.array_equal(a.explored, b.explored)
+    assert not np.array_equal(a.policy, plan_from_statistics(u, per_step).policy)      # pooling changes the plan
+
+
+@pytest.mark.parametrize("kind", BONUS_KINDS)
+@pytest.mark.parametrize("pooled", [False, True])
+def test_driver_equals_planner_for_every_kind(kind, pooled):
+    mdp = riverswim(horizon=8)
+    run = run_ucbvi(mdp, 150, seed=11, bonus_kind=kind, pooled=pooled, bonus_scale=0.05)
+    assert run.config.bonus_kind == kind and run.config.pooled == pooled
+    lay = run.config.layout
+    u = np.vstack([np.zeros(lay.d), np.cumsum(lay.densify(run.indices, run.values), axis=0)])
+    assert all(np.array_equal(plan_from_statistics(u[t], run.config).policy, run.policies[t]) for t in range(150))
+    assert np.any(run.policies[1:] != run.policies[:-1])                # the comparison sees moving policies
+
+
+def test_hoeffding_kind_stays_optimistic():
+    """Optimism of the tight Hoeffding bonus (the guarantee it carries), at delta = 1e-6: a correct
+    bonus fails with probability below 1e-6."""
+    for mdp in (riverswim(horizon=10), gridworld(horizon=6)):
+        v_star = value_iteration(mdp).V[0]
+        for pooled in (False, True):
+            run = run_ucbvi(mdp, 1500, seed=5, delta=1e-6, bonus_kind="hoeffding", pooled=pooled, record_values=True)
+            assert (run.optimistic_V0 - v_star).min() >= -1e-9
+
+
+def test_practical_bonus_learns_where_the_paper_bonus_does_not():
+    mdp = gridworld()
+    v_star = float(value_iteration(mdp).V[0] @ mdp.initial)
+    paper = regret(mdp, run_ucbvi(mdp, 1000, seed=2).policies).sum()
+    practical = regret(mdp, run_ucbvi(mdp, 1000, seed=2, bonus_kind="simplified", pooled=True).policies).sum()
+    assert paper == pytest.approx(1000 * v_star) and practical < 0.5 * paper

@@ -215,12 +215,13 @@ class PolicyUpdate:
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, reward_noise: str = "bernoulli",
-                 tree_factory: Callable = LightTree) -> PrefixSumLearner:
+                 tree_factory: Callable = LightTree, bonus_kind: str = "paper",
+                 pooled: bool = False) -> PrefixSumLearner:
     """TV-stable UCB-VI (Algorithm 4) for ``T`` episodes of ``mdp`` as a ``PrefixSumLearner``.
 
     Give ``rho`` (``sigma = stable_sigma(rho, H, T, calibration)``; ``rho = math.inf``: sigma 0) or
-    ``sigma`` directly (not both).  ``delta``, ``bonus_scale``, ``stabilize`` are ``UCBVIConfig``'s
-    (defaults: the paper's algorithm); users are ``EpisodeUser``s (``episode_users``,
+    ``sigma`` directly (not both).  ``delta``, ``bonus_scale``, ``stabilize``, ``bonus_kind``,
+    ``pooled`` are ``UCBVIConfig``'s (defaults: the paper's algorithm); users are ``EpisodeUser``s (``episode_users``,
     ``population_users``) -- the learner holds none of their keys; ``tree_factory(d, sigma, capacity)`` builds the tree
     (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
     ``learner.B = sqrt(3H)`` (erratum E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
@@ -236,7 +237,8 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
         sigma = check_real(sigma, "sigma", 0)
     if not callable(tree_factory):
         raise TypeError("tree_factory must be callable")
-    config = UCBVIConfig.of(mdp, T, delta=delta, sigma=float(sigma), bonus_scale=bonus_scale, stabilize=stabilize)
+    config = UCBVIConfig.of(mdp, T, delta=delta, sigma=float(sigma), bonus_scale=bonus_scale, stabilize=stabilize,
+                            bonus_kind=bonus_kind, pooled=pooled)
     oracle = EpisodeOracle(mdp, reward_noise)
     update = PolicyUpdate(config)
     w1 = update(np.zeros(config.layout.d), 0, None)

@@ -13,6 +13,7 @@ __all__ = [
     "StatsLayout",
     "statistics_sensitivity",
     "episode_statistics",
+    "BONUS_KINDS",
     "UCBVIConfig",
     "OptimisticPlan",
     "Q_TIE_TOLERANCE",
@@ -160,6 +161,9 @@ def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward
     return StatsLayout.of(mdp).sparse(Trajectory(np.array(st), np.array(ac), np.array(rw)))
 
 
+BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
+
+
 @dataclass(frozen=True)
 class UCBVIConfig:
     """Parameters of UCB-VI / TV-stable UCB-VI (Algorithm 4, Paper B Algorithm 4).
@@ -167,7 +171,9 @@ class UCBVIConfig:
     ``T`` (number of episodes) and ``delta`` enter ``eps_app`` and the bonus; ``sigma`` is the noise
     level of each tree node (0: exact counts, non-private UCB-VI); ``bonus_scale`` multiplies the
     bonus (1: the paper's); ``stabilize`` (False: the paper's algorithm) clips noisy estimates into
-    valid ranges (erratum E9).
+    valid ranges (erratum E9); ``bonus_kind`` (one of ``BONUS_KINDS``; ``"paper"``: Algorithm 4's
+    ``b(n)``) chooses the bonus of ``step_bonus``; ``pooled`` (False) sums the statistics over the
+    steps ``h`` before estimating (for stationary MDPs only).
     """
 
     S: int
@@ -178,6 +184,8 @@ class UCBVIConfig:
     sigma: float = 0.0
     bonus_scale: float = 1.0
     stabilize: bool = False
+    bonus_kind: str = "paper"
+    pooled: bool = False
 
     def __post_init__(self):
         _check_dims(self.S, self.A, self.H)
@@ -186,6 +194,9 @@ class UCBVIConfig:
         check_real(self.sigma, "sigma", 0)
         check_real(self.bonus_scale, "bonus_scale", 0)
         check_bool(self.stabilize, "stabilize")
+        check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS)
+        check_bool(self.pooled, "pooled")
+        self.eps_unexplored, self.log_term, self.union_log_term      # cached now: later calls change nothing
 
     @classmethod
     def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
@@ -206,8 +217,10 @@ class UCBVIConfig:
 
     @cached_property
     def eps_unexplored(self) -> float:
-        """``eps_app(delta/4)``: pairs with ``N~ <= eps_unexplored`` are treated as unexplored."""
-        return self.eps_app(self.delta / 4)
+        """``eps_app(delta/4)`` (``sqrt(H)`` times that when pooled): pairs with ``N~ <= eps_unexplored``
+        are treated as unexplored."""
+        eps = self.eps_app(self.delta / 4)
+        return eps * float(np.sqrt(self.H)) if self.pooled else eps
 
     @cached_property
     def log_term(self) -> float:
@@ -215,12 +228,62 @@ class UCBVIConfig:
         return float(np.log(8 * self.S * self.A * self.H * self.T / self.delta))
 
     def bonus(self, n) -> np.ndarray:
-        """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale``; meaningful for ``n > eps_unexplored``."""
+        """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
+        says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
         n = as_array(n, "n").astype(float)
         eps, H = self.eps_unexplored, self.H
         b = (H + 1) * np.sqrt(self.log_term / (2 * (n - eps)))
         if eps > 0:
             b = b + eps / n * (1 + 2 * H * (np.sqrt(self.S) + 1))
+        return self.bonus_scale * b
+
+    @property
+    def needs_next_variance(self) -> bool:
+        """Whether ``step_bonus`` reads ``next_variance`` (only the ``"bernstein"`` kind does)."""
+        return self.bonus_kind == "bernstein"
+
+    @cached_property
+    def union_log_term(self) -> float:
+        """``L_c = ln(c SAH n_max / delta)`` of the ``"hoeffding"`` (c = 2) and ``"bernstein"`` (c = 6)
+        kinds, ``n_max = T`` (``HT`` pooled); 0 for the kinds without one."""
+        c = {"hoeffding": 2, "bernstein": 6}.get(self.bonus_kind)
+        if c is None:
+            return 0.0
+        n_max = self.T * (self.H if self.pooled else 1)
+        return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
+
+    def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
+        """The bonus of ``bonus_kind`` at step ``h`` (0-based) for counts ``n`` (any shape; every
+        entry ``> eps_unexplored``; ``inf`` gives 0), times ``bonus_scale``.  ``next_variance``
+        (same shape, ``>= 0``): the variance of ``V_{h+1}(s')`` under ``P~_h(.|s, a)``, needed when
+        ``needs_next_variance`` (ignored otherwise).  The ``"paper"`` kind is ``bonus(n)``, bit for bit."""
+        h = check_int(h, "h", 0, self.H - 1)
+        n = check_real_array(n, "n", allow_inf=True)
+        if np.any(n <= self.eps_unexplored):
+            raise ValueError(f"n must be > eps_unexplored = {self.eps_unexplored:.6g} (every entry): smaller "
+                             "counts are unexplored pairs, which get the cap, not a bonus")
+        var = None
+        if self.needs_next_variance:
+            if next_variance is None:
+                raise ValueError(f"next_variance is needed by bonus_kind {self.bonus_kind!r}")
+            var = check_real_array(next_variance, "next_variance", 0, shape=n.shape)
+        return self._step_bonus(h, n, var)
+
+    def _step_bonus(self, h, n, var):
+        """``step_bonus`` without the checks; ``h`` may be an int array broadcasting against ``n``."""
+        if self.bonus_kind == "paper":
+            return self.bonus(n)
+        eps, span = self.eps_unexplored, self.H - h             # span: the range H - h of r + V_{h+1}
+        m = n - eps if eps > 0 else n
+        if self.bonus_kind == "simplified":
+            return self.bonus_scale * np.minimum(np.sqrt(1.0 / m) + span / m, span)
+        L = self.union_log_term
+        if self.bonus_kind == "hoeffding":
+            b = span * np.sqrt(L / (2 * m))
+        else:
+            b = np.sqrt(L / (2 * m)) + np.sqrt(2 * L * var / m) + 3 * (span - 1) * L / m
+        if eps > 0:
+            b = b + eps / n * (1 + 2 * self.H * (np.sqrt(self.S) + 1))
         return self.bonus_scale * b
 
 
@@ -272,8 +335,11 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     return _value_iteration(base, P, S, A, out)
 
 
-def _value_iteration(base, P, S: int, A: int, out=None):
-    """``optimistic_value_iteration`` without the checks (the hot path of the drivers)."""
+def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
+    """``optimistic_value_iteration`` without the checks (the hot path of the drivers).  ``bonus =
+    (config, n [H, S*A])`` (for a config that ``needs_next_variance``): add ``config``'s step bonus,
+    computed at each step from ``n`` and the variance of ``V_{h+1}`` under ``P_h`` (``base`` then
+    holds ``r~`` only)."""
     H = base.shape[0]
     if out is None:
         out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
@@ -283,6 +349,10 @@ def _value_iteration(base, P, S: int, A: int, out=None):
     for h in range(H - 1, -1, -1):
         q = Q[h]
         np.dot(P[h], V[h + 1], out=q)
+        if bonus is not None:
+            # Var = P V^2 - (P V)^2, clipped to [0, (H-h-1)^2/4]: a noisy P~ need not be a distribution
+            var = np.clip(P[h] @ np.square(V[h + 1]) - np.square(q), 0.0, (H - h - 1) ** 2 / 4)
+            q += bonus[0]._step_bonus(h, bonus[1][h], var)
         np.add(q, base[h], out=q)
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
@@ -293,10 +363,12 @@ def _value_iteration(base, P, S: int, A: int, out=None):
     return out
 
 
-def _estimates(N, R, Nsas, config: UCBVIConfig):
-    """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~`` and the explored mask,
-    from ``N, R [...]`` and ``Nsas [..., S]``.  Unexplored pairs get ``n = inf`` (so their ``r~``,
-    ``P~`` and bonus are 0 without a masking pass); their ``base = inf`` makes ``P~`` irrelevant."""
+def _estimates(N, R, Nsas, config: UCBVIConfig, h):
+    """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~``, the explored mask and
+    the counts ``n``, from ``N, R [...]``, ``Nsas [..., S]`` and the steps ``h`` (an int array
+    broadcasting against ``N``).  Unexplored pairs get ``n = inf`` (so their ``r~``, ``P~`` and bonus
+    are 0 without a masking pass); their ``base = inf`` makes ``P~`` irrelevant.  When the bonus
+    ``needs_next_variance``, ``base = r~`` and the value iteration adds the bonus."""
     explored = N > config.eps_unexplored
     n = np.where(explored, N, np.inf)
     r = R / n
@@ -306,7 +378,9 @@ def _estimates(N, R, Nsas, config: UCBVIConfig):
         P = np.maximum(P, 0.0)
         total = P.sum(axis=-1, keepdims=True)
         P = np.where(total > 0, P / np.where(total > 0, total, 1.0), 1.0 / P.shape[-1])
-    return np.where(explored, r + config.bonus(n), np.inf), P, explored
+    if config.needs_next_variance:
+        return np.where(explored, r, np.inf), P, explored, n
+    return np.where(explored, r + config._step_bonus(h, n, None), np.inf), P, explored, n
 
 
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
@@ -322,8 +396,11 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
         raise ValueError("u must be finite")
     S, A, H = config.S, config.A, config.H
     N, R, Nsas = layout.unpack(u)
-    base, P, explored = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
-    policy, Q, V = _value_iteration(base, P, S, A)
+    if config.pooled:                       # every step sees the sums over h (stationary MDPs)
+        N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
+    base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
+                                      np.arange(H)[:, None])
+    policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)
     return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
 
 
@@ -359,40 +436,51 @@ class UCBVIRun:
 
 def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float = 0.1,
               bonus_scale: float = 1.0, reward_noise: str = "bernoulli",
-              record_values: bool = False) -> UCBVIRun:
+              record_values: bool = False, bonus_kind: str = "paper", pooled: bool = False) -> UCBVIRun:
     """Non-private UCB-VI (``sigma = 0``) for ``T`` episodes; episode ``t`` is user ``users[t]``
-    (default ``t``) of the replayable population ``seed``.
+    (default ``t``) of the replayable population ``seed``.  ``bonus_kind`` and ``pooled`` are
+    ``UCBVIConfig``'s (defaults: the paper's algorithm).
 
     Incremental: after each episode only the ``H`` visited rows of the estimates are recomputed
-    (same elementwise formulas as ``plan_from_statistics``), then one optimistic value iteration
-    into preallocated arrays.  The policies equal ``plan_from_statistics(u_{t-1}, config)``.
+    (pooled: the visited ``(s, a)`` columns, at every step), with the same elementwise formulas as
+    ``plan_from_statistics``, then one optimistic value iteration into preallocated arrays.  The
+    policies equal ``plan_from_statistics(u_{t-1}, config)``.
     """
     check_instance(mdp, TabularMDP, "mdp")
     record_values = check_bool(record_values, "record_values")
-    config = UCBVIConfig.of(mdp, T, delta=delta, bonus_scale=bonus_scale)
+    config = UCBVIConfig.of(mdp, T, delta=delta, bonus_scale=bonus_scale, bonus_kind=bonus_kind, pooled=pooled)
     users = check_users(mdp, np.arange(T) if users is None else users)
     if users.shape != (T,):
         raise ValueError(f"users must have shape ({T},), got {users.shape}")
     seed, bernoulli = check_seed(seed), _check_noise(reward_noise) == "bernoulli"
     S, A, H = mdp.S, mdp.A, mdp.H
-    N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))
-    base, P, _ = _estimates(N, R, Nsas, config)
+    steps = np.arange(H)[:, None]
+    N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))    # pooled: row 0 = sums
+    base, P, _, n = _estimates(N, R, Nsas, config, steps)
+    bonus = (config, n) if config.needs_next_variance else None
     out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
     policies = np.empty((T, H, S), dtype=np.int8 if A <= 127 else np.int64)
     states, actions, rewards = np.empty((T, H + 1), np.int64), np.empty((T, H), np.int64), np.empty((T, H))
     V0 = np.empty((T, S)) if record_values else None
     hs, user_list = np.arange(H), users.tolist()
     for t in range(T):
-        policy, _, V = _value_iteration(base, P, S, A, out)
+        policy, _, V = _value_iteration(base, P, S, A, out, bonus)
         policies[t] = policy
         if record_values:
             V0[t] = V[0]
         states[t], actions[t], rewards[t] = _rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
         sa = states[t, :-1] * A + actions[t]
+        if config.pooled:                   # the sums over h, in row 0; every step's estimates of sa change
+            np.add.at(N[0], sa, 1.0)
+            np.add.at(R[0], sa, rewards[t])
+            np.add.at(Nsas[0], (sa, states[t, 1:]), 1.0)
+            sa = np.unique(sa)
+            base[:, sa], P[:, sa], _, n[:, sa] = _estimates(N[0, sa], R[0, sa], Nsas[0, sa], config, steps)
+            continue
         N[hs, sa] += 1.0
         R[hs, sa] += rewards[t]
         Nsas[hs, sa, states[t, 1:]] += 1.0
-        base[hs, sa], P[hs, sa], _ = _estimates(N[hs, sa], R[hs, sa], Nsas[hs, sa], config)
+        base[hs, sa], P[hs, sa], _, n[hs, sa] = _estimates(N[hs, sa], R[hs, sa], Nsas[hs, sa], config, hs)
     traj = Trajectory(states, actions, rewards)
     idx, val = config.layout.sparse(traj)
     return UCBVIRun(policies, traj, idx, val, config, users, seed, V0)

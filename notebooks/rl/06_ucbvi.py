@@ -318,7 +318,67 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 # within `Q_TIE_TOLERANCE` $= 10^{-9}$ of the largest as tied and takes the lowest action among them:
 # far above rounding error (values lie in $[0, H]$), far below any difference that matters.
 
+# %% [markdown]
+# **Bonuses for practice (erratum E15).**  At the sizes of this book the paper's $b(n)$ never gets
+# small: about $34/\sqrt n$ on the gridworld at $T = 2000$, above 1 (the scale of a value) until
+# $n \approx 1{,}200$ visits of a triple, so every $\bar Q_h$ stays at its cap $H - h$ and the learner
+# does not learn (section 4).  `bonus_kind` picks another bonus; `"paper"` stays the default and is
+# what every result of the paper uses.  With $m$ the count of $(h, s, a)$ (exact: $m = n$),
+# $L_c = \ln(c\,SAH\,n_{\max}/\delta)$, $n_{\max} = T$ ($HT$ when pooled, below) and
+# $v = \mathrm{Var}_{\tilde P_h(\cdot\mid s,a)}(\bar V_{h+1})$ (the planner's `next_variance`):
+#
+# | `bonus_kind` | bonus of $(h, s, a)$ | guarantee, as implemented |
+# |---|---|---|
+# | `"paper"` | $(H+1)\sqrt{\ln(8SAHT/\delta)/(2m)}$ | Theorem 4.1 |
+# | `"hoeffding"` | $(H-h)\sqrt{L_2/(2m)}$ | optimism w.p. $1-\delta$, hence UCB-VI's Hoeffding-bonus regret $\tilde O(H^2\sqrt{SAT})$ |
+# | `"bernstein"` | $\sqrt{L_6/(2m)} + \sqrt{2 L_6 v/m} + 3(H-h-1)L_6/m$ | none proven |
+# | `"simplified"` | $\min\{\sqrt{1/m} + (H-h)/m,\ H-h\}$ | none |
+#
+# * *Hoeffding* is the derivation above with the exact range: $r + V^\star_{h+1}(s') \in [0, H-h]$,
+#   and a union over the $SAH$ triples and $n \le n_{\max}$ (two-sided, hence the 2).  Optimism is
+#   all the regret proofs of UCB-VI take from the bonus besides its order $H\sqrt{L/n}$ (Azar, Osband
+#   & Munos 2017, UCB-VI-CH; Agarwal, Jiang, Kakade & Sun, *RL: Theory and Algorithms*, ch. 7), so it
+#   keeps the paper's $\rho = \infty$ bound — up to those proofs' constants, which we do not
+#   re-derive; optimism itself is checked below.  It is only about 12% below the paper's at $h = 0$
+#   on the gridworld: sound, but no faster at these sizes.
+# * *Bernstein* follows UCB-VI-BF: a Hoeffding term for the reward ($r \in [0, 1]$) and the empirical
+#   Bernstein bound (Audibert, Munos & Szepesvári 2009: $\sqrt{2\hat V x/n} + 3bx/n$ with the
+#   plug-in variance, range $b = H-h-1$) for $\tilde P_h \bar V_{h+1}$.  That bound is valid for
+#   $V^\star_{h+1}$, a fixed function; applied to the learner's own $\bar V_{h+1}$ it is not, and
+#   UCB-VI-BF adds a correction term for exactly this, **omitted here** — so no guarantee.
+# * *Simplified* is the default bonus of rlberry's `UCBVIAgent` (`bonus_type="simplified_bernstein"`:
+#   `bonus_scale_factor * sqrt(1/n) + v_max[h] / n`, capped at `v_max[h]` $= H - h$): no logarithm,
+#   no constants, no guarantee — a heuristic that learns fast where optimism is cheap.
+#   (`bonus_scale` multiplies the whole bonus here, rlberry's factor only the first term; both are
+#   1 by default.  The cap is a no-op in our planner, whose values are capped at $H - h$ anyway.)
+#   rlberry differs elsewhere too: it caps $\bar V_h$ at $H$ rather than $H - h$, gives a pair it
+#   has not visited $\hat r = 0$, a uniform $\hat P$ and the bonus $H - h$ (ours: the value
+#   $H - h$), and in its pooled mode refreshes the bonus of $(h, s, a)$ only when $(s, a)$ is
+#   visited *at step $h$* — so its bonus there uses the pooled count of that visit (larger and
+#   staler than ours, which uses the current pooled count).
+#
+# **Noisy counts** ($\sigma > 0$).  Every kind keeps the paper's treatment: a pair with
+# $\tilde N \le \varepsilon$ is unexplored (value $H - h$), and the bonus is evaluated at the
+# pessimistic count $m = \tilde n - \varepsilon$ (the true count is at least that on the tree's
+# event).  The kinds built on a confidence argument (`paper`, `hoeffding`, `bernstein`) add the
+# paper's shift term $(\varepsilon/\tilde n)(1 + 2H(\sqrt S + 1))$, which absorbs the noise in $\tilde r$
+# and $\tilde P$; with it `hoeffding` stays optimistic to the extent the paper's shift term covers
+# the noise (its constants are the paper's, not re-derived).  `simplified` adds no shift term: the
+# noise is covered only by the pessimistic count.  No bonus touches TV-stability: the planner only
+# post-processes the tree's output.
+#
+# **Pooling** (`pooled=True`, default off).  On a *stationary* MDP ($P_h$, $r_h$ the same at every
+# step, like the gridworld and RiverSwim) the samples of $(s, a)$ at all steps estimate the same
+# $r$ and $P$: summing the statistics over $h$ gives each estimate up to $H$ times more data (rlberry's
+# default does this; its `stage_dependent=True` does not).  Paper B's model allows step-dependent
+# $P_h$, where pooling is biased — hence off by default.  Pooled counts go up to $HT$
+# ($n_{\max} = HT$ in $L_c$); a pooled noisy count sums $H$ independent noisy coordinates
+# (Gaussian with $\sqrt H$ times the standard deviation), so $\varepsilon$ becomes $\sqrt H\,\varepsilon$.
+
 # %% tags=["export"]
+BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
+
+
 @dataclass(frozen=True)
 class UCBVIConfig:
     """Parameters of UCB-VI / TV-stable UCB-VI (Algorithm 4, Paper B Algorithm 4).
@@ -326,7 +386,9 @@ class UCBVIConfig:
     ``T`` (number of episodes) and ``delta`` enter ``eps_app`` and the bonus; ``sigma`` is the noise
     level of each tree node (0: exact counts, non-private UCB-VI); ``bonus_scale`` multiplies the
     bonus (1: the paper's); ``stabilize`` (False: the paper's algorithm) clips noisy estimates into
-    valid ranges (erratum E9).
+    valid ranges (erratum E9); ``bonus_kind`` (one of ``BONUS_KINDS``; ``"paper"``: Algorithm 4's
+    ``b(n)``) chooses the bonus of ``step_bonus``; ``pooled`` (False) sums the statistics over the
+    steps ``h`` before estimating (for stationary MDPs only).
     """
 
     S: int
@@ -337,6 +399,8 @@ class UCBVIConfig:
     sigma: float = 0.0
     bonus_scale: float = 1.0
     stabilize: bool = False
+    bonus_kind: str = "paper"
+    pooled: bool = False
 
     def __post_init__(self):
         _check_dims(self.S, self.A, self.H)
@@ -345,6 +409,9 @@ class UCBVIConfig:
         check_real(self.sigma, "sigma", 0)
         check_real(self.bonus_scale, "bonus_scale", 0)
         check_bool(self.stabilize, "stabilize")
+        check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS)
+        check_bool(self.pooled, "pooled")
+        self.eps_unexplored, self.log_term, self.union_log_term      # cached now: later calls change nothing
 
     @classmethod
     def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
@@ -365,8 +432,10 @@ class UCBVIConfig:
 
     @cached_property
     def eps_unexplored(self) -> float:
-        """``eps_app(delta/4)``: pairs with ``N~ <= eps_unexplored`` are treated as unexplored."""
-        return self.eps_app(self.delta / 4)
+        """``eps_app(delta/4)`` (``sqrt(H)`` times that when pooled): pairs with ``N~ <= eps_unexplored``
+        are treated as unexplored."""
+        eps = self.eps_app(self.delta / 4)
+        return eps * float(np.sqrt(self.H)) if self.pooled else eps
 
     @cached_property
     def log_term(self) -> float:
@@ -374,12 +443,62 @@ class UCBVIConfig:
         return float(np.log(8 * self.S * self.A * self.H * self.T / self.delta))
 
     def bonus(self, n) -> np.ndarray:
-        """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale``; meaningful for ``n > eps_unexplored``."""
+        """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
+        says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
         n = as_array(n, "n").astype(float)
         eps, H = self.eps_unexplored, self.H
         b = (H + 1) * np.sqrt(self.log_term / (2 * (n - eps)))
         if eps > 0:
             b = b + eps / n * (1 + 2 * H * (np.sqrt(self.S) + 1))
+        return self.bonus_scale * b
+
+    @property
+    def needs_next_variance(self) -> bool:
+        """Whether ``step_bonus`` reads ``next_variance`` (only the ``"bernstein"`` kind does)."""
+        return self.bonus_kind == "bernstein"
+
+    @cached_property
+    def union_log_term(self) -> float:
+        """``L_c = ln(c SAH n_max / delta)`` of the ``"hoeffding"`` (c = 2) and ``"bernstein"`` (c = 6)
+        kinds, ``n_max = T`` (``HT`` pooled); 0 for the kinds without one."""
+        c = {"hoeffding": 2, "bernstein": 6}.get(self.bonus_kind)
+        if c is None:
+            return 0.0
+        n_max = self.T * (self.H if self.pooled else 1)
+        return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
+
+    def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
+        """The bonus of ``bonus_kind`` at step ``h`` (0-based) for counts ``n`` (any shape; every
+        entry ``> eps_unexplored``; ``inf`` gives 0), times ``bonus_scale``.  ``next_variance``
+        (same shape, ``>= 0``): the variance of ``V_{h+1}(s')`` under ``P~_h(.|s, a)``, needed when
+        ``needs_next_variance`` (ignored otherwise).  The ``"paper"`` kind is ``bonus(n)``, bit for bit."""
+        h = check_int(h, "h", 0, self.H - 1)
+        n = check_real_array(n, "n", allow_inf=True)
+        if np.any(n <= self.eps_unexplored):
+            raise ValueError(f"n must be > eps_unexplored = {self.eps_unexplored:.6g} (every entry): smaller "
+                             "counts are unexplored pairs, which get the cap, not a bonus")
+        var = None
+        if self.needs_next_variance:
+            if next_variance is None:
+                raise ValueError(f"next_variance is needed by bonus_kind {self.bonus_kind!r}")
+            var = check_real_array(next_variance, "next_variance", 0, shape=n.shape)
+        return self._step_bonus(h, n, var)
+
+    def _step_bonus(self, h, n, var):
+        """``step_bonus`` without the checks; ``h`` may be an int array broadcasting against ``n``."""
+        if self.bonus_kind == "paper":
+            return self.bonus(n)
+        eps, span = self.eps_unexplored, self.H - h             # span: the range H - h of r + V_{h+1}
+        m = n - eps if eps > 0 else n
+        if self.bonus_kind == "simplified":
+            return self.bonus_scale * np.minimum(np.sqrt(1.0 / m) + span / m, span)
+        L = self.union_log_term
+        if self.bonus_kind == "hoeffding":
+            b = span * np.sqrt(L / (2 * m))
+        else:
+            b = np.sqrt(L / (2 * m)) + np.sqrt(2 * L * var / m) + 3 * (span - 1) * L / m
+        if eps > 0:
+            b = b + eps / n * (1 + 2 * self.H * (np.sqrt(self.S) + 1))
         return self.bonus_scale * b
 
 
@@ -431,8 +550,11 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     return _value_iteration(base, P, S, A, out)
 
 
-def _value_iteration(base, P, S: int, A: int, out=None):
-    """``optimistic_value_iteration`` without the checks (the hot path of the drivers)."""
+def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
+    """``optimistic_value_iteration`` without the checks (the hot path of the drivers).  ``bonus =
+    (config, n [H, S*A])`` (for a config that ``needs_next_variance``): add ``config``'s step bonus,
+    computed at each step from ``n`` and the variance of ``V_{h+1}`` under ``P_h`` (``base`` then
+    holds ``r~`` only)."""
     H = base.shape[0]
     if out is None:
         out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
@@ -442,6 +564,10 @@ def _value_iteration(base, P, S: int, A: int, out=None):
     for h in range(H - 1, -1, -1):
         q = Q[h]
         np.dot(P[h], V[h + 1], out=q)
+        if bonus is not None:
+            # Var = P V^2 - (P V)^2, clipped to [0, (H-h-1)^2/4]: a noisy P~ need not be a distribution
+            var = np.clip(P[h] @ np.square(V[h + 1]) - np.square(q), 0.0, (H - h - 1) ** 2 / 4)
+            q += bonus[0]._step_bonus(h, bonus[1][h], var)
         np.add(q, base[h], out=q)
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
@@ -452,10 +578,12 @@ def _value_iteration(base, P, S: int, A: int, out=None):
     return out
 
 
-def _estimates(N, R, Nsas, config: UCBVIConfig):
-    """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~`` and the explored mask,
-    from ``N, R [...]`` and ``Nsas [..., S]``.  Unexplored pairs get ``n = inf`` (so their ``r~``,
-    ``P~`` and bonus are 0 without a masking pass); their ``base = inf`` makes ``P~`` irrelevant."""
+def _estimates(N, R, Nsas, config: UCBVIConfig, h):
+    """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~``, the explored mask and
+    the counts ``n``, from ``N, R [...]``, ``Nsas [..., S]`` and the steps ``h`` (an int array
+    broadcasting against ``N``).  Unexplored pairs get ``n = inf`` (so their ``r~``, ``P~`` and bonus
+    are 0 without a masking pass); their ``base = inf`` makes ``P~`` irrelevant.  When the bonus
+    ``needs_next_variance``, ``base = r~`` and the value iteration adds the bonus."""
     explored = N > config.eps_unexplored
     n = np.where(explored, N, np.inf)
     r = R / n
@@ -465,7 +593,9 @@ def _estimates(N, R, Nsas, config: UCBVIConfig):
         P = np.maximum(P, 0.0)
         total = P.sum(axis=-1, keepdims=True)
         P = np.where(total > 0, P / np.where(total > 0, total, 1.0), 1.0 / P.shape[-1])
-    return np.where(explored, r + config.bonus(n), np.inf), P, explored
+    if config.needs_next_variance:
+        return np.where(explored, r, np.inf), P, explored, n
+    return np.where(explored, r + config._step_bonus(h, n, None), np.inf), P, explored, n
 
 
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
@@ -481,8 +611,11 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
         raise ValueError("u must be finite")
     S, A, H = config.S, config.A, config.H
     N, R, Nsas = layout.unpack(u)
-    base, P, explored = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
-    policy, Q, V = _value_iteration(base, P, S, A)
+    if config.pooled:                       # every step sees the sums over h (stationary MDPs)
+        N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
+    base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
+                                      np.arange(H)[:, None])
+    policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)
     return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
 
 
@@ -602,6 +735,28 @@ for sigma in (0.0, 0.5, 5.0):
               f"policy = exact-count policy on {np.mean(plan.policy == exact_policy):5.1%} of (h, s)")
 
 # %% [markdown]
+# **The bonus kinds at a glance.**  Bonus at step $h = 0$ on the gridworld ($T = 2000$, $\delta = 0.1$,
+# exact counts; `bernstein` with the largest variance a value in $[0, H-1]$ can have, $(H-1)^2/4$),
+# and the visits a triple needs before its bonus drops below 1.  The checks: `paper` is `bonus(n)`
+# bit for bit; every bonus decreases in $n$; the tight Hoeffding bonus sits below the paper's.
+
+# %%
+T_glance, n_glance = 2000, np.array([1.0, 10.0, 100.0, 1000.0])
+n_fine = np.geomspace(1, 1e6, 4001)
+for kind in BONUS_KINDS:
+    c = UCBVIConfig.of(grid, T_glance, bonus_kind=kind)
+    top = np.full(n_fine.shape, (grid.H - 1) ** 2 / 4)
+    b_fine = c.step_bonus(0, n_fine, top)
+    assert np.all(np.diff(b_fine) <= 0) and b_fine[-1] < b_fine[0]
+    print(f"{kind:10s} b_0(n) at n = 1, 10, 100, 1000: {np.round(c.step_bonus(0, n_glance, top[:4]), 2)}; "
+          f"below 1 from n = {n_fine[np.argmax(b_fine < 1)]:,.0f}")
+paper_c, hoeff_c = UCBVIConfig.of(grid, T_glance), UCBVIConfig.of(grid, T_glance, bonus_kind="hoeffding")
+assert all(np.array_equal(paper_c.step_bonus(h, n_fine), paper_c.bonus(n_fine)) for h in range(grid.H))
+ratio = hoeff_c.step_bonus(0, n_fine) / paper_c.bonus(n_fine)
+print(f"hoeffding / paper at h = 0: {ratio.max():.3f}")
+assert np.all(ratio < 1)
+
+# %% [markdown]
 # ## 3. Non-private UCB-VI: the fast incremental driver
 #
 # `run_ucbvi(mdp, T, users, seed)` plays $T$ episodes; episode $t$ is user `users[t]` (default $t$)
@@ -650,40 +805,51 @@ class UCBVIRun:
 
 def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float = 0.1,
               bonus_scale: float = 1.0, reward_noise: str = "bernoulli",
-              record_values: bool = False) -> UCBVIRun:
+              record_values: bool = False, bonus_kind: str = "paper", pooled: bool = False) -> UCBVIRun:
     """Non-private UCB-VI (``sigma = 0``) for ``T`` episodes; episode ``t`` is user ``users[t]``
-    (default ``t``) of the replayable population ``seed``.
+    (default ``t``) of the replayable population ``seed``.  ``bonus_kind`` and ``pooled`` are
+    ``UCBVIConfig``'s (defaults: the paper's algorithm).
 
     Incremental: after each episode only the ``H`` visited rows of the estimates are recomputed
-    (same elementwise formulas as ``plan_from_statistics``), then one optimistic value iteration
-    into preallocated arrays.  The policies equal ``plan_from_statistics(u_{t-1}, config)``.
+    (pooled: the visited ``(s, a)`` columns, at every step), with the same elementwise formulas as
+    ``plan_from_statistics``, then one optimistic value iteration into preallocated arrays.  The
+    policies equal ``plan_from_statistics(u_{t-1}, config)``.
     """
     check_instance(mdp, TabularMDP, "mdp")
     record_values = check_bool(record_values, "record_values")
-    config = UCBVIConfig.of(mdp, T, delta=delta, bonus_scale=bonus_scale)
+    config = UCBVIConfig.of(mdp, T, delta=delta, bonus_scale=bonus_scale, bonus_kind=bonus_kind, pooled=pooled)
     users = check_users(mdp, np.arange(T) if users is None else users)
     if users.shape != (T,):
         raise ValueError(f"users must have shape ({T},), got {users.shape}")
     seed, bernoulli = check_seed(seed), _check_noise(reward_noise) == "bernoulli"
     S, A, H = mdp.S, mdp.A, mdp.H
-    N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))
-    base, P, _ = _estimates(N, R, Nsas, config)
+    steps = np.arange(H)[:, None]
+    N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))    # pooled: row 0 = sums
+    base, P, _, n = _estimates(N, R, Nsas, config, steps)
+    bonus = (config, n) if config.needs_next_variance else None
     out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
     policies = np.empty((T, H, S), dtype=np.int8 if A <= 127 else np.int64)
     states, actions, rewards = np.empty((T, H + 1), np.int64), np.empty((T, H), np.int64), np.empty((T, H))
     V0 = np.empty((T, S)) if record_values else None
     hs, user_list = np.arange(H), users.tolist()
     for t in range(T):
-        policy, _, V = _value_iteration(base, P, S, A, out)
+        policy, _, V = _value_iteration(base, P, S, A, out, bonus)
         policies[t] = policy
         if record_values:
             V0[t] = V[0]
         states[t], actions[t], rewards[t] = _rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
         sa = states[t, :-1] * A + actions[t]
+        if config.pooled:                   # the sums over h, in row 0; every step's estimates of sa change
+            np.add.at(N[0], sa, 1.0)
+            np.add.at(R[0], sa, rewards[t])
+            np.add.at(Nsas[0], (sa, states[t, 1:]), 1.0)
+            sa = np.unique(sa)
+            base[:, sa], P[:, sa], _, n[:, sa] = _estimates(N[0, sa], R[0, sa], Nsas[0, sa], config, steps)
+            continue
         N[hs, sa] += 1.0
         R[hs, sa] += rewards[t]
         Nsas[hs, sa, states[t, 1:]] += 1.0
-        base[hs, sa], P[hs, sa], _ = _estimates(N[hs, sa], R[hs, sa], Nsas[hs, sa], config)
+        base[hs, sa], P[hs, sa], _, n[hs, sa] = _estimates(N[hs, sa], R[hs, sa], Nsas[hs, sa], config, hs)
     traj = Trajectory(states, actions, rewards)
     idx, val = config.layout.sparse(traj)
     return UCBVIRun(policies, traj, idx, val, config, users, seed, V0)
@@ -727,6 +893,27 @@ for mdp in (grid, river):
     print(f"{mdp.name}: min over episodes and states of V_bar_0 - V*_0: paper's bonus {gap_good:+.4f}, "
           f"no bonus {gap_weak:+.4f}")
     assert gap_good >= -1e-9 and gap_weak < -1e-3
+
+# %% [markdown]
+# **The same two checks for the other bonus kinds.**  The driver equals the planner for every
+# `bonus_kind`, per step and pooled (300 gridworld episodes each, exact prefix sums), and the tight
+# Hoeffding bonus keeps optimism at $\delta = 10^{-6}$ (the one guarantee it claims; per step and
+# pooled, both MDPs being stationary).
+
+# %%
+for kind in BONUS_KINDS:
+    for pooled in (False, True):
+        run = run_ucbvi(grid, 300, seed=USER_SEED, bonus_kind=kind, pooled=pooled)
+        lay_m = run.config.layout
+        u = np.vstack([np.zeros(lay_m.d), np.cumsum(lay_m.densify(run.indices, run.values), axis=0)])
+        assert all(np.array_equal(plan_from_statistics(u[t], run.config).policy, run.policies[t]) for t in range(300))
+print(f"driver == planner in 300/300 episodes for each of {len(BONUS_KINDS)} kinds x (per step, pooled)")
+for mdp in (grid, river):
+    v_star = value_iteration(mdp).V[0]
+    gaps = [(run_ucbvi(mdp, 3000, seed=USER_SEED, delta=1e-6, bonus_kind="hoeffding", pooled=pooled,
+                       record_values=True).optimistic_V0 - v_star).min() for pooled in (False, True)]
+    print(f"{mdp.name}: hoeffding bonus, min of V_bar_0 - V*_0 per step {gaps[0]:+.4f}, pooled {gaps[1]:+.4f}")
+    assert min(gaps) >= -1e-9
 
 # %% [markdown]
 # **Speed.**  Episodes per second of the driver on the 5x5 gridworld ($S = 23$, $A = 4$, $H = 10$)
@@ -866,6 +1053,10 @@ plt.show()
 #   `plan_from_statistics(u, config)` / `ucbvi_update`, and its core `optimistic_value_iteration`.
 #   It matched a literal loop implementation of Paper B Algorithm 4 with and without noise and `stabilize`
 #   (edge E9: off by default), and the check rejected a planner without the cap.
+# - Bonuses for practice (erratum E15): `bonus_kind` = `"paper"` (default), `"hoeffding"` (tight,
+#   optimistic: the paper's guarantee), `"bernstein"` and `"simplified"` (rlberry's default; neither
+#   carries a guarantee as implemented), and `pooled=True` for stationary MDPs; `step_bonus(h, n,
+#   next_variance)` is what the planner calls at every step.  Which to set: chapter B7, section 8.
 # - `run_ucbvi`: non-private UCB-VI as a fast incremental driver over replayable users.  Its
 #   policies are exactly the planner's with $\sigma = 0$ on the prefix sums (an off-by-one prefix is
 #   rejected); optimism held in every episode at $\delta = 10^{-6}$ and failed without the bonus.
