@@ -40,6 +40,7 @@ from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import unlearn_batch
 
 
+# --- from notebooks/mab/08_paper_experiments.py, cell 9 (line 267): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).

@@ -65,6 +65,8 @@ from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gamma as privacy_gamma,
 )
 
+
+# --- from notebooks/mab/03_adaptive_unlearning.py, cell 6 (line 209): "3. Implementation: one entry point, plans per source arm" ---
 METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")

@@ -34,6 +34,7 @@ from scipy import optimize, special
 from bandit_unlearning.checks import as_array, as_real
 
 
+# --- from notebooks/privacy/01_gaussian_mechanism.py, cell 4 (line 105): "2. Derivation" ---
 def check_epsilon(epsilon) -> float:
     """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float."""
     value = as_real(epsilon, "epsilon")
