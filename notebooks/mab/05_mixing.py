@@ -8,7 +8,7 @@
 # # Chapter A5 — Mixing rollback and noise (Algorithms 4 and 5)
 #
 # *Paper A, Appendix A: Algorithm 4 (mixing), Algorithm 5 (its reference), Theorems A.9 and A.10
-# (Paper A Algorithms 4-5).  The mechanism runs through the entry points of chapter A3
+# (Paper A Algorithms 4-5).  The mechanism runs through the entry points of chapter A3a
 # (`unlearn`/`reference`/`output_distributions`/`unlearn_batch` with `method="mixing"`); this
 # chapter exports the utility bound, `bandit_unlearning.mab.mixing`.*
 #
@@ -42,7 +42,7 @@ from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
     UnlearnOptions, noise_sensitivity, noisy_argmax_distribution, output_distributions, reference,
-    subset_sum_distribution, unlearn, unlearn_batch,
+    unlearn, unlearn_batch,
 )
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
@@ -114,6 +114,76 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # a **finite mixture of closed forms — exact**, not an approximation.  `output_distributions(...,
 # method="mixing")` computes it; `unlearn` draws $U'$ with `rng.choice` and `unlearn_batch` either
 # takes the rolled-back reward sums or draws them hypergeometrically.
+
+# %% [markdown]
+# **The code.**  Two pieces of `bandit_unlearning.mab.unlearn` serve mixing only, so they are written
+# here: the exact distribution of the rolled-back reward sum $s'$ (hypergeometric for 0/1 rewards, an
+# exact enumeration otherwise), and the scores of $D \setminus U'$ for given sums $s'$ — used by `unlearn`
+# (one drawn $U'$) and by `output_distributions` (every $s'$ at once).  The entry points that call them
+# are in chapters A3a and A3b.
+
+# %% tags=["export:bandit_unlearning.mab.unlearn"]
+import math
+
+import numpy as np
+from scipy import stats
+
+from bandit_unlearning.checks import check_int, check_real_array
+from bandit_unlearning.mab.lcb import LCBState, lcb_scores
+
+MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distribution`` (general rewards)
+
+
+def subset_sum_distribution(values, size: int):
+    """Exact distribution of the sum of a uniformly random subset of ``size`` of the numbers ``values``
+    (drawn without replacement; the rolled-back subset ``U'`` of mixing).  Returns ``(sums, probs)``,
+    sums increasing, probabilities summing to 1.
+
+    0/1 values: the number of ones is hypergeometric(ones, zeros, size).  General values: a
+    multivariate hypergeometric over the distinct values, enumerated exactly (integer weights
+    ``prod_v C(c_v, j_v)`` over ``C(k, size)``) and merged by sum (to 1e-10); refused with a
+    ValueError if the enumeration would exceed ``MAX_SUBSET_SUMS`` states.
+    """
+    values = check_real_array(values, "values").ravel()
+    k = values.size
+    size = check_int(size, "size", 0, k)
+    if np.all((values == 0) | (values == 1)):
+        ones = int(values.sum())
+        j = np.arange(max(0, size - (k - ones)), min(size, ones) + 1)
+        p = stats.hypergeom.pmf(j, k, ones, size)
+        return j.astype(float), p / p.sum()
+    distinct, mult = np.unique(values, return_counts=True)
+    states = {(0, 0.0): (0.0, 1)}             # (points chosen, rounded sum) -> (sum, integer weight)
+    for v, c in zip(distinct, mult):
+        new = {}
+        for (n_chosen, _), (s, w) in states.items():
+            for j in range(0, min(int(c), size - n_chosen) + 1):
+                s2 = s + j * v
+                key = (n_chosen + j, round(s2, 10))
+                old = new.get(key, (s2, 0))
+                new[key] = (old[0], old[1] + w * math.comb(int(c), j))
+            if len(new) > MAX_SUBSET_SUMS:                 # refuse before the table outgrows memory
+                break
+        if len(new) > MAX_SUBSET_SUMS:
+            raise ValueError(f"the subset sums of {k} distinct-valued rewards are too many to enumerate "
+                             f"(> {MAX_SUBSET_SUMS}); round the rewards or use 0/1 rewards")
+        states = new
+    total = math.comb(k, size)
+    final = sorted((s, w) for (n_chosen, _), (s, w) in states.items() if n_chosen == size)
+    sums = np.array([s for s, _ in final])
+    probs = np.array([w / total for _, w in final])
+    return sums, probs / probs.sum()
+
+
+def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_sums) -> np.ndarray:
+    """Score vectors of ``D \\ U'`` for rolled-back parts ``U'`` of ``k_rollback`` points of ``arm`` whose
+    rewards sum to ``rolled_sums`` (shape ``(J,)``): shape ``(J, m)``, same ``tau`` (E12)."""
+    rolled_sums = np.atleast_1d(np.asarray(rolled_sums, dtype=float))
+    counts = np.tile(state.counts, (rolled_sums.size, 1))
+    sums = np.tile(state.reward_sums, (rolled_sums.size, 1))
+    counts[:, arm] -= k_rollback
+    sums[:, arm] = np.clip(sums[:, arm] - rolled_sums, 0.0, counts[:, arm])
+    return lcb_scores(counts, sums, state.tau)[2]
 
 # %% [markdown]
 # ## 3. Using it
