@@ -521,6 +521,17 @@ V("Lemma A.1", ul.unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3), "gau
 V(r"k_prime must lie in \[0, k\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "mixing", gamma=0.5, k_prime=5, rng=RNG)
 V("Algorithm 4\\) is single-source", ul.unlearn, BIG_STATE, mech.DeletionRequest([0, 1], [1.0, 0.0]), "mixing",
   gamma=0.5, k_prime=1, rng=RNG)
+# One way to say the options: options=UnlearnOptions(...) or method and its keywords, never both or neither.
+_OPTS = ul.UnlearnOptions(method="adaptive", gamma=0.5)
+V("give either options=UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", options=_OPTS, rng=RNG)
+V("give either options=UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST, options=_OPTS, gamma=0.5, rng=RNG)
+T("options must be an UnlearnOptions|options must be a UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST,
+  options={"method": "adaptive"}, rng=RNG)
+T("give method", ul.unlearn, BIG_STATE, BIG_REQUEST, gamma=0.5, rng=RNG)
+T(r"unknown option\(s\) \['gama'\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gama=0.5, rng=RNG)
+V("give either options=UnlearnOptions", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=0, options=_OPTS)
+T(r"unknown option\(s\) \['world'\]", ul.output_distributions, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5,
+  world="unlearned")
 T("retrained must be an LCBState|state must be an LCBState", ul.reference, None, BIG_REQUEST, "adaptive", learner_arm=0,
   gamma=0.5, rng=RNG)
 T("learner_arm must be an integer", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=True, gamma=0.5, rng=RNG)

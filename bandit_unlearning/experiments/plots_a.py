@@ -13,7 +13,7 @@ import numpy as np
 from bandit_unlearning.checks import check_bool, check_instance
 
 
-# --- from notebooks/mab/08_paper_experiments.py, cell 10 (line 624): "2. The engine" ---
+# --- from notebooks/mab/08_paper_experiments.py, cell 10 (line 626): "2. The engine" ---
 _XLABEL = {"N": "N", "k": "k", "gamma": r"$\gamma$"}
 _STYLE = {"Oracle": ("k", "o"), "Gaussian": ("C0", "s"), "Rollback": ("C1", "^"), "Mixing": ("C2", "D"),
           "Alg2": ("C3", "v"), "Alg7": ("C3", "v"), "Alg6": ("C4", "P")}

@@ -545,7 +545,7 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str | None 
     return UnlearnResult(int(np.argmax(scores)), scores, int(learner_arm), "reference", plans, gamma0, options)
 
 
-# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 4 (line 64): "1. The exact output distributions" ---
+# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 4 (line 65): "1. The exact output distributions" ---
 def noisy_argmax_distribution(scores, arm: int, sigma):
     """Exact distribution of ``argmax(scores + nu e_arm)``, ``nu ~ N(0, sigma^2)``, ties to the lowest index.
 
@@ -589,7 +589,7 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
     return out
 
 
-# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 6 (line 119): "1. The exact output distributions" ---
+# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 6 (line 120): "1. The exact output distributions" ---
 def output_distributions(state: LCBState, request: DeletionRequest, method: str | None = None, *,
                          options: UnlearnOptions | None = None, **settings):
     """Exact output distributions ``(p_unlearned, p_reference)`` over arms of ``unlearn(state, request, ...)``
@@ -631,7 +631,7 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str 
     return noisy_argmax_distribution(base_u, arm, sigma), p_ref
 
 
-# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 8 (line 174): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 8 (line 175): "2. The mechanism on many replicates at once" ---
 def _source_arms_and_k(arm, k, m):
     """(single, arms, ks) for unlearn_batch: ``arm`` an int (single-source) or a sequence of distinct arms."""
     single = isinstance(arm, (int, np.integer)) and not isinstance(arm, bool)
@@ -656,7 +656,7 @@ def _source_arms_and_k(arm, k, m):
     return single, arms.astype(np.int64), ks.astype(np.int64)
 
 
-# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 9 (line 201): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_theorem_3_2_audit.py, cell 9 (line 202): "2. The mechanism on many replicates at once" ---
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
                   options: UnlearnOptions | None = None, world: str = "unlearned",
                   rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):

@@ -23,6 +23,7 @@
 # %%
 import numpy as np
 
+from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper
 from bandit_unlearning.mab.data import fixed_sample_dataset, sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, fit_lcb
 from bandit_unlearning.mab.mechanisms import (

@@ -58,6 +58,12 @@ rng = np.random.default_rng(20260603)
 # Gaussian branch *may* be taken, so for a scaled threshold we pass the threshold actually used.
 
 # %% tags=["export:bandit_unlearning.mab.bounds"]
+import numpy as np
+
+from bandit_unlearning.checks import check_bool, check_int, check_real
+from bandit_unlearning.mab.bounds import _counts
+
+
 def _model(n, n_arms):
     n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     return float(np.log(n * n_arms))

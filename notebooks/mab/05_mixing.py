@@ -106,7 +106,7 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # rolled back), so the distribution of $s'$ is known: for 0/1 rewards with $s$ ones among the $k$
 # deleted, the number of ones in a uniformly random $k'$-subset is hypergeometric$(s, k - s, k')$; for
 # general rewards it is a multivariate hypergeometric over the distinct values
-# (`subset_sum_distribution`).  Given $s'$, the output distribution is chapter A3's closed form
+# (`subset_sum_distribution`).  Given $s'$, the output distribution is chapter A3b's closed form
 # $P[\hat a' = a_0] = \Phi((f_{a_0} - f_b)/\sigma)$.  So
 # $$
 # P[\hat a' = a] = \sum_{s'} P[S' = s']\; \mathrm{noisy\_argmax}\big(f_{a_0}(D\setminus U'_{s'}),\ f_{-a_0};\ \sigma\big)_a ,
@@ -362,7 +362,7 @@ assert rejected >= 1
 # %% [markdown]
 # ## 5. Theorem A.9, audited exactly
 #
-# **Exact audit.** As in chapter A3, for a finite-output mechanism the smallest $\delta$ at which the
+# **Exact audit.** As in chapter A3b, for a finite-output mechanism the smallest $\delta$ at which the
 # unlearned output $P$ and the reference $Q$ satisfy Definition 2.1 at $\varepsilon$ is the
 # hockey-stick divergence $\max\{\sum_a (P_a - e^\varepsilon Q_a)_+,\ \sum_a (Q_a - e^\varepsilon P_a)_+\}$,
 # and we evaluate it on worst-case datasets.
@@ -378,7 +378,7 @@ assert rejected >= 1
 # *Competitor.* Arm 1's score $M$ ranges over what $N$ rewards in $[0,1]$ allow,
 # $[-\sqrt{L/2N},\ 1 - \sqrt{L/2N}]$, and mixing adds noise only if $\hat a = a_0$, i.e.
 # $M \le f_{a_0}(D)$.  For a deterministic $U'$ the worst $M$ is where the privacy loss equals
-# $\varepsilon$, $t^\star_\pm = \bar\mu \pm \varepsilon\sigma^2/|\mu_1 - \mu_2|$ (chapter A3), clipped to the
+# $\varepsilon$, $t^\star_\pm = \bar\mu \pm \varepsilon\sigma^2/|\mu_1 - \mu_2|$ (chapter A3b), clipped to the
 # feasible interval; for mixtures we take the $t^\star_\pm$ of every mixture component with
 # probability $\ge 10^{-15}$ plus a 41-point grid over the feasible interval, and both interval
 # ends.  (A search can only *under*-estimate the worst $\delta$ for mixtures, which would make the audit
@@ -588,7 +588,7 @@ assert all(p[0] > 0 and p[1] == 1.0 for p in power.values())
 # $h(x) = \sqrt{L/2}\sqrt{n-x} - c(n-k)$ is **strictly decreasing** in $x$, so $B'$ changes sign at most
 # once, from $+$ to $-$: $B$ rises, then falls.  A function that rises then falls on $[0, k]$ takes its
 # minimum at an end — $k' = 0$ (Gaussian) or $k' = k$ (rollback).  Which end?  $B(0) - 4/N$ is chapter
-# A3's Gaussian branch bound $R_g$ and $B(k) - 4/N$ the rollback bound $R_r$, so $B(0) < B(k)$ iff
+# A3a's Gaussian branch bound $R_g$ and $B(k) - 4/N$ the rollback bound $R_r$, so $B(0) < B(k)$ iff
 # $\gamma < \gamma^\star$, the exact crossing of E3 (`gamma0_exact`) — mixing's best $k'$ is
 # Algorithm 2 with the exact threshold.
 #
@@ -806,7 +806,7 @@ plt.show()
 
 # %% [markdown]
 # ## Summary
-# - Mixing runs through the entry points of chapter A3: `unlearn`, `reference` (Algorithm 5),
+# - Mixing runs through the entry points of chapter A3a: `unlearn`, `reference` (Algorithm 5),
 #   `output_distributions` and `unlearn_batch` with `method="mixing"` and `k_prime` or `eta`
 #   ($k' = \lfloor \eta k + 1/2 \rfloor$), $k' = k$ when $\hat a \ne a_0$, noise calibrated to the
 #   sensitivity of $k - k'$ points among $N(a_0) - k'$ (E2 applies to that pair).  Bad $k'$/$\eta$,

@@ -9,7 +9,7 @@
 #
 # *Paper A, Section 3.5: Algorithm 7 (multi-source unlearning under $\mathcal M_f$), Algorithm 8 (its
 # reference), Theorem 3.13 (Paper A Algorithm 7 and sharp edge E5).  The mechanism runs through the entry
-# points of chapter A3 (a `DeletionRequest` with points of several arms); this chapter exports
+# points of chapter A3a (a `DeletionRequest` with points of several arms); this chapter exports
 # Theorem 3.13's bound, `bandit_unlearning.mab.multisource`.*
 #
 # A deletion request may name points of several arms: $U = U_1 \cup \dots \cup U_l$ with $|U_i| = k_i$
@@ -250,7 +250,7 @@ print(f"unlearn_batch (two source arms) == scalar unlearn/reference on {n_compar
 # %% [markdown]
 # ## 5. Exact distributions when several arms are noised
 #
-# Algorithm 7 noises at most one arm, so chapter A3's closed form applies.  The paper's "Gaussian"
+# Algorithm 7 noises at most one arm, so chapter A3b's closed form applies.  The paper's "Gaussian"
 # baseline noises **every** source arm; the argmax of several noisy coordinates has no closed form,
 # but it is a 1-D integral: for a noised arm $i$,
 # $$
@@ -545,7 +545,7 @@ assert d_lit == 1.0 > delta_d and d_cor == 0.0
 # $\varepsilon \in \{0.1, 0.5, 0.99\}$ with the paper's calibration and $\{0.1, 0.5, 0.99, 3\}$ with the
 # analytic one, $\delta \in \{10^{-6}, 10^{-3}, 0.05\}$, sensitivity paper or exact, threshold
 # paper $\times 1$, paper $\times 1.3$ or exact.  For each setting the competitor $M$ is searched over
-# the worst thresholds $t^\star_\pm$ of either source arm (as in chapter A3, clipped to the feasible
+# the worst thresholds $t^\star_\pm$ of either source arm (as in chapter A3b, clipped to the feasible
 # range and to $M \le f_i(D)$ so that arm $i$ is the learner's), the midpoints between $f_i(D)$ and
 # $f_i(D \setminus U)$ (where the literal leak shows) and the interval ends; the learner's arm, the branch
 # and both output distributions are recomputed for every candidate.  A random sample is re-computed
@@ -869,7 +869,7 @@ plt.show()
 
 # %% [markdown]
 # ## Summary
-# - Multi-source requests run through the same entry points as chapter A3: `unlearn`, `reference`
+# - Multi-source requests run through the same entry points as chapter A3a: `unlearn`, `reference`
 #   (Algorithm 8), `output_distributions`, and `unlearn_batch` with `arm`, `k`, `deleted_sums` per source
 #   arm.  `"adaptive"` is Algorithm 7 with the **corrected rule** (noise iff $\hat a = a_{u_i}$ and
 #   $\gamma < \gamma_0'$, rollback otherwise); with one source arm it is Algorithm 2 (checked line by line
