@@ -19,7 +19,7 @@ from bandit_unlearning.mab.unlearn import (
     reference, unlearn, unlearn_batch,
 )
 from bandit_unlearning.privacy.audit import hockey_stick_delta
-from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 
 def req(arm, k, s):
@@ -97,7 +97,7 @@ def test_threshold_rules_and_scale():
 def test_calibrations():
     eps, delta = 0.5, 1e-5
     d_f = paper_sensitivity(200, 20)
-    for cal, expected in (("paper", d_f * privacy_gamma(eps, delta)), ("classic", d_f * privacy_gamma(eps, delta)),
+    for cal, expected in (("paper", d_f * gaussian_gamma(eps, delta)), ("classic", d_f * gaussian_gamma(eps, delta)),
                           ("analytic", analytic_gaussian_sigma(d_f, eps, delta))):
         r = unlearn(STATE, U, "gaussian", epsilon=eps, delta=delta, calibration=cal, rng=np.random.default_rng(0))
         assert r.sigma == pytest.approx(expected, rel=1e-12) and r.calibration == cal

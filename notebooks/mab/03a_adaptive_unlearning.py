@@ -232,7 +232,7 @@ from bandit_unlearning.mab.mechanisms import (
     DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
 )
 from bandit_unlearning.privacy.gaussian import (
-    analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gamma as privacy_gamma,
+    analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
 )
 
 METHODS = ("adaptive", "gaussian", "rollback", "mixing")
@@ -306,7 +306,7 @@ class UnlearnOptions:
             eps, delta = check_epsilon(self.epsilon), check_delta(self.delta)
             object.__setattr__(self, "epsilon", eps)
             object.__setattr__(self, "delta", delta)
-            object.__setattr__(self, "gamma", privacy_gamma(eps, delta))
+            object.__setattr__(self, "gamma", gaussian_gamma(eps, delta))
         elif has_gamma:
             object.__setattr__(self, "gamma", check_real(self.gamma, "gamma", 0, low_open=True))
         elif self.method != "rollback":

@@ -30,7 +30,7 @@ from bandit_unlearning.mab.mechanisms import (
     DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
 )
 from bandit_unlearning.privacy.audit import audit_epsilon, hockey_stick_delta, hockey_stick_epsilon
-from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma, gaussian_delta
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma, gaussian_delta
 
 rng = np.random.default_rng(20260603)
 
@@ -731,7 +731,7 @@ assert unsafe[("gaussian", "paper")][2] < unsafe[("gaussian", "analytic")][2]
 eps_e1 = [1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0]
 print("delta_exact / delta of sigma = Delta * gamma(eps, delta):")
 print("eps    " + " ".join(f"{d:>10.0e}" for d in DELTAS))
-e1_ratio = np.array([[gaussian_delta(privacy_gamma(e, d), 1.0, e) / d for d in DELTAS] for e in eps_e1])
+e1_ratio = np.array([[gaussian_delta(gaussian_gamma(e, d), 1.0, e) / d for d in DELTAS] for e in eps_e1])
 for e, row in zip(eps_e1, e1_ratio):
     print(f"{e:5.1f}  " + " ".join(f"{r:10.3g}" for r in row))
 first_bad = {d: next((e for e, r in zip(eps_e1, e1_ratio[:, i]) if r > 1), None) for i, d in enumerate(DELTAS)}

@@ -39,7 +39,7 @@ from bandit_unlearning.mab.lcb import fit_lcb, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, unlearn, unlearn_batch
 from bandit_unlearning.montecarlo import hoeffding_margin
-from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 rng = np.random.default_rng(20260607)
 
@@ -923,7 +923,7 @@ print(f"for C*/(N-k) > 5e 256 e^(2 eps) = {too_big:.0f} (eps = {eps0}) the formu
 # %%
 def reachable_counts(pair, epsilon, delta):
     """The N(a0) at which Algorithm 2 (paper threshold gamma0) may take the Gaussian branch."""
-    g, L = privacy_gamma(epsilon, delta), np.log(2 * pair.n)
+    g, L = gaussian_gamma(epsilon, delta), np.log(2 * pair.n)
     support = np.flatnonzero((pair.source_count_pmf(0) > 0) | (pair.source_count_pmf(1) > 0))
     return [int(n0) for n0 in support if g < gamma0_paper(n0, pair.k, L)]
 

@@ -46,7 +46,7 @@ from bandit_unlearning.mab.unlearn import (
 )
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
-from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 rng = np.random.default_rng(20260605)
 PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
@@ -425,7 +425,7 @@ _unit = {}
 
 def unit_sigma(eps, delta, calibration):
     if calibration == "paper":
-        return privacy_gamma(eps, delta)
+        return gaussian_gamma(eps, delta)
     if (eps, delta) not in _unit:
         _unit[(eps, delta)] = analytic_gaussian_sigma(1.0, eps, delta)
     return _unit[(eps, delta)]

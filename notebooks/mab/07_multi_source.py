@@ -45,7 +45,7 @@ from bandit_unlearning.mab.unlearn import (
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import (
-    analytic_gaussian_sigma, classic_gaussian_sigma, gamma as privacy_gamma, gaussian_delta,
+    analytic_gaussian_sigma, classic_gaussian_sigma, gaussian_gamma, gaussian_delta,
 )
 
 rng = np.random.default_rng(20260607)
@@ -524,7 +524,7 @@ eps_d, delta_d = 0.5, 1e-5
 print(f"counts N(a) = {state.counts}, reward sums S(a) = {state.reward_sums}, tau = 1/300, L = {state.log_term:.4f}")
 print(f"request: k_i = {U.deleted_counts(3)} points of arms 0, 1, 2, with deleted reward sums {U.deleted_sums(3)}")
 print(f"f(D) = {np.round(state.scores, 4)}  (a_hat = {state.arm});  f(D \\ U) = {np.round(rollback(state, U).scores, 4)}")
-print(f"gamma = {privacy_gamma(eps_d, delta_d):.3f}, gamma0' = {4 / 3 * np.sqrt(np.pi * state.log_term / (100 - 20)):.3f}")
+print(f"gamma = {gaussian_gamma(eps_d, delta_d):.3f}, gamma0' = {4 / 3 * np.sqrt(np.pi * state.log_term / (100 - 20)):.3f}")
 p_lit, q_lit = literal_algorithm7_distributions(state, U, epsilon=eps_d, delta=delta_d)
 p_cor, q_cor = output_distributions(state, U, "adaptive", epsilon=eps_d, delta=delta_d)
 d_lit, d_cor = hockey_stick_delta(p_lit, q_lit, eps_d), hockey_stick_delta(p_cor, q_cor, eps_d)
@@ -564,7 +564,7 @@ _unit = {}
 
 def unit_sigma(cal, eps, delta):
     if cal == "paper":
-        return privacy_gamma(eps, delta)
+        return gaussian_gamma(eps, delta)
     if (eps, delta) not in _unit:
         _unit[(eps, delta)] = analytic_gaussian_sigma(1.0, eps, delta)
     return _unit[(eps, delta)]
@@ -603,7 +603,7 @@ def grid_arrays(rows):
     sens = np.array(cols[10])
     delta_f = np.where((sens == "paper")[:, None], 3 * k / (2 * n), exact_sensitivity(n, k, L[:, None]))
     g["sigma"] = delta_f * unit[:, None]
-    gam = np.array([privacy_gamma(e, d) for e, d in zip(cols[8], cols[9])])
+    gam = np.array([gaussian_gamma(e, d) for e, d in zip(cols[8], cols[9])])
     n_min, k_max = n.min(1), k.max(1)
     g0_paper = 4 / 3 * np.sqrt(np.pi * L / np.maximum(n_min - k_max, 1e-300))
     with np.errstate(divide="ignore", invalid="ignore"):
