@@ -1,4 +1,4 @@
-"""Adaptive single-source unlearning (chapters A3a-A3c): Algorithms 2 and 3, exact output distributions,
+"""Adaptive single-source unlearning (chapters A3a-A3d): Algorithms 2 and 3, exact output distributions,
 the batch version, Theorems 3.3/3.5 bounds, and bad input (Paper A §3, E1-E3, E6, E7, E12)."""
 
 import numpy as np

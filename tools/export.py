@@ -35,7 +35,7 @@ cell defines (they are looked up when it runs).
 6. each cell's remaining code, after a provenance marker naming the chapter, the cell's number
    (1-based, counting every cell of the chapter), the line of its ``# %%`` marker in the ``.py`` and
    the nearest heading above it, e.g.
-   ``# --- from notebooks/mab/03a_adaptive_algorithm.py, cell 9 (line 180): "4. Unlearning" ---``,
+   ``# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 616): "3. Implementation..." ---``,
    so that a traceback into the module leads back to the notebook.
 
 **Refused** (``ValueError``, nothing written): a top-level name bound in two cells of one module

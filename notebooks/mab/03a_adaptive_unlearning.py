@@ -9,21 +9,22 @@
 #
 # *Paper A, Section 3.2: Algorithm 2 (adaptive unlearning) and Algorithm 3 (its reference).  Exports
 # `bandit_unlearning.mab.unlearn` (with chapters A3b, A5 and A7) and the threshold of
-# `bandit_unlearning.mab.bounds` (with chapter A3c).*
+# `bandit_unlearning.mab.bounds` (with chapter A3d).*
 #
 # Chapter A2 built the two base mechanisms.  Rollback is exact but throws away $k$ points of the
 # source arm $a_0$; the Gaussian mechanism keeps all the data but adds noise.  Which is better
 # depends on the privacy level $\gamma$ and on whether $a_0$ is the arm the learner chose.
-# **Algorithm 2** decides adaptively.  Chapter A3 comes in three parts:
+# **Algorithm 2** decides adaptively.  Chapter A3 comes in four parts:
 # - **A3a (this chapter)** implements Algorithm 2 and its reference, Algorithm 3, behind one entry
 #   point `unlearn` that records what it did (branch, $\sigma$, calibration, sensitivity) — the same
 #   entry point runs mixing (Algorithm 4, chapter A5) and multi-source requests (Algorithm 7, chapter
 #   A7) — with the threshold $\gamma_0$ it compares $\gamma$ with, and refuses bad input;
-# - [**A3b**](03b_theorem_3_2_audit.ipynb) computes the exact output distributions of both worlds and
-#   checks Theorem 3.2 three ways (an exact hockey-stick audit over more than 1,000 worst-case
+# - [**A3b**](03b_output_distributions.ipynb) computes the exact output distributions of both worlds
+#   and writes the vectorised mechanism;
+# - [**A3c**](03c_theorem_3_2_audit.ipynb) checks Theorem 3.2 three ways (an exact hockey-stick audit over more than 1,000 worst-case
 #   settings, a Monte Carlo auditor, and both rejecting broken variants — half the noise; the $3k/2N$
 #   sensitivity where its condition fails; the classic calibration at $\varepsilon \ge 1$, erratum E1);
-# - [**A3c**](03c_utility.ipynb) checks the utility bounds of Theorems 3.3 and 3.5 by Monte Carlo,
+# - [**A3d**](03d_utility.ipynb) checks the utility bounds of Theorems 3.3 and 3.5 by Monte Carlo,
 #   and shows where the two branch bounds really cross (E3) and what that means for small and large
 #   $N$ (E4).
 
@@ -73,7 +74,7 @@ rng = np.random.default_rng(20260603)
 #
 # And one choice: the threshold.  `threshold="paper"` is $\gamma_0$ above (times
 # `threshold_scale`; the paper's experiments use 1.3), `threshold="exact"` the true crossing
-# $\gamma^\star$ of the two branch bounds (E3; chapter A3c draws both).
+# $\gamma^\star$ of the two branch bounds (E3; chapter A3d draws both).
 #
 # ## 2. The threshold and the two branch bounds
 #
@@ -822,5 +823,6 @@ print("exact sensitivity instead:", unlearn(state, big, "gaussian", gamma=0.5, r
 # - Privacy is given as $\gamma$ or as $(\varepsilon, \delta)$; a calibration that is not proven at the
 #   claimed $\varepsilon$ (E1) and the $3k/2N$ sensitivity where Lemma A.1's condition fails (E2) are
 #   refused before anything is drawn.
-# - Next: [A3b](03b_theorem_3_2_audit.ipynb) — the exact output distributions and Theorem 3.2 audited;
-#   [A3c](03c_utility.ipynb) — what unlearning costs in accuracy (Theorems 3.3, 3.5; E3, E4).
+# - Next: [A3b](03b_output_distributions.ipynb) — the exact output distributions;
+#   [A3c](03c_theorem_3_2_audit.ipynb) — Theorem 3.2 audited; [A3d](03d_utility.ipynb) — what unlearning
+#   costs in accuracy (Theorems 3.3, 3.5; E3, E4).

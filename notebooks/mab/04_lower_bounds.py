@@ -11,7 +11,7 @@
 # $C^\star \ge 2$) and the $C^\star \in (1, 2)$ case; Appendix A.6–A.8 (Paper A Theorems 3.7, 3.9).  Exports
 # `bandit_unlearning.mab.lower_bounds`.*
 #
-# Chapters A2–A3c built unlearning mechanisms and bounded their sub-optimality from above.  The paper
+# Chapters A2–A3d built unlearning mechanisms and bounded their sub-optimality from above.  The paper
 # also bounds it from **below**: no $(\varepsilon, \delta)$-unlearning mechanism, however clever, can
 # have a worst-case sub-optimality smaller than order $e^{-\varepsilon}/\sqrt{N(a_0) - k}$.  The
 # proof is Le Cam's two-point method: two bandit instances that differ only on the deleted arm, close

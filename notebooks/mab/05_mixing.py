@@ -362,7 +362,7 @@ assert rejected >= 1
 # %% [markdown]
 # ## 5. Theorem A.9, audited exactly
 #
-# **Exact audit.** As in chapter A3b, for a finite-output mechanism the smallest $\delta$ at which the
+# **Exact audit.** As in chapter A3c, for a finite-output mechanism the smallest $\delta$ at which the
 # unlearned output $P$ and the reference $Q$ satisfy Definition 2.1 at $\varepsilon$ is the
 # hockey-stick divergence $\max\{\sum_a (P_a - e^\varepsilon Q_a)_+,\ \sum_a (Q_a - e^\varepsilon P_a)_+\}$,
 # and we evaluate it on worst-case datasets.
@@ -378,7 +378,7 @@ assert rejected >= 1
 # *Competitor.* Arm 1's score $M$ ranges over what $N$ rewards in $[0,1]$ allow,
 # $[-\sqrt{L/2N},\ 1 - \sqrt{L/2N}]$, and mixing adds noise only if $\hat a = a_0$, i.e.
 # $M \le f_{a_0}(D)$.  For a deterministic $U'$ the worst $M$ is where the privacy loss equals
-# $\varepsilon$, $t^\star_\pm = \bar\mu \pm \varepsilon\sigma^2/|\mu_1 - \mu_2|$ (chapter A3b), clipped to the
+# $\varepsilon$, $t^\star_\pm = \bar\mu \pm \varepsilon\sigma^2/|\mu_1 - \mu_2|$ (chapter A3c), clipped to the
 # feasible interval; for mixtures we take the $t^\star_\pm$ of every mixture component with
 # probability $\ge 10^{-15}$ plus a 41-point grid over the feasible interval, and both interval
 # ends.  (A search can only *under*-estimate the worst $\delta$ for mixtures, which would make the audit

@@ -545,7 +545,7 @@ assert d_lit == 1.0 > delta_d and d_cor == 0.0
 # $\varepsilon \in \{0.1, 0.5, 0.99\}$ with the paper's calibration and $\{0.1, 0.5, 0.99, 3\}$ with the
 # analytic one, $\delta \in \{10^{-6}, 10^{-3}, 0.05\}$, sensitivity paper or exact, threshold
 # paper $\times 1$, paper $\times 1.3$ or exact.  For each setting the competitor $M$ is searched over
-# the worst thresholds $t^\star_\pm$ of either source arm (as in chapter A3b, clipped to the feasible
+# the worst thresholds $t^\star_\pm$ of either source arm (as in chapter A3c, clipped to the feasible
 # range and to $M \le f_i(D)$ so that arm $i$ is the learner's), the midpoints between $f_i(D)$ and
 # $f_i(D \setminus U)$ (where the literal leak shows) and the interval ends; the learner's arm, the branch
 # and both output distributions are recomputed for every candidate.  A random sample is re-computed

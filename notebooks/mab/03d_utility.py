@@ -5,7 +5,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter A3c — What unlearning costs: Theorems 3.3 and 3.5, and where the branches cross
+# # Chapter A3d — What unlearning costs: Theorems 3.3 and 3.5, and where the branches cross
 #
 # *Paper A, Section 3.2: Theorems 3.3 and 3.5 (utility of Algorithm 2); errata E3 and E4.  Exports the
 # explicit bounds of `bandit_unlearning.mab.bounds` (`theorem33_bound`, `theorem33_order`,
@@ -13,7 +13,8 @@
 #
 # Chapter [A3a](03a_adaptive_unlearning.ipynb) implemented Algorithm 2 with its threshold $\gamma_0$ and
 # derived where that threshold comes from (its Section 2: the two branch bounds $R_g$, $R_r$);
-# chapter [A3b](03b_theorem_3_2_audit.ipynb) checked its privacy.  This chapter checks the utility
+# chapter [A3c](03c_theorem_3_2_audit.ipynb) checked its privacy, with the vectorised mechanism of
+# chapter [A3b](03b_output_distributions.ipynb).  This chapter checks the utility
 # bounds of Theorems 3.3 and 3.5 by Monte Carlo, in both data models, with the vectorised
 # `unlearn_batch` (Section 1), and shows where the two branch bounds really cross (E3) and what that
 # means for small and large $N$ (E4) (Section 2).
