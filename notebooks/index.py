@@ -87,7 +87,8 @@ import export  # the project's export tool: which chapter fills which module  # 
 index_text = Path("index.py").read_text()
 modules_of = {}
 for module, chunks in export.collect(ROOT).items():
-    modules_of.setdefault(chunks[0].notebook.relative_to("notebooks"), []).append(module)
+    for notebook in dict.fromkeys(c.notebook for c in chunks):     # a module may be filled by several chapters
+        modules_of.setdefault(notebook.relative_to("notebooks"), []).append(module)
 chapters = sorted(p for p in Path(".").rglob("*.py") if p.name != "index.py" and ".ipynb_checkpoints" not in p.parts)
 print("bandit_unlearning", bandit_unlearning.__version__, "-", len(chapters), "chapters")
 for chapter in chapters:
