@@ -152,7 +152,8 @@ def test_two_chapters_fill_one_module_in_chapter_then_cell_order(tmp_path):
     text = path.read_text()
     lines = text.splitlines()
     assert lines[0].startswith(export.GENERATED_MARK)
-    assert "notebooks/a_part/09_first.py, notebooks/b_part/01_second.py" in lines[0]
+    assert "from 2 chapters" in lines[0]
+    assert lines[2:4] == ["#   notebooks/a_part/09_first.py", "#   notebooks/b_part/01_second.py"]
     markers = [line for line in lines if line.startswith(export.MARKER)]
     assert markers == [
         '# --- from notebooks/a_part/09_first.py, cell 2 (line 10): "Chapter one" ---',
