@@ -28,7 +28,7 @@
 # LCB score by $3k/(2N(a_0))$ only when $k \le N(a_0) - \sqrt{N(a_0)L/2}$.  The exact worst case is
 # $k/N + \sqrt{L/2}\,(1/\sqrt{N-k} - 1/\sqrt N)$.  `sensitivity="paper"` is refused where the
 # condition fails; `sensitivity="exact"` uses the exact worst case.
-# Shown in [A2](mab/02_unlearning_mechanisms.ipynb) and [A3](mab/03_adaptive_unlearning.ipynb);
+# Shown in [A2](mab/02_unlearning_mechanisms.ipynb) and [A3c](mab/03c_theorem_3_2_audit.ipynb);
 # `mechanisms.exact_sensitivity`, `unlearn.noise_sensitivity`.
 #
 # <a id="E3"></a>
@@ -36,13 +36,14 @@
 # bound" exactly gives $\gamma^\star = 2\sqrt{2\pi}\,N(\sqrt{2L/(N-k)} - \sqrt{2L/N})/(3k)$, about half
 # the paper's $\tfrac43\sqrt{\pi L/(N-k)}$.  The paper's rule is the default (`threshold="paper"`,
 # the figures use it); `threshold="exact"` offers the crossing.
-# Shown in [A3](mab/03_adaptive_unlearning.ipynb); `bounds.gamma0_paper`, `bounds.gamma0_exact`.
+# Shown in [A3a](mab/03a_adaptive_unlearning.ipynb) (derivation) and [A3d](mab/03d_utility.ipynb) (figure);
+# `bounds.gamma0_paper`, `bounds.gamma0_exact`.
 #
 # <a id="E4"></a>
 # **E4. Prose and formula disagree on when Algorithm 2 adds noise.**  Section 4.1 says the
 # algorithm favours Gaussian noise for large $N$; with the formula ($\gamma_0$ shrinks like
 # $1/\sqrt N$) it favours noise for *small* $N$ and rollback for large $N$.  The package implements
-# the formula.  Shown in [A3](mab/03_adaptive_unlearning.ipynb) and [A8](mab/08_paper_experiments.ipynb).
+# the formula.  Shown in [A3d](mab/03d_utility.ipynb) and [A8](mab/08_paper_experiments.ipynb).
 #
 # <a id="E5"></a>
 # **E5. Algorithm 7 as printed leaks.**  With the printed nesting, when $\hat a = a_{u_i}$ and

@@ -521,6 +521,17 @@ V("Lemma A.1", ul.unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3), "gau
 V(r"k_prime must lie in \[0, k\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "mixing", gamma=0.5, k_prime=5, rng=RNG)
 V("Algorithm 4\\) is single-source", ul.unlearn, BIG_STATE, mech.DeletionRequest([0, 1], [1.0, 0.0]), "mixing",
   gamma=0.5, k_prime=1, rng=RNG)
+# One way to say the options: options=UnlearnOptions(...) or method and its keywords, never both or neither.
+_OPTS = ul.UnlearnOptions(method="adaptive", gamma=0.5)
+V("give either options=UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", options=_OPTS, rng=RNG)
+V("give either options=UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST, options=_OPTS, gamma=0.5, rng=RNG)
+T("options must be an UnlearnOptions|options must be a UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST,
+  options={"method": "adaptive"}, rng=RNG)
+T("give method", ul.unlearn, BIG_STATE, BIG_REQUEST, gamma=0.5, rng=RNG)
+T(r"unknown option\(s\) \['gama'\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gama=0.5, rng=RNG)
+V("give either options=UnlearnOptions", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=0, options=_OPTS)
+T(r"unknown option\(s\) \['world'\]", ul.output_distributions, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5,
+  world="unlearned")
 T("retrained must be an LCBState|state must be an LCBState", ul.reference, None, BIG_REQUEST, "adaptive", learner_arm=0,
   gamma=0.5, rng=RNG)
 T("learner_arm must be an integer", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=True, gamma=0.5, rng=RNG)
@@ -867,8 +878,8 @@ T("delta must be a real number", gm.check_delta, "0.1")
 V(r"delta must lie in the open interval \(0, 1\)", gm.check_delta, 1.0)
 T("sensitivity must be a real number", gm.check_sensitivity, [1.0])
 V("sensitivity must be a finite number >= 0", gm.check_sensitivity, -1.0)
-V(r"delta must lie in the open interval \(0, 1\)", gm.gamma, 0.5, 0.0)
-T("epsilon must be a real number", gm.gamma, None, 0.1)
+V(r"delta must lie in the open interval \(0, 1\)", gm.gaussian_gamma, 0.5, 0.0)
+T("epsilon must be a real number", gm.gaussian_gamma, None, 0.1)
 V("only proven\\s+for epsilon < 1", gm.classic_gaussian_sigma, 1.0, 2.0, 0.1)
 V("sensitivity must be a finite number >= 0", gm.classic_gaussian_sigma, INF, 0.5, 0.1)
 T("delta must be a real number", gm.classic_gaussian_sigma, 1.0, 0.5, "0.1")

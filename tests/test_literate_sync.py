@@ -1,11 +1,13 @@
 """The literate pipeline's own checks: they pass on the tree and fail on tampered copies."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,3 +105,135 @@ def test_public_names_and_docstring_placement():
     namespace = {}
     exec(compile(text, "x", "exec"), namespace)
     assert namespace["__doc__"] == "Doc." and namespace["__all__"] == ["A", "f", "C"]
+
+
+# --- several cells and several chapters filling one module ---------------------------------------------
+
+HEADER = "# ---\n# jupyter:\n#   bandit_unlearning:\n#     export: {module}\n# ---\n\n"
+
+
+def small_tree(root: Path, chapters: dict) -> Path:
+    """A project with only the given chapters (relative path -> text) and an empty package."""
+    for rel, text in chapters.items():
+        path = root / "notebooks" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "bandit_unlearning").mkdir(exist_ok=True)
+    return root
+
+
+def load(path: Path) -> dict:
+    namespace = {"__name__": "generated_under_test"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace
+
+
+FIRST = HEADER.format(module="bandit_unlearning.demo") + (
+    '# %% [markdown]\n# # Chapter one\n\n'
+    '# %% tags=["export"]\n"""The demo module."""\n\nfrom __future__ import annotations\n\nimport math\n\n'
+    'import numpy as np\n\n\ndef area(r):\n    return math.pi * r * r\n\n\n'
+    '# %% [markdown]\n# ## 2. Later section\n\n'
+    '# %%\nprint(area(1.0))\n\n'
+    '# %% tags=["export"]\nimport math\n\n\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3 + twice(0)\n'
+)
+SECOND = HEADER.format(module="bandit_unlearning.other") + (
+    '# %% [markdown]\n# # Chapter two\n## 1. Extending the demo\n\n'
+    '# %% tags=["export:bandit_unlearning.demo"]\nimport math\nfrom math import sqrt\n\n'
+    'from bandit_unlearning.demo import area\n\n\ndef twice(x):\n    """Twice x."""\n    return 2 * x + 0 * area(sqrt(1.0))\n\n\n'
+    'TWO = 2\n'
+)
+
+
+def test_two_chapters_fill_one_module_in_chapter_then_cell_order(tmp_path):
+    # "b_part" sorts after "a_part": chapter order is the path order under notebooks/.
+    root = small_tree(tmp_path, {"b_part/01_second.py": SECOND, "a_part/09_first.py": FIRST})
+    export.write(root)
+    path = root / "bandit_unlearning" / "demo.py"
+    text = path.read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith(export.GENERATED_MARK)
+    assert "from 2 chapters" in lines[0]
+    assert lines[2:4] == ["#   notebooks/a_part/09_first.py", "#   notebooks/b_part/01_second.py"]
+    markers = [line for line in lines if line.startswith(export.MARKER)]
+    assert markers == [
+        '# --- from notebooks/a_part/09_first.py, cell 2 (line 10): "Chapter one" ---',
+        '# --- from notebooks/a_part/09_first.py, cell 5 (line 30): "2. Later section" ---',
+        '# --- from notebooks/b_part/01_second.py, cell 2 (line 11): "1. Extending the demo" ---',
+    ]
+    assert text.index("def area") < text.index("def volume") < text.index("def twice")
+    # the docstring stays first, __future__ right after it, one import of math, the self-import dropped
+    ns = load(path)
+    assert ns["__doc__"] == "The demo module." and ns["__all__"] == ["area", "volume", "twice", "TWO"]
+    assert text.count("import math\n") == 1 and "from bandit_unlearning.demo" not in text
+    assert text.index("from __future__") < text.index("__all__") < text.index("import math")
+    assert ns["volume"](1.0) == pytest.approx(4 / 3 * np.pi) and ns["twice"](3) == 6
+    assert export.drift(root) == []
+    assert not (root / "bandit_unlearning" / "other.py").exists()     # no cell of chapter two exports there
+
+
+def test_provenance_markers_point_at_the_cell_and_its_lines(tmp_path):
+    root = small_tree(tmp_path, {"b_part/01_second.py": SECOND, "a_part/09_first.py": FIRST})
+    export.write(root)
+    path = root / "bandit_unlearning" / "demo.py"
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith(export.MARKER) or i <= next(
+                j for j, t in enumerate(lines, start=1) if t.startswith(export.MARKER)):
+            continue
+        chapter, at = export.locate(root, path, i)
+        assert (root / chapter).read_text().splitlines()[at - 1] == line, (i, line, chapter, at)
+    # a traceback through the module leads back to the chapter's line
+    ns = load(path)
+    try:
+        ns["volume"]("r")
+    except TypeError as err:
+        tb = err.__traceback__
+        while tb.tb_next:
+            tb = tb.tb_next
+        chapter, at = export.locate(root, path, tb.tb_lineno)
+        assert chapter.as_posix() == "notebooks/a_part/09_first.py"
+        assert "4 / 3 * math.pi" in (root / chapter).read_text().splitlines()[at - 1]
+
+
+def test_markers_of_the_real_package_point_at_their_cells():
+    modules = export.collect(ROOT)
+    checked = 0
+    for path in sorted(export.generated_on_disk(ROOT)):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines[:-1], start=1):
+            if line.startswith(export.MARKER) and lines[i].strip():
+                chapter, at = export.locate(ROOT, path, i + 1, modules)
+                assert (ROOT / chapter).read_text().splitlines()[at - 1] == lines[i], (path, i + 1)
+                cell = int(line.split(", cell ")[1].split()[0])
+                assert export._cell_lines(ROOT / chapter)[cell - 1] < at
+                checked += 1
+    assert checked >= len(modules)
+
+
+@pytest.mark.parametrize("second, message", [
+    ("def area(r):\n    return r\n", "'area' is defined in two cells"),
+    ("area = 1\n", "'area' is defined in two cells"),
+    ("from math import sqrt as area\n", "which notebooks/a_part/09_first.py, cell 2 (line 10) defines"),
+    ("import numpy.linalg as np\n", "'np' is imported differently in two cells"),
+    ("from bandit_unlearning.demo import nothing_here\n", "no earlier cell"),
+    ('"""A second docstring."""\n', "only the first cell"),
+])
+def test_conflicting_cells_are_refused(tmp_path, second, message):
+    chapter = HEADER.format(module="bandit_unlearning.demo") + '# %% tags=["export"]\n' + second
+    root = small_tree(tmp_path, {"a_part/09_first.py": FIRST, "b_part/01_second.py": chapter})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        export.write(root)
+    assert not (root / "bandit_unlearning" / "demo.py").exists()
+
+
+def test_identical_imports_merge_and_keep_the_module_importable(tmp_path):
+    other = HEADER.format(module="bandit_unlearning.demo") + (
+        '# %% tags=["export"]\nimport math\nfrom math import pi, tau\n\nimport numpy as np\n\n\n'
+        'def circumference(r):\n    return np.float64(tau * r) + 0 * pi\n')
+    root = small_tree(tmp_path, {"a_part/09_first.py": FIRST, "b_part/01_second.py": SECOND,
+                                 "c_part/01_third.py": other})
+    export.write(root)
+    text = (root / "bandit_unlearning" / "demo.py").read_text()
+    assert text.count("import numpy as np") == 1 and text.count("from math import") == 1
+    assert "from math import sqrt, pi, tau" in text
+    assert load(root / "bandit_unlearning" / "demo.py")["circumference"](1.0) == pytest.approx(2 * np.pi)

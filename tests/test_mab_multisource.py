@@ -1,5 +1,5 @@
 """Multi-source unlearning (chapter A7): Algorithm 7 (corrected rule E5) and Algorithm 8 through the entry
-points of chapter A3, several noised arms, the batch interface, Theorem 3.13's bound, and bad input."""
+points of chapter A3a, several noised arms, the batch interface, Theorem 3.13's bound, and bad input."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Adaptive single-source unlearning (chapter A3): Algorithms 2 and 3, exact output distributions,
+"""Adaptive single-source unlearning (chapters A3a-A3d): Algorithms 2 and 3, exact output distributions,
 the batch version, Theorems 3.3/3.5 bounds, and bad input (Paper A §3, E1-E3, E6, E7, E12)."""
 
 import numpy as np
@@ -19,7 +19,7 @@ from bandit_unlearning.mab.unlearn import (
     reference, unlearn, unlearn_batch,
 )
 from bandit_unlearning.privacy.audit import hockey_stick_delta
-from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 
 def req(arm, k, s):
@@ -97,7 +97,7 @@ def test_threshold_rules_and_scale():
 def test_calibrations():
     eps, delta = 0.5, 1e-5
     d_f = paper_sensitivity(200, 20)
-    for cal, expected in (("paper", d_f * privacy_gamma(eps, delta)), ("classic", d_f * privacy_gamma(eps, delta)),
+    for cal, expected in (("paper", d_f * gaussian_gamma(eps, delta)), ("classic", d_f * gaussian_gamma(eps, delta)),
                           ("analytic", analytic_gaussian_sigma(d_f, eps, delta))):
         r = unlearn(STATE, U, "gaussian", epsilon=eps, delta=delta, calibration=cal, rng=np.random.default_rng(0))
         assert r.sigma == pytest.approx(expected, rel=1e-12) and r.calibration == cal
@@ -430,3 +430,28 @@ def test_theorem_bounds_cases():
 def test_bounds_bad_input(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_options_object_and_keywords_say_the_same_thing():
+    from bandit_unlearning.mab.lcb import LCBState
+    from bandit_unlearning.mab.mechanisms import DeletionRequest
+    from bandit_unlearning.mab.unlearn import UnlearnOptions, output_distributions, unlearn
+    state = LCBState([200, 150, 100], [120.0, 60.0, 30.0], 1 / 450)
+    request = DeletionRequest([0] * 10, [1.0] * 10)
+    opts = UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic")
+    by_object = unlearn(state, request, options=opts, rng=np.random.default_rng(3))
+    by_keywords = unlearn(state, request, "gaussian", epsilon=0.5, delta=1e-5, calibration="analytic",
+                          rng=np.random.default_rng(3))
+    assert by_object.options == by_keywords.options == opts
+    assert np.array_equal(by_object.scores, by_keywords.scores) and by_object.sigma == by_keywords.sigma > 0
+    p_obj = output_distributions(state, request, options=opts)
+    p_kw = output_distributions(state, request, "gaussian", epsilon=0.5, delta=1e-5, calibration="analytic")
+    assert all(np.array_equal(a, b) for a, b in zip(p_obj, p_kw))
+
+
+def test_mixing_k_prime_is_rounded_half_up_everywhere():
+    from bandit_unlearning.experiments.paper_a import ProtocolA, _mixing_k_prime
+    from bandit_unlearning.mab.unlearn import UnlearnOptions
+    for eta, k, expected in ((0.25, 2, 1), (0.25, 10, 3), (0.5, 5, 3), (0.25, 6, 2), (0.5, 80, 40)):
+        assert UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k) == expected
+        assert _mixing_k_prime(f"eta={eta}", k, ProtocolA()) == expected     # Python's round(2.5) would give 2

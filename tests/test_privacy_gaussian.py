@@ -13,7 +13,7 @@ from bandit_unlearning.privacy.audit import (
     hockey_stick_delta, hockey_stick_epsilon, subset_events, threshold_events,
 )
 from bandit_unlearning.privacy.gaussian import (
-    analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gamma,
+    analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
     gaussian_delta, gaussian_epsilon,
 )
 
@@ -35,7 +35,7 @@ def test_bad_epsilon(eps):
     with pytest.raises(ValueError, match="epsilon"):
         analytic_gaussian_sigma(1.0, eps, 1e-5)
     with pytest.raises(ValueError, match="epsilon"):
-        gamma(eps, 1e-5)
+        gaussian_gamma(eps, 1e-5)
 
 
 @pytest.mark.parametrize("delta", [0, 1, -0.1, 1.5, float("nan")])
@@ -121,8 +121,8 @@ def test_audit_bad_input():
 
 # ------------------------------------------------------------------------------------ calibrations
 def test_known_values():
-    assert gamma(1.0, 1e-5) == pytest.approx(math.sqrt(2 * math.log(1.25e5)))
-    assert classic_gaussian_sigma(2.0, 0.5, 1e-5) == pytest.approx(2 * gamma(0.5, 1e-5))
+    assert gaussian_gamma(1.0, 1e-5) == pytest.approx(math.sqrt(2 * math.log(1.25e5)))
+    assert classic_gaussian_sigma(2.0, 0.5, 1e-5) == pytest.approx(2 * gaussian_gamma(0.5, 1e-5))
     # Balle & Wang (2018): sigma ~ 3.73 for eps = 1, delta = 1e-5, Delta = 1
     assert analytic_gaussian_sigma(1.0, 1.0, 1e-5) == pytest.approx(3.7306, abs=1e-4)
 

@@ -52,6 +52,7 @@ from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, nod
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
+# --- from notebooks/rl/03_exact_unlearning.py, cell 5 (line 175): "3. Implementation: the framework" ---
 def _freeze_arrays(value) -> None:
     """Make every numpy array in ``value`` (through tuples, lists and dicts) read-only."""
     if isinstance(value, np.ndarray):

@@ -34,6 +34,7 @@ from bandit_unlearning.exact.tree import (
 from bandit_unlearning.privacy.coupling import check_sigma
 
 
+# --- from notebooks/rl/10_light_tree.py, cell 6 (line 185): "3. Implementation" ---
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a

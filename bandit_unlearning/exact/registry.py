@@ -13,6 +13,7 @@ from bandit_unlearning.exact.learner import ZERO_USER, Run, unlearn
 from bandit_unlearning.exact.tree import resolve_rng
 
 
+# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 37): "Chapter B11 — Deleting a user, not a step" ---
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
     e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""

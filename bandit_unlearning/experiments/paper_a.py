@@ -37,9 +37,10 @@ from bandit_unlearning.mab.data import check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
-from bandit_unlearning.mab.unlearn import unlearn_batch
+from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
 
 
+# --- from notebooks/mab/08_paper_experiments.py, cell 9 (line 267): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
@@ -107,7 +108,7 @@ _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6")
 
 
 def _check_methods(methods) -> list:
-    """Method names: those of ``_METHODS`` or ``"eta=x"`` (mixing with k' = round(x k), x in [0, 1])."""
+    """Method names: those of ``_METHODS`` or ``"eta=x"`` (mixing with k' = x k rounded half up, x in [0, 1])."""
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise TypeError(f"methods must be a sequence of method names, got {type(methods).__name__}")
     methods = list(methods)
@@ -140,8 +141,10 @@ def _check_request(traj, prefix, sources, k, gamma, rng, protocol):
 
 
 def _mixing_k_prime(method: str, k: int, protocol: ProtocolA) -> int:
+    """Mixing's k' for a request of k points: ``eta * k`` rounded half up -- the one rule, that of
+    ``UnlearnOptions.k_rollback_for`` (gamma plays no part in it)."""
     eta = protocol.mixing_eta if method == "Mixing" else float(method.split("=", 1)[1])
-    return int(round(eta * k))
+    return UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k)
 
 
 def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, protocol):

@@ -20,6 +20,8 @@ import numpy as np
 
 from bandit_unlearning.checks import check_bool, check_instance
 
+
+# --- from notebooks/mab/08_paper_experiments.py, cell 10 (line 626): "2. The engine" ---
 METHOD_LABELS = {
     "Oracle": "Oracle (no deletion)",
     "Gaussian": "Gaussian (always noise)",

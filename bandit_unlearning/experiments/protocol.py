@@ -27,6 +27,8 @@ from bandit_unlearning.checks import (
 )
 from bandit_unlearning.mab.data import check_distribution, check_means, concentrability_behavior
 
+
+# --- from notebooks/mab/08_paper_experiments.py, cell 4 (line 68): "1. Trajectories with prefix sharing" ---
 PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
 
 

@@ -25,7 +25,6 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy.stats import binom, norm
-
 from matplotlib.axes import Axes
 
 from bandit_unlearning.checks import (
@@ -36,6 +35,8 @@ from bandit_unlearning.experiments.rl_stable import stable_regret_curve
 from bandit_unlearning.rl.envs import independent_bandits
 from bandit_unlearning.rl.stable import stable_sigma
 
+
+# --- from notebooks/rl/09_lower_bound.py, cell 4 (line 86): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 MAX_TV_GRID = 50_000_000      # (n + 1) x grid points ``gaussian_sum_tv`` may build
 
 

@@ -40,6 +40,8 @@ from bandit_unlearning.rl.envs import gridworld, riverswim
 from bandit_unlearning.rl.stable import stable_sigma
 from bandit_unlearning.rl.ucbvi import statistics_sensitivity
 
+
+# --- from notebooks/rl/09_lower_bound.py, cell 13 (line 412): "5. Reproducing Part B's RL figures: `reproduce_rl`" ---
 INF = math.inf
 PROTOCOLS = {
     "quick": {

@@ -12,7 +12,6 @@ __all__ = [
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from matplotlib.axes import Axes
 
 from bandit_unlearning.checks import check_instance, check_int, check_int_array, check_real, check_real_array
@@ -20,6 +19,7 @@ from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
+# --- from notebooks/rl/06_ucbvi.py, cell 28 (line 962): "4. Regret of the non-private reference" ---
 def loglog_slope(ts, cumulative, start: float = 0.1) -> float:
     """Least-squares slope of ``log R(t)`` against ``log t`` over ``t >= start * max(ts)``."""
     ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)

@@ -21,7 +21,6 @@ __all__ = [
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from matplotlib.axes import Axes
 
 from bandit_unlearning.checks import (
@@ -30,6 +29,8 @@ from bandit_unlearning.checks import (
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
 from bandit_unlearning.exact.tree import check_int, leaf_path
 
+
+# --- from notebooks/rl/04_theorem_3_3.py, cell 18 (line 410): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
 

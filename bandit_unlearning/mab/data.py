@@ -31,6 +31,7 @@ from bandit_unlearning.checks import (
 )
 
 
+# --- from notebooks/mab/01_data_and_lcb.py, cell 4 (line 55): "1. Data" ---
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, copy=True)
     a.setflags(write=False)

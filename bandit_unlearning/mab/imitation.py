@@ -46,6 +46,8 @@ from bandit_unlearning.checks import (
 from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 
+
+# --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 71): "2. Implementation" ---
 MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
 MAX_PAIR_ENTRIES = 20_000_000     # (dataset, request, arm) entries ``output_distributions_uniform_deletion`` may build
 

@@ -39,6 +39,8 @@ from bandit_unlearning.checks import (
 )
 from bandit_unlearning.privacy.gaussian import check_delta
 
+
+# --- from notebooks/privacy/01_gaussian_mechanism.py, cell 14 (line 541): "5. Monte Carlo audits" ---
 DISTRIBUTION_ATOL = 1e-9
 MAX_EVENT_ENTRIES = 5_000_000   # events x outcomes of the default event family (``subset_events``)
 

@@ -22,6 +22,7 @@ from scipy.special import erf
 from bandit_unlearning.checks import as_array, as_generator, check_positive, check_real
 
 
+# --- from notebooks/rl/01_tv_and_coupling.py, cell 4 (line 54): "1. TV distance between $\mathcal N(\mu_1, \sigma^2 I_d)$..." ---
 def check_sigma(sigma: float) -> float:
     """Validate a noise scale: a finite number ``>= 0`` (``0`` means no noise)."""
     return check_real(sigma, "sigma", 0)

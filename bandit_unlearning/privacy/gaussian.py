@@ -2,7 +2,7 @@
 # then run `make export`.
 """Calibrating the Gaussian mechanism (Paper A Definition 2.1, A4 and sharp edge E1).
 
-- ``gamma(epsilon, delta)``: Paper A's privacy scale ``sqrt(2 ln(1.25/delta)) / epsilon``.
+- ``gaussian_gamma(epsilon, delta)``: Paper A's privacy scale ``sqrt(2 ln(1.25/delta)) / epsilon``.
 - ``classic_gaussian_sigma``: ``sensitivity * gamma`` (Dwork & Roth, Thm A.1), refused for
   ``epsilon >= 1`` where it is not proven (erratum E1).
 - ``analytic_gaussian_sigma``: the smallest sigma that is (epsilon, delta)-indistinguishable
@@ -17,7 +17,7 @@ __all__ = [
     "check_epsilon",
     "check_delta",
     "check_sensitivity",
-    "gamma",
+    "gaussian_gamma",
     "classic_gaussian_sigma",
     "ANALYTIC_EPSILON_MAX",
     "gaussian_delta",
@@ -34,6 +34,7 @@ from scipy import optimize, special
 from bandit_unlearning.checks import as_array, as_real
 
 
+# --- from notebooks/privacy/01_gaussian_mechanism.py, cell 4 (line 105): "2. Derivation" ---
 def check_epsilon(epsilon) -> float:
     """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float."""
     value = as_real(epsilon, "epsilon")
@@ -58,17 +59,18 @@ def check_sensitivity(sensitivity) -> float:
     return value
 
 
-def gamma(epsilon, delta) -> float:
+def gaussian_gamma(epsilon, delta) -> float:
     """Paper A's privacy scale ``gamma = sqrt(2 ln(1.25/delta)) / epsilon`` (Paper A Definition 2.1).
 
     Defined for every epsilon > 0; whether ``sigma = Delta * gamma`` is private is another matter
-    (see ``classic_gaussian_sigma``).
+    (see ``classic_gaussian_sigma``).  Named ``gaussian_gamma``, not ``gamma``, so that it is never
+    confused with the ``gamma=`` argument (a given noise scale) of the unlearning functions.
     """
     return math.sqrt(2 * math.log(1.25 / check_delta(delta))) / check_epsilon(epsilon)
 
 
 def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
-    """Classic calibration ``sigma = sensitivity * gamma(epsilon, delta)`` (Dwork & Roth, Thm A.1).
+    """Classic calibration ``sigma = sensitivity * gaussian_gamma(epsilon, delta)`` (Dwork & Roth, Thm A.1).
 
     Proven only for ``epsilon < 1``; larger epsilon raises ``ValueError`` (erratum E1) -- use
     ``analytic_gaussian_sigma`` there.
@@ -81,7 +83,7 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
             f"for epsilon < 1 (Dwork & Roth, Thm A.1; erratum E1), got epsilon = {epsilon}; use "
             "analytic_gaussian_sigma, which is exact for every epsilon > 0"
         )
-    return sensitivity * gamma(epsilon, delta)
+    return sensitivity * gaussian_gamma(epsilon, delta)
 
 
 _SQRT2 = math.sqrt(2.0)

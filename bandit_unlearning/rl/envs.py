@@ -23,6 +23,7 @@ from bandit_unlearning.checks import as_generator, check_bool, check_int, check_
 from bandit_unlearning.rl.mdp import TabularMDP
 
 
+# --- from notebooks/rl/05_tabular_mdps.py, cell 9 (line 405): "3. Environments" ---
 def riverswim(horizon: int = 20, n_states: int = 6, initial_state: int = 0) -> TabularMDP:
     """RiverSwim (Strehl & Littman 2008; 6-state form of Osband et al. 2013).
 

@@ -22,6 +22,7 @@ from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
 
 
+# --- from notebooks/rl/05_tabular_mdps.py, cell 20 (line 989): "5. Gymnasium interoperability (optional dependency)" ---
 def _import_gymnasium():
     try:
         import gymnasium

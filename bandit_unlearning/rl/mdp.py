@@ -27,6 +27,8 @@ import numpy as np
 
 from bandit_unlearning.checks import as_array, check_bool, check_instance, check_int
 
+
+# --- from notebooks/rl/05_tabular_mdps.py, cell 4 (line 59): "1. The MDP type" ---
 ROW_SUM_TOL = 1e-9
 
 

@@ -49,6 +49,8 @@ from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
 from bandit_unlearning.rl.users import _GAMMA, _MASK, N_STREAMS, _check_noise, _rollout_lists, check_seed
 
+
+# --- from notebooks/rl/07_stable_ucbvi.py, cell 4 (line 152): "3. Implementation" ---
 CALIBRATIONS = ("paper", "exact")
 
 

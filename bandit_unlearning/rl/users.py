@@ -33,6 +33,8 @@ import numpy as np
 from bandit_unlearning.checks import as_array, check_choice, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 
+
+# --- from notebooks/rl/05_tabular_mdps.py, cell 14 (line 626): "4. Replayable users (erratum E10)" ---
 TRANSITION, REWARD, INITIAL = 0, 1, 2
 N_STREAMS = 3
 REWARD_NOISE = ("bernoulli", "none")

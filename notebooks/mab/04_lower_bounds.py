@@ -11,7 +11,7 @@
 # $C^\star \ge 2$) and the $C^\star \in (1, 2)$ case; Appendix A.6–A.8 (Paper A Theorems 3.7, 3.9).  Exports
 # `bandit_unlearning.mab.lower_bounds`.*
 #
-# Chapters A2–A3 built unlearning mechanisms and bounded their sub-optimality from above.  The paper
+# Chapters A2–A3d built unlearning mechanisms and bounded their sub-optimality from above.  The paper
 # also bounds it from **below**: no $(\varepsilon, \delta)$-unlearning mechanism, however clever, can
 # have a worst-case sub-optimality smaller than order $e^{-\varepsilon}/\sqrt{N(a_0) - k}$.  The
 # proof is Le Cam's two-point method: two bandit instances that differ only on the deleted arm, close
@@ -39,7 +39,7 @@ from bandit_unlearning.mab.lcb import fit_lcb, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, unlearn, unlearn_batch
 from bandit_unlearning.montecarlo import hoeffding_margin
-from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 rng = np.random.default_rng(20260607)
 
@@ -104,7 +104,7 @@ rng = np.random.default_rng(20260607)
 #   Lemma A.8 is about $U$ uniform over $D$.  Under $\mathcal M_d$ we use single-source requests
 #   (conditioning on $N(a_0) \ge k$ so that they exist) and compute *their* KL exactly.
 # * *What the reference reads.* Step 4 needs the reference to read nothing that depends on the
-#   deleted rewards.  Algorithm 3 (chapter A3) decides its branch from $\hat a = \pi(D)$ — the
+#   deleted rewards.  Algorithm 3 (chapter A3a) decides its branch from $\hat a = \pi(D)$ — the
 #   learner's output on the *original* data.  For Algorithm 2 the chain therefore needs the KL of
 #   $(D\setminus U, \pi(D))$; we compute the extra term exactly (Section 5).
 # * *The $C^\star \in (1, 2)$ closed form* is checked against the exact KL (Section 4).
@@ -912,7 +912,7 @@ print(f"for C*/(N-k) > 5e 256 e^(2 eps) = {too_big:.0f} (eps = {eps0}) the formu
 # `lower_bound_distribution` keeps the printed formula and its docstring says where it is proven.
 #
 # **What Algorithm 3 reads.**  Algorithm 2 decides between noise and rollback from $\hat a = \pi(D)$,
-# and so does its reference, Algorithm 3 (chapter A3: the branch is "public in both worlds").  But
+# and so does its reference, Algorithm 3 (chapter A3a: the branch is "public in both worlds").  But
 # $\pi(D)$ depends on the deleted rewards, so step 4 of the chain must bound the KL of
 # $(D \setminus U, \pi(D))$, not of $D\setminus U$ alone.  By the chain rule the extra term is
 # $E_{I_1}\big[\mathrm{kl}\big(P_{I_1}[\pi(D) = a_0 \mid D\setminus U]\,\|\,P_{I_2}[\pi(D) = a_0 \mid D\setminus U]\big)\big]$, which
@@ -923,7 +923,7 @@ print(f"for C*/(N-k) > 5e 256 e^(2 eps) = {too_big:.0f} (eps = {eps0}) the formu
 # %%
 def reachable_counts(pair, epsilon, delta):
     """The N(a0) at which Algorithm 2 (paper threshold gamma0) may take the Gaussian branch."""
-    g, L = privacy_gamma(epsilon, delta), np.log(2 * pair.n)
+    g, L = gaussian_gamma(epsilon, delta), np.log(2 * pair.n)
     support = np.flatnonzero((pair.source_count_pmf(0) > 0) | (pair.source_count_pmf(1) > 0))
     return [int(n0) for n0 in support if g < gamma0_paper(n0, pair.k, L)]
 
@@ -950,7 +950,7 @@ for pair, eps in [(fixed_sample_pair(21, 20), 0.5), (fixed_sample_pair(22, 20), 
 # about the deleted rewards — up to 1.66 nats at $N(a_0) - k = 2$, $k = 20$, four times what the
 # retained data carry (0.41) — and the chain certified for Algorithm 2 falls below the printed
 # formula (to 0 there; under $\mathcal M_d$ with $C^\star = 5$, $N - k = 2$: 0.011 against 0.016).  So,
-# with the branch read from $\pi(D)$ in both worlds as chapter A3 implements Algorithm 3,
+# with the branch read from $\pi(D)$ in both worlds as chapter A3a implements Algorithm 3,
 # Theorems 3.7 and 3.9 are *not implied* for Algorithm 2 where its Gaussian branch is reachable; they
 # are implied for the Gaussian mechanism and rollback, and for Algorithm 2 where $\gamma \ge \gamma_0$
 # (it is rollback there).  (Read literally, Definition 2.1's reference gets $\pi(D\setminus U)$; with

@@ -8,7 +8,7 @@
 # # Chapter A5 — Mixing rollback and noise (Algorithms 4 and 5)
 #
 # *Paper A, Appendix A: Algorithm 4 (mixing), Algorithm 5 (its reference), Theorems A.9 and A.10
-# (Paper A Algorithms 4-5).  The mechanism runs through the entry points of chapter A3
+# (Paper A Algorithms 4-5).  The mechanism runs through the entry points of chapter A3a
 # (`unlearn`/`reference`/`output_distributions`/`unlearn_batch` with `method="mixing"`); this
 # chapter exports the utility bound, `bandit_unlearning.mab.mixing`.*
 #
@@ -42,11 +42,11 @@ from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
     UnlearnOptions, noise_sensitivity, noisy_argmax_distribution, output_distributions, reference,
-    subset_sum_distribution, unlearn, unlearn_batch,
+    unlearn, unlearn_batch,
 )
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
-from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gamma as privacy_gamma
+from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 rng = np.random.default_rng(20260605)
 PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
@@ -106,7 +106,7 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # rolled back), so the distribution of $s'$ is known: for 0/1 rewards with $s$ ones among the $k$
 # deleted, the number of ones in a uniformly random $k'$-subset is hypergeometric$(s, k - s, k')$; for
 # general rewards it is a multivariate hypergeometric over the distinct values
-# (`subset_sum_distribution`).  Given $s'$, the output distribution is chapter A3's closed form
+# (`subset_sum_distribution`).  Given $s'$, the output distribution is chapter A3b's closed form
 # $P[\hat a' = a_0] = \Phi((f_{a_0} - f_b)/\sigma)$.  So
 # $$
 # P[\hat a' = a] = \sum_{s'} P[S' = s']\; \mathrm{noisy\_argmax}\big(f_{a_0}(D\setminus U'_{s'}),\ f_{-a_0};\ \sigma\big)_a ,
@@ -114,6 +114,76 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # a **finite mixture of closed forms — exact**, not an approximation.  `output_distributions(...,
 # method="mixing")` computes it; `unlearn` draws $U'$ with `rng.choice` and `unlearn_batch` either
 # takes the rolled-back reward sums or draws them hypergeometrically.
+
+# %% [markdown]
+# **The code.**  Two pieces of `bandit_unlearning.mab.unlearn` serve mixing only, so they are written
+# here: the exact distribution of the rolled-back reward sum $s'$ (hypergeometric for 0/1 rewards, an
+# exact enumeration otherwise), and the scores of $D \setminus U'$ for given sums $s'$ — used by `unlearn`
+# (one drawn $U'$) and by `output_distributions` (every $s'$ at once).  The entry points that call them
+# are in chapters A3a and A3b.
+
+# %% tags=["export:bandit_unlearning.mab.unlearn"]
+import math
+
+import numpy as np
+from scipy import stats
+
+from bandit_unlearning.checks import check_int, check_real_array
+from bandit_unlearning.mab.lcb import LCBState, lcb_scores
+
+MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distribution`` (general rewards)
+
+
+def subset_sum_distribution(values, size: int):
+    """Exact distribution of the sum of a uniformly random subset of ``size`` of the numbers ``values``
+    (drawn without replacement; the rolled-back subset ``U'`` of mixing).  Returns ``(sums, probs)``,
+    sums increasing, probabilities summing to 1.
+
+    0/1 values: the number of ones is hypergeometric(ones, zeros, size).  General values: a
+    multivariate hypergeometric over the distinct values, enumerated exactly (integer weights
+    ``prod_v C(c_v, j_v)`` over ``C(k, size)``) and merged by sum (to 1e-10); refused with a
+    ValueError if the enumeration would exceed ``MAX_SUBSET_SUMS`` states.
+    """
+    values = check_real_array(values, "values").ravel()
+    k = values.size
+    size = check_int(size, "size", 0, k)
+    if np.all((values == 0) | (values == 1)):
+        ones = int(values.sum())
+        j = np.arange(max(0, size - (k - ones)), min(size, ones) + 1)
+        p = stats.hypergeom.pmf(j, k, ones, size)
+        return j.astype(float), p / p.sum()
+    distinct, mult = np.unique(values, return_counts=True)
+    states = {(0, 0.0): (0.0, 1)}             # (points chosen, rounded sum) -> (sum, integer weight)
+    for v, c in zip(distinct, mult):
+        new = {}
+        for (n_chosen, _), (s, w) in states.items():
+            for j in range(0, min(int(c), size - n_chosen) + 1):
+                s2 = s + j * v
+                key = (n_chosen + j, round(s2, 10))
+                old = new.get(key, (s2, 0))
+                new[key] = (old[0], old[1] + w * math.comb(int(c), j))
+            if len(new) > MAX_SUBSET_SUMS:                 # refuse before the table outgrows memory
+                break
+        if len(new) > MAX_SUBSET_SUMS:
+            raise ValueError(f"the subset sums of {k} distinct-valued rewards are too many to enumerate "
+                             f"(> {MAX_SUBSET_SUMS}); round the rewards or use 0/1 rewards")
+        states = new
+    total = math.comb(k, size)
+    final = sorted((s, w) for (n_chosen, _), (s, w) in states.items() if n_chosen == size)
+    sums = np.array([s for s, _ in final])
+    probs = np.array([w / total for _, w in final])
+    return sums, probs / probs.sum()
+
+
+def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_sums) -> np.ndarray:
+    """Score vectors of ``D \\ U'`` for rolled-back parts ``U'`` of ``k_rollback`` points of ``arm`` whose
+    rewards sum to ``rolled_sums`` (shape ``(J,)``): shape ``(J, m)``, same ``tau`` (E12)."""
+    rolled_sums = np.atleast_1d(np.asarray(rolled_sums, dtype=float))
+    counts = np.tile(state.counts, (rolled_sums.size, 1))
+    sums = np.tile(state.reward_sums, (rolled_sums.size, 1))
+    counts[:, arm] -= k_rollback
+    sums[:, arm] = np.clip(sums[:, arm] - rolled_sums, 0.0, counts[:, arm])
+    return lcb_scores(counts, sums, state.tau)[2]
 
 # %% [markdown]
 # ## 3. Using it
@@ -292,7 +362,7 @@ assert rejected >= 1
 # %% [markdown]
 # ## 5. Theorem A.9, audited exactly
 #
-# **Exact audit.** As in chapter A3, for a finite-output mechanism the smallest $\delta$ at which the
+# **Exact audit.** As in chapter A3c, for a finite-output mechanism the smallest $\delta$ at which the
 # unlearned output $P$ and the reference $Q$ satisfy Definition 2.1 at $\varepsilon$ is the
 # hockey-stick divergence $\max\{\sum_a (P_a - e^\varepsilon Q_a)_+,\ \sum_a (Q_a - e^\varepsilon P_a)_+\}$,
 # and we evaluate it on worst-case datasets.
@@ -308,7 +378,7 @@ assert rejected >= 1
 # *Competitor.* Arm 1's score $M$ ranges over what $N$ rewards in $[0,1]$ allow,
 # $[-\sqrt{L/2N},\ 1 - \sqrt{L/2N}]$, and mixing adds noise only if $\hat a = a_0$, i.e.
 # $M \le f_{a_0}(D)$.  For a deterministic $U'$ the worst $M$ is where the privacy loss equals
-# $\varepsilon$, $t^\star_\pm = \bar\mu \pm \varepsilon\sigma^2/|\mu_1 - \mu_2|$ (chapter A3), clipped to the
+# $\varepsilon$, $t^\star_\pm = \bar\mu \pm \varepsilon\sigma^2/|\mu_1 - \mu_2|$ (chapter A3c), clipped to the
 # feasible interval; for mixtures we take the $t^\star_\pm$ of every mixture component with
 # probability $\ge 10^{-15}$ plus a 41-point grid over the feasible interval, and both interval
 # ends.  (A search can only *under*-estimate the worst $\delta$ for mixtures, which would make the audit
@@ -355,7 +425,7 @@ _unit = {}
 
 def unit_sigma(eps, delta, calibration):
     if calibration == "paper":
-        return privacy_gamma(eps, delta)
+        return gaussian_gamma(eps, delta)
     if (eps, delta) not in _unit:
         _unit[(eps, delta)] = analytic_gaussian_sigma(1.0, eps, delta)
     return _unit[(eps, delta)]
@@ -518,7 +588,7 @@ assert all(p[0] > 0 and p[1] == 1.0 for p in power.values())
 # $h(x) = \sqrt{L/2}\sqrt{n-x} - c(n-k)$ is **strictly decreasing** in $x$, so $B'$ changes sign at most
 # once, from $+$ to $-$: $B$ rises, then falls.  A function that rises then falls on $[0, k]$ takes its
 # minimum at an end — $k' = 0$ (Gaussian) or $k' = k$ (rollback).  Which end?  $B(0) - 4/N$ is chapter
-# A3's Gaussian branch bound $R_g$ and $B(k) - 4/N$ the rollback bound $R_r$, so $B(0) < B(k)$ iff
+# A3a's Gaussian branch bound $R_g$ and $B(k) - 4/N$ the rollback bound $R_r$, so $B(0) < B(k)$ iff
 # $\gamma < \gamma^\star$, the exact crossing of E3 (`gamma0_exact`) — mixing's best $k'$ is
 # Algorithm 2 with the exact threshold.
 #
@@ -736,7 +806,7 @@ plt.show()
 
 # %% [markdown]
 # ## Summary
-# - Mixing runs through the entry points of chapter A3: `unlearn`, `reference` (Algorithm 5),
+# - Mixing runs through the entry points of chapter A3a: `unlearn`, `reference` (Algorithm 5),
 #   `output_distributions` and `unlearn_batch` with `method="mixing"` and `k_prime` or `eta`
 #   ($k' = \lfloor \eta k + 1/2 \rfloor$), $k' = k$ when $\hat a \ne a_0$, noise calibrated to the
 #   sensitivity of $k - k'$ points among $N(a_0) - k'$ (E2 applies to that pair).  Bad $k'$/$\eta$,

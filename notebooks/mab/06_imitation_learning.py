@@ -594,7 +594,7 @@ plt.show()
 # The paper's Table 2 compares the two on $\mathcal M_d$ with $C^\star = 1.3$ in the hard case
 # ($a_0 = a^\star$).  We run both on the same data: the paper's instance, $R = 20{,}000$ replicates,
 # $\gamma = 0.5$, the experiments' threshold $\gamma_0^{\exp} = 1.3\,\gamma_0$, the paper's calibration
-# $\sigma = \Delta_f\gamma$ (chapter A3's `unlearn_batch`), and a request of
+# $\sigma = \Delta_f\gamma$ (chapter A3b's `unlearn_batch`), and a request of
 # $k = \min(80, \lfloor N/4 \rfloor)$ points of $a^\star$ drawn uniformly among its points (so the deleted
 # reward sum is hypergeometric).  Table 2's $N \in \{900, \dots, 1200\}$ are included, plus smaller $N$
 # where the two differ.  The two are not equally private: Algorithm 6 is $(0,0)$-unlearning, Algorithm 2

@@ -9,7 +9,7 @@
 #
 # *Paper A, Section 3.5: Algorithm 7 (multi-source unlearning under $\mathcal M_f$), Algorithm 8 (its
 # reference), Theorem 3.13 (Paper A Algorithm 7 and sharp edge E5).  The mechanism runs through the entry
-# points of chapter A3 (a `DeletionRequest` with points of several arms); this chapter exports
+# points of chapter A3a (a `DeletionRequest` with points of several arms); this chapter exports
 # Theorem 3.13's bound, `bandit_unlearning.mab.multisource`.*
 #
 # A deletion request may name points of several arms: $U = U_1 \cup \dots \cup U_l$ with $|U_i| = k_i$
@@ -39,13 +39,13 @@ from bandit_unlearning.mab.data import sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
-    UnlearnOptions, multi_noisy_argmax_distribution, noisy_argmax_distribution, output_distributions,
+    UnlearnOptions, noisy_argmax_distribution, output_distributions,
     plan_unlearning, reference, unlearn, unlearn_batch,
 )
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import (
-    analytic_gaussian_sigma, classic_gaussian_sigma, gamma as privacy_gamma, gaussian_delta,
+    analytic_gaussian_sigma, classic_gaussian_sigma, gaussian_gamma, gaussian_delta,
 )
 
 rng = np.random.default_rng(20260607)
@@ -250,7 +250,7 @@ print(f"unlearn_batch (two source arms) == scalar unlearn/reference on {n_compar
 # %% [markdown]
 # ## 5. Exact distributions when several arms are noised
 #
-# Algorithm 7 noises at most one arm, so chapter A3's closed form applies.  The paper's "Gaussian"
+# Algorithm 7 noises at most one arm, so chapter A3b's closed form applies.  The paper's "Gaussian"
 # baseline noises **every** source arm; the argmax of several noisy coordinates has no closed form,
 # but it is a 1-D integral: for a noised arm $i$,
 # $$
@@ -269,6 +269,71 @@ print(f"unlearn_batch (two source arms) == scalar unlearn/reference on {n_compar
 # arms, and the demo request above), every frequency within the Hoeffding/union-bound radius
 # $t = \sqrt{\ln(2C/10^{-6})/(2n)}$ of the quadrature value.  The same test rejects a broken
 # distribution that treats the noised arms one at a time (noising only the first).
+
+# %% tags=["export:bandit_unlearning.mab.unlearn"]
+import math
+
+import numpy as np
+from scipy import integrate, special, stats
+
+from bandit_unlearning.checks import as_array, check_real, check_real_array
+from bandit_unlearning.mab.unlearn import noisy_argmax_distribution
+
+SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
+    """Distribution of ``argmax(scores + sigmas * Z)``, ``Z`` i.i.d. standard normal, for one score vector
+    (shape ``(m,)``) with any number of noised arms (``sigmas[a] > 0``); ties to the lowest index (they
+    matter only among noiseless arms).
+
+    At most one noised arm: the closed form ``noisy_argmax_distribution``.  Several: only the noised
+    arms and ``b`` = the best noiseless arm (lowest index among ties) can win;
+    ``P[b] = prod_j Phi((f_b - f_j)/sigma_j)`` in closed form, and for a noised arm ``i``
+    ``P[i] = int_{u > (f_b - f_i)/sigma_i} phi(u) prod_{j noised, j != i} Phi((f_i + sigma_i u - f_j)/sigma_j) du``,
+    a 1-D integral computed with ``scipy.integrate.quad`` on ``u in [max(lower limit, -39), 39]`` (the
+    normal mass outside is below 1e-300), with the other arms' crossing points
+    ``(f_j - f_i)/sigma_i`` as break points, absolute tolerance ``epsabs``; a ``RuntimeError`` is
+    raised if quad's error estimate exceeds ``1e-9`` for some arm.  The result is renormalised (the
+    sum is 1 to within the quadrature error before that).
+    """
+    scores, sigmas = check_real_array(scores, "scores"), as_array(sigmas, "sigmas").astype(float)
+    epsabs = check_real(epsabs, "epsabs", 0, low_open=True)
+    if scores.ndim != 1 or sigmas.shape != scores.shape:
+        raise ValueError(f"scores and sigmas must be 1-D of equal length, got {scores.shape} and {sigmas.shape}")
+    if not np.all(np.isfinite(sigmas)) or np.any(sigmas < 0):
+        raise ValueError(f"sigmas must be finite and >= 0, got {sigmas}")
+    noised = np.flatnonzero(sigmas > 0)
+    if noised.size == 0:
+        return noisy_argmax_distribution(scores, 0, 0.0)
+    if noised.size == 1:
+        return noisy_argmax_distribution(scores, int(noised[0]), sigmas[noised[0]])
+    quiet = np.flatnonzero(sigmas == 0)
+    out = np.zeros(scores.size)
+    f_b = -np.inf
+    if quiet.size:
+        b = int(quiet[np.argmax(scores[quiet])])
+        f_b = scores[b]
+        out[b] = float(np.prod(stats.norm.cdf((f_b - scores[noised]) / sigmas[noised])))
+    for i in noised:
+        others = noised[noised != i]
+        lo = max((f_b - scores[i]) / sigmas[i], -39.0) if np.isfinite(f_b) else -39.0
+        if lo >= 39.0:
+            continue
+
+        f_o, s_o = scores[others], sigmas[others]
+
+        def integrand(u, f_i=scores[i], s_i=sigmas[i], f_o=f_o, s_o=s_o):
+            return math.exp(-0.5 * u * u) / SQRT_2PI * float(np.prod(special.ndtr((f_i + s_i * u - f_o) / s_o)))
+
+        cuts = (scores[others] - scores[i]) / sigmas[i]
+        cuts = np.unique(cuts[(cuts > lo) & (cuts < 39.0)])
+        value, err = integrate.quad(integrand, lo, 39.0, epsabs=epsabs, epsrel=1e-11, limit=1000,
+                                    points=cuts if cuts.size else None)
+        if err > 1e-9:
+            raise RuntimeError(f"quadrature for arm {int(i)} did not converge (error estimate {err:.2g})")
+        out[i] = value
+    return out / out.sum()
 
 # %%
 worst_cf = 0.0
@@ -333,6 +398,23 @@ assert rejected == 3
 # if Lemma A.1's condition fails for any noised arm; `"exact"` uses the exact worst case).  Algorithm 7
 # noises at most one arm, so it is unaffected; so is mixing (single-source).
 #
+# `_joint_sensitivity` below is that norm (summed left to right, so that the scalar and the batched
+# paths give the same bits); `plan_unlearning` (chapter A3a) and `unlearn_batch` (chapter A3b) call it.
+
+# %% tags=["export:bandit_unlearning.mab.unlearn"]
+import numpy as np
+
+
+def _joint_sensitivity(delta_fs):
+    """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
+    that the scalar and the batched paths give the same bits."""
+    delta_fs = np.asarray(delta_fs, dtype=float)
+    total = np.zeros(delta_fs.shape[:-1])
+    for i in range(delta_fs.shape[-1]):
+        total = total + delta_fs[..., i] * delta_fs[..., i]
+    return np.sqrt(total)
+
+# %% [markdown]
 # **Audit.** $m = l + 1$ arms; each source arm holds $N = 1000$ points with reward sum 500 and loses
 # 20 points, all with reward 1; the untouched arm's mean is searched over $[0.3, 0.7]$ for the worst
 # case (21-point grid, then a bounded local maximisation); $\tau = 1/(mN)$, $(\varepsilon, \delta) = (0.5, 10^{-5})$,
@@ -442,7 +524,7 @@ eps_d, delta_d = 0.5, 1e-5
 print(f"counts N(a) = {state.counts}, reward sums S(a) = {state.reward_sums}, tau = 1/300, L = {state.log_term:.4f}")
 print(f"request: k_i = {U.deleted_counts(3)} points of arms 0, 1, 2, with deleted reward sums {U.deleted_sums(3)}")
 print(f"f(D) = {np.round(state.scores, 4)}  (a_hat = {state.arm});  f(D \\ U) = {np.round(rollback(state, U).scores, 4)}")
-print(f"gamma = {privacy_gamma(eps_d, delta_d):.3f}, gamma0' = {4 / 3 * np.sqrt(np.pi * state.log_term / (100 - 20)):.3f}")
+print(f"gamma = {gaussian_gamma(eps_d, delta_d):.3f}, gamma0' = {4 / 3 * np.sqrt(np.pi * state.log_term / (100 - 20)):.3f}")
 p_lit, q_lit = literal_algorithm7_distributions(state, U, epsilon=eps_d, delta=delta_d)
 p_cor, q_cor = output_distributions(state, U, "adaptive", epsilon=eps_d, delta=delta_d)
 d_lit, d_cor = hockey_stick_delta(p_lit, q_lit, eps_d), hockey_stick_delta(p_cor, q_cor, eps_d)
@@ -463,7 +545,7 @@ assert d_lit == 1.0 > delta_d and d_cor == 0.0
 # $\varepsilon \in \{0.1, 0.5, 0.99\}$ with the paper's calibration and $\{0.1, 0.5, 0.99, 3\}$ with the
 # analytic one, $\delta \in \{10^{-6}, 10^{-3}, 0.05\}$, sensitivity paper or exact, threshold
 # paper $\times 1$, paper $\times 1.3$ or exact.  For each setting the competitor $M$ is searched over
-# the worst thresholds $t^\star_\pm$ of either source arm (as in chapter A3, clipped to the feasible
+# the worst thresholds $t^\star_\pm$ of either source arm (as in chapter A3c, clipped to the feasible
 # range and to $M \le f_i(D)$ so that arm $i$ is the learner's), the midpoints between $f_i(D)$ and
 # $f_i(D \setminus U)$ (where the literal leak shows) and the interval ends; the learner's arm, the branch
 # and both output distributions are recomputed for every candidate.  A random sample is re-computed
@@ -482,7 +564,7 @@ _unit = {}
 
 def unit_sigma(cal, eps, delta):
     if cal == "paper":
-        return privacy_gamma(eps, delta)
+        return gaussian_gamma(eps, delta)
     if (eps, delta) not in _unit:
         _unit[(eps, delta)] = analytic_gaussian_sigma(1.0, eps, delta)
     return _unit[(eps, delta)]
@@ -521,7 +603,7 @@ def grid_arrays(rows):
     sens = np.array(cols[10])
     delta_f = np.where((sens == "paper")[:, None], 3 * k / (2 * n), exact_sensitivity(n, k, L[:, None]))
     g["sigma"] = delta_f * unit[:, None]
-    gam = np.array([privacy_gamma(e, d) for e, d in zip(cols[8], cols[9])])
+    gam = np.array([gaussian_gamma(e, d) for e, d in zip(cols[8], cols[9])])
     n_min, k_max = n.min(1), k.max(1)
     g0_paper = 4 / 3 * np.sqrt(np.pi * L / np.maximum(n_min - k_max, 1e-300))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -787,7 +869,7 @@ plt.show()
 
 # %% [markdown]
 # ## Summary
-# - Multi-source requests run through the same entry points as chapter A3: `unlearn`, `reference`
+# - Multi-source requests run through the same entry points as chapter A3a: `unlearn`, `reference`
 #   (Algorithm 8), `output_distributions`, and `unlearn_batch` with `arm`, `k`, `deleted_sums` per source
 #   arm.  `"adaptive"` is Algorithm 7 with the **corrected rule** (noise iff $\hat a = a_{u_i}$ and
 #   $\gamma < \gamma_0'$, rollback otherwise); with one source arm it is Algorithm 2 (checked line by line

@@ -13,7 +13,7 @@
 # what remains, a deletion log, `save` / `load`), the sequential guarantee it keeps, the accountant
 # that keeps it, and the deletion capacity.*
 #
-# What goes wrong when the one-shot mechanism of chapter A3 is simply called again and again:
+# What goes wrong when the one-shot mechanism of chapter A3a is simply called again and again:
 # a row that a release only **noised** (the Gaussian branch) is still inside the stored statistic, so
 # every later release computed from that statistic leaks about it again; nothing adds those leaks up.
 # This chapter
@@ -830,7 +830,7 @@ for bad in ({"user": served_users[0]}, {"rows": [deleted[0]]}, {"rows": [N_SMALL
 # the served arm 0 holds $n_0$ rows of which the $q$ requests delete $k$ each, all with reward 1, the
 # kept ones with reward 0 (the worst case of the sensitivity); the competitor arm 1's score is placed
 # on a grid around arm 0's score, which is where an argmax is most informative.  Each release's law
-# given the earlier outputs is the closed form of chapter A3 ($\Phi$ of the score gap over
+# given the earlier outputs is the closed form of chapter A3b ($\Phi$ of the score gap over
 # $\sigma$); the decisions (which request stays pending, when everything is rolled back) come from the
 # package's `plan_release`, evaluated along each output path in both worlds.  The audit computes the
 # exact $\delta$ of the pair of joint laws at the target $\varepsilon$ (chapter P1's hockey-stick

@@ -105,7 +105,7 @@ rng = np.random.default_rng(20260601)
 # %% tags=["export"]
 """Calibrating the Gaussian mechanism (Paper A Definition 2.1, A4 and sharp edge E1).
 
-- ``gamma(epsilon, delta)``: Paper A's privacy scale ``sqrt(2 ln(1.25/delta)) / epsilon``.
+- ``gaussian_gamma(epsilon, delta)``: Paper A's privacy scale ``sqrt(2 ln(1.25/delta)) / epsilon``.
 - ``classic_gaussian_sigma``: ``sensitivity * gamma`` (Dwork & Roth, Thm A.1), refused for
   ``epsilon >= 1`` where it is not proven (erratum E1).
 - ``analytic_gaussian_sigma``: the smallest sigma that is (epsilon, delta)-indistinguishable
@@ -148,17 +148,18 @@ def check_sensitivity(sensitivity) -> float:
     return value
 
 
-def gamma(epsilon, delta) -> float:
+def gaussian_gamma(epsilon, delta) -> float:
     """Paper A's privacy scale ``gamma = sqrt(2 ln(1.25/delta)) / epsilon`` (Paper A Definition 2.1).
 
     Defined for every epsilon > 0; whether ``sigma = Delta * gamma`` is private is another matter
-    (see ``classic_gaussian_sigma``).
+    (see ``classic_gaussian_sigma``).  Named ``gaussian_gamma``, not ``gamma``, so that it is never
+    confused with the ``gamma=`` argument (a given noise scale) of the unlearning functions.
     """
     return math.sqrt(2 * math.log(1.25 / check_delta(delta))) / check_epsilon(epsilon)
 
 
 def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
-    """Classic calibration ``sigma = sensitivity * gamma(epsilon, delta)`` (Dwork & Roth, Thm A.1).
+    """Classic calibration ``sigma = sensitivity * gaussian_gamma(epsilon, delta)`` (Dwork & Roth, Thm A.1).
 
     Proven only for ``epsilon < 1``; larger epsilon raises ``ValueError`` (erratum E1) -- use
     ``analytic_gaussian_sigma`` there.
@@ -171,7 +172,7 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
             f"for epsilon < 1 (Dwork & Roth, Thm A.1; erratum E1), got epsilon = {epsilon}; use "
             "analytic_gaussian_sigma, which is exact for every epsilon > 0"
         )
-    return sensitivity * gamma(epsilon, delta)
+    return sensitivity * gaussian_gamma(epsilon, delta)
 
 
 _SQRT2 = math.sqrt(2.0)
@@ -377,11 +378,11 @@ def gaussian_epsilon(sigma, sensitivity, delta) -> float:
 from bandit_unlearning.privacy.gaussian import *  # noqa: F403  (the module generated from the cell above)
 
 Delta, eps, delta = 1.0, 0.5, 1e-5
-print(f"gamma(0.5, 1e-5)         = {gamma(eps, delta):.6f}")
+print(f"gaussian_gamma(0.5, 1e-5) = {gaussian_gamma(eps, delta):.6f}")
 print(f"classic sigma            = {classic_gaussian_sigma(Delta, eps, delta):.6f}")
 print(f"analytic sigma           = {analytic_gaussian_sigma(Delta, eps, delta):.6f}")
 print(f"profile at analytic sigma: {gaussian_delta(analytic_gaussian_sigma(Delta, eps, delta), Delta, eps):.6e}")
-for bad in [lambda: gamma(0, 1e-5), lambda: gamma(float("nan"), 1e-5), lambda: gamma(1, 1.0),
+for bad in [lambda: gaussian_gamma(0, 1e-5), lambda: gaussian_gamma(float("nan"), 1e-5), lambda: gaussian_gamma(1, 1.0),
             lambda: classic_gaussian_sigma(1, 2.0, 1e-5), lambda: analytic_gaussian_sigma(-1, 1, 1e-5)]:
     try:
         bad()
@@ -472,12 +473,12 @@ assert not worst_broken < 1e-6
 # %%
 deltas = [1e-2, 1e-3, 1e-5, 1e-8]
 small_eps = np.geomspace(1e-3, 0.999, 40)
-ratio_small = np.array([[gamma(e, d) / analytic_gaussian_sigma(1.0, e, d) for e in small_eps] for d in deltas])
+ratio_small = np.array([[gaussian_gamma(e, d) / analytic_gaussian_sigma(1.0, e, d) for e in small_eps] for d in deltas])
 print(f"eps < 1: min classic/analytic = {ratio_small.min():.4f}  (at eps = {small_eps[ratio_small.min(axis=0).argmin()]:.3f})")
 assert np.all(ratio_small >= 1)
 
 large_eps = np.round(np.geomspace(1, 200, 200), 6)
-ratio_large = np.array([[gamma(e, d) / analytic_gaussian_sigma(1.0, e, d) for e in large_eps] for d in deltas])
+ratio_large = np.array([[gaussian_gamma(e, d) / analytic_gaussian_sigma(1.0, e, d) for e in large_eps] for d in deltas])
 print(f"eps >= 1: min classic/analytic = {ratio_large.min():.4f}  ->  the same check fails:",
       not np.all(ratio_large >= 1))
 assert not np.all(ratio_large >= 1)
@@ -485,10 +486,10 @@ assert not np.all(ratio_large >= 1)
 print(f"\n{'delta':>7} {'first eps: true delta > delta':>30} {'first eps: classic < analytic':>30} "
       f"{'true/nominal at eps=10':>23} {'at eps=50':>10}")
 for i, d in enumerate(deltas):
-    true_over_nominal = gaussian_delta(np.array([gamma(e, d) for e in large_eps]), 1.0, large_eps) / d
+    true_over_nominal = gaussian_delta(np.array([gaussian_gamma(e, d) for e in large_eps]), 1.0, large_eps) / d
     first = large_eps[np.argmax(true_over_nominal > 1)]
     first_ratio = large_eps[np.argmax(ratio_large[i] < 1)]
-    at = lambda e: gaussian_delta(gamma(e, d), 1.0, e) / d
+    at = lambda e: gaussian_delta(gaussian_gamma(e, d), 1.0, e) / d
     print(f"{d:7.0e} {first:30.3f} {first_ratio:30.3f} {at(10.0):23.3g} {at(50.0):10.3g}")
     assert np.any(true_over_nominal > 1) and first == first_ratio   # two views of the same failure
 
@@ -501,7 +502,7 @@ for i, d in enumerate(deltas):
 # $\varepsilon = \sqrt{2\ln(1.25/\delta)}/\gamma \approx 480$ at $\delta = 10^{-5}$.  Between $\varepsilon = 1$ and the crossing the formula is private
 # although unproven; at $\varepsilon < 1$ it is private but wasteful (at least 20% more noise than
 # necessary on this grid).  The project therefore
-# keeps `gamma` and $\sigma = \Delta\gamma$ available *to reproduce the paper's figures*, refuses
+# keeps `gaussian_gamma` and $\sigma = \Delta\gamma$ available *to reproduce the paper's figures*, refuses
 # `classic_gaussian_sigma` for $\varepsilon \ge 1$, and offers `analytic_gaussian_sigma` as the exact
 # calibration.
 
@@ -1010,7 +1011,7 @@ assert abs(cp_isf / cp_exact - 1) < 1e-14 < abs(cp_ppf / cp_exact - 1)
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
 e_all = np.geomspace(1e-2, 100, 200)
 ax = axes[0]
-classic = np.array([gamma(e, 1e-5) for e in e_all])
+classic = np.array([gaussian_gamma(e, 1e-5) for e in e_all])
 ax.plot(e_all[e_all < 1], classic[e_all < 1], "C0-", label=r"classic $\Delta\gamma$ (proven, $\varepsilon<1$)")
 ax.plot(e_all[e_all >= 1], classic[e_all >= 1], "C0:", label=r"classic $\Delta\gamma$ (unproven, $\varepsilon\geq1$)")
 ax.plot(e_all, [analytic_gaussian_sigma(1.0, e, 1e-5) for e in e_all], "C1--", label="analytic (Balle & Wang)")
@@ -1019,7 +1020,7 @@ ax.set(xscale="log", yscale="log", xlabel=r"$\varepsilon$", ylabel=r"$\sigma / \
 ax.legend(fontsize=8)
 ax = axes[1]
 for d in deltas:
-    ax.plot(e_all, gaussian_delta(np.array([gamma(e, d) for e in e_all]), 1.0, e_all) / d, label=rf"$\delta = {d:g}$")
+    ax.plot(e_all, gaussian_delta(np.array([gaussian_gamma(e, d) for e in e_all]), 1.0, e_all) / d, label=rf"$\delta = {d:g}$")
 ax.axhline(1, color="k", lw=0.8)
 ax.axvline(1, color="0.5", ls=":", lw=0.8)
 ax.set(xscale="log", yscale="log", xlabel=r"$\varepsilon$", ylabel=r"true $\delta$ / nominal $\delta$",
@@ -1038,7 +1039,7 @@ plt.show()
 # %% [markdown]
 # ## Summary
 # - `bandit_unlearning.privacy.gaussian`: `check_epsilon`, `check_delta`, `check_sensitivity`,
-#   `gamma`, `classic_gaussian_sigma` (refuses $\varepsilon \ge 1$, E1), `analytic_gaussian_sigma`
+#   `gaussian_gamma`, `classic_gaussian_sigma` (refuses $\varepsilon \ge 1$, E1), `analytic_gaussian_sigma`
 #   (exact, any $\varepsilon \le 10^{15}$, certified against the true profile), `gaussian_delta` (exact
 #   profile, finite at every extreme) and its inverse `gaussian_epsilon`.
 # - `bandit_unlearning.privacy.audit`: `hockey_stick_delta` / `hockey_stick_epsilon` (exact audits of

@@ -1,0 +1,828 @@
+# ---
+# jupyter:
+#   bandit_unlearning:
+#     export: bandit_unlearning.mab.unlearn
+# ---
+
+# %% [markdown]
+# # Chapter A3a — Adaptive single-source unlearning: the algorithm (Algorithms 2 and 3)
+#
+# *Paper A, Section 3.2: Algorithm 2 (adaptive unlearning) and Algorithm 3 (its reference).  Exports
+# `bandit_unlearning.mab.unlearn` (with chapters A3b, A5 and A7) and the threshold of
+# `bandit_unlearning.mab.bounds` (with chapter A3d).*
+#
+# Chapter A2 built the two base mechanisms.  Rollback is exact but throws away $k$ points of the
+# source arm $a_0$; the Gaussian mechanism keeps all the data but adds noise.  Which is better
+# depends on the privacy level $\gamma$ and on whether $a_0$ is the arm the learner chose.
+# **Algorithm 2** decides adaptively.  Chapter A3 comes in four parts:
+# - **A3a (this chapter)** implements Algorithm 2 and its reference, Algorithm 3, behind one entry
+#   point `unlearn` that records what it did (branch, $\sigma$, calibration, sensitivity) — the same
+#   entry point runs mixing (Algorithm 4, chapter A5) and multi-source requests (Algorithm 7, chapter
+#   A7) — with the threshold $\gamma_0$ it compares $\gamma$ with, and refuses bad input;
+# - [**A3b**](03b_output_distributions.ipynb) computes the exact output distributions of both worlds
+#   and writes the vectorised mechanism;
+# - [**A3c**](03c_theorem_3_2_audit.ipynb) checks Theorem 3.2 three ways (an exact hockey-stick audit over more than 1,000 worst-case
+#   settings, a Monte Carlo auditor, and both rejecting broken variants — half the noise; the $3k/2N$
+#   sensitivity where its condition fails; the classic calibration at $\varepsilon \ge 1$, erratum E1);
+# - [**A3d**](03d_utility.ipynb) checks the utility bounds of Theorems 3.3 and 3.5 by Monte Carlo,
+#   and shows where the two branch bounds really cross (E3) and what that means for small and large
+#   $N$ (E4).
+
+# %%
+import numpy as np
+
+from bandit_unlearning.mab.data import fixed_sample_dataset
+from bandit_unlearning.mab.lcb import fit_lcb
+from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
+
+rng = np.random.default_rng(20260603)
+
+# %% [markdown]
+# ## 1. Statement
+#
+# **Algorithm 2 (adaptive unlearning).** Input: the learner's output $\hat a = \pi(D)$, a request
+# $U$ of $k$ points of one arm $a_0$, the stored statistic $T(D)$, and $\tau$ (so $L = \ln(m/\tau)$).
+# 1. $f(D') \leftarrow f(D)$; $\gamma_0 = \frac43\sqrt{\pi L / (N(a_0) - k)}$.
+# 2. If $\hat a = a_0$ and $\gamma < \gamma_0$ — **Gaussian branch**: add $\nu \sim \mathcal N(0, \sigma^2)$
+#    to $f_{a_0}(D')$, with $\sigma = \Delta_f \gamma$ and $\Delta_f = 3k/(2N(a_0))$ (Lemma A.1).
+# 3. Else — **rollback branch**: replace $f_{a_0}(D')$ by the score of $a_0$ on $D \setminus U$.
+# 4. Output $\hat a' = \arg\max_a f_a(D')$ (ties to the lowest index, E6).
+#
+# **Algorithm 3 (reference, empty request).** Given $\hat a = \pi(D)$, $a_0$, $k$, $N(a_0)$ and the
+# scores $f(D \setminus U)$ of data that never contained $U$: if $\hat a = a_0$ and $\gamma < \gamma_0$
+# add the same noise to $f_{a_0}(D \setminus U)$; output the argmax.  The **branch decision is the
+# same in both worlds**: it reads $\hat a$, $a_0$, $k$, $N(a_0)$ and $L$, which the paper treats as
+# public (they describe the request, not the deleted rewards).
+#
+# **Theorem 3.2.** Algorithm 2 is $(\varepsilon, \delta)$-unlearning for the LCB learner, under both
+# data models, with $\gamma = \sqrt{2 \ln(1.25/\delta)}/\varepsilon$: in the Gaussian branch the
+# two worlds differ by a shift of at most $\Delta_f$ in one noisy score (Lemma A.1, valid under its
+# condition), so the Gaussian mechanism plus post-processing (the argmax) gives
+# $(\varepsilon, \delta)$; in the rollback branch both worlds output $\arg\max f(D \setminus U)$
+# exactly, $(0, 0)$.
+#
+# Two holes in that argument, which the code closes (errata page):
+# * **E1** — $\sigma = \Delta\gamma$ is proven for $\varepsilon < 1$ only.  `calibration="paper"`
+#   keeps the formula for any given $\gamma$ (to reproduce the figures, which claim no
+#   $(\varepsilon, \delta)$), but given $(\varepsilon, \delta)$ it refuses $\varepsilon \ge 1$, as
+#   `"classic"` does (chapter P2 explains why a refusal rather than a flag on the result);
+#   `"analytic"` uses the exact analytic Gaussian mechanism (Balle & Wang 2018), valid for every
+#   $\varepsilon$.
+# * **E2** — $3k/(2N)$ bounds the sensitivity only under Lemma A.1's condition.
+#   `sensitivity="paper"` is refused when noise would be calibrated with it while the condition
+#   fails; `sensitivity="exact"` uses the exact worst case.
+#
+# And one choice: the threshold.  `threshold="paper"` is $\gamma_0$ above (times
+# `threshold_scale`; the paper's experiments use 1.3), `threshold="exact"` the true crossing
+# $\gamma^\star$ of the two branch bounds (E3; chapter A3d draws both).
+#
+# ## 2. The threshold and the two branch bounds
+#
+# Where does $\gamma_0$ come from?  When $a_0 = a^\star$ the proof of Theorem 3.3 bounds the loss of
+# each branch: the Gaussian branch loses at most $2b(a^\star)$ plus the expected downward noise
+# $E[\nu_-] = \sigma/\sqrt{2\pi}$, the rollback branch loses $2 b(a^\star)$ with the *smaller*
+# sample $N(a_0) - k$:
+# $$
+# R_g(\gamma) = \sqrt{\frac{2L}{N(a_0)}} + \frac{3k\gamma}{2\sqrt{2\pi}\,N(a_0)}, \qquad
+# R_r = \sqrt{\frac{2L}{N(a_0) - k}}.
+# $$
+# Algorithm 2 should add noise iff $R_g(\gamma) < R_r$.  Solving $R_g = R_r$ exactly gives
+# $$
+# \gamma^\star = \frac{2\sqrt{2\pi}\,N(a_0)}{3k}\Big(\sqrt{\tfrac{2L}{N(a_0)-k}} - \sqrt{\tfrac{2L}{N(a_0)}}\Big).
+# $$
+# Since $\frac{1}{\sqrt{N-k}} - \frac{1}{\sqrt N} = \frac{k}{\sqrt N \sqrt{N-k}\,(\sqrt N + \sqrt{N-k})}$,
+# bounding $\sqrt N + \sqrt{N-k} \ge \sqrt N$ gives $\gamma^\star \le \frac43\sqrt{\pi L/(N(a_0)-k)} = \gamma_0$:
+# the paper's threshold is an *upper bound* on the crossing, and since the dropped factor is
+# close to 2 for $k \ll N$, $\gamma_0 \approx 2\gamma^\star$ (erratum E3).  For
+# $\gamma \in [\gamma^\star, \gamma_0)$ Algorithm 2 adds noise although the rollback bound is
+# the smaller one.  Both thresholds are implemented; the paper's is the default because the
+# figures use it.  Either keeps the mechanism private — the branch rule only
+# uses public quantities — it only moves the utility.
+
+# %% tags=["export:bandit_unlearning.mab.bounds"]
+"""The threshold of Algorithm 2 and the explicit upper bounds of Theorems 3.3 (M_f) and 3.5 (M_d).
+
+- ``gamma0_paper``: Algorithm 2's threshold ``(4/3) sqrt(pi L / (N(a0) - k))``;
+  ``gamma0_exact``: the true crossing ``gamma*`` of the two a0 = a* branch bounds (erratum E3).
+- ``gaussian_branch_bound`` (``R_g``) and ``rollback_branch_bound`` (``R_r``): the two branch bounds.
+- ``theorem33_bound`` / ``theorem33_order`` (M_f) and ``theorem35_bound`` (M_d): Paper A Theorems 3.3, 3.5, with the
+  constants of the proofs and ``tau = 1/N`` (so ``ln(m/tau) = ln(N m)``).
+Arrays broadcast wherever the arguments are numbers.
+"""
+
+import numpy as np
+
+from bandit_unlearning.checks import as_array, check_bool, check_int, check_int_array, check_real
+
+
+def _counts(n_a0, k):
+    n_a0, k = check_int_array(n_a0, "n_a0").astype(float), check_int_array(k, "k").astype(float)
+    try:
+        np.broadcast_shapes(n_a0.shape, k.shape)
+    except ValueError:
+        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
+    if np.any(n_a0 < 1) or np.any(k < 1) or np.any(k > n_a0) or np.any(np.mod(n_a0, 1) != 0) or np.any(np.mod(k, 1) != 0):
+        raise ValueError(f"need integers 1 <= k <= N(a0), got k={k}, N(a0)={n_a0}")
+    return n_a0, k
+
+
+def _positive(name, x):
+    x = as_array(x, name).astype(float)
+    if not np.all(np.isfinite(x)) or np.any(x <= 0):
+        raise ValueError(f"{name} must be finite and > 0, got {x}")
+    return x
+
+
+def _out(x):
+    x = np.asarray(x, dtype=float)
+    return float(x) if x.ndim == 0 else x
+
+
+def gamma0_paper(n_a0, k, log_term):
+    """Algorithm 2's threshold ``gamma0 = (4/3) sqrt(pi L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    n, k = _counts(n_a0, k)
+    L = _positive("log_term", log_term)
+    with np.errstate(divide="ignore"):
+        return _out(np.where(k < n, 4 / 3 * np.sqrt(np.pi * L / np.where(k < n, n - k, 1.0)), np.inf))
+
+
+def gamma0_exact(n_a0, k, log_term):
+    """``gamma*`` where ``R_g(gamma) = R_r`` (erratum E3):
+    ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``)."""
+    n, k = _counts(n_a0, k)
+    L = _positive("log_term", log_term)
+    rest = np.where(k < n, n - k, 1.0)
+    value = 2 * np.sqrt(2 * np.pi) * n * (np.sqrt(2 * L / rest) - np.sqrt(2 * L / n)) / (3 * k)
+    return _out(np.where(k < n, value, np.inf))
+
+
+def gaussian_branch_bound(n_a0, k, gamma, log_term):
+    """``R_g = sqrt(2L/N(a0)) + sigma/sqrt(2 pi)`` with ``sigma = 3 k gamma / (2 N(a0))``."""
+    n, k = _counts(n_a0, k)
+    g, L = _positive("gamma", gamma), _positive("log_term", log_term)
+    return _out(np.sqrt(2 * L / n) + 3 * k * g / (2 * n) / np.sqrt(2 * np.pi))
+
+
+def rollback_branch_bound(n_a0, k, log_term):
+    """``R_r = sqrt(2L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    n, k = _counts(n_a0, k)
+    L = _positive("log_term", log_term)
+    rest = np.where(k < n, n - k, 1.0)
+    return _out(np.where(k < n, np.sqrt(2 * L / rest), np.inf))
+
+# %% [markdown]
+# ## 3. Implementation: one entry point, plans per source arm
+#
+# The code separates **what to do** from **doing it**.  `plan_unlearning` turns the public
+# quantities ($\hat a$, each source arm's $k$ and $N(a)$, $L$, $\gamma$) into one `SourcePlan` per
+# source arm: how many of its deleted points are rolled back ($k'$) and, if some are not, the
+# sensitivity $\Delta_f$ of what remains and the noise $\sigma$.  For Algorithm 2, $k' \in \{0, k\}$;
+# the same record expresses mixing (Algorithm 4, $k' \in [0, k]$, noise calibrated to
+# $\Delta_f = 3(k-k')/(2(N-k'))$) and multi-source unlearning (Algorithm 7 with the corrected rule of
+# E5: noise iff $\hat a = a_{u_i}$ and $\gamma < \gamma_0'$, rollback otherwise, with $\gamma_0'$
+# computed from $N_{\min}$ and $k_{\max}$ — which for a single source are $N(a_0)$ and $k$).  The
+# pieces only those extensions need are written in their chapters: the random rolled-back subset
+# of mixing in chapter A5 (`mab/05_mixing`), the joint noise and the output distribution of several
+# noised arms in chapter A7 (`mab/07_multi_source`).  This chapter writes and checks the
+# single-source Algorithm 2.
+#
+# **Options, said once.**  What a call does is one frozen `UnlearnOptions`: the method
+# (`"adaptive"` for Algorithm 2, `"gaussian"`/`"rollback"` to force one branch as the paper's
+# baselines do, or `"mixing"`), the privacy level ($\gamma$, or $(\varepsilon, \delta)$), the
+# threshold rule, the calibration and the sensitivity rule (errata E1–E3 above), and mixing's $k'$ or
+# $\eta$.  It is validated when it is built, so every entry point — `unlearn`, `reference`,
+# `output_distributions` (A3b), `unlearn_batch` (A3b) — takes `options=UnlearnOptions(...)`, or, as a
+# convenience, the method and the same field names as keywords, which build one.
+
+# %% tags=["export"]
+"""Unlearning for the LCB learner behind one entry point (Paper A, Sections 3.2-3.3 and Appendix A).
+
+- ``unlearn``: Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
+  mixing (``"mixing"`` with ``k_prime`` or ``eta``: Algorithm 4).  A request from several arms is
+  multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of erratum E5
+  (with one source arm it is Algorithm 2 exactly), ``"gaussian"`` noises every source arm,
+  ``"rollback"`` rolls every one back; mixing is single-source.  Noise on several arms is ONE
+  Gaussian mechanism on the score vector: with (epsilon, delta) given, every noised arm gets the same
+  sigma, calibrated to the L2 norm of their sensitivities (``joint_noise``); with ``gamma`` alone (no
+  (epsilon, delta) claimed) each arm gets ``Delta_a * gamma``, the paper's per-arm Gaussian baseline;
+- ``reference``: the same mechanism with an empty request on data without ``U`` (Algorithms 3, 5, 8);
+- ``output_distributions``: the exact output distributions over arms of both (closed form; for
+  mixing a finite mixture over the rolled-back subset; 1-D quadrature when several arms are noised);
+- ``unlearn_batch``: all of it vectorised over a leading replicate axis (for experiments);
+- ``plan_unlearning`` / ``SourcePlan``: the per-source-arm decision (k' points rolled back, noise),
+  made from quantities public in both worlds: a_hat = pi(D), the source arms, their k and N(a), L.
+
+Options (``UnlearnOptions``): calibration "paper" (sigma = Delta*gamma, erratum E1: proven for eps < 1
+only), "classic" (same, refused for eps >= 1) or "analytic" (Balle & Wang); sensitivity "paper"
+(3k/2N, refused where Lemma A.1's condition fails, E2) or "exact"; threshold "paper" (gamma0) or
+"exact" (gamma*, E3), times ``threshold_scale``.  Ties in every argmax go to the lowest arm (E6).
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from bandit_unlearning.checks import (
+    as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
+)
+from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper
+from bandit_unlearning.mab.data import restore_readonly
+from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
+from bandit_unlearning.mab.mechanisms import (
+    DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
+)
+from bandit_unlearning.privacy.gaussian import (
+    analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
+)
+
+METHODS = ("adaptive", "gaussian", "rollback", "mixing")
+THRESHOLDS = ("paper", "exact")
+CALIBRATIONS = ("paper", "classic", "analytic")
+SENSITIVITIES = ("paper", "exact")
+
+
+def _choice(name: str, value, allowed: tuple) -> str:
+    return check_choice(value, name, allowed)
+
+# %% [markdown]
+# The options record.  Each rule of the statement is one check in `__post_init__`: exactly one of
+# $\gamma$ or $(\varepsilon, \delta)$ (then $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$); the paper's and the
+# classic calibration refused at $\varepsilon \ge 1$ when $(\varepsilon, \delta)$ is claimed (E1); mixing's
+# $k'$ or $\eta$ only for mixing.  `unit_sigma` is the noise per unit of sensitivity under the chosen
+# calibration, so that $\sigma = \Delta_f \cdot$ `unit_sigma` in every branch.
+
+# %% tags=["export"]
+@dataclass(frozen=True)
+class UnlearnOptions:
+    """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
+    validated on construction (a ``ValueError`` names the argument and the rule).
+
+    Exactly one of ``gamma`` or (``epsilon``, ``delta``) must be given; ``method="rollback"`` adds no
+    noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
+    compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
+    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (erratum E1); ``"classic"`` and ``"analytic"`` need
+    epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
+    needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
+    ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
+    """
+
+    method: str
+    epsilon: float | None = None
+    delta: float | None = None
+    gamma: float | None = None
+    threshold: str = "paper"
+    threshold_scale: float = 1.0
+    calibration: str = "paper"
+    sensitivity: str = "paper"
+    k_prime: int | None = None
+    eta: float | None = None
+
+    def __post_init__(self):
+        _choice("method", self.method, METHODS)
+        _choice("threshold", self.threshold, THRESHOLDS)
+        _choice("calibration", self.calibration, CALIBRATIONS)
+        _choice("sensitivity", self.sensitivity, SENSITIVITIES)
+        scale = check_real(self.threshold_scale, "threshold_scale", 0, low_open=True)
+        object.__setattr__(self, "threshold_scale", scale)
+        has_kp, has_eta = self.k_prime is not None, self.eta is not None
+        if self.method == "mixing":
+            if has_kp == has_eta:
+                raise ValueError("method='mixing' (Algorithm 4) needs exactly one of k_prime (the number of deleted "
+                                 "points rolled back, an integer in [0, k]) or eta = k'/k (in [0, 1]); got "
+                                 + ("both" if has_kp else "neither"))
+            if has_kp:
+                object.__setattr__(self, "k_prime", check_int(self.k_prime, "k_prime", 0))
+            else:
+                object.__setattr__(self, "eta", check_real(self.eta, "eta = k'/k", 0, 1))
+        elif has_kp or has_eta:
+            raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
+                             f"not of method={self.method!r}")
+        has_eps, has_delta, has_gamma = self.epsilon is not None, self.delta is not None, self.gamma is not None
+        if has_gamma and (has_eps or has_delta):
+            raise ValueError("give either gamma or (epsilon, delta), not both")
+        if has_eps != has_delta:
+            raise ValueError("epsilon and delta must be given together")
+        if has_eps:
+            eps, delta = check_epsilon(self.epsilon), check_delta(self.delta)
+            object.__setattr__(self, "epsilon", eps)
+            object.__setattr__(self, "delta", delta)
+            object.__setattr__(self, "gamma", gaussian_gamma(eps, delta))
+        elif has_gamma:
+            object.__setattr__(self, "gamma", check_real(self.gamma, "gamma", 0, low_open=True))
+        elif self.method != "rollback":
+            raise ValueError(f"method={self.method!r} adds noise: give gamma, or epsilon and delta")
+        if self.calibration in ("classic", "analytic") and not has_eps:
+            raise ValueError(f"calibration={self.calibration!r} needs epsilon and delta, not only gamma "
+                             "(give them, or use calibration='paper' with gamma)")
+        if self.calibration in ("classic", "paper") and has_eps and self.epsilon >= 1:
+            raise ValueError(
+                f"calibration={self.calibration!r} (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven "
+                f"for epsilon < 1 (Dwork & Roth Thm A.1), got epsilon = {self.epsilon}; use "
+                "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
+                "(epsilon, delta) to reproduce the paper without a privacy claim")
+
+    def k_rollback_for(self, k: int) -> int:
+        """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
+        ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up."""
+        k = check_int(k, "k", 0)
+        if self.method != "mixing":
+            raise ValueError(f"k' is a parameter of method='mixing', not of method={self.method!r}")
+        if self.k_prime is not None:
+            if self.k_prime > k:
+                raise ValueError(f"k_prime must lie in [0, k] = [0, {k}] (cannot roll back more points than "
+                                 f"the request deletes from the arm), got k_prime = {self.k_prime}")
+            return self.k_prime
+        return int(math.floor(self.eta * k + 0.5))
+
+    @property
+    def unit_sigma(self) -> float | None:
+        """Noise per unit of sensitivity (sigma is linear in the sensitivity for all calibrations)."""
+        if self.gamma is None:
+            return None
+        if self.calibration == "paper":
+            return self.gamma
+        if self.calibration == "classic":
+            return classic_gaussian_sigma(1.0, self.epsilon, self.delta)
+        return analytic_gaussian_sigma(1.0, self.epsilon, self.delta)
+
+    def sigma_for(self, delta_f):
+        """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
+        if self.unit_sigma is None:
+            raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
+        return check_real_array(delta_f, "delta_f", 0) * self.unit_sigma
+
+    @property
+    def joint_noise(self) -> bool:
+        """Whether noise on several arms is calibrated jointly: True iff (epsilon, delta) were given.
+
+        The noised scores form one Gaussian mechanism whose shift between the two worlds is the vector
+        of per-arm shifts, so its sensitivity is their L2 norm ``sqrt(sum_a Delta_a^2)``; an (epsilon,
+        delta) claim therefore gives every noised arm the same sigma, calibrated to that norm.  With
+        ``gamma`` alone nothing is claimed and each arm gets ``sigma_a = Delta_a * gamma`` (the paper's
+        per-arm Gaussian baseline, Figure 3): that release is as private as ONE arm noised at
+        ``gamma / sqrt(l)`` for ``l`` noised arms, not at ``gamma``.  With one noised arm both rules agree."""
+        return self.epsilon is not None
+
+    @property
+    def calibration_proven(self) -> bool | None:
+        """Whether the noise provably gives (epsilon, delta): True whenever (epsilon, delta) were given
+        (an unproven calibration, "paper" or "classic" at epsilon >= 1, is refused on construction) and
+        for rollback; None if only gamma was given (gamma alone claims no epsilon)."""
+        if self.method == "rollback" or self.epsilon is not None:
+            return True
+        return None
+
+# %% [markdown]
+# The plan of one source arm, and the sensitivity that calibrates its noise: Lemma A.1 applied to
+# the $k - k'$ deleted points that are *not* rolled back, from an arm that then holds $N - k'$ points
+# (for Algorithm 2, $k' = 0$: $\Delta_f = 3k/2N(a_0)$).  `sensitivity="paper"` refuses it where
+# Lemma A.1's condition fails (E2).
+
+# %% tags=["export"]
+@dataclass(frozen=True)
+class SourcePlan:
+    """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
+    ``k`` deleted points (the arm holds ``n`` points in D) and add N(0, ``sigma``^2) noise to its score.
+    ``delta_f`` is this arm's sensitivity to the ``k - k_rollback`` points not rolled back; ``sigma`` is
+    calibrated to it, or -- when several arms are noised and ``options.joint_noise`` -- to the joint
+    sensitivity ``sqrt(sum delta_f^2)`` over the noised arms (then every noised arm has the same sigma)."""
+
+    arm: int
+    k: int
+    n: int
+    k_rollback: int
+    delta_f: float
+    sigma: float
+
+    def __post_init__(self):
+        for name, low in (("arm", 0), ("k", 1), ("n", 1)):
+            object.__setattr__(self, name, check_int(getattr(self, name), name, low))
+        if self.k > self.n:
+            raise ValueError(f"k must not exceed n (more deletions than the arm holds), got k={self.k}, n={self.n}")
+        object.__setattr__(self, "k_rollback", check_int(self.k_rollback, "k_rollback", 0, self.k))
+        for name in ("delta_f", "sigma"):
+            object.__setattr__(self, name, check_real(getattr(self, name), name, 0))
+
+    @property
+    def noised(self) -> bool:
+        return self.k_rollback < self.k
+
+    @property
+    def branch(self) -> str:
+        """``"rollback"`` (k' = k), ``"gaussian"`` (k' = 0) or ``"mixing"`` (0 < k' < k)."""
+        if not self.noised:
+            return "rollback"
+        return "gaussian" if self.k_rollback == 0 else "mixing"
+
+
+
+def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
+    """Sensitivity of an arm's score (``n`` points in D, ``k`` deleted, ``k_rollback`` of them rolled
+    back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
+    ``k -> k - k'``.  ``rule="paper"``: ``3(k-k')/(2(n-k'))``, refused (ValueError) where Lemma A.1's
+    condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
+    _choice("sensitivity", rule, SENSITIVITIES)
+    n, k, k_rollback = check_int_array(n, "n"), check_int_array(k, "k"), check_int_array(k_rollback, "k_rollback")
+    try:
+        np.broadcast_shapes(n.shape, k.shape, k_rollback.shape)
+    except ValueError:
+        raise ValueError(f"n, k and k_rollback must broadcast together, got shapes {n.shape}, {k.shape}, "
+                         f"{k_rollback.shape}") from None
+    if np.any(k_rollback < 0) or np.any(k_rollback > k):
+        raise ValueError(f"k_rollback must lie in [0, k] (cannot roll back more points than are deleted), "
+                         f"got k_rollback={k_rollback}, k={k}")
+    n_rest, k_rest = n - k_rollback, k - k_rollback
+    if rule == "exact":
+        return exact_sensitivity(n_rest, k_rest, log_term)
+    holds = np.asarray(sensitivity_condition_holds(n_rest, k_rest, log_term))
+    if not np.all(holds):
+        i = np.unravel_index(np.argmin(holds), holds.shape) if holds.ndim else ()
+        nn, kk = np.broadcast_to(n_rest, holds.shape)[i], np.broadcast_to(k_rest, holds.shape)[i]
+        L = float(np.broadcast_to(log_term, holds.shape)[i])
+        raise ValueError(
+            f"sensitivity='paper' (3k/(2N), Lemma A.1) needs k <= N - sqrt(N L / 2), which fails for "
+            f"k = {int(kk)}, N = {int(nn)}, L = {L:.4g} (bound {nn - np.sqrt(nn * L / 2):.4g}): noise "
+            "calibrated with it would not be private (erratum E2); use sensitivity='exact' or method='rollback'")
+    return paper_sensitivity(n_rest, k_rest)
+
+# %% [markdown]
+# The decision itself, from public quantities only — $\hat a$, the source arms, their $k$ and
+# $N(a)$, $L$ — so that `unlearn` and `reference` make the same one (the branch rule of Algorithm 3
+# reads exactly what Algorithm 2 reads).
+
+# %% tags=["export"]
+def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
+    """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
+    For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
+    check_instance(options, UnlearnOptions, "options")
+    base = gamma0_paper(n, k, log_term) if options.threshold == "paper" else gamma0_exact(n, k, log_term)
+    return base * options.threshold_scale
+
+
+
+def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
+    """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``,
+    the counts ``N(a)`` of D, the per-arm deletion counts ``k_a`` and ``L``.  Returns
+    ``(plans, gamma0)``: one ``SourcePlan`` per source arm (increasing arm order) and the threshold
+    ``gamma0'`` computed with ``N_min`` and ``k_max`` over the source arms (nan if ``k_max > N_min``
+    and the method does not need it).
+
+    - ``"adaptive"``: Algorithm 7 with the corrected rule of erratum E5 -- noise (k' = 0,
+      ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0'``,
+      rollback otherwise.  With one source arm ``N_min = N(a0)``, ``k_max = k``: Algorithm 2.
+      Refused if ``k_max > N_min`` (``gamma0'`` undefined; Theorem 3.13 assumes ``k_max < N_min``).
+    - ``"gaussian"`` / ``"rollback"``: noise on / rollback of every source arm.  Several noised arms
+      with (epsilon, delta) given share one sigma calibrated to ``sqrt(sum_a Delta_a^2)``, the L2
+      sensitivity of the noised score vector; with gamma alone each gets ``Delta_a * gamma`` (see
+      ``UnlearnOptions.joint_noise``).
+    - ``"mixing"`` (single-source, Algorithm 4): ``k' = k_rollback_for(k)`` if ``a_hat == a0``, else
+      ``k' = k``; noise calibrated to ``Delta_f = 3(k - k')/(2(N(a0) - k'))`` when ``k' < k``.
+    At most one arm is noised by "adaptive" and "mixing" (the learner's).
+    """
+    check_instance(options, UnlearnOptions, "options")
+    counts = check_int_array(counts, "counts", 0, ndim=1, nonempty=True)
+    deleted = check_int_array(deleted_counts, "deleted_counts", 0, shape=counts.shape)
+    learner_arm = check_int(learner_arm, "learner_arm", 0, counts.size - 1)
+    log_term = check_real(log_term, "log_term", 0, low_open=True)
+    if np.any(deleted > counts):
+        a = int(np.argmax(deleted > counts))
+        raise ValueError(f"deleted_counts must not exceed counts: arm {a} loses {int(deleted[a])} of its "
+                         f"{int(counts[a])} points (more deletions than the arm holds)")
+    sources = np.flatnonzero(deleted > 0)
+    if sources.size == 0:
+        raise ValueError("the request deletes no point")
+    if options.method == "mixing" and sources.size > 1:
+        raise ValueError(
+            f"method='mixing' (Algorithm 4) is single-source, but the request has points of arms "
+            f"{tuple(int(a) for a in sources)}; use method='adaptive' (Algorithm 7), 'gaussian' or 'rollback'")
+    n_min, k_max = int(counts[sources].min()), int(deleted[sources].max())
+    if k_max <= n_min:
+        gamma0 = float(threshold_gamma0(n_min, k_max, log_term, options))
+    elif options.method == "adaptive":
+        raise ValueError(
+            f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min "
+            f"(Theorem 3.13 assumes k_max < N_min), got k_max = {k_max} > N_min = {n_min}; "
+            "use method='rollback' or 'gaussian'")
+    else:
+        gamma0 = float("nan")
+    decisions = []
+    for a in sources:
+        n, k = int(counts[a]), int(deleted[a])
+        if options.method == "adaptive":
+            k_rb = 0 if (learner_arm == a and options.gamma < gamma0) else k
+        elif options.method == "gaussian":
+            k_rb = 0
+        elif options.method == "rollback":
+            k_rb = k
+        else:
+            k_prime = options.k_rollback_for(k)            # validates k' <= k whatever the learner's arm
+            k_rb = k_prime if learner_arm == a else k
+        delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity)) if k_rb < k else 0.0
+        decisions.append((int(a), k, n, k_rb, delta_f))
+    noised_df = [d[4] for d in decisions if d[3] < d[1]]
+    joint = options.joint_noise and len(noised_df) > 1
+    joint_sigma = float(options.sigma_for(_joint_sensitivity(noised_df))) if joint else None
+    plans = tuple(SourcePlan(a, k, n, k_rb, delta_f,
+                             0.0 if k_rb == k else joint_sigma if joint else float(options.sigma_for(delta_f)))
+                  for a, k, n, k_rb, delta_f in decisions)
+    return plans, gamma0
+
+# %% [markdown]
+# What a call returns: the released arm and score vector (read-only), the plans, the threshold and
+# the options — so a result says which branch, which $\sigma$ and which calibration produced it.
+
+# %% tags=["export"]
+@dataclass(frozen=True, eq=False)
+class UnlearnResult:
+    """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
+
+    ``arm``: the output; ``scores``: the released (noisy) score vector (read-only); ``learner_arm``:
+    ``a_hat = pi(D)``; ``plans``: one ``SourcePlan`` per source arm (branch, k', Delta_f, sigma);
+    ``gamma0``: the threshold used; ``options``: method, privacy level, threshold rule, calibration
+    and sensitivity rule; ``rolled_back``: positions (into the request's points) of the points rolled
+    back in the unlearned world -- every point of a rolled-back arm, the random subset ``U'`` of a
+    mixing plan, none of a noised arm (empty for the reference, which has nothing to remove).
+    Properties give the common views (``branch``, ``sigma``, ``gamma``, ...).
+    """
+
+    arm: int
+    scores: np.ndarray
+    learner_arm: int
+    world: str
+    plans: tuple
+    gamma0: float
+    options: UnlearnOptions
+    rolled_back: tuple = ()
+
+    def __post_init__(self):
+        check_instance(self.options, UnlearnOptions, "options")
+        check_choice(self.world, "world", ("unlearned", "reference"))
+        if not isinstance(self.plans, tuple) or not all(isinstance(p, SourcePlan) for p in self.plans):
+            raise TypeError(f"plans must be a tuple of SourcePlan, got {type(self.plans).__name__}")
+        if as_array(self.scores, "scores").ndim != 1:
+            raise ValueError(f"scores must be 1-D, got shape {np.shape(self.scores)}")
+        n_arms = np.shape(self.scores)[0]
+        for name in ("arm", "learner_arm"):
+            check_int(getattr(self, name), name, 0, n_arms - 1)
+
+    @property
+    def source_arms(self) -> tuple:
+        return tuple(p.arm for p in self.plans)
+
+    @property
+    def branches(self) -> dict:
+        """Branch taken on every source arm: ``{arm: "gaussian" | "rollback" | "mixing"}``."""
+        return {p.arm: p.branch for p in self.plans}
+
+    @property
+    def branch(self) -> str:
+        """The branch of a single-source request."""
+        if len(self.plans) != 1:
+            raise ValueError(f"several source arms {self.source_arms}: use .branches")
+        return self.plans[0].branch
+
+    @property
+    def sigma(self) -> float:
+        """Noise standard deviation added (0 in the rollback branch; the largest over source arms)."""
+        return max(p.sigma for p in self.plans)
+
+    @property
+    def delta_f(self) -> float:
+        """Sensitivity of the noised scores (0 in the rollback branch): the noised arm's ``Delta_f``, or
+        for several noised arms the L2 norm ``sqrt(sum Delta_a^2)`` of the released score vector (what
+        the common sigma is calibrated to when ``options.joint_noise``)."""
+        noised = [p.delta_f for p in self.plans if p.noised]
+        if len(noised) <= 1:
+            return noised[0] if noised else 0.0
+        return float(_joint_sensitivity(noised))
+
+    method = property(lambda self: self.options.method)
+    gamma = property(lambda self: self.options.gamma)
+    epsilon = property(lambda self: self.options.epsilon)
+    delta = property(lambda self: self.options.delta)
+    threshold = property(lambda self: self.options.threshold)
+    calibration = property(lambda self: self.options.calibration)
+    sensitivity = property(lambda self: self.options.sensitivity)
+    calibration_proven = property(lambda self: self.options.calibration_proven)
+    __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
+
+# %% [markdown]
+# **Doing it.**  `unlearn` validates everything, makes the plan, replaces the rolled-back arms' scores
+# by their scores on $D \setminus U$ and adds the noise; `reference` (Algorithm 3) applies the same
+# plan to the statistic of data that never contained $U$.  The noise comes from an explicit generator,
+# by default seeded from the operating system: the Gaussian branch noises the score of the *original*
+# data, so whoever can regenerate the noise recovers it.
+
+# %% tags=["export"]
+def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
+    """The options of one call, said one way: ``options=UnlearnOptions(...)``, or ``method`` and the
+    fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
+    or neither, is refused; so is a keyword that is not a field."""
+    unknown = sorted(set(settings) - set(UnlearnOptions.__dataclass_fields__) - {"method"})
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
+    if options is None:
+        if method is None:
+            raise TypeError("give method (with its keywords) or options=UnlearnOptions(...)")
+        return UnlearnOptions(method=method, **settings)
+    check_instance(options, UnlearnOptions, "options")
+    if method is not None or settings:
+        given = ["method"] * (method is not None) + sorted(settings)
+        raise ValueError(f"give either options=UnlearnOptions(...) or method and its keywords, not both "
+                         f"(got options and {given})")
+    return options
+
+
+def _check_call(state, request, rng):
+    check_instance(state, LCBState, "state")
+    check_instance(request, DeletionRequest, "request")
+    if rng is not None:
+        as_generator(rng)                     # a wrong type is refused here; None is a fresh generator
+
+
+
+def _unlearned_base(state: LCBState, request: DeletionRequest, rolled: LCBState, plans,
+                    rng: np.random.Generator | None):
+    """Scores before noise in the unlearned world and the positions rolled back: f(D) with rolled-back
+    arms replaced by f(D \\ U); a mixing plan replaces its arm's score by f(D \\ U') for a uniformly
+    random subset U' of k' of the arm's deleted points, drawn as ``rng.choice(k, k', replace=False)``
+    over those points in request order (the only draw before the noise)."""
+    scores = state.scores.copy()
+    positions = []
+    for p in plans:
+        idx = np.flatnonzero(request.arms == p.arm)
+        if p.branch == "rollback":
+            scores[p.arm] = rolled.scores[p.arm]
+            positions += idx.tolist()
+        elif p.branch == "mixing":
+            chosen = np.sort(idx[rng.choice(p.k, size=p.k_rollback, replace=False)])
+            scores[p.arm] = _partial_rollback_scores(state, p.arm, p.k_rollback, request.rewards[chosen].sum())[0, p.arm]
+            positions += chosen.tolist()
+    return scores, tuple(sorted(positions))
+
+
+
+def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
+    """Add ``sigma * z`` to every noised source arm (one standard normal each, increasing arm order)."""
+    scores = np.array(base, dtype=float)
+    for p in plans:
+        if p.noised:
+            scores[p.arm] += p.sigma * rng.standard_normal()
+    scores.setflags(write=False)
+    return scores
+
+
+
+def unlearn(state: LCBState, request: DeletionRequest, method: str | None = None, *,
+            options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None,
+            **settings) -> UnlearnResult:
+    """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
+
+    ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+
+    ``method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
+    corrected rule of erratum E5), "gaussian" (always noise every source arm's score of the ORIGINAL
+    data; several arms with (epsilon, delta) share one sigma calibrated to the L2 norm of their
+    sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
+    back a uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded
+    half up -- and noise the rest; ``k' = k`` if ``a_hat != a0``).  Give ``gamma`` or ``epsilon`` and
+    ``delta`` (not both).  ``threshold``/``threshold_scale``: "paper" gamma0 (1.3 reproduces the
+    experiments) or "exact" gamma* (E3).  ``calibration``: "paper" sigma = Delta*gamma, "classic"
+    (eps < 1 only), "analytic".  ``sensitivity``: "paper" 3k/2N (refused where Lemma A.1's condition
+    fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with ``0 < k' < k`` the
+    subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal per noised source arm
+    (increasing arm order); nothing else.  ``rng=None`` (default): a generator seeded from the operating
+    system's entropy -- the noise is a secret (the Gaussian branch noises the score of the ORIGINAL
+    data, so whoever regenerates the noise recovers it); a seeded generator is an opt-in for
+    reproducible research (an int seed is the same opt-in), and its seed is then key material.  Every input is validated first;
+    nothing passed in is modified.
+    """
+    options = _resolve_options(method, options, settings)
+    _check_call(state, request, rng)
+    rng = as_generator(rng)
+    request.validate_against(state)
+    plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
+                                    state.log_term, options)
+    rng = np.random.default_rng() if rng is None else rng          # OS entropy unless the caller opts in
+    base, rolled_back = _unlearned_base(state, request, rollback(state, request), plans, rng)
+    scores = _release(base, plans, rng)
+    return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options, rolled_back)
+
+
+
+def reference(retrained: LCBState, request: DeletionRequest, method: str | None = None, *, learner_arm: int,
+              options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None,
+              **settings) -> UnlearnResult:
+    """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
+    single-source), Algorithm 5 (for "mixing") or Algorithm 8 (for "adaptive", several source arms).
+
+    ``retrained`` is the stored statistic of data that never contained U (e.g. ``rollback(state, U)``
+    or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, erratum E12).  The plan is made exactly
+    as in ``unlearn`` from quantities public in both worlds: ``learner_arm = pi(D)``, the request's
+    source arms and ``k_a``, and ``N(a) = N_retrained(a) + k_a``; only the request's arms are read, not
+    its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
+    ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
+    only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
+    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both), as in ``unlearn``.
+    """
+    options = _resolve_options(method, options, settings)
+    _check_call(retrained, request, rng)
+    learner_arm = check_int(learner_arm, "learner_arm", 0, retrained.n_arms - 1)
+    rng = as_generator(rng)
+    deleted = request.deleted_counts(retrained.n_arms)          # refuses unknown arms
+    plans, gamma0 = plan_unlearning(int(learner_arm), retrained.counts + deleted, deleted,
+                                    retrained.log_term, options)
+    scores = _release(retrained.scores, plans, np.random.default_rng() if rng is None else rng)
+    return UnlearnResult(int(np.argmax(scores)), scores, int(learner_arm), "reference", plans, gamma0, options)
+
+# %%
+from bandit_unlearning.mab.bounds import *  # noqa: F403
+from bandit_unlearning.mab.unlearn import *  # noqa: F403
+
+# %% [markdown]
+# ## 4. Using it
+#
+# A dataset from the paper's instance ($m = 5$, means $0.10, 0.08, \dots$) with 200 points per arm,
+# and a request deleting 20 points of the learner's arm.  At $\gamma = 0.5$ the paper's threshold
+# sends it to the Gaussian branch; at $\gamma = 5$ to rollback.  Privacy can also be given as
+# $(\varepsilon, \delta)$, with the analytic calibration:
+
+# %%
+means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
+D = fixed_sample_dataset(means, [200] * 5, rng)
+state = fit_lcb(D)
+a0 = state.arm
+U = DeletionRequest.from_indices(D, np.flatnonzero(D.arms == a0)[:20])
+print(f"a_hat = {a0}, N(a0) = {state.counts[a0]}, k = {U.k}, L = {state.log_term:.3f}, "
+      f"gamma0 (paper) = {gamma0_paper(200, 20, state.log_term):.3f}, gamma* (exact) = {gamma0_exact(200, 20, state.log_term):.3f}")
+for kw in (dict(gamma=0.5), dict(gamma=5.0), dict(epsilon=0.5, delta=1e-5, calibration="analytic"),
+           dict(gamma=0.5, threshold="exact")):
+    res = unlearn(state, U, "adaptive", rng=rng, **kw)
+    print(f"{str(kw):58} -> arm {res.arm}, branch {res.branch:8}, sigma {res.sigma:.4f}, "
+          f"gamma {res.gamma:.3f}, gamma0 {res.gamma0:.3f}, calibration proven: {res.calibration_proven}")
+ref = reference(rollback(state, U), U, "adaptive", learner_arm=state.arm, gamma=0.5, rng=rng)
+print(f"reference (Algorithm 3): arm {ref.arm}, branch {ref.branch}, sigma {ref.sigma:.4f}")
+
+# %% [markdown]
+# **Bad input** is refused with a `ValueError` naming the rule, before anything is drawn; the state,
+# the request and the generator are left as they were:
+
+# %%
+rng_probe = np.random.default_rng(1)
+before = rng_probe.bit_generator.state
+bad_calls = {
+    "epsilon <= 0": dict(epsilon=0.0, delta=1e-5),
+    "delta outside (0,1)": dict(epsilon=0.5, delta=1.0),
+    "both gamma and (eps, delta)": dict(gamma=0.5, epsilon=0.5, delta=1e-5),
+    "neither": dict(),
+    "only epsilon": dict(epsilon=0.5),
+    "classic with eps >= 1": dict(epsilon=2.0, delta=1e-5, calibration="classic"),
+    "analytic with gamma only": dict(gamma=0.5, calibration="analytic"),
+    "unknown threshold rule": dict(gamma=0.5, threshold="tight"),
+    "k' given to Algorithm 2": dict(gamma=0.5, k_prime=10),
+    "mixing without k' or eta": dict(method="mixing", gamma=0.5),
+    "mixing with k' > k": dict(method="mixing", gamma=0.5, k_prime=21),
+}
+for rule, kw in bad_calls.items():
+    kw = dict(kw)
+    try:
+        unlearn(state, U, kw.pop("method", "adaptive"), rng=rng_probe, **kw)
+        raise AssertionError(rule)
+    except ValueError as err:
+        print(f"{rule:28}: {err}")
+for rule, request in {
+    "unknown arm": DeletionRequest([9], [0.0]),
+    "more deletions than the arm": DeletionRequest([a0] * 201, [0.0] * 201),
+    "does not match the state": DeletionRequest([a0] * 200, [1.0] * 200),
+    "multi-source, unknown arm": DeletionRequest([a0, 9], [0.0, 0.0]),
+}.items():
+    try:
+        unlearn(state, request, "adaptive", gamma=0.5, rng=rng_probe)
+        raise AssertionError(rule)
+    except ValueError as err:
+        print(f"{rule:28}: {err}")
+big = DeletionRequest.from_indices(D, np.flatnonzero(D.arms == a0)[:190])   # k > N - sqrt(N L / 2)
+try:
+    unlearn(state, big, "gaussian", gamma=0.5, rng=rng_probe)
+    raise AssertionError("paper sensitivity")
+except ValueError as err:
+    print(f"{'3k/2N where A.1 fails':28}: {err}")
+assert rng_probe.bit_generator.state == before            # nothing was drawn
+print("exact sensitivity instead:", unlearn(state, big, "gaussian", gamma=0.5, rng=rng_probe, sensitivity="exact").delta_f.__round__(4))
+
+# %% [markdown]
+# ## Summary
+# - `bandit_unlearning.mab.unlearn` (this chapter's part): `unlearn` (Algorithm 2 and the forced
+#   branches), `reference` (Algorithm 3), `plan_unlearning` / `SourcePlan` (the per-source-arm plan,
+#   from public quantities only), `UnlearnOptions` (every option of a call, validated once; the entry
+#   points take it as `options=` or build it from keywords), `UnlearnResult`.  The same entry points
+#   run mixing (Algorithm 4, chapter A5) and multi-source requests (Algorithm 7, chapter A7).
+#   `bandit_unlearning.mab.bounds` (this chapter's part): `gamma0_paper`, `gamma0_exact` (E3) and the
+#   branch bounds `gaussian_branch_bound` / `rollback_branch_bound`.
+# - Privacy is given as $\gamma$ or as $(\varepsilon, \delta)$; a calibration that is not proven at the
+#   claimed $\varepsilon$ (E1) and the $3k/2N$ sensitivity where Lemma A.1's condition fails (E2) are
+#   refused before anything is drawn.
+# - Next: [A3b](03b_output_distributions.ipynb) — the exact output distributions;
+#   [A3c](03c_theorem_3_2_audit.ipynb) — Theorem 3.2 audited; [A3d](03d_utility.ipynb) — what unlearning
+#   costs in accuracy (Theorems 3.3, 3.5; E3, E4).
