@@ -8,7 +8,7 @@
 # # Chapter A7 — Multi-source unlearning (Algorithms 7 and 8), and an erratum
 #
 # *Paper A, Section 3.5: Algorithm 7 (multi-source unlearning under $\mathcal M_f$), Algorithm 8 (its
-# reference), Theorem 3.13 (Paper A Algorithm 7 and sharp edge E5).  The mechanism runs through the entry
+# reference), Theorem 3.13 (Paper A Algorithm 7 and erratum E5).  The mechanism runs through the entry
 # points of chapter A3a (a `DeletionRequest` with points of several arms); this chapter exports
 # Theorem 3.13's bound, `bandit_unlearning.mab.multisource`.*
 #

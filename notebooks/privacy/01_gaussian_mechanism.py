@@ -8,7 +8,7 @@
 # # Chapter P1 — The Gaussian mechanism: calibration, privacy profile, audits
 #
 # *Paper A, Definition 2.1 and Section 3 (the Gaussian mechanism with
-# $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$); Paper A Definition 2.1, A4 and sharp edge E1.  Exports
+# $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$); Paper A Definition 2.1 and erratum E1.  Exports
 # `bandit_unlearning.privacy.gaussian` and `bandit_unlearning.privacy.audit`.*
 #
 # Every noisy unlearning mechanism in this project adds Gaussian noise $\nu \sim \mathcal N(0,\sigma^2)$
@@ -103,7 +103,7 @@ rng = np.random.default_rng(20260601)
 # top of every chapter, so that its outputs can be re-run and checked; a deployment must not.
 
 # %% tags=["export"]
-"""Calibrating the Gaussian mechanism (Paper A Definition 2.1, A4 and sharp edge E1).
+"""Calibrating the Gaussian mechanism (Paper A Definition 2.1 and erratum E1).
 
 - ``gaussian_gamma(epsilon, delta)``: Paper A's privacy scale ``sqrt(2 ln(1.25/delta)) / epsilon``.
 - ``classic_gaussian_sigma``: ``sensitivity * gamma`` (Dwork & Roth, Thm A.1), refused for
