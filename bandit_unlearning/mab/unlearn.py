@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -82,7 +83,16 @@ def _choice(name: str, value, allowed: tuple) -> str:
     return check_choice(value, name, allowed)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 255): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 256): "3. Implementation: one entry point, plans per source arm" ---
+@functools.lru_cache(maxsize=1024)
+def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
+    """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
+    a root search, and a request asks for it once per noised arm (the value is the same float)."""
+    if calibration == "classic":
+        return classic_gaussian_sigma(1.0, epsilon, delta)
+    return analytic_gaussian_sigma(1.0, epsilon, delta)
+
+
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
@@ -172,15 +182,14 @@ class UnlearnOptions:
             return None
         if self.calibration == "paper":
             return self.gamma
-        if self.calibration == "classic":
-            return classic_gaussian_sigma(1.0, self.epsilon, self.delta)
-        return analytic_gaussian_sigma(1.0, self.epsilon, self.delta)
+        return _unit_sigma(self.calibration, self.epsilon, self.delta)
 
     def sigma_for(self, delta_f):
         """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
-        if self.unit_sigma is None:
+        unit = self.unit_sigma
+        if unit is None:
             raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
-        return check_real_array(delta_f, "delta_f", 0) * self.unit_sigma
+        return check_real_array(delta_f, "delta_f", 0) * unit
 
     @property
     def joint_noise(self) -> bool:
@@ -204,7 +213,7 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 382): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 391): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
@@ -272,7 +281,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 454): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 463): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
@@ -350,7 +359,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 535): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 544): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
@@ -426,7 +435,7 @@ class UnlearnResult:
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 617): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 626): "3. Implementation: one entry point, plans per source arm" ---
 def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
     """The options of one call, said one way: ``options=UnlearnOptions(...)``, or ``method`` and the
     fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,

@@ -218,6 +218,7 @@ only), "classic" (same, refused for eps >= 1) or "analytic" (Balle & Wang); sens
 "exact" (gamma*, E3), times ``threshold_scale``.  Ties in every argmax go to the lowest arm (E6).
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -253,6 +254,15 @@ def _choice(name: str, value, allowed: tuple) -> str:
 # calibration, so that $\sigma = \Delta_f \cdot$ `unit_sigma` in every branch.
 
 # %% tags=["export"]
+@functools.lru_cache(maxsize=1024)
+def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
+    """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
+    a root search, and a request asks for it once per noised arm (the value is the same float)."""
+    if calibration == "classic":
+        return classic_gaussian_sigma(1.0, epsilon, delta)
+    return analytic_gaussian_sigma(1.0, epsilon, delta)
+
+
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
@@ -342,15 +352,14 @@ class UnlearnOptions:
             return None
         if self.calibration == "paper":
             return self.gamma
-        if self.calibration == "classic":
-            return classic_gaussian_sigma(1.0, self.epsilon, self.delta)
-        return analytic_gaussian_sigma(1.0, self.epsilon, self.delta)
+        return _unit_sigma(self.calibration, self.epsilon, self.delta)
 
     def sigma_for(self, delta_f):
         """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
-        if self.unit_sigma is None:
+        unit = self.unit_sigma
+        if unit is None:
             raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
-        return check_real_array(delta_f, "delta_f", 0) * self.unit_sigma
+        return check_real_array(delta_f, "delta_f", 0) * unit
 
     @property
     def joint_noise(self) -> bool:
