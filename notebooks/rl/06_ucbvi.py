@@ -319,6 +319,9 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 # far above rounding error (values lie in $[0, H]$), far below any difference that matters.
 
 # %% tags=["export"]
+BONUS_KINDS = ("paper",)
+
+
 @dataclass(frozen=True)
 class UCBVIConfig:
     """Parameters of UCB-VI / TV-stable UCB-VI (Algorithm 4, Paper B Algorithm 4).
@@ -326,7 +329,8 @@ class UCBVIConfig:
     ``T`` (number of episodes) and ``delta`` enter ``eps_app`` and the bonus; ``sigma`` is the noise
     level of each tree node (0: exact counts, non-private UCB-VI); ``bonus_scale`` multiplies the
     bonus (1: the paper's); ``stabilize`` (False: the paper's algorithm) clips noisy estimates into
-    valid ranges (erratum E9).
+    valid ranges (erratum E9); ``bonus_kind`` names the exploration bonus (``"paper"``: ``b(n)`` of
+    Algorithm 4 times ``bonus_scale``), which the planners read through ``step_bonus``.
     """
 
     S: int
@@ -337,6 +341,7 @@ class UCBVIConfig:
     sigma: float = 0.0
     bonus_scale: float = 1.0
     stabilize: bool = False
+    bonus_kind: str = "paper"
 
     def __post_init__(self):
         _check_dims(self.S, self.A, self.H)
@@ -345,6 +350,7 @@ class UCBVIConfig:
         check_real(self.sigma, "sigma", 0)
         check_real(self.bonus_scale, "bonus_scale", 0)
         check_bool(self.stabilize, "stabilize")
+        check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS)
 
     @classmethod
     def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
@@ -376,11 +382,37 @@ class UCBVIConfig:
     def bonus(self, n) -> np.ndarray:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale``; meaningful for ``n > eps_unexplored``."""
         n = as_array(n, "n").astype(float)
-        eps, H = self.eps_unexplored, self.H
-        b = (H + 1) * np.sqrt(self.log_term / (2 * (n - eps)))
-        if eps > 0:
-            b = b + eps / n * (1 + 2 * H * (np.sqrt(self.S) + 1))
-        return self.bonus_scale * b
+        return paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
+
+    @property
+    def needs_next_variance(self) -> bool:
+        """Whether ``step_bonus`` reads the variance of ``V_{h+1}`` (never for ``"paper"``)."""
+        return False
+
+    def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
+        """The bonus of step ``h`` for visit counts ``n [..., S, A]`` (any leading axes; ``next_variance``:
+        the empirical variance of ``V_{h+1}`` under ``P~_h``, same shape, or None when not
+        ``needs_next_variance``).  ``"paper"``: ``bonus(n)`` bit for bit, whatever ``h``."""
+        if type(h) is not int or not 0 <= h < self.H:
+            h = check_int(h, "h", 0, self.H - 1)
+        if not (type(n) is np.ndarray and n.dtype == float):
+            n = as_array(n, "n").astype(float)
+        if next_variance is not None and not self.needs_next_variance:
+            raise ValueError(f"next_variance must be None for the {self.bonus_kind!r} bonus (it does not read it)")
+        return paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
+
+
+def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
+    """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
+    (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
+    ``bonus_scale`` may be arrays broadcasting against ``n`` (one value per run of a batch): each
+    element sees the same operations as with scalars, so a batch equals its runs bit for bit."""
+    n = as_array(n, "n")
+    H, S = check_int(H, "H", 1), check_int(S, "S", 1)
+    b = (H + 1) * np.sqrt(log_term / (2 * (n - eps)))
+    if np.any(np.asarray(eps) > 0):
+        b = b + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))     # adds exactly 0.0 where eps = 0 (n > 0)
+    return bonus_scale * b
 
 
 @dataclass(frozen=True)
@@ -432,8 +464,9 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
 
 
 def _value_iteration(base, P, S: int, A: int, out=None):
-    """``optimistic_value_iteration`` without the checks (the hot path of the drivers)."""
-    H = base.shape[0]
+    """``optimistic_value_iteration`` without the checks (the hot path of the drivers).  ``base`` is
+    the ``[H, S*A]`` array, or a function ``base(h, V_{h+1}) -> [S*A]`` called at each step."""
+    H = P.shape[0]
     if out is None:
         out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
     policy, Q, V = out
@@ -442,7 +475,7 @@ def _value_iteration(base, P, S: int, A: int, out=None):
     for h in range(H - 1, -1, -1):
         q = Q[h]
         np.dot(P[h], V[h + 1], out=q)
-        np.add(q, base[h], out=q)
+        np.add(q, base(h, V[h + 1]) if callable(base) else base[h], out=q)
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
         qs = q.reshape(S, A)
@@ -453,9 +486,9 @@ def _value_iteration(base, P, S: int, A: int, out=None):
 
 
 def _estimates(N, R, Nsas, config: UCBVIConfig):
-    """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~`` and the explored mask,
-    from ``N, R [...]`` and ``Nsas [..., S]``.  Unexplored pairs get ``n = inf`` (so their ``r~``,
-    ``P~`` and bonus are 0 without a masking pass); their ``base = inf`` makes ``P~`` irrelevant."""
+    """Elementwise: ``r~``, ``P~``, the explored mask and ``n`` (``N~`` where explored, ``inf``
+    elsewhere), from ``N, R [...]`` and ``Nsas [..., S]``.  Unexplored pairs get ``n = inf`` (so their
+    ``r~``, ``P~`` and bonus are 0 without a masking pass); their ``base = inf`` makes ``P~`` irrelevant."""
     explored = N > config.eps_unexplored
     n = np.where(explored, N, np.inf)
     r = R / n
@@ -465,12 +498,30 @@ def _estimates(N, R, Nsas, config: UCBVIConfig):
         P = np.maximum(P, 0.0)
         total = P.sum(axis=-1, keepdims=True)
         P = np.where(total > 0, P / np.where(total > 0, total, 1.0), 1.0 / P.shape[-1])
-    return np.where(explored, r + config.bonus(n), np.inf), P, explored
+    return r, P, explored, n
+
+
+def _next_variance(P, V_next):
+    """Empirical variance of ``V_{h+1}(s')`` under each row of ``P~_h``: ``P (V^2) - (P V)^2``,
+    clipped at 0 (``P [..., S]``, ``V_next [S]``) -- what a bonus with ``needs_next_variance`` reads."""
+    P, V_next = as_array(P, "P"), as_array(V_next, "V_next")
+    mean = P @ V_next
+    return np.maximum(P @ (V_next * V_next) - mean * mean, 0.0)
+
+
+def _step_base(config: UCBVIConfig, r, P, explored, n):
+    """``base(h, V_{h+1})`` for ``_value_iteration``: ``r~_h + step_bonus(h, n_h, var_h)`` where
+    explored, ``inf`` elsewhere (``var_h`` only if the bonus reads it)."""
+    def base(h, V_next):
+        var = _next_variance(P[h], V_next) if config.needs_next_variance else None
+        return np.where(explored[h], r[h] + config.step_bonus(h, n[h], var), np.inf)
+    return base
 
 
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
-    non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level)."""
+    non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
+    of step ``h`` is ``config.step_bonus(h, n_h, var_h)``."""
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
@@ -481,8 +532,8 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
         raise ValueError("u must be finite")
     S, A, H = config.S, config.A, config.H
     N, R, Nsas = layout.unpack(u)
-    base, P, explored = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
-    policy, Q, V = _value_iteration(base, P, S, A)
+    r, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
+    policy, Q, V = _value_iteration(_step_base(config, r, P, explored, n), P, S, A)
     return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
 
 
@@ -648,6 +699,13 @@ class UCBVIRun:
         check_seed(self.seed)
 
 
+def _incremental_base(N, R, Nsas, config: UCBVIConfig):
+    """``(base, P~)`` of rows ``(h, s*A + a)`` (one per step, any shape) with the paper's bonus: it
+    does not depend on ``h``, so ``bonus(n)`` equals ``step_bonus(h, n, None)`` on every row."""
+    r, P, explored, n = _estimates(N, R, Nsas, config)
+    return np.where(explored, r + config.bonus(n), np.inf), P
+
+
 def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float = 0.1,
               bonus_scale: float = 1.0, reward_noise: str = "bernoulli",
               record_values: bool = False) -> UCBVIRun:
@@ -667,7 +725,7 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     seed, bernoulli = check_seed(seed), _check_noise(reward_noise) == "bernoulli"
     S, A, H = mdp.S, mdp.A, mdp.H
     N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))
-    base, P, _ = _estimates(N, R, Nsas, config)
+    base, P = _incremental_base(N, R, Nsas, config)
     out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
     policies = np.empty((T, H, S), dtype=np.int8 if A <= 127 else np.int64)
     states, actions, rewards = np.empty((T, H + 1), np.int64), np.empty((T, H), np.int64), np.empty((T, H))
@@ -683,7 +741,7 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
         N[hs, sa] += 1.0
         R[hs, sa] += rewards[t]
         Nsas[hs, sa, states[t, 1:]] += 1.0
-        base[hs, sa], P[hs, sa], _ = _estimates(N[hs, sa], R[hs, sa], Nsas[hs, sa], config)
+        base[hs, sa], P[hs, sa] = _incremental_base(N[hs, sa], R[hs, sa], Nsas[hs, sa], config)
     traj = Trajectory(states, actions, rewards)
     idx, val = config.layout.sparse(traj)
     return UCBVIRun(policies, traj, idx, val, config, users, seed, V0)
