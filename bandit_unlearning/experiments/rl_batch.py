@@ -4,22 +4,31 @@
 
 ``stable_regret_curves(mdp, T, rhos, seeds, rngs, bonus_scales)`` returns, run by run, exactly the
 dictionaries of ``stable_regret_curve`` (chapter B7) for the same arguments, computed by the batched
-engine ``bandit_unlearning.rl.batch.run_batch``.
+engine ``bandit_unlearning.rl.batch.run_batch``.  ``unlearning_cost`` is ``rl_unlearning_cost``
+(chapter B8) for one ``(rho, T)``, bit for bit, without re-running episodes after a rejection (a
+deletion's cost is decided by the coupling; the re-run's generator draws are taken and discarded).
 """
 
 __all__ = [
     "stable_regret_curves",
+    "unlearning_cost",
 ]
 
 
 import numpy as np
 
-from bandit_unlearning.checks import check_bool, check_instance, check_real, check_real_array
-from bandit_unlearning.exact.tree import check_int
+from bandit_unlearning.checks import (
+    as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
+)
+from bandit_unlearning.exact.learner import ZERO_USER, Run, path_expected_steps, path_retrain_probability, train
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import KEY_WORDS, check_int, n_nodes
 from bandit_unlearning.experiments.rl_stable import safe_slope
+from bandit_unlearning.experiments.unlearning_cost import conditional_retraining
+from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.batch import run_batch
 from bandit_unlearning.rl.mdp import TabularMDP, regret
-from bandit_unlearning.rl.stable import stable_sigma
+from bandit_unlearning.rl.stable import population_users, stable_sigma, stable_ucbvi
 from bandit_unlearning.rl.ucbvi import UCBVIConfig
 
 
@@ -52,3 +61,48 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
             res["policies"] = batch.policies[b]
         out.append(res)
     return out
+
+
+def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
+    """What ``unlearn(run, t, rng, diagnostics=True)`` records about its cost, with the same draws
+    from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the
+    raw words its node keys would take."""
+    learner = run.learner
+    x_new = learner.statistics(ZERO_USER, t, run.models[t - 1])
+    x_old = run.tree.leaf(t)
+    shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, learner.sigma)
+    coupling = run.tree.copy().unlearn_leaf(t, x_new, rng)
+    if coupling.retrained:
+        rng.bit_generator.random_raw(KEY_WORDS * (n_nodes(run.T) - n_nodes(coupling.restart)))
+    return {"retrained": coupling.retrained, "cost": (run.T - coupling.restart) / run.T,
+            "retrain_probability": path_retrain_probability(tv, coupling.path),
+            "expected_cost": path_expected_steps(tv, coupling.path, run.T) / run.T, "shift_norm": shift}
+
+
+def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_per_run: int, rng=None,
+                    seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0, tree_factory=LightTree) -> dict:
+    """``rl_unlearning_cost(mdp, [T], [rho], n_runs, requests_per_run, rng, seed, ...)[rho, T]`` bit for
+    bit (``measure_unlearning`` of chapter B4 on the users of population ``seed``), without re-running
+    the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed."""
+    check_instance(mdp, TabularMDP, "mdp")
+    T, seed = check_int(T, "T", 2), check_int(seed, "seed", 0, 2**64 - 1)
+    n_runs, requests_per_run = check_int(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
+    check_real(bonus_scale, "bonus_scale", 0)
+    check_callable(tree_factory, "tree_factory")
+    learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
+    users = population_users(mdp, seed, T)
+    rng = as_generator(rng)
+    keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
+            "expected_cost", "shift_norm")
+    out = {k: [] for k in keys}
+    for _ in range(n_runs):
+        run = train(learner, users, rng)
+        for t in rng.integers(1, run.T + 1, size=requests_per_run):
+            p_cond, steps_cond = conditional_retraining(run, int(t))
+            rec = _coupling_only(run, int(t), rng)
+            rec.update(conditional_probability=p_cond, conditional_cost=steps_cond / run.T)
+            for k in keys:
+                out[k].append(rec[k])
+    result = {k: np.array(v, dtype=float) for k, v in out.items()}
+    result["T"] = len(users)
+    return result

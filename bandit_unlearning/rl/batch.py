@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_bool, check_instance, check_int
-from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, n_nodes, node_noise
+from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, n_nodes
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, paper_bonus
 from bandit_unlearning.rl.users import (
@@ -48,10 +48,23 @@ def _top_node_keys(rng: np.random.Generator, T: int) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64).reshape(T, KEY_WORDS)
 
 
+_SFC64 = np.random.SFC64(0)
+_NORMALS = np.random.Generator(_SFC64)
+
+
+def _standard_normal(key: np.ndarray, out: np.ndarray) -> None:
+    """``node_noise(key, d, 1)`` into ``out [d]`` (SFC64 seeded with the key as numpy seeds it, 12
+    outputs discarded, then ``d`` standard normals); ``node_noise`` multiplies them by sigma."""
+    _SFC64.state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+                    "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+    _SFC64.random_raw(12)
+    _NORMALS.standard_normal(out=out)
+
+
 def _uniforms(keys: np.ndarray, cell) -> np.ndarray:
     """Output number ``cell`` of SplitMix64 seeded with each of ``keys`` (uint64), top 53 bits as a
     uniform -- ``users._splitmix64_uniform`` over arrays (uint64 arithmetic wraps like ``& _MASK``)."""
-    z = keys + (np.asarray(cell, dtype=np.uint64) + np.uint64(1)) * np.uint64(_GAMMA)
+    z = keys + (np.array(cell, dtype=np.uint64, ndmin=1) + np.uint64(1)) * np.uint64(_GAMMA)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
     return ((z ^ (z >> np.uint64(31))) >> np.uint64(11)).astype(float) * _UNIT
@@ -76,6 +89,7 @@ def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.nd
     rows = np.arange(B)
     states, actions = np.empty((B, H + 1), dtype=np.int64), np.empty((B, H), dtype=np.int64)
     rewards = np.empty((B, H))
+    keys2 = np.concatenate([keys, keys])
     s = (tables.init_cdf[None, :] <= _uniforms(keys, INITIAL * H * S * A)[:, None]).sum(axis=1)
     states[:, 0] = s
     for h in range(H):
@@ -83,8 +97,13 @@ def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.nd
         sa = s * A + a
         cell = h * S * A + sa                                  # stream 0 (transitions)
         mean = tables.rewards[h, sa]
-        rewards[:, h] = (_uniforms(keys, REWARD * H * S * A + cell) < mean) if bernoulli else mean
-        s = (tables.cdf[h, sa] <= _uniforms(keys, cell)[:, None]).sum(axis=1)
+        if bernoulli:                                          # both draws of the step in one evaluation
+            u = _uniforms(keys2, np.concatenate([cell, REWARD * H * S * A + cell]))
+            rewards[:, h] = u[B:] < mean
+        else:
+            u = _uniforms(keys, cell)
+            rewards[:, h] = mean
+        s = (tables.cdf[h, sa] <= u[:B, None]).sum(axis=1)
         actions[:, h], states[:, h + 1] = a, s
     return states, actions, rewards
 
@@ -107,17 +126,23 @@ class _BatchPlanner:
         for b, c in enumerate(configs):
             groups.setdefault(c, []).append(b)
         self.groups = [(c, np.array(idx)) for c, idx in groups.items()]
-        self.rows = np.arange(0, self.S * self.A, self.A)
+        self.offsets = (np.arange(self.B)[:, None] * self.S + np.arange(self.S)[None, :]) * self.A
+        self.P = None
 
     def _estimates(self, u: np.ndarray):
         B, H, S, A = self.B, self.H, self.S, self.A
         n3 = H * S * A
         N, R = u[:, :n3].reshape(B, H, S * A), u[:, n3:2 * n3].reshape(B, H, S * A)
         Nsas = u[:, 2 * n3:].reshape(B, H, S * A, S)
-        explored = N > self.eps[:, :, None]
-        n = np.where(explored, N, np.inf)
-        r = R / n
-        P = Nsas / n[..., None]
+        if self.P is None:                                   # buffers, reused at every step
+            self.explored, self.n = np.empty(N.shape, dtype=bool), np.empty(N.shape)
+            self.r, self.P = np.empty(N.shape), np.empty(Nsas.shape)
+        explored, n, r, P = self.explored, self.n, self.r, self.P
+        np.greater(N, self.eps[:, :, None], out=explored)
+        n.fill(np.inf)
+        np.copyto(n, N, where=explored)                      # n = N where explored, inf elsewhere
+        np.divide(R, n, out=r)
+        np.divide(Nsas, n[..., None], out=P)
         if self.stabilize.any():                             # chapter B6's stabilize, on the runs that ask
             P_st = np.maximum(P, 0.0)
             total = P_st.sum(axis=-1, keepdims=True)
@@ -141,21 +166,26 @@ class _BatchPlanner:
         r, P, explored, n = self._estimates(u)
         policy = np.empty((B, H, S), dtype=np.int64)
         V = np.zeros((B, S, 1))
+        base = None
+        if self.paper:                                       # b(n) does not depend on h: all steps at once
+            base = np.where(explored, r + paper_bonus(n, self.log_term[:, :, None], self.eps[:, :, None], H, S,
+                                                      self.scale[:, :, None]), np.inf)
         for h in range(H - 1, -1, -1):
             Ph = P[:, h]
             q = np.matmul(Ph, V)[..., 0]                     # [B, S*A], the single run's gemv per run
-            var = None
-            if self.needs_variance:
-                mean = q
-                var = np.maximum(np.matmul(Ph, V * V)[..., 0] - mean * mean, 0.0)
-            base = np.where(explored[:, h], r[:, h] + self._bonus(h, n[:, h], var), np.inf)
-            np.add(q, base, out=q)
+            if base is None:
+                var = None
+                if self.needs_variance:
+                    var = np.maximum(np.matmul(Ph, V * V)[..., 0] - q * q, 0.0)
+                np.add(q, np.where(explored[:, h], r[:, h] + self._bonus(h, n[:, h], var), np.inf), out=q)
+            else:
+                np.add(q, base[:, h], out=q)
             np.minimum(q, H - h, out=q)
             np.maximum(q, 0.0, out=q)
             qs = q.reshape(B, S, A)
             best = (qs >= qs.max(axis=2, keepdims=True) - Q_TIE_TOLERANCE).argmax(axis=2)
             policy[:, h] = best
-            V = np.take_along_axis(qs, best[..., None], axis=2)
+            V = q.take(best + self.offsets)[..., None]       # [B, S, 1]: Q_h at the chosen actions
         return policy
 
 
@@ -210,19 +240,21 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
     if 2 * levels * B * d > MAX_BATCH_FLOATS:
         raise ValueError(f"a batch of {B} runs with d = {d} and T = {T} needs {2 * levels * B * d:,} floats "
                          f"(more than MAX_BATCH_FLOATS = {MAX_BATCH_FLOATS:,}); split it into smaller batches")
-    noisy_runs = [(b, configs[b].sigma, _top_node_keys(gens[b], T)) for b in range(B) if configs[b].sigma > 0]
-    exact_runs = np.array([c.sigma == 0 for c in configs])
-    tables, planner = _Tables(mdp), _BatchPlanner(configs)
-    user_keys = np.array(seeds, dtype=np.uint64)
-    acc, partial = np.zeros((levels, B, d)), np.zeros((levels, B, d))
-    clean = np.zeros((B, d))
-    flat_acc, flat_clean = acc.reshape(levels, B * d), clean.reshape(B * d)
+    order = [b for b in range(B) if configs[b].sigma > 0] + [b for b in range(B) if configs[b].sigma == 0]
+    m = sum(c.sigma > 0 for c in configs)                   # runs 0..m-1 (in this order) have a tree
+    node_keys = [_top_node_keys(gens[b], T) for b in order[:m]]
+    sigmas = np.array([configs[b].sigma for b in order[:m]]).reshape(-1, 1)
+    tables, planner = _Tables(mdp), _BatchPlanner(tuple(configs[b] for b in order))
+    user_keys = np.array([seeds[b] for b in order], dtype=np.uint64)
+    acc, partial = np.zeros((levels, m, d)), np.zeros((levels, m, d))
+    z, clean, u = np.empty((m, d)), np.zeros((B, d)), np.zeros((B, d))
+    flat_acc, flat_clean = acc.reshape(levels * m * d), clean.reshape(B * d)
+    level_offsets = (np.arange(levels) * m * d)[:, None, None]
     policies = np.empty((B, T, H, S), dtype=np.int8 if A <= 127 else np.int64)
     traj = (np.empty((B, T, H + 1), np.int64), np.empty((B, T, H), np.int64), np.empty((B, T, H))) \
         if keep_trajectories else None
     offsets = (np.arange(B) * d)[:, None]
     hk = (np.arange(H) * S)[None, :]
-    u = np.zeros((B, d))
     for t in range(1, T + 1):
         pi = planner.plan(u)
         policies[:, t - 1] = pi
@@ -234,16 +266,22 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
         idx = np.concatenate([k, n3 + k, 2 * n3 + k * S + states[:, 1:]], axis=1) + offsets
         val = np.concatenate([np.ones((B, H)), rewards, np.ones((B, H))], axis=1)
         flat_clean[idx] += val                               # distinct indices: one add per entry
-        flat_acc[:, idx] += val
-        top, depth = (t & -t).bit_length() - 1, t.bit_count() - 1
-        noisy = acc[top].copy()                              # the top node's clean value (its running sum) ...
-        for b, sigma, keys in noisy_runs:
-            noisy[b] += node_noise(keys[t - 1], d, sigma)   # ... plus its noise, run by run
-        u = noisy if depth == 0 else partial[depth - 1] + noisy
-        partial[depth] = u
-        acc[:top + 1] = 0.0                                  # levels 0..top completed at t
-        u[exact_runs] = clean[exact_runs]                    # sigma = 0: run_ucbvi's exact sums
-    trajectories = None if traj is None else Trajectory(*traj)
-    noisy_sum = partial[T.bit_count() - 1].copy()
-    noisy_sum[exact_runs] = clean[exact_runs]
+        u[m:] = clean[m:]                                    # sigma = 0: run_ucbvi's exact sums
+        if m:
+            flat_acc[level_offsets + idx[:m]] += val[:m]          # every level's running sum
+            top, depth = (t & -t).bit_length() - 1, t.bit_count() - 1
+            for i, keys in enumerate(node_keys):             # the top node's noise: normals run by run,
+                _standard_normal(keys[t - 1], out=z[i])
+            z *= sigmas                                      # scaled for all runs at once,
+            np.add(acc[top], z, out=z)                       # added to its clean value (running sum),
+            if depth:
+                np.add(partial[depth - 1], z, out=partial[depth])   # after the earlier nodes of D(t)
+            else:
+                partial[depth] = z
+            u[:m] = partial[depth]
+            acc[:top + 1] = 0.0                              # levels 0..top completed at t
+    inverse = np.argsort(order)
+    trajectories = None if traj is None else Trajectory(*(x[inverse] for x in traj))
+    noisy_sum = np.concatenate([partial[T.bit_count() - 1], clean[m:]])[inverse] if m else clean.copy()
+    policies, clean = policies[inverse], clean[inverse]
     return BatchRun(policies, noisy_sum, clean, configs, seeds, trajectories)

@@ -97,7 +97,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_bool, check_instance, check_int
-from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, n_nodes, node_noise
+from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, n_nodes
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, paper_bonus
 from bandit_unlearning.rl.users import (
@@ -120,10 +120,23 @@ def _top_node_keys(rng: np.random.Generator, T: int) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64).reshape(T, KEY_WORDS)
 
 
+_SFC64 = np.random.SFC64(0)
+_NORMALS = np.random.Generator(_SFC64)
+
+
+def _standard_normal(key: np.ndarray, out: np.ndarray) -> None:
+    """``node_noise(key, d, 1)`` into ``out [d]`` (SFC64 seeded with the key as numpy seeds it, 12
+    outputs discarded, then ``d`` standard normals); ``node_noise`` multiplies them by sigma."""
+    _SFC64.state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+                    "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+    _SFC64.random_raw(12)
+    _NORMALS.standard_normal(out=out)
+
+
 def _uniforms(keys: np.ndarray, cell) -> np.ndarray:
     """Output number ``cell`` of SplitMix64 seeded with each of ``keys`` (uint64), top 53 bits as a
     uniform -- ``users._splitmix64_uniform`` over arrays (uint64 arithmetic wraps like ``& _MASK``)."""
-    z = keys + (np.asarray(cell, dtype=np.uint64) + np.uint64(1)) * np.uint64(_GAMMA)
+    z = keys + (np.array(cell, dtype=np.uint64, ndmin=1) + np.uint64(1)) * np.uint64(_GAMMA)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
     return ((z ^ (z >> np.uint64(31))) >> np.uint64(11)).astype(float) * _UNIT
@@ -156,6 +169,7 @@ def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.nd
     rows = np.arange(B)
     states, actions = np.empty((B, H + 1), dtype=np.int64), np.empty((B, H), dtype=np.int64)
     rewards = np.empty((B, H))
+    keys2 = np.concatenate([keys, keys])
     s = (tables.init_cdf[None, :] <= _uniforms(keys, INITIAL * H * S * A)[:, None]).sum(axis=1)
     states[:, 0] = s
     for h in range(H):
@@ -163,8 +177,13 @@ def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.nd
         sa = s * A + a
         cell = h * S * A + sa                                  # stream 0 (transitions)
         mean = tables.rewards[h, sa]
-        rewards[:, h] = (_uniforms(keys, REWARD * H * S * A + cell) < mean) if bernoulli else mean
-        s = (tables.cdf[h, sa] <= _uniforms(keys, cell)[:, None]).sum(axis=1)
+        if bernoulli:                                          # both draws of the step in one evaluation
+            u = _uniforms(keys2, np.concatenate([cell, REWARD * H * S * A + cell]))
+            rewards[:, h] = u[B:] < mean
+        else:
+            u = _uniforms(keys, cell)
+            rewards[:, h] = mean
+        s = (tables.cdf[h, sa] <= u[:B, None]).sum(axis=1)
         actions[:, h], states[:, h + 1] = a, s
     return states, actions, rewards
 
@@ -197,17 +216,23 @@ class _BatchPlanner:
         for b, c in enumerate(configs):
             groups.setdefault(c, []).append(b)
         self.groups = [(c, np.array(idx)) for c, idx in groups.items()]
-        self.rows = np.arange(0, self.S * self.A, self.A)
+        self.offsets = (np.arange(self.B)[:, None] * self.S + np.arange(self.S)[None, :]) * self.A
+        self.P = None
 
     def _estimates(self, u: np.ndarray):
         B, H, S, A = self.B, self.H, self.S, self.A
         n3 = H * S * A
         N, R = u[:, :n3].reshape(B, H, S * A), u[:, n3:2 * n3].reshape(B, H, S * A)
         Nsas = u[:, 2 * n3:].reshape(B, H, S * A, S)
-        explored = N > self.eps[:, :, None]
-        n = np.where(explored, N, np.inf)
-        r = R / n
-        P = Nsas / n[..., None]
+        if self.P is None:                                   # buffers, reused at every step
+            self.explored, self.n = np.empty(N.shape, dtype=bool), np.empty(N.shape)
+            self.r, self.P = np.empty(N.shape), np.empty(Nsas.shape)
+        explored, n, r, P = self.explored, self.n, self.r, self.P
+        np.greater(N, self.eps[:, :, None], out=explored)
+        n.fill(np.inf)
+        np.copyto(n, N, where=explored)                      # n = N where explored, inf elsewhere
+        np.divide(R, n, out=r)
+        np.divide(Nsas, n[..., None], out=P)
         if self.stabilize.any():                             # chapter B6's stabilize, on the runs that ask
             P_st = np.maximum(P, 0.0)
             total = P_st.sum(axis=-1, keepdims=True)
@@ -231,21 +256,26 @@ class _BatchPlanner:
         r, P, explored, n = self._estimates(u)
         policy = np.empty((B, H, S), dtype=np.int64)
         V = np.zeros((B, S, 1))
+        base = None
+        if self.paper:                                       # b(n) does not depend on h: all steps at once
+            base = np.where(explored, r + paper_bonus(n, self.log_term[:, :, None], self.eps[:, :, None], H, S,
+                                                      self.scale[:, :, None]), np.inf)
         for h in range(H - 1, -1, -1):
             Ph = P[:, h]
             q = np.matmul(Ph, V)[..., 0]                     # [B, S*A], the single run's gemv per run
-            var = None
-            if self.needs_variance:
-                mean = q
-                var = np.maximum(np.matmul(Ph, V * V)[..., 0] - mean * mean, 0.0)
-            base = np.where(explored[:, h], r[:, h] + self._bonus(h, n[:, h], var), np.inf)
-            np.add(q, base, out=q)
+            if base is None:
+                var = None
+                if self.needs_variance:
+                    var = np.maximum(np.matmul(Ph, V * V)[..., 0] - q * q, 0.0)
+                np.add(q, np.where(explored[:, h], r[:, h] + self._bonus(h, n[:, h], var), np.inf), out=q)
+            else:
+                np.add(q, base[:, h], out=q)
             np.minimum(q, H - h, out=q)
             np.maximum(q, 0.0, out=q)
             qs = q.reshape(B, S, A)
             best = (qs >= qs.max(axis=2, keepdims=True) - Q_TIE_TOLERANCE).argmax(axis=2)
             policy[:, h] = best
-            V = np.take_along_axis(qs, best[..., None], axis=2)
+            V = q.take(best + self.offsets)[..., None]       # [B, S, 1]: Q_h at the chosen actions
         return policy
 
 
@@ -310,19 +340,21 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
     if 2 * levels * B * d > MAX_BATCH_FLOATS:
         raise ValueError(f"a batch of {B} runs with d = {d} and T = {T} needs {2 * levels * B * d:,} floats "
                          f"(more than MAX_BATCH_FLOATS = {MAX_BATCH_FLOATS:,}); split it into smaller batches")
-    noisy_runs = [(b, configs[b].sigma, _top_node_keys(gens[b], T)) for b in range(B) if configs[b].sigma > 0]
-    exact_runs = np.array([c.sigma == 0 for c in configs])
-    tables, planner = _Tables(mdp), _BatchPlanner(configs)
-    user_keys = np.array(seeds, dtype=np.uint64)
-    acc, partial = np.zeros((levels, B, d)), np.zeros((levels, B, d))
-    clean = np.zeros((B, d))
-    flat_acc, flat_clean = acc.reshape(levels, B * d), clean.reshape(B * d)
+    order = [b for b in range(B) if configs[b].sigma > 0] + [b for b in range(B) if configs[b].sigma == 0]
+    m = sum(c.sigma > 0 for c in configs)                   # runs 0..m-1 (in this order) have a tree
+    node_keys = [_top_node_keys(gens[b], T) for b in order[:m]]
+    sigmas = np.array([configs[b].sigma for b in order[:m]]).reshape(-1, 1)
+    tables, planner = _Tables(mdp), _BatchPlanner(tuple(configs[b] for b in order))
+    user_keys = np.array([seeds[b] for b in order], dtype=np.uint64)
+    acc, partial = np.zeros((levels, m, d)), np.zeros((levels, m, d))
+    z, clean, u = np.empty((m, d)), np.zeros((B, d)), np.zeros((B, d))
+    flat_acc, flat_clean = acc.reshape(levels * m * d), clean.reshape(B * d)
+    level_offsets = (np.arange(levels) * m * d)[:, None, None]
     policies = np.empty((B, T, H, S), dtype=np.int8 if A <= 127 else np.int64)
     traj = (np.empty((B, T, H + 1), np.int64), np.empty((B, T, H), np.int64), np.empty((B, T, H))) \
         if keep_trajectories else None
     offsets = (np.arange(B) * d)[:, None]
     hk = (np.arange(H) * S)[None, :]
-    u = np.zeros((B, d))
     for t in range(1, T + 1):
         pi = planner.plan(u)
         policies[:, t - 1] = pi
@@ -334,18 +366,24 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
         idx = np.concatenate([k, n3 + k, 2 * n3 + k * S + states[:, 1:]], axis=1) + offsets
         val = np.concatenate([np.ones((B, H)), rewards, np.ones((B, H))], axis=1)
         flat_clean[idx] += val                               # distinct indices: one add per entry
-        flat_acc[:, idx] += val
-        top, depth = (t & -t).bit_length() - 1, t.bit_count() - 1
-        noisy = acc[top].copy()                              # the top node's clean value (its running sum) ...
-        for b, sigma, keys in noisy_runs:
-            noisy[b] += node_noise(keys[t - 1], d, sigma)   # ... plus its noise, run by run
-        u = noisy if depth == 0 else partial[depth - 1] + noisy
-        partial[depth] = u
-        acc[:top + 1] = 0.0                                  # levels 0..top completed at t
-        u[exact_runs] = clean[exact_runs]                    # sigma = 0: run_ucbvi's exact sums
-    trajectories = None if traj is None else Trajectory(*traj)
-    noisy_sum = partial[T.bit_count() - 1].copy()
-    noisy_sum[exact_runs] = clean[exact_runs]
+        u[m:] = clean[m:]                                    # sigma = 0: run_ucbvi's exact sums
+        if m:
+            flat_acc[level_offsets + idx[:m]] += val[:m]          # every level's running sum
+            top, depth = (t & -t).bit_length() - 1, t.bit_count() - 1
+            for i, keys in enumerate(node_keys):             # the top node's noise: normals run by run,
+                _standard_normal(keys[t - 1], out=z[i])
+            z *= sigmas                                      # scaled for all runs at once,
+            np.add(acc[top], z, out=z)                       # added to its clean value (running sum),
+            if depth:
+                np.add(partial[depth - 1], z, out=partial[depth])   # after the earlier nodes of D(t)
+            else:
+                partial[depth] = z
+            u[:m] = partial[depth]
+            acc[:top + 1] = 0.0                              # levels 0..top completed at t
+    inverse = np.argsort(order)
+    trajectories = None if traj is None else Trajectory(*(x[inverse] for x in traj))
+    noisy_sum = np.concatenate([partial[T.bit_count() - 1], clean[m:]])[inverse] if m else clean.copy()
+    policies, clean = policies[inverse], clean[inverse]
     return BatchRun(policies, noisy_sum, clean, configs, seeds, trajectories)
 
 
@@ -358,17 +396,25 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
 
 ``stable_regret_curves(mdp, T, rhos, seeds, rngs, bonus_scales)`` returns, run by run, exactly the
 dictionaries of ``stable_regret_curve`` (chapter B7) for the same arguments, computed by the batched
-engine ``bandit_unlearning.rl.batch.run_batch``.
+engine ``bandit_unlearning.rl.batch.run_batch``.  ``unlearning_cost`` is ``rl_unlearning_cost``
+(chapter B8) for one ``(rho, T)``, bit for bit, without re-running episodes after a rejection (a
+deletion's cost is decided by the coupling; the re-run's generator draws are taken and discarded).
 """
 
 import numpy as np
 
-from bandit_unlearning.checks import check_bool, check_instance, check_real, check_real_array
-from bandit_unlearning.exact.tree import check_int
+from bandit_unlearning.checks import (
+    as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
+)
+from bandit_unlearning.exact.learner import ZERO_USER, Run, path_expected_steps, path_retrain_probability, train
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import KEY_WORDS, check_int, n_nodes
 from bandit_unlearning.experiments.rl_stable import safe_slope
+from bandit_unlearning.experiments.unlearning_cost import conditional_retraining
+from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.batch import run_batch
 from bandit_unlearning.rl.mdp import TabularMDP, regret
-from bandit_unlearning.rl.stable import stable_sigma
+from bandit_unlearning.rl.stable import population_users, stable_sigma, stable_ucbvi
 from bandit_unlearning.rl.ucbvi import UCBVIConfig
 
 
@@ -401,6 +447,65 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
             res["policies"] = batch.policies[b]
         out.append(res)
     return out
+
+
+# %% [markdown]
+# **The cost of a deletion, without re-running the episodes.**  The unlearning-cost experiment of
+# chapter B8 (`measure_unlearning` of chapter B4) deletes 50 episodes from each trained run and
+# records what each deletion cost: whether the coupling rejected and how many steps it would
+# re-run, plus exact values computed from the deleted statistic.  Every one of these numbers is fixed
+# once the coupling of Algorithm 3 has run on the path of the deleted leaf — *before* the re-run.
+# The re-run only matters to the experiment through the generator it shares with the next requests:
+# it takes the keys of the nodes completed at steps $r+1..T$, exactly $3\,(N(T) - N(r))$ raw words
+# whatever the episodes are.  `unlearning_cost` therefore couples, records, and advances the
+# generator by those words (drawing and discarding them: `advance` would also clear numpy's buffered
+# 32-bit half-word and change the next `integers` draw); its measurements equal
+# `rl_unlearning_cost`'s bit for bit (checked below), at the price of the coupling alone.
+
+# %% tags=["export:bandit_unlearning.experiments.rl_batch"]
+def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
+    """What ``unlearn(run, t, rng, diagnostics=True)`` records about its cost, with the same draws
+    from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the
+    raw words its node keys would take."""
+    learner = run.learner
+    x_new = learner.statistics(ZERO_USER, t, run.models[t - 1])
+    x_old = run.tree.leaf(t)
+    shift, tv = float(np.linalg.norm(x_old - x_new)), tv_gaussians(x_old, x_new, learner.sigma)
+    coupling = run.tree.copy().unlearn_leaf(t, x_new, rng)
+    if coupling.retrained:
+        rng.bit_generator.random_raw(KEY_WORDS * (n_nodes(run.T) - n_nodes(coupling.restart)))
+    return {"retrained": coupling.retrained, "cost": (run.T - coupling.restart) / run.T,
+            "retrain_probability": path_retrain_probability(tv, coupling.path),
+            "expected_cost": path_expected_steps(tv, coupling.path, run.T) / run.T, "shift_norm": shift}
+
+
+def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_per_run: int, rng=None,
+                    seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0, tree_factory=LightTree) -> dict:
+    """``rl_unlearning_cost(mdp, [T], [rho], n_runs, requests_per_run, rng, seed, ...)[rho, T]`` bit for
+    bit (``measure_unlearning`` of chapter B4 on the users of population ``seed``), without re-running
+    the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed."""
+    check_instance(mdp, TabularMDP, "mdp")
+    T, seed = check_int(T, "T", 2), check_int(seed, "seed", 0, 2**64 - 1)
+    n_runs, requests_per_run = check_int(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
+    check_real(bonus_scale, "bonus_scale", 0)
+    check_callable(tree_factory, "tree_factory")
+    learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
+    users = population_users(mdp, seed, T)
+    rng = as_generator(rng)
+    keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
+            "expected_cost", "shift_norm")
+    out = {k: [] for k in keys}
+    for _ in range(n_runs):
+        run = train(learner, users, rng)
+        for t in rng.integers(1, run.T + 1, size=requests_per_run):
+            p_cond, steps_cond = conditional_retraining(run, int(t))
+            rec = _coupling_only(run, int(t), rng)
+            rec.update(conditional_probability=p_cond, conditional_cost=steps_cond / run.T)
+            for k in keys:
+                out[k].append(rec[k])
+    result = {k: np.array(v, dtype=float) for k, v in out.items()}
+    result["T"] = len(users)
+    return result
 
 
 # %% [markdown]
