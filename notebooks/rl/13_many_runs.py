@@ -96,12 +96,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.checks import as_generator, check_bool, check_instance, check_int
+from bandit_unlearning.checks import as_array, as_generator, check_bool, check_instance, check_int
 from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, n_nodes
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, paper_bonus
 from bandit_unlearning.rl.users import (
-    _C1, _C2, _GAMMA, _MASK, _UNIT, INITIAL, N_STREAMS, REWARD, Trajectory, _check_noise, cdf_tables, check_seed,
+    _C1, _C2, _GAMMA, _MASK, _UNIT, INITIAL, N_STREAMS, Trajectory, _check_noise, cdf_tables, check_seed,
 )
 
 MAX_BATCH_FLOATS = 2 * 10**8      # floats the level accumulators and partial sums may hold (1.6 GB each)
@@ -160,30 +160,29 @@ class _Tables:
         init = np.cumsum(mdp.initial)
         self.init_cdf = np.where(init >= init[-1], 1.0, init)
         self.stride = np.uint64((N_STREAMS * H * S * A * _GAMMA) & _MASK)
+        hsa = H * S * A                                        # cells read: streams 0, 1 and the initial one
+        self.cells = np.concatenate([np.arange(2 * hsa), [INITIAL * hsa]]).astype(np.uint64)
 
 
 def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.ndarray, bernoulli: bool):
     """One episode per run: ``policies [B, H, S]``, user ``keys [B]`` (uint64) -> states ``[B, H+1]``,
-    actions ``[B, H]``, rewards ``[B, H]``; the draws of ``users._rollout_lists`` for each run."""
+    actions ``[B, H]``, rewards ``[B, H]``; the draws of ``users._rollout_lists`` for each run.  The
+    uniforms are counter-based, so all the cells an episode may read (streams 0 and 1, and the
+    initial cell) are evaluated at once; each step then picks its two."""
     B, H, S, A = len(keys), mdp.H, mdp.S, mdp.A
+    hsa = H * S * A
+    U = _uniforms(keys[:, None], tables.cells[None, :])    # [B, 2HSA + 1]
     rows = np.arange(B)
     states, actions = np.empty((B, H + 1), dtype=np.int64), np.empty((B, H), dtype=np.int64)
     rewards = np.empty((B, H))
-    keys2 = np.concatenate([keys, keys])
-    s = (tables.init_cdf[None, :] <= _uniforms(keys, INITIAL * H * S * A)[:, None]).sum(axis=1)
+    s = (tables.init_cdf[None, :] <= U[:, -1:]).sum(axis=1)
     states[:, 0] = s
     for h in range(H):
         a = policies[rows, h, s]
         sa = s * A + a
-        cell = h * S * A + sa                                  # stream 0 (transitions)
-        mean = tables.rewards[h, sa]
-        if bernoulli:                                          # both draws of the step in one evaluation
-            u = _uniforms(keys2, np.concatenate([cell, REWARD * H * S * A + cell]))
-            rewards[:, h] = u[B:] < mean
-        else:
-            u = _uniforms(keys, cell)
-            rewards[:, h] = mean
-        s = (tables.cdf[h, sa] <= u[:B, None]).sum(axis=1)
+        cell = h * S * A + sa                                  # stream 0 (transitions); stream 1 at hsa + cell
+        rewards[:, h] = (U[rows, hsa + cell] < tables.rewards[h, sa]) if bernoulli else tables.rewards[h, sa]
+        s = (tables.cdf[h, sa] <= U[rows, cell][:, None]).sum(axis=1)
         actions[:, h], states[:, h + 1] = a, s
     return states, actions, rewards
 
@@ -302,6 +301,13 @@ class BatchRun:
     configs: tuple
     seeds: tuple
     trajectories: Trajectory | None = None
+
+    def __post_init__(self):
+        check_instance(self.configs, tuple, "configs")
+        policies = as_array(self.policies, "policies")
+        if policies.ndim != 4 or policies.shape[0] != len(self.configs) or len(self.seeds) != len(self.configs):
+            raise ValueError(f"a batch of {len(self.configs)} configs needs policies [B, T, H, S] and {len(self.configs)} "
+                             f"seeds, got policies of shape {policies.shape} and {len(self.seeds)} seeds")
 
 
 def _check_batch(mdp, configs, seeds, rngs):
