@@ -87,14 +87,26 @@ def test_step_bonus_is_the_paper_bonus_bit_for_bit():
             assert np.array_equal(c.step_bonus(h, n_ok, None), c.bonus(n_ok))
 
 
-def test_planner_calls_step_bonus_at_every_step(monkeypatch):
-    mdp = riverswim(horizon=4)
-    c = UCBVIConfig.of(mdp, 20)
+def test_planner_calls_step_bonus_at_every_step():
+    """A bonus that reads the variance of V_{h+1} is asked at every step, backwards, with that variance;
+    the paper's bonus (all steps at once) plans exactly as a per-step call of step_bonus would."""
     calls = []
-    original = UCBVIConfig.step_bonus
-    monkeypatch.setattr(UCBVIConfig, "step_bonus", lambda self, h, n, v=None: calls.append(h) or original(self, h, n, v))
-    plan_from_statistics(np.ones(c.layout.d), c)
-    assert calls == [3, 2, 1, 0]
+
+    class VarianceConfig(UCBVIConfig):
+        @property
+        def needs_next_variance(self):
+            return True
+
+        def step_bonus(self, h, n, next_variance=None):
+            calls.append((h, None if next_variance is None else next_variance.shape))
+            return UCBVIConfig.bonus(self, n)
+
+    mdp = riverswim(horizon=4)
+    u = np.abs(np.random.default_rng(1).normal(size=UCBVIConfig.of(mdp, 20).layout.d)) * 3
+    planned = plan_from_statistics(u, VarianceConfig.of(mdp, 20))
+    assert calls == [(h, (mdp.S * mdp.A,)) for h in (3, 2, 1, 0)]
+    assert np.array_equal(planned.policy, plan_from_statistics(u, UCBVIConfig.of(mdp, 20)).policy)
+    assert np.array_equal(planned.Q, plan_from_statistics(u, UCBVIConfig.of(mdp, 20)).Q)
 
 
 def test_regret_curves_equal_the_single_run_curves():

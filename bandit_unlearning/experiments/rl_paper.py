@@ -5,8 +5,10 @@
 ``reproduce_rl(out, scale, seed, workers)`` writes ``rl_regret``, ``rl_unlearning_cost`` and
 ``rl_lower_bound`` (``.json``, ``.png``, ``.pdf``) into ``out`` and returns
 ``{"experiment": "rl", "protocol": ..., "panels": [{"id", "vary", "x", "methods", "stderr"}, ...]}``.
-Sizes are in ``PROTOCOLS`` (``"quick"``: under a minute; ``"paper"``: about ten minutes on two cores).
-Every run has its own seed derived from ``seed``, so results do not depend on ``workers``.
+Sizes are in ``PROTOCOLS`` (``"quick"``: under a minute; ``"paper"``: a minute or two on two cores).
+Every run has its own seed derived from ``seed``, so results do not depend on ``workers``; regret and
+lower-bound runs advance in batches (``run_batch``, chapter B13), deletion costs are measured by
+``unlearning_cost`` (chapter B13); both equal the single-run experiments bit for bit.
 """
 
 __all__ = [

@@ -225,7 +225,7 @@ class UCBVIConfig:
     def bonus(self, n) -> np.ndarray:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale``; meaningful for ``n > eps_unexplored``."""
         n = as_array(n, "n").astype(float)
-        return paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
+        return _paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
     @property
     def needs_next_variance(self) -> bool:
@@ -242,7 +242,7 @@ class UCBVIConfig:
             n = as_array(n, "n").astype(float)
         if next_variance is not None and not self.needs_next_variance:
             raise ValueError(f"next_variance must be None for the {self.bonus_kind!r} bonus (it does not read it)")
-        return paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
+        return _paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
 
 def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
@@ -251,7 +251,11 @@ def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     ``bonus_scale`` may be arrays broadcasting against ``n`` (one value per run of a batch): each
     element sees the same operations as with scalars, so a batch equals its runs bit for bit."""
     n = as_array(n, "n")
-    H, S = check_int(H, "H", 1), check_int(S, "S", 1)
+    return _paper_bonus(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
+
+
+def _paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
+    """``paper_bonus`` without the checks (the planners' hot path)."""
     b = (H + 1) * np.sqrt(log_term / (2 * (n - eps)))
     if np.any(np.asarray(eps) > 0):
         b = b + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))     # adds exactly 0.0 where eps = 0 (n > 0)
@@ -354,7 +358,12 @@ def _next_variance(P, V_next):
 
 def _step_base(config: UCBVIConfig, r, P, explored, n):
     """``base(h, V_{h+1})`` for ``_value_iteration``: ``r~_h + step_bonus(h, n_h, var_h)`` where
-    explored, ``inf`` elsewhere (``var_h`` only if the bonus reads it)."""
+    explored, ``inf`` elsewhere (``var_h`` only if the bonus reads it).  The paper's ``b(n)`` depends on
+    neither ``h`` nor ``V``, so for it the ``[H, S*A]`` array is computed at once (one ``bonus`` call,
+    equal to ``step_bonus`` at every step bit for bit)."""
+    if config.bonus_kind == "paper" and not config.needs_next_variance:
+        return np.where(explored, r + config.bonus(n), np.inf)
+
     def base(h, V_next):
         var = _next_variance(P[h], V_next) if config.needs_next_variance else None
         return np.where(explored[h], r[h] + config.step_bonus(h, n[h], var), np.inf)
@@ -368,7 +377,7 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
-    u = as_array(u, "u").astype(float)
+    u = as_array(u, "u").astype(float, copy=False)
     if u.shape != (layout.d,):
         raise ValueError(f"u must have shape ({layout.d},) (d = 2SAH + S^2AH), got {u.shape}")
     if not np.all(np.isfinite(u)):

@@ -401,12 +401,15 @@ plt.show()
 # It returns `{"experiment": "rl", "protocol": ..., "panels": [...]}`, each panel
 # `{"id", "vary", "x", "methods": {name: [...]}, "stderr": {name: [...]}}` (the layout of the
 # command-line interface, which registers it as `python -m bandit_unlearning reproduce rl`).  Scale
-# `"quick"` takes well under a minute; `"paper"` about ten minutes on two cores (`workers=2`: independent
-# runs go to a process pool via `bandit_unlearning.experiments.runner.run_tasks`; the results do not
-# depend on the number of workers — every run has its own seed).  The runs use the memory-light
-# `LightTree` of chapter B10 (bit-identical to the dense tree, in $O(\text{non-zeros} + T + d\log T)$
-# memory); `tree_factory=BinaryTree` selects the dense reference, which holds $4Td$ floats per run
-# (1.5 GB at the gridworld's $T = 2048$, the size the protocol was chosen for).  `PROTOCOLS` lists the sizes; a `protocol`
+# `"quick"` takes well under a minute; `"paper"` a minute or two on two cores (`workers=2`: units of
+# work go to a process pool via `bandit_unlearning.experiments.runner.run_tasks`; the results do not
+# depend on the number of workers — every run has its own seed).  The regret and lower-bound runs of
+# one environment advance together in batches (`run_batch` of chapter B13: every run bit for bit the
+# single-run learner on the memory-light tree of chapter B10); each deletion-cost measurement is
+# `unlearning_cost` of chapter B13 (bit for bit `rl_unlearning_cost` of chapter B8, without re-running
+# the episodes a rejected coupling would re-run).  `tree_factory` picks the tree of the cost runs
+# (default `LightTree`; `BinaryTree`, the dense reference, gives the same numbers).  Off a terminal,
+# each finished unit of work prints one line to stderr.  `PROTOCOLS` lists the sizes; a `protocol`
 # argument overrides them (used below and by the tests with a tiny protocol).
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
@@ -415,8 +418,10 @@ plt.show()
 ``reproduce_rl(out, scale, seed, workers)`` writes ``rl_regret``, ``rl_unlearning_cost`` and
 ``rl_lower_bound`` (``.json``, ``.png``, ``.pdf``) into ``out`` and returns
 ``{"experiment": "rl", "protocol": ..., "panels": [{"id", "vary", "x", "methods", "stderr"}, ...]}``.
-Sizes are in ``PROTOCOLS`` (``"quick"``: under a minute; ``"paper"``: about ten minutes on two cores).
-Every run has its own seed derived from ``seed``, so results do not depend on ``workers``.
+Sizes are in ``PROTOCOLS`` (``"quick"``: under a minute; ``"paper"``: a minute or two on two cores).
+Every run has its own seed derived from ``seed``, so results do not depend on ``workers``; regret and
+lower-bound runs advance in batches (``run_batch``, chapter B13), deletion costs are measured by
+``unlearning_cost`` (chapter B13); both equal the single-run experiments bit for bit.
 """
 
 import copy

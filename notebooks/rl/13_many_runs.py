@@ -52,7 +52,7 @@ SEEDS = [int(s) for s in rng.integers(2**63, size=3)]      # populations of repl
 # operations as in the single run:
 #
 # * **planning** — the estimates and the bonus are elementwise (a run's $\varepsilon$, bonus scale and
-#   $\ln(8SAHT/\delta)$ broadcast as a column, `paper_bonus`); $\tilde P_h \bar V_{h+1}$ is one
+#   $\ln(8SAHT/\delta)$ broadcast as a column, `paper_bonus` of chapter B6); $\tilde P_h \bar V_{h+1}$ is one
 #   stacked `matmul`, which numpy evaluates with the same BLAS matrix-vector kernel as the single
 #   run's `np.dot`, slice by slice (checked below, not assumed); the tie rule and the caps are
 #   elementwise;
@@ -99,7 +99,7 @@ import numpy as np
 from bandit_unlearning.checks import as_array, as_generator, check_bool, check_instance, check_int
 from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, n_nodes
 from bandit_unlearning.rl.mdp import TabularMDP
-from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, paper_bonus
+from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, _paper_bonus
 from bandit_unlearning.rl.users import (
     _C1, _C2, _GAMMA, _MASK, _UNIT, INITIAL, N_STREAMS, Trajectory, _check_noise, cdf_tables, check_seed,
 )
@@ -243,7 +243,7 @@ class _BatchPlanner:
 
     def _bonus(self, h: int, n_h: np.ndarray, var_h) -> np.ndarray:
         if self.paper:
-            return paper_bonus(n_h, self.log_term, self.eps, self.H, self.S, self.scale)
+            return _paper_bonus(n_h, self.log_term, self.eps, self.H, self.S, self.scale)
         out = np.empty_like(n_h)
         for c, idx in self.groups:
             out[idx] = c.step_bonus(h, n_h[idx], var_h[idx] if c.needs_next_variance else None)
@@ -257,7 +257,7 @@ class _BatchPlanner:
         V = np.zeros((B, S, 1))
         base = None
         if self.paper:                                       # b(n) does not depend on h: all steps at once
-            base = np.where(explored, r + paper_bonus(n, self.log_term[:, :, None], self.eps[:, :, None], H, S,
+            base = np.where(explored, r + _paper_bonus(n, self.log_term[:, :, None], self.eps[:, :, None], H, S,
                                                       self.scale[:, :, None]), np.inf)
         for h in range(H - 1, -1, -1):
             Ph = P[:, h]
