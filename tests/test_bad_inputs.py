@@ -1574,6 +1574,7 @@ T("show_saturation must be True or False", rlb.plot_lower_bound, LB_RESULT, show
 T("ax must be an Axes", rlb.plot_lower_bound, LB_RESULT, ax=3)
 V("scale must be one of", rl_paper.reproduce_rl, A_DIR / "rl", "huge")
 T("scale must be a str", rl_paper.reproduce_rl, A_DIR / "rl", None)
+T("progress must be True or False", rl_paper.reproduce_rl, A_DIR / "rl", progress="yes")
 V("protocol must be a dict with the keys", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}})
 V("misses", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}, "cost": {}, "lower_bound": {}})
 V("unknown environment", rl_paper.reproduce_rl, A_DIR / "rl",

@@ -29,7 +29,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.checks import check_callable, check_instance
+from bandit_unlearning.checks import check_bool, check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_batch import stable_regret_curves, unlearning_cost
@@ -99,7 +99,7 @@ def _task(task: dict):
     """One independent unit of work (top level, picklable for process pools): a batch of regret or
     lower-bound runs (``run_batch``: each run equals its single run), or one cost measurement
     (``unlearning_cost``: equal to ``rl_unlearning_cost`` without re-running episodes).
-    Off a terminal, prints one line to stderr when done."""
+    Prints one line to stderr when done if ``task["report"]``."""
     start = time.perf_counter()
     if task["kind"] == "regret":
         runs = task["runs"]
@@ -125,7 +125,7 @@ def _task(task: dict):
         what = f"lower bound (T = {p['T']}, {len(runs)} runs)"
     else:
         raise ValueError(f"unknown task kind {task['kind']!r}")
-    if not sys.stderr.isatty():
+    if task.get("report"):
         print(f"reproduce rl: {what} done in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     return result
 
@@ -140,8 +140,8 @@ def _batches(runs: list, n: int) -> list:
 def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
     """``(runs, tasks)``: every run of the protocol (its kind, parameters and own noise seed, numbered
     as one run per unit, so seeds do not depend on ``workers``), and the units of work -- the regret
-    runs of each environment and the lower-bound runs cut into ``workers`` batches, one task per cost
-    measurement, largest first."""
+    runs of each environment and the lower-bound runs cut into ``workers`` batches, then one task per
+    cost measurement (the small units last, to even out the workers), largest first."""
     master = np.random.default_rng(seed)
     n_pop = max(protocol["regret"]["populations"], protocol["lower_bound"]["populations"], 1)
     populations = [int(p) for p in master.integers(2**63, size=n_pop)]
@@ -173,8 +173,8 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
                    "size": env["T"] * len(b)} for b in _batches(mine, workers)]
     lower = [r for r in runs if r["kind"] == "lower_bound"]
     tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b)} for b in _batches(lower, workers)]
-    tasks += [dict(r, size=r["T"] * r["n_runs"] * r["requests_per_run"]) for r in runs if r["kind"] == "cost"]
-    return runs, sorted(tasks, key=lambda task: -task["size"])
+    tasks += [dict(r, size=r["T"] * r["n_runs"]) for r in runs if r["kind"] == "cost"]
+    return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
 
 
 def _save(fig, stem: Path):
@@ -313,12 +313,16 @@ def _check_protocol(protocol) -> None:
 
 
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
-                 tree_factory=LightTree) -> dict:
+                 tree_factory=LightTree, progress: bool | None = None) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;
     ``protocol`` overrides the sizes) and write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
     (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``.
-    Everything is checked before ``out`` is created or anything is run."""
+    ``progress``: None (default) prints one line per finished unit of work to stderr off a terminal and
+    shows a bar on one; False is silent.  Everything is checked before ``out`` is created or anything
+    is run."""
     check_instance(scale, str, "scale")
+    if progress is not None:
+        progress = check_bool(progress, "progress")
     if protocol is None:
         if scale not in PROTOCOLS:
             raise ValueError(f"scale must be one of {sorted(PROTOCOLS)}, got {scale!r}")
@@ -335,7 +339,10 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs, tasks = _tasks(protocol, seed, tree_factory, workers)
-    results = run_tasks(_task, tasks, workers=workers, desc="reproduce rl", progress=sys.stderr.isatty())
+    lines = progress is None and not sys.stderr.isatty()
+    for task in tasks:
+        task["report"] = lines
+    results = run_tasks(_task, tasks, workers=workers, desc="reproduce rl", progress=progress is None and not lines)
     done = {}                                 # index of a run -> its result
     for task, res in zip(tasks, results):
         if task["kind"] == "cost":

@@ -306,6 +306,14 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 # replace $\tilde P(\cdot\mid s,a)$ by its positive part renormalised (uniform if nothing is positive).
 # `bonus_scale` multiplies the whole bonus (1 = the paper's); it is the only other deviation offered.
 #
+# **The bonus as an interface.**  `UCBVIConfig.bonus_kind` names the exploration bonus (`"paper"`:
+# $b(n)$ above times `bonus_scale`, the only kind here); a planner asks `config.step_bonus(h, n_h,
+# var_h)` for the bonus of step $h$, passing the empirical variance of $\bar V_{h+1}$ under
+# $\tilde P_h$ only when `config.needs_next_variance` says the bonus reads it.  The paper's bonus
+# depends on neither $h$ nor $\bar V$, so the planners evaluate it for all steps in one call
+# (`bonus(n)`, equal to `step_bonus(h, n, None)` at every $h$ bit for bit; `paper_bonus` is the
+# formula, with parameters that may be per-run columns — chapter B13's batched planner uses that).
+#
 # **Implementation.**  `optimistic_value_iteration` is the shared core: per step one product of the
 # flat `[S*A, S]` matrix $\tilde P_h$ with $\bar V_{h+1}$, an add of `base = r~ + b` (`+inf` for
 # unexplored pairs, which the cap turns into $H - h$), the two clips, a per-state argmax — all into
