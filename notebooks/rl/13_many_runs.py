@@ -592,6 +592,56 @@ print(f"broken keys: {sum(agree)}/{len(agree)} runs agree; noisy runs that agree
 assert not any(agree[b] for b in noisy_specs)
 
 # %% [markdown]
+# **Check: deletion costs without re-running equal the full measurement.**  `unlearning_cost` against
+# `rl_unlearning_cost` (which re-runs every rejected deletion) on RiverSwim, two trained runs of 128
+# episodes and 8 deletions each, at $\rho = 1$ (most deletions re-run) and $\rho = 0.3$: every
+# recorded number must be equal.  A broken variant that skips the re-run's generator draws instead of
+# taking them fails the same comparison (the later requests and the second run see another stream).
+
+# %%
+from bandit_unlearning.exact.learner import ZERO_USER  # noqa: E402
+from bandit_unlearning.experiments import rl_batch  # noqa: E402
+from bandit_unlearning.experiments.rl_unlearning import rl_unlearning_cost  # noqa: E402
+
+
+def cost_agrees(fn):
+    agree, retrained = [], 0
+    for rho in (1.0, 0.3):
+        ref = rl_unlearning_cost(riverswim(horizon=10), [128], [rho], 2, 8, np.random.default_rng(7), seed=SEEDS[0])
+        ref = ref[rho, 128]
+        got = fn(riverswim(horizon=10), 128, rho, 2, 8, np.random.default_rng(7), seed=SEEDS[0])
+        agree.append(all(np.array_equal(got[k], ref[k]) for k in ref if k != "T"))
+        retrained += int(ref["retrained"].sum())
+    return agree, retrained
+
+
+agree, retrained = cost_agrees(rl_batch.unlearning_cost)
+print(f"unlearning_cost == rl_unlearning_cost at rho = 1, 0.3: {agree} ({retrained} of 32 deletions re-run)")
+assert all(agree) and retrained > 0
+
+original = rl_batch._coupling_only
+
+
+def broken_coupling_only(run, t, rng):
+    state = rng.bit_generator.state
+    out = original(run, t, rng)
+    if out["retrained"]:                         # the mistake: keep the coupling's draws, forget the re-run's
+        probe = np.random.Generator(np.random.PCG64())
+        probe.bit_generator.state = state
+        run.tree.copy().unlearn_leaf(t, run.learner.statistics(ZERO_USER, t, run.models[t - 1]), probe)
+        rng.bit_generator.state = probe.bit_generator.state
+    return out
+
+
+rl_batch._coupling_only = broken_coupling_only
+try:
+    broken, _ = cost_agrees(rl_batch.unlearning_cost)
+finally:
+    rl_batch._coupling_only = original
+print(f"broken variant (re-run draws skipped): {broken}")
+assert not all(broken)
+
+# %% [markdown]
 # ## 5. Speed
 #
 # Run-episodes per second of a batch of 30 runs (the reproduction's riverswim sweep: 5 values of
