@@ -122,13 +122,19 @@ def _top_node_keys(rng: np.random.Generator, T: int) -> np.ndarray:
 
 _SFC64 = np.random.SFC64(0)
 _NORMALS = np.random.Generator(_SFC64)
+_STATE = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0, "state": {"state": None}}
 
 
-def _standard_normal(key: np.ndarray, out: np.ndarray) -> None:
-    """``node_noise(key, d, 1)`` into ``out [d]`` (SFC64 seeded with the key as numpy seeds it, 12
-    outputs discarded, then ``d`` standard normals); ``node_noise`` multiplies them by sigma."""
-    _SFC64.state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
-                    "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+def _sfc64_states(keys: np.ndarray) -> np.ndarray:
+    """``[T, 4]`` SFC64 states ``(a, b, c, 1)`` of node keys ``[T, 3]`` (how numpy seeds SFC64)."""
+    return np.column_stack([keys, np.ones(len(keys), dtype=np.uint64)])
+
+
+def _standard_normal(state: np.ndarray, out: np.ndarray) -> None:
+    """``node_noise(key, d, 1)`` into ``out [d]`` from the key's SFC64 ``state`` (12 outputs discarded,
+    then ``d`` standard normals); ``node_noise`` multiplies them by sigma."""
+    _STATE["state"]["state"] = state
+    _SFC64.state = _STATE
     _SFC64.random_raw(12)
     _NORMALS.standard_normal(out=out)
 
@@ -350,7 +356,7 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
                          f"(more than MAX_BATCH_FLOATS = {MAX_BATCH_FLOATS:,}); split it into smaller batches")
     order = [b for b in range(B) if configs[b].sigma > 0] + [b for b in range(B) if configs[b].sigma == 0]
     m = sum(c.sigma > 0 for c in configs)                   # runs 0..m-1 (in this order) have a tree
-    node_keys = [_top_node_keys(gens[b], T) for b in order[:m]]
+    node_states = [_sfc64_states(_top_node_keys(gens[b], T)) for b in order[:m]]
     sigmas = np.array([configs[b].sigma for b in order[:m]]).reshape(-1, 1)
     tables, planner = _Tables(mdp), _BatchPlanner(tuple(configs[b] for b in order))
     user_keys = np.array([seeds[b] for b in order], dtype=np.uint64)
@@ -378,8 +384,8 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
         if m:
             flat_acc[level_offsets + idx[:m]] += val[:m]          # every level's running sum
             top, depth = (t & -t).bit_length() - 1, t.bit_count() - 1
-            for i, keys in enumerate(node_keys):             # the top node's noise: normals run by run,
-                _standard_normal(keys[t - 1], out=z[i])
+            for i, states in enumerate(node_states):         # the top node's noise: normals run by run,
+                _standard_normal(states[t - 1], out=z[i])
             z *= sigmas                                      # scaled for all runs at once,
             np.add(acc[top], z, out=z)                       # added to its clean value (running sum),
             if depth:
