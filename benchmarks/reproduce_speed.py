@@ -7,17 +7,24 @@ Writes JSON (default ``results/reproduce_speed.json``):
   (``request_losses``) and of the plain loop that builds every dataset and request and calls the
   scalar ``fit_lcb``/``unlearn`` per replicate -- the same replicates, timed in the same process --
   and their ratio ``loop_s / engine_s``;
+* ``reproduce_rl``: the wall time of ``python -m bandit_unlearning reproduce rl --scale paper`` (Paper
+  B: regret and lower-bound sweeps in batches, chapter B13), the lines it prints per finished unit of
+  work, and the target (60 s on two cores) with the ratio (skipped with ``--skip-rl``);
 * ``reproduce_all``: the wall time of ``python -m bandit_unlearning reproduce all --scale paper``
-  (skipped with ``--skip-full``), with the number of workers used.
+  (what ``make reproduce`` runs; skipped with ``--skip-full``), with the number of workers used and
+  the target (90 s on two cores).
 
-Usage: ``python benchmarks/reproduce_speed.py [--out FILE] [--trajectories R] [--workers W] [--skip-full]``
+Usage: ``python benchmarks/reproduce_speed.py [--out FILE] [--trajectories R] [--workers W] [--skip-full]
+[--skip-rl] [--skip-engine]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -82,12 +89,32 @@ def engine_vs_loop(n_trajectories: int, seed: int = 0, repeats: int = 3) -> dict
 
 def reproduce_all(workers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
+        cpu0, t0 = _children_cpu_s(), time.perf_counter()
         subprocess.run([sys.executable, "-m", "bandit_unlearning", "reproduce", "all", "--scale", "paper",
                         "--out", tmp, "--workers", str(workers)], check=True, stderr=subprocess.DEVNULL)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
         per = {p.stem: json.loads(p.read_text()).get("wall_time_s") for p in sorted(Path(tmp).glob("*.json"))}
-    return {"wall_time_s": round(wall, 1), "workers": workers, "per_experiment_s": per}
+    return {"wall_time_s": round(wall, 1), "cpu_time_s": round(cpu, 1), "workers": workers, "per_experiment_s": per,
+            "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def reproduce_rl(workers: int) -> dict:
+    """Wall time and CPU time (user + sys of the command and its worker processes: the work done,
+    less sensitive than wall time to other processes on a shared machine) of ``reproduce rl``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu0, t0 = _children_cpu_s(), time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "bandit_unlearning", "reproduce", "rl", "--scale", "paper",
+                               "--out", tmp, "--workers", str(workers)], check=True, capture_output=True, text=True)
+        wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
+    units = [line for line in done.stderr.splitlines() if line.startswith("reproduce rl:")]
+    return {"wall_time_s": round(wall, 1), "cpu_time_s": round(cpu, 1), "workers": workers, "target_s": 60,
+            "wall_over_target": round(wall / 60, 2), "cpu_over_two_cores_target": round(cpu / 120, 2),
+            "load_average_after": [round(x, 2) for x in os.getloadavg()], "units": units}
 
 
 def main(argv=None) -> int:
@@ -96,11 +123,18 @@ def main(argv=None) -> int:
     parser.add_argument("--trajectories", type=int, default=40, help="trajectories in the ratio run (x5 requests)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-full", action="store_true", help="skip the full paper-scale run")
+    parser.add_argument("--skip-rl", action="store_true", help="skip the paper-scale run of reproduce rl alone")
+    parser.add_argument("--skip-engine", action="store_true", help="skip Paper A's engine-vs-loop ratio")
     args = parser.parse_args(argv)
-    result = {"machine": {"python": platform.python_version(), "processor": platform.machine()},
-              "engine_vs_loop": engine_vs_loop(args.trajectories)}
+    result = {"machine": {"python": platform.python_version(), "processor": platform.machine(),
+                          "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}}
+    if not args.skip_engine:
+        result["engine_vs_loop"] = engine_vs_loop(args.trajectories)
+    if not args.skip_rl:
+        result["reproduce_rl"] = reproduce_rl(args.workers)
     if not args.skip_full:
         result["reproduce_all"] = reproduce_all(args.workers)
+        result["reproduce_all"].update(target_s=90, wall_over_target=round(result["reproduce_all"]["wall_time_s"] / 90, 2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

@@ -15,8 +15,15 @@ exact expected number of episodes recomputed / T for ``--requests`` deletions at
 positions (each with its own shift ``||x_t||``), ``unlearning_cost_fraction_measured`` the realised mean
 and ``unlearning_time_fraction`` the wall time of a deletion / the wall time of training.
 
+Batched engine (``bandit_unlearning.rl.batch.run_batch``, chapter B13): run-episodes per second of
+one batch of the reproduction's sweep (rho in {inf, 1000, 100, 10, 1} x bonus scales {1, 0.05} x 3
+populations = 30 runs, H = 10) over ``--batch-T`` episodes, against the single-run learner on every
+sixth run of the same sweep in the same process (``train`` of ``stable_ucbvi``, or ``run_ucbvi`` at
+rho = inf), their ratio, the profile shares of one profiled batch, and whether the single runs equal
+their batch rows (policies, bit for bit).
+
 Usage: ``python benchmarks/rl_speed.py [--out results/rl_speed.json] [--T 20000] [--repeats 3]
-[--stable-T 1024] [--rho 1.0] [--requests 10] [--tree module:Class]``
+[--stable-T 1024] [--rho 1.0] [--requests 10] [--tree module:Class] [--batch-T 1000] [--only-batch]``
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from bandit_unlearning.exact.learner import train, unlearn  # noqa: E402
 from bandit_unlearning.exact.light_tree import LightTree  # noqa: E402
 from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform  # noqa: E402
 from bandit_unlearning.privacy.coupling import tv_gaussians  # noqa: E402
+from bandit_unlearning.rl import batch as batch_module  # noqa: E402
 from bandit_unlearning.rl.envs import gridworld, riverswim  # noqa: E402
 from bandit_unlearning.rl.stable import EpisodeOracle, PolicyUpdate, population_users, stable_sigma, stable_ucbvi  # noqa: E402
 from bandit_unlearning.rl.ucbvi import (  # noqa: E402
@@ -149,6 +157,53 @@ def unlearning_cost(mdp, T: int, rho: float, requests: int, seed: int, tree) -> 
             "time_fraction": float(np.mean(times) / t_train), "worst_case_shift_by_rho": by_rho}
 
 
+BATCH_RHOS = (float("inf"), 1000.0, 100.0, 10.0, 1.0)
+BATCH_SCALES = (1.0, 0.05)
+
+
+def batch_speed(mdp, T: int, seed: int, populations: int = 3) -> dict:
+    """Run-episodes/s of one ``run_batch`` of the reproduction's sweep (30 runs) against the
+    single-run learner on every sixth run, the profile shares of a profiled batch, and the check that
+    the single runs equal their batch rows."""
+    pops = [int(p) for p in np.random.default_rng(seed).integers(2**63, size=populations)]
+    specs = [(rho, sc, pop) for sc in BATCH_SCALES for rho in BATCH_RHOS for pop in pops]
+    configs = [UCBVIConfig.of(mdp, T, sigma=stable_sigma(rho, mdp.H, T), bonus_scale=sc) for rho, sc, _ in specs]
+    seeds, noise = [p for _, _, p in specs], list(range(len(specs)))
+    batch_module.run_batch(mdp, configs[:2], seeds[:2], noise[:2])                 # warm-up
+    start = time.perf_counter()
+    batch = batch_module.run_batch(mdp, configs, seeds, noise)
+    batch_s = time.perf_counter() - start
+    single_s, equal, sample = 0.0, True, list(range(0, len(specs), 6))
+    for b in sample:
+        rho, sc, pop = specs[b]
+        start = time.perf_counter()
+        if rho == float("inf"):
+            policies = run_ucbvi(mdp, T, seed=pop, bonus_scale=sc).policies
+        else:
+            learner = stable_ucbvi(mdp, T, rho, bonus_scale=sc)
+            policies = np.array(train(learner, population_users(mdp, pop, T), np.random.default_rng(b)).models[:-1])
+        single_s += time.perf_counter() - start
+        equal &= bool(np.array_equal(policies, batch.policies[b]))
+    single_rate = len(sample) * T / single_s
+    profile = cProfile.Profile()
+    start = time.perf_counter()
+    profile.enable()
+    batch_module.run_batch(mdp, configs, seeds, noise)
+    profile.disable()
+    elapsed = time.perf_counter() - start
+    st = pstats.Stats(profile).stats
+    shares = {"node_noise_normals": _cumulative(st, batch_module._standard_normal) / elapsed,
+              "planner": _cumulative(st, batch_module._BatchPlanner.plan) / elapsed,
+              "rollout": _cumulative(st, batch_module._rollout) / elapsed,
+              "node_keys": _cumulative(st, batch_module._top_node_keys) / elapsed}
+    shares["statistics_and_tree_sums"] = 1 - sum(shares.values())
+    return {"runs": len(specs), "T": T, "run_episodes_per_s": round(len(specs) * T / batch_s, 1),
+            "single_run_episodes_per_s": round(single_rate, 1),
+            "ratio_batch_over_single": round(len(specs) * T / batch_s / single_rate, 2),
+            "single_runs_equal_batch_rows": equal, "single_runs_timed": len(sample),
+            "batch_time_shares": {k: round(v, 3) for k, v in shares.items()}}
+
+
 def measure(T: int, repeats: int, seed: int, stable_T: int | None = None, rho: float = 1.0, requests: int = 10,
             tree=LightTree) -> dict:
     stable_T = min(T, 1024) if stable_T is None else stable_T
@@ -212,15 +267,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rho", type=float, default=1.0, help="TV-stability level of the stable learner")
     parser.add_argument("--requests", type=int, default=10, help="deletion requests for the unlearning cost")
     parser.add_argument("--tree", default="bandit_unlearning.exact.light_tree:LightTree", help="tree class, module:Class")
+    parser.add_argument("--batch-T", type=int, default=1000, help="episodes of the batched sweep (riverswim; gridworld: a fifth)")
+    parser.add_argument("--only-batch", action="store_true", help="measure only the batched engine")
     args = parser.parse_args(argv)
     if args.T < 1 or args.repeats < 1 or args.requests < 1 or (args.stable_T is not None and args.stable_T < 2):
         parser.error("--T, --repeats and --requests must be >= 1, --stable-T >= 2")
     if not args.rho > 0:
         parser.error("--rho must be > 0")
-    result = measure(args.T, args.repeats, args.seed, args.stable_T, args.rho, args.requests, _tree_class(args.tree))
+    result = {} if args.only_batch else measure(args.T, args.repeats, args.seed, args.stable_T, args.rho, args.requests,
+                                               _tree_class(args.tree))
+    result["batch"] = {"riverswim_H10": batch_speed(riverswim(horizon=10), args.batch_T, args.seed),
+                       "gridworld_H10": batch_speed(gridworld(horizon=10), max(args.batch_T // 5, 2), args.seed)}
+    for key, r in result["batch"].items():
+        print(f"batch {key}: {r['runs']} runs x {r['T']} episodes: {r['run_episodes_per_s']:,.0f} run-episodes/s; single "
+              f"runs {r['single_run_episodes_per_s']:,.0f} episodes/s; ratio {r['ratio_batch_over_single']}; equal "
+              f"{r['single_runs_equal_batch_rows']}; shares {r['batch_time_shares']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    for key in ("gridworld", "riverswim"):
+    for key in [k for k in ("gridworld", "riverswim") if k in result]:
         r = result[key]
         print(f"{key:10s} S={r['S']:2d} A={r['A']} H={r['H']:2d} T={r['T']}: UCB-VI {r['ucbvi_episodes_per_s']:,.0f} "
               f"episodes/s, peak memory {r['peak_memory_mb']:.1f} MB, "

@@ -1602,6 +1602,7 @@ T("show_saturation must be True or False", rlb.plot_lower_bound, LB_RESULT, show
 T("ax must be an Axes", rlb.plot_lower_bound, LB_RESULT, ax=3)
 V("scale must be one of", rl_paper.reproduce_rl, A_DIR / "rl", "huge")
 T("scale must be a str", rl_paper.reproduce_rl, A_DIR / "rl", None)
+T("progress must be True or False", rl_paper.reproduce_rl, A_DIR / "rl", progress="yes")
 V("protocol must be a dict with the keys", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}})
 V("misses", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}, "cost": {}, "lower_bound": {}})
 V("unknown environment", rl_paper.reproduce_rl, A_DIR / "rl",
@@ -1768,6 +1769,46 @@ T("progress must be callable", gm.audit_matrix, [GSET], progress=3)
 V("rows and broken_rows must have one length", gm.summarize, [GROW], [])
 T("rows and broken_rows entries must be an AuditRow", gm.summarize, [GROW], ["row"])
 
+# --- batched UCB-VI (chapter B13) and the bonus interface (chapter B6)
+from bandit_unlearning.experiments import rl_batch  # noqa: E402
+from bandit_unlearning.rl import batch as rbatch  # noqa: E402
+
+T("bonus_kind must be one of", ucbvi.UCBVIConfig, 2, 2, 3, 10, bonus_kind=1)
+V("bonus_kind must be one of", ucbvi.UCBVIConfig, 2, 2, 3, 10, bonus_kind="bernstein-ish")
+V(r"h must be an integer in \[0, 3\]|h must lie in|h must be <= 3", CONFIG.step_bonus, 4, np.ones((3, 2)))
+T("h must be an integer", CONFIG.step_bonus, 1.0, np.ones((3, 2)))
+T("n must be an array of numbers", CONFIG.step_bonus, 0, "n")
+V("next_variance must be None", CONFIG.step_bonus, 0, np.ones((3, 2)), np.ones((3, 2)))
+T("n must be an array of numbers", ucbvi.paper_bonus, "n", 1.0, 0.0, 3, 2, 1.0)
+V("H must be >= 1", ucbvi.paper_bonus, np.ones(2), 1.0, 0.0, 0, 2, 1.0)
+_BCFG = [ucbvi.UCBVIConfig.of(RIVER, 4), ucbvi.UCBVIConfig.of(RIVER, 4, sigma=1.0)]
+T("mdp must be a TabularMDP", rbatch.run_batch, "mdp", _BCFG, [0, 1], [0, 1])
+T("configs must be a list or tuple", rbatch.run_batch, RIVER, _BCFG[0], [0], [0])
+V("configs must hold at least one run", rbatch.run_batch, RIVER, [], [], [])
+V("one entry per run", rbatch.run_batch, RIVER, _BCFG, [0], [0, 1])
+V("the same T", rbatch.run_batch, RIVER, [_BCFG[0], ucbvi.UCBVIConfig.of(RIVER, 5)], [0, 1], [0, 1])
+V("the MDP's S, A, H", rbatch.run_batch, RIVER, [ucbvi.UCBVIConfig(3, 2, 5, 4)], [0], [0])
+T("configs\\[i\\] must be a UCBVIConfig", rbatch.run_batch, RIVER, ["c"], [0], [0])
+V("seed must lie in", rbatch.run_batch, RIVER, _BCFG, [0, -1], [0, 1])
+T("rngs\\[i\\]", rbatch.run_batch, RIVER, _BCFG, [0, 1], [0, "rng"])
+V("reward_noise must be one of", rbatch.run_batch, RIVER, _BCFG, [0, 1], [0, 1], reward_noise="x")
+T("keep_trajectories must be True or False", rbatch.run_batch, RIVER, _BCFG, [0, 1], [0, 1], keep_trajectories=1)
+T("configs must be", rbatch.BatchRun, np.zeros((1, 4, 4, 3), np.int8), np.zeros((1, 120)), np.zeros((1, 120)),
+  [_BCFG[0]], (0,))
+V("a batch of 1 configs needs", rbatch.BatchRun, np.zeros((2, 4, 4, 3), np.int8), np.zeros((1, 120)),
+  np.zeros((1, 120)), (_BCFG[0],), (0,))
+T("mdp must be a TabularMDP", rl_batch.stable_regret_curves, None, 4, [1.0], [0], [0], [1.0])
+V("one entry per run", rl_batch.stable_regret_curves, RIVER, 4, [1.0, 2.0], [0, 1], [0, 1], [1.0])
+V("rhos must be", rl_batch.stable_regret_curves, RIVER, 4, [0.0], [0], [0], [1.0])
+V("n_points must be >= 1", rl_batch.stable_regret_curves, RIVER, 4, [1.0], [0], [0], [1.0], n_points=0)
+V("calibration must be one of", rl_batch.stable_regret_curves, RIVER, 4, [1.0], [0], [0], [1.0], calibration="x")
+T("mdp must be a TabularMDP", rl_batch.unlearning_cost, "m", 8, 1.0, 1, 1, 0)
+V("T must be >= 2", rl_batch.unlearning_cost, RIVER, 1, 1.0, 1, 1, 0)
+V("n_runs must be >= 1", rl_batch.unlearning_cost, RIVER, 8, 1.0, 0, 1, 0)
+V("rho must be finite and > 0", rl_batch.unlearning_cost, RIVER, 8, 0.0, 1, 1, 0)
+T("rng", rl_batch.unlearning_cost, RIVER, 8, 1.0, 1, 1, "rng")
+
+
 # --- bandit_unlearning.mab.data.restore_readonly (the __setstate__ of frozen dataclasses)
 T("state must be a dict", data.restore_readonly, SimpleNamespace(), [("a", 1)])
 
@@ -1836,3 +1877,4 @@ def test_accepted_input_is_neither_frozen_nor_modified(name, call, arrays):
     before = snapshot(arrays)
     call()
     assert snapshot(arrays) == before, f"{name} changed (or froze) the caller's arrays"
+

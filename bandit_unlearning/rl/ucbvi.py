@@ -16,6 +16,7 @@ __all__ = [
     "episode_statistics",
     "BONUS_KINDS",
     "UCBVIConfig",
+    "paper_bonus",
     "OptimisticPlan",
     "Q_TIE_TOLERANCE",
     "optimistic_value_iteration",
@@ -163,7 +164,7 @@ def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward
     return StatsLayout.of(mdp).sparse(Trajectory(np.array(st), np.array(ac), np.array(rw)))
 
 
-# --- from notebooks/rl/06_ucbvi.py, cell 9 (line 378): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06_ucbvi.py, cell 9 (line 386): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
 
 
@@ -234,11 +235,7 @@ class UCBVIConfig:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
         says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
         n = as_array(n, "n").astype(float)
-        eps, H = self.eps_unexplored, self.H
-        b = (H + 1) * np.sqrt(self.log_term / (2 * (n - eps)))
-        if eps > 0:
-            b = b + eps / n * (1 + 2 * H * (np.sqrt(self.S) + 1))
-        return self.bonus_scale * b
+        return _paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
     @property
     def needs_next_variance(self) -> bool:
@@ -288,6 +285,23 @@ class UCBVIConfig:
         if eps > 0:
             b = b + eps / n * (1 + 2 * self.H * (np.sqrt(self.S) + 1))
         return self.bonus_scale * b
+
+
+def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
+    """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
+    (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
+    ``bonus_scale`` may be arrays broadcasting against ``n`` (one value per run of a batch): each
+    element sees the same operations as with scalars, so a batch equals its runs bit for bit."""
+    n = as_array(n, "n")
+    return _paper_bonus(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
+
+
+def _paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
+    """``paper_bonus`` without the checks (the planners' hot path)."""
+    b = (H + 1) * np.sqrt(log_term / (2 * (n - eps)))
+    if np.any(np.asarray(eps) > 0):
+        b = b + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))     # adds exactly 0.0 where eps = 0 (n > 0)
+    return bonus_scale * b
 
 
 @dataclass(frozen=True)
@@ -355,7 +369,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
         if bonus is not None:
             # Var = P V^2 - (P V)^2, clipped to [0, (H-h-1)^2/4]: a noisy P~ need not be a distribution
             var = np.clip(P[h] @ np.square(V[h + 1]) - np.square(q), 0.0, (H - h - 1) ** 2 / 4)
-            q += bonus[0]._step_bonus(h, bonus[1][h], var)
+            q += bonus[0].step_bonus(h, bonus[1][h], var)
         np.add(q, base[h], out=q)
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
@@ -388,11 +402,12 @@ def _estimates(N, R, Nsas, config: UCBVIConfig, h):
 
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
-    non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level)."""
+    non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
+    of step ``h`` is ``config.step_bonus(h, n_h, var_h)``."""
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
-    u = as_array(u, "u").astype(float)
+    u = as_array(u, "u").astype(float, copy=False)
     if u.shape != (layout.d,):
         raise ValueError(f"u must have shape ({layout.d},) (d = 2SAH + S^2AH), got {u.shape}")
     if not np.all(np.isfinite(u)):
@@ -412,7 +427,7 @@ def ucbvi_update(u, config: UCBVIConfig) -> np.ndarray:
     return plan_from_statistics(u, config).policy
 
 
-# --- from notebooks/rl/06_ucbvi.py, cell 19 (line 780): "3. Non-private UCB-VI: the fast incremental driver" ---
+# --- from notebooks/rl/06_ucbvi.py, cell 19 (line 802): "3. Non-private UCB-VI: the fast incremental driver" ---
 @dataclass(frozen=True)
 class UCBVIRun:
     """A run of ``run_ucbvi``: ``policies [T, H, S]`` (episode t's policy, planned from episodes

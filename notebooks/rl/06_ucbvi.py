@@ -306,6 +306,14 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 # replace $\tilde P(\cdot\mid s,a)$ by its positive part renormalised (uniform if nothing is positive).
 # `bonus_scale` multiplies the whole bonus (1 = the paper's); it is the only other deviation offered.
 #
+# **The bonus as an interface.**  `UCBVIConfig.bonus_kind` names the exploration bonus (`"paper"`:
+# $b(n)$ above times `bonus_scale`; the practical kinds are defined below); a planner asks `config.step_bonus(h, n_h,
+# var_h)` for the bonus of step $h$, passing the empirical variance of $\bar V_{h+1}$ under
+# $\tilde P_h$ only when `config.needs_next_variance` says the bonus reads it.  The paper's bonus
+# depends on neither $h$ nor $\bar V$, so the planners evaluate it for all steps in one call
+# (`bonus(n)`, equal to `step_bonus(h, n, None)` at every $h$ bit for bit; `paper_bonus` is the
+# formula, with parameters that may be per-run columns — chapter B13's batched planner uses that).
+#
 # **Implementation.**  `optimistic_value_iteration` is the shared core: per step one product of the
 # flat `[S*A, S]` matrix $\tilde P_h$ with $\bar V_{h+1}$, an add of `base = r~ + b` (`+inf` for
 # unexplored pairs, which the cap turns into $H - h$), the two clips, a per-state argmax — all into
@@ -446,11 +454,7 @@ class UCBVIConfig:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
         says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
         n = as_array(n, "n").astype(float)
-        eps, H = self.eps_unexplored, self.H
-        b = (H + 1) * np.sqrt(self.log_term / (2 * (n - eps)))
-        if eps > 0:
-            b = b + eps / n * (1 + 2 * H * (np.sqrt(self.S) + 1))
-        return self.bonus_scale * b
+        return _paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
     @property
     def needs_next_variance(self) -> bool:
@@ -500,6 +504,23 @@ class UCBVIConfig:
         if eps > 0:
             b = b + eps / n * (1 + 2 * self.H * (np.sqrt(self.S) + 1))
         return self.bonus_scale * b
+
+
+def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
+    """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
+    (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
+    ``bonus_scale`` may be arrays broadcasting against ``n`` (one value per run of a batch): each
+    element sees the same operations as with scalars, so a batch equals its runs bit for bit."""
+    n = as_array(n, "n")
+    return _paper_bonus(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
+
+
+def _paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
+    """``paper_bonus`` without the checks (the planners' hot path)."""
+    b = (H + 1) * np.sqrt(log_term / (2 * (n - eps)))
+    if np.any(np.asarray(eps) > 0):
+        b = b + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))     # adds exactly 0.0 where eps = 0 (n > 0)
+    return bonus_scale * b
 
 
 @dataclass(frozen=True)
@@ -567,7 +588,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
         if bonus is not None:
             # Var = P V^2 - (P V)^2, clipped to [0, (H-h-1)^2/4]: a noisy P~ need not be a distribution
             var = np.clip(P[h] @ np.square(V[h + 1]) - np.square(q), 0.0, (H - h - 1) ** 2 / 4)
-            q += bonus[0]._step_bonus(h, bonus[1][h], var)
+            q += bonus[0].step_bonus(h, bonus[1][h], var)
         np.add(q, base[h], out=q)
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
@@ -600,11 +621,12 @@ def _estimates(N, R, Nsas, config: UCBVIConfig, h):
 
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
-    non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level)."""
+    non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
+    of step ``h`` is ``config.step_bonus(h, n_h, var_h)``."""
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
-    u = as_array(u, "u").astype(float)
+    u = as_array(u, "u").astype(float, copy=False)
     if u.shape != (layout.d,):
         raise ValueError(f"u must have shape ({layout.d},) (d = 2SAH + S^2AH), got {u.shape}")
     if not np.all(np.isfinite(u)):

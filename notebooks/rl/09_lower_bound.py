@@ -401,12 +401,16 @@ plt.show()
 # It returns `{"experiment": "rl", "protocol": ..., "panels": [...]}`, each panel
 # `{"id", "vary", "x", "methods": {name: [...]}, "stderr": {name: [...]}}` (the layout of the
 # command-line interface, which registers it as `python -m bandit_unlearning reproduce rl`).  Scale
-# `"quick"` takes well under a minute; `"paper"` about ten minutes on two cores (`workers=2`: independent
-# runs go to a process pool via `bandit_unlearning.experiments.runner.run_tasks`; the results do not
-# depend on the number of workers — every run has its own seed).  The runs use the memory-light
-# `LightTree` of chapter B10 (bit-identical to the dense tree, in $O(\text{non-zeros} + T + d\log T)$
-# memory); `tree_factory=BinaryTree` selects the dense reference, which holds $4Td$ floats per run
-# (1.5 GB at the gridworld's $T = 2048$, the size the protocol was chosen for).  `PROTOCOLS` lists the sizes; a `protocol`
+# `"quick"` takes well under a minute; `"paper"` a minute or two on two cores (`workers=2`: units of
+# work go to a process pool via `bandit_unlearning.experiments.runner.run_tasks`; the results do not
+# depend on the number of workers — every run has its own seed).  The regret and lower-bound runs of
+# one environment advance together in batches (`run_batch` of chapter B13: every run bit for bit the
+# single-run learner on the memory-light tree of chapter B10); each deletion-cost measurement is
+# `unlearning_cost` of chapter B13 (bit for bit `rl_unlearning_cost` of chapter B8, without re-running
+# the episodes a rejected coupling would re-run).  `tree_factory` picks the tree of the cost runs
+# (default `LightTree`; `BinaryTree`, the dense reference, gives the same numbers).  By default, off a terminal,
+# each finished unit of work prints one line to stderr (`progress=False`, as below: nothing).  `PROTOCOLS`
+# lists the sizes; a `protocol`
 # argument overrides them (used below and by the tests with a tiny protocol).
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
@@ -415,30 +419,34 @@ plt.show()
 ``reproduce_rl(out, scale, seed, workers)`` writes ``rl_regret``, ``rl_unlearning_cost`` and
 ``rl_lower_bound`` (``.json``, ``.png``, ``.pdf``) into ``out`` and returns
 ``{"experiment": "rl", "protocol": ..., "panels": [{"id", "vary", "x", "methods", "stderr"}, ...]}``.
-Sizes are in ``PROTOCOLS`` (``"quick"``: under a minute; ``"paper"``: about ten minutes on two cores).
-Every run has its own seed derived from ``seed``, so results do not depend on ``workers``.
+Sizes are in ``PROTOCOLS`` (``"quick"``: under a minute; ``"paper"``: a minute or two on two cores).
+Every run has its own seed derived from ``seed``, so results do not depend on ``workers``; regret and
+lower-bound runs advance in batches (``run_batch``, chapter B13), deletion costs are measured by
+``unlearning_cost`` (chapter B13); both equal the single-run experiments bit for bit.
 """
 
 import copy
 import json
 import math
+import sys
+import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.checks import check_callable, check_instance
+from bandit_unlearning.checks import check_bool, check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
+from bandit_unlearning.experiments.rl_batch import stable_regret_curves, unlearning_cost
 from bandit_unlearning.experiments.rl_lower_bound import (
-    lower_bound_experiment, lower_bound_shape, plot_lower_bound, summarize_by_rho,
+    first_correct_episode, lower_bound_shape, plot_lower_bound, summarize_by_rho,
 )
-from bandit_unlearning.experiments.rl_stable import plot_stable_regret, stable_regret_curve, summarize_curves
-from bandit_unlearning.experiments.rl_unlearning import rl_unlearning_cost
+from bandit_unlearning.experiments.rl_stable import plot_stable_regret, summarize_curves
 from bandit_unlearning.experiments.runner import run_tasks
 from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform, plot_unlearning_cost
 from bandit_unlearning.privacy.coupling import tv_gaussians
-from bandit_unlearning.rl.envs import gridworld, riverswim
+from bandit_unlearning.rl.envs import gridworld, independent_bandits, riverswim
 from bandit_unlearning.rl.stable import stable_sigma
 from bandit_unlearning.rl.ucbvi import statistics_sensitivity
 
@@ -488,51 +496,91 @@ def _rho_name(rho: float) -> str:
     return "rho=inf" if rho == INF else f"rho={rho:g}"
 
 
+def _lower_bound_mdp(p: dict):
+    best = [check_int(p["n_actions"], "n_actions", 1) - 1] * check_int(p["n_bandits"], "n_bandits", 1)
+    return independent_bandits(p["n_bandits"], p["n_actions"], p["H"], p["gap"], best_actions=best), best
+
+
 def _task(task: dict):
-    """One independent run (top level, picklable for process pools)."""
-    rng = np.random.default_rng(task["noise_seed"])
+    """One independent unit of work (top level, picklable for process pools): a batch of regret or
+    lower-bound runs (``run_batch``: each run equals its single run), or one cost measurement
+    (``unlearning_cost``: equal to ``rl_unlearning_cost`` without re-running episodes).
+    Prints one line to stderr when done if ``task["report"]``."""
+    start = time.perf_counter()
     if task["kind"] == "regret":
+        runs = task["runs"]
+        result = stable_regret_curves(_env(task["environment"]), task["T"], [r["rho"] for r in runs],
+                                      [r["population"] for r in runs], [r["noise_seed"] for r in runs],
+                                      [r["bonus_scale"] for r in runs], n_points=task["n_points"])
+        what = f"regret on {task['environment']['name']} (T = {task['T']}, {len(runs)} runs)"
+    elif task["kind"] == "cost":
         mdp = _env(task["environment"])
-        c = stable_regret_curve(mdp, task["T"], task["rho"], task["population"], rng, bonus_scale=task["bonus_scale"],
-                                n_points=task["n_points"], tree_factory=task["tree_factory"])
-        return c
-    if task["kind"] == "cost":
-        mdp = _env(task["environment"])
-        return rl_unlearning_cost(mdp, [task["T"]], [task["rho"]], task["n_runs"], task["requests_per_run"], rng,
-                                  seed=task["population"], tree_factory=task["tree_factory"])[task["rho"], task["T"]]
-    if task["kind"] == "lower_bound":
-        p = task["protocol"]
-        return lower_bound_experiment(p["n_bandits"], p["n_actions"], p["H"], p["gap"], p["T"], [task["rho"]],
-                                      [task["population"]], rng, bonus_scale=task["bonus_scale"])[0]
-    raise ValueError(f"unknown task kind {task['kind']!r}")
+        rng = np.random.default_rng(task["noise_seed"])
+        result = unlearning_cost(mdp, task["T"], task["rho"], task["n_runs"], task["requests_per_run"], rng,
+                                 seed=task["population"], tree_factory=task["tree_factory"])
+        what = f"unlearning cost (T = {task['T']}, rho = {task['rho']:g})"
+    elif task["kind"] == "lower_bound":
+        p, runs = task["protocol"], task["runs"]
+        mdp, best = _lower_bound_mdp(p)
+        curves = stable_regret_curves(mdp, p["T"], [r["rho"] for r in runs], [r["population"] for r in runs],
+                                      [r["noise_seed"] for r in runs], [r["bonus_scale"] for r in runs], n_points=2,
+                                      keep_policies=True)
+        result = [{"rho": c["rho"], "seed": c["seed"], "final": c["final"],
+                   "first_correct": first_correct_episode(c["policies"], best), "S": mdp.S, "A": mdp.A, "H": mdp.H,
+                   "T": p["T"], "gap": p["gap"], "bonus_scale": c["bonus_scale"]} for c in curves]
+        what = f"lower bound (T = {p['T']}, {len(runs)} runs)"
+    else:
+        raise ValueError(f"unknown task kind {task['kind']!r}")
+    if task.get("report"):
+        print(f"reproduce rl: {what} done in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    return result
 
 
-def _tasks(protocol: dict, seed: int, tree_factory) -> list:
+def _batches(runs: list, n: int) -> list:
+    """``runs`` cut into ``n`` consecutive batches of nearly equal size (fewer if there are fewer runs)."""
+    n = max(1, min(n, len(runs)))
+    bounds = [round(i * len(runs) / n) for i in range(n + 1)]
+    return [runs[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
+    """``(runs, tasks)``: every run of the protocol (its kind, parameters and own noise seed, numbered
+    as one run per unit, so seeds do not depend on ``workers``), and the units of work -- the regret
+    runs of each environment and the lower-bound runs cut into ``workers`` batches, then one task per
+    cost measurement (the small units last, to even out the workers), largest first."""
     master = np.random.default_rng(seed)
     n_pop = max(protocol["regret"]["populations"], protocol["lower_bound"]["populations"], 1)
     populations = [int(p) for p in master.integers(2**63, size=n_pop)]
-    tasks = []
+    runs = []
     reg = protocol["regret"]
     for env in reg["environments"]:
         for scale in reg["bonus_scales"]:
             for rho in reg["rhos"]:
                 for pop in populations[: reg["populations"]]:
-                    tasks.append({"kind": "regret", "environment": env, "T": env["T"], "rho": rho, "bonus_scale": scale,
-                                  "population": pop, "n_points": reg["n_points"]})
+                    runs.append({"kind": "regret", "environment": env, "T": env["T"], "rho": rho, "bonus_scale": scale,
+                                 "population": pop, "n_points": reg["n_points"]})
     cost = protocol["cost"]
     for T in cost["Ts"]:
         for rho in cost["rhos"]:
-            tasks.append({"kind": "cost", "environment": cost["environment"], "T": T, "rho": rho,
-                          "n_runs": cost["n_runs"], "requests_per_run": cost["requests_per_run"], "population": populations[0]})
+            runs.append({"kind": "cost", "environment": cost["environment"], "T": T, "rho": rho,
+                         "n_runs": cost["n_runs"], "requests_per_run": cost["requests_per_run"], "population": populations[0]})
     lb = protocol["lower_bound"]
     for scale in lb["bonus_scales"]:
         for rho in lb["rhos"]:
             for pop in populations[: lb["populations"]]:
-                tasks.append({"kind": "lower_bound", "protocol": lb, "rho": rho, "bonus_scale": scale, "population": pop})
-    for i, task in enumerate(tasks):          # every run its own noise seed, independent of the worker count
-        task["noise_seed"] = int(np.random.SeedSequence(seed, spawn_key=(i,)).generate_state(1, np.uint64)[0])
-        task["tree_factory"] = tree_factory
-    return tasks
+                runs.append({"kind": "lower_bound", "protocol": lb, "rho": rho, "bonus_scale": scale, "population": pop})
+    for i, run in enumerate(runs):            # every run its own noise seed, independent of the worker count
+        run["noise_seed"] = int(np.random.SeedSequence(seed, spawn_key=(i,)).generate_state(1, np.uint64)[0])
+        run["tree_factory"], run["index"] = tree_factory, i
+    tasks = []
+    for env in reg["environments"]:
+        mine = [r for r in runs if r["kind"] == "regret" and r["environment"] is env]
+        tasks += [{"kind": "regret", "environment": env, "T": env["T"], "n_points": reg["n_points"], "runs": b,
+                   "size": env["T"] * len(b)} for b in _batches(mine, workers)]
+    lower = [r for r in runs if r["kind"] == "lower_bound"]
+    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b)} for b in _batches(lower, workers)]
+    tasks += [dict(r, size=r["T"] * r["n_runs"]) for r in runs if r["kind"] == "cost"]
+    return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
 
 
 def _save(fig, stem: Path):
@@ -671,12 +719,16 @@ def _check_protocol(protocol) -> None:
 
 
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
-                 tree_factory=LightTree) -> dict:
+                 tree_factory=LightTree, progress: bool | None = None) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;
     ``protocol`` overrides the sizes) and write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
     (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``.
-    Everything is checked before ``out`` is created or anything is run."""
+    ``progress``: None (default) prints one line per finished unit of work to stderr off a terminal and
+    shows a bar on one; False is silent.  Everything is checked before ``out`` is created or anything
+    is run."""
     check_instance(scale, str, "scale")
+    if progress is not None:
+        progress = check_bool(progress, "progress")
     if protocol is None:
         if scale not in PROTOCOLS:
             raise ValueError(f"scale must be one of {sorted(PROTOCOLS)}, got {scale!r}")
@@ -692,14 +744,24 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
     protocol = copy.deepcopy(protocol)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tasks = _tasks(protocol, seed, tree_factory)
-    results = run_tasks(_task, tasks, workers=workers, desc="reproduce rl", progress=False)
-    curves, measured, lower = [], {}, []
+    runs, tasks = _tasks(protocol, seed, tree_factory, workers)
+    lines = progress is None and not sys.stderr.isatty()
+    for task in tasks:
+        task["report"] = lines
+    results = run_tasks(_task, tasks, workers=workers, desc="reproduce rl", progress=progress is None and not lines)
+    done = {}                                 # index of a run -> its result
     for task, res in zip(tasks, results):
-        if task["kind"] == "regret":
-            curves.append(dict(res, env_name=task["environment"]["name"]))
-        elif task["kind"] == "cost":
-            measured[task["rho"], task["T"]] = res
+        if task["kind"] == "cost":
+            done[task["index"]] = res
+        else:
+            done.update((r["index"], x) for r, x in zip(task["runs"], res))
+    curves, measured, lower = [], {}, []
+    for run in runs:                          # results in the order of the runs, whatever the batches
+        res = done[run["index"]]
+        if run["kind"] == "regret":
+            curves.append(dict(res, env_name=run["environment"]["name"]))
+        elif run["kind"] == "cost":
+            measured[run["rho"], run["T"]] = res
         else:
             lower.append(res)
     parts = {"rl_regret": (_regret_part(protocol, curves, out), protocol["regret"]),
@@ -711,8 +773,9 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
                "panels": _jsonable(part_panels)}
         (out / f"{name}.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
         panels.extend(doc["panels"])
-    description = {"algorithm": "TV-stable UCB-VI (Paper B, Algorithm 4) on the dense binary tree; sigma = "
-                                "sigma_paper(rho, sqrt(3H), T); rho = inf is non-private UCB-VI",
+    description = {"algorithm": "TV-stable UCB-VI (Paper B, Algorithm 4) on the binary tree; sigma = "
+                                "sigma_paper(rho, sqrt(3H), T); rho = inf is non-private UCB-VI; regret and "
+                                "lower-bound runs in batches (rl.batch, equal run by run to the single-run learner)",
                    "regret": "exact expected regret by policy evaluation", "scale": scale, "seed": seed}
     return {"experiment": "rl", "protocol": _jsonable(dict(protocol, **description)), "panels": panels}
 
@@ -727,7 +790,7 @@ TINY = {"regret": {"environments": [{"name": "riverswim", "H": 5, "T": 60}], "rh
         "lower_bound": {"n_bandits": 2, "n_actions": 2, "H": 2, "gap": 0.25, "T": 100, "rhos": [math.inf, 10.0],
                         "bonus_scales": [0.2], "populations": 1}}
 with tempfile.TemporaryDirectory() as tmp:
-    result = reproduce_rl(Path(tmp), "quick", seed=1, protocol=TINY)
+    result = reproduce_rl(Path(tmp), "quick", seed=1, protocol=TINY, progress=False)
     written = sorted(p.name for p in Path(tmp).iterdir())
 print("files:", written)
 print("panels:", [(p["id"], p["vary"], len(p["x"]), sorted(p["methods"])) for p in result["panels"]])
