@@ -1778,7 +1778,6 @@ V("bonus_kind must be one of", ucbvi.UCBVIConfig, 2, 2, 3, 10, bonus_kind="berns
 V(r"h must be an integer in \[0, 3\]|h must lie in|h must be <= 3", CONFIG.step_bonus, 4, np.ones((3, 2)))
 T("h must be an integer", CONFIG.step_bonus, 1.0, np.ones((3, 2)))
 T("n must be an array of numbers", CONFIG.step_bonus, 0, "n")
-V("next_variance must be None", CONFIG.step_bonus, 0, np.ones((3, 2)), np.ones((3, 2)))
 T("n must be an array of numbers", ucbvi.paper_bonus, "n", 1.0, 0.0, 3, 2, 1.0)
 V("H must be >= 1", ucbvi.paper_bonus, np.ones(2), 1.0, 0.0, 0, 2, 1.0)
 _BCFG = [ucbvi.UCBVIConfig.of(RIVER, 4), ucbvi.UCBVIConfig.of(RIVER, 4, sigma=1.0)]

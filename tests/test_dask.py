@@ -37,7 +37,9 @@ TINY_RL = {
     "lower_bound": {"n_bandits": 2, "n_actions": 2, "H": 2, "gap": 0.25, "T": 200, "rhos": [INF, 1.0],
                     "bonus_scales": [1.0], "populations": 1},
 }
-RL_TASKS = 8
+# reproduce_rl's units of work for TINY_RL: one batch per regret environment, one for the lower bound,
+# one per (T, rho) of the deletion cost.
+RL_TASKS = 5
 # Exported as 1 by the Makefile.  Spawned workers inherit them (Dask's nanny sets 1 only where unset);
 # the fixture also passes them explicitly, and a test checks what the workers see.
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
