@@ -46,7 +46,7 @@ from bandit_unlearning.rl.stable import stable_sigma
 from bandit_unlearning.rl.ucbvi import statistics_sensitivity
 
 
-# --- from notebooks/rl/09_lower_bound.py, cell 13 (line 416): "5. Reproducing Part B's RL figures: `reproduce_rl`" ---
+# --- from notebooks/rl/09_lower_bound.py, cell 13 (line 449): "5. Reproducing Part B's RL figures: `reproduce_rl`" ---
 INF = math.inf
 PROTOCOLS = {
     "quick": {

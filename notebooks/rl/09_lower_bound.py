@@ -412,6 +412,39 @@ plt.show()
 # each finished unit of work prints one line to stderr (`progress=False`, as below: nothing).  `PROTOCOLS`
 # lists the sizes; a `protocol`
 # argument overrides them (used below and by the tests with a tiny protocol).
+#
+# **Captions of the three figures** (each figure also says them in its title and one shared legend;
+# `summary.md` of the command line adds units and protocol).  All regrets are exact expected
+# regrets (policy evaluation, not samples), UCB-VI's confidence level is $\delta$ = `DELTA` $= 0.1$
+# everywhere, and error bars or bands are $\pm 1$ standard error over independent runs (own users and
+# own tree noise) — absent when a protocol has one run per point, as `"quick"` does.
+# - `rl_regret` — one row per environment.  *Left* (log–log): $R(t)$ over the episodes; colour is
+#   $\rho$ (black: $\rho = \infty$, non-private UCB-VI), solid is Algorithm 4's bonus (Theorem 4.1),
+#   dashed the bonus $\times 0.05$; the grey dotted line $\propto\sqrt t$ has slope 1/2 (slope 1 is
+#   linear regret, i.e. still in the burn-in); a box names the curves that coincide.  *Right* (log $x$,
+#   **linear** $y$): $R(T)$ at the last episode against $1/\rho$, points coloured by $\rho$ as on the
+#   left, and non-private UCB-VI as a black horizontal line in the line style of its bonus.  *Why the
+#   scaled bonus:* at full size $b(n) \ge 1$ for about $(H+1)^2\ln(8SAHT/\delta)/2$ visits of each
+#   triple, so every $\bar Q$ sits at its cap, all actions tie and the learner repeats action 0 — a
+#   burn-in far longer than these $T$ (chapter B6); $\times 0.05$ is the same algorithm with the same
+#   stability, leaving the burn-in within the run, but without Theorem 4.1's guarantee.
+# - `rl_unlearning_cost` — RiverSwim, Algorithm 4's bonus, colour is $T$.  *Left:* the fraction of
+#   the $T$ steps one deletion recomputes (1 = retraining from scratch); *right:* the probability that
+#   a deletion recomputes anything.  Points: measured, mean $\pm$ standard error over all requests
+#   (they share few runs, so the bars understate the run-to-run spread; a bar reaching 0 stops at the
+#   bottom of the log axis); hollow diamonds: exact for the deleted episodes' own statistics shifts
+#   $\lVert x_t\rVert \le B$; solid lines: exact if every deleted episode had the worst-case shift
+#   $B = \sqrt{3H}$ (uniform position); dotted: the paper's estimate $\rho\sqrt{\ln T}$ (left) and
+#   Theorem 3.3's bound $\rho\sqrt{2\log_2 T}$ (right), capped at 1.
+# - `rl_lower_bound` — the hard instance of section 4 at the protocol's $T$ (its title gives $S$, $A$,
+#   $H$, $T$, the gap and the runs per point); colour is the bonus ($\times 1$: Algorithm 4's).
+#   *Left* (log–log): $R(T)$ against $1/\rho$; black lines: non-private UCB-VI (dotted: bonus
+#   $\times 1$, dash-dot: the scaled bonus); dashed, in each bonus's colour: the lower bound's shape
+#   $c\,(H\sqrt{SAT} + SAH/\rho)$ with the unknown constant $c$ chosen so that it passes through the
+#   point at the largest finite $\rho$ — it compares shapes, not levels; grey: $T(H-1)\Delta$, the
+#   regret of always playing the wrong first action.  *Right:* the first-correct episode (first
+#   episode whose policy plays the best first action at every initial state; grey: $T + 1$, never
+#   within $T$), the burn-in $\propto 1/\rho$ made visible.  An illustration, not a test of the theorem.
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 """Paper B's RL figures at a chosen scale, for the command line (chapters B7-B9).
@@ -989,4 +1022,5 @@ for stem in ("quick", "paper"):
 #   `sum_mechanism_sigma`, `karwa_vadhan_bound`, `lower_bound_shape`, `first_correct_episode`,
 #   `lower_bound_experiment`, `summarize_by_rho`, `plot_lower_bound`.
 # - `bandit_unlearning.experiments.rl_paper`: `reproduce_rl(out, scale, seed, workers, protocol=None,
-#   tree_factory=LightTree)` and `PROTOCOLS` — the command line's `reproduce rl`.
+#   tree_factory=LightTree)`, `PROTOCOLS` and `DELTA` — the command line's `reproduce rl`, whose three
+#   figures name their instance, runs, $\delta$ and axes and explain every line in one shared legend.
