@@ -83,7 +83,10 @@ def _save_figure(fig, stem: Path) -> None:
 
 
 _PAPER_A = {"figure1": "Paper A, Figure 1", "figure2": "Paper A, Figure 2", "figure3": "Paper A, Figure 3",
-            "table2": "Paper A, Table 2", "lemma31": "Paper A, Lemma 3.1", "rl": "Paper B (chapters B7-B9)"}
+            "table2": "Paper A, Table 2", "lemma31": "Paper A, Lemma 3.1", "rl": "Paper B (chapters B7-B9)",
+            "rl_regret": "Paper B, regret of TV-stable UCB-VI (Theorem 4.1)",
+            "rl_unlearning_cost": "Paper B, cost of exact unlearning (Theorem 3.3)",
+            "rl_lower_bound": "Paper B, the lower bound illustrated (Theorem 4.4)"}
 _WHAT = {
     "figure1": "the five methods against N, k and gamma, in both data models, hard and easy case",
     "figure2": "mixing with a fraction eta = k'/k of the deleted samples rolled back (eta = 0: all noise, "
@@ -91,7 +94,80 @@ _WHAT = {
     "figure3": "deleting k samples from each of two arms (multi-source), M_f",
     "table2": "imitation learning (Algorithm 6) against Algorithm 2 at C* = 1.3",
     "lemma31": "the LCB learner's mean sub-optimality against N (no deletion), beside Lemma 3.1's bound",
+    "rl_regret": "the exact expected cumulative regret of TV-stable UCB-VI (Algorithm 4) over the episodes, for "
+                 "several stability levels rho (rho = inf: non-private UCB-VI), with the paper's confidence bonus "
+                 "and with the bonus scaled down; then the regret after the last episode against 1/rho",
+    "rl_unlearning_cost": "how much of a run exact unlearning (Algorithm 3) recomputes to delete one episode from "
+                          "TV-stable UCB-VI, against rho and T: measured, exact, and the paper's estimates",
+    "rl_lower_bound": "TV-stable UCB-VI on Theorem 4.4's hard instance (independent two-armed bandits): regret after "
+                      "T episodes and the first episode that plays the best action everywhere, against 1/rho, beside "
+                      "the lower bound's shape H sqrt(SAT) + SAH/rho -- an illustration, not a test of the theorem",
 }
+_RL_SCALED = ("bonus x s (s < 1): Algorithm 4's confidence bonus b(n) multiplied by s.  At full size b(n) >= 1 for "
+              "about (H+1)^2 ln(8SAHT/delta)/2 visits of each (h, s, a), so every Q-value stays at its cap, all "
+              "actions tie and the learner repeats action 0 -- a linear burn-in far longer than these T (chapter B6); "
+              "the scaled bonus lets the learner leave it within the run (same algorithm and stability, no regret "
+              "guarantee)")
+
+
+def _rl_header(result: dict) -> list[str]:
+    """What a Paper B result shows, its units and its protocol, in words."""
+    from bandit_unlearning.experiments.rl_paper import DELTA
+
+    name, p = result["experiment"], result.get("protocol", {})
+    lines = [f"What it shows: {_WHAT[name]}.", ""]
+    if name == "rl_regret":
+        envs = ", ".join(f"{e['name']} (H = {e['H']}, T = {e['T']} episodes)" for e in p.get("environments", []))
+        lines += ["Units: regret is the cumulative expected regret R(t) = sum over episodes 1..t of V*(s_1) - "
+                  "V^pi_t(s_1), computed exactly by policy evaluation (not sampled); one episode's return lies "
+                  "in [0, H], so R(t) <= H t.  Tables over t are log-spaced episode counts.", "",
+                  f"Protocol: {envs}; rho in {_rho_list(p.get('rhos', []))}; confidence delta = {DELTA:g}; "
+                  f"tree noise sigma of Theorem 4.1 for rho-TV-stability (rho = inf: no noise); bonus scales "
+                  f"{p.get('bonus_scales')}; {_runs_sentence(p.get('populations', 1))}", "",
+                  "Columns: rho=X is TV-stable UCB-VI at stability rho = X; bonus x 1 is Algorithm 4's bonus "
+                  f"(Theorem 4.1); {_RL_SCALED}.  Row 1/rho = 0 is non-private UCB-VI.", ""]
+    elif name == "rl_unlearning_cost":
+        env = p.get("environment", {})
+        n_req = p.get("n_runs", 0) * p.get("requests_per_run", 0)
+        lines += ["Units: cost is the number of the T training steps (episodes) that one deletion recomputes, "
+                  "divided by T (1 = retraining from scratch); retrain probability is the chance that a deletion "
+                  "recomputes any step (a rejection in the coupling).", "",
+                  f"Protocol: TV-stable UCB-VI with Algorithm 4's bonus, delta = {DELTA:g}, on {env.get('name')} "
+                  f"(H = {env.get('H')}); T in {p.get('Ts')}, rho in {_rho_list(p.get('rhos', []))}; "
+                  f"{p.get('n_runs')} training runs per (rho, T) and {p.get('requests_per_run')} deletion requests "
+                  f"per run at uniformly random positions, each on the original run (exact unlearning, Algorithm 3); "
+                  f"measured cells read mean ± standard error over the {n_req} requests (they share "
+                  f"{p.get('n_runs')} runs, so the error understates the run-to-run spread).", "",
+                  "Columns: measured -- what the deletions did; exact (own shifts) -- the exact expectation over the "
+                  "algorithm's randomness for each deleted episode's own statistics shift ||x_t|| <= B, averaged over "
+                  "the same requests; exact (shift B) -- the exact expectation at a uniformly random position if every "
+                  "deleted episode had the worst-case shift B = sqrt(3H), averaged over all T positions; "
+                  "rho sqrt(ln T) -- the paper's estimate of the cost, and rho sqrt(2 log2 T) -- Theorem 3.3's bound "
+                  "on the retrain probability (both capped at 1).", ""]
+    elif name == "rl_lower_bound":
+        lines += ["Units: R(T) is the cumulative expected regret after T episodes, computed exactly (a wrong first "
+                  "action costs (H-1) gap in expectation; T (H-1) gap = always wrong); the first-correct episode is "
+                  "the first episode whose policy plays the best first action at every initial state (mean over "
+                  "runs; T + 1: never within T); H sqrt(SAT) + SAH/rho is the lower bound's shape without its unknown constant.",
+                  "",
+                  f"Protocol: {p.get('n_bandits')} independent bandits with {p.get('n_actions')} actions each "
+                  f"(best action {p.get('n_actions', 1) - 1} everywhere), H = {p.get('H')}, gap = {p.get('gap')}, "
+                  f"T = {p.get('T')} episodes; rho in {_rho_list(p.get('rhos', []))}; delta = {DELTA:g}; bonus "
+                  f"scales {p.get('bonus_scales')}; {_runs_sentence(p.get('populations', 1))}", "",
+                  f"Tables: one per bonus (bonus x 1 is Algorithm 4's; {_RL_SCALED}).  Row 1/rho = 0 is non-private "
+                  "UCB-VI.", ""]
+    return lines
+
+
+def _rho_list(rhos: list) -> str:
+    return "{" + ", ".join("inf" if r in ("inf", float("inf")) else f"{r:g}" for r in rhos) + "}"
+
+
+def _runs_sentence(n: int) -> str:
+    if n == 1:
+        return "one run per curve or point (its own users and tree noise), so no standard error is shown."
+    return (f"{n} independent runs per curve or point (own users and own tree noise); a cell reads mean ± "
+            f"standard error over the runs (standard deviation / sqrt({n})).")
 _SUBOPT = ("Each number is the mean sub-optimality mu(a*) - mu(a_hat'): how much lower the mean reward of the "
            "arm chosen after unlearning is than that of the best arm (units: mean reward, a probability; "
            "0 is perfect, the worst possible here is 0.10 - 0.02 = 0.08)")
@@ -177,19 +253,32 @@ def _panel_title(panel: dict, result: dict) -> str:
 def _summary_table(result: dict) -> str:
     name = result["experiment"]
     title = _PAPER_A.get(name, name)
+    if name == "rl":                                  # the record of the run; its panels are the three parts'
+        return (f"## {title} (scale {result['scale']}, seed {result['seed']})\n\n"
+                "The combined record (`rl.json`) of the three Paper B figures; their tables, units and protocols "
+                "are in the sections rl_lower_bound, rl_regret and rl_unlearning_cost.\n\n")
     lines = [f"## {title} (`{name}.png`; scale {result['scale']}, seed {result['seed']})", ""]
-    if "protocol" in result and isinstance(result["protocol"], dict) and name != "rl":
+    rl = name.startswith("rl_") and name in _WHAT
+    if rl:
+        lines += _rl_header(result)
+    elif "protocol" in result and isinstance(result["protocol"], dict):
         lines += _paper_a_header(result)
+    one_run = rl and result.get("protocol", {}).get("populations") == 1
     for panel in result["panels"]:
         names = list(panel["methods"])
-        stderr = panel.get("stderr", {})
+        stderr = {} if one_run else panel.get("stderr", {})
         lines += [_panel_title(panel, result), ""]
         xname = {"gamma": "gamma", "config": "(N, gamma, k)"}.get(panel.get("vary"), panel.get("vary") or "x")
         lines += [f"| {xname} | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         for i, x in enumerate(panel["x"]):
             cells = [_cell(panel["methods"][n][i], stderr[n][i] if n in stderr else None) for n in names]
-            lines.append(f"| {tuple(x) if isinstance(x, list) else x} | " + " | ".join(cells) + " |")
+            shown = tuple(x) if isinstance(x, list) else f"{x:.4g}" if isinstance(x, float) else x
+            lines.append(f"| {shown} | " + " | ".join(cells) + " |")
         lines += ["", *_panel_notes(panel, result)]
+        if panel.get("slopes"):
+            lines += ["Fitted log-log slope of R(t) over the last decade of t (1: linear regret, still in the "
+                      "burn-in; 1/2: the sqrt(T) rate): " + ", ".join(
+                          f"{k} {v:.2f}" if v is not None else f"{k} n/a" for k, v in panel["slopes"].items()) + ".", ""]
         if lines[-1]:
             lines.append("")
     return "\n".join(lines) + "\n"

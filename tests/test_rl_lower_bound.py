@@ -108,3 +108,27 @@ def test_protocols_have_both_scales():
     assert set(PROTOCOLS) == {"quick", "paper"}
     for p in PROTOCOLS.values():
         assert set(p) == {"regret", "cost", "lower_bound"}
+
+
+def test_delta_named_in_the_figures_is_the_one_the_runs_use():
+    import inspect
+
+    from bandit_unlearning.experiments.rl_batch import stable_regret_curves
+    from bandit_unlearning.experiments.rl_paper import DELTA
+    from bandit_unlearning.rl.stable import stable_ucbvi
+
+    assert inspect.signature(stable_regret_curves).parameters["delta"].default == DELTA   # regret, lower bound
+    assert inspect.signature(stable_ucbvi).parameters["delta"].default == DELTA           # cost runs
+
+
+def test_rl_summary_explains_each_part(tmp_path):
+    from bandit_unlearning.cli import write_summary
+
+    reproduce_rl(tmp_path, "quick", seed=3, protocol=TINY, progress=False)
+    text = write_summary(tmp_path).read_text()
+    for title in ("regret of TV-stable UCB-VI", "cost of exact unlearning", "the lower bound illustrated"):
+        assert title in text
+    assert text.count("What it shows:") == 3 and text.count("Units:") == 3 and text.count("Protocol:") == 3
+    sections = {part.split("`")[1]: part for part in text.split("\n## ")[1:] if "`" in part}
+    assert "±" not in sections["rl_lower_bound.png"]     # one run per point: no standard error shown
+    assert "±" in sections["rl_regret.png"]              # two runs per curve: mean ± standard error

@@ -412,6 +412,39 @@ plt.show()
 # each finished unit of work prints one line to stderr (`progress=False`, as below: nothing).  `PROTOCOLS`
 # lists the sizes; a `protocol`
 # argument overrides them (used below and by the tests with a tiny protocol).
+#
+# **Captions of the three figures** (each figure also says them in its title and one shared legend;
+# `summary.md` of the command line adds units and protocol).  All regrets are exact expected
+# regrets (policy evaluation, not samples), UCB-VI's confidence level is $\delta$ = `DELTA` $= 0.1$
+# everywhere, and error bars or bands are $\pm 1$ standard error over independent runs (own users and
+# own tree noise) — absent when a protocol has one run per point, as `"quick"` does.
+# - `rl_regret` — one row per environment.  *Left* (log–log): $R(t)$ over the episodes; colour is
+#   $\rho$ (black: $\rho = \infty$, non-private UCB-VI), solid is Algorithm 4's bonus (Theorem 4.1),
+#   dashed the bonus $\times 0.05$; the grey dotted line $\propto\sqrt t$ has slope 1/2 (slope 1 is
+#   linear regret, i.e. still in the burn-in); a box names the curves that coincide.  *Right* (log $x$,
+#   **linear** $y$): $R(T)$ at the last episode against $1/\rho$, points coloured by $\rho$ as on the
+#   left, and non-private UCB-VI as a black horizontal line in the line style of its bonus.  *Why the
+#   scaled bonus:* at full size $b(n) \ge 1$ for about $(H+1)^2\ln(8SAHT/\delta)/2$ visits of each
+#   triple, so every $\bar Q$ sits at its cap, all actions tie and the learner repeats action 0 — a
+#   burn-in far longer than these $T$ (chapter B6); $\times 0.05$ is the same algorithm with the same
+#   stability, leaving the burn-in within the run, but without Theorem 4.1's guarantee.
+# - `rl_unlearning_cost` — RiverSwim, Algorithm 4's bonus, colour is $T$.  *Left:* the fraction of
+#   the $T$ steps one deletion recomputes (1 = retraining from scratch); *right:* the probability that
+#   a deletion recomputes anything.  Points: measured, mean $\pm$ standard error over all requests
+#   (they share few runs, so the bars understate the run-to-run spread; a bar reaching 0 stops at the
+#   bottom of the log axis); hollow diamonds: exact for the deleted episodes' own statistics shifts
+#   $\lVert x_t\rVert \le B$; solid lines: exact if every deleted episode had the worst-case shift
+#   $B = \sqrt{3H}$ (uniform position); dotted: the paper's estimate $\rho\sqrt{\ln T}$ (left) and
+#   Theorem 3.3's bound $\rho\sqrt{2\log_2 T}$ (right), capped at 1.
+# - `rl_lower_bound` — the hard instance of section 4 at the protocol's $T$ (its title gives $S$, $A$,
+#   $H$, $T$, the gap and the runs per point); colour is the bonus ($\times 1$: Algorithm 4's).
+#   *Left* (log–log): $R(T)$ against $1/\rho$; black lines: non-private UCB-VI (dotted: bonus
+#   $\times 1$, dash-dot: the scaled bonus); dashed, in each bonus's colour: the lower bound's shape
+#   $c\,(H\sqrt{SAT} + SAH/\rho)$ with the unknown constant $c$ chosen so that it passes through the
+#   point at the largest finite $\rho$ — it compares shapes, not levels; grey: $T(H-1)\Delta$, the
+#   regret of always playing the wrong first action.  *Right:* the first-correct episode (first
+#   episode whose policy plays the best first action at every initial state; grey: $T + 1$, never
+#   within $T$), the burn-in $\propto 1/\rho$ made visible.  An illustration, not a test of the theorem.
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 """Paper B's RL figures at a chosen scale, for the command line (chapters B7-B9).
@@ -434,17 +467,17 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from bandit_unlearning.checks import check_bool, check_callable, check_instance
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_batch import stable_regret_curves, unlearning_cost
-from bandit_unlearning.experiments.rl_lower_bound import (
-    first_correct_episode, lower_bound_shape, plot_lower_bound, summarize_by_rho,
-)
-from bandit_unlearning.experiments.rl_stable import plot_stable_regret, summarize_curves
+from bandit_unlearning.experiments.rl_lower_bound import first_correct_episode, lower_bound_shape, summarize_by_rho
+from bandit_unlearning.experiments.rl_stable import summarize_curves
 from bandit_unlearning.experiments.runner import run_tasks
-from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform, plot_unlearning_cost
+from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform, retrain_probability_uniform
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.envs import gridworld, independent_bandits, riverswim
 from bandit_unlearning.rl.stable import stable_sigma
@@ -583,53 +616,145 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
     return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
 
 
+DELTA = 0.1      # UCB-VI's confidence level in every run here (the default of stable_regret_curves and stable_ucbvi)
+_WHY_SCALED = ("bonus x {s}: Algorithm 4's confidence bonus b(n) (Theorem 4.1) multiplied by {s}.  At full size b(n) >= 1 "
+               "for about (H+1)^2 ln(8SAHT/delta)/2 visits of each triple (h, s, a),\nso every Q-value stays at its "
+               "cap, all actions tie and the learner repeats action 0: a linear burn-in far longer than these T "
+               "(chapter B6).\nThe scaled bonus lets the learner leave it within the run (same algorithm, same "
+               "stability; no regret guarantee)")
+
+
 def _save(fig, stem: Path):
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:       # the figures below lay themselves out (constrained layout)
+        fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(stem.with_suffix(f".{ext}"), dpi=150)
     plt.close(fig)
 
 
-def _regret_part(protocol: dict, curves: list, out: Path) -> list:
+def _bonus_name(scale: float) -> str:
+    return "bonus x 1 (Algorithm 4's, as in Theorem 4.1)" if scale == 1.0 else f"bonus x {scale:g} (scaled down)"
+
+
+def _runs_text(n: int, what: str = "point") -> str:
+    """What the error bars of a figure with ``n`` independent runs per ``what`` are."""
+    if n == 1:
+        return f"one run per {what}, so no error bars (the run-to-run spread is not shown)"
+    return (f"{n} independent runs per {what} (own users and own tree noise); error bars and bands: "
+            f"+-1 standard error over the runs")
+
+
+def _rho_colors(rhos) -> dict:
+    """One colour per rho, the same in every panel of a figure: black for rho = inf (non-private)."""
+    finite = sorted((r for r in rhos if r != INF), reverse=True)
+    return {INF: "k", **{float(r): f"C{i % 10}" for i, r in enumerate(finite)}}
+
+
+def _rho_text(rho: float) -> str:
+    return r"$\rho = \infty$: non-private UCB-VI" if rho == INF else rf"$\rho$ = {rho:g}"
+
+
+def _coinciding_text(summary: dict, keys: list) -> str:
+    """Which curves of one panel coincide (final values within 0.1 %), in words; '' if none."""
+    groups = []
+    for k in keys:
+        for g in groups:
+            if np.allclose(summary[k]["mean"], summary[g[0]]["mean"], rtol=1e-3, atol=0):
+                g.append(k)
+                break
+        else:
+            groups.append([k])
+    groups = [g for g in groups if len(g) > 1]
+    if not groups:
+        return ""
+    if len(groups) == 1 and len(groups[0]) == len(keys):
+        return f"all {len(keys)} curves coincide\n(within 0.1 %): every learner is\nstill in its linear burn-in"
+    lines = []
+    for g in groups:
+        by_scale = {}
+        for k in g:
+            by_scale.setdefault(k[3], []).append("inf" if k[2] == INF else f"{k[2]:g}")
+        lines.append(" = ".join(f"rho = {', '.join(v)} (bonus x {s:g})" for s, v in by_scale.items()))
+    return "curves that coincide (within 0.1 %):\n" + "\n".join(lines)
+
+
+def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed: int = 0) -> list:
     reg = protocol["regret"]
     envs = [e["name"] for e in reg["environments"]]
     panels = []
-    fig, axes = plt.subplots(len(envs), 2, figsize=(13, 4.6 * len(envs)), squeeze=False)
+    colors = _rho_colors(reg["rhos"])
+    styles = {s: ("-" if s == 1.0 else "--", "o" if s == 1.0 else "s") for s in reg["bonus_scales"]}
+    fig, axes = plt.subplots(len(envs), 2, figsize=(13, 3.9 * len(envs) + 2.6), squeeze=False, layout="constrained")
     for row, env in enumerate(reg["environments"]):
         mine = [c for c in curves if c["env_name"] == env["name"]]
-        plot_stable_regret(mine, ax=axes[row, 0], title=f"{mine[0]['mdp']} (H = {env['H']}), T = {env['T']}")
         summary = summarize_curves(mine)
-        for scale in reg["bonus_scales"]:
-            keys = [k for k in summary if k[3] == scale]
+        for scale_ in reg["bonus_scales"]:
+            keys = [k for k in summary if k[3] == scale_]
             t = summary[keys[0]]["t"]
-            panels.append({"id": f"regret_{env['name']}_bonus{scale:g}", "vary": "episodes t", "x": t,
+            panels.append({"id": f"regret_{env['name']}_bonus{scale_:g}", "vary": "episodes t", "x": t,
                            "methods": {_rho_name(k[2]): summary[k]["mean"] for k in keys},
                            "stderr": {_rho_name(k[2]): summary[k]["stderr"] for k in keys},
                            "slopes": {_rho_name(k[2]): (summary[k]["slope"] if math.isfinite(summary[k]["slope"])
                                                         else None) for k in keys}})   # nan: too few positive points
+        ax = axes[row, 0]
+        for key in sorted(summary, key=lambda k: (k[3] != 1.0, -k[2])):
+            s, color = summary[key], colors[key[2]]
+            ax.plot(s["t"], s["mean"], styles[key[3]][0], color=color, lw=1.4)
+            if reg["populations"] > 1:
+                ax.fill_between(s["t"], np.asarray(s["mean"]) - s["stderr"], np.asarray(s["mean"]) + s["stderr"],
+                                color=color, alpha=0.15, lw=0)
+        t = np.asarray(next(iter(summary.values()))["t"], dtype=float)
+        ax.plot(t, np.sqrt(t), ":", color="0.55", lw=1.2)
+        note = _coinciding_text(summary, sorted(summary, key=lambda k: (k[3] != 1.0, -k[2])))
+        if note:
+            ax.text(0.98, 0.04, note, transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5,
+                    bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.7"})
+        ax.set(xscale="log", yscale="log", xlabel="episode t (log axis)",
+               ylabel="cumulative expected regret R(t) (log axis)",
+               title=f"{mine[0]['mdp']} (H = {env['H']}, T = {env['T']}): regret over the episodes")
         xs = [0.0 if rho == INF else 1 / rho for rho in reg["rhos"]]
         methods, errors = {}, {}
-        for i, scale in enumerate(reg["bonus_scales"]):
-            finals = [summary[(mine[0]["mdp"], env["T"], float(rho), float(scale))] for rho in reg["rhos"]]
-            methods[f"bonus x {scale:g}"] = [s["mean"][-1] for s in finals]
-            errors[f"bonus x {scale:g}"] = [s["stderr"][-1] for s in finals]
-            finite = [(x, m, e) for x, m, e in zip(xs, methods[f"bonus x {scale:g}"], errors[f"bonus x {scale:g}"]) if x > 0]
-            axes[row, 1].errorbar([f[0] for f in finite], [f[1] for f in finite], yerr=[f[2] for f in finite], fmt="o-",
-                                  color=f"C{i}", label=f"TV-stable UCB-VI, bonus x {scale:g}")
-            axes[row, 1].axhline(methods[f"bonus x {scale:g}"][xs.index(0.0)] if 0.0 in xs else np.nan, color=f"C{i}",
-                                 ls=":", label=f"non-private, bonus x {scale:g}")
-        values = [v for m in methods.values() for v in m]
-        axes[row, 1].set(xscale="log", yscale="log" if max(values) > 1.5 * max(min(values), 1e-12) else "linear",
-                         xlabel=r"$1/\rho$", ylabel=f"R(T), T = {env['T']}",
-                         title=f"{mine[0]['mdp']}: regret at fixed T against 1/rho")
-        axes[row, 1].legend(fontsize=7)
+        for i, scale_ in enumerate(reg["bonus_scales"]):
+            finals = [summary[(mine[0]["mdp"], env["T"], float(rho), float(scale_))] for rho in reg["rhos"]]
+            methods[f"bonus x {scale_:g}"] = [s["mean"][-1] for s in finals]
+            errors[f"bonus x {scale_:g}"] = [s["stderr"][-1] for s in finals]
+            ls, marker = styles[scale_]
+            finite = [(x, m, e, rho) for x, m, e, rho in zip(xs, methods[f"bonus x {scale_:g}"],
+                                                             errors[f"bonus x {scale_:g}"], reg["rhos"]) if x > 0]
+            axes[row, 1].errorbar([f[0] for f in finite], [f[1] for f in finite],
+                                  yerr=[f[2] for f in finite] if reg["populations"] > 1 else None,
+                                  ls=ls, color="0.45", lw=1.2, capsize=3, zorder=2)
+            axes[row, 1].scatter([f[0] for f in finite], [f[1] for f in finite], marker=marker, s=42, zorder=3,
+                                 c=[colors[float(f[3])] for f in finite], edgecolors="k", linewidths=0.5)
+            if 0.0 in xs:
+                axes[row, 1].axhline(methods[f"bonus x {scale_:g}"][xs.index(0.0)], color="k", ls=ls, lw=1.1)
+        axes[row, 1].set(xscale="log", xlabel=r"$1/\rho$ (log axis; smaller $\rho$ = more stable, to the right)",
+                         ylabel=f"R(T) at T = {env['T']} (linear axis)",
+                         title=f"{mine[0]['mdp']}: regret at the last episode against 1/rho\n"
+                               r"(black horizontal lines: non-private UCB-VI, $\rho = \infty$, same line style)")
         panels.append({"id": f"regret_vs_rho_{env['name']}", "vary": "1/rho (0 = non-private)", "x": xs,
                        "methods": methods, "stderr": errors})
+    handles = [Line2D([], [], color=colors[float(r)], lw=2.5, label=_rho_text(r))
+               for r in sorted(reg["rhos"], key=lambda r: (r != INF, -r))]
+    handles += [Line2D([], [], color="0.45", ls=styles[s][0], marker=styles[s][1], label=_bonus_name(s))
+                for s in reg["bonus_scales"]]
+    handles.append(Line2D([], [], color="0.55", ls=":", lw=1.2, label=r"$\propto\sqrt{t}$ (slope 1/2; slope 1 = linear regret)"))
+    if reg["populations"] > 1:
+        handles.append(Patch(color="0.5", alpha=0.3, label="+-1 standard error over runs"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=8.5)
+    scaled = [s for s in reg["bonus_scales"] if s != 1.0]
+    title = ("Paper B: exact expected regret of TV-stable UCB-VI (Algorithm 4; tree noise of Theorem 4.1 for rho-TV-"
+             f"stability; confidence delta = {DELTA:g}); colour = rho, line style = bonus\n"
+             f"{scale + ' scale, ' if scale else ''}seed {seed}: {_runs_text(reg['populations'], 'curve')}.  "
+             "Left: log-log axes; right: log x, linear y")
+    if scaled:
+        title += "\n" + _WHY_SCALED.format(s=", ".join(f"{s:g}" for s in scaled))
+    fig.suptitle(title, fontsize=9)
     _save(fig, out / "rl_regret")
     return panels
 
 
-def _cost_part(protocol: dict, measured: dict, out: Path) -> list:
+def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed: int = 0) -> list:
     cost = protocol["cost"]
     H = cost["environment"]["H"]
     B = statistics_sensitivity(H)
@@ -647,40 +772,118 @@ def _cost_part(protocol: dict, measured: dict, out: Path) -> list:
                                           if m["retrained"].size > 1 else 0.0 for m in ms]
         retrain[f"T={T} exact (own shifts)"] = [m["retrain_probability"].mean() for m in ms]
         retrain[f"T={T} rho sqrt(2 log2 T)"] = [min(1.0, rho * math.sqrt(2 * math.log2(T))) for rho in cost["rhos"]]
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(13, 6.4), layout="constrained")
     rho_grid = np.logspace(math.log10(min(cost["rhos"])) - 0.3, math.log10(max(cost["rhos"])) + 0.3, 30)
-    plot_unlearning_cost(measured, lambda rho, T: stable_sigma(rho, H, T), B, rho_grid, ax=ax)
-    ax.set_title(f"TV-stable UCB-VI on RiverSwim (H = {H}): cost of a deletion / retraining")
+    n_requests = cost["n_runs"] * cost["requests_per_run"]
+    for ax, (vals, errs, worst, estimate) in (
+            (ax0, (methods, errors, expected_cost_uniform, lambda rho, T: rho * math.sqrt(math.log(T)))),
+            (ax1, (retrain, retrain_err, retrain_probability_uniform,
+                   lambda rho, T: rho * math.sqrt(2 * math.log2(T))))):
+        shown, bars = [], []
+        for i, T in enumerate(cost["Ts"]):
+            color = f"C{i}"
+            line = [worst(T, tv_gaussians([0.0], [B], stable_sigma(rho, H, T))) for rho in rho_grid]
+            ax.plot(rho_grid, line, "-", color=color, lw=1.5)
+            ax.plot(rho_grid, [min(1.0, estimate(rho, T)) for rho in rho_grid], ":", color=color, lw=1.3)
+            own = vals[f"T={T} exact (own shifts)"]
+            ax.plot(cost["rhos"], own, "D", ms=7, mfc="none", mec=color, mew=1.3)
+            shown += [v for v in line + own if v > 0]
+            means, ses = np.asarray(vals[f"T={T} measured"]), np.asarray(errs[f"T={T} measured"])
+            shown += [v for v in means if v > 0]
+            bars.append((means, ses, color))
+        floor = min(shown) / 3
+        for means, ses, color in bars:
+            low = np.minimum(ses, np.maximum(means - floor, 0))           # log axis: a bar reaching 0 stops at the floor
+            ax.errorbar(cost["rhos"], np.maximum(means, floor), yerr=[low, ses], fmt="o", color=color, ms=5, capsize=3)
+        ax.set(xscale="log", yscale="log", ylim=(floor, 1.6), xlabel=r"$\rho$ (TV-stability; log axis)")
+        ax.axhline(1.0, color="0.6", lw=0.8)
+    ax0.set(ylabel="fraction of the T steps recomputed by one deletion\n(1 = retraining from scratch; log axis)",
+            title="Cost of one deletion, relative to retraining")
+    ax1.set(ylabel="probability that one deletion recomputes any step\n(a rejection in the coupling; log axis)",
+            title="Probability that a deletion retrains (from its rejected node on)")
+    handles = [Line2D([], [], color=f"C{i}", lw=3, label=f"T = {T} episodes") for i, T in enumerate(cost["Ts"])]
+    handles += [Line2D([], [], color="0.3", marker="o", ls="none",
+                       label=f"measured: mean +- 1 s.e. over {n_requests} deletion requests"),
+                Line2D([], [], color="0.3", marker="D", mfc="none", ls="none",
+                       label="exact for the deleted episodes' own shifts ||x_t|| <= B (same requests)"),
+                Line2D([], [], color="0.3", ls="-",
+                       label=f"exact if every deleted episode had the worst-case shift B = sqrt(3H) = {B:.2f}"),
+                Line2D([], [], color="0.3", ls=":",
+                       label=r"left: the paper's estimate $\rho\sqrt{\ln T}$; right: Theorem 3.3's bound "
+                             r"$\rho\sqrt{2\log_2 T}$ (both capped at 1)")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
+    fig.suptitle(f"Paper B: cost of exactly unlearning one episode (Algorithm 3) from TV-stable UCB-VI (Algorithm 4, "
+                 f"bonus x 1, delta = {DELTA:g}) on RiverSwim (H = {H})\n"
+                 f"{scale + ' scale, ' if scale else ''}seed {seed}: {cost['n_runs']} training runs per "
+                 f"(rho, T), {cost['requests_per_run']} deletions per run at uniformly random positions, each on the "
+                 f"original run; error bars: +-1 standard error over the {n_requests} requests\n(they share "
+                 f"{cost['n_runs']} runs, so the bars understate the run-to-run spread; a bar reaching 0 stops at "
+                 "the bottom of the log axis)", fontsize=9)
     _save(fig, out / "rl_unlearning_cost")
     return [{"id": "unlearning_cost", "vary": "rho", "x": cost["rhos"], "methods": methods, "stderr": errors},
             {"id": "retrain_probability", "vary": "rho", "x": cost["rhos"], "methods": retrain, "stderr": retrain_err}]
 
 
-def _lower_bound_part(protocol: dict, results: list, out: Path) -> list:
+def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "", seed: int = 0) -> list:
     lb = protocol["lower_bound"]
     panels = []
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(13, 4.6))
-    for i, scale in enumerate(lb["bonus_scales"]):
-        mine = [r for r in results if r["bonus_scale"] == scale]
-        label = "paper's bonus" if scale == 1.0 else f"bonus x {scale:g}"
-        plot_lower_bound(mine, ax=ax0, label=label, color=f"C{i}", show_saturation=i == 0)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(13, 6.2), layout="constrained")
+    r0 = results[0]
+    handles, nonprivate_ls = [], [":", "-.", (0, (5, 1, 1, 1, 1, 1))]
+    finite = [r for r in lb["rhos"] if r != INF]
+    for i, scale_ in enumerate(lb["bonus_scales"]):
+        mine = [r for r in results if r["bonus_scale"] == scale_]
         s = summarize_by_rho(mine)
         xs = [0.0 if rho == INF else 1 / rho for rho in lb["rhos"]]
-        r0 = mine[0]
         shape = [float(lower_bound_shape(r0["S"], r0["A"], r0["H"], r0["T"], rho)) if rho != INF
                  else r0["H"] * math.sqrt(r0["S"] * r0["A"] * r0["T"]) for rho in lb["rhos"]]
-        panels.append({"id": f"lower_bound_bonus{scale:g}", "vary": "1/rho (0 = non-private)", "x": xs,
+        panels.append({"id": f"lower_bound_bonus{scale_:g}", "vary": "1/rho (0 = non-private)", "x": xs,
                        "methods": {"TV-stable UCB-VI R(T)": [s[float(r)][0] for r in lb["rhos"]],
                                    "first-correct episode": [s[float(r)][2] for r in lb["rhos"]],
                                    "H sqrt(SAT) + SAH/rho": shape},
                        "stderr": {"TV-stable UCB-VI R(T)": [s[float(r)][1] for r in lb["rhos"]]}})
-        finite = [r for r in lb["rhos"] if r != INF]
-        ax1.plot([1 / r for r in finite], [s[float(r)][2] for r in finite], "o-", color=f"C{i}", label=label)
-    ax0.set_title(f"Hard instance (S = {results[0]['S']}, A = {results[0]['A']}, H = {results[0]['H']}): regret vs 1/rho")
-    ax1.axhline(lb["T"] + 1, color="0.5", lw=1, label="T + 1 (never correct)")
-    ax1.set(xscale="log", yscale="log", xlabel=r"$1/\rho$", ylabel="first-correct episode",
-            title="First episode playing the best action everywhere")
-    ax1.legend(fontsize=7)
+        color, ls = f"C{i}", nonprivate_ls[i % len(nonprivate_ls)]
+        x = [1 / r for r in finite]
+        y = [s[float(r)][0] for r in finite]
+        ax0.errorbar(x, y, yerr=[s[float(r)][1] for r in finite] if lb["populations"] > 1 else None, fmt="o-",
+                     color=color, capsize=3)
+        fitted = np.asarray(lower_bound_shape(r0["S"], r0["A"], r0["H"], r0["T"], np.array(finite, dtype=float)))
+        ax0.plot(x, fitted * y[0] / fitted[0], "--", color=color, lw=1.2, alpha=0.8)
+        ax1.plot(x, [s[float(r)][2] for r in finite], "o-", color=color)
+        handles.append(Line2D([], [], color=color, marker="o", label=f"TV-stable UCB-VI, {_bonus_name(scale_)}"))
+        if INF in s:
+            ax0.axhline(s[INF][0], color="k", ls=ls, lw=1.1)
+            ax1.axhline(s[INF][2], color="k", ls=ls, lw=1.1)
+            handles.append(Line2D([], [], color="k", ls=ls, lw=1.1,
+                                  label=rf"non-private UCB-VI ($\rho = \infty$), bonus x {scale_:g}"))
+    saturation = r0["T"] * (r0["H"] - 1) * r0["gap"]
+    ax0.axhline(saturation, color="0.6", lw=2.5, alpha=0.6)
+    ax1.axhline(lb["T"] + 1, color="0.6", lw=2.5, alpha=0.6)
+    handles += [Line2D([], [], color="0.3", ls="--", lw=1.2,
+                       label="left, dashed (in each bonus's colour): " r"$c\,(H\sqrt{SAT} + SAH/\rho)$, the shape of"
+                             "\nTheorem 4.4's lower bound, c chosen to pass through the point at the largest rho"),
+                Line2D([], [], color="0.6", lw=2.5, alpha=0.6,
+                       label=rf"grey: saturation -- left $T(H-1)\Delta$ = {saturation:g}, the regret of always "
+                             f"playing the\nwrong first action; right T + 1 = {lb['T'] + 1}: never correct within T")]
+    ax0.set(xscale="log", yscale="log", xlabel=r"$1/\rho$ (log axis; smaller $\rho$ = more stable, to the right)",
+            ylabel=f"cumulative expected regret R(T) at T = {lb['T']} (log axis)",
+            title="Regret after T episodes against 1/rho")
+    ax1.set(xscale="log", yscale="log", xlabel=r"$1/\rho$ (log axis)",
+            ylabel="first-correct episode (log axis)",
+            title="First episode whose policy plays the best first action at every\ninitial state "
+                  "(the burn-in a stable learner pays, made visible)")
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
+    fig.suptitle(f"Paper B, Theorem 4.4 illustrated: TV-stable UCB-VI (Algorithm 4, delta = {DELTA:g}) on the hard "
+                 f"instance -- {lb['n_bandits']} independent bandits, {lb['n_actions']} actions each, best action "
+                 f"{lb['n_actions'] - 1} everywhere\n(S = {r0['S']}, A = {r0['A']}, H = {r0['H']}, gap Delta = "
+                 f"{lb['gap']:g}, T = {lb['T']} episodes); exact expected regret; {scale + ' scale, ' if scale else ''}"
+                 f"seed {seed}: {_runs_text(lb['populations'])}\n"
+                 + "".join(f"bonus x {x:g}: Algorithm 4's confidence bonus scaled down, so that the learner can leave "
+                           "its burn-in within T (at full size it needs far more episodes, chapter B6).  "
+                           for x in lb["bonus_scales"] if x != 1.0)
+                 + "An illustration, not a test:\nthe theorem bounds "
+                 "every rho-TV-stable algorithm, this learner's regret only bounds the best one's from above",
+                 fontsize=9)
     _save(fig, out / "rl_lower_bound")
     return panels
 
@@ -764,9 +967,9 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
             measured[run["rho"], run["T"]] = res
         else:
             lower.append(res)
-    parts = {"rl_regret": (_regret_part(protocol, curves, out), protocol["regret"]),
-             "rl_unlearning_cost": (_cost_part(protocol, measured, out), protocol["cost"]),
-             "rl_lower_bound": (_lower_bound_part(protocol, lower, out), protocol["lower_bound"])}
+    parts = {"rl_regret": (_regret_part(protocol, curves, out, scale, seed), protocol["regret"]),
+             "rl_unlearning_cost": (_cost_part(protocol, measured, out, scale, seed), protocol["cost"]),
+             "rl_lower_bound": (_lower_bound_part(protocol, lower, out, scale, seed), protocol["lower_bound"])}
     panels = []
     for name, (part_panels, part_protocol) in parts.items():
         doc = {"experiment": name, "scale": scale, "seed": seed, "protocol": _jsonable(part_protocol),
@@ -819,4 +1022,5 @@ for stem in ("quick", "paper"):
 #   `sum_mechanism_sigma`, `karwa_vadhan_bound`, `lower_bound_shape`, `first_correct_episode`,
 #   `lower_bound_experiment`, `summarize_by_rho`, `plot_lower_bound`.
 # - `bandit_unlearning.experiments.rl_paper`: `reproduce_rl(out, scale, seed, workers, protocol=None,
-#   tree_factory=LightTree)` and `PROTOCOLS` — the command line's `reproduce rl`.
+#   tree_factory=LightTree)`, `PROTOCOLS` and `DELTA` — the command line's `reproduce rl`, whose three
+#   figures name their instance, runs, $\delta$ and axes and explain every line in one shared legend.
