@@ -72,7 +72,7 @@ from bandit_unlearning.checks import as_array, as_generator, check_real
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
-# --- from notebooks/rl/02_binary_tree.py, cell 4 (line 82): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
+# --- from notebooks/rl/02_binary_tree.py, cell 4 (line 78): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 class _NodeFields(NamedTuple):
     level: int
     index: int
@@ -149,6 +149,7 @@ def node_at(position: int) -> Node:
     return Node(level, (lo >> level) - 1)
 
 
+# --- from notebooks/rl/02_binary_tree.py, cell 6 (line 203): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def nodes_completed_at(t: int) -> tuple:
     """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order)."""
     t = check_int(t, "t", 1)
@@ -193,7 +194,7 @@ def path_length(T: int) -> int:
     return check_int(T, "T", 1).bit_length()
 
 
-# --- from notebooks/rl/02_binary_tree.py, cell 6 (line 284): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
+# --- from notebooks/rl/02_binary_tree.py, cell 8 (line 289): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
 def sigma_paper(rho: float, B: float, T: int) -> float:
     """Paper B's noise scale ``sigma = B sqrt(log2 T) / (sqrt(2) rho)`` (Algorithm 2, Theorem 4.1).
 
@@ -251,7 +252,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02_binary_tree.py, cell 8 (line 444): "4b. The dense tree" ---
+# --- from notebooks/rl/02_binary_tree.py, cell 10 (line 426): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -328,6 +329,7 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 
+# --- from notebooks/rl/02_binary_tree.py, cell 12 (line 508): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
 _KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
 _NOISE_BITS = np.random.SFC64(0)                 # re-used for speed; fully reset from the key per call
@@ -389,6 +391,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     return z
 
 
+# --- from notebooks/rl/02_binary_tree.py, cell 14 (line 575): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
@@ -460,7 +463,7 @@ class PathCoupling:
         return self.n_leaves - self.restart
 
 
-
+# --- from notebooks/rl/02_binary_tree.py, cell 16 (line 671): "4b. The dense tree" ---
 class BinaryTree:
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
