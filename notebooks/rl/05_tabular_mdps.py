@@ -171,6 +171,11 @@ class TabularMDP:
         return f"TabularMDP({self.name!r}, S={self.S}, A={self.A}, H={self.H})"
 
 
+# %% [markdown]
+# Exact planning and policy evaluation by backward induction, and the exact expected regret of a
+# run of policies (derived and checked in section 2).
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class Plan:
     """Result of exact planning: ``Q[h, s, a]``, ``V[h, s]`` (``V[H] = 0``) and ``policy[h, s]``."""
@@ -490,6 +495,11 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     return TabularMDP(P, r, np.eye(S)[start], horizon, name=f"Gridworld-{len(rows)}x{len(rows[0])}")
 
 
+# %% [markdown]
+# Random MDPs (Garnet) and the hard instance of Theorem 4.4, $n$ independent bandit problems as one
+# MDP (section 3).
+
+# %% tags=["export:bandit_unlearning.rl.envs"]
 def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.random.Generator,
            homogeneous: bool = True) -> TabularMDP:
     """A Garnet random MDP G(S, A, b): each (s, a) (and step, if not homogeneous) has ``branching``
@@ -726,6 +736,11 @@ def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.
     return (splitmix64(seed, idx) >> np.uint64(11)).astype(float) * _UNIT
 
 
+# %% [markdown]
+# Rollouts: a user's episode under a deterministic policy, drawn from the user's uniforms above by
+# inverse-CDF sampling — `rollout` for one user, `rollout_batch` vectorised over users for Monte Carlo.
+
+# %% tags=["export:bandit_unlearning.rl.users"]
 @dataclass(frozen=True)
 class Trajectory:
     """States ``[..., H+1]`` (``s_0 .. s_H``), actions ``[..., H]``, rewards ``[..., H]``."""
@@ -1094,6 +1109,11 @@ def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     return ImportedMDP(mdp, lo, hi, n - 1 if has_done else None)
 
 
+# %% [markdown]
+# The other direction: `to_gymnasium` wraps a `TabularMDP` as a `gymnasium.Env` (first bullet
+# above); its class is built on first use, so Gymnasium is imported only then.
+
+# %% tags=["export:bandit_unlearning.rl.gym"]
 @lru_cache(maxsize=None)
 def _env_class():
     gym = _import_gymnasium()
