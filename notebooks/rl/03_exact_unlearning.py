@@ -128,7 +128,7 @@ rng = np.random.default_rng(20260603)
 # (`record.diagnostics`; `record.shift_norm` etc. read them and raise `AttributeError` without).
 # The switch is off by default and meant for research runs on data one may look at.
 #
-# **The other secrets.** The tree's keys (chapter B2) and the generator they come from: every
+# **The other secrets.** The tree's keys (chapter B2a) and the generator they come from: every
 # function that draws takes `rng=None` by default — fresh operating-system entropy — and a seeded
 # generator is an explicit opt-in for reproducible research, whose seed is then key material
 # (this chapter seeds one, so that its outputs can be checked).  And the users: whatever can
@@ -285,8 +285,8 @@ def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
 # model $w_t$ to the oracle and the update (an algorithm that needs $w_{1:t}$ folds what it needs into
 # $w_t$; the whole history is `run.models`).  `oracle` and `update` must be deterministic; the oracle
 # draws environment randomness only from the user.  Runs are immutable (their tree is frozen).
-# The tree is any object with the interface of chapter B2; the default is the memory-light
-# `LightTree` of chapter B10, which gives the same outputs as the readable `BinaryTree` of chapter B2
+# The tree is any object with the interface of chapter B2b; the default is the memory-light
+# `LightTree` of chapter B10, which gives the same outputs as the readable `BinaryTree` of chapter B2b
 # bit for bit (for the same generator) in $O(\text{non-zeros} + T + d\log T)$ memory, and is at
 # least as fast; `tree_factory=BinaryTree` selects the dense reference.
 
@@ -489,7 +489,7 @@ class UnlearnRecord:
 
 # %% [markdown]
 # Algorithms 2 and 3.  `train` and `extend` run Algorithm 2; `unlearn` copies the tree, couples the
-# path (`tree.unlearn_leaf`, chapter B2) and re-runs what must be re-run, after validating the request
+# path (`tree.unlearn_leaf`, chapter B2b) and re-runs what must be re-run, after validating the request
 # and the dummy's statistics — a refused request changes nothing.
 
 # %% tags=["export"]
