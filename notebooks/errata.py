@@ -112,7 +112,7 @@
 # new policies, so a user is a fixed source of environment randomness (a key of a counter-based
 # generator indexed by step, state and action): the same user answers the same action the same way,
 # while the algorithm's own noise and coupling draws are fresh.  Shown in
-# [B5](rl/05_tabular_mdps.ipynb) and [B3](rl/03_exact_unlearning.ipynb).
+# [B5b](rl/05b_replayable_users.ipynb) and [B3](rl/03_exact_unlearning.ipynb).
 #
 # <a id="E11"></a>
 # **E11. Theorem 3.3's retraining probability is stated two ways.**  It appears as
@@ -135,7 +135,7 @@
 # * The approximation radius $\varepsilon_{app}$ of the tree's prefix sums holds for $T \ge 3$ and
 #   fails at $T = 2$ for large $d$ ($\ln 2 < 1$): there the failure probability is exactly
 #   $1 - (1 - 2\Phi(-\varepsilon_{app}/\sigma))^{2d}$, about 0.045 at $d = 23{,}000$, $\delta = 10^{-3}$.
-#   Shown in [B2](rl/02_binary_tree.ipynb).
+#   Shown in [B2b](rl/02b_dense_tree.ipynb).
 # * The memory-light tree keeps a key per node instead of its noise and does not store the
 #   corrections a deletion applies (a sign and a shift computed from the deleted user's statistic):
 #   it regenerates them, so nothing derived from the deleted user stays in the tree.  Shown in

@@ -31,7 +31,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 
 
-# --- from notebooks/rl/03_exact_unlearning.py, cell 8 (line 657): "4. The first instance: UCB for an online multi-armed bandit" ---
+# --- from notebooks/rl/03_exact_unlearning.py, cell 16 (line 675): "4. The first instance: UCB for an online multi-armed bandit" ---
 @dataclass(frozen=True, eq=False)
 class BanditUser:
     """A replayable bandit user: one fixed reward in [0, 1] per arm."""

@@ -36,7 +36,7 @@ from bandit_unlearning.rl.stable import population_users, run_policies, stable_s
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
-# --- from notebooks/rl/07_stable_ucbvi.py, cell 13 (line 589): "5. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
+# --- from notebooks/rl/07_stable_ucbvi.py, cell 19 (line 602): "5. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
 def safe_slope(ts, cumulative, start: float = 0.1) -> float:
     """``loglog_slope`` over ``t >= start * max(ts)``, or ``nan`` when fewer than two points are positive."""
     ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)

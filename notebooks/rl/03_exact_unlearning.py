@@ -128,7 +128,7 @@ rng = np.random.default_rng(20260603)
 # (`record.diagnostics`; `record.shift_norm` etc. read them and raise `AttributeError` without).
 # The switch is off by default and meant for research runs on data one may look at.
 #
-# **The other secrets.** The tree's keys (chapter B2) and the generator they come from: every
+# **The other secrets.** The tree's keys (chapter B2a) and the generator they come from: every
 # function that draws takes `rng=None` by default — fresh operating-system entropy — and a seeded
 # generator is an explicit opt-in for reproducible research, whose seed is then key material
 # (this chapter seeds one, so that its outputs can be checked).  And the users: whatever can
@@ -152,17 +152,6 @@ rng = np.random.default_rng(20260603)
 # | `verify_run(run)` | replays a run deterministically and checks every statistic, model and node sum |
 # | `ReplayableUser(key)`, `replayable_users(seed, n)` | users as keyed counter-based generators (E10); `seed=None`: independent keys from OS entropy |
 # | `ZERO_USER` | the default dummy: zero statistics, whatever the model |
-#
-# A model is any Python object; the framework passes the **current** model $w_t$ to the oracle and
-# the update (an algorithm that needs $w_{1:t}$ folds what it needs into $w_t$; the whole history is
-# `run.models`).  `oracle` and `update` must be deterministic; the oracle draws environment
-# randomness only from the user.  Runs are immutable (their tree is frozen); `unlearn` copies the
-# tree, couples the path (`tree.unlearn_leaf`, chapter B2) and re-runs what must be re-run,
-# after validating the request and the dummy's statistics — a refused request changes nothing.
-# The tree is any object with the interface of chapter B2; the default is the memory-light
-# `LightTree` of chapter B10, which gives the same outputs as the readable `BinaryTree` of chapter B2
-# bit for bit (for the same generator) in $O(\text{non-zeros} + T + d\log T)$ memory, and is at
-# least as fast; `tree_factory=BinaryTree` selects the dense reference.
 #
 # **Replayable users.** `ReplayableUser(key)` wraps a 128-bit key of a Philox counter-based
 # generator; `user.generator(*address)` returns a generator positioned at a counter built from up
@@ -291,6 +280,17 @@ def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
     return tuple(users)
 
 
+# %% [markdown]
+# The learner and its runs.  A model is any Python object; the framework passes the **current**
+# model $w_t$ to the oracle and the update (an algorithm that needs $w_{1:t}$ folds what it needs into
+# $w_t$; the whole history is `run.models`).  `oracle` and `update` must be deterministic; the oracle
+# draws environment randomness only from the user.  Runs are immutable (their tree is frozen).
+# The tree is any object with the interface of chapter B2b; the default is the memory-light
+# `LightTree` of chapter B10, which gives the same outputs as the readable `BinaryTree` of chapter B2b
+# bit for bit (for the same generator) in $O(\text{non-zeros} + T + d\log T)$ memory, and is at
+# least as fast; `tree_factory=BinaryTree` selects the dense reference.
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
@@ -391,6 +391,13 @@ class Run:
         _freeze_arrays(self.models)
 
 
+# %% [markdown]
+# What a deletion costs and what it reports.  The two path formulas are Theorem 3.3 (3) for a path
+# whose nodes all have total variation `tv` (§2); `UnlearnRecord` holds the worst-case bounds, computed
+# from public quantities only, and `UnlearnDiagnostics` the numbers computed from the deleted user's
+# statistic, present only when asked for.
+
+# %% tags=["export"]
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
@@ -480,6 +487,12 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
+# %% [markdown]
+# Algorithms 2 and 3.  `train` and `extend` run Algorithm 2; `unlearn` copies the tree, couples the
+# path (`tree.unlearn_leaf`, chapter B2b) and re-runs what must be re-run, after validating the request
+# and the dummy's statistics — a refused request changes nothing.
+
+# %% tags=["export"]
 def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Steps ``tree.n_leaves + 1 .. len(users)``; ``models`` holds ``w_1 .. w_{n+1}`` on entry."""
     for t in range(tree.n_leaves + 1, len(users) + 1):
@@ -584,6 +597,11 @@ def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
+# %% [markdown]
+# Checking a run: `verify_run` replays it deterministically from its users and its tree, and compares
+# every statistic, model and node sum exactly (`same_model`).
+
+# %% tags=["export"]
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

@@ -571,7 +571,7 @@ for T in TS:
         assert worst <= bound2 and worst <= bound_ln
 
 # %% [markdown]
-# **E11 with the exact calibration.** With $\sigma_{exact}$ (chapter B2: the smallest $\sigma$ that
+# **E11 with the exact calibration.** With $\sigma_{exact}$ (chapter B2a: the smallest $\sigma$ that
 # gives TV $= \rho$), the per-node TV is about $\rho/\sqrt n$ with $n = \lfloor\log_2 T\rfloor + 1$
 # path nodes, so the worst-case retraining probability is about $\rho\sqrt n$: still below
 # $\rho\sqrt{2\log_2 T}$, but **above** $\rho\sqrt{\ln T}$.  So the $\rho\sqrt{\ln T}$ form of the

@@ -72,14 +72,14 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 #
 # **Stability.**  Against the zero dummy (the project's deletion model, Paper B Definition 2.1), one episode's
 # statistics have $\lVert x_t - 0\rVert_2 = \sqrt{2H + \sum_h r_h^2} \le \sqrt{3H} = B$ (edge E8; between
-# two arbitrary users it would be $\sqrt{6H}$).  Chapter B2 showed that the tree with the paper's
+# two arbitrary users it would be $\sqrt{6H}$).  Chapter B2b showed that the tree with the paper's
 # $\sigma$ is $\rho$-TV-stable for any adaptively chosen statistics of sensitivity $B$ (the $\le
 # \lfloor\log_2T\rfloor + 1$ path nodes of a leaf are an adaptive composition of Gaussian mechanisms;
 # valid for $T \ge 2$), and the policies are a post-processing of the noisy node values.  So the
 # whole sequence $\pi_1, \dots, \pi_{T+1}$ is $\rho$-TV-stable.  Exactness of unlearning (chapter B8) does
 # not depend on $\sigma$ at all.
 #
-# **Accuracy.**  Chapter B2: with probability $\ge 1 - \delta/4$ every coordinate of every noisy
+# **Accuracy.**  Chapter B2a: with probability $\ge 1 - \delta/4$ every coordinate of every noisy
 # prefix sum is within $\varepsilon = \varepsilon_{app}(\delta/4)$ of the exact one (for $T \ge 3$).  On
 # that event a pair with $\tilde N > \varepsilon$ has $N \ge \tilde N - \varepsilon > 0$ real samples, and
 # a pair with $\tilde N \le \varepsilon$ has at most $2\varepsilon$.
@@ -124,7 +124,7 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 #   actually added), returned read-only;
 # - $w_1$ = the policy planned from zero statistics (every pair unexplored: action 0 everywhere);
 # - $\sigma$ from $\rho$ by `stable_sigma(rho, H, T, calibration)`: `"paper"` is
-#   $\sigma_{paper}(\rho, B, T)$, `"exact"` is chapter B2's $\sigma_{exact}$ (the smallest $\sigma$ with
+#   $\sigma_{paper}(\rho, B, T)$, `"exact"` is chapter B2a's $\sigma_{exact}$ (the smallest $\sigma$ with
 #   TV $= \rho$; needs $\rho < 1$); $B = \sqrt{3H}$ is recorded as `learner.B` (edge E8);
 #   `rho=math.inf` gives $\sigma = 0$ — non-private UCB-VI run through the same tree;
 # - `tree_factory` is passed through to the framework; the default is the memory-light `LightTree`
@@ -132,22 +132,6 @@ USER_SEED = int(rng.integers(2**63))        # the population of replayable users
 #   chapter is the same with either tree) in $O(\text{non-zeros} + T + d\log T)$ memory;
 # - the other UCB-VI options (`delta`, `bonus_scale`, `stabilize`) are those of `UCBVIConfig`; the
 #   defaults are the paper's algorithm.
-#
-# **Where a user's key lives, and why not in a seed.**  Replayability means that whoever holds a
-# user's key can replay the user's episode under any policy — for a deleted user, regenerate
-# exactly the statistics that were unlearned.  So the keys are secrets, and they are kept in one
-# place only: `run.users`, one per position.  The oracle holds the MDP and nothing else (no
-# population seed), and a deletion replaces the user by the dummy, so nothing reachable from the
-# unlearned run — or from its pickle — can rebuild the deleted episode.  Keys are drawn
-# independently: `episode_users(T)` takes each from the operating system's entropy (the default);
-# `episode_users(T, rng)` derives them one-way (BLAKE2b) from a seeded generator, a reproducible
-# opt-in whose seed is then key material.  For comparisons with chapters B5–B6,
-# `population_users(mdp, seed, T)` returns users $0..T-1$ of chapter B5's population `seed` — the
-# same episodes as `rollout(mdp, pi, i, seed)` and `run_ucbvi(mdp, T, seed=seed)` — because user
-# $i$'s stream is the population stream shifted by $i \cdot 3HSA$ outputs (key
-# $\text{seed} + 3HSA\,i\,\gamma \bmod 2^{64}$, $\gamma$ SplitMix64's increment).  That is research
-# only: one such key and its position give the seed, and the seed every user, deleted ones included.
-# This chapter and the next use population users (seeded, so that their outputs can be checked).
 
 # %% tags=["export"]
 """TV-stable UCB-VI (Paper B, Algorithm 4; Theorem 4.1) as a prefix-sum learner (chapter B7).
@@ -205,6 +189,24 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     return sigma_paper(rho, B, T) if calibration == "paper" else sigma_exact(rho, B, T)
 
 
+# %% [markdown]
+# Users.  **Where a user's key lives, and why not in a seed.**  Replayability means that whoever holds a
+# user's key can replay the user's episode under any policy — for a deleted user, regenerate
+# exactly the statistics that were unlearned.  So the keys are secrets, and they are kept in one
+# place only: `run.users`, one per position.  The oracle holds the MDP and nothing else (no
+# population seed), and a deletion replaces the user by the dummy, so nothing reachable from the
+# unlearned run — or from its pickle — can rebuild the deleted episode.  Keys are drawn
+# independently: `episode_users(T)` takes each from the operating system's entropy (the default);
+# `episode_users(T, rng)` derives them one-way (BLAKE2b) from a seeded generator, a reproducible
+# opt-in whose seed is then key material.  For comparisons with chapters B5–B6,
+# `population_users(mdp, seed, T)` returns users $0..T-1$ of chapter B5's population `seed` — the
+# same episodes as `rollout(mdp, pi, i, seed)` and `run_ucbvi(mdp, T, seed=seed)` — because user
+# $i$'s stream is the population stream shifted by $i \cdot 3HSA$ outputs (key
+# $\text{seed} + 3HSA\,i\,\gamma \bmod 2^{64}$, $\gamma$ SplitMix64's increment).  That is research
+# only: one such key and its position give the seed, and the seed every user, deleted ones included.
+# This chapter and the next use population users (seeded, so that their outputs can be checked).
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class EpisodeUser:
     """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
@@ -256,6 +258,12 @@ def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tupl
     return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
 
 
+# %% [markdown]
+# The oracle and the update of Algorithm 4 (section 1): `EpisodeOracle` plays a user's episode under
+# the current policy and returns its statistics $x_t$ (dense, or sparse with `oracle.sparse`);
+# `PolicyUpdate` plans the next policy from the noisy prefix sum with chapter B6's `ucbvi_update`.
+
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
     """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (Paper B §4).
@@ -346,6 +354,11 @@ class PolicyUpdate:
         return pi
 
 
+# %% [markdown]
+# The learner itself, the policies and exact regret of a run, and Theorem 4.1's choice of $\rho$
+# and the terms of its bound (section 2).
+
+# %% tags=["export"]
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, reward_noise: str = "bernoulli",
@@ -539,7 +552,7 @@ print("nothing changed")
 # %% [markdown]
 # **(c) Stability level and noise.**  What $\sigma$ and $\varepsilon_{app}(\delta/4)$ mean for the two
 # environments ($T = 4000$, $\delta = 0.1$): the exact TV of the tree for a worst-case shift $B$
-# (`path_tv`, chapter B2) is below $\rho$ for the paper's calibration (for $\rho < 1$; above 1 the
+# (`path_tv`, chapter B2a) is below $\rho$ for the paper's calibration (for $\rho < 1$; above 1 the
 # statement is vacuous since TV $\le 1$ always) and equal to it for the exact one; and the number of
 # noisy visits $\varepsilon_{app}$ a triple needs before it counts as explored — the burn-in that
 # produces the $1/\rho$ term.

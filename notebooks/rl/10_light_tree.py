@@ -77,7 +77,7 @@ rng = np.random.default_rng(20260610)
 #
 # ### 2a. Everything the dense tree computes is a function of the leaves and the node keys
 #
-# Chapter B2 (section 4a) pinned down the dense tree's randomness and arithmetic:
+# Chapter B2a (section 4a) pinned down the dense tree's randomness and arithmetic:
 # - node $b$'s noise is $\xi_b = \sigma\cdot$`standard_normal`$_d(\mathrm{SFC64}(k_b))$ for a 192-bit key
 #   $k_b$ drawn from the algorithm's generator when the node completes;
 # - its clean value $v_b$ is the running sum of its leaves from 0, left to right;
@@ -123,7 +123,7 @@ rng = np.random.default_rng(20260610)
 #
 # ### 2c. Unlearning: shift, flip — and why the corrections are not stored
 #
-# In terms of the noise $\eta_b = \tilde v_b - v_b$ (chapter B2, 4a), Algorithm 3 **accepts** by
+# In terms of the noise $\eta_b = \tilde v_b - v_b$ (chapter B2a, 4a), Algorithm 3 **accepts** by
 # shifting it, $\eta_b \leftarrow \eta_b + (x_t - x'_t)$ (so that $\tilde v_b$ is kept), and
 # **rejects** by flipping it, $\eta_b \leftarrow -\eta_b$ (the reflection).  Since $x_t - x'_t$ has
 # at most $6H$ non-zeros, it is tempting to store, per touched node, its key plus these small
@@ -152,7 +152,7 @@ rng = np.random.default_rng(20260610)
 # generator was seeded with a number someone can learn or guess (0, 42, a date, anything printed in
 # a notebook), they replay it: the stored keys confirm the guess in milliseconds, the replay returns
 # the erased key of the deleted leaf, and kept noisy value minus regenerated noise minus the other
-# leaves is $x_t$.  Three defences, all on by default (chapter B2, *keys are secrets*): without a
+# leaves is $x_t$.  Three defences, all on by default (chapter B2a, *keys are secrets*): without a
 # generator (`rng=None`, the default of `append`, `unlearn_leaf`, `train`, `unlearn`) the keys come
 # from a generator seeded with fresh operating-system entropy (128 bits: no guess); a stored key is a
 # BLAKE2b hash of the generator's words, so the keys still stored reveal nothing about the
@@ -174,7 +174,7 @@ rng = np.random.default_rng(20260610)
 # %% [markdown]
 # ## 3. Implementation
 #
-# `LightTree(d, sigma, capacity=1)` with the interface of `BinaryTree` (chapter B2): `d`, `sigma`,
+# `LightTree(d, sigma, capacity=1)` with the interface of `BinaryTree` (chapter B2b): `d`, `sigma`,
 # `n_leaves`, `n_nodes`, `frozen`, `nbytes`; `append(x, rng=None)`, `noisy_prefix_sum(t)`,
 # `clean_prefix_sum(t)`, `leaf(t)`, `leaves()`, `clean(node)`, `noisy(node)`, `values()`, `copy()`,
 # `freeze()`, `truncate(n)`, `unlearn_leaf(t, x_new, rng=None) -> PathCoupling`; plus `leaf_sparse(t)` and
