@@ -112,6 +112,7 @@ def _out(x):
     return float(x) if x.ndim == 0 else x
 
 
+# --- from notebooks/mab/04_lower_bounds.py, cell 6 (line 209): "3. Implementation" ---
 # ------------------------------------------------------------------------------- the constructions
 def gap_fixed(n_a0: int, k: int) -> float:
     """Theorem 3.7's gap ``Delta = min{1/5, (1/2) sqrt(1 / (5 (N(a0) - k)))}``."""
@@ -252,7 +253,7 @@ def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
                         behaviors=np.array([[1 / c, 1 - 1 / c], [1 - 1 / c, 1 / c]]), c_star=c)
 
 
-# --- from notebooks/mab/04_lower_bounds.py, cell 7 (line 391): "3. Implementation" ---
+# --- from notebooks/mab/04_lower_bounds.py, cell 9 (line 398): "3. Implementation" ---
 # ------------------------------------------------------------------------------------- sampling
 def _check_pair(pair, instance=None):
     if not isinstance(pair, TwoPointPair):
@@ -324,6 +325,7 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     return np.sort(rng.choice(pool, size=pair.k, replace=False))
 
 
+# --- from notebooks/mab/04_lower_bounds.py, cell 11 (line 475): "3. Implementation" ---
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
     """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts."""
@@ -424,7 +426,7 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     return total
 
 
-# --- from notebooks/mab/04_lower_bounds.py, cell 10 (line 583): "3. Implementation" ---
+# --- from notebooks/mab/04_lower_bounds.py, cell 14 (line 596): "3. Implementation" ---
 # ----------------------------------------------------------------------------------------- bounds
 def le_cam_bound(gap, kl, epsilon, delta=0.0):
     """The two-point chain with any KL bound and delta: for every (epsilon, delta)-unlearning mechanism,

@@ -209,6 +209,7 @@ def _frozen(a):
     return a
 
 
+# --- from notebooks/mab/09_deletion_stream.py, cell 11 (line 330): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -475,7 +476,7 @@ class LCBModel:
         return record
 
 
-# --- from notebooks/mab/09_deletion_stream.py, cell 11 (line 606): "2.4 Persistence" ---
+# --- from notebooks/mab/09_deletion_stream.py, cell 13 (line 612): "2.4 Persistence" ---
 _STAT_KEYS = ("pub_counts", "pub_sums", "pending_ids", "pending_counts", "pending_sums", "release_mus", "meta")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "row_users")
 

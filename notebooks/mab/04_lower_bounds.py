@@ -200,6 +200,13 @@ def _out(x):
     return float(x) if x.ndim == 0 else x
 
 
+# %% [markdown]
+# The constructions of the derivation (Section 2): the gaps $\Delta$ of Theorems 3.7 and 3.9, the pair
+# of instances $I_1, I_2$ that differ only in which arm is best (`TwoPointPair`), and one builder per
+# setting -- fixed-sample (Theorem 3.7), distribution with $C^\star \ge 2$ (Theorem 3.9), and
+# $C^\star \in (1, 2)$.
+
+# %% tags=["export"]
 # ------------------------------------------------------------------------------- the constructions
 def gap_fixed(n_a0: int, k: int) -> float:
     """Theorem 3.7's gap ``Delta = min{1/5, (1/2) sqrt(1 / (5 (N(a0) - k)))}``."""
@@ -460,6 +467,12 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     return np.sort(rng.choice(pool, size=pair.k, replace=False))
 
 
+# %% [markdown]
+# The divergences that Le Cam's bound needs: the KL between the two instances' retained data, the
+# paper's bound on it, and the KL of the one bit the LCB learner releases (computed exactly in
+# Section 4).
+
+# %% tags=["export"]
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
     """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts."""

@@ -180,6 +180,11 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     return trajectories_from_samples(means, model, arms, rewards, prefixes)
 
 
+# %% [markdown]
+# Deletion requests that do not look at the rewards: $k$ consecutive samples of one arm, in time
+# order, and the reward sums of such runs read off the trajectories' prefix sums.
+
+# %% tags=["export:bandit_unlearning.experiments.protocol"]
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).
@@ -350,6 +355,12 @@ class ProtocolA:
         return d
 
 
+# %% [markdown]
+# Evaluating one configuration: which methods exist, the checks of a request, the release of each
+# method on a batch of replicates (`_outputs`, calling the package's mechanisms), and the
+# sub-optimality $\mu(a^\star) - \mu(\hat a')$ averaged over requests (`request_losses`, `evaluate`).
+
+# %% tags=["export"]
 _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6")
 
 
@@ -488,6 +499,13 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     out["_exact_sensitivity"] = n_exact
     return out
 
+
+# %% [markdown]
+# The experiments of Paper A §5 as data: the grids of $N$, $k$ and $\gamma$ each figure varies,
+# the panels of each experiment, and `run_experiment`, which splits a run into independent tasks
+# (one per data model and run, seeded by `(seed, experiment, model, run)`) for any executor.
+
+# %% tags=["export"]
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
@@ -723,6 +741,11 @@ def _scale(result):
     return f"{result['scale']} scale" + (f": {size}" if size else "") + f", seed {result['seed']}"
 
 
+# %% [markdown]
+# The figure: one grid of line panels per experiment (grouped bars for Figure 3), in the styles
+# above, with error bars of one standard error over the independent runs.
+
+# %% tags=["export:bandit_unlearning.experiments.plots_a"]
 def plot_experiment(result: dict, errorbars: bool = True):
     """One figure for ``result``: a grid of line panels (Figures 1, 2; Table 2) or grouped bars
     (Figure 3), with one shared legend and the fixed settings in the titles.  The y axis is the mean

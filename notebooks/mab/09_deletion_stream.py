@@ -322,6 +322,12 @@ def _frozen(a):
     return a
 
 
+# %% [markdown]
+# The model with a lifecycle: `LCBModel` keeps the exact statistic of what remains, applies each
+# request with the mechanism chosen at fit time, records it in its log, and releases one arm
+# label per request (Section 1's promise, audited exactly in Section 4).
+
+# %% tags=["export"]
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 

@@ -70,21 +70,6 @@ rng = np.random.default_rng(20260601)
 # two directions are symmetric (reflect $y \mapsto \Delta - y$).  Only the ratio $t = \sigma/\Delta$
 # matters.
 #
-# **Numerics.** For large $\varepsilon$ the term $e^{\varepsilon}\Phi(\cdot)$ is $\infty\cdot 0$ in
-# floating point, and for small $\delta$ the difference cancels.  We therefore evaluate
-# $$\ln\delta = \ln\Phi(u) + \ln\!\big(1 - e^{r}\big),\qquad r = \varepsilon + \ln\Phi(v) - \ln\Phi(u) \le 0,\qquad
-#   u = \tfrac{1}{2t} - \varepsilon t,\ v = -\tfrac{1}{2t} - \varepsilon t,$$
-# with `scipy.special.log_ndtr` and `expm1`.  Computed as written, $r$ is a small difference of large
-# numbers ($\varepsilon$ and $\ln\Phi(v) \approx -v^2/2$ are both about $10^{13}$ at $\varepsilon = 10^{13}$, both
-# about 690 at $\delta = 10^{-300}$).  The cancellation is exact in closed form: with
-# $\Phi(x) = \tfrac12 e^{-x^2/2}\operatorname{erfcx}(-x/\sqrt2)$ and $v^2 - u^2 = 2\varepsilon$,
-# $$r = \ln\operatorname{erfcx}(b) - \ln\operatorname{erfcx}(a),\qquad a = -u/\sqrt2 < b = -v/\sqrt2,$$
-# two numbers of modest size.  When $b - a = 1/(\sqrt2 t)$ is small against $\max(1,|a|)$ (tiny
-# $\varepsilon$, large $t$) this difference cancels in turn, and $r$ is computed as the integral of
-# $(\ln\operatorname{erfcx})'(x) = 2x - 2/(\sqrt\pi\operatorname{erfcx}(x))$ over $[a, b]$ by 4-point
-# Gauss–Legendre.  We solve $\ln\delta_\sigma(\varepsilon) = \ln\delta$ for $\ln t$ by bracketing
-# (steps from the classic value) and Brent's method, then **certify** the root against the true
-# profile (Section 5.4).
 # **Zero sensitivity** (a query that does not change) needs no noise: we return $\sigma = 0$ and
 # profile $\delta \equiv 0$ — convenient when a deletion request is empty — while a negative or
 # non-finite sensitivity is an error.  A zero $\sigma$ with $\Delta > 0$ has profile $\delta \equiv 1$.
@@ -175,6 +160,24 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     return sensitivity * gaussian_gamma(epsilon, delta)
 
 
+# %% [markdown]
+# **Numerics.** For large $\varepsilon$ the term $e^{\varepsilon}\Phi(\cdot)$ is $\infty\cdot 0$ in
+# floating point, and for small $\delta$ the difference cancels.  We therefore evaluate
+# $$\ln\delta = \ln\Phi(u) + \ln\!\big(1 - e^{r}\big),\qquad r = \varepsilon + \ln\Phi(v) - \ln\Phi(u) \le 0,\qquad
+#   u = \tfrac{1}{2t} - \varepsilon t,\ v = -\tfrac{1}{2t} - \varepsilon t,$$
+# with `scipy.special.log_ndtr` and `expm1`.  Computed as written, $r$ is a small difference of large
+# numbers ($\varepsilon$ and $\ln\Phi(v) \approx -v^2/2$ are both about $10^{13}$ at $\varepsilon = 10^{13}$, both
+# about 690 at $\delta = 10^{-300}$).  The cancellation is exact in closed form: with
+# $\Phi(x) = \tfrac12 e^{-x^2/2}\operatorname{erfcx}(-x/\sqrt2)$ and $v^2 - u^2 = 2\varepsilon$,
+# $$r = \ln\operatorname{erfcx}(b) - \ln\operatorname{erfcx}(a),\qquad a = -u/\sqrt2 < b = -v/\sqrt2,$$
+# two numbers of modest size.  When $b - a = 1/(\sqrt2 t)$ is small against $\max(1,|a|)$ (tiny
+# $\varepsilon$, large $t$) this difference cancels in turn, and $r$ is computed as the integral of
+# $(\ln\operatorname{erfcx})'(x) = 2x - 2/(\sqrt\pi\operatorname{erfcx}(x))$ over $[a, b]$ by 4-point
+# Gauss–Legendre.  We solve $\ln\delta_\sigma(\varepsilon) = \ln\delta$ for $\ln t$ by bracketing
+# (steps from the classic value) and Brent's method, then **certify** the root against the true
+# profile (Section 5.4).
+
+# %% tags=["export"]
 _SQRT2 = math.sqrt(2.0)
 _ULP = float(np.finfo(float).eps)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -290,6 +293,12 @@ def _certified_gap(t: float, epsilon: float, target: float):
     return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
+# %% [markdown]
+# With the profile in hand, calibration is a root-finding problem: `analytic_gaussian_sigma`
+# solves $\delta_\sigma(\varepsilon) = \delta$ for $\sigma$ and certifies the root; `gaussian_epsilon`
+# inverts the profile the other way, for a given $\sigma$.
+
+# %% tags=["export"]
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     """The analytic Gaussian mechanism (Balle & Wang 2018): the smallest sigma with
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.
@@ -375,7 +384,7 @@ def gaussian_epsilon(sigma, sensitivity, delta) -> float:
 
 
 # %%
-from bandit_unlearning.privacy.gaussian import *  # noqa: F403  (the module generated from the cell above)
+from bandit_unlearning.privacy.gaussian import *  # noqa: F403  (the module generated from the cells above)
 
 Delta, eps, delta = 1.0, 0.5, 1e-5
 print(f"gaussian_gamma(0.5, 1e-5) = {gaussian_gamma(eps, delta):.6f}")
@@ -530,13 +539,6 @@ for i, d in enumerate(deltas):
 # probability $\ge$ `confidence` and the reported `epsilon_lower` is a valid lower confidence bound
 # on the true $\varepsilon$ at $\delta$ (floored at 0).  This is the standard construction of DP
 # auditing tools (e.g. Jagielski et al. 2020; Nasr et al. 2021).
-#
-# Events: for integer outputs in $\{0,\dots,m-1\}$ (arms), all $2^m - 2$ non-trivial subsets when
-# $m \le$ `max_subset_outcomes` (10), else every singleton and its complement; for real outputs, a
-# list of events given in advance, e.g. `threshold_events(ts)` = $\{y > t\}$ and $\{y \le t\}$.  Events
-# must not be chosen by looking at the same samples (that would void the Bonferroni argument).  When
-# `n_outcomes` is not given it is read off the samples as the largest arm seen plus one — pass it
-# explicitly for a strictly data-independent family.
 
 # %% tags=["export:bandit_unlearning.privacy.audit"]
 """Exact and Monte Carlo audits of (epsilon, delta)-indistinguishability (Paper A Definition 2.1, Definition 2.1).
@@ -631,6 +633,11 @@ def hockey_stick_epsilon(p, q, delta) -> float:
     return float(optimize.brentq(excess, 0.0, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
+# %% [markdown]
+# Clopper–Pearson bounds on a binomial proportion: the lower bound $\underline p$ and upper bound
+# $\overline q$ that the audit above combines.
+
+# %% tags=["export:bandit_unlearning.privacy.audit"]
 def _binomial_counts(successes, trials, alpha):
     """Whole numbers ``0 <= successes <= trials`` (``trials >= 1``, arrays broadcast) and ``alpha`` in (0, 1)."""
     k, n = as_array(successes, "successes"), as_array(trials, "trials")
@@ -668,6 +675,15 @@ def clopper_pearson_upper(successes, trials, alpha):
     return np.where(k < n, bound, 1.0)
 
 
+# %% [markdown]
+# Events: for integer outputs in $\{0,\dots,m-1\}$ (arms), all $2^m - 2$ non-trivial subsets when
+# $m \le$ `max_subset_outcomes` (10), else every singleton and its complement; for real outputs, a
+# list of events given in advance, e.g. `threshold_events(ts)` = $\{y > t\}$ and $\{y \le t\}$.  Events
+# must not be chosen by looking at the same samples (that would void the Bonferroni argument).  When
+# `n_outcomes` is not given it is read off the samples as the largest arm seen plus one — pass it
+# explicitly for a strictly data-independent family.
+
+# %% tags=["export:bandit_unlearning.privacy.audit"]
 @dataclass(frozen=True)
 class ThresholdEvent:
     """The event ``{y > threshold}`` (``above=True``) or ``{y <= threshold}`` for real outputs."""
@@ -736,6 +752,11 @@ class AuditResult:
             check_real(getattr(self, name), name, 0, 1)
 
 
+# %% [markdown]
+# The audit: the default event family for arm-valued outputs, and `audit_epsilon`, which takes the
+# largest Bonferroni-corrected bound over events and both directions.
+
+# %% tags=["export:bandit_unlearning.privacy.audit"]
 def _is_integer_array(x: np.ndarray) -> bool:
     return np.issubdtype(x.dtype, np.integer) or (
         np.issubdtype(x.dtype, np.floating) and np.all(np.isfinite(x)) and np.all(np.mod(x, 1) == 0))
@@ -825,7 +846,7 @@ def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, ev
 
 
 # %%
-from bandit_unlearning.privacy.audit import *  # noqa: F403  (the module generated from the cell above)
+from bandit_unlearning.privacy.audit import *  # noqa: F403  (the module generated from the cells above)
 
 # %% [markdown]
 # ### 5.1 Exact: the released half-line of a Gaussian mechanism
