@@ -86,7 +86,7 @@
 #   and checked instead.  Shown in [A6](mab/06_imitation_learning.ipynb).
 # * The $C^\star \in (1, 2)$ lower bound's closed-form KL is an upper bound on the exact KL for
 #   uniform requests, but falls below it for requests from a single source arm; the exact KL is
-#   computed and used.  Shown in [A4](mab/04_lower_bounds.ipynb).
+#   computed and used.  Shown in [A4b](mab/04b_lower_bound_checks.ipynb).
 # * Table 2 deletes $N/2$ points (the paper does not state the size).  Shown in
 #   [A8](mab/08_paper_experiments.ipynb).
 #
