@@ -20,7 +20,7 @@
 # figures claim no $(\varepsilon, \delta)$), offers the exact analytic Gaussian mechanism
 # (`calibration="analytic"`, Balle & Wang 2018, valid for every $\varepsilon$), and refuses
 # `calibration="paper"` or `"classic"` with $\varepsilon \ge 1$.
-# Shown in [P1](privacy/01_gaussian_mechanism.ipynb) and [P2](privacy/02_guarantee_matrix.ipynb);
+# Shown in [P1a](privacy/01a_gaussian_mechanism.ipynb) and [P2](privacy/02_guarantee_matrix.ipynb);
 # `bandit_unlearning.privacy.gaussian`, `UnlearnOptions`.
 #
 # <a id="E2"></a>
@@ -148,7 +148,7 @@
 # noise, or a tree's node keys, subtracts it and recovers the data — erasing a key is meaningless if
 # the key can be regenerated from a seed that is kept or can be guessed.  Noise and keys come from OS
 # entropy by default; a reproducible seed is an explicit research opt-in, and it is key material.
-# Shown in [P1](privacy/01_gaussian_mechanism.ipynb), [B3](rl/03_exact_unlearning.ipynb) and
+# Shown in [P1a](privacy/01a_gaussian_mechanism.ipynb), [B3](rl/03_exact_unlearning.ipynb) and
 # [B10](rl/10_light_tree.ipynb).
 #
 # <a id="E16"></a>

@@ -93,7 +93,7 @@ from bandit_unlearning.privacy.gaussian import gaussian_delta
 # Gaussian DP a budget that is checked before each release (a privacy filter) is valid under fully
 # adaptive composition (Smith & Thakurta 2022).  A $\mu$-GDP pair is $(\varepsilon, \delta)$-close
 # exactly for $\delta \ge \delta_\mu(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2) - e^\varepsilon
-# \Phi(-\varepsilon/\mu - \mu/2)$, the Gaussian privacy profile of chapter P1 with noise 1 and
+# \Phi(-\varepsilon/\mu - \mu/2)$, the Gaussian privacy profile of chapter P1a with noise 1 and
 # sensitivity $\mu$.  So with the budget $\mu^\star = \max\{\mu: \delta_\mu(\varepsilon) \le \delta\}$
 # the promise holds as long as $\mu_{1:t} \le \mu^\star$ (hence every $\mu_{j:t} \le \mu^\star$).
 #

@@ -132,7 +132,7 @@ for bad in ({"user": served_users[0]}, {"rows": [deleted[0]]}, {"rows": [N_SMALL
 # given the earlier outputs is the closed form of chapter A3b ($\Phi$ of the score gap over
 # $\sigma$); the decisions (which request stays pending, when everything is rolled back) come from the
 # package's `plan_release`, evaluated along each output path in both worlds.  The audit computes the
-# exact $\delta$ of the pair of joint laws at the target $\varepsilon$ (chapter P1's hockey-stick
+# exact $\delta$ of the pair of joint laws at the target $\varepsilon$ (chapter P1b's hockey-stick
 # divergence) for the releases after request 1 (all $q$ of them: the largest window) and after each
 # later request $j$, and compares it with the target $\delta$.
 #
