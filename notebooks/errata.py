@@ -43,7 +43,7 @@
 # **E4. Prose and formula disagree on when Algorithm 2 adds noise.**  Section 4.1 says the
 # algorithm favours Gaussian noise for large $N$; with the formula ($\gamma_0$ shrinks like
 # $1/\sqrt N$) it favours noise for *small* $N$ and rollback for large $N$.  The package implements
-# the formula.  Shown in [A3d](mab/03d_utility.ipynb) and [A8](mab/08_paper_experiments.ipynb).
+# the formula.  Shown in [A3d](mab/03d_utility.ipynb) and [A8b](mab/08b_paper_figures.ipynb).
 #
 # <a id="E5"></a>
 # **E5. Algorithm 7 as printed leaks.**  With the printed nesting, when $\hat a = a_{u_i}$ and
@@ -88,7 +88,7 @@
 #   uniform requests, but falls below it for requests from a single source arm; the exact KL is
 #   computed and used.  Shown in [A4b](mab/04b_lower_bound_checks.ipynb).
 # * Table 2 deletes $N/2$ points (the paper does not state the size).  Shown in
-#   [A8](mab/08_paper_experiments.ipynb).
+#   [A8a](mab/08a_paper_experiments.ipynb) and [A8b](mab/08b_paper_figures.ipynb).
 #
 # ## Paper B — exact unlearning in RL
 #
