@@ -1,4 +1,4 @@
-"""Cost of the model with a lifecycle (chapter A9): fit, one deletion request, refit, save and load.
+"""Cost of the model with a lifecycle (chapter A9a): fit, one deletion request, refit, save and load.
 
 The data: ``N`` rows on ``m = 100`` integer-labelled arms drawn uniformly, Bernoulli(0.3) rewards
 (``bandit_unlearning.mab.model.LCBModel``).  Measured, for each ``N``:

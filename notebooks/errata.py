@@ -20,7 +20,7 @@
 # figures claim no $(\varepsilon, \delta)$), offers the exact analytic Gaussian mechanism
 # (`calibration="analytic"`, Balle & Wang 2018, valid for every $\varepsilon$), and refuses
 # `calibration="paper"` or `"classic"` with $\varepsilon \ge 1$.
-# Shown in [P1](privacy/01_gaussian_mechanism.ipynb) and [P2](privacy/02_guarantee_matrix.ipynb);
+# Shown in [P1a](privacy/01a_gaussian_mechanism.ipynb) and [P2](privacy/02_guarantee_matrix.ipynb);
 # `bandit_unlearning.privacy.gaussian`, `UnlearnOptions`.
 #
 # <a id="E2"></a>
@@ -43,7 +43,7 @@
 # **E4. Prose and formula disagree on when Algorithm 2 adds noise.**  Section 4.1 says the
 # algorithm favours Gaussian noise for large $N$; with the formula ($\gamma_0$ shrinks like
 # $1/\sqrt N$) it favours noise for *small* $N$ and rollback for large $N$.  The package implements
-# the formula.  Shown in [A3d](mab/03d_utility.ipynb) and [A8](mab/08_paper_experiments.ipynb).
+# the formula.  Shown in [A3d](mab/03d_utility.ipynb) and [A8b](mab/08b_paper_figures.ipynb).
 #
 # <a id="E5"></a>
 # **E5. Algorithm 7 as printed leaks.**  With the printed nesting, when $\hat a = a_{u_i}$ and
@@ -86,9 +86,9 @@
 #   and checked instead.  Shown in [A6](mab/06_imitation_learning.ipynb).
 # * The $C^\star \in (1, 2)$ lower bound's closed-form KL is an upper bound on the exact KL for
 #   uniform requests, but falls below it for requests from a single source arm; the exact KL is
-#   computed and used.  Shown in [A4](mab/04_lower_bounds.ipynb).
+#   computed and used.  Shown in [A4b](mab/04b_lower_bound_checks.ipynb).
 # * Table 2 deletes $N/2$ points (the paper does not state the size).  Shown in
-#   [A8](mab/08_paper_experiments.ipynb).
+#   [A8a](mab/08a_paper_experiments.ipynb) and [A8b](mab/08b_paper_figures.ipynb).
 #
 # ## Paper B — exact unlearning in RL
 #
@@ -148,7 +148,7 @@
 # noise, or a tree's node keys, subtracts it and recovers the data — erasing a key is meaningless if
 # the key can be regenerated from a seed that is kept or can be guessed.  Noise and keys come from OS
 # entropy by default; a reproducible seed is an explicit research opt-in, and it is key material.
-# Shown in [P1](privacy/01_gaussian_mechanism.ipynb), [B3](rl/03_exact_unlearning.ipynb) and
+# Shown in [P1a](privacy/01a_gaussian_mechanism.ipynb), [B3](rl/03_exact_unlearning.ipynb) and
 # [B10](rl/10_light_tree.ipynb).
 #
 # <a id="E16"></a>

@@ -1,4 +1,4 @@
-"""Tests of bandit_unlearning.mab.lower_bounds (chapter A4: Theorems 3.7, 3.9 and the C* in (1, 2) case)."""
+"""Tests of bandit_unlearning.mab.lower_bounds (chapters A4a–A4b: Theorems 3.7, 3.9 and the C* in (1, 2) case)."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""The model with a lifecycle (chapter A9): fit from arrays / CSV / frame, delete by user or rows, refusals
+"""The model with a lifecycle (chapters A9a–A9b): fit from arrays / CSV / frame, delete by user or rows, refusals
 that change nothing, the accountant and its rollback, deletion capacity, atomic persistence that forgets."""
 
 import os

@@ -1,4 +1,4 @@
-"""Tests of bandit_unlearning.privacy.gaussian and bandit_unlearning.privacy.audit (chapter P1)."""
+"""Tests of bandit_unlearning.privacy.gaussian and bandit_unlearning.privacy.audit (chapters P1a and P1b)."""
 
 import math
 

@@ -20,7 +20,7 @@ from bandit_unlearning.mab.data import (
 from bandit_unlearning.mab.lcb import lcb_scores, lemma31_bound_distribution, lemma31_bound_fixed
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 18 (line 587): "4. Figure: sub-optimality against N" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 22 (line 601): "4. Figure: sub-optimality against N" ---
 PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 
 

@@ -107,6 +107,12 @@ def check_distribution(p, n_arms: int, name: str = "behavior") -> np.ndarray:
     return p
 
 
+# %% [markdown]
+# The dataset itself.  `OfflineDataset` is the $\mathcal D = [(a_i, r_i)]$ of both data models:
+# read-only arms and rewards, validated on construction, with `without(indices)` giving the
+# $\mathcal D \setminus U$ that every unlearning guarantee compares against.
+
+# %% tags=["export:bandit_unlearning.mab.data"]
 @dataclass(frozen=True)
 class OfflineDataset:
     """An offline bandit dataset ``D = [(a_i, r_i)]``: arm ``arms[i]`` gave reward ``rewards[i]``.
@@ -165,6 +171,14 @@ class OfflineDataset:
         return OfflineDataset(self.arms[keep], self.rewards[keep], self.n_arms)
 
 
+# %% [markdown]
+# The two data models of Section 1 as samplers: round-robin counts under $\mathcal M_f$
+# (`fixed_sample_dataset`), i.i.d. arms from a behaviour policy $d$ under $\mathcal M_d$
+# (`distribution_dataset`, with the paper's $d$ in `concentrability_behavior`), and, for Monte Carlo,
+# the per-arm statistics $(N(a), S(a))$ drawn directly without materialising the dataset
+# (`sample_statistics_fixed`, `sample_statistics_distribution`).
+
+# %% tags=["export:bandit_unlearning.mab.data"]
 def bernoulli_rewards(arm_means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One Bernoulli(``arm_means[i]``) reward per entry (``rng``: a Generator, None or a seed)."""
     arm_means = check_real_array(arm_means, "arm_means", 0, 1)
@@ -250,12 +264,12 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
 
 
 # %% [markdown]
-# The cell above is, verbatim, the module `bandit_unlearning.mab.data` (`make export` writes it).
+# The export cells above are, verbatim, the module `bandit_unlearning.mab.data` (`make export` writes it).
 # From here on the chapter uses the module itself, so that later cells and later chapters share one
 # `OfflineDataset` class.  A small dataset, and what the validation refuses:
 
 # %%
-from bandit_unlearning.mab.data import *  # noqa: F403  (the module generated from the cell above)
+from bandit_unlearning.mab.data import *  # noqa: F403  (the module generated from the cells above)
 
 means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])   # the paper's instance (Paper A §5)
 D = fixed_sample_dataset(means, counts=[3, 2, 2, 1, 0], rng=rng)

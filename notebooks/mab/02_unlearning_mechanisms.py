@@ -130,6 +130,12 @@ def _check_points(arms, rewards):
     return arms, rewards
 
 
+# %% [markdown]
+# The request $U$ of Section 2 as a value: its points (arm, reward), per-arm deleted counts $k_a$
+# and reward sums $s_a$ -- the only parts of $U$ that rollback and the noisy mechanisms use -- and
+# the check that $U$ is consistent with the statistic it is applied to.
+
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class DeletionRequest:
     """A deletion request ``U``: the deleted points as arms ``arms[j]`` with rewards ``rewards[j]``.
@@ -223,6 +229,12 @@ class DeletionRequest:
                 f"{left[a]:.6g}, impossible for rewards in [0, 1] (request does not match the state)")
 
 
+# %% [markdown]
+# The two basic mechanisms, tested in Sections 3 and 4 below: rollback subtracts $(k_a, s_a)$ from
+# the stored statistic (so it equals retraining on $\mathcal D \setminus U$ with the same $\tau$),
+# and the Gaussian mechanism noises one arm's score of the *original* data.
+
+# %% tags=["export"]
 def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
     """Rollback (Paper A §3.1): remove ``U`` from the stored statistic and return the new ``LCBState``.
 
@@ -256,7 +268,7 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
 
 
 # %% [markdown]
-# The cell above is the module `bandit_unlearning.mab.mechanisms`; from here on the chapter uses the
+# The export cells above are the module `bandit_unlearning.mab.mechanisms`; from here on the chapter uses the
 # module itself (the rest of its cells are appended to it further down).  A small dataset from the
 # paper's instance, a two-arm request built from positions, its per-arm view, and what validation
 # refuses:

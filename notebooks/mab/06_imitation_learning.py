@@ -123,6 +123,12 @@ def most_frequent_arm(counts):
     return int(arms) if arms.ndim == 0 else arms
 
 
+# %% [markdown]
+# Algorithm 6 itself: the stored statistic is the count vector $N(a)$ of the data, and
+# unlearning subtracts the request's per-arm counts $k(a)$ -- exactly what retraining on
+# $\mathcal D \setminus U$ would count, which is why the output is $(0,0)$-unlearned (Section 3).
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class ImitationState:
     """The stored statistic T(D) of the imitation learner: the per-arm counts ``N(a)`` (total > 0)."""
@@ -202,6 +208,12 @@ def unlearn_imitation(state: ImitationState, request) -> ImitationState:
     return ImitationState(state.counts - k)
 
 
+# %% [markdown]
+# Exact output distributions, for the check of Claim 1 in Section 3: the vectorised Algorithm 6
+# (`unlearned_arms`), the request shapes, and the sum over every count vector of a multinomial
+# dataset and every uniformly drawn request.
+
+# %% tags=["export"]
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise."""
@@ -295,6 +307,11 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
+# %% [markdown]
+# Theorem 3.11 (Section 4): its condition on $k$, the printed expression, the failure bound we can
+# prove, and per-instance Chernoff bounds for a known behaviour policy.
+
+# %% tags=["export"]
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)
@@ -362,7 +379,7 @@ def instance_failure_bounds(n: int, k: int, behavior, best_arm: int = 0) -> np.n
 
 
 # %%
-from bandit_unlearning.mab.imitation import *  # noqa: F403  (the module generated from the cell above)
+from bandit_unlearning.mab.imitation import *  # noqa: F403  (the module generated from the cells above)
 
 D = OfflineDataset(arms=[0, 1, 1, 2, 0, 1, 0], rewards=[1, 0, 0, 1, 1, 0, 0], n_arms=3)
 state = fit_imitation(D)

@@ -383,7 +383,7 @@ assert rejected == 3
 # $\ln\frac{p(w)}{p'(w)} = \langle w - \tfrac{\mu+\mu'}2, \mu - \mu'\rangle$ is, under $S$, distributed as
 # $\mathcal N(\tfrac12 c^2, c^2)$ with $c = \lVert\mu - \mu'\rVert_2$: **it depends on the shift only through
 # $c = \lVert\Sigma^{-1/2}(f - f')\rVert_2$**, so the vector mechanism has exactly the privacy profile of a
-# one-dimensional Gaussian mechanism with $\Delta/\sigma = c$ (chapter P1's $\delta_\sigma(\varepsilon)$ at
+# one-dimensional Gaussian mechanism with $\Delta/\sigma = c$ (chapter P1a's $\delta_\sigma(\varepsilon)$ at
 # $t = 1/c$).  Calibrating every arm for its own sensitivity alone, $\sigma_a = t\,\Delta_a$ with $t$ the
 # unit noise of $(\varepsilon, \delta)$, makes each whitened coordinate shift by up to $1/t$, hence
 # $c = \sqrt l/t$ for $l$ noised arms: the privacy of **one** arm noised with $t/\sqrt l$ — at $l = 16$ a

@@ -38,7 +38,7 @@
 #   (reference).  Two Gaussian vectors with independent coordinates differ by the whitened shift
 #   $s = \big((f_a - f_a(D\setminus U))/\sigma_a\big)_a$, and the privacy loss of such a pair
 #   depends only on $\lVert s\rVert_2$: the exact $\delta(\varepsilon)$ is the Gaussian privacy
-#   profile at sensitivity $\lVert s \rVert_2$ and $\sigma = 1$ (chapter P1's `gaussian_delta`).
+#   profile at sensitivity $\lVert s \rVert_2$ and $\sigma = 1$ (chapter P1a's `gaussian_delta`).
 #   These two datasets are the worst cases of each arm's shift (Lemma A.1's exact sensitivity is
 #   attained on them), and the profile increases with $\lVert s\rVert_2$, so no other dataset of
 #   the same sizes does worse on the scores.
@@ -56,7 +56,7 @@
 #
 # The classic calibration $\sigma = \Delta\sqrt{2\ln(1.25/\delta)}/\varepsilon$ — which is also
 # what `calibration="paper"` computes when $(\varepsilon, \delta)$ are given — is proven only for
-# $\varepsilon < 1$, and chapter P1 shows it failing for large $\varepsilon$.  Until this chapter,
+# $\varepsilon < 1$, and chapter P1a shows it failing for large $\varepsilon$.  Until this chapter,
 # `calibration="paper"` with $\varepsilon \ge 1$ was accepted and only flagged on the result
 # (`calibration_proven=False`).  A flag that a caller has to remember to read is a silent failure, so
 # the package now **refuses** it with a `ValueError` that names the calibration that is proven for
