@@ -213,6 +213,11 @@ def summarize_by_rho(results) -> dict:
     return out
 
 
+# %% [markdown]
+# The picture of one experiment: regret at fixed $T$ against $1/\rho$, the non-private learner as a
+# horizontal line.
+
+# %% tags=["export"]
 def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: str = "C0",
                      show_saturation: bool = True):
     """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with
@@ -534,6 +539,11 @@ def _lower_bound_mdp(p: dict):
     return independent_bandits(p["n_bandits"], p["n_actions"], p["H"], p["gap"], best_actions=best), best
 
 
+# %% [markdown]
+# The units of work: each task names an experiment and the runs it batches; `_tasks` lists them
+# for a protocol and a seed, every run with its own seed, so results do not depend on `workers`.
+
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 def _task(task: dict):
     """One independent unit of work (top level, picklable for process pools): a batch of regret or
     lower-bound runs (``run_batch``: each run equals its single run), or one cost measurement
@@ -616,6 +626,11 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
     return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
 
 
+# %% [markdown]
+# The figures: each names its fixed settings in the title and explains every method in one shared
+# legend; first the helpers they share, then the regret figure (chapter B7's experiment).
+
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 DELTA = 0.1      # UCB-VI's confidence level in every run here (the default of stable_regret_curves and stable_ucbvi)
 _WHY_SCALED = ("bonus x {s}: Algorithm 4's confidence bonus b(n) (Theorem 4.1) multiplied by {s}.  At full size b(n) >= 1 "
                "for about (H+1)^2 ln(8SAHT/delta)/2 visits of each triple (h, s, a),\nso every Q-value stays at its "
@@ -754,6 +769,11 @@ def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed:
     return panels
 
 
+# %% [markdown]
+# The deletion-cost figure (chapter B8's experiment, measured by chapter B13's `unlearning_cost`) and
+# the lower-bound figure (this chapter's experiment).
+
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed: int = 0) -> list:
     cost = protocol["cost"]
     H = cost["environment"]["H"]
@@ -888,6 +908,11 @@ def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "",
     return panels
 
 
+# %% [markdown]
+# The entry point: check the protocol before anything runs, then run the units of work, write the
+# three figures and their JSON, and return the command line's layout.
+
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 _PROTOCOL_KEYS = {
     "regret": {"environments", "rhos", "bonus_scales", "populations", "n_points"},
     "cost": {"environment", "Ts", "rhos", "n_runs", "requests_per_run"},
