@@ -355,14 +355,16 @@ def _reproduce(names: list[str], out: Path, scale: str, seed: int, workers: int)
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in names:
-        start = time.perf_counter()
+        start, started = time.perf_counter(), time.time() - 1.0      # mtimes have coarse resolution
         result = {"experiment": name, "scale": scale, "seed": seed}
         result.update(EXPERIMENTS[name](out, scale, seed, workers))
         result["scale"], result["seed"] = scale, seed
         result["wall_time_s"] = round(time.perf_counter() - start, 2)
         (out / f"{name}.json").write_text(json.dumps(result, indent=1))
         results.append(result)
-        print(f"{name}: wrote {out / name}.json/.png/.pdf in {result['wall_time_s']} s")
+        written = sorted(f.name for f in out.iterdir() if f.suffix in (".json", ".png", ".pdf")
+                         and f.stem.split("_")[0] == name and f.stat().st_mtime >= started)
+        print(f"{name}: wrote {', '.join(written)} into {out} in {result['wall_time_s']} s")
     write_summary(out)
     return results
 
