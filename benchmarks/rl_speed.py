@@ -4,7 +4,7 @@ Measures episodes per second of non-private UCB-VI (``bandit_unlearning.rl.ucbvi
 5x5 gridworld (S = 23, A = 4, H = 10) and on RiverSwim (S = 6, A = 2, H = 20), and the peak memory
 of one run (tracemalloc, in a separate run so that tracing does not slow the timed one).
 
-TV-stable UCB-VI (``bandit_unlearning.rl.stable.stable_ucbvi``, Algorithm 4, chapter B7) with the
+TV-stable UCB-VI (``bandit_unlearning.rl.stable.stable_ucbvi``, Algorithm 4, chapter B7a) with the
 memory-light binary tree (``bandit_unlearning.exact.light_tree.LightTree``, the default; ``--tree``
 names another tree class with the same interface, e.g. ``bandit_unlearning.exact.tree:BinaryTree``, the
 dense reference, which holds 4 T d floats, 750 MB for the gridworld at T = 1024): episodes per second of

@@ -97,8 +97,8 @@
 # $\sqrt{3H}$ (the bound used for TV-stability); between two arbitrary users it can move by
 # $\sqrt{6H}$.  Exactness of the unlearning (Algorithm 3) does not depend on $\sigma$ at all;
 # $\sigma$ only sets the retraining probability and the TV-stability level.  Results say which bound
-# they use.  Shown in [B3](rl/03_exact_unlearning.ipynb), [B6](rl/06_ucbvi.ipynb) and
-# [B7](rl/07_stable_ucbvi.ipynb).
+# they use.  Shown in [B3a](rl/03a_exact_unlearning.ipynb), [B3b](rl/03b_online_bandit.ipynb),
+# [B6](rl/06_ucbvi.ipynb) and [B7a](rl/07a_stable_ucbvi.ipynb).
 #
 # <a id="E9"></a>
 # **E9. Noisy statistics are not counts.**  Noisy visit counts can be tiny or negative and a noisy
@@ -112,7 +112,7 @@
 # new policies, so a user is a fixed source of environment randomness (a key of a counter-based
 # generator indexed by step, state and action): the same user answers the same action the same way,
 # while the algorithm's own noise and coupling draws are fresh.  Shown in
-# [B5b](rl/05b_replayable_users.ipynb) and [B3](rl/03_exact_unlearning.ipynb).
+# [B5b](rl/05b_replayable_users.ipynb) and [B3a](rl/03a_exact_unlearning.ipynb).
 #
 # <a id="E11"></a>
 # **E11. Theorem 3.3's retraining probability is stated two ways.**  It appears as
@@ -129,7 +129,7 @@
 # tight Hoeffding bonus (optimistic, the paper's guarantee), a Bernstein bonus and the simplified
 # $\sqrt{1/n} + (H-h)/n$ of common libraries (neither with a guarantee as implemented) — with
 # `pooled=True` for stationary MDPs.  Shown in [B6](rl/06_ucbvi.ipynb) and
-# [B7](rl/07_stable_ucbvi.ipynb) (section 8: what to set in practice).
+# [B7b](rl/07b_stable_ucbvi_regret.ipynb) (section 4: what to set in practice).
 #
 # **Other findings on Paper B.**
 # * The approximation radius $\varepsilon_{app}$ of the tree's prefix sums holds for $T \ge 3$ and
@@ -148,7 +148,7 @@
 # noise, or a tree's node keys, subtracts it and recovers the data — erasing a key is meaningless if
 # the key can be regenerated from a seed that is kept or can be guessed.  Noise and keys come from OS
 # entropy by default; a reproducible seed is an explicit research opt-in, and it is key material.
-# Shown in [P1a](privacy/01a_gaussian_mechanism.ipynb), [B3](rl/03_exact_unlearning.ipynb) and
+# Shown in [P1a](privacy/01a_gaussian_mechanism.ipynb), [B3a](rl/03a_exact_unlearning.ipynb) and
 # [B10](rl/10_light_tree.ipynb).
 #
 # <a id="E16"></a>
@@ -164,7 +164,7 @@
 # probability — reveals it (for the online bandit, $\sqrt{1 + r^2}$ gives the deleted reward).
 # Unlearning calls return only data-independent quantities (worst-case bounds, what the coupling
 # did); the data-dependent diagnostics need an explicit `diagnostics=True`.  Shown in
-# [B3](rl/03_exact_unlearning.ipynb); checked by `tests/test_forensics.py`.
+# [B3a](rl/03a_exact_unlearning.ipynb) and [B3b](rl/03b_online_bandit.ipynb); checked by `tests/test_forensics.py`.
 
 # %% [markdown]
 # The codes E1–E17 are the project's own numbering; a code that is not listed above does not exist.

@@ -1,4 +1,4 @@
-"""Tests of bandit_unlearning.exact.learner and .bandit (chapter B3)."""
+"""Tests of bandit_unlearning.exact.learner and .bandit (chapters B3a-B3b)."""
 
 import dataclasses
 

@@ -1,4 +1,4 @@
-"""Tests of chapter B7: TV-stable UCB-VI (Algorithm 4) as a prefix-sum learner, and its regret tools."""
+"""Tests of chapters B7a-B7b: TV-stable UCB-VI (Algorithm 4) as a prefix-sum learner, and its regret tools."""
 
 import dataclasses
 import math

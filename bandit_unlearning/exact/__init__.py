@@ -2,7 +2,8 @@
 unlearning by maximal coupling (Algorithms 1-3, Theorem 3.3).
 
 Modules (generated from ``notebooks/rl/02a_binary_tree.py``, ``notebooks/rl/02b_dense_tree.py``,
-``notebooks/rl/03_exact_unlearning.py`` and ``notebooks/rl/10_light_tree.py``):
+``notebooks/rl/03a_exact_unlearning.py``, ``notebooks/rl/03b_online_bandit.py`` and
+``notebooks/rl/10_light_tree.py``):
 
 * ``bandit_unlearning.exact.tree`` -- ``BinaryTree`` (anytime, dense, rows in post-order: the readable
   reference), its bookkeeping (``Node``, ``dyadic_decomposition``, ``leaf_path``,

@@ -14,7 +14,7 @@ Modules (generated from the chapters under ``notebooks/rl/``):
 * ``stable`` -- TV-stable UCB-VI (Algorithm 4, Theorem 4.1) as a prefix-sum learner of
   ``bandit_unlearning.exact.learner``: ``stable_ucbvi(mdp, T, rho)``, whose runs ``train``, ``unlearn``
   (Algorithm 3) and ``verify_run`` handle unchanged; its users carry their own keys
-  (``EpisodeUser``, ``episode_users``, ``population_users``) (chapter B7).
+  (``EpisodeUser``, ``episode_users``, ``population_users``) (chapter B7a).
 
 Experiments on these learners live in ``bandit_unlearning.experiments`` (``rl_regret``, ``rl_stable``,
 ``rl_unlearning``, ``rl_lower_bound``, and ``rl_paper.reproduce_rl`` for the command line).

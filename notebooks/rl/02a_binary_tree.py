@@ -380,7 +380,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 #   were kept, which one was reflected, from where the learner must re-run — and not, say, the shift
 #   $\lVert x_t - x'_t\rVert$: the norm of an RL episode's statistics is
 #   $\sqrt{2H + \text{its total reward}}$, so a record holding it would hand out the deleted
-#   episode's return (chapter B3 discusses what the outcomes themselves tell).
+#   episode's return (chapter B3a discusses what the outcomes themselves tell).
 #
 # **Algorithm 3 in terms of the noise.** Write $\eta_b = \tilde v_b - v_b$ for a node's noise and
 # $\delta = x_t - x'_t$, so that $v'_b = v_b - \delta$ on the path of leaf $t$:

@@ -46,7 +46,7 @@ rng = np.random.default_rng(20260602)
 # the memory-light tree of chapter B10 removes the $Td$ terms.
 #
 # The tree's half of Algorithm 3, `unlearn_leaf(t, x_new, rng)`, is here too because it is a tree
-# operation; chapter B3 derives why it is exact.  It writes $x'_t$ into leaf $t$ and walks the
+# operation; chapter B3a derives why it is exact.  It writes $x'_t$ into leaf $t$ and walks the
 # complete path of leaf $t$ bottom-up.  At node $b$ the new clean value $v'_b$ is the running sum of
 # the node's new leaves, so it equals what a tree built on the new leaves holds, bit for bit; the
 # acceptance test of chapter B2a (section 4a) decides.  If the noisy value is kept, go up.  If it is

@@ -14,7 +14,7 @@
 # `bandit_unlearning.experiments.exactness` (the two-sample battery and the broken variants, reused by
 # chapter B8).*
 #
-# Chapter B3 derived exactness; here we test it, with the online UCB bandit of chapter B3 as the
+# Chapter B3a derived exactness; here we test it, with the online UCB bandit of chapter B3b as the
 # learner:
 # 1. **exactness** — for fixed users and deleted positions early, middle and last, the outputs after
 #    unlearning must have the same distribution as a fresh run on the sequence with the dummy in
@@ -265,7 +265,7 @@ from bandit_unlearning.experiments.exactness import *  # noqa: F403  (the module
 # algorithm and by the three broken ones; $R$ runs of the dummy world.  The correct unlearning
 # records also give the measured and exact retraining probabilities used in section 2 — the exact
 # one is computed from the deleted user's own statistic, so these calls ask for it explicitly
-# (`diagnostics=True`, chapter B3: off by default, because it reveals the deleted reward).
+# (`diagnostics=True`, chapter B3b: off by default, because it reveals the deleted reward).
 
 # %%
 samples = {t: {"D": [], "U": [], **{bug: [] for bug in VARIANTS}} for t in POSITIONS}

@@ -12,8 +12,8 @@
 # `bandit_unlearning.experiments.rl_unlearning` (the run statistics of the exactness tests and the
 # cost measurements over $\rho$ and $T$).*
 #
-# Chapter B4 tested Theorem 3.3 on the online bandit of chapter B3.  Nothing in the framework is
-# specific to bandits, so the same tests apply to TV-stable UCB-VI (chapter B7): the learner is a
+# Chapter B4 tested Theorem 3.3 on the online bandit of chapter B3b.  Nothing in the framework is
+# specific to bandits, so the same tests apply to TV-stable UCB-VI (chapter B7a): the learner is a
 # `PrefixSumLearner`, its users are replayable episodes (erratum E10), and `unlearn(run, t, rng)` replaces
 # episode $t$ by the zero dummy.  This chapter repeats chapter B4's checks with the RL learner —
 # reusing its exported battery and broken variants (`bandit_unlearning.experiments.exactness`):
@@ -51,9 +51,9 @@ USER_SEED = int(rng.integers(2**63))
 # $$
 # \mathcal U(\mathcal A(z_{1:T}), t, z') \overset{d}{=} \mathcal A(z_1, \dots, z_{t-1}, z', z_{t+1}, \dots, z_T),
 # $$
-# where $z'$ is the zero dummy (no episode: zero statistics).  Chapter B3 derived this for any
+# where $z'$ is the zero dummy (no episode: zero statistics).  Chapter B3a derived this for any
 # prefix-sum learner whose oracle and update are deterministic and whose users are replayable;
-# chapter B7's oracle (a rollout keyed by the user) and update (`ucbvi_update`) are both.  By
+# chapter B7a's oracle (a rollout keyed by the user) and update (`ucbvi_update`) are both.  By
 # edge E8 the shift a deletion makes is $\lVert x_t\rVert = \sqrt{2H + \sum_h r_h^2} \le B = \sqrt{3H}$, and
 # exactness does not depend on $\sigma$; $\sigma$ only sets how often a deletion retrains.
 #
@@ -67,7 +67,7 @@ USER_SEED = int(rng.integers(2**63))
 #   $0.986$ (since $\lVert x_t\rVert \ge \sqrt{2H}$), so nearly every deletion rejects — mostly at the
 #   leaf, sometimes one level up — and retrains;
 # - **a reactive learner**: with the paper's bonus the policies would not move within 16 episodes
-#   (chapter B7's burn-in), and a test of "re-run the later episodes with the new policies" needs
+#   (chapter B7b's burn-in), and a test of "re-run the later episodes with the new policies" needs
 #   policies that depend on the data.  So the learner here uses `bonus_scale` $= 0.05$; with
 #   $\varepsilon_{app}(\delta/4) \approx 8.4$ the first triples become explored after about 9
 #   episodes and the policies change a few times per run.  (Same algorithm, same code path; only the
@@ -282,7 +282,7 @@ assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
 #
 # **Nothing returned replays the deleted episode.**  Exactness is about the law of the unlearned
 # run; a deletion must also not leave a handle on the deleted user.  Three handles are closed
-# (chapters B2, B3, B7): the run's users hold the dummy at position $t$ and the learner's oracle
+# (chapters B2, B3a, B7a): the run's users hold the dummy at position $t$ and the learner's oracle
 # holds the MDP only (no population seed), so no object of the run can replay the episode; the
 # record holds no number computed from it — its shift would give the episode's return,
 # $\lVert x_t\rVert^2 - 2H = \sum_h r_h$ — unless asked (`diagnostics=True`); and without a

@@ -31,7 +31,7 @@
 # prefix sums, node values, coupling decisions, unlearning records and the draws it takes — over
 # random sequences, sparse and dense statistics and sequences of deletions; that the exactness
 # battery of chapter B4 passes with it (and rejects a broken light tree); and what it costs.  It is
-# the default `tree_factory` of the learners of chapter B3 (it is faster at every size measured);
+# the default `tree_factory` of the learners of chapter B3a (it is faster at every size measured);
 # `BinaryTree` stays the readable reference.
 
 # %%
@@ -60,8 +60,8 @@ rng = np.random.default_rng(20260610)
 # **Claim.** For every sequence of operations (`append`, `unlearn_leaf`, `truncate`, `copy`) and
 # every generator state, `LightTree` and `BinaryTree` return identical floating-point numbers —
 # noisy prefix sums, clean and noisy node values, leaves, `PathCoupling` records — and leave the
-# generator in the same state.  Consequently the learner of chapter B3 produces identical runs and
-# identical unlearned runs with either tree, so everything chapters B3–B4 derive and test about
+# generator in the same state.  Consequently the learner of chapter B3a produces identical runs and
+# identical unlearned runs with either tree, so everything chapters B3a–B4 derive and test about
 # Algorithms 2–3 (the law of the outputs, $\rho$-TV-stability, exactness of unlearning) holds for the
 # light tree verbatim.
 #
@@ -134,7 +134,7 @@ rng = np.random.default_rng(20260610)
 # clean value, reveals $v_b - v'_b = (\tilde v_b - \xi(k_b)) - v'_b = x_t - x'_t$.  Paper B's exact
 # unlearning compares the whole output of the algorithm, meta-data included, with a run that never
 # saw the user; the dense tree's meta-data (clean and noisy values) passes that test by the coupling
-# argument of chapter B3, a (key, correction) state does not.  The rejected node has the same
+# argument of chapter B3a, a (key, correction) state does not.  The rejected node has the same
 # problem in a weaker form (with $\xi(k_b)$ known, the fact that the test rejected is informative
 # about $x_t - x'_t$).
 #
@@ -674,7 +674,7 @@ for kinds in (("sparse integer",), ("dense real",)):
     assert all(results) if kinds == ("sparse integer",) else not all(results)
 
 # %% [markdown]
-# ### 4b. The learner of chapter B3 with either tree
+# ### 4b. The learner of chapter B3a with either tree
 #
 # The online UCB bandit (three arms, $T = 200$, $\sigma = 2$) trained with each tree from the same
 # seed, then 20 sequential deletions (each request on the previous unlearned run, both trees fed
@@ -821,7 +821,7 @@ print("built with rng=None: no seed in 0..1000 reproduces its keys, nothing come
 # %% [markdown]
 # ### 4e. Exactness with the light tree (the battery of chapter B4, smaller)
 #
-# The learners of chapter B3 now use `LightTree` by default.  Section 4a–4b already imply that
+# The learners of chapter B3a now use `LightTree` by default.  Section 4a–4b already imply that
 # every exactness result of chapter B4 transfers (same bits, same law); here the battery is run
 # directly on the light tree: the two-armed bandit of chapter B4 ($\mu = (0.8, 0.2)$, $T = 16$ fixed
 # users, $\sigma = 1$), deleted positions 6 and 16 (a middle and the last leaf), $R = 800$ runs per
@@ -974,7 +974,7 @@ plt.show()
 #   the noisy values and partial sums of the current decomposition, and the noisy values of nodes
 #   touched by unlearning (keys erased).  One noise vector per step; memory
 #   $O(	ext{non-zeros} + T + d\log T)$ plus $8d$ bytes per touched node.  It is the default
-#   `tree_factory` of the learners of chapter B3.
+#   `tree_factory` of the learners of chapter B3a.
 # - Why it is the same mechanism: chapter B2 pins the randomness (per-node keys from the
 #   generator) and the arithmetic (running sums of leaves, noisy values kept bit for bit, prefix sums
 #   largest node first, the acceptance test); the light tree evaluates the same formulas with the

@@ -13,7 +13,7 @@
 # (delete every step of that user), and checks that the result is exactly a run trained with that
 # user replaced by the dummy everywhere.*
 #
-# **Statement.** Let a run be trained on users $z_1, \dots, z_T$ (chapter B3) and let user $u$ occupy
+# **Statement.** Let a run be trained on users $z_1, \dots, z_T$ (chapter B3a) and let user $u$ occupy
 # the steps $t_1 < \dots < t_r$.  `unlearn_user(run, u)` applies Algorithm 3 to $t_1, \dots, t_r$ in
 # turn.  Its output is distributed exactly as `train` on the users with $z_{t_i}$ replaced by the
 # dummy for every $i$, and the run's user registry (`run.users`, from which every retraining

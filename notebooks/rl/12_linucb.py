@@ -67,7 +67,7 @@ rng = np.random.default_rng(20260611)
 # symmetric matrices with the Frobenius norm to vectors with the Euclidean norm:
 # $\lVert\mathrm{vech}_{\sqrt 2}(M)\rVert_2 = \lVert M\rVert_F$.  The model $w_{t+1}$ is computed from the
 # tree's noisy prefix sum $\tilde u_t$ (below); the tree, Algorithm 3 and its exactness proof
-# (chapter B3) are unchanged.  Only the chosen arm's block is non-zero: the light tree stores
+# (chapter B3a) are unchanged.  Only the chosen arm's block is non-zero: the light tree stores
 # $d(d+1)/2 + d$ numbers per user.
 #
 # ## 2. Derivation

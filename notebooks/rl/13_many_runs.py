@@ -7,14 +7,14 @@
 # %% [markdown]
 # # Chapter B13 — Many runs at once: a batched engine for (TV-stable) UCB-VI
 #
-# *Engineering, not a theorem: the experiments of chapters B7–B9 run the same algorithm many times
+# *Engineering, not a theorem: the experiments of chapters B7b–B9 run the same algorithm many times
 # (populations $\times$ $\rho$ $\times$ bonus scales).  This chapter makes independent runs advance
 # together along a leading batch axis — one numpy operation per step for all of them — and checks that
-# every run of a batch is **bit for bit** the run of the single-run learner of chapters B6–B7 with
+# every run of a batch is **bit for bit** the run of the single-run learner of chapters B6–B7a with
 # the same users and the same tree generator.  Exports `bandit_unlearning.rl.batch` (the engine) and
 # `bandit_unlearning.experiments.rl_batch` (regret curves of many runs, used by `reproduce rl`).*
 #
-# The single-run learner is `train(stable_ucbvi(...), population_users(...), rng)` (chapter B7) for
+# The single-run learner is `train(stable_ucbvi(...), population_users(...), rng)` (chapter B7a) for
 # $\sigma > 0$ and `run_ucbvi` (chapter B6) for $\sigma = 0$.  It stays the oracle: the batch is
 # correct exactly when it reproduces it.
 
@@ -406,7 +406,7 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
 
 
 # %% [markdown]
-# The experiments' view: `stable_regret_curves` is `stable_regret_curve` of chapter B7 for many runs
+# The experiments' view: `stable_regret_curves` is `stable_regret_curve` of chapter B7b for many runs
 # of one MDP and one $T$ — the same dictionaries, run by run, from one batch.
 
 # %% tags=["export:bandit_unlearning.experiments.rl_batch"]
