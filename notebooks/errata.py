@@ -56,7 +56,7 @@
 # **E6. Ties.**  Every argmax breaks ties to the lowest index (arms, actions).  Where values that
 # are equal in exact arithmetic can differ in their last bits (UCB-VI's optimistic values), values
 # within $10^{-9}$ of the largest count as tied, so a decision never follows the rounding of one CPU.
-# Shown in [A1](mab/01_data_and_lcb.ipynb) and [B6](rl/06_ucbvi.ipynb) (`Q_TIE_TOLERANCE`).
+# Shown in [A1](mab/01_data_and_lcb.ipynb) and [B6a](rl/06a_ucbvi_planner.ipynb) (`Q_TIE_TOLERANCE`).
 #
 # <a id="E7"></a>
 # **E7. Empty arms.**  An arm with $N(a) = 0$ has $\hat\mu = 0$ and radius $b = 1$.  Deleting every
@@ -98,14 +98,14 @@
 # $\sqrt{6H}$.  Exactness of the unlearning (Algorithm 3) does not depend on $\sigma$ at all;
 # $\sigma$ only sets the retraining probability and the TV-stability level.  Results say which bound
 # they use.  Shown in [B3a](rl/03a_exact_unlearning.ipynb), [B3b](rl/03b_online_bandit.ipynb),
-# [B6](rl/06_ucbvi.ipynb) and [B7a](rl/07a_stable_ucbvi.ipynb).
+# [B6a](rl/06a_ucbvi_planner.ipynb) and [B7a](rl/07a_stable_ucbvi.ipynb).
 #
 # <a id="E9"></a>
 # **E9. Noisy statistics are not counts.**  Noisy visit counts can be tiny or negative and a noisy
 # transition row need not be a distribution.  The package follows the paper (a pair with noisy count
 # at most $\varepsilon_{app}$ counts as unexplored; values are capped to $[0, H-h]$); clipping and
 # renormalising is a documented switch (`stabilize=True`), off when reproducing the paper.
-# Shown in [B6](rl/06_ucbvi.ipynb).
+# Shown in [B6a](rl/06a_ucbvi_planner.ipynb).
 #
 # <a id="E10"></a>
 # **E10. Users must be replayable.**  "Retraining from step $j$" re-runs users $j, \dots, T$ under
@@ -128,8 +128,9 @@
 # the chapters use to show learning at notebook sizes, and `bonus_kind` offers practical bonuses — a
 # tight Hoeffding bonus (optimistic, the paper's guarantee), a Bernstein bonus and the simplified
 # $\sqrt{1/n} + (H-h)/n$ of common libraries (neither with a guarantee as implemented) — with
-# `pooled=True` for stationary MDPs.  Shown in [B6](rl/06_ucbvi.ipynb) and
-# [B7b](rl/07b_stable_ucbvi_regret.ipynb) (section 4: what to set in practice).
+# `pooled=True` for stationary MDPs.  Shown in [B6a](rl/06a_ucbvi_planner.ipynb) (the bonuses),
+# [B6b](rl/06b_ucbvi_regret.ipynb) (the burn-in) and [B7b](rl/07b_stable_ucbvi_regret.ipynb) (section 4: what
+# to set in practice).
 #
 # **Other findings on Paper B.**
 # * The approximation radius $\varepsilon_{app}$ of the tree's prefix sums holds for $T \ge 3$ and

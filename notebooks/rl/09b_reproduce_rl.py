@@ -1,399 +1,30 @@
 # ---
 # jupyter:
 #   bandit_unlearning:
-#     export: bandit_unlearning.experiments.rl_lower_bound
+#     export: bandit_unlearning.experiments.rl_paper
 # ---
 
 # %% [markdown]
-# # Chapter B9 — The lower bound for TV-stable RL (Theorem 4.4), illustrated; reproducing Part B
+# # Chapter B9b — Reproducing Part B's RL figures: `reproduce_rl`
 #
-# *Paper B, Theorem 4.4: every $\rho$-TV-stable algorithm has regret $\Omega(H\sqrt{SAT} + SAH/\rho)$.
-# Exports `bandit_unlearning.experiments.rl_lower_bound` (the hard instance's experiment, the
-# coupling lemma behind the $1/\rho$ term) and `bandit_unlearning.experiments.rl_paper`
-# (`reproduce_rl`, the paper-scale reproduction of chapters B7–B9 for the command line).*
+# *Paper B, Sections 4–5 at scale: the experiments of chapters B7 (regret of TV-stable UCB-VI), B8
+# (deletion cost) and [B9a](09a_lower_bound.ipynb) (the lower-bound illustration) run at a chosen
+# scale for the command line.  Exports `bandit_unlearning.experiments.rl_paper`.*
 #
-# A lower bound is a statement about *all* algorithms; no experiment with one algorithm can check
-# it.  What this chapter does instead, honestly labelled:
-# 1. states the theorem and sketches its proof, and checks **exactly** the one quantitative lemma
-#    the $1/\rho$ term rests on (a $\rho$-TV-stable mechanism fed $n$ i.i.d. samples can move its
-#    output law by at most $4n\rho\,\mathrm{TV}(P, Q)$ — Karwa & Vadhan), plus the DP/TV facts the
-#    paper lists;
-# 2. runs TV-stable UCB-VI on the hard instance and shows its regret against
-#    $H\sqrt{SAT} + SAH/\rho$ **in shape** — regret against $1/\rho$ at fixed $T$ — an illustration,
-#    not a proof (our learner's regret upper-bounds what the best stable algorithm could do);
-# 3. provides `reproduce_rl`, the command-line reproduction of the three figures of Part B.
+# The chapters run their experiments at notebook sizes.  This chapter packages the three of them as
+# `reproduce_rl`, the entry point of `python -m bandit_unlearning reproduce rl`: the protocol, the
+# units of work and their pool (section 2), the three figures (section 3), the entry point (section 4)
+# and a run on a tiny protocol that checks what it writes (section 5).
 
 # %%
 import math
 import tempfile
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import numpy as np
-from scipy import stats
-
-from bandit_unlearning.rl.envs import independent_bandits
-from bandit_unlearning.rl.mdp import optimal_value
-
-rng = np.random.default_rng(20260609)
-
 # %% [markdown]
-# ## 1. Statement (Paper B Algorithm 4)
+# ## 1. What `reproduce_rl` writes
 #
-# **Theorem 4.4.**  For every $\rho$-TV-stable algorithm there is an episodic MDP with $S$ states, $A$
-# actions and horizon $H$ on which $R(T) = \Omega\big(H\sqrt{SAT} + SAH/\rho\big)$.  **Hard
-# instance:** $S/3$ independent bandit problems: initial state $i$ (uniformly distributed) leads, under
-# action $a$, to its own absorbing "good" state (reward 1 per step) with probability
-# $\tfrac12 + \Delta\,\mathbb 1\{a = a^\star_i\}$, else to its absorbing "bad" state (reward 0).  A wrong
-# first action costs $(H - 1)\Delta$ in expectation (`independent_bandits`, chapter B5).
-#
-# **Facts used** (Paper B Algorithm 4): $(\varepsilon, 0)$-DP implies $(e^\varepsilon - 1)$-TV-stability;
-# TV-stability does not imply pure DP for any $\varepsilon$; $(0, \delta)$-DP is the same as
-# $\delta$-TV-stability; and (Karwa & Vadhan) if a mechanism $M$ is $\rho$-TV-stable then for
-# datasets of $n$ i.i.d. samples from $P$ or $Q$, $\mathrm{TV}(M(P^n), M(Q^n)) \le 4n\rho\,\mathrm{TV}(P, Q)$.
-#
-# ## 2. Proof sketch
-#
-# - **$H\sqrt{SAT}$**: the non-private minimax lower bound for episodic tabular RL (Jin et al.
-#   2018; Domingues et al. 2021) — TV-stability can only make things harder.
-# - **$SAH/\rho$**: take one of the $S/3$ bandits and two instances that differ only in which
-#   action is best there, so that one user's data distributions satisfy $\mathrm{TV}(P, Q) \lesssim \Delta$.
-#   By the coupling lemma, after $n$ users of that bandit the law of the algorithm's behaviour on it
-#   differs between the two instances by at most $4n\rho\Delta$; until $4n\rho\Delta \ge 1/2$ it
-#   cannot play the right action with probability $\ge 3/4$ in both instances, so in one of them it
-#   errs with probability $\ge 1/4$ on each of its first $n \approx 1/(8\rho\Delta)$ visits, costing
-#   $(H-1)\Delta/4$ each: $\Omega(H/\rho)$ per bandit and action pair, independent of $\Delta$.
-#   Summing over the $S/3$ bandits and the $A$ actions (each action has to be distinguished) gives
-#   $\Omega(SAH/\rho)$.  (The $\Delta$ cancels: a smaller gap is harder to learn but cheaper to miss.)
-#
-# The mechanism is the one chapter B7 saw from the algorithm's side: a $\rho$-stable learner must see
-# $\Omega(1/\rho)$ users of a state-action pair before its behaviour there may depend on them — the
-# burn-in $\varepsilon_{app} \propto 1/\rho$ of TV-stable UCB-VI is an instance of that necessity, with
-# extra factors of $H$ and $S$ (upper bound $H^{2.5}S^2A/\rho$ against lower bound $SAH/\rho$).
-#
-# ## 3. The lemma behind the $1/\rho$ term, checked exactly
-#
-# A $\rho$-TV-stable mechanism on $n$ bits: $M(x) = \sum_{j \le n} x_j + \mathcal N(0, \sigma^2)$ (changing
-# one bit moves the sum by 1, so $\rho = 2\Phi(1/(2\sigma)) - 1$, chapter B1).  With
-# $x \sim \mathrm{Bernoulli}(p)^n$ or $\mathrm{Bernoulli}(q)^n$ its output laws are Gaussian mixtures
-# $\sum_k \binom nk p^k(1-p)^{n-k}\,\mathcal N(k, \sigma^2)$, whose TV we compute by numerical
-# integration on a grid of step $\sigma/50$ over $[-8\sigma, n + 8\sigma]$ (error far below the margins
-# printed).  The lemma must hold on every point of a grid of $n$, $\rho$ and $(p, q)$ (asserted); the
-# ratio to the bound shows how loose the factor 4 is.  A mechanism **without** stability (no noise:
-# $M(x) = \sum_j x_j$, i.e. $\rho = 1$ for one sample but TV growing to 1 with $n$) shows the bound is
-# not vacuous: with $\rho$ replaced by a too-small value it fails.
-
-# %% tags=["export"]
-"""Theorem 4.4 of Paper B illustrated (chapter B9): the lower-bound hard instance, TV-stable UCB-VI's
-regret on it against ``H sqrt(SAT) + SAH/rho`` in shape, and the coupling lemma behind the ``1/rho``
-term (Karwa & Vadhan: ``TV(M(P^n), M(Q^n)) <= 4 n rho TV(P, Q)`` for a rho-TV-stable ``M``), computed
-exactly for a Gaussian-noised sum of bits.
-"""
-
-import math
-
-import matplotlib.pyplot as plt
-import numpy as np
-from scipy.stats import binom, norm
-
-from matplotlib.axes import Axes
-
-from bandit_unlearning.checks import (
-    as_array, as_generator, check_bool, check_instance, check_int_array, check_real, check_real_array, check_size,
-)
-from bandit_unlearning.exact.tree import check_int, check_positive
-from bandit_unlearning.experiments.rl_stable import stable_regret_curve
-from bandit_unlearning.rl.envs import independent_bandits
-from bandit_unlearning.rl.stable import stable_sigma
-
-MAX_TV_GRID = 50_000_000      # (n + 1) x grid points ``gaussian_sum_tv`` may build
-
-
-def sum_mechanism_rho(sigma: float) -> float:
-    """TV-stability level of ``M(x) = sum_j x_j + N(0, sigma^2)`` on bits: ``2 Phi(1/(2 sigma)) - 1``."""
-    sigma = check_positive(sigma, "sigma")
-    return float(2 * norm.cdf(1 / (2 * sigma)) - 1)
-
-
-def sum_mechanism_sigma(rho: float) -> float:
-    """The ``sigma`` with ``sum_mechanism_rho(sigma) = rho``, for ``0 < rho < 1``."""
-    rho = check_positive(rho, "rho")
-    if rho >= 1:
-        raise ValueError(f"rho must be < 1, got {rho}")
-    return float(1 / (2 * norm.ppf((1 + rho) / 2)))
-
-
-def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: int = 50) -> float:
-    """``TV(M(Bernoulli(p)^n), M(Bernoulli(q)^n))`` for ``M(x) = sum x + N(0, sigma^2)``: half the L1
-    distance of two Gaussian mixtures, by the trapezoid rule on ``[-8 sigma, n + 8 sigma]``."""
-    n, sigma = check_int(n, "n", 1), check_positive(sigma, "sigma")
-    p, q = check_real(p, "p", 0, 1), check_real(q, "q", 0, 1)
-    points_per_sigma = check_int(points_per_sigma, "points_per_sigma", 4)
-    check_size((n + 1) * int((n + 16 * sigma) / sigma * points_per_sigma + 1), MAX_TV_GRID,
-               f"the quadrature of n = {n} bits at sigma = {sigma:g}")
-    y = np.arange(-8 * sigma, n + 8 * sigma, sigma / points_per_sigma)
-    k = np.arange(n + 1)
-    kernel = norm.pdf((y[None, :] - k[:, None]) / sigma) / sigma           # [n+1, grid]
-    diff = (binom.pmf(k, n, p) - binom.pmf(k, n, q)) @ kernel
-    return float(0.5 * np.trapezoid(np.abs(diff), y))
-
-
-def karwa_vadhan_bound(n: int, rho: float, tv: float) -> float:
-    """``min(1, 4 n rho TV(P, Q))`` (``rho >= 0``, ``tv`` in [0, 1])."""
-    rho, tv = check_real(rho, "rho", 0), check_real(tv, "tv", 0, 1)
-    return float(min(1.0, 4 * check_int(n, "n", 1) * rho * tv))
-
-
-def lower_bound_shape(S: int, A: int, H: int, T, rho):
-    """``H sqrt(SAT) + SAH / rho`` (Theorem 4.4 without its constant; broadcast over ``T``, ``rho``)."""
-    S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
-    T, rho = as_array(T, "T").astype(float), as_array(rho, "rho").astype(float)
-    if np.any(~(T >= 1)) or np.any(~(rho > 0)):
-        raise ValueError("T must be >= 1 and rho > 0")
-    try:
-        np.broadcast_shapes(T.shape, rho.shape)
-    except ValueError:
-        raise ValueError(f"T and rho must broadcast together, got shapes {T.shape} and {rho.shape}") from None
-    return H * np.sqrt(S * A * T) + S * A * H / rho
-
-
-def first_correct_episode(policies, best_actions) -> int:
-    """First episode (1-based) whose policy plays the best first action at every initial state of the
-    hard instance (``policies [T, H, S]``; initial states ``0 .. n-1``); ``T + 1`` if none does."""
-    pis = as_array(policies, "policies")
-    if pis.ndim != 3 or (pis.size and pis.dtype.kind not in "iu"):
-        raise ValueError(f"policies must be integer actions of shape [T, H, S], got {pis.dtype} {pis.shape}")
-    best = check_int_array(best_actions, "best_actions", 0, ndim=1)
-    if best.size > pis.shape[2]:
-        raise ValueError(f"best_actions names {best.size} initial states, but the policies have S = {pis.shape[2]}")
-    right = np.all(pis[:, 0, : best.size] == best[None, :], axis=1)
-    return int(np.argmax(right) + 1) if right.any() else int(pis.shape[0] + 1)
-
-
-def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T: int, rhos, seeds,
-                           rng: np.random.Generator, bonus_scale: float = 1.0) -> list:
-    """TV-stable UCB-VI on ``independent_bandits(n_bandits, n_actions, H, gap)`` with every best action
-    ``A - 1`` (the worst case for ties-to-lowest), one run per ``(rho, seed)`` (``rho = inf``:
-    non-private).  Returns dicts ``{"rho", "seed", "final" (exact expected R(T)), "first_correct"
-    (``first_correct_episode``), "S", "A", "H", "T", "gap", "bonus_scale"}``.  Every argument is
-    checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an int seed)."""
-    n_actions = check_int(n_actions, "n_actions", 1)
-    best = [n_actions - 1] * check_int(n_bandits, "n_bandits", 1)
-    mdp = independent_bandits(n_bandits, n_actions, H, gap, best_actions=best)
-    T = check_int(T, "T", 1)
-    rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
-    seeds = check_int_array(seeds, "seeds", 0, 2**63 - 1, ndim=1).tolist()
-    bonus_scale = check_real(bonus_scale, "bonus_scale", 0)
-    for rho in rhos:
-        stable_sigma(rho, mdp.H, T)                   # the paper's calibration needs T >= 2
-    rng = as_generator(rng)
-    out = []
-    for rho in rhos:
-        for seed in seeds:
-            c = stable_regret_curve(mdp, T, rho, int(seed), rng, bonus_scale=bonus_scale, n_points=2,
-                                    keep_policies=True)
-            out.append({"rho": float(rho), "seed": int(seed), "final": c["final"],
-                        "first_correct": first_correct_episode(c["policies"], best), "S": mdp.S, "A": mdp.A,
-                        "H": mdp.H, "T": T, "gap": gap, "bonus_scale": bonus_scale})
-    return out
-
-
-def summarize_by_rho(results) -> dict:
-    """``{rho: (mean R(T), stderr, mean first-correct episode)}`` over seeds."""
-    if not isinstance(results, (list, tuple)) or not all(
-            isinstance(r, dict) and {"rho", "final", "first_correct"} <= set(r) for r in results):
-        raise ValueError("results must be a list of lower_bound_experiment outputs (dicts with rho, final, "
-                         "first_correct)")
-    out = {}
-    for rho in sorted({r["rho"] for r in results}, reverse=True):
-        finals = np.array([r["final"] for r in results if r["rho"] == rho])
-        ident = np.array([r["first_correct"] for r in results if r["rho"] == rho])
-        se = finals.std(ddof=1) / np.sqrt(finals.size) if finals.size > 1 else 0.0
-        out[rho] = (float(finals.mean()), float(se), float(ident.mean()))
-    return out
-
-
-# %% [markdown]
-# The picture of one experiment: regret at fixed $T$ against $1/\rho$, the non-private learner as a
-# horizontal line.
-
-# %% tags=["export"]
-def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: str = "C0",
-                     show_saturation: bool = True):
-    """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with
-    the shape ``c (H sqrt(SAT) + SAH/rho)`` matched at the largest finite rho, and (if
-    ``show_saturation``) the "always wrong" level ``T (H-1) gap``."""
-    summarize_by_rho(results)
-    if not results or not {"S", "A", "H", "T", "gap"} <= set(results[0]):
-        raise ValueError("results must be a non-empty list of lower_bound_experiment outputs")
-    if not any(r["rho"] != math.inf for r in results):
-        raise ValueError("results must hold at least one finite rho")
-    check_instance(label, str, "label")
-    check_instance(color, str, "color")
-    check_bool(show_saturation, "show_saturation")
-    if ax is not None:
-        check_instance(ax, Axes, "ax")
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
-    summary = summarize_by_rho(results)
-    r0 = results[0]
-    finite = [rho for rho in summary if rho != math.inf]
-    x = np.array([1 / rho for rho in finite])
-    y = np.array([summary[rho][0] for rho in finite])
-    ax.errorbar(x, y, yerr=[summary[rho][1] for rho in finite], fmt="o-", color=color, label=label)
-    if math.inf in summary:
-        ax.axhline(summary[math.inf][0], color=color, ls=":", lw=1, label=f"{label}, rho = inf")
-    shape = lower_bound_shape(r0["S"], r0["A"], r0["H"], r0["T"], np.array(finite))
-    ax.plot(x, shape * y[0] / shape[0], "--", color=color, lw=1, alpha=0.7,
-            label=r"$c\,(H\sqrt{SAT} + SAH/\rho)$ matched at the largest $\rho$")
-    if show_saturation:
-        ax.axhline(r0["T"] * (r0["H"] - 1) * r0["gap"], color="0.5", lw=1, label=r"$T(H-1)\Delta$ (always wrong)")
-    ax.set(xscale="log", yscale="log", xlabel=r"$1/\rho$", ylabel=f"R(T), T = {r0['T']}")
-    ax.legend(fontsize=7)
-    return ax
-
-
-# %%
-from bandit_unlearning.experiments.rl_lower_bound import *  # noqa: F403
-
-worst_ratio, rows = 0.0, 0
-print(f"{'n':>4} {'rho':>5} {'p':>5} {'q':>5} {'sigma':>7} {'TV(M(P^n), M(Q^n))':>19} {'4 n rho TV(P,Q)':>16} {'ratio':>6}")
-for n in (1, 5, 20, 100):
-    for rho in (0.01, 0.1, 0.5):
-        sigma = sum_mechanism_sigma(rho)
-        assert abs(sum_mechanism_rho(sigma) - rho) < 1e-12
-        for p, q in ((0.5, 0.6), (0.5, 0.75), (0.1, 0.9)):
-            tv = gaussian_sum_tv(n, p, q, sigma)
-            raw = 4 * n * rho * abs(p - q)
-            assert tv <= min(1.0, raw) + 1e-9
-            rows += 1
-            if raw < 1:                                     # where the lemma says something
-                worst_ratio = max(worst_ratio, tv / raw)
-                if (p, q) == (0.5, 0.6):
-                    print(f"{n:4d} {rho:5.2f} {p:5.2f} {q:5.2f} {sigma:7.3f} {tv:19.5f} {raw:16.5f} {tv / raw:6.3f}")
-print(f"lemma holds on all {rows} grid points; largest TV / (4 n rho TV(P,Q)) where the bound is below 1: {worst_ratio:.3f}")
-# it can fail: the same mechanism with too little noise for the claimed rho
-too_little = gaussian_sum_tv(20, 0.5, 0.6, sum_mechanism_sigma(0.5))
-print(f"claiming rho = 0.01 for the rho = 0.5 mechanism: TV = {too_little:.4f} > bound {karwa_vadhan_bound(20, 0.01, 0.1):.4f}")
-assert too_little > karwa_vadhan_bound(20, 0.01, 0.1)
-
-# %% [markdown]
-# **The DP/TV facts, exactly.**  (i) Randomised response with parameter $\varepsilon$ (report the bit
-# with probability $e^\varepsilon/(1 + e^\varepsilon)$) is $(\varepsilon, 0)$-DP and its TV between
-# neighbouring inputs is $(e^\varepsilon - 1)/(e^\varepsilon + 1) \le e^\varepsilon - 1$.  (ii) The
-# Gaussian mechanism with sensitivity 1 is TV-stable but not $(\varepsilon, 0)$-DP for any
-# $\varepsilon$: the smallest $\delta$ with $(\varepsilon, \delta)$-DP,
-# $\delta(\varepsilon) = \Phi(\tfrac{1}{2\sigma} - \varepsilon\sigma) - e^\varepsilon\Phi(-\tfrac{1}{2\sigma} - \varepsilon\sigma)$,
-# is positive for every $\varepsilon$.  (iii) At $\varepsilon = 0$ that same $\delta(0) = 2\Phi(1/(2\sigma)) - 1$
-# is exactly the TV: $(0, \delta)$-DP is $\delta$-TV-stability.
-
-# %%
-for eps in (0.1, 0.5, 1.0, 3.0):
-    p_keep = math.exp(eps) / (1 + math.exp(eps))
-    tv_rr = abs(p_keep - (1 - p_keep))
-    assert math.isclose(tv_rr, math.expm1(eps) / (math.exp(eps) + 1)) and tv_rr <= math.expm1(eps)
-    print(f"randomised response, eps = {eps}: TV = {tv_rr:.4f} <= e^eps - 1 = {math.expm1(eps):.4f}")
-from scipy.special import log_ndtr
-
-sigma = 2.0
-
-
-def log_delta(eps, sigma):
-    """log of delta(eps) = Phi(1/(2 sigma) - eps sigma) - e^eps Phi(-1/(2 sigma) - eps sigma), stably."""
-    la, lb = log_ndtr(1 / (2 * sigma) - eps * sigma), eps + log_ndtr(-1 / (2 * sigma) - eps * sigma)
-    return la + math.log(-math.expm1(lb - la))
-
-
-logs = [log_delta(e, sigma) for e in (0.0, 1.0, 5.0, 20.0)]
-print("Gaussian mechanism (sigma = 2): log10 delta(eps) at eps = 0, 1, 5, 20:", [round(float(v) / math.log(10), 2) for v in logs])
-assert all(np.isfinite(logs)) and math.isclose(math.exp(logs[0]), sum_mechanism_rho(sigma), rel_tol=1e-12)
-
-# %% [markdown]
-# ## 4. TV-stable UCB-VI on the hard instance: regret against $1/\rho$ (an illustration)
-#
-# **Instance.** Two bandits, two actions, $H = 2$ ($S = 6$: two initial states and their good and bad
-# absorbing states; $d = 192$), gap $\Delta = 0.25$, and every best action $= 1$ — the worst case for
-# ties-to-lowest (a learner that never learns plays action 0 and pays $(H - 1)\Delta = 0.25$ per
-# episode).  $T = 2000$ episodes; $\rho \in \{\infty, 100, 30, 10, 3, 1, 0.3\}$; the paper's bonus (one
-# user population) and, labelled, bonus $\times 0.2$ (three populations; on this instance a bonus
-# scaled down to 0.05 under-explores and sometimes locks onto the wrong action even without noise,
-# which would confound the picture).  Exact expected regret.  We also record the **first-correct
-# episode**: the first episode whose policy plays the best first action at both initial states — with
-# ties to the lowest action, the learner first plays action 0 until its noisy count passes
-# $\varepsilon_{app} \propto 1/\rho$, so this is the burn-in made visible.
-#
-# **What the picture can and cannot say.**  It shows that *this* stable learner's regret grows with
-# $1/\rho$ at fixed $T$ (over the range where it is not saturated), as $H\sqrt{SAT} + SAH/\rho$ does,
-# and saturates at $T(H-1)\Delta$ once the burn-in exceeds $T$.  It cannot show that *no* stable learner
-# does better: that is the theorem's content, and its proof (section 2) is the evidence.
-
-# %%
-N_B, A_B, H_B, GAP, T_LB = 2, 2, 2, 0.25, 2000
-RHOS_LB = (math.inf, 100.0, 30.0, 10.0, 3.0, 1.0, 0.3)
-SCALE_LB = 0.2
-pops = [int(s) for s in rng.integers(2**63, size=3)]
-lb_paper = lower_bound_experiment(N_B, A_B, H_B, GAP, T_LB, RHOS_LB, pops[:1], rng)
-lb_scaled = lower_bound_experiment(N_B, A_B, H_B, GAP, T_LB, RHOS_LB, pops, rng, bonus_scale=SCALE_LB)
-mdp_lb = independent_bandits(N_B, A_B, H_B, GAP, best_actions=[A_B - 1] * N_B)
-assert math.isclose(optimal_value(mdp_lb), (H_B - 1) * (0.5 + GAP))
-S_B = mdp_lb.S
-print(f"{'rho':>6} | {'paper: R(T)':>11} {'first ok':>8} | {'x0.2: R(T)':>10} {'stderr':>6} {'first ok':>8} | "
-      f"{'H sqrt(SAT) + SAH/rho':>21}")
-sp, ss = summarize_by_rho(lb_paper), summarize_by_rho(lb_scaled)
-for rho in RHOS_LB:
-    shape = H_B * math.sqrt(S_B * A_B * T_LB) + (S_B * A_B * H_B / rho if rho != math.inf else 0.0)
-    print(f"{rho:6.1f} | {sp[rho][0]:11.1f} {sp[rho][2]:8.0f} | {ss[rho][0]:10.1f} {ss[rho][1]:6.1f} {ss[rho][2]:8.0f} | "
-          f"{shape:21.1f}")
-always_wrong = T_LB * (H_B - 1) * GAP
-for s in (sp, ss):
-    finals = [s[rho][0] for rho in RHOS_LB]
-    assert all(f <= always_wrong + 1e-9 for f in finals)
-    assert all(a <= b + 1e-9 for a, b in zip(finals, finals[1:]))       # regret does not decrease as rho shrinks
-fit = (100.0, 30.0, 10.0, 3.0)                                          # below saturation at T(H-1)gap
-slope_lb = float(np.polyfit(np.log([1 / r for r in fit]), np.log([ss[r][0] for r in fit]), 1)[0])
-slope_first = float(np.polyfit(np.log([1 / r for r in fit]), np.log([ss[r][2] for r in fit]), 1)[0])
-print(f"bonus x {SCALE_LB}, rho in [3, 100]: log-log slope in 1/rho of R(T) = {slope_lb:.2f}, "
-      f"of the first-correct episode = {slope_first:.2f}")
-assert slope_lb > 0.3 and slope_first > 0.5
-
-# %% [markdown]
-# **Reading it.**  With the paper's bonus the learner saturates at "always wrong" already at
-# $\rho = 3$; with the scaled bonus the regret rises from the non-private level with $1/\rho$ and
-# saturates around $\rho = 0.3$.  The first-correct episode grows with $1/\rho$ with a log-log slope
-# near 1, as the burn-in $\varepsilon_{app} \propto 1/\rho$ predicts; the regret grows more slowly
-# (the fitted slope above) because it is a sum of per-bandit steps — each bandit's burn-in ends at
-# its own time.  Compare with the lower bound's shape: its $1/\rho$ term $SAH/\rho = 24/\rho$ exceeds
-# its $H\sqrt{SAT} \approx 310$ only for $\rho < \sqrt{SA/T} \approx 0.08$, so over our range of $\rho$
-# the lower bound's shape is nearly flat, while our learner's regret rises from $\rho \approx 100$ on:
-# the distance between the upper bound's $H^{2.5}S^2A/\rho$ and the lower bound's $SAH/\rho$, seen in
-# practice.  Whether a stable learner can close it is exactly what a lower-bound illustration cannot
-# tell.
-#
-# **Figure.**  Left: regret at $T = 2000$ against $1/\rho$ for both bonuses (non-private levels
-# dotted), the shape $c\,(H\sqrt{SAT} + SAH/\rho)$ matched at the largest $\rho$ (dashed), and the
-# saturation level $T(H-1)\Delta$ (grey).  Right: the first-correct episode against $1/\rho$.
-
-# %%
-fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.4))
-plot_lower_bound(lb_paper, ax=ax0, label="paper's bonus", color="C0")
-plot_lower_bound(lb_scaled, ax=ax0, label=f"bonus x {SCALE_LB}", color="C1", show_saturation=False)
-ax0.set_title(f"Hard instance (S = {S_B}, A = {A_B}, H = {H_B}, gap {GAP}): regret vs 1/rho")
-for res, label, color in ((lb_paper, "paper's bonus", "C0"), (lb_scaled, f"bonus x {SCALE_LB}", "C1")):
-    s = summarize_by_rho(res)
-    finite = [r for r in s if r != math.inf]
-    ax1.plot([1 / r for r in finite], [s[r][2] for r in finite], "o-", color=color, label=label)
-inv = np.array([0.01, 0.33])
-ax1.plot(inv, ss[100.0][2] * inv / inv[0], "k:", lw=1, label="slope 1")
-ax1.axhline(T_LB + 1, color="0.5", lw=1, label="T + 1 (never correct)")
-ax1.set(xscale="log", yscale="log", xlabel=r"$1/\rho$", ylabel="first-correct episode",
-        title="First episode playing the best action at every initial state")
-ax1.legend(fontsize=7)
-plt.tight_layout()
-plt.show()
-
-# %% [markdown]
-# ## 5. Reproducing Part B's RL figures: `reproduce_rl`
-#
-# The notebooks of chapters B7–B9 run at reduced sizes.  `reproduce_rl(out, scale, seed, workers)`
+# The notebooks of chapters B7–B9a run at reduced sizes.  `reproduce_rl(out, scale, seed, workers)`
 # runs the same three experiments at a chosen scale and writes, into `out`:
 # - `rl_regret.{json,png,pdf}` — exact expected regret curves of TV-stable UCB-VI over $T$ for several
 #   $\rho$ and the non-private reference, on RiverSwim and the 5x5 gridworld, with the paper's bonus and
@@ -401,7 +32,7 @@ plt.show()
 # - `rl_unlearning_cost.{json,png,pdf}` — episodes recomputed per deletion divided by $T$ over $\rho$ and $T$,
 #   measured and exact, and the retraining probability (chapter B8);
 # - `rl_lower_bound.{json,png,pdf}` — regret on the hard instance against $1/\rho$ with the shape
-#   $H\sqrt{SAT} + SAH/\rho$, and the first-correct episode (this chapter).
+#   $H\sqrt{SAT} + SAH/\rho$, and the first-correct episode (chapter B9a).
 #
 # It returns `{"experiment": "rl", "protocol": ..., "panels": [...]}`, each panel
 # `{"id", "vary", "x", "methods": {name: [...]}, "stderr": {name: [...]}}` (the layout of the
@@ -431,7 +62,7 @@ plt.show()
 #   left, and non-private UCB-VI as a black horizontal line in the line style of its bonus.  *Why the
 #   scaled bonus:* at full size $b(n) \ge 1$ for about $(H+1)^2\ln(8SAHT/\delta)/2$ visits of each
 #   triple, so every $\bar Q$ sits at its cap, all actions tie and the learner repeats action 0 — a
-#   burn-in far longer than these $T$ (chapter B6); $\times 0.05$ is the same algorithm with the same
+#   burn-in far longer than these $T$ (chapter B6b); $\times 0.05$ is the same algorithm with the same
 #   stability, leaving the burn-in within the run, but without Theorem 4.1's guarantee.
 # - `rl_unlearning_cost` — RiverSwim, Algorithm 4's bonus, colour is $T$.  *Left:* the fraction of
 #   the $T$ steps one deletion recomputes (1 = retraining from scratch); *right:* the probability that
@@ -441,7 +72,7 @@ plt.show()
 #   $\lVert x_t\rVert \le B$; solid lines: exact if every deleted episode had the worst-case shift
 #   $B = \sqrt{3H}$ (uniform position); dotted: the paper's estimate $\rho\sqrt{\ln T}$ (left) and
 #   Theorem 3.3's bound $\rho\sqrt{2\log_2 T}$ (right), capped at 1.
-# - `rl_lower_bound` — the hard instance of section 4 at the protocol's $T$ (its title gives $S$, $A$,
+# - `rl_lower_bound` — the hard instance of chapter B9a, section 4, at the protocol's $T$ (its title gives $S$, $A$,
 #   $H$, $T$, the gap and the runs per point); colour is the bonus ($\times 1$: Algorithm 4's).
 #   *Left* (log–log): $R(T)$ against $1/\rho$; black lines: non-private UCB-VI (dotted: bonus
 #   $\times 1$, dash-dot: the scaled bonus); dashed, in each bonus's colour: the lower bound's shape
@@ -540,7 +171,9 @@ def _lower_bound_mdp(p: dict):
 
 
 # %% [markdown]
-# The units of work: each task names an experiment and the runs it batches; `_tasks` lists them
+# ## 2. Units of work
+#
+# Each task names an experiment and the runs it batches; `_tasks` lists them
 # for a protocol and a seed, every run with its own seed, so results do not depend on `workers`.
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
@@ -627,7 +260,9 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
 
 
 # %% [markdown]
-# The figures: each names its fixed settings in the title and explains every method in one shared
+# ## 3. The figures
+#
+# Each figure names its fixed settings in the title and explains every method in one shared
 # legend; first the helpers they share, then the regret figure (chapter B7's experiment).
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
@@ -771,7 +406,7 @@ def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed:
 
 # %% [markdown]
 # The deletion-cost figure (chapter B8's experiment, measured by chapter B13's `unlearning_cost`) and
-# the lower-bound figure (this chapter's experiment).
+# the lower-bound figure (chapter B9a's experiment).
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed: int = 0) -> list:
@@ -909,8 +544,10 @@ def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "",
 
 
 # %% [markdown]
-# The entry point: check the protocol before anything runs, then run the units of work, write the
-# three figures and their JSON, and return the command line's layout.
+# ## 4. The entry point
+#
+# `reproduce_rl` checks the protocol before anything runs, then runs the units of work, writes the
+# three figures and their JSON, and returns the command line's layout.
 
 # %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 _PROTOCOL_KEYS = {
@@ -1008,6 +645,12 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
     return {"experiment": "rl", "protocol": _jsonable(dict(protocol, **description)), "panels": panels}
 
 
+# %% [markdown]
+# ## 5. A run on a tiny protocol
+#
+# `reproduce_rl` on a protocol small enough for a notebook writes the nine files and the panels of
+# the command line's layout; then the sizes of the two stored protocols.
+
 # %%
 from bandit_unlearning.experiments.rl_paper import *  # noqa: F403
 
@@ -1034,18 +677,8 @@ for stem in ("quick", "paper"):
 
 # %% [markdown]
 # ## Summary
-# - **Theorem 4.4** ($\Omega(H\sqrt{SAT} + SAH/\rho)$ for every $\rho$-TV-stable algorithm) is a statement
-#   about all algorithms; we sketched its proof and checked exactly the coupling lemma behind the $1/\rho$
-#   term — $\mathrm{TV}(M(P^n), M(Q^n)) \le 4n\rho\,\mathrm{TV}(P, Q)$ for a Gaussian-noised sum on a grid of
-#   36 settings (largest ratio 0.25 where the bound is informative; a mechanism claiming too small a
-#   $\rho$ violates it) — and the DP/TV facts the paper lists.
-# - **Illustration on the hard instance**: TV-stable UCB-VI's exact regret at fixed $T$ grows with $1/\rho$
-#   until it saturates at "always wrong", and its first-correct episode grows with a log-log slope near 1
-#   in $1/\rho$ — the additive $1/\rho$ burn-in every stable learner must pay in some form; the constants
-#   are not comparable (our learner's regret is an upper bound on the best stable learner's).
-# - `bandit_unlearning.experiments.rl_lower_bound`: `gaussian_sum_tv`, `sum_mechanism_rho`,
-#   `sum_mechanism_sigma`, `karwa_vadhan_bound`, `lower_bound_shape`, `first_correct_episode`,
-#   `lower_bound_experiment`, `summarize_by_rho`, `plot_lower_bound`.
 # - `bandit_unlearning.experiments.rl_paper`: `reproduce_rl(out, scale, seed, workers, protocol=None,
 #   tree_factory=LightTree)`, `PROTOCOLS` and `DELTA` — the command line's `reproduce rl`, whose three
-#   figures name their instance, runs, $\delta$ and axes and explain every line in one shared legend.
+#   figures (the regret of chapter B7, the deletion cost of chapter B8, the lower-bound illustration of
+#   [chapter B9a](09a_lower_bound.ipynb)) name their instance, runs, $\delta$ and axes and explain every
+#   line in one shared legend.
