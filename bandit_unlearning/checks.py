@@ -49,6 +49,7 @@ __all__ = [
     "check_int_array",
     "check_real_array",
     "check_size",
+    "refused",
 ]
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -187,6 +188,17 @@ def check_callable(value, name: str):
     if not callable(value):
         raise TypeError(f"{name} must be callable, got {type(value).__name__}")
     return value
+
+
+def refused(call) -> str:
+    """``"ValueError: <message>"`` (or ``TypeError``) of ``call()``, a call that must refuse its input;
+    ``AssertionError`` if it accepts it.  The chapters show their refusals with it."""
+    check_callable(call, "call")
+    try:
+        call()
+    except (ValueError, TypeError) as err:
+        return f"{type(err).__name__}: {err}"
+    raise AssertionError("accepted bad input")
 
 
 def check_instance(value, cls, name: str):

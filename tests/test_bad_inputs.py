@@ -208,6 +208,7 @@ STATE = lcb.fit_lcb(DATASET)
 
 # --- bandit_unlearning.checks
 T("rng must be a numpy.random.Generator", checks.as_generator, "seed")
+T("call must be callable", checks.refused, "not a call")
 T("rng must be a numpy.random.Generator", checks.as_generator, True)
 T("gen must be", checks.as_generator, 1.5, name="gen")
 V("rng as a seed must be an integer >= 0", checks.as_generator, -1)
