@@ -594,7 +594,7 @@ assert gap <= 1e-12 and n_several >= 30
 # | rollback (one or several arms) | scores and arm | equality of outputs | skipped rollback |
 # | imitation (Algorithm 6) | arm | equality of outputs | forgets the deletion counts |
 #
-# The matrix runs in a few seconds (measured below) and its asserts are part of the test suite.
+# The matrix takes 20–60 s on two cores (measured below) and its asserts are part of the test suite.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
