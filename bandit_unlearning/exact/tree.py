@@ -61,11 +61,11 @@ __all__ = [
 
 import hashlib
 import math
-import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 from scipy.special import erf, erfinv
 from scipy.stats import norm
 
@@ -254,7 +254,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 418): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 427): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -331,12 +331,17 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 500): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 509): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
 _KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
-_NOISE_BITS = np.random.SFC64(0)                 # re-used for speed; fully reset from the key per call
-_NOISE_GEN = np.random.Generator(_NOISE_BITS)
-_NOISE_LOCK = threading.Lock()
+
+
+class _BlankSeed(ISeedSequence):
+    """Zero words for a bit generator whose state is set from a key right after (``node_noise``):
+    building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
+
+    def generate_state(self, n_words, dtype=np.uint32):
+        return np.zeros(n_words, dtype=dtype)
 
 
 def resolve_rng(rng) -> np.random.Generator:
@@ -374,7 +379,8 @@ def _node_key(key) -> np.ndarray:
 def node_noise(key, d: int, sigma: float) -> np.ndarray:
     """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
     normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
-    discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key."""
+    discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key.  The SFC64
+    is a local of the call: run back, its state would give the key, so none outlives the call."""
     if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)):
         key = _node_key(key)
     if type(d) is not int or d < 1:
@@ -385,15 +391,15 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         return np.zeros(d)
     state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
              "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
-    with _NOISE_LOCK:
-        _NOISE_BITS.state = state
-        _NOISE_BITS.random_raw(12)
-        z = _NOISE_GEN.standard_normal(d)
+    bits = np.random.SFC64(_BlankSeed())                  # a local of this call (see the docstring)
+    bits.state = state
+    bits.random_raw(12)
+    z = np.random.Generator(bits).standard_normal(d)
     z *= sigma
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 567): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 582): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import as_array, as_generator, check_bool, check_instance, check_int
-from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, n_nodes
+from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, _BlankSeed, n_nodes
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, _paper_bonus
 from bandit_unlearning.rl.users import (
@@ -34,7 +34,7 @@ from bandit_unlearning.rl.users import (
 )
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 4 (line 81): "1. What a step of one run does, and what can be shared" ---
+# --- from notebooks/rl/13_many_runs.py, cell 4 (line 82): "1. What a step of one run does, and what can be shared" ---
 MAX_BATCH_FLOATS = 2 * 10**8      # floats the level accumulators and partial sums may hold (1.6 GB each)
 
 
@@ -51,9 +51,13 @@ def _top_node_keys(rng: np.random.Generator, T: int) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64).reshape(T, KEY_WORDS)
 
 
-_SFC64 = np.random.SFC64(0)
-_NORMALS = np.random.Generator(_SFC64)
-_STATE = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0, "state": {"state": None}}
+def _normal_source() -> tuple:
+    """``(SFC64, its Generator, a state dict)`` for one ``run_batch`` call, re-seeded from each key in
+    turn.  A local of the call, never a module global: SFC64 runs backwards, so a generator kept after
+    the call would give the last node key away (chapter B2a, *no secret outlives the call*)."""
+    bits = np.random.SFC64(_BlankSeed())
+    return bits, np.random.Generator(bits), {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+                                             "state": {"state": None}}
 
 
 def _sfc64_states(keys: np.ndarray) -> np.ndarray:
@@ -61,13 +65,15 @@ def _sfc64_states(keys: np.ndarray) -> np.ndarray:
     return np.column_stack([keys, np.ones(len(keys), dtype=np.uint64)])
 
 
-def _standard_normal(state: np.ndarray, out: np.ndarray) -> None:
+def _standard_normal(source: tuple, state: np.ndarray, out: np.ndarray) -> None:
     """``node_noise(key, d, 1)`` into ``out [d]`` from the key's SFC64 ``state`` (12 outputs discarded,
-    then ``d`` standard normals); ``node_noise`` multiplies them by sigma."""
-    _STATE["state"]["state"] = state
-    _SFC64.state = _STATE
-    _SFC64.random_raw(12)
-    _NORMALS.standard_normal(out=out)
+    then ``d`` standard normals), with the call's ``source`` (``_normal_source``); ``node_noise``
+    multiplies them by sigma."""
+    bits, normals, template = source
+    template["state"]["state"] = state
+    bits.state = template
+    bits.random_raw(12)
+    normals.standard_normal(out=out)
 
 
 def _uniforms(keys: np.ndarray, cell) -> np.ndarray:
@@ -79,7 +85,7 @@ def _uniforms(keys: np.ndarray, cell) -> np.ndarray:
     return ((z ^ (z >> np.uint64(31))) >> np.uint64(11)).astype(float) * _UNIT
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 6 (line 158): "1. What a step of one run does, and what can be shared" ---
+# --- from notebooks/rl/13_many_runs.py, cell 6 (line 165): "1. What a step of one run does, and what can be shared" ---
 class _Tables:
     """Per-MDP arrays of the batched rollout: CDFs ``[H, S*A, S]``, mean rewards ``[H, S*A]``, initial CDF."""
 
@@ -117,7 +123,7 @@ def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.nd
     return states, actions, rewards
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 8 (line 207): "2. The batched planner" ---
+# --- from notebooks/rl/13_many_runs.py, cell 8 (line 214): "2. The batched planner" ---
 class _BatchPlanner:
     """Optimistic value iteration of ``plan_from_statistics`` for ``B`` runs of one ``(S, A, H)``."""
 
@@ -200,7 +206,7 @@ class _BatchPlanner:
         return policy
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 10 (line 299): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 10 (line 306): "3. The engine" ---
 @dataclass(frozen=True, eq=False)
 class BatchRun:
     """What ``run_batch`` returns: ``policies [B, T, H, S]`` (episode ``t``'s policy, planned from
@@ -265,6 +271,7 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
     order = [b for b in range(B) if configs[b].sigma > 0] + [b for b in range(B) if configs[b].sigma == 0]
     m = sum(c.sigma > 0 for c in configs)                   # runs 0..m-1 (in this order) have a tree
     node_states = [_sfc64_states(_top_node_keys(gens[b], T)) for b in order[:m]]
+    source = _normal_source()                                # this call's generator (none outlives it)
     sigmas = np.array([configs[b].sigma for b in order[:m]]).reshape(-1, 1)
     tables, planner = _Tables(mdp), _BatchPlanner(tuple(configs[b] for b in order))
     user_keys = np.array([seeds[b] for b in order], dtype=np.uint64)
@@ -293,7 +300,7 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
             flat_acc[level_offsets + idx[:m]] += val[:m]          # every level's running sum
             top, depth = (t & -t).bit_length() - 1, t.bit_count() - 1
             for i, states in enumerate(node_states):         # the top node's noise: normals run by run,
-                _standard_normal(states[t - 1], out=z[i])
+                _standard_normal(source, states[t - 1], out=z[i])
             z *= sigmas                                      # scaled for all runs at once,
             np.add(acc[top], z, out=z)                       # added to its clean value (running sum),
             if depth:

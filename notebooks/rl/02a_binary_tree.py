@@ -95,11 +95,11 @@ vectors of shape ``(d,)`` or ``SparseStatistic(indices, values)``.
 
 import hashlib
 import math
-import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 from scipy.special import erf, erfinv
 from scipy.stats import norm
 
@@ -356,9 +356,8 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 # usual idealisation of a pseudo-random generator as random).  A node completed again after a
 # rejection (Algorithm 3's "fresh noise") gets a *new* key from `rng`, so fresh noise is fresh by
 # construction.  The dense tree uses a key once and forgets it; a tree that keeps the 24-byte key
-# instead of the $8d$-byte vector can regenerate the noise whenever it needs it.  (For speed,
-# `node_noise` re-uses one private SFC64 object whose whole state it resets from the key under a
-# lock: the output depends on the key alone.)
+# instead of the $8d$-byte vector can regenerate the noise whenever it needs it.  `node_noise`
+# builds its SFC64 afresh on every call and lets it go when it returns (next rule but one).
 #
 # **Keys are secrets.** Whoever holds a node's key holds its noise, and noisy value minus noise is
 # the clean value: the privacy of the tree *is* the secrecy of its keys (and of whatever generates
@@ -375,6 +374,16 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 #   then run backwards — so raw outputs kept in a tree would let the keys that are still stored
 #   reveal the ones that were erased.  Behind a one-way hash they do not.  The number of words
 #   drawn is unchanged, so the generator's other draws are unaffected.
+# - **No secret outlives the call that used it.** SFC64 is invertible, and its fourth word counts
+#   the outputs it has given: an SFC64 left behind after `node_noise(key)` can be run back, step by
+#   step, to $(a, b, c, 1)$ — to the key.  During an unlearning request the last key used is that of
+#   a node on the deleted leaf's path, and that node's kept noisy value minus the regenerated noise
+#   minus its new clean value is the deleted statistic $x_t$.  So the package keeps no generator, key,
+#   cache or intermediate derived from a key or from the data at module level: `node_noise`'s
+#   generator is a local of the call (built from blank seed words, a new one costs about a microsecond), and
+#   `tests/test_secrets_state.py` walks every module of the package after every deletion path and
+#   runs this attack (it recovers deleted statistics against the old module-level generator, and
+#   none now).
 # - **What an unlearning call returns carries nothing computed from the deleted data.**
 #   `unlearn_leaf`'s record (`PathCoupling`) holds the coupling's outcomes only — which path nodes
 #   were kept, which one was reflected, from where the learner must re-run — and not, say, the shift
@@ -500,9 +509,14 @@ def statistic_sparse(x, d: int, name: str = "x"):
 # %% tags=["export"]
 KEY_WORDS = 3
 _KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
-_NOISE_BITS = np.random.SFC64(0)                 # re-used for speed; fully reset from the key per call
-_NOISE_GEN = np.random.Generator(_NOISE_BITS)
-_NOISE_LOCK = threading.Lock()
+
+
+class _BlankSeed(ISeedSequence):
+    """Zero words for a bit generator whose state is set from a key right after (``node_noise``):
+    building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
+
+    def generate_state(self, n_words, dtype=np.uint32):
+        return np.zeros(n_words, dtype=dtype)
 
 
 def resolve_rng(rng) -> np.random.Generator:
@@ -540,7 +554,8 @@ def _node_key(key) -> np.ndarray:
 def node_noise(key, d: int, sigma: float) -> np.ndarray:
     """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
     normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
-    discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key."""
+    discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key.  The SFC64
+    is a local of the call: run back, its state would give the key, so none outlives the call."""
     if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)):
         key = _node_key(key)
     if type(d) is not int or d < 1:
@@ -551,10 +566,10 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         return np.zeros(d)
     state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
              "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
-    with _NOISE_LOCK:
-        _NOISE_BITS.state = state
-        _NOISE_BITS.random_raw(12)
-        z = _NOISE_GEN.standard_normal(d)
+    bits = np.random.SFC64(_BlankSeed())                  # a local of this call (see the docstring)
+    bits.state = state
+    bits.random_raw(12)
+    z = np.random.Generator(bits).standard_normal(d)
     z *= sigma
     return z
 
