@@ -1,0 +1,260 @@
+"""No secret outlives the call that used it: after every public deletion path, nothing the process keeps
+(every module of the package: globals, class attributes, closures, ``functools`` caches, generator
+states) nor anything returned gives the deleted statistic back.
+
+The attack is the one a module-level generator allowed: SFC64 is invertible and its fourth word counts
+its outputs, so a bit generator left behind by ``node_noise(key)`` runs back to ``(a, b, c, 1)`` -- the
+last node key.  During ``unlearn`` that is a node on the deleted leaf's path; its kept noisy value minus
+the regenerated noise minus its new clean value is the deleted statistic ``x_t``.  The same attack also
+tries every 192-bit word triple the process or the returned objects hold.
+
+Each deletion path is run twice: against the package as it is (nothing recovered), and against a
+deliberately broken variant kept here -- ``node_noise`` (or the batched engine's normal draws) with one
+module-level SFC64 re-used across calls, as the package once had -- where the attack recovers deleted
+statistics.  Library defaults throughout (``rng=None``: OS entropy), as an attacker meets them.
+
+Sizing: the broken variant leaks a deletion whenever no node of the deleted leaf's path is rejected
+(the last key used is then a path node's).  With the noise scales here a path node is rejected with
+probability at most erf(B / (2 sqrt 2 sigma)) <= 0.06 (B = sqrt 2 for the bandits, sqrt(3H) for
+UCB-VI), so a path of at most 5 nodes is kept with probability >= 0.74, and ``N_DELETIONS = 12``
+deletions all escape with probability <= 0.26^12 < 1e-7.  The fixed code recovers nothing at all (the
+count is 0 whatever the draws), so its assertion cannot fail by chance.
+"""
+
+import numpy as np
+import pytest
+
+import forensics as F
+from bandit_unlearning.exact import light_tree as light_tree_module
+from bandit_unlearning.exact import tree as tree_module
+from bandit_unlearning.exact.bandit import BanditUser, ucb_bandit_learner
+from bandit_unlearning.exact.learner import train, unlearn
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.linucb import LinUCBConfig, linear_users, linucb_learner
+from bandit_unlearning.exact.registry import unlearn_user
+from bandit_unlearning.exact.tree import BinaryTree, leaf_path
+from bandit_unlearning.experiments import exactness as exactness_module
+from bandit_unlearning.rl import batch as batch_module
+from bandit_unlearning.rl.envs import riverswim
+from bandit_unlearning.rl.stable import episode_users, stable_ucbvi
+from bandit_unlearning.rl.ucbvi import UCBVIConfig
+
+N_DELETIONS = 12
+T = 16
+
+
+# --- the broken variants (what the package must not do) -------------------------------------------
+def _sfc64_state(key) -> dict:
+    return {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+            "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+
+
+def install_module_level_generator(monkeypatch):
+    """``node_noise`` as it once was: one SFC64 at module level, re-seeded from each key (the same
+    noise stream), left in the state of the last key it served."""
+    bits = np.random.SFC64(0)
+    normals = np.random.Generator(bits)
+
+    def node_noise(key, d, sigma):
+        key = np.asarray(key, dtype=np.uint64)
+        if sigma == 0:
+            return np.zeros(d)
+        bits.state = _sfc64_state(key)
+        bits.random_raw(12)
+        z = normals.standard_normal(d)
+        z *= sigma
+        return z
+
+    monkeypatch.setattr(tree_module, "_NOISE_BITS", bits, raising=False)
+    for module in (tree_module, light_tree_module, exactness_module):
+        monkeypatch.setattr(module, "node_noise", node_noise)
+
+
+def install_module_level_batch_generator(monkeypatch):
+    """The batched engine's normals as they once were: a module-level SFC64 and state dict."""
+    bits = np.random.SFC64(0)
+    normals = np.random.Generator(bits)
+    template = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0, "state": {"state": None}}
+
+    def standard_normal(source, state, out):
+        template["state"]["state"] = state
+        bits.state = template
+        bits.random_raw(12)
+        normals.standard_normal(out=out)
+
+    monkeypatch.setattr(batch_module, "_SFC64", bits, raising=False)
+    monkeypatch.setattr(batch_module, "_STATE", template, raising=False)
+    monkeypatch.setattr(batch_module, "_standard_normal", standard_normal)
+
+
+# --- the deletion paths ------------------------------------------------------------------------------
+def continuous_bandit_users(n, rng):
+    return tuple(BanditUser(rng.uniform(0.05, 0.95, size=3)) for _ in range(n))
+
+
+def _bandit(tree_factory, sigma):
+    learner = ucb_bandit_learner(3, sigma, tree_factory=tree_factory)
+    data = np.random.default_rng()
+
+    def deletions(n):
+        for _ in range(n):
+            run = train(learner, continuous_bandit_users(T, data))
+            t = int(data.integers(1, T + 1))
+            x_t = run.tree.leaf(t)
+            new, record = unlearn(run, t)
+            yield new.tree, [(t, x_t)], (new, record)
+    return deletions
+
+
+def _bandit_registry(sigma):
+    """``unlearn_user`` of a user at two steps (both deleted, one after the other)."""
+    learner = ucb_bandit_learner(3, sigma)
+    data = np.random.default_rng()
+
+    def deletions(n):
+        for _ in range(n):
+            users = list(continuous_bandit_users(T, data))
+            t1, t2 = sorted(int(v) for v in data.choice(np.arange(1, T + 1), size=2, replace=False))
+            users[t2 - 1] = users[t1 - 1]
+            run = train(learner, users)
+            xs = [(t, run.tree.leaf(t)) for t in (t1, t2)]
+            new, records = unlearn_user(run, users[t1 - 1])
+            yield new.tree, xs, (new, records)
+    return deletions
+
+
+def _linucb(sigma):
+    config = LinUCBConfig(3, 3)
+    learner = linucb_learner(config, sigma)
+    data = np.random.default_rng()
+
+    def deletions(n):
+        for _ in range(n):
+            theta = data.uniform(-0.5, 0.5, size=(3, 3))
+            run = train(learner, linear_users(theta, T))
+            t = int(data.integers(1, T + 1))
+            x_t = run.tree.leaf(t)
+            new, record = unlearn(run, t)
+            yield new.tree, [(t, x_t)], (new, record)
+    return deletions
+
+
+def _ucbvi_user(sigma):
+    """TV-stable UCB-VI, a user deleted by ``unlearn_user`` (the registry path)."""
+    mdp = riverswim(horizon=3)
+    learner = stable_ucbvi(mdp, T, sigma=sigma, bonus_scale=0.05)
+    data = np.random.default_rng()
+
+    def deletions(n):
+        for _ in range(n):
+            users = episode_users(T)
+            run = train(learner, users)
+            t = int(data.integers(1, T + 1))
+            x_t = run.tree.leaf(t)
+            new, records = unlearn_user(run, users[t - 1])
+            yield new.tree, [(t, x_t)], (new, records)
+    return deletions
+
+
+PATHS = {
+    "UCB bandit, LightTree: unlearn": lambda: _bandit(LightTree, 10.0),
+    "UCB bandit, BinaryTree: unlearn": lambda: _bandit(BinaryTree, 10.0),
+    "UCB bandit: registry unlearn_user": lambda: _bandit_registry(10.0),
+    "TV-stable LinUCB: unlearn": lambda: _linucb(10.0),
+    "TV-stable UCB-VI: registry unlearn_user": lambda: _ucbvi_user(30.0),
+}
+
+
+def attack(deletions, n: int = N_DELETIONS) -> dict:
+    """Counts over ``n`` deletions: recovered from the package's state (``process``), recovered from
+    the returned objects (``returned``), deletions after which the package's state held a bit generator
+    (``generators``) or the deleted statistic or an old path node's clean value as an array
+    (``vectors``)."""
+    counts = dict.fromkeys(("process", "returned", "generators", "vectors"), 0)
+    for tree, deleted, returned in deletions(n):
+        state = F.package_state()
+        process_keys = F.key_candidates(state)
+        returned_keys = F.key_candidates(F.reachable(*returned))
+        counts["process"] += any(F.recover_deleted_statistic(tree, t, x, process_keys) for t, x in deleted)
+        counts["returned"] += any(F.recover_deleted_statistic(tree, t, x, returned_keys) for t, x in deleted)
+        counts["generators"] += bool(F.generators_in(state))
+        counts["vectors"] += any(F.holds_vector(state, x) for _, x in deleted)
+    return counts
+
+
+# --- the fixed package ------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", list(PATHS))
+def test_nothing_left_behind_gives_the_deleted_statistic(path):
+    counts = attack(PATHS[path]())
+    assert counts == {"process": 0, "returned": 0, "generators": 0, "vectors": 0}, (path, counts)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_module_level_generator_gives_deleted_statistics_back(path, monkeypatch):
+    """The broken variant: the same attack recovers deleted statistics from the imported modules."""
+    install_module_level_generator(monkeypatch)
+    counts = attack(PATHS[path]())
+    assert counts["process"] >= 1, (path, counts)
+    assert counts["generators"] == N_DELETIONS
+    assert counts["returned"] == 0                       # the leak is the process, not the returned run
+
+
+def test_the_package_keeps_no_generator_and_only_documented_caches():
+    """Only caches of public parameters: a block layout by dimension, a calibration's sigma per unit
+    sensitivity by (calibration, epsilon, delta), Gymnasium's environment class (imported lazily)."""
+    for _ in _bandit(LightTree, 1.0)(2):
+        pass
+    state = F.package_state()
+    assert F.generators_in(state) == []
+    assert not [o for o in state if isinstance(o, (np.random.Generator, np.random.SeedSequence))]
+    names = {f"{m}.{n}" for m, n, _ in F.cached_functions()}
+    assert names == {"bandit_unlearning.exact.linucb._layout", "bandit_unlearning.mab.unlearn._unit_sigma",
+                     "bandit_unlearning.rl.gym._env_class"}
+
+
+def test_the_walk_reads_functools_caches():
+    """The walk sees a cache's contents (so a cache keyed by data would be found)."""
+    from bandit_unlearning.exact import linucb
+
+    linucb._layout(7)
+    state = F.package_state()
+    assert any(isinstance(o, np.ndarray) and o.shape == (28,) and o.dtype == np.int64 for o in state)
+
+
+def test_sfc64_rewind_recovers_the_seed_words():
+    key = np.array([2**63 + 5, 17, 2**64 - 1], dtype=np.uint64)
+    bits = np.random.SFC64(0)
+    bits.state = _sfc64_state(key)
+    bits.random_raw(12)
+    np.random.Generator(bits).standard_normal(301)
+    assert np.array_equal(F.sfc64_rewind(bits), key)
+
+
+# --- the batched engine (it trains many runs; it has no deletion path) ------------------------------
+def batch_key_recovered() -> tuple:
+    """After ``run_batch`` over ``T = 16`` episodes (``D(16)`` is the root alone, so the noisy sum minus
+    the clean sum is the root's noise): does a key the package keeps reproduce that noise?"""
+    mdp = riverswim(horizon=3)
+    config = UCBVIConfig.of(mdp, T, sigma=2.0)
+    out = batch_module.run_batch(mdp, [config], [3], [None])
+    noise = out.noisy_sum[0] - out.clean_sum[0]
+    state = F.package_state()
+    d = out.noisy_sum.shape[1]
+    found = any(np.allclose(F.node_noise(k, d, 2.0), noise, rtol=0, atol=1e-9) for k in F.key_candidates(state))
+    return found, len(F.generators_in(state))
+
+
+def test_batched_engine_keeps_no_key():
+    assert batch_key_recovered() == (False, 0)
+
+
+def test_module_level_batch_generator_keeps_the_last_key(monkeypatch):
+    install_module_level_batch_generator(monkeypatch)
+    assert batch_key_recovered() == (True, 1)
+
+
+def test_paths_reach_the_deleted_leaf():
+    """The attack's premise: a path node over the deleted leaf exists in the unlearned tree."""
+    tree, deleted, _ = next(_bandit(LightTree, 10.0)(1))
+    (t, _), = deleted
+    assert leaf_path(t, tree.n_leaves)
