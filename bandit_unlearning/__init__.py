@@ -12,7 +12,9 @@ Subpackages (most modules are generated from the chapters under ``notebooks/``):
 * ``bandit_unlearning.montecarlo`` -- sizing helpers for Monte Carlo checks;
 * ``bandit_unlearning.checks`` -- the argument checks every public function uses (TypeError for a wrong
   type, ValueError for a bad value, nothing drawn or changed before they pass) and the one rule for
-  ``rng`` arguments (a Generator as is, None for fresh OS entropy, an int seed as an explicit opt-in).
+  ``rng`` arguments (a Generator as is, None for fresh OS entropy, an int seed as an explicit opt-in);
+* ``bandit_unlearning.secrecy`` -- pickling follows the contract of saving: objects holding node keys or
+  noise (trees, runs) pickle only inside ``allow_secrets()``.
 
 See ``notebooks/index.ipynb`` for the reading order and the map of chapters to modules.
 """

@@ -182,6 +182,8 @@ def case_target(func):
 # and commented: every public callable that takes arguments has at least one case.
 EXEMPT: set = {
     "bandit_unlearning.experiments.guarantees.matrix_settings",   # takes no argument: the fixed grid of settings
+    "bandit_unlearning.secrecy.allow_secrets",     # takes no argument: the opt-in context for pickling key material
+    "bandit_unlearning.secrecy.secrets_allowed",   # takes no argument: whether that context is active
 }
 
 

@@ -43,6 +43,16 @@ from bandit_unlearning.rl.stable import episode_users, stable_ucbvi
 SEED_GUESSES = range(1001)
 
 
+@pytest.fixture(autouse=True)
+def _runs_may_be_pickled():
+    """The attacker here holds pickles the owner made on purpose: runs and trees pickle only inside
+    ``allow_secrets()`` (tests/test_secrets_state.py checks the refusal itself)."""
+    from bandit_unlearning.secrecy import allow_secrets
+
+    with allow_secrets():
+        yield
+
+
 # --- the walk ----------------------------------------------------------------------------------------
 def reachable(*roots):
     """Every object reachable from ``roots`` (iterative, no gc): containers, instance ``__dict__`` and

@@ -258,3 +258,170 @@ def test_paths_reach_the_deleted_leaf():
     tree, deleted, _ = next(_bandit(LightTree, 10.0)(1))
     (t, _), = deleted
     assert leaf_path(t, tree.n_leaves)
+
+
+# --- pickles: the same contract as saving ------------------------------------------------------------
+KEY_HOLDERS = {"Run", "LightTree", "BinaryTree"}      # refuse to pickle without allow_secrets()
+
+
+def _deletion_secrets(run, t: int, x_t) -> list:
+    """Byte strings a pickle made after deleting step ``t`` of ``run`` must not hold: the deleted
+    statistic's non-trivial entries and its norm, the old noise of every node over leaf ``t`` on the
+    support of ``x_t`` (elsewhere the noise is that of the kept data: where a node's clean value is 0
+    its noisy value *is* its noise), and (light tree) the keys of those nodes, which the deletion
+    erased."""
+    tree = run.tree
+    path = leaf_path(t, tree.n_leaves)
+    x_t = np.asarray(x_t, dtype=float)
+    support = np.flatnonzero(x_t)
+    floats = [v for v in x_t.tolist() if v not in (0.0, 1.0, -1.0)] + [float(np.linalg.norm(x_t))]
+    for b in path:
+        floats += (tree.noisy(b) - tree.clean(b))[support].tolist()
+    out = F.float_bytes(floats)
+    if isinstance(tree, LightTree):
+        from bandit_unlearning.exact.tree import postorder_position
+        out += F.key_bytes([tree._keys[postorder_position(b)] for b in path])
+    return out
+
+
+def _key_material(tree) -> list:
+    """The node keys an unlearned light tree still holds (key material, though not the deleted user's)."""
+    if not isinstance(tree, LightTree):
+        return []
+    return F.key_bytes(k for k in np.asarray(tree._keys[: tree.n_nodes]) if np.any(k))
+
+
+def _public_objects(returned) -> list:
+    """The returned objects and every object of the package's classes reachable from them."""
+    return [returned] + [o for o in F.reachable(*returned) if F._ours(o) and not isinstance(o, type)
+                         and not callable(o) or type(o).__name__ in KEY_HOLDERS]
+
+
+def pickle_attack(deletions, n: int) -> dict:
+    """Counts over ``n`` deletions: objects pickled without opt-in whose bytes hold a deleted secret or key
+    material (``leaked``), whose unpickled copy gives the deleted statistic back (``recovered``),
+    objects refused (``refused``, with the opt-in named) and, of an opt-in pickle of the unlearned run,
+    deletions whose bytes hold a deleted secret (``opt_in_leaked``) or whose copy gives it back
+    (``opt_in_recovered``)."""
+    from bandit_unlearning.secrecy import allow_secrets
+
+    counts = dict.fromkeys(("objects", "refused", "bad_refusal", "leaked", "recovered", "opt_in_leaked",
+                            "opt_in_recovered"), 0)
+    for before, tree, deleted, returned in deletions(n):
+        secrets = [s for t, x in deleted for s in _deletion_secrets(before, t, x)]
+        material = _key_material(tree)
+        for obj in _public_objects(returned):
+            found = F.pickle_walk(obj, secrets + material)
+            counts["objects"] += 1
+            if found.refused:
+                counts["refused"] += 1
+                holder = found.message.split(" holds ")[0].removeprefix("a ")
+                counts["bad_refusal"] += holder not in KEY_HOLDERS or "allow_secrets()" not in found.message
+                continue
+            counts["leaked"] += found.hits > 0
+            keys = F.key_candidates(found.objects)
+            counts["recovered"] += any(F.recover_deleted_statistic(tree, t, x, keys) for t, x in deleted)
+        with allow_secrets():
+            found = F.pickle_walk(returned[0], secrets)
+        counts["opt_in_leaked"] += found.hits > 0
+        keys = F.key_candidates(found.objects)
+        counts["opt_in_recovered"] += any(F.recover_deleted_statistic(tree, t, x, keys) for t, x in deleted)
+    return counts
+
+
+def _pickle_paths():
+    """The deletion paths, each also yielding the run before its deletion."""
+    def bandit(tree_factory, sigma, diagnostics=False):
+        learner = ucb_bandit_learner(3, sigma, tree_factory=tree_factory)
+        data = np.random.default_rng()
+
+        def deletions(n):
+            for _ in range(n):
+                run = train(learner, continuous_bandit_users(T, data))
+                t = int(data.integers(1, T + 1))
+                x_t = run.tree.leaf(t)
+                new, record = unlearn(run, t, diagnostics=diagnostics)
+                yield run, new.tree, [(t, x_t)], (new, record)
+        return deletions
+
+    def registry(sigma):
+        learner = ucb_bandit_learner(3, sigma)
+        data = np.random.default_rng()
+
+        def deletions(n):
+            for _ in range(n):
+                users = list(continuous_bandit_users(T, data))
+                t1, t2 = sorted(int(v) for v in data.choice(np.arange(1, T + 1), size=2, replace=False))
+                users[t2 - 1] = users[t1 - 1]
+                run = train(learner, users)
+                xs = [(t, run.tree.leaf(t)) for t in (t1, t2)]
+                new, records = unlearn_user(run, users[t1 - 1])
+                yield run, new.tree, xs[1:], (new, records)     # the first step's path may be re-run by the second
+        return deletions
+
+    def linucb(sigma):
+        learner = linucb_learner(LinUCBConfig(3, 3), sigma)
+        data = np.random.default_rng()
+
+        def deletions(n):
+            for _ in range(n):
+                run = train(learner, linear_users(data.uniform(-0.5, 0.5, size=(3, 3)), T))
+                t = int(data.integers(1, T + 1))
+                x_t = run.tree.leaf(t)
+                new, record = unlearn(run, t)
+                yield run, new.tree, [(t, x_t)], (new, record)
+        return deletions
+
+    def ucbvi(sigma):
+        learner = stable_ucbvi(riverswim(horizon=3), T, sigma=sigma, bonus_scale=0.05)
+        data = np.random.default_rng()
+
+        def deletions(n):
+            for _ in range(n):
+                users = episode_users(T)
+                run = train(learner, users)
+                t = int(data.integers(1, T + 1))
+                x_t = run.tree.leaf(t)
+                new, records = unlearn_user(run, users[t - 1])
+                yield run, new.tree, [(t, x_t)], (new, records)
+        return deletions
+
+    return {
+        "UCB bandit, LightTree: unlearn": lambda: bandit(LightTree, 3.0),
+        "UCB bandit, BinaryTree: unlearn": lambda: bandit(BinaryTree, 3.0),
+        "UCB bandit: registry unlearn_user": lambda: registry(3.0),
+        "TV-stable LinUCB: unlearn": lambda: linucb(3.0),
+        "TV-stable UCB-VI: registry unlearn_user": lambda: ucbvi(10.0),
+        "diagnostics (opt-in): unlearn": lambda: bandit(LightTree, 3.0, diagnostics=True),
+    }
+
+
+PICKLE_PATHS = _pickle_paths()
+
+
+@pytest.mark.parametrize("path", [p for p in PICKLE_PATHS if not p.startswith("diagnostics")])
+def test_pickles_hold_no_key_material_and_nothing_deleted(path):
+    n = 4
+    counts = pickle_attack(PICKLE_PATHS[path](), n)
+    assert counts["refused"] >= 2 * n                    # at least the run and its tree, every time
+    assert {k: counts[k] for k in ("bad_refusal", "leaked", "recovered", "opt_in_leaked", "opt_in_recovered")} \
+        == dict.fromkeys(("bad_refusal", "leaked", "recovered", "opt_in_leaked", "opt_in_recovered"), 0), (path, counts)
+
+
+def test_the_pickle_walk_finds_a_deleted_statistic_in_a_record():
+    """Teeth: ``diagnostics=True`` (an opt-in) puts the deleted statistic's norm in the record, and
+    the byte search finds it in the record's pickle every time."""
+    counts = pickle_attack(PICKLE_PATHS["diagnostics (opt-in): unlearn"](), 4)
+    assert counts["leaked"] >= 4, counts
+
+
+@pytest.mark.parametrize("path", ["UCB bandit, LightTree: unlearn", "TV-stable UCB-VI: registry unlearn_user"])
+def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
+    """Teeth: with the refusal removed (trees and runs pickled like any object, as before) the pickle of
+    every unlearned run holds node keys -- key material, without anyone having opted in."""
+    from bandit_unlearning.exact.learner import Run
+
+    for cls in (LightTree, BinaryTree, Run):
+        monkeypatch.setattr(cls, "__getstate__", lambda self: self.__dict__.copy())
+    counts = pickle_attack(PICKLE_PATHS[path](), 3)
+    assert counts["refused"] == 0 and counts["leaked"] >= 3, counts

@@ -20,7 +20,9 @@ after a pickle round trip).
 Secrets: every ``rng`` defaults to ``None``, a generator seeded from the operating system's entropy;
 passing a seeded generator is an opt-in for reproducibility, and its seed is then key material (it
 regenerates the tree's noise).  What ``unlearn`` returns carries nothing computed from the deleted
-user's statistic unless ``diagnostics=True`` is asked for.
+user's statistic unless ``diagnostics=True`` is asked for.  A ``Run`` holds its tree's key material, so
+pickling one is refused unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a);
+records, learners and users pickle freely.
 """
 
 __all__ = [
@@ -51,6 +53,7 @@ from bandit_unlearning.checks import as_array, as_generator, check_callable, che
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.secrecy import check_pickle_allowed
 
 
 # --- from notebooks/rl/03a_exact_unlearning.py, cell 4 (line 155): "3. Implementation: the framework" ---
@@ -138,7 +141,7 @@ def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
     return tuple(users)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 284): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 287): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
@@ -194,7 +197,8 @@ class PrefixSumLearner:
 @dataclass(frozen=True, eq=False)
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
-    models ``w_1 .. w_{T+1}``, the frozen tree holding ``x_1 .. x_T``, and the deleted positions."""
+    models ``w_1 .. w_{T+1}``, the frozen tree holding ``x_1 .. x_T``, and the deleted positions.
+    Pickling refuses (``TypeError``) unless inside ``allow_secrets()``: the tree's keys are secrets."""
 
     learner: PrefixSumLearner
     users: tuple
@@ -232,6 +236,17 @@ class Run:
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         return self.tree.noisy_prefix_sum(t)
 
+    def __getstate__(self):
+        """Pickling is saving: refused without ``allow_secrets()`` (the tree's key material)."""
+        check_pickle_allowed(self, "its tree's key material (node keys, or noise)")
+        return self.__dict__.copy()
+
+    def __copy__(self):
+        return self                                      # immutable: the record itself
+
+    def __deepcopy__(self, memo):
+        return self
+
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: the recorded models are made read-only again
         (the tree re-freezes itself)."""
@@ -239,7 +254,7 @@ class Run:
         _freeze_arrays(self.models)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 391): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 406): "3. Implementation: the framework" ---
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
@@ -329,7 +344,7 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 486): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 501): "3. Implementation: the framework" ---
 def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Steps ``tree.n_leaves + 1 .. len(users)``; ``models`` holds ``w_1 .. w_{n+1}`` on entry."""
     for t in range(tree.n_leaves + 1, len(users) + 1):
@@ -434,7 +449,7 @@ def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 595): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 610): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

@@ -32,6 +32,7 @@ from bandit_unlearning.exact.tree import (
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import check_sigma
+from bandit_unlearning.secrecy import check_pickle_allowed
 
 
 # --- from notebooks/rl/10_light_tree.py, cell 6 (line 185): "3. Implementation" ---
@@ -49,7 +50,9 @@ class LightTree:
     unlearning request.  ``rng`` is used exactly as by ``BinaryTree`` (default: fresh OS entropy):
     ``append`` draws the keys of the completed nodes; ``unlearn_leaf`` one uniform per visited node,
     then the keys of the regenerated nodes.  The stored keys are secrets (chapter B2): whoever holds
-    them holds the noise.  A frozen tree stays frozen through a pickle round trip.
+    them holds the noise.  A frozen tree stays frozen through a pickle round trip; pickling refuses
+    (``TypeError``) unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a: a pickle of
+    the keys is the keys); ``copy.deepcopy`` needs no opt-in.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -281,6 +284,19 @@ class LightTree:
         for a in (self._ptr, self._idx, self._val, self._keys):
             a.setflags(write=False)
         return self
+
+    def __getstate__(self):
+        """Pickling is saving: refused without ``allow_secrets()`` (the node keys give the noise)."""
+        check_pickle_allowed(self, "the node keys (each regenerates its node's noise)")
+        return self.__dict__.copy()
+
+    def __deepcopy__(self, memo):
+        """An in-memory copy (no opt-in needed): ``copy()``, frozen again if this tree is."""
+        new = self.copy()
+        return new.freeze() if self._frozen else new
+
+    def __copy__(self):
+        return self.__deepcopy__({})
 
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: make read-only again what was read-only."""

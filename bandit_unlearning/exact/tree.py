@@ -72,6 +72,7 @@ from scipy.stats import norm
 from bandit_unlearning import checks as _checks
 from bandit_unlearning.checks import as_array, as_generator, check_real
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.secrecy import check_pickle_allowed
 
 
 # --- from notebooks/rl/02a_binary_tree.py, cell 3 (line 70): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
@@ -254,7 +255,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 427): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 435): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -331,7 +332,7 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 509): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 517): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
 _KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
 
@@ -399,7 +400,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 582): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 590): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
@@ -482,6 +483,8 @@ class BinaryTree:
     and the noise ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the
     canonical arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation, also
     after a pickle round trip (its arrays are made read-only again); ``copy()`` is mutable.
+    Its clean and noisy values give the noise: pickling refuses (``TypeError``) unless inside
+    ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a); ``copy.deepcopy`` needs no opt-in.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -630,6 +633,19 @@ class BinaryTree:
         self._clean.setflags(write=False)
         self._noisy.setflags(write=False)
         return self
+
+    def __getstate__(self):
+        """Pickling is saving: refused without ``allow_secrets()`` (noisy minus clean is the noise)."""
+        check_pickle_allowed(self, "the noise of every node (noisy minus clean values)")
+        return self.__dict__.copy()
+
+    def __deepcopy__(self, memo):
+        """An in-memory copy (no opt-in needed): ``copy()``, frozen again if this tree is."""
+        new = self.copy()
+        return new.freeze() if self._frozen else new
+
+    def __copy__(self):
+        return self.__deepcopy__({})
 
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""

@@ -384,6 +384,14 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 #   `tests/test_secrets_state.py` walks every module of the package after every deletion path and
 #   runs this attack (it recovers deleted statistics against the old module-level generator, and
 #   none now).
+# - **Pickling is saving.** A pickle of an object that holds key material is a copy of the keys, so
+#   the one rule for the whole package (`bandit_unlearning.secrecy`) is: the trees (`BinaryTree`: its
+#   noisy minus clean values are the noise; `LightTree`: its node keys) and the runs that hold them
+#   (`Run`) **refuse to pickle** — a `TypeError` that names the opt-in — unless the caller opts in
+#   with `with allow_secrets(): pickle.dumps(run)`, and then keeps the bytes as secret as the keys
+#   (an old pickle also outlives the deletions made after it).  Everything else pickles freely and
+#   holds no key material: learners, users (the data themselves), models, records, configurations.
+#   `copy.deepcopy` needs no opt-in (an in-memory copy persists nothing).
 # - **What an unlearning call returns carries nothing computed from the deleted data.**
 #   `unlearn_leaf`'s record (`PathCoupling`) holds the coupling's outcomes only — which path nodes
 #   were kept, which one was reflected, from where the learner must re-run — and not, say, the shift

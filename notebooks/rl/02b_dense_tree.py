@@ -65,6 +65,7 @@ from bandit_unlearning.exact.tree import (Node, PathCoupling, _as_node, _decompo
                                           coupling_accepts, draw_node_keys, fold_rows, leaf_path, n_nodes,
                                           node_noise, postorder_position, statistic_dense)
 from bandit_unlearning.privacy.coupling import check_sigma
+from bandit_unlearning.secrecy import check_pickle_allowed
 
 class BinaryTree:
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
@@ -76,6 +77,8 @@ class BinaryTree:
     and the noise ``node_noise(key)``; rows hold clean and noisy values, in post-order, in the
     canonical arithmetic of chapter B2.  A frozen tree (``freeze()``) refuses every mutation, also
     after a pickle round trip (its arrays are made read-only again); ``copy()`` is mutable.
+    Its clean and noisy values give the noise: pickling refuses (``TypeError``) unless inside
+    ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a); ``copy.deepcopy`` needs no opt-in.
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -224,6 +227,19 @@ class BinaryTree:
         self._clean.setflags(write=False)
         self._noisy.setflags(write=False)
         return self
+
+    def __getstate__(self):
+        """Pickling is saving: refused without ``allow_secrets()`` (noisy minus clean is the noise)."""
+        check_pickle_allowed(self, "the noise of every node (noisy minus clean values)")
+        return self.__dict__.copy()
+
+    def __deepcopy__(self, memo):
+        """An in-memory copy (no opt-in needed): ``copy()``, frozen again if this tree is."""
+        new = self.copy()
+        return new.freeze() if self._frozen else new
+
+    def __copy__(self):
+        return self.__deepcopy__({})
 
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""

@@ -172,7 +172,9 @@ after a pickle round trip).
 Secrets: every ``rng`` defaults to ``None``, a generator seeded from the operating system's entropy;
 passing a seeded generator is an opt-in for reproducibility, and its seed is then key material (it
 regenerates the tree's noise).  What ``unlearn`` returns carries nothing computed from the deleted
-user's statistic unless ``diagnostics=True`` is asked for.
+user's statistic unless ``diagnostics=True`` is asked for.  A ``Run`` holds its tree's key material, so
+pickling one is refused unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a);
+records, learners and users pickle freely.
 """
 
 import secrets
@@ -185,6 +187,7 @@ from bandit_unlearning.checks import as_array, as_generator, check_callable, che
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.secrecy import check_pickle_allowed
 
 
 def _freeze_arrays(value) -> None:
@@ -337,7 +340,8 @@ class PrefixSumLearner:
 @dataclass(frozen=True, eq=False)
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
-    models ``w_1 .. w_{T+1}``, the frozen tree holding ``x_1 .. x_T``, and the deleted positions."""
+    models ``w_1 .. w_{T+1}``, the frozen tree holding ``x_1 .. x_T``, and the deleted positions.
+    Pickling refuses (``TypeError``) unless inside ``allow_secrets()``: the tree's keys are secrets."""
 
     learner: PrefixSumLearner
     users: tuple
@@ -374,6 +378,17 @@ class Run:
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         return self.tree.noisy_prefix_sum(t)
+
+    def __getstate__(self):
+        """Pickling is saving: refused without ``allow_secrets()`` (the tree's key material)."""
+        check_pickle_allowed(self, "its tree's key material (node keys, or noise)")
+        return self.__dict__.copy()
+
+    def __copy__(self):
+        return self                                      # immutable: the record itself
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: the recorded models are made read-only again
