@@ -660,6 +660,144 @@ def verify_run(run: Run) -> None:
 from bandit_unlearning.exact.learner import *  # noqa: F403  (the module generated from the cell above)
 
 # %% [markdown]
+# ## 4. What the computation of a deletion reveals
+#
+# Theorem 3.3 (1) is a statement about the **output**: the unlearned run has the law of a run that
+# never saw user $t$.  It says nothing about the **computation** that produced it — whether a node
+# was rejected, from which step the learner re-ran, how long the call took — nor about an observer
+# who sees the run both before and after the deletion.  Those are draws whose law depends on the
+# deleted statistic: a path node rejects with probability $\mathrm{TV}_b = 2\Phi(\lVert x_t - x'_t\rVert / 2\sigma) - 1$,
+# independently over the path (each node's test looks only at its own noise), so
+# $$
+# P[\text{retrained}] = 1 - \prod_{b \in \text{path}(t)} (1 - \mathrm{TV}_b), \qquad
+# P[\text{restart} = r_{b_k}] = \mathrm{TV}_{b_k} \prod_{j < k} (1 - \mathrm{TV}_{b_j}).
+# $$
+# Whoever sees the `retrained` flag, the `restart` step (equivalently `steps_recomputed`, or the
+# models that changed) or the time the call took holds one draw of these laws, and can guess the
+# deleted data with an advantage equal to the total variation between the laws for two candidate
+# users.  That advantage is bounded — both laws put at least $\prod_b (1 - \mathrm{TV}_B)$ on
+# "nothing rejected", so it is at most the worst-case retraining probability
+# $1 - (1 - \mathrm{TV}_B)^{|\text{path}|}$, the quantity Theorem 3.3 (3) bounds by
+# $\rho\sqrt{2\log_2 T}$ — but it is not zero.
+#
+# Below, exactly and then measured: a learner whose user $t$ contributes one pull and its reward,
+# $x_t = (1, r)$ (the bandit of chapter B3b against the zero dummy: $\lVert x_t\rVert = \sqrt{1 + r^2}$),
+# $T = 8$, $\sigma = 3$, the first user deleted (a path of 4 nodes), and two deleted rewards,
+# $r = 0.02$ and $r = 0.98$.
+
+# %%
+import math
+import time
+
+from scipy.special import erf
+
+from bandit_unlearning.exact.tree import leaf_path
+from bandit_unlearning.montecarlo import hoeffding_margin
+
+SIDE_T, SIDE_SIGMA, SIDE_STEP, SIDE_REWARDS = 8, 3.0, 1, (0.02, 0.98)
+side_path = leaf_path(SIDE_STEP, SIDE_T)
+
+
+def node_tv(shift: float) -> float:
+    return float(erf(shift / (2 * math.sqrt(2) * SIDE_SIGMA)))
+
+
+def restart_law(shift: float) -> dict:
+    """Exact law of the step the learner restarts from (``SIDE_T``: nothing rejected)."""
+    tv, law, kept = node_tv(shift), {}, 1.0
+    for b in side_path:
+        law[b.end] = law.get(b.end, 0.0) + kept * tv
+        kept *= 1 - tv
+    law[SIDE_T] = law.get(SIDE_T, 0.0) + kept
+    return law
+
+
+def total_variation(p: dict, q: dict) -> float:
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q))
+
+
+shifts = {r: math.sqrt(1 + r * r) for r in SIDE_REWARDS}
+p_retrain = {r: 1 - (1 - node_tv(shifts[r])) ** len(side_path) for r in SIDE_REWARDS}
+flag_advantage = abs(p_retrain[0.98] - p_retrain[0.02])
+# the flag, the restart step and the cost are functions of the coupling's outcome (which node rejected,
+# if any): the outcome law's TV bounds the advantage of any of them, the time of the call included
+outcome_law = {r: {**{("rejected at", b.end, b.level): (1 - node_tv(shifts[r])) ** k * node_tv(shifts[r])
+                      for k, b in enumerate(side_path)}, "kept": (1 - node_tv(shifts[r])) ** len(side_path)}
+               for r in SIDE_REWARDS}
+outcome_advantage = total_variation(outcome_law[0.02], outcome_law[0.98])
+worst_case = 1 - (1 - node_tv(math.sqrt(2))) ** len(side_path)        # B = sqrt 2: any two users
+for r in SIDE_REWARDS:
+    print(f"deleted reward {r}: shift {shifts[r]:.4f}, TV per node {node_tv(shifts[r]):.4f}, "
+          f"P[retrained] = {p_retrain[r]:.4f}")
+print(f"advantage of an observer of the flag: {flag_advantage:.4f}; of the coupling's whole outcome "
+      f"(which node, hence the cost): {outcome_advantage:.4f}; bound for any two users: {worst_case:.4f}")
+assert flag_advantage <= outcome_advantage + 1e-12 <= worst_case + 1e-12
+
+# %% [markdown]
+# Here the whole outcome tells no more than the flag: for these small TVs each
+# $P[\text{rejected at } b_k] = (1 - \mathrm{TV})^k\,\mathrm{TV}$ grows with the shift, so the two laws
+# differ in one direction everywhere except at "nothing rejected".
+#
+# The same probabilities measured on the implementation: each trial trains a fresh run (the
+# probability is over the tree's noise as well as the coupling's uniforms) and deletes user 1.  With
+# `N_SIDE = 2000` trials per reward, the frequency lies within the Hoeffding margin of its exact value
+# except with probability $10^{-6}$ (two-sided), and the broken prediction — "the cost does not depend
+# on the data: every request costs what the worst-case shift $B$ costs" — sits outside that margin
+# for $r = 0.02$ (a correct implementation lands within the margin of it with the Hoeffding
+# probability printed, below $10^{-6}$).  The wall time of each deletion is recorded too (not
+# asserted: timings vary between machines).
+
+# %%
+N_SIDE = 2000
+side_rng = np.random.default_rng(2026)
+side_learner = PrefixSumLearner(d=2, sigma=SIDE_SIGMA, oracle=lambda user, t, model: np.array([1.0, user]),
+                                update=lambda u_tilde, t, model: 0, initial_model=0, B=math.sqrt(2),
+                                name="one pull and its reward per user")
+side_trials = {}
+for r in SIDE_REWARDS:
+    users = (r,) + (0.5,) * (SIDE_T - 1)
+    flags, seconds = [], []
+    for _ in range(N_SIDE):
+        run = train(side_learner, users, side_rng)
+        start = time.perf_counter()
+        _, record = unlearn(run, SIDE_STEP, side_rng)
+        seconds.append(time.perf_counter() - start)
+        flags.append(record.retrained)
+    side_trials[r] = (np.array(flags), np.array(seconds))
+margin = hoeffding_margin(N_SIDE, 1.0, 0.5e-6)
+for r in SIDE_REWARDS:
+    freq = side_trials[r][0].mean()
+    print(f"deleted reward {r}: retrained in {freq:.3f} of {N_SIDE} deletions (exact {p_retrain[r]:.3f}, "
+          f"margin {margin:.3f})")
+    assert abs(freq - p_retrain[r]) <= margin
+gap = worst_case - p_retrain[0.02]
+chance_within = math.exp(-2 * N_SIDE * (gap - margin) ** 2)      # P[freq >= worst_case - margin] (Hoeffding)
+print(f"data-independent prediction {worst_case:.3f} for r = 0.02: gap {gap:.3f} > margin {margin:.3f} "
+      f"(a correct run lands within the margin of it with probability <= {chance_within:.0e})")
+assert gap > margin and chance_within < 1e-6
+assert abs(side_trials[0.02][0].mean() - worst_case) > margin    # the data-independent prediction is rejected
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for r in SIDE_REWARDS:
+    flags, seconds = side_trials[r]
+    print(f"deleted reward {r}: median time of a deletion {1e3 * np.median(seconds):.2f} ms "
+          f"(retrained: {1e3 * np.median(seconds[flags]):.2f} ms, not: {1e3 * np.median(seconds[~flags]):.2f} ms)")
+
+# %% [markdown]
+# **What a deployment can do.** The record's `retrained`, `restart`, `steps_recomputed`, `accepted`
+# and `rejected`, the changed models, and the time, CPU and I/O of the call all carry this advantage.
+# - Do not expose the record, or the old run next to the new one, to anyone who must not learn about
+#   the deleted user; publish only the new run.
+# - Make the cost independent of the data: pad every deletion to the worst case for its position —
+#   re-running steps $t + 1, \dots, T$ (a rejection at the leaf) — either by waiting out that time or
+#   by simply re-running from step $t$ with fresh noise for every node ending at or after $t$ (also an
+#   exact unlearning: every node after the leaf in post-order is redrawn from the dummy world's
+#   conditionals), which gives up the coupling's savings.
+# - Or batch deletions and run them on a fixed schedule with a fixed budget, so that an observer sees
+#   the batch, not the request.
+
+# %% [markdown]
 # ## Summary
 # - `bandit_unlearning.exact.learner`: `PrefixSumLearner`, `train`, `extend`, `unlearn`
 #   (Algorithm 3, returning a new immutable `Run` and an `UnlearnRecord`), `verify_run`,
@@ -668,5 +806,9 @@ from bandit_unlearning.exact.learner import *  # noqa: F403  (the module generat
 #   coupling of conditionally Gaussian node values, with everything after the first rejection
 #   redrawn from the dummy world's conditionals; this needs deterministic oracle/update and
 #   replayable users (E10), and does not depend on $\sigma$ or $B$ (E8).  Chapter B4 tests it.
+# - The guarantee is about the output, not the computation: whether a deletion retrained, from where,
+#   and how long it took depend on the deleted data (section 4: for deleted rewards 0.02 and 0.98 the
+#   retraining probability differs by the advantage printed there, at most the worst-case retraining
+#   probability); a deployment that must hide it pads every deletion to the worst case.
 # - [Chapter B3b](03b_online_bandit.ipynb): the first instance (UCB for an online bandit), and the
 #   exact checks of the mechanics on it.
