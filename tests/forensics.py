@@ -297,3 +297,32 @@ def pickle_walk(obj, secrets=()) -> PickleFinding:
         return PickleFinding(True, str(e))
     hits = sum(1 for s in secrets if s in blob)
     return PickleFinding(False, "", len(blob), hits, reachable(pickle.loads(blob)))
+
+
+# --- globals mutated at runtime ----------------------------------------------------------------------
+def _digest(obj) -> tuple:
+    """What one object holds, as comparable data (arrays by bytes, generators by state)."""
+    if isinstance(obj, np.ndarray):
+        return ("array", obj.dtype.str, obj.shape, obj.tobytes() if obj.dtype != object else len(obj))
+    if isinstance(obj, np.random.BitGenerator):
+        return ("bits", repr(obj.state))
+    if isinstance(obj, (str, bytes, int, float, complex, bool, type(None), np.generic)):
+        return ("value", repr(obj))
+    if isinstance(obj, (dict, list, tuple, set, frozenset, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)):
+        return (type(obj).__name__, len(obj))
+    return (type(obj).__name__,)
+
+
+def global_fingerprints() -> dict:
+    """``{"module.name": digest}`` of every module global of the package (and every attribute of its
+    classes), each digest covering everything reachable from it: comparing two calls shows which
+    globals a computation changed (a cache that grew, a generator that advanced, a dict written)."""
+    out = {}
+    for m in package_modules():
+        for k, v in vars(m).items():
+            if k.startswith("__") and k.endswith("__"):
+                continue
+            if isinstance(v, types.ModuleType) or (callable(v) and not _ours(v) and not hasattr(v, "cache_info")):
+                continue
+            out[f"{m.__name__}.{k}"] = tuple(_digest(o) for o in reachable(v, enter_foreign=False))
+    return out

@@ -425,3 +425,30 @@ def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
         monkeypatch.setattr(cls, "__getstate__", lambda self: self.__dict__.copy())
     counts = pickle_attack(PICKLE_PATHS[path](), 3)
     assert counts["refused"] == 0 and counts["leaked"] >= 3, counts
+
+
+# --- globals mutated at runtime ----------------------------------------------------------------------
+# What the package's modules may change while it runs: caches keyed by public parameters only (a
+# LinUCB block layout by dimension, a calibration's sigma per unit sensitivity, Gymnasium's class) and
+# the per-MDP tables of the scalar rollout (the environment's transition CDFs, by MDP, weakly).
+MAY_CHANGE = {"bandit_unlearning.exact.linucb._layout", "bandit_unlearning.mab.unlearn._unit_sigma",
+              "bandit_unlearning.rl.gym._env_class", "bandit_unlearning.rl.users._SPARSE"}
+
+
+def _changed_globals() -> set:
+    before = F.global_fingerprints()
+    for make in PATHS.values():
+        for _ in make()(1):
+            pass
+    after = F.global_fingerprints()
+    return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+
+
+def test_deletion_paths_change_no_global_but_public_caches():
+    changed = _changed_globals()
+    assert changed <= MAY_CHANGE, sorted(changed - MAY_CHANGE)
+
+
+def test_a_module_level_generator_shows_up_as_a_changed_global(monkeypatch):
+    install_module_level_generator(monkeypatch)
+    assert "bandit_unlearning.exact.tree._NOISE_BITS" in _changed_globals()
