@@ -17,7 +17,8 @@ Sizing: the broken variant leaks a deletion whenever no node of the deleted leaf
 (the last key used is then a path node's).  With the noise scales here a path node is rejected with
 probability at most erf(B / (2 sqrt 2 sigma)) <= 0.06 (B = sqrt 2 for the bandits, sqrt(3H) for
 UCB-VI), so a path of at most 5 nodes is kept with probability >= 0.74, and ``N_DELETIONS = 12``
-deletions all escape with probability <= 0.26^12 < 1e-7.  The fixed code recovers nothing at all (the
+deletions all escape with probability <= 0.26^12 < 1e-7 (for ``unlearn_user`` of a user at two steps,
+the last deletion's path is the one that matters).  The fixed code recovers nothing at all (the
 count is 0 whatever the draws), so its assertion cannot fail by chance.
 """
 
@@ -27,7 +28,7 @@ import pytest
 import forensics as F
 from bandit_unlearning.exact import light_tree as light_tree_module
 from bandit_unlearning.exact import tree as tree_module
-from bandit_unlearning.exact.bandit import BanditUser, ucb_bandit_learner
+from bandit_unlearning.exact.bandit import BanditUser, bandit_statistics, ucb_bandit_learner
 from bandit_unlearning.exact.learner import train, unlearn
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.linucb import LinUCBConfig, linear_users, linucb_learner
@@ -117,7 +118,9 @@ def _bandit_registry(sigma):
             t1, t2 = sorted(int(v) for v in data.choice(np.arange(1, T + 1), size=2, replace=False))
             users[t2 - 1] = users[t1 - 1]
             run = train(learner, users)
-            xs = [(t, run.tree.leaf(t)) for t in (t1, t2)]
+            # the user's statistic at either step, for any arm: if the first deletion retrained, the
+            # second step may have pulled another arm than in the original run
+            xs = [(t, bandit_statistics(a, users[t1 - 1].rewards[a], 3)) for t in (t1, t2) for a in range(3)]
             new, records = unlearn_user(run, users[t1 - 1])
             yield new.tree, xs, (new, records)
     return deletions
