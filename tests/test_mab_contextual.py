@@ -194,3 +194,90 @@ def test_release_exact_is_the_learner():
     st_ = fit_contextual(x, a, r, n_arms=3, context_bound=1.0)
     rel = release_exact(st_)
     np.testing.assert_array_equal(rel.actions(x), np.argmax(lcb_scores(st_, x), axis=1))
+
+
+# --- the lifecycle model (chapter A10b) -------------------------------------------------------------
+from bandit_unlearning.mab.contextual_model import (  # noqa: E402
+    ContextualModel, load_contextual_model, save_contextual_model, sequential_sensitivity,
+)
+
+
+def synthetic(seed=0, n=400):
+    rng = np.random.default_rng(seed)
+    x = np.abs(rng.standard_normal((n, 3)))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    a = np.repeat(rng.integers(0, 2, size=n // 4), 4)
+    users = [f"u{i // 4}" for i in range(n)]
+    hot = sorted({users[i] for i in np.flatnonzero(a == 0)[:16]})
+    for i, u in enumerate(users):
+        if u in hot:
+            x[i] = [1.0, 0.0, 0.0]
+    r = (rng.random(n) < x @ np.array([0.5, 0.3, 0.1])).astype(float)
+    ev = np.abs(rng.standard_normal((100, 3)))
+    return x, a, r, users, hot, ev / np.linalg.norm(ev, axis=1, keepdims=True)
+
+
+def test_model_live_statistics_equal_a_refit_after_every_request(tmp_path):
+    x, a, r, users, hot, ev = synthetic()
+    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, method="adaptive", epsilon=256.0,
+                            delta=1e-5, sigma=0.02, eval_contexts=ev, rng=3)
+    keep = np.ones(len(a), bool)
+    for u in hot:
+        rec = m.delete(user=u)
+        keep[list(rec.rows)] = False
+        refit = fit_contextual(x[keep], a[keep], r[keep], n_arms=2, context_bound=1.0, beta=m.statistics.beta)
+        np.testing.assert_allclose(m.statistics.theta, refit.theta, atol=1e-10, rtol=0)
+        assert m.mu_max <= m.mu_budget + 1e-12
+        if rec.method == "rollback":
+            assert m.pending == ()
+    assert {r.method for r in m.log} == {"gaussian", "rollback"}
+    path = tmp_path / "m.npz"
+    m.save(path)
+    back = load_contextual_model(path, rng=1)
+    assert back.log == m.log and back.pending == m.pending and len(back) == len(m)
+    np.testing.assert_array_equal(back.release.theta, m.release.theta)
+    saved = np.load(path)
+    assert not set(saved["row_ids"].tolist()) & set(np.flatnonzero(~keep).tolist())
+
+
+def test_rollback_model_is_bit_exact_on_integer_data():
+    rng = np.random.default_rng(2)
+    x = np.zeros((300, 6))
+    x[np.arange(300), rng.integers(0, 6, 300)] = 1.0
+    a, r = rng.integers(0, 4, 300), rng.integers(0, 2, 300).astype(float)
+    m = ContextualModel.fit(x, a, r, n_arms=4, context_bound=1.0, rng=0)
+    gone = rng.permutation(300)[:90]
+    for chunk in gone.reshape(9, 10):
+        rec = m.delete(rows=chunk)
+        assert rec.method == "rollback" and rec.reason == "rollback-only model"
+    keep = np.setdiff1d(np.arange(300), gone)
+    refit = fit_contextual(x[keep], a[keep], r[keep], n_arms=4, context_bound=1.0, beta=m.statistics.beta)
+    assert np.array_equal(m.statistics.gram, refit.gram) and np.array_equal(m.statistics.theta, refit.theta)
+
+
+def test_model_refits_an_arm_when_the_downdate_is_ill_conditioned():
+    x = np.vstack([np.tile([[1.0, 0.0]], (10_000, 1)), [[0.0, 1.0]]])
+    a, r = np.zeros(10_001, int), np.ones(10_001)
+    m = ContextualModel.fit(x, a, r, n_arms=1, lam=1e-12, context_bound=1.0, beta=1.0, rng=0)
+    rec = m.delete(rows=np.arange(10_000))
+    assert rec.refit_arms == (0,)
+    np.testing.assert_allclose(m.statistics.theta[0], [0.0, 1.0 / (1.0 + 1e-12)], rtol=1e-12)
+
+
+def test_model_refusals_change_nothing():
+    x, a, r, users, hot, ev = synthetic(1)
+    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, rng=0)
+    m.delete(user=hot[0])
+    before = (len(m), m.log, m.statistics.theta.copy())
+    for kw in (dict(user=hot[0]), dict(rows=[0, 0]), dict(rows=[10_000]), dict(), dict(user="u1", rows=[1])):
+        with pytest.raises(ValueError):
+            m.delete(**kw)
+    assert (len(m), m.log) == before[:2] and np.array_equal(m.statistics.theta, before[2])
+
+
+def test_sequential_sensitivity_dominates_the_one_shot():
+    x, a, r, *_ = synthetic(2)
+    st_ = fit_contextual(x, a, r, n_arms=2, context_bound=1.0)
+    k = np.array([5, 0])
+    assert sequential_sensitivity(st_, k)[0] >= deletion_sensitivity(st_, k)[0]
+    assert sequential_sensitivity(st_, k)[1] == 0.0
