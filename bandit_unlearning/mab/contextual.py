@@ -279,7 +279,12 @@ def lcb_scores(state: ContextualState, contexts) -> np.ndarray:
 
 
 def _widths(gram_inv, contexts):
-    return np.sqrt(np.maximum(np.einsum("ni,aij,nj->na", contexts, gram_inv, contexts), 0.0))
+    """``||x||_{W_a}`` for every context (rows) and arm (columns): one matrix product against all arms'
+    matrices side by side, ``(n, d) @ (d, m d)``, then a row-wise dot product."""
+    m, d = gram_inv.shape[0], gram_inv.shape[1]
+    y = (contexts @ np.transpose(gram_inv, (1, 0, 2)).reshape(d, m * d)).reshape(-1, m, d)
+    quad = np.einsum("nad,nd->na", y, contexts)
+    return np.sqrt(np.maximum(quad, 0.0))
 
 
 def _scores(theta, gram_inv, beta, contexts):
@@ -320,7 +325,7 @@ def release_exact(state: ContextualState) -> ReleasedPolicy:
     return ReleasedPolicy(state.theta, state.gram_inv, state.beta)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 8 (line 411): "2. Rollback: a rank-$k$ downdate, equal to retraining" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 8 (line 416): "2. Rollback: a rank-$k$ downdate, equal to retraining" ---
 DOWNDATE_TOLERANCE = 1e-6
 _UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2
 
@@ -405,7 +410,7 @@ def rollback(state: ContextualState, request: ContextualRequest) -> ContextualSt
                            _readonly(lam_min))
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 14 (line 637): "3. The Gaussian mechanism on the released centres" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 14 (line 642): "3. The Gaussian mechanism on the released centres" ---
 def parameter_sensitivity(lam_min, k, context_bound, theta_norm):
     """The lemma's bound on ``||theta_a(D' + U) - theta_a(D')||`` for ``k`` added rows (A1, A2).
 
@@ -480,7 +485,7 @@ def calibrate_sigma(sensitivity, epsilon, delta, calibration: str = "analytic") 
     return analytic_gaussian_sigma(sensitivity, epsilon, delta)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 16 (line 748): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 16 (line 753): "4. The adaptive switch, from the two branch bounds" ---
 METHODS = ("rollback", "gaussian", "adaptive")
 SWITCHES = ("literal", "conditional")
 
@@ -556,7 +561,7 @@ def branch_bounds(state_after: ContextualState, k, sigma, contexts, *, gram_befo
     return BranchBounds(r_gauss, r_roll, threshold)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 18 (line 831): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 18 (line 836): "4. The adaptive switch, from the two branch bounds" ---
 @dataclass(frozen=True)
 class ContextualRecord:
     """What an unlearning call did: ``branch`` ("rollback" / "gaussian"), ``guarantee`` ("exact" /
@@ -696,7 +701,7 @@ def reference_contextual(state_after: ContextualState, k, *, method: str = "adap
     return _noised_release(state_after, state_after, touched, sigma, rng), "gaussian"
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 20 (line 978): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 20 (line 983): "4. The adaptive switch, from the two branch bounds" ---
 def noisy_action_probability(centre: ReleasedPolicy, arm: int, sigma, contexts) -> np.ndarray:
     """``P[policy(x) = arm]`` when only ``arm``'s centre carries ``N(0, sigma^2 I)`` noise around
     ``centre.theta[arm]``: ``Phi((s_arm(x) - max_{b != arm} s_b(x)) / (sigma ||x||))`` per context.

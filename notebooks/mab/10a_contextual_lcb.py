@@ -344,7 +344,12 @@ def lcb_scores(state: ContextualState, contexts) -> np.ndarray:
 
 
 def _widths(gram_inv, contexts):
-    return np.sqrt(np.maximum(np.einsum("ni,aij,nj->na", contexts, gram_inv, contexts), 0.0))
+    """``||x||_{W_a}`` for every context (rows) and arm (columns): one matrix product against all arms'
+    matrices side by side, ``(n, d) @ (d, m d)``, then a row-wise dot product."""
+    m, d = gram_inv.shape[0], gram_inv.shape[1]
+    y = (contexts @ np.transpose(gram_inv, (1, 0, 2)).reshape(d, m * d)).reshape(-1, m, d)
+    quad = np.einsum("nad,nd->na", y, contexts)
+    return np.sqrt(np.maximum(quad, 0.0))
 
 
 def _scores(theta, gram_inv, beta, contexts):
@@ -595,8 +600,8 @@ print("with lam = 1 the same downdate is accepted; theta' =", np.round(after.the
 #
 # Why not keep $V_a(D)$ for the widths, as Paper A keeps $b(a_0)$ of $D$?  The width
 # $x \mapsto \|x\|_{V_a^{-1}}$ is not linear in $x$; noise on $\theta$ cannot cover its change, and a
-# policy whose widths read the deleted contexts would leak them with no noise at all.  The price:
-# the Gaussian branch keeps the deleted rows' information in the centre only.
+# policy whose widths read the deleted contexts would leak them with no noise at all (erratum E18).
+# The price: the Gaussian branch keeps the deleted rows' information in the centre only.
 #
 # **Lemma (sensitivity of the ridge centre to deleting $k$ rows).**  Let $D'$ be any data set, $V'$,
 # $\hat\theta'$ its statistics for arm $a$, and $D = D' \cup U$ with $k$ added rows of arm $a$
@@ -1141,21 +1146,30 @@ def grid_contexts(u):
     return L_AUDIT * np.column_stack([np.cos(phi0 + ANGLES), np.sin(phi0 + ANGLES)])
 
 
+def two_outcome_delta(p, q, epsilon):
+    """delta(epsilon) of Bernoulli(p) against Bernoulli(q), both directions, vectorised: the best event is
+    one of the two outcomes.  Checked against the package's hockey_stick_delta below."""
+    e = math.exp(epsilon)
+    one = np.maximum(np.maximum(p - e * q, (1 - p) - e * (1 - q)), 0.0)
+    other = np.maximum(np.maximum(q - e * p, (1 - q) - e * (1 - p)), 0.0)
+    return np.maximum(one, other)
+
+
 def audit_delta(full, request, sigma, epsilon):
     """Largest exact delta(epsilon) over the grid (both directions), and the exact Gaussian delta of the shift."""
     after = rollback(full, request)
     u_ctx = grid_contexts(np.linalg.solve(full.gram[0], full.moments[0]) - after.theta[0])
-    worst_d = 0.0
-    for beta in BETAS:
-        centre_d = ReleasedPolicy(full.theta, after.gram_inv, beta)        # Gaussian branch: centres of D
-        centre_r = ReleasedPolicy(after.theta, after.gram_inv, beta)       # reference: centres of D'
-        p = noisy_action_probability(centre_d, 0, sigma, u_ctx)
-        q = noisy_action_probability(centre_r, 0, sigma, u_ctx)
-        for pi, qi in zip(p, q):
-            pd, qd = np.array([pi, 1 - pi]), np.array([qi, 1 - qi])
-            worst_d = max(worst_d, hockey_stick_delta(pd, qd, epsilon), hockey_stick_delta(qd, pd, epsilon))
+    p = np.array([noisy_action_probability(ReleasedPolicy(full.theta, after.gram_inv, beta), 0, sigma, u_ctx)
+                  for beta in BETAS])                                      # Gaussian branch: centres of D
+    q = np.array([noisy_action_probability(ReleasedPolicy(after.theta, after.gram_inv, beta), 0, sigma, u_ctx)
+                  for beta in BETAS])                                      # reference: centres of D'
+    deltas = two_outcome_delta(p, q, epsilon)
+    i, j = np.unravel_index(np.argmax(deltas), deltas.shape)
+    pd, qd = np.array([p[i, j], 1 - p[i, j]]), np.array([q[i, j], 1 - q[i, j]])
+    package = max(hockey_stick_delta(pd, qd, epsilon), hockey_stick_delta(qd, pd, epsilon))
+    assert abs(package - deltas[i, j]) <= 1e-12, "the vectorised divergence is the package's"
     shift = float(np.linalg.norm(full.theta[0] - after.theta[0]))
-    return worst_d, float(gaussian_delta(sigma, shift, epsilon))
+    return float(deltas[i, j]), float(gaussian_delta(sigma, shift, epsilon))
 
 
 # designs ranked on rounded ratios (stable sort: ties by index), so the choice is the same on every CPU
@@ -1191,9 +1205,9 @@ assert captured > 0.9
 # **The exact formula against sampling.**  The audit rests on $P[\hat\pi(x) = a]$ being the normal
 # CDF above.  A Monte Carlo check: draw the noise $n = 2\times10^5$ times on one design, at 5 contexts
 # and 3 values of $\beta$; each frequency must lie within the Hoeffding margin at failure probability
-# $10^{-7}$ per comparison (two-sided: $2 \times 15 \times 10^{-7} < 10^{-5}$ in all; the margin is
-# $\sqrt{\ln(1/10^{-7})/(2n)} \approx 0.0063$), and a formula with the width of $D$ instead of
-# $D \setminus U$ would be caught.
+# $10^{-8}$ per side and comparison (so a correct formula fails with probability at most
+# $2 \times 15 \times 10^{-8} = 3\times10^{-7}$; the margin is $\sqrt{\ln(10^{8})/(2n)} \approx 0.0068$),
+# and a formula with the width of $D$ instead of $D \setminus U$ would be caught.
 
 # %%
 st_p, k, xs, rs, _ = designs[order[0]]
@@ -1202,7 +1216,7 @@ after = rollback(full, request)
 sigma_mc = analytic_gaussian_sigma(float(deletion_sensitivity(after, request.counts(2))[0]), EPS_AUDIT, DELTA_AUDIT)
 ctx_mc = grid_contexts(u)[:: max(1, len(grid_contexts(u)) // 5)][:5]
 n_mc = 200_000
-margin = hoeffding_margin(n_mc, 1.0, 1e-7)
+margin = hoeffding_margin(n_mc, 1.0, 1e-8)
 noise = sigma_mc * rng.standard_normal((n_mc, full.dim))
 worst_gap, worst_wrong = 0.0, 0.0
 for beta in (0.5, 2.0, 4.0):
