@@ -1228,7 +1228,9 @@ for beta in (0.5, 2.0, 4.0):
     freq = np.mean(s_zero[None, :] + noise @ ctx_mc.T > s_other[None, :], axis=0)
     worst_gap = max(worst_gap, float(np.max(np.abs(freq - p_exact))))
     worst_wrong = max(worst_wrong, float(np.max(np.abs(freq - wrong))))
-print(f"largest |frequency - formula| = {worst_gap:.4f} (margin {margin:.4f}); with the wrong widths: {worst_wrong:.3f}")
+# printed as comparisons (the optimiser's design moves in the last digits between CPUs; the asserts are exact)
+print(f"|frequency - formula| within the margin {margin:.4f} at all 15 points: {worst_gap <= margin}; "
+      f"with the wrong widths the largest gap is about {worst_wrong:.1f}")
 assert worst_gap <= margin
 assert worst_wrong > margin
 
