@@ -167,8 +167,24 @@
 # did); the data-dependent diagnostics need an explicit `diagnostics=True`.  Shown in
 # [B3a](rl/03a_exact_unlearning.ipynb) and [B3b](rl/03b_online_bandit.ipynb); checked by `tests/test_forensics.py`.
 
+#
+# ## Beyond the papers — the offline contextual learner (chapters A10a–A10b)
+#
+# <a id="E18"></a>
+# **E18. A contextual Gaussian branch cannot keep the widths of the deleted rows.**  Paper A's
+# Gaussian mechanism keeps the whole score of the original data (mean and radius) and covers its
+# change with one noise draw.  For the linear contextual LCB the radius term $\|x\|_{V_a^{-1}}$ is not
+# linear in the context, so noise on the parameters cannot cover the change of $V_a$: a policy whose
+# widths read the deleted contexts leaks them with no noise at all.  The project's Gaussian branch
+# noises the centres $\hat\theta_a(D)$ (sensitivity derived from the data that remain, and attained)
+# and takes every width from $D \setminus U$; its adaptive switch is stated against the literal
+# reference when it reads only $D \setminus U$, $k$ and public contexts, and only conditionally on
+# the branch when it reads $V_a(D)$.  On the Open Bandit Dataset sample every request is rolled back
+# (the joint shift of a 25-row request is several times the whole budget).  Shown in
+# [A10a](mab/10a_contextual_lcb.ipynb) and [A10b](mab/10b_contextual_in_use.ipynb).
+
 # %% [markdown]
-# The codes E1–E17 are the project's own numbering; a code that is not listed above does not exist.
+# The codes E1–E18 are the project's own numbering; a code that is not listed above does not exist.
 # This page's own check: every code a chapter or a module mentions is defined here.
 
 # %%

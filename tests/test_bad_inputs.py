@@ -1748,6 +1748,83 @@ V("not a readable model file", mmodel.load_model, A_FILE)
 V("not a readable model file", mmodel.load_statistics, A_FILE)
 T("rng must be a numpy.random.Generator", MMODEL.load, A_FILE, rng="rng")
 
+# --- bandit_unlearning.mab.contextual and contextual_model (the contextual learner, chapters A10a-A10b)
+from bandit_unlearning.mab import contextual as ctxl  # noqa: E402
+from bandit_unlearning.mab import contextual_model as ctxm  # noqa: E402
+
+CX = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [1.0, 0.0], [0.0, 1.0], [0.8, 0.6]])
+CA, CR = np.array([0, 1, 0, 1, 0, 1]), np.array([1.0, 0.0, 1.0, 0.5, 0.0, 1.0])
+CSTATE = ctxl.fit_contextual(CX, CA, CR, n_arms=2, context_bound=1.0)
+CREQ = ctxl.ContextualRequest(CX[:1], CA[:1], CR[:1])
+CREL = ctxl.release_exact(CSTATE)
+CMODEL = ctxm.ContextualModel.fit(CX, CA, CR, n_arms=2, context_bound=1.0, users=list("aabbcc"),
+                                  rng=np.random.default_rng(8))
+V("tau must lie in", ctxl.confidence_radius, 10, 2, 2, 0.0, 1.0, 1.0, 1.0)
+V("lam must be finite and > 0", ctxl.confidence_radius, 10, 2, 2, 0.1, 0.0, 1.0, 1.0)
+T("gram must be a ndarray", ctxl.ContextualState, "g", CSTATE.moments, CSTATE.counts, 1.0, 1.0, 1.0,
+  CSTATE.theta, CSTATE.gram_inv, CSTATE.lam_min)
+V("theta must have shape", ctxl.ContextualState, CSTATE.gram, CSTATE.moments, CSTATE.counts, 1.0, 1.0, 1.0,
+  CSTATE.theta[:1], CSTATE.gram_inv, CSTATE.lam_min)
+V("gram must include the ridge", ctxl.state_from_statistics, np.eye(2)[None] * 0.5, np.zeros((1, 2)), [0], lam=1.0,
+  beta=1.0, context_bound=1.0)
+V("gram must have shape", ctxl.state_from_statistics, np.eye(2)[None], np.zeros((2, 2)), [0, 0], lam=1.0, beta=1.0,
+  context_bound=1.0)
+V("context_bound", ctxl.fit_contextual, CX * 2, CA, CR, n_arms=2, context_bound=1.0)
+V(r"rewards must lie in \[0, 1\]", ctxl.fit_contextual, CX, CA, CR + 1, n_arms=2, context_bound=1.0)
+V(r"arms must lie in \[0, 1\]", ctxl.fit_contextual, CX, CA + 1, CR, n_arms=2, context_bound=1.0)
+V("contexts must have 2 columns", ctxl.lcb_scores, CSTATE, np.zeros((1, 3)))
+T("state must be a ContextualState", ctxl.lcb_scores, "state", CX)
+V("gram_inv must have shape", ctxl.ReleasedPolicy, CREL.theta, CREL.gram_inv[:, :1], 1.0)
+V("contexts must have 2 columns", CREL.scores, np.zeros((1, 3)))
+V("contexts must be 2-D", CREL.actions, np.zeros(2))
+T("state must be a ContextualState", ctxl.release_exact, None)
+V("one row each", ctxl.ContextualRequest, CX[:2], CA[:1], CR[:1])
+V("n_arms must be >= 1", CREQ.counts, 0)
+V("deletes 4 rows of arm 0", ctxl.rollback, CSTATE, ctxl.ContextualRequest(np.zeros((4, 2)), [0] * 4, [0.0] * 4))
+T("request must be a ContextualRequest", ctxl.rollback, CSTATE, "request")
+V("lam_min must be > 0", ctxl.parameter_sensitivity, 0.0, 1, 1.0, 0.0)
+V("k must be >= 0", ctxl.parameter_sensitivity, 1.0, -1, 1.0, 0.0)
+V("eigen_floor", ctxl.deletion_sensitivity, CSTATE, [1, 0], eigen_floor=1e9)
+V("k must have one entry per arm", ctxl.deletion_sensitivity, CSTATE, [1])
+V("calibration must be one of", ctxl.calibrate_sigma, 1.0, 0.5, 1e-5, "magic")
+V("epsilon < 1", ctxl.calibrate_sigma, 1.0, 2.0, 1e-5, "classic")
+V("gaussian must be finite and >= 0", ctxl.BranchBounds, -1.0, 0.0, 0.0)
+V("sigma must be finite and >= 0", ctxl.branch_bounds, CSTATE, [1, 0], -1.0, CX)
+V("gram_before must have shape", ctxl.branch_bounds, CSTATE, [1, 0], 1.0, CX, gram_before=np.eye(2)[None])
+V("branch must be one of", ctxl.ContextualRecord, "magic", "exact", "literal", (), 0.0, 0.0, "analytic", None, None,
+  None)
+V("method 'adaptive' needs contexts", ctxl.unlearn_contextual, CSTATE, CREQ, epsilon=1.0, delta=1e-5)
+V("switch must be one of", ctxl.unlearn_contextual, CSTATE, CREQ, method="rollback", switch="magic")
+T("rng must be a numpy.random.Generator", ctxl.unlearn_contextual, CSTATE, CREQ, method="rollback", rng="seed")
+V("conditional switch", ctxl.reference_contextual, CSTATE, [1, 0], epsilon=1.0, delta=1e-5, contexts=CX,
+  switch="conditional")
+V("delta must", ctxl.reference_contextual, CSTATE, [1, 0], method="gaussian", epsilon=1.0, delta=2.0)
+V("contexts must be non-zero", ctxl.noisy_action_probability, CREL, 0, 1.0, np.zeros((1, 2)))
+V("sigma must be finite and > 0", ctxl.noisy_action_probability, CREL, 0, 0.0, CX)
+T("state_live must be a ContextualState", ctxm.sequential_sensitivity, "state", [1, 0])
+V("k must have one entry per arm", ctxm.sequential_sensitivity, CSTATE, [1, 0, 0])
+V("reason must be one of", ctxm.ContextualDeletionRecord, 0, (1,), "rollback", (), (), (), "magic", 0.0, 0.0, 0.0,
+  0.0)
+V("method must be one of", ctxm.ContextualDeletionRecord, 0, (1,), "noisy", (), (), (), "rollback-only model", 0.0,
+  0.0, 0.0, 0.0)
+_CKW = dict(contexts=CX, arms=CA, rewards=CR, row_ids=np.arange(6), n_fit=6, users=None, n_arms=2, lam=1.0, beta=1.0,
+            context_bound=1.0, pub_gram=CSTATE.gram, pub_moments=CSTATE.moments, pub_counts=CSTATE.counts, pending={},
+            release_mus=[], log=[], release_theta=CSTATE.theta, method="rollback", epsilon=None, delta=None,
+            sigma=None, eval_contexts=None, rng=RNG)
+V("method must be one of", ctxm.ContextualModel, **(_CKW | dict(method="magic")))
+T("rng must be a Generator", ctxm.ContextualModel, **(_CKW | dict(rng=3)))
+V("method 'adaptive' needs epsilon", ctxm.ContextualModel.fit, CX, CA, CR, n_arms=2, context_bound=1.0,
+  method="adaptive")
+V("method 'rollback' is exact", ctxm.ContextualModel.fit, CX, CA, CR, n_arms=2, context_bound=1.0, sigma=1.0)
+V("contexts must have 2 columns", CMODEL.actions, np.zeros((1, 3)))
+V("unknown user", CMODEL.delete, user="zed")
+V("row 9", CMODEL.delete, rows=[9])
+T("model must be a ContextualModel", ctxm.save_contextual_model, "model", Path(_TMP.name) / "ctx.npz")
+T("path must be a str or os.PathLike", CMODEL.save, 3)
+V("path must name a file in an existing folder", ctxm.save_contextual_model, CMODEL, A_DIR / "missing" / "m.npz")
+V("not a readable contextual model file", ctxm.load_contextual_model, A_FILE)
+T("rng must be a numpy.random.Generator", ctxm.load_contextual_model, A_FILE, rng="rng")
+
 # --- bandit_unlearning.experiments.guarantees (the guarantee matrix)
 from bandit_unlearning.experiments import guarantees as gm  # noqa: E402
 

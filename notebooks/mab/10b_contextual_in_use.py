@@ -1,0 +1,766 @@
+# ---
+# jupyter:
+#   bandit_unlearning:
+#     export: bandit_unlearning.mab.contextual_model
+# ---
+
+# %% [markdown]
+# # Chapter A10b — The contextual learner in use: a lifecycle, and the Open Bandit Dataset with its user features
+#
+# *Uses `bandit_unlearning.mab.contextual` (chapter [A10a](10a_contextual_lcb.ipynb)) and exports
+# `bandit_unlearning.mab.contextual_model`: `ContextualModel`, the lifecycle of chapter
+# [A9a](09a_deletion_stream.ipynb)'s `LCBModel` (fit, delete by user or rows, a log, a $\mu$-GDP
+# accountant, save / load that forgets) for the contextual learner.  Beyond Paper A.*
+#
+# 1. The promise after a *sequence* of requests, and the sensitivity the model needs for it (Section 1).
+# 2. The model (Section 2) and its lifecycle on a small synthetic log where the Gaussian branch pays
+#    (Section 3): pending requests, the accountant forcing a rollback, a file that forgets.
+# 3. The Open Bandit Dataset with its user features as contexts: the contextual policy's value against
+#    the non-contextual LCB, before and after a stream of deletions, which branch each request took,
+#    and the limits that its click rate sets (Section 4).
+
+# %%
+import csv
+import io
+import json
+import os
+import tempfile
+import zipfile
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from bandit_unlearning.mab.contextual import (
+    ContextualRequest, branch_bounds, deletion_sensitivity, fit_contextual, lcb_scores, rollback,
+)
+from bandit_unlearning.mab.model import LCBModel
+from bandit_unlearning.privacy.audit import clopper_pearson_lower, clopper_pearson_upper
+
+rng = np.random.default_rng(20261211)
+
+# %% [markdown]
+# ## 1. The promise after a sequence of requests
+#
+# The model keeps two statistics per arm: the **live** statistic $T(D_t)$ of the rows not yet deleted
+# (always exact: every request is rolled back in it at once), and the **released-from** statistic,
+# which still holds the rows of *pending* requests — those a Gaussian release only noised.  Each
+# release $s$ publishes, for the arms with pending rows, the centres of the released-from statistic
+# plus fresh noise $\sigma\xi$; every other centre and every width comes from the live statistic.
+#
+# **Sensitivity between the worlds.**  For a pending request $j$, the reference world never saw
+# $U_j$ (and serves the same other requests).  At release $s$ the two worlds' released-from
+# statistics of arm $a$ differ by the rows of $U_j$ on $a$, on top of a data set $D''$ with
+# $D_s \subseteq D'' $ (the live rows plus the *other* pending rows).  The lemma of chapter A10a
+# applies with $D''$ in place of $D'$, but $D''$ holds the other pending rows, so its centre is not
+# one the model can show.  Bound what the lemma needs from the live statistic only:
+# $\lambda_{\min}(V_a(D'')) \ge \lambda_{\min}(V_a(D_s))$ ($D'' \supseteq D_s$); $k_j \le k_a$ (the rows pending
+# on $a$; the bound grows with $k$); and, by the lemma itself applied to $D_s$ and the $\le k_a$ other
+# pending rows, $\|\hat\theta_a(D'')\| \le \|\hat\theta_a(D_s)\| + \Delta(D_s, k_a) =: T_a$.  So
+# $$\Delta_a^{\mathrm{seq}} = \big(1 + L\,T_a\big)\min\Big\{\frac{k_aL}{\lambda_{\min}(V_a(D_s))},
+# \ \frac12\sqrt{\frac{k_a}{\lambda_{\min}(V_a(D_s))}}\Big\}.$$
+# The live data $D_s$ are the same in both worlds (every deleted row is gone from both), so
+# $\Delta^{\mathrm{seq}}$ is computable in the reference world.
+# It is a little larger than the one-shot $\Delta(D', k)$ (the centre's norm is inflated by
+# $\Delta(D_s, k_a)$), the price of a bound that holds for every request in the window at once.  Release $s$ is then a
+# Gaussian mechanism with whitened shift $\mu_s = \|(\Delta^{\mathrm{seq}}_a)_a\|_2/\sigma$ for every
+# pending request; request $j$'s releases compose to $\mu_{j:t} = (\sum_{s \ge j}\mu_s^2)^{1/2}$
+# ($\mu$-GDP, Dong, Roth & Su 2019), and the accountant of chapter A9a (`admits`, reused) keeps every
+# $\mu_{j:t}$ within the budget $\mu^\star$ of the target $(\varepsilon, \delta)$, rolling back every
+# pending row when the next release would not fit.  A request the switch sends to rollback is rolled
+# back at once, with every other pending row.
+#
+# **Which reference world.**  The switch reads the live statistic, the pending counts and public
+# evaluation contexts only (the *literal* switch of chapter A10a, with $\Delta^{\mathrm{seq}}$), and the
+# accountant reads counts and $\sigma$: every decision is reproducible in the world that never saw
+# $U_j$, so the guarantee — $(0,0)$ for rolled-back rows, $(\varepsilon,\delta)$ from $\mu_{j:t}$ for
+# pending ones — holds against the literal reference, with $\beta$, $\lambda$ and $L$ fixed at fit.
+
+# %% tags=["export"]
+"""A contextual LCB model with a lifecycle (chapter A10b): fit once, then serve deletion requests over time.
+
+``ContextualModel`` holds the row store, the live per-arm statistics (exact, every deleted row
+removed), the released-from statistics (which still hold *pending* rows that a Gaussian release only
+noised), the current release, a deletion log and the mu-GDP accountant of chapter A9a
+(``bandit_unlearning.mab.model.admits``); ``save`` / ``load`` write an ``.npz`` file that holds no
+byte of a deleted row (a pending row survives only inside its arm's released-from sums, until it is
+rolled back).  ``lam``, ``beta`` and ``L`` are fixed at fit.
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from bandit_unlearning.checks import (
+    as_generator, check_choice, check_instance, check_int, check_positive, check_real, check_real_array,
+)
+from bandit_unlearning.mab.contextual import (
+    ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
+    parameter_sensitivity, rollback, state_from_statistics,
+)
+from bandit_unlearning.mab.model import admits, gdp_budget, gdp_delta, request_mus
+from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
+
+MODEL_METHODS = ("adaptive", "rollback")
+MODEL_FORMAT = "bandit_unlearning.ContextualModel/1"
+REASONS = ("rollback-only model", "switch: sigma >= sigma_0", "accountant: budget", "switch and accountant")
+
+
+def sequential_sensitivity(state_live: ContextualState, pending_counts) -> np.ndarray:
+    """``Delta_a^seq`` of the chapter, per arm (0 where nothing is pending), from the live statistics.
+
+    Parameters
+    ----------
+    state_live : ContextualState
+        Statistics of the rows not yet deleted.
+    pending_counts : array (m,)
+        Rows pending per arm.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    check_instance(state_live, ContextualState, "state_live")
+    one_shot = deletion_sensitivity(state_live, pending_counts)
+    reach = np.linalg.norm(state_live.theta, axis=1) + one_shot
+    return np.asarray(parameter_sensitivity(state_live.lam_min, pending_counts, state_live.context_bound, reach),
+                      dtype=float)
+
+
+@dataclass(frozen=True)
+class ContextualDeletionRecord:
+    """One entry of the deletion log.  Nothing in it is computed from the deleted rows' rewards or
+    contexts: counts, the branch, the noise scale and the accountant's numbers (read from live data)."""
+
+    request_id: int
+    rows: tuple
+    method: str                    # "gaussian" (kept pending, noised) or "rollback"
+    rolled_back: tuple             # request ids whose rows this release rolled back
+    noised_arms: tuple             # arms whose centres this release noised
+    refit_arms: tuple              # arms refit from their rows (ill-conditioned downdate)
+    reason: str                    # why this branch: the method, the switch or the accountant
+    sigma: float
+    mu_release: float
+    mu_max: float
+    delta_at_target: float
+
+    def __post_init__(self):
+        check_choice(self.method, "method", ("gaussian", "rollback"))
+        check_choice(self.reason, "reason", REASONS)
+        check_real(self.sigma, "sigma", 0)
+        check_real(self.mu_release, "mu_release", 0)
+
+
+# %% [markdown]
+# ## 2. The model
+#
+# `delete` computes everything first (the live downdate — or a refit of an arm from its rows when
+# the downdate is ill-conditioned —, the plan, the release) and commits at the end, so a refused call
+# changes nothing.  `statistics` is the exact state of what remains; `release` the current policy.
+
+# %% tags=["export"]
+class ContextualModel:
+    """The contextual LCB learner of chapter A10a with a lifecycle.
+
+    Use ``ContextualModel.fit`` or ``ContextualModel.load``.  After each request the model makes one
+    release (``release``: a ``ReleasedPolicy``; ``actions(contexts)`` applies it).
+    """
+
+    def __init__(self, *, contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound,
+                 pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon,
+                 delta, sigma, eval_contexts, rng):
+        check_choice(method, "method", MODEL_METHODS)
+        check_instance(rng, np.random.Generator, "rng")
+        self._n_fit, self._m = int(n_fit), int(n_arms)
+        self._lam, self._beta, self._bound = float(lam), float(beta), float(context_bound)
+        self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
+        self._eval = None if eval_contexts is None else np.array(eval_contexts, dtype=float)
+        self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        contexts = np.asarray(contexts, dtype=float).reshape(row_ids.size, -1)
+        self._d = contexts.shape[1]
+        self._alive = np.zeros(self._n_fit, dtype=bool)
+        self._alive[row_ids] = True
+        self._x = np.zeros((self._n_fit, self._d))
+        self._x[row_ids] = contexts
+        self._a = np.full(self._n_fit, -1, dtype=np.int64)
+        self._a[row_ids] = np.asarray(arms, dtype=np.int64)
+        self._r = np.zeros(self._n_fit)
+        self._r[row_ids] = np.asarray(rewards, dtype=float)
+        self._users = None
+        if users is not None:
+            self._users = [None] * self._n_fit
+            for rid, u in zip(row_ids.tolist(), users):
+                self._users[rid] = u
+        self._live = fit_contextual(contexts, arms, rewards, n_arms=self._m, lam=self._lam,
+                                    context_bound=self._bound, beta=self._beta) if row_ids.size else \
+            state_from_statistics(np.broadcast_to(self._lam * np.eye(self._d), (self._m, self._d, self._d)),
+                                  np.zeros((self._m, self._d)), np.zeros(self._m, int), lam=self._lam,
+                                  beta=self._beta, context_bound=self._bound)
+        self._pub_gram = np.array(pub_gram, dtype=float)
+        self._pub_moments = np.array(pub_moments, dtype=float)
+        self._pub_counts = np.array(pub_counts, dtype=np.int64)
+        self._pending = {int(k): np.array(v, dtype=np.int64) for k, v in dict(pending).items()}
+        self._release_mus = list(release_mus)
+        self._log = list(log)
+        self._release = ReleasedPolicy(np.array(release_theta, dtype=float), self._live.gram_inv, self._beta)
+        self._rng = rng
+        self._user_rows = None
+        if self._users is not None:
+            rows = {}
+            for rid in np.flatnonzero(self._alive).tolist():
+                rows.setdefault(self._users[rid], []).append(rid)
+            self._user_rows = rows
+
+    # -- constructor ----------------------------------------------------------------------------
+    @classmethod
+    def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
+            theta_bound=1.0, beta=None, method: str = "rollback", epsilon=None, delta=None, sigma=None,
+            eval_contexts=None, rng=None) -> "ContextualModel":
+        """Fit on rows ``(contexts[i], arms[i], rewards[i])`` (optionally ``users[i]``).
+
+        ``method="adaptive"`` needs the target ``epsilon``, ``delta``, the noise scale ``sigma`` on the
+        centres (fixed at fit) and public ``eval_contexts`` for the switch.  Other arguments as in
+        ``fit_contextual``; ``rng`` as in ``checks.as_generator`` (a seed is key material)."""
+        check_choice(method, "method", MODEL_METHODS)
+        state = fit_contextual(contexts, arms, rewards, n_arms=n_arms, lam=lam, context_bound=context_bound,
+                               tau=tau, theta_bound=theta_bound, beta=beta)
+        x = np.array(contexts, dtype=float)
+        if method == "adaptive":
+            if epsilon is None or delta is None or sigma is None or eval_contexts is None:
+                raise ValueError("method 'adaptive' needs epsilon, delta, sigma and eval_contexts")
+            epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+            sigma = check_positive(sigma, "sigma")
+            eval_contexts = check_real_array(eval_contexts, "eval_contexts", ndim=2, nonempty=True)
+            if eval_contexts.shape[1] != x.shape[1]:
+                raise ValueError(f"eval_contexts must have {x.shape[1]} columns, got {eval_contexts.shape[1]}")
+        elif not (epsilon is None and delta is None and sigma is None and eval_contexts is None):
+            raise ValueError("method 'rollback' is exact: epsilon, delta, sigma and eval_contexts must be None")
+        if users is not None:
+            users = [u.item() if isinstance(u, np.generic) else u for u in users]
+            if len(users) != x.shape[0]:
+                raise ValueError(f"users must have one entry per row: {len(users)} vs {x.shape[0]}")
+            for u in users:
+                hash(u)
+        rng = as_generator(rng, "rng")
+        n = x.shape[0]
+        return cls(contexts=x, arms=arms, rewards=rewards, row_ids=np.arange(n), n_fit=n, users=users,
+                   n_arms=state.n_arms, lam=state.lam, beta=state.beta, context_bound=state.context_bound,
+                   pub_gram=state.gram, pub_moments=state.moments, pub_counts=state.counts, pending={},
+                   release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
+                   delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
+
+    # -- what the model shows -------------------------------------------------------------------
+    @property
+    def statistics(self) -> ContextualState:
+        """The exact statistics of the rows not yet deleted."""
+        return self._live
+
+    @property
+    def release(self) -> ReleasedPolicy:
+        """The latest release (the policy's parameters)."""
+        return self._release
+
+    def actions(self, contexts) -> np.ndarray:
+        """The latest release applied to ``contexts`` (n, d)."""
+        return self._release.actions(contexts)
+
+    @property
+    def log(self) -> tuple:
+        return tuple(self._log)
+
+    @property
+    def pending(self) -> tuple:
+        """Ids of the requests whose rows are still inside the released-from statistics."""
+        return tuple(self._pending)
+
+    @property
+    def method(self) -> str:
+        return self._method
+
+    @property
+    def mu_budget(self):
+        return self._mu_budget
+
+    @property
+    def mu_max(self) -> float:
+        return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        ids = np.flatnonzero(self._alive)
+        ids.setflags(write=False)
+        return ids
+
+    def __len__(self) -> int:
+        return int(self._alive.sum())
+
+    # -- deletion -------------------------------------------------------------------------------
+    def _rows_of(self, user, rows):
+        if (user is None) == (rows is None):
+            raise ValueError("pass exactly one of user=... or rows=...")
+        if user is not None:
+            if self._user_rows is None:
+                raise ValueError("the model was fitted without user ids: delete by rows=...")
+            try:
+                found = self._user_rows.get(user)
+            except TypeError:
+                raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
+            if found is None:
+                raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
+            return np.array(sorted(found), dtype=np.int64)
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or rows.size == 0:
+            raise ValueError("rows must be a non-empty 1-D sequence of row ids")
+        if not np.issubdtype(rows.dtype, np.integer):
+            raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
+        if np.unique(rows).size != rows.size:
+            raise ValueError("rows names a row twice")
+        outside = rows[(rows < 0) | (rows >= self._n_fit)]
+        if outside.size:
+            raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {self._n_fit})")
+        gone = rows[~self._alive[rows]]
+        if gone.size:
+            raise ValueError(f"row {int(gone[0])} was already deleted")
+        return np.sort(rows.astype(np.int64))
+
+    def _live_after(self, rows, request):
+        """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
+        try:
+            return rollback(self._live, request), ()
+        except ValueError as err:
+            if "ill-conditioned" not in str(err):
+                raise
+        keep = self._alive.copy()
+        keep[rows] = False
+        touched = np.unique(request.arms)
+        ids = np.flatnonzero(keep & np.isin(self._a, touched))
+        refit = fit_contextual(self._x[ids], self._a[ids], self._r[ids], n_arms=self._m, lam=self._lam,
+                               context_bound=self._bound, beta=self._beta) if ids.size else None
+        gram, moments = np.array(self._live.gram), np.array(self._live.moments)
+        counts = np.array(self._live.counts) - request.counts(self._m)
+        for a in touched.tolist():
+            gram[a] = refit.gram[a] if refit is not None else self._lam * np.eye(self._d)
+            moments[a] = refit.moments[a] if refit is not None else 0.0
+        return state_from_statistics(gram, moments, counts, lam=self._lam, beta=self._beta,
+                                     context_bound=self._bound), tuple(int(a) for a in touched)
+
+    def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
+        """Delete one user's rows or the given rows, then make one release.
+
+        Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
+        user, a row named twice, both or neither of ``user`` and ``rows``."""
+        rows = self._rows_of(user, rows)
+        request = ContextualRequest(self._x[rows], self._a[rows], self._r[rows])
+        live, refit_arms = self._live_after(rows, request)
+        req_counts = request.counts(self._m)
+        pend = sum(self._pending.values(), np.zeros(self._m, dtype=np.int64))
+        request_id = len(self._log)
+        noise, mu, reason = False, 0.0, REASONS[0]
+        if self._method == "adaptive":
+            pend_after = pend + req_counts
+            shifts = sequential_sensitivity(live, pend_after)
+            mu = float(np.sqrt(np.sum(shifts ** 2)) / self._sigma)
+            bounds = branch_bounds(live, pend_after, self._sigma, self._eval)
+            if self._sigma >= bounds.sigma_threshold:
+                reason = REASONS[1]
+            elif not admits(self._release_mus, mu, self._mu_budget):
+                reason = REASONS[2]
+            else:
+                noise, reason = True, REASONS[3]
+        pending = dict(self._pending)
+        pub_gram, pub_moments, pub_counts = self._pub_gram, self._pub_moments, self._pub_counts
+        if noise:
+            pending[request_id] = req_counts
+            rolled = ()
+        else:
+            rolled, pending, mu = tuple(pending) + (request_id,), {}, 0.0
+            pub_gram, pub_moments, pub_counts = np.array(live.gram), np.array(live.moments), np.array(live.counts)
+        theta = np.array(live.theta)
+        noised = np.flatnonzero(sum(pending.values(), np.zeros(self._m, dtype=np.int64)))
+        if noised.size:
+            centres = np.linalg.solve(pub_gram[noised], pub_moments[noised][..., None])[..., 0]
+            theta[noised] = centres + self._sigma * self._rng.standard_normal((noised.size, self._d))
+        release_mus = self._release_mus + [mu]
+        mu_max = float(request_mus(release_mus)[0])
+        record = ContextualDeletionRecord(
+            request_id=request_id, rows=tuple(rows.tolist()), method="gaussian" if noise else "rollback",
+            rolled_back=rolled, noised_arms=tuple(int(a) for a in noised), refit_arms=refit_arms, reason=reason,
+            sigma=float(self._sigma) if noised.size else 0.0, mu_release=mu, mu_max=mu_max,
+            delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon))
+        # commit: wipe the rows and their users, then the statistics, the release, the accountant, the log
+        self._alive[rows] = False
+        self._x[rows], self._a[rows], self._r[rows] = 0.0, -1, 0.0
+        if self._users is not None:
+            for rid in rows.tolist():
+                u, self._users[rid] = self._users[rid], None
+                left = self._user_rows[u]
+                left.remove(rid)
+                if not left:
+                    del self._user_rows[u]
+        self._live, self._pending = live, pending
+        if pub_gram is not self._pub_gram:
+            self._pub_gram, self._pub_moments, self._pub_counts = pub_gram, pub_moments, pub_counts
+        self._release = ReleasedPolicy(theta, live.gram_inv, self._beta)
+        self._release_mus = release_mus
+        self._log.append(record)
+        return record
+
+
+# %% [markdown]
+# **Persistence.**  The file holds the live rows (contexts, arms, rewards, users), the released-from
+# sums, the pending counts, the current release and the log, each part under a SHA-256 checksum; a
+# deleted row's bytes are gone from the row store at once, and from the released-from sums when its
+# request is rolled back (a rollback-only model never has any).  Writing is atomic (temporary file,
+# `fsync`, `os.replace`).  On load the live statistics are recomputed from the rows.
+
+# %% tags=["export"]
+_KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
+         "release_mus", "meta")
+
+
+def _digest(arrays) -> str:
+    h = hashlib.sha256()
+    for key in _KEYS:
+        a = np.ascontiguousarray(arrays[key])
+        h.update(key.encode() + b"\0" + str(a.dtype).encode() + b"\0" + str(a.shape).encode() + b"\0" + a.tobytes())
+    return h.hexdigest()
+
+
+def save_contextual_model(model: "ContextualModel", path) -> None:
+    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``."""
+    check_instance(model, ContextualModel, "model")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"path must name a file in an existing folder, got {path!r}")
+    live = np.flatnonzero(model._alive)
+    users = None if model._users is None else [model._users[i] for i in live.tolist()]
+    for u in users or ():
+        if not isinstance(u, (str, int)) or isinstance(u, bool):
+            raise TypeError(f"user ids must be str or int to be saved, got {type(u).__name__}")
+    meta = {"format": MODEL_FORMAT, "n_fit": model._n_fit, "n_arms": model._m, "lam": model._lam,
+            "beta": model._beta, "context_bound": model._bound, "method": model._method,
+            "epsilon": model._epsilon, "delta": model._delta, "sigma": model._sigma,
+            "eval_contexts": None if model._eval is None else model._eval.tolist(),
+            "pending": {str(k): v.tolist() for k, v in model._pending.items()},
+            "log": [{**r.__dict__, "rows": list(r.rows), "rolled_back": list(r.rolled_back),
+                     "noised_arms": list(r.noised_arms), "refit_arms": list(r.refit_arms)} for r in model._log]}
+    arrays = {"row_ids": live, "contexts": model._x[live], "arms": model._a[live], "rewards": model._r[live],
+              "users": np.frombuffer(json.dumps(users).encode(), dtype=np.uint8),
+              "pub_gram": model._pub_gram, "pub_moments": model._pub_moments, "pub_counts": model._pub_counts,
+              "release_theta": np.array(model._release.theta), "release_mus": np.array(model._release_mus, float),
+              "meta": np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)}
+    arrays["sha256"] = np.frombuffer(_digest(arrays).encode(), dtype=np.uint8)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load_contextual_model(path, rng=None) -> "ContextualModel":
+    """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``."""
+    rng = as_generator(rng, "rng")
+    try:
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in _KEYS}
+            stored = bytes(z["sha256"]).decode()
+    except (zipfile.BadZipFile, KeyError, EOFError, ValueError, OSError) as err:
+        raise ValueError(f"{path}: not a readable contextual model file ({err})") from None
+    if _digest(arrays) != stored:
+        raise ValueError(f"{path}: checksum mismatch (corrupted or altered file)")
+    meta = json.loads(bytes(arrays["meta"]).decode())
+    if meta.get("format") != MODEL_FORMAT:
+        raise ValueError(f"unsupported format {meta.get('format')!r}, expected {MODEL_FORMAT!r}")
+    log = [ContextualDeletionRecord(**{**r, "rows": tuple(r["rows"]), "rolled_back": tuple(r["rolled_back"]),
+                                       "noised_arms": tuple(r["noised_arms"]), "refit_arms": tuple(r["refit_arms"])})
+           for r in meta["log"]]
+    return ContextualModel(
+        contexts=arrays["contexts"], arms=arrays["arms"], rewards=arrays["rewards"], row_ids=arrays["row_ids"],
+        n_fit=meta["n_fit"], users=json.loads(bytes(arrays["users"]).decode()), n_arms=meta["n_arms"],
+        lam=meta["lam"], beta=meta["beta"], context_bound=meta["context_bound"], pub_gram=arrays["pub_gram"],
+        pub_moments=arrays["pub_moments"], pub_counts=arrays["pub_counts"],
+        pending={int(k): v for k, v in meta["pending"].items()}, release_mus=arrays["release_mus"].tolist(),
+        log=log, release_theta=arrays["release_theta"], method=meta["method"], epsilon=meta["epsilon"],
+        delta=meta["delta"], sigma=meta["sigma"], eval_contexts=meta["eval_contexts"], rng=rng)
+
+
+def _save(self, path) -> None:
+    save_contextual_model(self, path)
+
+
+_save.__name__, _save.__qualname__, _save.__doc__ = "save", "ContextualModel.save", save_contextual_model.__doc__
+ContextualModel.save = _save
+ContextualModel.load = staticmethod(load_contextual_model)
+
+
+# %% [markdown]
+# ## 3. The lifecycle on a small synthetic log
+#
+# The synthetic instance of chapter A10a's Section 7 (two arms, $d = 3$, $N = 600$), with user ids
+# (every user owns 4 rows) and the rows of 5 users of arm 0 moved to context $e_1$.  The model is
+# adaptive at $(\varepsilon, \delta) = (256, 10^{-5})$ (the large-$\varepsilon$ end of Section 7,
+# where the Gaussian branch pays) with $\sigma = 0.02$ on the centres.  Five users at $e_1$ ask to be
+# deleted, one after another.
+
+# %%
+n_syn, d_syn = 600, 3
+theta_star = np.array([[0.5, 0.3, 0.1], [0.3, 0.3, 0.3]])
+ctx = np.abs(rng.standard_normal((n_syn, d_syn)))
+ctx /= np.linalg.norm(ctx, axis=1, keepdims=True)
+arms_syn = np.repeat(rng.integers(0, 2, size=n_syn // 4), 4)          # a user's 4 rows share an arm
+users_syn = [f"user{i // 4}" for i in range(n_syn)]
+e1_users = sorted({users_syn[i] for i in np.flatnonzero(arms_syn == 0)[:20]})
+for i, u in enumerate(users_syn):
+    if u in e1_users:
+        ctx[i] = [1.0, 0.0, 0.0]
+rew_syn = (rng.random(n_syn) < np.einsum("ij,ij->i", ctx, theta_star[arms_syn])).astype(float)
+eval_ctx = np.abs(rng.standard_normal((200, d_syn)))
+eval_ctx /= np.linalg.norm(eval_ctx, axis=1, keepdims=True)
+
+model = ContextualModel.fit(ctx, arms_syn, rew_syn, n_arms=2, context_bound=1.0, users=users_syn,
+                            method="adaptive", epsilon=256.0, delta=1e-5, sigma=0.02, eval_contexts=eval_ctx,
+                            rng=20261212)
+print(f"fitted: {len(model)} rows, beta = {model.statistics.beta:.3f}, mu budget = {model.mu_budget:.3f}")
+for u in e1_users:
+    rec = model.delete(user=u)
+    print(f"request {rec.request_id} ({u}, {len(rec.rows)} rows): {rec.method:8s} ({rec.reason}); noised arms "
+          f"{rec.noised_arms}, rolled back {rec.rolled_back}, mu_release {rec.mu_release:.2f}, mu_max {rec.mu_max:.2f}")
+methods = [r.method for r in model.log]
+assert "gaussian" in methods and "rollback" in methods, "the switch and the accountant both act here"
+assert model.mu_max <= model.mu_budget + 1e-12, "the accountant keeps every request within budget"
+
+# %% [markdown]
+# A request stays pending (noised) when the switch prefers the Gaussian branch *and* the accountant
+# admits the release; otherwise every pending row is rolled back at once, and each record says which
+# of the two decided.  Whatever the branches were,
+# the **live statistics are those of a fit on the remaining rows**, and a refused call changes
+# nothing:
+
+# %%
+keep = np.ones(n_syn, bool)
+keep[[i for r in model.log for i in r.rows]] = False
+refit = fit_contextual(ctx[keep], arms_syn[keep], rew_syn[keep], n_arms=2, context_bound=1.0,
+                       beta=model.statistics.beta)
+assert np.allclose(model.statistics.gram, refit.gram, rtol=0, atol=1e-10)
+assert np.allclose(model.statistics.theta, refit.theta, rtol=0, atol=1e-10)
+before = (len(model), model.log, model.pending)
+for bad in (dict(user=e1_users[0]), dict(rows=[int(np.flatnonzero(~keep)[0])]), dict(rows=[10**9])):
+    try:
+        model.delete(**bad)
+        raise AssertionError("accepted")
+    except ValueError as err:
+        print("refused:", err)
+assert (len(model), model.log, model.pending) == before
+
+# %% [markdown]
+# **A file that forgets.**  After the stream, the saved file must hold no byte of any deleted row's
+# context or reward in its row store; the pending rows (if any) survive only inside their arm's
+# released-from sums, and a rollback-only model has none.  The check searches every array of the
+# file for the deleted rows' float64 bytes.
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "ctx_model.npz")
+    model.save(path)
+    back = ContextualModel.load(path, rng=1)
+    with zipfile.ZipFile(path) as z:
+        blobs = {name: z.read(name) for name in z.namelist()}
+deleted = np.flatnonzero(~keep)
+saved_ids = set(np.load(io.BytesIO(blobs["row_ids.npy"])).tolist())
+saved_users = set(json.loads(np.load(io.BytesIO(blobs["users.npy"])).tobytes().decode()))
+leaks = sum(ctx[i].tobytes() in blobs["contexts.npy"] for i in deleted)
+print(f"{deleted.size} deleted rows; rows in the file: {len(saved_ids)}; deleted row ids / users / contexts found in the "
+      f"row store: {len(saved_ids & set(deleted.tolist()))} / {len(saved_users & set(e1_users))} / {leaks}; "
+      f"requests still pending (inside the released-from sums): {back.pending}")
+assert leaks == 0 and not saved_ids & set(deleted.tolist()) and not saved_users & set(e1_users)
+assert len(back) == len(model) and back.log == model.log and back.pending == model.pending
+assert np.array_equal(back.release.theta, model.release.theta)
+
+# %% [markdown]
+# ## 4. The Open Bandit Dataset with its user features
+#
+# `data/obd_random_all_context.csv`: the 10,000 rows of the Open Bandit Dataset's small sample
+# (random logging policy, "all" campaign; ZOZO, Inc., CC BY 4.0 — see `data/README.md`), with the
+# logged propensity (1/80 for every row: the uniform logger) and the four hashed user features,
+# recoded as category indices (3, 5, 8 and 8 categories).  **Context**: the one-hot encoding of the
+# four features, $d = 24$, so every context has $\|x\| = 2 = L$ exactly.  **Arms**: the 80 items;
+# **reward**: the click (38 clicks in all).  The item features are not used: a per-arm model gives
+# every item its own $\theta_a$, which subsumes any item feature (a shared model on joint user–item
+# features would use them; it is not built here).
+#
+# **Protocol.**  Train on the first 5,000 rows (in logged order), evaluate on the last 5,000.
+# Off-policy value of a deterministic policy $\pi$ on the evaluation rows by inverse propensity:
+# $\hat V(\pi) = \frac1n\sum_i \mathbb 1\{\pi(x_i) = a_i\}\,r_i/p_i$.  With the uniform logger
+# ($p_i = 1/80$ for every row), $C = \sum_i \mathbb 1\{\pi(x_i) = a_i\}r_i$ is Binomial$(n, V(\pi)/80)$
+# when rows are independent, so $\hat V = 80C/n$ and an **exact** Clopper–Pearson interval follows
+# (95%, two-sided).  (Doubly robust estimates need a reward model fitted on other data; with a
+# uniform logger and these click counts they would not narrow the interval much, and are not built.)
+
+# %%
+OBD = os.path.join(os.path.dirname(os.path.abspath("__file__")), "..", "..", "data", "obd_random_all_context.csv")
+with open(OBD, newline="") as fh:
+    rows_obd = list(csv.DictReader(fh))
+items = np.array([int(r["item_id"]) for r in rows_obd])
+clicks = np.array([float(r["click"]) for r in rows_obd])
+prop = np.array([float(r["propensity_score"]) for r in rows_obd])
+features = np.array([[int(r[f"user_feature_{j}"]) for j in range(4)] for r in rows_obd])
+sizes = features.max(axis=0) + 1
+offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+contexts_obd = np.zeros((len(rows_obd), int(sizes.sum())))
+contexts_obd[np.arange(len(rows_obd))[:, None], offsets + features] = 1.0
+n_train = 5000
+train, test = np.arange(n_train), np.arange(n_train, len(rows_obd))
+assert np.all(prop == 1 / 80), "the uniform logger: every propensity is 1/80"
+print(f"{len(rows_obd)} rows, {len(np.unique(items))} items, {int(clicks.sum())} clicks; d = {contexts_obd.shape[1]} "
+      f"(categories {sizes.tolist()}); train {train.size} rows ({int(clicks[train].sum())} clicks), "
+      f"test {test.size} rows ({int(clicks[test].sum())} clicks)")
+
+
+def ips_value(actions_test, alpha=0.05):
+    """IPS estimate and exact Clopper-Pearson interval for a deterministic policy on the test rows."""
+    hits = int(np.sum((actions_test == items[test]) * clicks[test]))
+    n = test.size
+    lo = float(clopper_pearson_lower(hits, n, alpha / 2)) / prop[test][0]
+    hi = float(clopper_pearson_upper(hits, n, alpha / 2)) / prop[test][0]
+    return hits / n / prop[test][0], lo, hi, hits
+
+
+logger = (float(clicks[test].mean()), float(clopper_pearson_lower(int(clicks[test].sum()), test.size, 0.025)),
+          float(clopper_pearson_upper(int(clicks[test].sum()), test.size, 0.025)))
+print(f"uniform logger (on-policy CTR of the test rows): {logger[0]:.4f}  95% CI [{logger[1]:.4f}, {logger[2]:.4f}]")
+
+# %% [markdown]
+# The two learners, fitted on the training rows: `ContextualModel` (adaptive, $\lambda = 1$,
+# $\tau = 1/N$, $S = 1$) with the distinct contexts of the *test* half as the switch's public
+# evaluation set, and Paper A's non-contextual `LCBModel` (rollback), which serves one item to
+# everyone.  The contextual model's noise scale is set to the smallest $\sigma$ under which a single
+# one-row request could stay pending ($\sigma = \Delta^{\mathrm{seq}}/\mu^\star$ at
+# $(\varepsilon, \delta) = (2, 10^{-5})$ on the arm with the most rows).
+
+# %%
+eps_obd, delta_obd = 2.0, 1e-5
+probe = fit_contextual(contexts_obd[train], items[train], clicks[train], n_arms=80, context_bound=2.0)
+big = int(np.argmax(probe.counts))
+one_row = sequential_sensitivity(probe, np.eye(80, dtype=int)[big])[big]
+from bandit_unlearning.mab.model import gdp_budget  # noqa: E402
+sigma_obd = float(one_row / gdp_budget(eps_obd, delta_obd))
+eval_obd = np.unique(contexts_obd[test], axis=0)
+ctx_model = ContextualModel.fit(contexts_obd[train], items[train], clicks[train], n_arms=80, context_bound=2.0,
+                                method="adaptive", epsilon=eps_obd, delta=delta_obd, sigma=sigma_obd,
+                                eval_contexts=eval_obd, rng=20261213)
+mab_model = LCBModel.fit(items[train], clicks[train], labels=list(range(80)), tau=1 / n_train, rng=20261214)
+print(f"beta = {ctx_model.statistics.beta:.2f}; one-row sequential sensitivity on item {big} "
+      f"({int(probe.counts[big])} rows): {one_row:.2f}; sigma = {sigma_obd:.2f}; {len(eval_obd)} public contexts")
+
+
+def evaluate(label):
+    acts = ctx_model.actions(contexts_obd[test])
+    v_ctx = ips_value(acts)
+    v_mab = ips_value(np.full(test.size, int(mab_model.policy)))
+    return (label, v_ctx, v_mab, len(np.unique(acts)))
+
+
+results = [evaluate("before deletions")]
+
+# %% [markdown]
+# **A stream of deletions**: 20 requests of 25 training rows each, drawn at random (the dataset has
+# no user ids: a row — one impression — is the unit a request names), served by both models.
+
+# %%
+stream = rng.permutation(train)[:500].reshape(20, 25)
+mus_needed, touched = [], []
+for j, req_rows in enumerate(stream):
+    k_req = np.bincount(items[req_rows], minlength=80)
+    rec = ctx_model.delete(rows=req_rows)
+    mab_model.delete(rows=req_rows)
+    shifts = sequential_sensitivity(ctx_model.statistics, k_req)
+    mus_needed.append(float(np.linalg.norm(shifts)) / sigma_obd)
+    touched.append(int(np.count_nonzero(k_req)))
+    if (j + 1) % 5 == 0:
+        results.append(evaluate(f"after {j + 1} requests ({25 * (j + 1)} rows)"))
+reasons = {}
+for rec in ctx_model.log:
+    reasons[(rec.method, rec.reason)] = reasons.get((rec.method, rec.reason), 0) + 1
+print("branch and reason, over the 20 requests:", reasons)
+print(f"items touched per request: {min(touched)} .. {max(touched)}; whitened shift a Gaussian release would carry: "
+      f"{min(mus_needed):.1f} .. {max(mus_needed):.1f}, against the budget mu* = {ctx_model.mu_budget:.2f}")
+assert all(rec.method == "rollback" for rec in ctx_model.log) and min(mus_needed) > ctx_model.mu_budget
+
+# %%
+print(f"{'':32s} {'contextual LCB':>30s} {'non-contextual LCB':>30s}  items served")
+for label, v_ctx, v_mab, n_items in results:
+    print(f"{label:32s} {v_ctx[0]:.4f} [{v_ctx[1]:.4f}, {v_ctx[2]:.4f}] ({v_ctx[3]:2d}) "
+          f"{v_mab[0]:.4f} [{v_mab[1]:.4f}, {v_mab[2]:.4f}] ({v_mab[3]:2d})  {n_items}")
+
+keep_obd = np.ones(n_train, bool)
+keep_obd[stream.ravel()] = False
+refit_obd = fit_contextual(contexts_obd[train][keep_obd], items[train][keep_obd], clicks[train][keep_obd], n_arms=80,
+                           context_bound=2.0, beta=ctx_model.statistics.beta)
+assert np.array_equal(ctx_model.statistics.gram, refit_obd.gram) and np.array_equal(
+    ctx_model.statistics.theta, refit_obd.theta), "one-hot contexts and 0/1 clicks: rollback is retraining bit for bit"
+assert np.array_equal(ctx_model.actions(contexts_obd[test]), np.argmax(lcb_scores(refit_obd, contexts_obd[test]), 1))
+print("after 500 deletions the contextual model equals a refit on the remaining rows, bit for bit")
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.2))
+xs = np.arange(len(results))
+for off, (name, idx) in zip((-0.12, 0.12), (("contextual LCB", 1), ("non-contextual LCB", 2))):
+    vals = np.array([r[idx][:3] for r in results])
+    ax.errorbar(xs + off, vals[:, 0], yerr=[vals[:, 0] - vals[:, 1], vals[:, 2] - vals[:, 0]], fmt="o", capsize=3,
+                label=name)
+ax.axhspan(logger[1], logger[2], color="0.85", label="uniform logger, 95% CI")
+ax.set_xticks(xs, [r[0].replace(" requests", "").replace("before deletions", "before") for r in results], fontsize=7)
+ax.set(ylabel="IPS value (click rate)", title="OBD test half: policy values with exact 95% intervals")
+ax.legend(fontsize=7)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **What the numbers say, and what they cannot.**
+# - **Every request was rolled back**, and the log says why.  A request of 25 random rows touches
+#   20-odd items, each with one or two deleted rows among ~60; the Gaussian release would noise all
+#   of those centres at once, and its whitened shift (the joint sensitivity over the touched items,
+#   divided by $\sigma$) is several times the whole budget $\mu^\star$, however the switch votes —
+#   the accountant refuses and the model rolls back.  The noise that would admit such a request would
+#   be several times larger still, far above any useful centre (click rates are 0.4%).  On this log,
+#   rollback is both exact and the branch to take; the Gaussian branch pays for logs with many rows per
+#   arm and requests concentrated on few arms (Section 3).
+# - The confidence radius $\beta$ is large against the click rate (0.4%): the LCB score is dominated
+#   by the width term, so both pessimistic learners serve items whose rows cover the user's
+#   categories best — data coverage, not estimated click rate.
+# - With 19 test clicks, a deterministic policy matches about $1/80$ of the test rows and the IPS
+#   estimate rests on a handful of clicks: the exact intervals are several times wider than any
+#   difference between the policies or between before and after the deletions.  **No ranking of the
+#   contextual and non-contextual learners, and no effect of the deletions on value, can be claimed
+#   from this sample.**  The full Open Bandit Dataset (tens of millions of rows) is the place to
+#   measure that; this chapter shows the pipeline and the guarantees on real logged contexts.
+
+# %% [markdown]
+# ## Summary
+# - `ContextualModel` (module `bandit_unlearning.mab.contextual_model`): fit, `delete(user=... |
+#   rows=...)`, the release and its `actions`, the exact `statistics` of what remains, a log,
+#   `save` / `load` (atomic, checksummed, no deleted row in the row store); the accountant is chapter
+#   A9a's (`admits`, `request_mus`, `gdp_budget`, `gdp_delta`), the sensitivity the sequential
+#   sensitivity $\Delta^{\mathrm{seq}}$ derived in Section 1, the switch the literal one of chapter A10a:
+#   the guarantee is stated against the literal reference.  An ill-conditioned downdate is answered
+#   by refitting that arm from its rows.
+# - Synthetic lifecycle: Gaussian branches kept pending within the $\mu$-GDP budget, then rolled
+#   back; live statistics equal to a refit after every request; a refused call changes nothing.
+# - OBD (5,000 training rows, 24-dimensional one-hot user contexts, 80 items): every one of 20
+#   requests (500 rows) took rollback, and the model equals a refit on the remaining rows bit for
+#   bit; policy values by IPS with exact intervals are reported, and they are too wide to rank the
+#   learners (38 clicks in the sample).
