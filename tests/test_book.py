@@ -17,7 +17,9 @@ where they fail.
 
 import json
 import os
+import re
 import runpy
+import shutil
 import subprocess
 import sys
 import time
@@ -154,8 +156,13 @@ and $B$ is minimised at an end.
 FIXED = PITFALL.replace("**Theorem.**\n$$", "**Theorem.**\n\n$$").replace("}}\n  + ", "}} +\n  ").replace("# Broken", "# Fixed")
 
 
-def _tiny_book(tmp_path: Path, mathjax_path: str | None = None) -> Path:
+@pytest.fixture(scope="module")
+def tiny_book(tmp_path_factory) -> Path:
     """A small book built with the book's own configuration (docs/conf.py), pages of our own."""
+    return _tiny_book(tmp_path_factory.mktemp("tiny"))
+
+
+def _tiny_book(tmp_path: Path) -> Path:
     src = tmp_path / "notebooks"
     (src / "mab").mkdir(parents=True)
     png = _png()
@@ -167,12 +174,11 @@ def _tiny_book(tmp_path: Path, mathjax_path: str | None = None) -> Path:
         (src / f"{doc}.ipynb").write_text(text)
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
-    override = f"\nmathjax_path = {mathjax_path!r}\n" if mathjax_path else ""
     (conf_dir / "conf.py").write_text(
         f"__file__ = {str(ROOT / 'docs' / 'conf.py')!r}\n"
         f"exec(compile(open(__file__).read(), __file__, 'exec'))\n"
         f"NOTEBOOKS = __import__('pathlib').Path({str(src)!r})\n"
-        f"PARTS = [('mab', 'Part')]\n" + override)
+        f"PARTS = [('mab', 'Part')]\n")
     (conf_dir / "_templates").symlink_to(ROOT / "docs" / "_templates")
     out = tmp_path / "html"
     run = _sphinx(src, out, conf_dir, strict=False)
@@ -192,11 +198,12 @@ def _png() -> bytes:
     return buf.getvalue()
 
 
-def test_the_browser_check_rejects_broken_pages(tmp_path):
+def test_the_browser_check_rejects_broken_pages(tiny_book, tmp_path):
     """The same browser check fails on the list-item pitfall and on a figure whose file is missing,
     and passes the same formula written safely and the same figure present."""
     binary = _chromium()
-    out = _tiny_book(tmp_path)
+    out = tmp_path / "html"
+    shutil.copytree(tiny_book, out)
     by_page = {r.page: r for r in book_browser.check_book(out, binary)}
     broken = by_page["mab/01_broken.html"].problems
     assert broken and all(p.startswith("raw TeX") for p in broken), broken
@@ -211,12 +218,17 @@ def test_the_browser_check_rejects_broken_pages(tmp_path):
     assert figure.problems == [f"image not loaded: ../_images/{images[0].name}"], figure.problems
 
 
-def test_the_browser_check_rejects_mathjax_from_a_cdn(tmp_path):
-    """The book as it was before MathJax was shipped with it: loaded from a CDN, offline nothing
-    renders, and the check reports both the request and the raw TeX (nothing leaves the machine:
-    name resolution is off inside the browser)."""
+def test_the_browser_check_rejects_mathjax_from_a_cdn(tiny_book, tmp_path):
+    """The book as it was before MathJax was shipped with it (Sphinx's default: MathJax from a CDN):
+    offline nothing renders, and the check reports both the request and the raw TeX (nothing leaves
+    the machine: name resolution is off inside the browser)."""
     binary = _chromium()
-    out = _tiny_book(tmp_path, mathjax_path="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js")
+    out = tmp_path / "html"
+    shutil.copytree(tiny_book, out)
+    index = (out / "index.html").read_text()
+    assert index.count('src="_static/mathjax/tex-chtml.js') == 1
+    (out / "index.html").write_text(re.sub(r'src="_static/mathjax/tex-chtml\.js[^"]*"',
+                                           'src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"', index))
     index = {r.page: r for r in book_browser.check_book(out, binary)}["index.html"]
     assert index.formulas == 0
     assert any(p.startswith("request leaves the machine: https://cdn.jsdelivr.net/") for p in index.problems)
