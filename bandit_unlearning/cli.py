@@ -278,6 +278,8 @@ def _cell(value: float, stderr: float | None) -> str:
         shown = "n/a" if value is None else f"{value:.{_decimals(value, 4)}f}" if value != 0 else "0"
         return shown if stderr is None else f"{shown} ± 0"
     d = _decimals(stderr, 2)
+    if d > 0 and round(stderr, d) >= 10.0 ** (2 - d):   # 0.0000999 rounds up to 0.00010, not 0.000100
+        d -= 1
     return f"{value:.{d}f} ± {stderr:.{d}f}"
 
 

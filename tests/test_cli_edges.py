@@ -132,6 +132,7 @@ def test_a_silent_experiment_reports_progress(capsys):
     (312.44, None, "312.4"),
     (0.00012, None, "0.0001200"),
     (1.5, 0.0, "1.500 ± 0"),
+    (0.00108, 0.0000999, "0.00108 ± 0.00010"),         # an error that rounds up to the next decade
 ])
 def test_summary_cells_show_significant_digits(value, stderr, shown):
     assert cli._cell(value, stderr) == shown

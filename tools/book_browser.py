@@ -15,6 +15,7 @@ leave the machine; every request a page makes is recorded all the same.  For eac
 - ``image not loaded``: an ``<img>`` whose file did not load;
 - ``request leaves the machine``: any request to an address other than the local server;
 - ``table wider than the column``: a table that needs a sideways scroll bar;
+- ``search boxes``: more than one visible search box;
 
 and, on every page, each link to an anchor of another page (or of the same page) that does not land
 on an element with that id (the index's theorem table among them).  ``tests/test_book.py`` runs it on
@@ -209,7 +210,9 @@ PAGE_SCRIPT = r"""
       .map(a => ({href: a.href, theoremTable: !!a.closest("#where-is-theorem-x")}));
   const ids = [...document.querySelectorAll("[id]")].map(e => e.id)
       .concat([...document.querySelectorAll("a[name]")].map(e => e.name));
-  return {raw, errors, images, wide, links, ids, mathjax: !!window.MathJax,
+  const searches = [...document.querySelectorAll(".search-button-field, input[type=search]")]
+      .filter(e => e.offsetParent !== null && e.getClientRects().length > 0).length;
+  return {raw, errors, images, wide, links, ids, searches, mathjax: !!window.MathJax,
           formulas: document.querySelectorAll("mjx-container").length};
 })()
 """
@@ -273,6 +276,8 @@ def check_book(html_dir: str | Path, binary: str | None = None, timeout: float =
                 report.problems += [f"image not loaded: {t}" for t in seen["images"]]
                 report.problems += [f"request leaves the machine: {u}" for u in outside]
                 report.problems += [f"table wider than the column: {t!r}" for t in seen["wide"]]
+                if seen["searches"] > 1:
+                    report.problems.append(f"{seen['searches']} search boxes on the page (one is enough)")
                 ids[page] = set(seen["ids"])
                 links += [(report, link) for link in seen["links"]]
                 reports.append(report)
