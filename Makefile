@@ -46,7 +46,11 @@ check: $(STAMP)
 # Second pass: the same suite with numpy's SIMD dispatch lowered to its baseline (tools/portability.py
 # reads the features to disable from numpy itself), so that a stored output which depends on the
 # last bits of this CPU's vector kernels fails here, not on a reader's machine.
+# The book's browser test (tests/test_book.py) needs Chromium from the system's packages; without it
+# that test is skipped (and fails under CI=true, where .ci/run installs it).
+CHROMIUM_HINT := Chromium not found: the browser test of the book will be SKIPPED. Install it with: apt-get update && apt-get install -y chromium chromium-driver (or set CHROMIUM=/path/to/chromium)
 test: check
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || echo "*** $(CHROMIUM_HINT)"
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) tests notebooks
 	$(BIN)/python tools/portability.py
 
@@ -71,8 +75,9 @@ test-fast: check
 reproduce: $(STAMP)
 	$(BIN)/python -m bandit_unlearning reproduce all --out results --workers 2
 
+# JupyterLab refuses to start as root unless told (--allow-root): containers and CI machines often are root.
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 export: $(STAMP)
 	$(BIN)/python tools/export.py

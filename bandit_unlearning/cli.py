@@ -2,6 +2,15 @@
 
 Every reproduction writes ``DIR/<name>.json`` (the numbers, with the protocol that produced them),
 ``DIR/<name>.png`` and ``DIR/<name>.pdf``, and appends its table to ``DIR/summary.md``.
+Files are written atomically: an experiment writes into a private staging folder inside ``DIR``,
+and only when it has finished are its files moved into place one by one (``os.replace``, the JSON
+last), so an interrupt (Ctrl-C, a crash, a dead cluster) leaves each file either as it was or as the
+new run wrote it, never half-written; a staging folder left by a killed run is removed by the next
+run.  ``summary.md`` skips (and names) a result file it cannot read, such as one truncated by an
+older version of this command.
+
+``python -m bandit_unlearning copy MODULE DEST [--name NAME]`` copies one module with the package
+files it needs (``bandit_unlearning.copying``).
 
 Sweeps run serially, on ``--workers N`` local processes, or on a Dask cluster with ``--scheduler``
 (``local``, ``local:N`` or ``tcp://HOST:PORT``; needs the ``dask`` extra).  The results depend only on
@@ -12,9 +21,15 @@ together: on a cluster its workers set the parallelism (``--scheduler local:N`` 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable
 
@@ -28,6 +43,9 @@ from bandit_unlearning.checks import check_choice, check_instance, check_int  # 
 
 __all__ = ["EXPERIMENTS", "write_summary", "reproduce", "main"]
 
+_STAGING = ".staging-"      # prefix of an experiment's private folder inside --out (see _reproduce)
+HEARTBEAT_S = 30.0          # a line on stderr at least this often while an experiment runs
+
 
 def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
     from bandit_unlearning.experiments.lemma31 import lemma31_curve, plot_lemma31
@@ -35,8 +53,10 @@ def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
     ns = [250, 500, 1000, 2000, 4000, 8000, 16000]
     reps = 200_000 if scale == "paper" else 20_000
     curve = lemma31_curve(ns, np.random.default_rng(seed), reps=reps)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
     plot_lemma31(ns, curve, ax=ax)
+    ax.set_title(f"Paper A, Lemma 3.1: the LCB learner on the paper's instance (Mf: equal counts; Md: C* = 5)\n"
+                 f"{reps:,} replicates per N (error bars: 1 standard error), seed {seed}", fontsize=8)
     _save_figure(fig, out / "lemma31")
     panels = [{"id": "lemma31", "model": model, "vary": "N", "x": ns,
                "methods": {"LCB": curve[model], "Lemma 3.1 bound": curve[f"{model} bound"]},
@@ -75,11 +95,81 @@ EXPERIMENTS: dict[str, Callable[[Path, str, int, int], dict]] = {
 
 
 def _save_figure(fig, stem: Path) -> None:
+    print(f"{stem.name}: saving the figure ({stem.name}.png, {stem.name}.pdf)", file=sys.stderr, flush=True)
     if fig.get_layout_engine() is None:   # figures laid out by their own engine keep it
         fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(stem.with_suffix(f".{ext}"), dpi=150)
     plt.close(fig)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)                    # mkstemp's 0600 would make summary.md private
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def _heartbeat(name: str, every: float = HEARTBEAT_S):
+    """While the block runs, a line on stderr every ``every`` seconds (long units report nothing)."""
+    stop = threading.Event()
+    start = time.perf_counter()
+
+    def beat():
+        while not stop.wait(every):
+            print(f"{name}: still running ({time.perf_counter() - start:.0f} s so far)", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _remove_stale_staging(out: Path) -> None:
+    """Remove the staging folders of earlier runs that were killed (their process is gone)."""
+    for folder in out.glob(_STAGING + "*"):
+        try:
+            pid = int(folder.name[len(_STAGING):].split("-")[0])
+        except ValueError:
+            continue
+        try:
+            os.kill(pid, 0)
+            alive = pid != os.getpid()
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        if not alive and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _check_out(out: Path) -> list[Path]:
+    """Refuse an --out that cannot be a folder; the folders that creating it will make (to undo)."""
+    missing = []
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                what = "is an existing file" if folder == out else f"lies under {str(folder)!r}, which is a file"
+                raise ValueError(f"--out must be a folder, but {str(out)!r} {what}")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise ValueError(f"out (--out): cannot write into {str(folder)!r} (permission denied)")
+            break
+        missing.append(folder)
+    return missing
 
 
 _PAPER_A = {"figure1": "Paper A, Figure 1", "figure2": "Paper A, Figure 2", "figure3": "Paper A, Figure 3",
@@ -173,8 +263,24 @@ _SUBOPT = ("Each number is the mean sub-optimality mu(a*) - mu(a_hat'): how much
            "0 is perfect, the worst possible here is 0.10 - 0.02 = 0.08)")
 
 
+def _decimals(x: float, digits: int) -> int:
+    """Decimals that show ``digits`` significant digits of ``x`` (none for large values)."""
+    if x == 0 or not np.isfinite(x):
+        return 0
+    return max(0, digits - 1 - int(np.floor(np.log10(abs(x)))))
+
+
 def _cell(value: float, stderr: float | None) -> str:
-    return f"{value:.4f}" if stderr is None else f"{value:.4f} ± {stderr:.4f}"
+    """``value`` with 4 significant digits, or ``value ± stderr`` with two significant digits of the
+    standard error and the value to the same decimal place (``0.000123 ± 0.000045``, ``312.4 ± 5.1``);
+    a zero error is shown as ``± 0`` after the value's 4 significant digits."""
+    if value is None or stderr is None or not np.isfinite(stderr) or stderr == 0:
+        shown = "n/a" if value is None else f"{value:.{_decimals(value, 4)}f}" if value != 0 else "0"
+        return shown if stderr is None else f"{shown} ± 0"
+    d = _decimals(stderr, 2)
+    if d > 0 and round(stderr, d) >= 10.0 ** (2 - d):   # 0.0000999 rounds up to 0.00010, not 0.000100
+        d -= 1
+    return f"{value:.{d}f} ± {stderr:.{d}f}"
 
 
 def _paper_a_header(result: dict) -> list[str]:
@@ -290,11 +396,15 @@ def write_summary(out: Path) -> Path:
     if not out.is_dir():
         raise ValueError(f"out must be an existing folder, got {str(out)!r}")
     results = []
+    skipped = []
     for path in sorted(out.glob("*.json")):
         try:
             data = json.loads(path.read_text())
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path} is not a JSON result file ({err})") from None
+            # e.g. truncated by an interrupted run of an older version: skipped, and said so
+            print(f"summary: skipping {path.name}: not a readable result file ({err})", file=sys.stderr)
+            skipped.append(path.name)
+            continue
         if isinstance(data, dict) and "panels" in data and "experiment" in data:
             results.append(data)
     text = ("# Reproduced figures and tables\n\n"
@@ -303,7 +413,10 @@ def write_summary(out: Path) -> Path:
             "model-case-varied quantity).  Where there are independent runs a cell reads mean ± standard "
             "error.  The JSON files beside this one hold every number and the full protocol.\n\n"
             + "".join(map(_summary_table, results)))
-    (out / "summary.md").write_text(text)
+    if skipped:
+        text += ("## Skipped files\n\nNot readable as result files (truncated or not JSON), so not summarised: "
+                 + ", ".join(f"`{name}`" for name in skipped) + ".  Re-run their experiments to replace them.\n")
+    _write_atomic(out / "summary.md", text)
     return out / "summary.md"
 
 
@@ -324,8 +437,7 @@ def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, 
     if unknown:
         raise ValueError(f"unknown experiment(s) {unknown}; choose from {sorted(EXPERIMENTS)} or 'all'")
     out = Path(check_instance(out, (str, Path), "out"))
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out must be a folder, but {str(out)!r} is an existing file")
+    _check_out(out)
     check_choice(scale, "scale", ("paper", "quick"))
     seed = check_int(seed, "seed (--seed)", 0)
     workers = check_int(workers, "workers (--workers)", 1)
@@ -352,54 +464,114 @@ def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, 
 
 
 def _reproduce(names: list[str], out: Path, scale: str, seed: int, workers: int) -> list[dict]:
+    created = _check_out(out)                        # folders made here, removed again if left empty
     out.mkdir(parents=True, exist_ok=True)
     results = []
-    for name in names:
-        start, started = time.perf_counter(), time.time() - 1.0      # mtimes have coarse resolution
-        result = {"experiment": name, "scale": scale, "seed": seed}
-        result.update(EXPERIMENTS[name](out, scale, seed, workers))
-        result["scale"], result["seed"] = scale, seed
-        result["wall_time_s"] = round(time.perf_counter() - start, 2)
-        (out / f"{name}.json").write_text(json.dumps(result, indent=1))
-        results.append(result)
-        written = sorted(f.name for f in out.iterdir() if f.suffix in (".json", ".png", ".pdf")
-                         and f.stem.split("_")[0] == name and f.stat().st_mtime >= started)
-        print(f"{name}: wrote {', '.join(written)} into {out} in {result['wall_time_s']} s")
-    write_summary(out)
+    try:
+        _remove_stale_staging(out)
+        for name in names:
+            start = time.perf_counter()
+            stage = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-{name}-", dir=out))
+            try:
+                with _heartbeat(name):
+                    result = {"experiment": name, "scale": scale, "seed": seed}
+                    result.update(EXPERIMENTS[name](stage, scale, seed, workers))
+                    result["scale"], result["seed"] = scale, seed
+                    result["wall_time_s"] = round(time.perf_counter() - start, 2)
+                    (stage / f"{name}.json").write_text(json.dumps(result, indent=1))
+                # into place one file at a time, each atomically; the JSON files (the record) last
+                written = sorted((f for f in stage.iterdir() if f.is_file()), key=lambda f: (f.suffix == ".json", f.name))
+                for f in written:
+                    os.replace(f, out / f.name)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+            results.append(result)
+            print(f"{name}: wrote {', '.join(sorted(f.name for f in written))} into {out} in {result['wall_time_s']} s")
+        write_summary(out)
+    except BaseException:
+        for folder in created:                       # nothing finished: leave no empty folder behind
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
     return results
 
 
+def _copy(args, parser) -> int:
+    from bandit_unlearning.copying import copy_module, module_files
+
+    try:
+        _, needs = module_files(args.module)
+        files = copy_module(args.module, args.dest, args.name)
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
+    root = Path(args.dest) / args.name
+    print(f"copy: wrote {len(files)} files into {root} ({', '.join(f.relative_to(root).as_posix() for f in files)})")
+    print(f"copy: import it as {args.name}.{args.module.removesuffix('.py').replace('/', '.').removeprefix('bandit_unlearning.')}"
+          f" with {args.dest} on sys.path; it needs {', '.join(needs) or 'only the standard library'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bandit_unlearning", description=__doc__.splitlines()[0])
+    """The command line: ``reproduce`` and ``copy`` (``--help`` lists their options)."""
+    if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings (command-line arguments), got {argv!r}")
+    parser = argparse.ArgumentParser(prog="python -m bandit_unlearning",
+                                     description=__doc__.splitlines()[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("reproduce", help="regenerate paper figures and tables")
-    rep.add_argument("names", nargs="+", help=f"experiments: {', '.join(sorted(EXPERIMENTS))}, or all")
-    rep.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results/)")
-    rep.add_argument("--scale", choices=("paper", "quick"), default="paper")
-    rep.add_argument("--seed", type=int, default=0)
-    rep.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    rep = sub.add_parser("reproduce", help="regenerate paper figures and tables",
+                         description="Regenerate paper figures and tables: DIR/NAME.json, .png, .pdf and "
+                                     "DIR/summary.md, each file written atomically.")
+    rep.add_argument("names", nargs="+", metavar="NAME",
+                     help=f"experiments: {', '.join(sorted(EXPERIMENTS))}, or all")
+    rep.add_argument("--out", type=Path, default=Path("results"), metavar="DIR",
+                     help="output folder, created if missing (default: results)")
+    rep.add_argument("--scale", choices=("paper", "quick"), default="paper",
+                     help="paper: the papers' sizes (about a minute and a half for all on two cores); quick: "
+                          "small sizes for a first look, in seconds (default: paper)")
+    rep.add_argument("--seed", type=int, default=0, metavar="S",
+                     help="master seed, >= 0; the results depend only on it (default: 0)")
+    rep.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes, >= 1 (default: 1)")
     rep.add_argument("--scheduler", metavar="ADDRESS", default=None,
                      help="run the sweeps on a Dask cluster: tcp://HOST:PORT of a running scheduler, or start one here "
                           "with local (one worker process per core) or local:N (N processes); needs "
-                          "pip install -e '.[dask]'; not with --workers > 1")
-    if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
-        raise TypeError(f"argv must be a list of strings (command-line arguments), got {argv!r}")
+                          "pip install -e '.[dask]'; not with --workers > 1 (default: none, run here)")
+    cp = sub.add_parser("copy", help="copy one module with exactly the package files it needs",
+                        description="Copy MODULE (e.g. mab.unlearn) and the package modules it imports into "
+                                    "DEST/NAME, importable as NAME (absolute imports rewritten); prints what "
+                                    "else it needs (numpy, scipy).")
+    cp.add_argument("module", metavar="MODULE", help="e.g. mab.unlearn, bandit_unlearning.exact.tree or mab/unlearn.py")
+    cp.add_argument("dest", metavar="DEST", help="folder to write into (created if missing)")
+    cp.add_argument("--name", default="bandit_unlearning",
+                    help="package name of the copy; DEST/NAME must not exist (default: bandit_unlearning)")
     args = parser.parse_args(argv)
+    if args.command == "copy":
+        return _copy(args, cp)
     if args.workers < 1:
-        parser.error("--workers must be >= 1")
+        rep.error("--workers must be >= 1")
     if args.seed < 0:
-        parser.error("--seed must be >= 0")
+        rep.error("--seed must be >= 0")
     names = sorted(EXPERIMENTS) if "all" in args.names else args.names
     try:
         reproduce(names, args.out, args.scale, args.seed, args.workers, args.scheduler)
+    except KeyboardInterrupt:
+        rep.exit(130, f"{rep.prog}: interrupted; every file in {args.out} is as it was or complete "
+                      "(experiments that had finished are in place)\n")
     except ValueError as err:
-        parser.error(str(err))
+        rep.error(str(err))
     except ImportError as err:                              # Dask missing for --scheduler
         if args.scheduler is None or "(--scheduler)" not in str(err):
             raise
-        parser.error(str(err))
+        rep.error(str(err))
     except ConnectionError as err:                          # the --scheduler address could not be reached
         if args.scheduler is None or "(--scheduler)" not in str(err):
             raise
-        parser.exit(1, f"{parser.prog}: error: {err}\n")
+        rep.exit(1, f"{rep.prog}: error: {err}\n")
+    except (concurrent.futures.CancelledError, OSError, TimeoutError) as err:
+        if args.scheduler is None:                          # not a cluster problem: the real traceback
+            raise
+        rep.exit(1, f"{rep.prog}: error: the Dask cluster at {args.scheduler} stopped answering during the run "
+                    f"({type(err).__name__}); experiments that had finished are in {args.out}, nothing is "
+                    "half-written\n")
     return 0

@@ -20,6 +20,7 @@
 #
 # | # | chapter | covers (paper numbering) | exports |
 # |---|---|---|---|
+# | start | [00_tour](00_tour.ipynb) | a tour: one deletion served by each paper, on the Open Bandit Dataset | (no exports) |
 # | A1 | [mab/01_data_and_lcb](mab/01_data_and_lcb.ipynb) | Paper A §2, Algorithm 1, Lemma 3.1 | `bandit_unlearning.mab.data`, `bandit_unlearning.mab.lcb`, `bandit_unlearning.montecarlo`, `bandit_unlearning.experiments.lemma31` |
 # | A2 | [mab/02_unlearning_mechanisms](mab/02_unlearning_mechanisms.ipynb) | Paper A Definition 2.1, §3.1, Lemma A.1; erratum E2, E7, E12 | `bandit_unlearning.mab.mechanisms` |
 # | A3a | [mab/03a_adaptive_unlearning](mab/03a_adaptive_unlearning.ipynb) | Paper A Algorithms 2–3 (and the entry points of Algorithms 4–5, 7–8), the threshold $\gamma_0$; errata E1–E3 | `bandit_unlearning.mab.unlearn`, `bandit_unlearning.mab.bounds` (thresholds, branch bounds) |

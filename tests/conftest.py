@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 # every notebook, runs in both passes.
 SIMD_INDEPENDENT = {
     "test_bad_inputs.py", "test_book.py", "test_dask.py", "test_forensics.py", "test_literate_sync.py",
-    "test_portability.py",
+    "test_portability.py", "test_cli_edges.py", "test_copy.py",
 }
 
 

@@ -1633,7 +1633,7 @@ T("size must be an integer", runner.chunks, [1, 2], 1.5)
 T("items must be iterable", runner.chunks, 3, 2)
 T("out must be a Path", cli.write_summary, "results")
 V("out must be an existing folder", cli.write_summary, A_FILE)
-V("is not a JSON result file", cli.write_summary, A_DIR)
+# (a folder holding an unreadable .json is summarised without it: tests/test_cli_edges.py)
 V("unknown experiment", cli.reproduce, ["figure9"], A_DIR / "new")
 T("names must be a list of experiment names", cli.reproduce, "lemma31", A_DIR / "new")
 V("names must name at least one experiment", cli.reproduce, [], A_DIR / "new")
@@ -1647,6 +1647,16 @@ V(r"scheduler \(--scheduler\) .* do not combine it with workers \(--workers\) 2"
   A_DIR / "new", workers=2, scheduler="local:2")
 T("argv must be a list of strings", cli.main, "reproduce lemma31")
 T("argv must be a list of strings", cli.main, ["reproduce", 3])
+
+# --- bandit_unlearning.copying (python -m bandit_unlearning copy)
+from bandit_unlearning import copying  # noqa: E402
+
+T("module must be a non-empty str", copying.module_files, 3)
+V("is not a module of bandit_unlearning", copying.module_files, "mab.nothing")
+V("is not a module of bandit_unlearning", copying.copy_module, "mab.nothing", A_DIR / "copy")
+V("must be a Python identifier", copying.copy_module, "mab.lcb", A_DIR / "copy", name="my-lib")
+T("dest must be a path", copying.copy_module, "mab.lcb", 3)
+V("is a file, not a folder", copying.copy_module, "mab.lcb", A_FILE / "sub")
 
 
 # --- bandit_unlearning.exact.registry (deleting a user)

@@ -33,7 +33,9 @@ METHOD_LABELS = {
     "Alg6": "Algorithm 6 (imitation)",
 }
 METHOD_DESCRIPTIONS = {
-    "Oracle": "Algorithm 1 (LCB) on the original data, nothing deleted: the floor of every curve",
+    "Oracle": "Algorithm 1 (LCB) on the original data, nothing deleted: the reference without deletion, "
+              "not a floor (Rollback, which is retraining on the remaining data, can lie below it: in the easy "
+              "case fewer samples of a worse arm widen its confidence radius and make the learner pick it less)",
     "Gaussian": "noise N(0, sigma^2), sigma = (3k / 2N(a0)) gamma, added to the source arm's score, "
                 "whatever the learner chose",
     "Rollback": "the deleted samples removed from the stored statistics (identical to retraining on D \\ U)",
@@ -109,7 +111,7 @@ def _scale(result):
     return f"{result['scale']} scale" + (f": {size}" if size else "") + f", seed {result['seed']}"
 
 
-# --- from notebooks/mab/08b_paper_figures.py, cell 6 (line 139): "1. Figures from the JSON of `run_experiment`" ---
+# --- from notebooks/mab/08b_paper_figures.py, cell 6 (line 141): "1. Figures from the JSON of `run_experiment`" ---
 def plot_experiment(result: dict, errorbars: bool = True):
     """One figure for ``result``: a grid of line panels (Figures 1, 2; Table 2) or grouped bars
     (Figure 3), with one shared legend and the fixed settings in the titles.  The y axis is the mean
@@ -188,5 +190,7 @@ def plot_experiment(result: dict, errorbars: bool = True):
     if len(rows) > 1 and None not in fixed.values():
         title += (f"\neach row varies one of {', '.join(fixed)}, the others fixed at "
                   f"({', '.join(f'{v:g}' for v in fixed.values())})")
+    title += ("\nthe methods are drawn slightly apart along the x axis (a sideways dodge, so that coinciding "
+              "points stay visible): every point of a group belongs to the same x value")
     fig.suptitle(title, fontsize=10)
     return fig

@@ -111,7 +111,7 @@ def _task(task: dict):
         result = stable_regret_curves(_env(task["environment"]), task["T"], [r["rho"] for r in runs],
                                       [r["population"] for r in runs], [r["noise_seed"] for r in runs],
                                       [r["bonus_scale"] for r in runs], n_points=task["n_points"])
-        what = f"regret on {task['environment']['name']} (T = {task['T']}, {len(runs)} runs)"
+        what = f"regret on {task['environment']['name']} (T = {task['T']}, {len(runs)} runs{task.get('batch', '')})"
     elif task["kind"] == "cost":
         mdp = _env(task["environment"])
         rng = np.random.default_rng(task["noise_seed"])
@@ -127,7 +127,7 @@ def _task(task: dict):
         result = [{"rho": c["rho"], "seed": c["seed"], "final": c["final"],
                    "first_correct": first_correct_episode(c["policies"], best), "S": mdp.S, "A": mdp.A, "H": mdp.H,
                    "T": p["T"], "gap": p["gap"], "bonus_scale": c["bonus_scale"]} for c in curves]
-        what = f"lower bound (T = {p['T']}, {len(runs)} runs)"
+        what = f"lower bound (T = {p['T']}, {len(runs)} runs{task.get('batch', '')})"
     else:
         raise ValueError(f"unknown task kind {task['kind']!r}")
     if task.get("report"):
@@ -174,15 +174,19 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
     tasks = []
     for env in reg["environments"]:
         mine = [r for r in runs if r["kind"] == "regret" and r["environment"] is env]
+        bs = _batches(mine, workers)
         tasks += [{"kind": "regret", "environment": env, "T": env["T"], "n_points": reg["n_points"], "runs": b,
-                   "size": env["T"] * len(b)} for b in _batches(mine, workers)]
+                   "size": env["T"] * len(b), "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""}
+                  for j, b in enumerate(bs)]
     lower = [r for r in runs if r["kind"] == "lower_bound"]
-    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b)} for b in _batches(lower, workers)]
+    bs = _batches(lower, workers)                 # batches named, so that their progress lines differ
+    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b),
+               "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""} for j, b in enumerate(bs)]
     tasks += [dict(r, size=r["T"] * r["n_runs"]) for r in runs if r["kind"] == "cost"]
     return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 8 (line 268): "3. The figures" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 8 (line 272): "3. The figures" ---
 DELTA = 0.1      # UCB-VI's confidence level in every run here (the default of stable_regret_curves and stable_ucbvi)
 _WHY_SCALED = ("bonus x {s}: Algorithm 4's confidence bonus b(n) (Theorem 4.1) multiplied by {s}.  At full size b(n) >= 1 "
                "for about (H+1)^2 ln(8SAHT/delta)/2 visits of each triple (h, s, a),\nso every Q-value stays at its "
@@ -321,7 +325,7 @@ def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed:
     return panels
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 10 (line 411): "3. The figures" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 10 (line 415): "3. The figures" ---
 def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed: int = 0) -> list:
     cost = protocol["cost"]
     H = cost["environment"]["H"]
@@ -445,18 +449,18 @@ def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "",
                  f"instance -- {lb['n_bandits']} independent bandits, {lb['n_actions']} actions each, best action "
                  f"{lb['n_actions'] - 1} everywhere\n(S = {r0['S']}, A = {r0['A']}, H = {r0['H']}, gap Delta = "
                  f"{lb['gap']:g}, T = {lb['T']} episodes); exact expected regret; {scale + ' scale, ' if scale else ''}"
-                 f"seed {seed}: {_runs_text(lb['populations'])}\n"
+                 f"seed {seed}\n{_runs_text(lb['populations'])}\n"
                  + "".join(f"bonus x {x:g}: Algorithm 4's confidence bonus scaled down, so that the learner can leave "
-                           "its burn-in within T (at full size it needs far more episodes, chapter B6).  "
+                           "its burn-in within T (at full size it needs far more episodes, chapter B6)\n"
                            for x in lb["bonus_scales"] if x != 1.0)
-                 + "An illustration, not a test:\nthe theorem bounds "
+                 + "An illustration, not a test: the theorem bounds "
                  "every rho-TV-stable algorithm, this learner's regret only bounds the best one's from above",
                  fontsize=9)
     _save(fig, out / "rl_lower_bound")
     return panels
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 12 (line 552): "4. The entry point" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 12 (line 556): "4. The entry point" ---
 _PROTOCOL_KEYS = {
     "regret": {"environments", "rhos", "bonus_scales", "populations", "n_points"},
     "cost": {"environment", "Ts", "rhos", "n_runs", "requests_per_run"},

@@ -107,7 +107,7 @@ def run_tasks(
                     bar.update()
             return results
         own = executor is None
-        pool = ProcessPoolExecutor(max_workers=workers) if own else executor
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts) if own else executor
         try:
             futures = {pool.submit(fn, task): i for i, task in enumerate(tasks)}
             results: list[Any] = [None] * len(tasks)
@@ -115,13 +115,26 @@ def run_tasks(
                 results[futures[future]] = future.result()
                 if bar is not None:
                     bar.update()
-            return results
-        finally:
-            if own:
-                pool.shutdown()
+        except BaseException:
+            if own:                  # Ctrl-C or a failed task: stop the workers now, without waiting
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.terminate()
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        if own:
+            pool.shutdown()
+        return results
     finally:
         if bar is not None:
             bar.close()
+
+
+def _ignore_interrupts() -> None:
+    """A pool worker ignores Ctrl-C: the parent handles it (one line, no traceback per worker) and
+    stops the workers itself."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def chunks(items: Iterable[Any], size: int) -> list[list[Any]]:

@@ -806,7 +806,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     return out, noised, sigma
 
 
-# --- from notebooks/mab/05_mixing.py, cell 5 (line 125): "2. Derivation: why mixing is private, and what its output..." ---
+# --- from notebooks/mab/05_mixing.py, cell 5 (line 127): "2. Derivation: why mixing is private, and what its output..." ---
 MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distribution`` (general rewards)
 
 

@@ -35,7 +35,7 @@ from scipy import optimize, special
 from bandit_unlearning.checks import as_array, as_real
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 4 (line 91): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 4 (line 93): "2. Derivation" ---
 def check_epsilon(epsilon) -> float:
     """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float."""
     value = as_real(epsilon, "epsilon")
@@ -87,7 +87,7 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     return sensitivity * gaussian_gamma(epsilon, delta)
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 6 (line 181): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 6 (line 183): "2. Derivation" ---
 _SQRT2 = math.sqrt(2.0)
 _ULP = float(np.finfo(float).eps)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -203,7 +203,7 @@ def _certified_gap(t: float, epsilon: float, target: float):
     return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 302): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 304): "2. Derivation" ---
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     """The analytic Gaussian mechanism (Balle & Wang 2018): the smallest sigma with
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.

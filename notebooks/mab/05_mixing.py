@@ -70,10 +70,12 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # with $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$.
 #
 # **Theorem A.10 (utility, $\mathcal M_f$, $a_0 = a^\star$, $\tau = 1/N$).**
+#
 # $$
-# E[\mu(a^\star) - \mu(\hat a')] \le B(k') := \sqrt{\frac{2\ln(Nm)}{N(a_0) - k'}}
-#   + \frac{3(k - k')\gamma}{2\sqrt{2\pi}\,(N(a_0) - k')} + \frac4N ,
+# E[\mu(a^\star) - \mu(\hat a')] \le B(k') := \sqrt{\frac{2\ln(Nm)}{N(a_0) - k'}} +
+#   \frac{3(k - k')\gamma}{2\sqrt{2\pi}\,(N(a_0) - k')} + \frac4N ,
 # $$
+#
 # and $B$, as a function of $k'$, is minimised at $k' = 0$ or $k' = k$: mixing never improves on the
 # better of the two pure mechanisms (in this bound).  $\eta = 0$ is the Gaussian mechanism (but only
 # when $\hat a = a_0$), $\eta = 1$ is rollback.

@@ -56,7 +56,9 @@ METHOD_LABELS = {
     "Alg6": "Algorithm 6 (imitation)",
 }
 METHOD_DESCRIPTIONS = {
-    "Oracle": "Algorithm 1 (LCB) on the original data, nothing deleted: the floor of every curve",
+    "Oracle": "Algorithm 1 (LCB) on the original data, nothing deleted: the reference without deletion, "
+              "not a floor (Rollback, which is retraining on the remaining data, can lie below it: in the easy "
+              "case fewer samples of a worse arm widen its confidence radius and make the learner pick it less)",
     "Gaussian": "noise N(0, sigma^2), sigma = (3k / 2N(a0)) gamma, added to the source arm's score, "
                 "whatever the learner chose",
     "Rollback": "the deleted samples removed from the stored statistics (identical to retraining on D \\ U)",
@@ -215,6 +217,8 @@ def plot_experiment(result: dict, errorbars: bool = True):
     if len(rows) > 1 and None not in fixed.values():
         title += (f"\neach row varies one of {', '.join(fixed)}, the others fixed at "
                   f"({', '.join(f'{v:g}' for v in fixed.values())})")
+    title += ("\nthe methods are drawn slightly apart along the x axis (a sideways dodge, so that coinciding "
+              "points stay visible): every point of a group belongs to the same x value")
     fig.suptitle(title, fontsize=10)
     return fig
 
@@ -294,14 +298,15 @@ for pid, row in default_point(results["figure1"]):
 #   unless the learner chose arm 2.
 #
 # The methods, as the legend names them: **Oracle (no deletion)** — Algorithm 1 on the original data,
-# the floor of every curve; **Gaussian (always noise)** — noise on the source arm's score whatever the
-# learner chose; **Rollback (always retrain)** — the deleted samples removed from the statistics,
+# the reference without deletion, not a floor (in the easy case Rollback can lie below it: fewer
+# samples of a worse arm widen that arm's confidence radius, so the learner picks it less often);
+# **Gaussian (always noise)** — noise on the source arm's score whatever the learner chose; **Rollback (always retrain)** — the deleted samples removed from the statistics,
 # identical to retraining; **Mixing** — Algorithm 4, half of the deleted samples rolled back and noise
 # for the rest; **Algorithm 2 (adaptive)** — noise only when the learner chose the source arm and
 # $\gamma < 1.3\gamma_0$, rollback otherwise.  Curves that coincide exactly are named in a box inside
-# the panel (in the easy $\mathcal M_f$ panels Rollback, Mixing and Algorithm 2 *are* the Oracle: the
-# chosen arm never changes), and the methods are shifted slightly sideways so that overlapping markers
-# stay visible.  `METHOD_DESCRIPTIONS` holds one sentence per method for other uses (the CLI's
+# the panel (in the easy $\mathcal M_f$ panels Rollback, Mixing and Algorithm 2 often coincide with the
+# Oracle: the chosen arm rarely changes), and the methods are shifted slightly sideways so that
+# overlapping markers stay visible (the figure's title says so).  `METHOD_DESCRIPTIONS` holds one sentence per method for other uses (the CLI's
 # `summary.md`).
 
 # %%

@@ -53,8 +53,10 @@ rng = np.random.default_rng(20260601)
 # - **Classic (Dwork & Roth, Thm A.1).** For $\varepsilon \in (0,1)$, $\sigma \ge \Delta\gamma$ with
 #   $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$ suffices.
 # - **Exact profile (Balle & Wang 2018, Thm 8).** $M$ is $(\varepsilon,\delta)$-indistinguishable iff
-#   $$\delta \ge \delta_\sigma(\varepsilon) := \Phi\!\Big(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
-#     - e^{\varepsilon}\,\Phi\!\Big(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big).$$
+#
+#   $$\delta \ge \delta_\sigma(\varepsilon) := \Phi\!\Big(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big) -
+#     e^{\varepsilon}\,\Phi\!\Big(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big).$$
+#
 # - **Analytic calibration.** The smallest such $\sigma$ solves $\delta_\sigma(\varepsilon) = \delta$;
 #   since $\delta_\sigma(\varepsilon)$ decreases strictly in $\sigma$, it is unique.
 #

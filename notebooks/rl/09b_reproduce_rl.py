@@ -188,7 +188,7 @@ def _task(task: dict):
         result = stable_regret_curves(_env(task["environment"]), task["T"], [r["rho"] for r in runs],
                                       [r["population"] for r in runs], [r["noise_seed"] for r in runs],
                                       [r["bonus_scale"] for r in runs], n_points=task["n_points"])
-        what = f"regret on {task['environment']['name']} (T = {task['T']}, {len(runs)} runs)"
+        what = f"regret on {task['environment']['name']} (T = {task['T']}, {len(runs)} runs{task.get('batch', '')})"
     elif task["kind"] == "cost":
         mdp = _env(task["environment"])
         rng = np.random.default_rng(task["noise_seed"])
@@ -204,7 +204,7 @@ def _task(task: dict):
         result = [{"rho": c["rho"], "seed": c["seed"], "final": c["final"],
                    "first_correct": first_correct_episode(c["policies"], best), "S": mdp.S, "A": mdp.A, "H": mdp.H,
                    "T": p["T"], "gap": p["gap"], "bonus_scale": c["bonus_scale"]} for c in curves]
-        what = f"lower bound (T = {p['T']}, {len(runs)} runs)"
+        what = f"lower bound (T = {p['T']}, {len(runs)} runs{task.get('batch', '')})"
     else:
         raise ValueError(f"unknown task kind {task['kind']!r}")
     if task.get("report"):
@@ -251,10 +251,14 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
     tasks = []
     for env in reg["environments"]:
         mine = [r for r in runs if r["kind"] == "regret" and r["environment"] is env]
+        bs = _batches(mine, workers)
         tasks += [{"kind": "regret", "environment": env, "T": env["T"], "n_points": reg["n_points"], "runs": b,
-                   "size": env["T"] * len(b)} for b in _batches(mine, workers)]
+                   "size": env["T"] * len(b), "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""}
+                  for j, b in enumerate(bs)]
     lower = [r for r in runs if r["kind"] == "lower_bound"]
-    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b)} for b in _batches(lower, workers)]
+    bs = _batches(lower, workers)                 # batches named, so that their progress lines differ
+    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b),
+               "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""} for j, b in enumerate(bs)]
     tasks += [dict(r, size=r["T"] * r["n_runs"]) for r in runs if r["kind"] == "cost"]
     return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
 
@@ -532,11 +536,11 @@ def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "",
                  f"instance -- {lb['n_bandits']} independent bandits, {lb['n_actions']} actions each, best action "
                  f"{lb['n_actions'] - 1} everywhere\n(S = {r0['S']}, A = {r0['A']}, H = {r0['H']}, gap Delta = "
                  f"{lb['gap']:g}, T = {lb['T']} episodes); exact expected regret; {scale + ' scale, ' if scale else ''}"
-                 f"seed {seed}: {_runs_text(lb['populations'])}\n"
+                 f"seed {seed}\n{_runs_text(lb['populations'])}\n"
                  + "".join(f"bonus x {x:g}: Algorithm 4's confidence bonus scaled down, so that the learner can leave "
-                           "its burn-in within T (at full size it needs far more episodes, chapter B6).  "
+                           "its burn-in within T (at full size it needs far more episodes, chapter B6)\n"
                            for x in lb["bonus_scales"] if x != 1.0)
-                 + "An illustration, not a test:\nthe theorem bounds "
+                 + "An illustration, not a test: the theorem bounds "
                  "every rho-TV-stable algorithm, this learner's regret only bounds the best one's from above",
                  fontsize=9)
     _save(fig, out / "rl_lower_bound")
@@ -663,6 +667,7 @@ TINY = {"regret": {"environments": [{"name": "riverswim", "H": 5, "T": 60}], "rh
 with tempfile.TemporaryDirectory() as tmp:
     result = reproduce_rl(Path(tmp), "quick", seed=1, protocol=TINY, progress=False)
     written = sorted(p.name for p in Path(tmp).iterdir())
+    lower_bound_png = (Path(tmp) / "rl_lower_bound.png").read_bytes()
 print("files:", written)
 print("panels:", [(p["id"], p["vary"], len(p["x"]), sorted(p["methods"])) for p in result["panels"]])
 assert written == sorted(f"{stem}.{ext}" for stem in ("rl_regret", "rl_unlearning_cost", "rl_lower_bound")
@@ -674,6 +679,16 @@ for stem in ("quick", "paper"):
     print(f"PROTOCOLS[{stem!r}]: regret on {[e['name'] + ' T=' + str(e['T']) for e in reg['environments']]}, "
           f"rhos {[str(r) for r in reg['rhos']]}; cost T {cost['Ts']} x rho {cost['rhos']}; lower bound T = {lb['T']}; "
           f"{episodes:,} training episodes outside the cost runs")
+
+# %% [markdown]
+# One of the three figures as the tiny run wrote it (`rl_lower_bound.png`; at this size its curves say
+# nothing, but every label, the legend and the four-line title that names the protocol are those of
+# the paper-scale figure):
+
+# %%
+from IPython.display import Image, display  # noqa: E402
+
+display(Image(data=lower_bound_png, width=900))
 
 # %% [markdown]
 # ## Summary

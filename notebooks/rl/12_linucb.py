@@ -86,10 +86,12 @@ rng = np.random.default_rng(20260611)
 # **Between two users** $z, z'$ (TV-stability in the sense of replacing one user by another).  If they
 # play different arms, the blocks are disjoint and $\lVert s - s'\rVert^2 \le 2 + 2 = 4$.  If they play
 # the same arm, with $a = \lVert x\rVert$, $b = \lVert x'\rVert$, $c = \cos\angle(x, x')$:
+#
 # $$
-# \lVert s - s'\rVert^2 = \underbrace{a^4 + b^4 - 2c^2a^2b^2}_{\lVert xx^\top - x'x'^\top\rVert_F^2}
-# + \underbrace{r^2a^2 + r'^2b^2 - 2rr'c\,ab}_{\lVert rx - r'x'\rVert^2} .
+# \lVert s - s'\rVert^2 = \underbrace{a^4 + b^4 - 2c^2a^2b^2}_{\lVert xx^\top - x'x'^\top\rVert_F^2} +
+#   \underbrace{r^2a^2 + r'^2b^2 - 2rr'c\,ab}_{\lVert rx - r'x'\rVert^2} .
 # $$
+#
 # For fixed $a, b, r, r'$ this is a concave quadratic in $c$, maximal at $c = -rr'/(2ab)$ (when that is
 # in $[-1, 1]$), so for every $c$ it is at most the unconstrained maximum
 # $a^4 + b^4 + r^2a^2 + r'^2b^2 + r^2r'^2/2$, increasing in every variable: at most
