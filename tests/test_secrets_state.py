@@ -321,7 +321,9 @@ def pickle_attack(deletions, n: int) -> dict:
                 holder = found.message.split(" holds ")[0].removeprefix("a ")
                 counts["bad_refusal"] += holder not in KEY_HOLDERS or "allow_secrets()" not in found.message
                 continue
-            counts["leaked"] += found.hits > 0
+            # a secret's bytes, or a tree in the copy (a light tree's keys; a dense tree's noisy minus clean
+            # values are its noise, which no byte search would see)
+            counts["leaked"] += found.hits > 0 or any(isinstance(o, (LightTree, BinaryTree)) for o in found.objects)
             keys = F.key_candidates(found.objects)
             counts["recovered"] += any(F.recover_deleted_statistic(tree, t, x, keys) for t, x in deleted)
         with allow_secrets():
@@ -418,10 +420,12 @@ def test_the_pickle_walk_finds_a_deleted_statistic_in_a_record():
     assert counts["leaked"] >= 4, counts
 
 
-@pytest.mark.parametrize("path", ["UCB bandit, LightTree: unlearn", "TV-stable UCB-VI: registry unlearn_user"])
+@pytest.mark.parametrize("path", ["UCB bandit, LightTree: unlearn", "UCB bandit, BinaryTree: unlearn",
+                                  "TV-stable UCB-VI: registry unlearn_user"])
 def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
     """Teeth: with the refusal removed (trees and runs pickled like any object, as before) the pickle of
-    every unlearned run holds node keys -- key material, without anyone having opted in."""
+    every unlearned run holds key material -- node keys, or a dense tree's noise -- without anyone
+    having opted in."""
     from bandit_unlearning.exact.learner import Run
 
     for cls in (LightTree, BinaryTree, Run):
