@@ -281,3 +281,18 @@ def test_sequential_sensitivity_dominates_the_one_shot():
     k = np.array([5, 0])
     assert sequential_sensitivity(st_, k)[0] >= deletion_sensitivity(st_, k)[0]
     assert sequential_sensitivity(st_, k)[1] == 0.0
+
+
+def test_model_pickles_without_its_generator_or_deleted_rows():
+    import pickle
+
+    x, a, r, users, hot, ev = synthetic(3)
+    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, rng=5)
+    plain = next(u for u in users if u not in hot)     # its rows have random (distinctive) contexts
+    rec = m.delete(user=plain)
+    blob = pickle.dumps(m)
+    back = pickle.loads(blob)
+    assert "_rng" not in m.__getstate__()
+    assert back.log == m.log and np.array_equal(back.statistics.theta, m.statistics.theta)
+    assert all(x[i].tobytes() not in blob for i in rec.rows)
+    back.delete(user=hot[1])                       # a fresh generator: the model still works

@@ -148,6 +148,17 @@ class ContextualModel:
                 rows.setdefault(self._users[rid], []).append(rid)
             self._user_rows = rows
 
+    def __getstate__(self):
+        # pickling follows the saving contract: the row store holds no deleted row (wiped in place), and
+        # the noise generator is key material, so it is not pickled; an unpickled model draws from OS entropy
+        state = dict(self.__dict__)
+        del state["_rng"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._rng = as_generator(None, "rng")
+
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -343,7 +354,7 @@ class ContextualModel:
         return record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 421): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 432): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 

@@ -1291,8 +1291,9 @@ assert {row[2] for row in switch_rows} == {row[3] for row in switch_rows} == {"r
 # informative as (A1) allows, takes the Gaussian branch for a wider range of $\varepsilon$ than the
 # conditional one (its bound for the Gaussian branch is optimistic); both are private — the literal
 # one against the reference that never saw $U$, the conditional one only given its branch.  Chapter
-# A10b shows what the switch does on the Open Bandit Dataset: there the centres' sensitivity is large
-# against the few rows per arm and rollback wins every time.
+# A10b shows what the switch does on the Open Bandit Dataset: there a request touches many arms with
+# few rows each, the joint sensitivity of the centres is large, and every request is rolled back (by
+# the switch or by the accountant of the lifecycle model).
 
 # %% [markdown]
 # ## Summary
