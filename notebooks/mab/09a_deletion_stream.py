@@ -348,6 +348,8 @@ def _integer_labels(arms):
         return uniq, inverse.astype(np.int64)
     shifted = arms.astype(np.int64) - lo if lo != 0 or arms.dtype != np.int64 else arms
     present = np.flatnonzero(np.bincount(shifted, minlength=span))
+    if present.size == span:                     # every value of the range occurs: the index is the shift
+        return present + lo, shifted
     table = np.zeros(span, dtype=np.int64)
     table[present] = np.arange(present.size)
     return present + lo, table[shifted]
@@ -395,9 +397,11 @@ def _check_rewards(rewards, n):
     arr = np.asarray(rewards)
     if arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
         raise TypeError(f"rewards must be real numbers, got dtype {arr.dtype}")
-    arr = arr.astype(float)
+    arr = np.asarray(arr, dtype=float)           # no copy of a float64 array: the model copies it
     if arr.shape != (n,):
         raise ValueError(f"rewards must have one entry per row: {arr.shape} vs ({n},)")
+    if n == 0 or (arr.min() >= 0 and arr.max() <= 1):     # two passes, no temporary (NaN fails both)
+        return arr
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -411,14 +415,33 @@ def _check_rewards(rewards, n):
     return arr
 
 
-def _check_users(users, n):
-    users = [u.item() if isinstance(u, np.generic) else u for u in users]
-    if len(users) != n:
-        raise ValueError(f"users must have one entry per row: {len(users)} vs {n}")
-    for u in users:
+_FACTORED = object()           # marks users given as (distinct ids, codes) by from_csv
+
+
+def _check_user_ids(ids):
+    for u in ids:
         if not isinstance(u, (str, int)) or isinstance(u, bool):
             raise TypeError(f"user ids must be str or int (what a saved file holds), got {type(u).__name__}")
-    return users
+    return ids
+
+
+def _factor_users(users, n):
+    """(distinct user ids, code of each row into them); ids must be str or int (checked once each)."""
+    if isinstance(users, np.ndarray) and users.ndim == 1 and users.dtype.kind in "iuU":
+        if users.size != n:
+            raise ValueError(f"users must have one entry per row: {users.size} vs {n}")
+        uniq, codes = np.unique(users, return_inverse=True)
+        return _check_user_ids(uniq.tolist()), codes.astype(np.int64)
+    users = list(users)
+    if len(users) != n:
+        raise ValueError(f"users must have one entry per row: {len(users)} vs {n}")
+    where = {}
+    try:
+        codes = np.fromiter((where.setdefault(u.item() if isinstance(u, np.generic) else u, len(where))
+                             for u in users), dtype=np.int64, count=n)
+    except TypeError:
+        raise TypeError("user ids must be str or int (what a saved file holds), got an unhashable id") from None
+    return _check_user_ids(list(where)), codes
 
 
 def _frozen(a):
@@ -469,47 +492,54 @@ class LCBModel:
         self._alive = np.zeros(self._n_fit, dtype=bool)
         self._alive[row_ids] = True
         self._n_live = int(row_ids.size)
-        self._arms = np.full(self._n_fit, -1, dtype=np.int64)
-        self._arms[row_ids] = np.asarray(arms, dtype=np.int64)
-        self._rewards = np.zeros(self._n_fit)
-        self._rewards[row_ids] = np.asarray(rewards, dtype=float)
-        self._users = None
+        if row_ids.size == self._n_fit:            # every row live (a fit): the arrays as they are
+            self._arms = np.array(arms, dtype=np.int64)
+            self._rewards = np.array(rewards, dtype=float)
+        else:
+            self._arms = np.full(self._n_fit, -1, dtype=np.int64)
+            self._arms[row_ids] = np.asarray(arms, dtype=np.int64)
+            self._rewards = np.zeros(self._n_fit)
+            self._rewards[row_ids] = np.asarray(rewards, dtype=float)
+        # user ids: each distinct id once, a code per row (-1 once deleted), live rows per id; an id
+        # whose last row is deleted is forgotten (set to None, out of the lookup)
+        self._user_ids = self._user_codes = self._user_live = None
         if users is not None:
-            self._users = [None] * self._n_fit
-            for rid, u in zip(row_ids.tolist(), users):
-                self._users[rid] = u
+            ids, codes = users
+            self._user_codes = np.full(self._n_fit, -1, dtype=np.int64)
+            self._user_codes[row_ids] = np.asarray(codes, dtype=np.int64)
+            self._user_live = np.bincount(np.asarray(codes, dtype=np.int64), minlength=len(ids))
+            self._user_ids = list(ids) if self._user_live.all() else \
+                [u if c else None for u, c in zip(ids, self._user_live.tolist())]
         # the exact statistic of the live rows, summed in row order (bit for bit what fit gives)
-        live_arms = self._arms[row_ids]
-        self._counts = np.bincount(live_arms, minlength=m).astype(np.int64)
-        self._sums = _arm_sums(self._rewards, row_ids, m, live_arms)
-        self._pub_counts = np.asarray(pub_counts, dtype=np.int64).copy()
-        self._pub_sums = np.asarray(pub_sums, dtype=float).copy()
+        if row_ids.size == self._n_fit:
+            self._counts = np.bincount(self._arms, minlength=m).astype(np.int64)
+            self._sums = np.bincount(self._arms, weights=self._rewards, minlength=m)
+        else:
+            live_arms = self._arms[row_ids]
+            self._counts = np.bincount(live_arms, minlength=m).astype(np.int64)
+            self._sums = _arm_sums(self._rewards, row_ids, m, live_arms)
+        # the released-from statistic (None: nothing pending, the exact one)
+        self._pub_counts = self._counts.copy() if pub_counts is None else np.asarray(pub_counts, np.int64).copy()
+        self._pub_sums = self._sums.copy() if pub_sums is None else np.asarray(pub_sums, dtype=float).copy()
         self._pending_counts = np.asarray(pending_counts, dtype=np.int64).copy()
         self._pending_ids = tuple(int(i) for i in pending_ids)
         self._release_mus = list(release_mus)
         self._log = list(log)
-        self._policy = int(policy)
+        self._policy = LCBState(self._counts, self._sums, self._tau).arm if policy is None else int(policy)
         self._rng = rng
         self._arm_rows = None                      # rows of each arm in row order, built at the first deletion
-        self._rebuild_users()
-
-    def _rebuild_users(self):
-        self._user_rows = None
-        if self._users is not None:
-            rows = {}
-            for rid in np.flatnonzero(self._alive).tolist():
-                rows.setdefault(self._users[rid], []).append(rid)
-            self._user_rows = rows
+        self._user_rows = None                     # rows of each user id, built at the first deletion by user
+        self._user_of = None                       # user id -> code, built at the first deletion by user
 
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_arm_rows")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_arm_rows", "_user_rows", "_user_of")}
         state["_log"] = [r.without_rows() for r in self._log]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._arm_rows = None
+        self._arm_rows = self._user_rows = self._user_of = None
         self._rng = np.random.default_rng()        # fresh OS entropy: the pickle held no key material
 
     # -- constructors ---------------------------------------------------------------------------
@@ -541,8 +571,10 @@ class LCBModel:
     def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng):
         check_choice(method, "method", METHODS)
         rewards = _check_rewards(rewards, idx.size)
-        if users is not None:
-            users = _check_users(users, idx.size)
+        if users is not None and not (isinstance(users, tuple) and len(users) == 2 and users[0] is _FACTORED):
+            users = _factor_users(users, idx.size)
+        elif users is not None:
+            users = users[1]
         n = idx.size
         if tau is None:
             if n < 2:
@@ -558,13 +590,9 @@ class LCBModel:
         elif not (epsilon is None and delta is None and sigma is None):
             raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
         rng = make_rng(rng)
-        m = len(labels)
-        counts = np.bincount(idx, minlength=m)
-        sums = np.bincount(idx, weights=rewards, minlength=m)
-        policy = LCBState(counts, sums, tau).arm
         return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=np.arange(n),
-                   users=users, pub_counts=counts, pub_sums=sums, pending_counts=np.zeros(m, np.int64),
-                   pending_ids=(), release_mus=[], log=[], policy=policy, method=method, epsilon=epsilon,
+                   users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
+                   pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng)
 
     @classmethod
@@ -582,14 +610,19 @@ class LCBModel:
         (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
         is installed, with numpy's reader otherwise: the same model either way.
         """
-        cols = read_csv_columns(path, [c for c in (arm, reward, user) if c is not None], reward=reward)
+        cols = read_csv_columns(path, [c for c in (arm, reward, user) if c is not None], reward=reward,
+                                unsorted=() if user is None else (user,))
         users = None
         if user is not None:
-            values, codes = cols[user]
-            users = values[codes].tolist()
+            ids, codes = cols[user]
+            if ids.dtype.kind == "f":
+                raise TypeError(f"user ids must be str or int (what a saved file holds); column {user!r} holds "
+                                f"numbers that are not integers")
+            users = (_FACTORED, (ids.tolist(), codes))            # typed: all int or all str
         values, codes = cols[arm]
         if "labels" in options:
-            return cls.fit(values[codes], cols[reward], users=users, **options)
+            return cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
+                           **options)
         unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
         if unknown:
             raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
@@ -690,7 +723,7 @@ class LCBModel:
                "arms": len(self._labels), "policy": self.policy, "tau": self._tau,
                "requests": len(self._log), "rows_deleted": self._n_fit - self._n_live,
                "pending_requests": len(self._pending_ids), "pending_rows": int(self._pending_counts.sum()),
-               "users": None if self._user_rows is None else len(self._user_rows)}
+               "users": None if self._user_ids is None else int(np.count_nonzero(self._user_live))}
         if self._method == "adaptive":
             out.update(epsilon=self._epsilon, delta=self._delta, sigma=self._sigma, mu_budget=self._mu_budget,
                        mu_max=self.mu_max, budget_left=self.budget_left,
@@ -712,15 +745,26 @@ class LCBModel:
         if (user is None) == (rows is None):
             raise ValueError("pass exactly one of user=... or rows=...")
         if user is not None:
-            if self._user_rows is None:
+            if self._user_ids is None:
                 raise ValueError("the model was fitted without user ids: delete by rows=...")
+            if self._user_of is None:
+                self._user_of = {u: i for i, u in enumerate(self._user_ids) if u is not None}
             try:
-                found = self._user_rows.get(user)
+                code = self._user_of.get(user)
             except TypeError:
                 raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
-            if found is None:
+            if code is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
-            return np.array(sorted(found), dtype=np.int64)
+            if self._user_rows is None:
+                order = np.argsort(self._user_codes, kind="stable")
+                dead = int(np.sum(self._user_codes < 0))
+                order = order[dead:]
+                offsets = np.concatenate([[0], np.cumsum(np.bincount(self._user_codes[order],
+                                                                     minlength=len(self._user_ids)))])
+                self._user_rows = (order.astype(np.int64), offsets)
+            order, offsets = self._user_rows
+            found = order[offsets[code]:offsets[code + 1]]
+            return np.sort(found[self._alive[found]])
         rows = np.asarray(rows)
         if rows.ndim != 1 or rows.size == 0:
             raise ValueError("rows must be a non-empty 1-D sequence of row ids")
@@ -830,13 +874,14 @@ class LCBModel:
         self._alive[rows] = False
         self._arms[rows], self._rewards[rows] = -1, 0.0
         self._n_live -= int(rows.size)
-        if self._users is not None:
-            for rid in rows.tolist():
-                u, self._users[rid] = self._users[rid], None
-                left = self._user_rows[u]
-                left.remove(rid)
-                if not left:
-                    del self._user_rows[u]
+        if self._user_ids is not None:
+            codes = self._user_codes[rows]
+            self._user_codes[rows] = -1
+            np.subtract.at(self._user_live, codes, 1)
+            for c in np.unique(codes[self._user_live[codes] == 0]).tolist():
+                if self._user_of is not None:
+                    del self._user_of[self._user_ids[c]]
+                self._user_ids[c] = None
         self._counts, self._sums = counts, sums
         self._pub_counts, self._pub_sums = pub_counts, pub_sums
         self._pending_counts, self._pending_ids = pending_counts, pending_ids
@@ -846,39 +891,51 @@ class LCBModel:
 
 
 # %% [markdown]
-# **Reading a CSV file.** `from_csv` reads only the named columns — with pandas' C reader when pandas
-# is installed, with numpy's `loadtxt` otherwise — as text, numbers the distinct values, and types
-# the few distinct values by one rule: integers when every one of them is a canonical decimal
-# integer (`"7"`, `"-3"`; `"07"` or `"+7"` would make a label that is not the number, so the column
-# stays text), text otherwise.  So a file of item ids 2 and 10 gives the integer labels 2 and 10,
-# sorted as numbers, as `from_frame` on the frame pandas reads from it does.  Rewards are parsed as
-# correctly rounded binary64 by both readers (pandas with `float_precision="round_trip"`).
+# **Reading a CSV file.** `from_csv` reads only the named columns, with pandas' C reader when pandas
+# is installed and with numpy's `loadtxt` otherwise, and types each label column by pandas' own
+# rule, so that `from_csv(path)` and `from_frame(pandas.read_csv(path))` agree: a column whose every
+# value is an integer (`7`, `-3`, `+7`, `007`; surrounding spaces allowed) holds integer labels,
+# sorted as numbers; else, when every value is a number, float labels; else text.  So a file of item
+# ids 2 and 10 gives the labels 2 and 10 with 2 first, and a tie between them goes to 2 as it does
+# from a frame.  (As in pandas, `07` and `7` are one integer label.)  A missing value (an empty field,
+# `NA`, `nan`, ... — pandas' default list) in a label or user column is refused.  Rewards are parsed
+# as correctly rounded binary64 by both readers (pandas with `float_precision="round_trip"`); a
+# missing or non-finite reward is refused by name.
 
 # %% tags=["export"]
-_CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]*")
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+_NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
-def _typed(uniques):
-    """Distinct text values -> their typed values (all ints or all str) and the sort order."""
-    uniques = [str(u) for u in uniques]
-    if uniques and all(_CANONICAL_INT.fullmatch(u) and len(u) <= 18 for u in uniques):
-        values = np.array([int(u) for u in uniques], dtype=np.int64)
-    else:
-        values = np.array(uniques, dtype=object)
+def _typed_text(uniques, column):
+    """Distinct texts of a column -> their values typed by pandas' rule (all int, all float, or all str)."""
+    if any(u.strip() in _NA_TEXT for u in uniques):
+        raise ValueError(f"column {column!r} has missing values (empty or NA fields)")
+    if all(_INT_TEXT.fullmatch(u) for u in uniques):
+        ints = [int(u) for u in uniques]
+        if all(_INT64[0] <= v <= _INT64[1] for v in ints):
+            return np.array(ints, dtype=np.int64)
+    try:
+        return np.array([float(u) for u in uniques], dtype=float)
+    except ValueError:
+        return np.array(uniques, dtype=object)
+
+
+def _typed_column(values, codes, sort):
+    """(distinct typed values, each row's code into them), the values sorted when ``sort``."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if not sort:
+        return values, codes
     order = np.argsort(values, kind="stable")
-    return values, order
-
-
-def _typed_column(uniques, codes):
-    """(sorted typed distinct values, code of each row into them)."""
-    values, order = _typed(uniques)
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
-    return values[order], rank[np.asarray(codes, dtype=np.int64)]
+    return values[order], rank[codes]
 
 
-def read_csv_columns(path, names, *, reward=None) -> dict:
-    """Read columns ``names`` of a CSV file with a header row: ``{name: (sorted typed values, codes)}``
+def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
+    """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
     for every column but ``reward``, which is returned as a float64 array.
 
     Parameters
@@ -886,6 +943,11 @@ def read_csv_columns(path, names, *, reward=None) -> dict:
     path : the CSV file.
     names : the columns to read (a missing one is refused, naming the columns the file has).
     reward : the name of the numeric column (parsed as binary64, correctly rounded).
+    unsorted : columns whose distinct values need not be sorted (e.g. user ids).
+
+    Returns
+    -------
+    dict
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -902,43 +964,53 @@ def read_csv_columns(path, names, *, reward=None) -> dict:
         pandas = None
     out = {}
     if pandas is not None:
-        kw = dict(usecols=list(names), dtype={c: str for c in names if c != reward}, keep_default_na=False,
-                  na_values={reward: ["", "nan", "NaN"]} if reward else None, encoding="utf-8")
         with warnings.catch_warnings():          # deprecated in pandas 3 (whose default is exact too), not gone
             warnings.filterwarnings("ignore", message=".*float_precision.*")
             try:
-                frame = pandas.read_csv(path, float_precision="round_trip", **kw)
+                frame = pandas.read_csv(path, usecols=list(names), float_precision="round_trip", encoding="utf-8")
             except TypeError:                    # a pandas without the option: its default parser
-                frame = pandas.read_csv(path, **kw)
+                frame = pandas.read_csv(path, usecols=list(names), encoding="utf-8")
         for c in names:
+            col = frame[c].to_numpy()
             if c == reward:
-                col = frame[c]
                 if col.dtype.kind not in "iuf":
-                    bad = next(v for v in col if not _parses_as_float(v))
+                    bad = next(v for v in col.tolist() if not _parses_as_float(v))
                     raise ValueError(f"column {reward!r} must hold numbers, got {bad!r}")
-                out[c] = col.to_numpy(dtype=float)
+                out[c] = col.astype(float)
+                continue
+            if col.dtype.kind == "f" and np.isnan(col).any() or col.dtype.kind == "O" and frame[c].isna().any():
+                raise ValueError(f"column {c!r} has missing values (empty or NA fields)")
+            if col.dtype.kind in "iu":
+                values, codes = _integer_labels(col.astype(np.int64))
             else:
-                codes, uniques = pandas.factorize(frame[c], sort=False)
-                out[c] = _typed_column(list(uniques), codes)
+                codes, values = pandas.factorize(col, sort=False)
+                values = np.asarray(values)
+                if values.dtype.kind == "O":
+                    values = np.array([str(v) for v in values.tolist()], dtype=object)
+            out[c] = _typed_column(values, codes, c not in unsorted)
         return out
     cols = [header.index(c) for c in names]
     table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=cols, dtype=str, comments=None, quotechar='"',
                        encoding="utf-8", ndmin=2)
     for j, c in enumerate(names):
+        text = table[:, j]
         if c == reward:
-            text = table[:, j]
             try:
-                out[c] = np.char.strip(text).astype(float)
-            except ValueError:
-                bad = next(v for v in text.tolist() if not _parses_as_float(v))
-                if bad.strip() == "":
-                    out[c] = np.array([float(v) if v.strip() else np.nan for v in text.tolist()])
-                    continue
-                raise ValueError(f"column {reward!r} must hold numbers, got {bad!r}") from None
-        else:
-            uniques, codes = np.unique(table[:, j], return_inverse=True)
-            out[c] = _typed_column(uniques.tolist(), codes)
+                out[c] = np.char.strip(text).astype(float)       # correctly rounded, as Python's float
+            except ValueError:                                   # missing values (NaN, refused by fit) or text
+                out[c] = np.array([np.nan if v.strip() in _NA_TEXT else _float_or_refuse(v, reward)
+                                   for v in text.tolist()], dtype=float)
+            continue
+        uniques, codes = np.unique(text, return_inverse=True)
+        out[c] = _typed_column(_typed_text(uniques.tolist(), c), codes, c not in unsorted)
     return out
+
+
+def _float_or_refuse(v, column):
+    try:
+        return float(v)
+    except ValueError:
+        raise ValueError(f"column {column!r} must hold numbers, got {v!r}") from None
 
 
 def _parses_as_float(v) -> bool:
@@ -1022,13 +1094,13 @@ def plot_budget(model, ax=None):
 # %% tags=["export"]
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
-_ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "row_users")
+_ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
 _DIGEST_KEYS = ("stats_sha256", "log_sha256", "rows_sha256")
 _ENTRY_TYPES = {                  # entry -> (dtype, ndim) the format allows
     "counts": ("<i8", 1), "sums": ("<f8", 1), "pub_counts": ("<i8", 1), "pub_sums": ("<f8", 1),
     "pending_counts": ("<i8", 1), "meta": ("|u1", 1), "release_mus": ("<f8", 1), "log": ("|u1", 1),
     "log_rows": ("<i8", 1), "log_offsets": ("<i8", 1), "row_ids": ("<i8", 1), "row_arms": ("<i8", 1),
-    "row_rewards": ("<f8", 1), "row_users": ("|u1", 1), "stats_sha256": ("|u1", 1), "log_sha256": ("|u1", 1),
+    "row_rewards": ("<f8", 1), "user_ids": ("|u1", 1), "row_user_codes": ("<i8", 1), "stats_sha256": ("|u1", 1), "log_sha256": ("|u1", 1),
     "rows_sha256": ("|u1", 1), "hmac_sha256": ("|u1", 1),
 }
 _MIN_KEY_BYTES = 16
@@ -1081,9 +1153,13 @@ def _record_json(r: DeletionRecord) -> dict:
 def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
-    users = None if model._users is None else [model._users[i] for i in live.tolist()]
-    if users is not None:
-        _json_ok(users, "user ids")
+    user_ids, user_codes = None, np.zeros(0, dtype=np.int64)
+    if model._user_ids is not None:
+        codes = model._user_codes[live]
+        used = np.flatnonzero(np.bincount(codes, minlength=len(model._user_ids)))   # ids with a live row
+        user_ids = [model._user_ids[c] for c in used.tolist()]
+        user_codes = np.searchsorted(used, codes).astype(np.int64)
+        _json_ok(user_ids, "user ids")
     if keep_row_ids and any(r.rows is None for r in model._log):
         raise ValueError("keep_row_ids=True: this model's log was read without row ids")
     meta = {
@@ -1102,7 +1178,7 @@ def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
         "log_offsets": np.cumsum([0] + [len(rows) for rows in rows_of_log], dtype=np.int64) if keep_row_ids
         else np.zeros(0, dtype=np.int64),
         "row_ids": live, "row_arms": model._arms[live], "row_rewards": model._rewards[live],
-        "row_users": _as_bytes(users),
+        "user_ids": _as_bytes(user_ids), "row_user_codes": user_codes,
     }
     stats = _digest(arrays, _STAT_KEYS)
     digests = (stats, _digest(arrays, _LOG_KEYS, stats.encode()), _digest(arrays, _ROW_KEYS, stats.encode()))
@@ -1137,6 +1213,10 @@ def _process_runs(pid: int) -> bool:
 def remove_stale_temporary_files(path) -> list:
     """Remove the temporary files that a save to ``path`` interrupted by a killed process left behind
     (a file of a process that still runs is kept: it may be another writer).  Returns their paths."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise ValueError(f"path must name a file in an existing folder, got {os.fspath(path)!r}")
     removed = []
     for name, pid in _temporary_files(path):
         if pid != os.getpid() and not _process_runs(pid):
@@ -1200,12 +1280,24 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
 # that starts with the file's path and names the entry or field and the rule it broke.
 
 # %% tags=["export"]
-class ModelFileError(ValueError):
-    """A model file that cannot be used: unreadable, corrupted, inconsistent, or not authentic."""
+class _Refused(ValueError):
+    """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
 
 def _refuse(path, what):
-    raise ModelFileError(f"{os.fspath(path)}: {what}")
+    raise _Refused(f"{os.fspath(path)}: {what}")
+
+
+def _plain(fn):
+    """Refusals leave the public functions as plain ``ValueError`` (the package's one rule)."""
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _Refused as err:
+            raise ValueError(str(err)) from None
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    wrapper.__wrapped__ = fn
+    return wrapper
 
 
 def _read_entry(path, zf, info, name, file_size):
@@ -1254,10 +1346,10 @@ def _read_entries(path, keys):
                 _refuse(path, f"entry {missing[0]!r} is missing")
             wanted = list(keys) + list(_DIGEST_KEYS) + (["hmac_sha256"] if "hmac_sha256" in infos else [])
             return {k: _read_entry(path, zf, infos[k], k, file_size) for k in wanted}
-    except ModelFileError:
-        raise
+    except _Refused as err:
+        raise ValueError(str(err)) from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as err:
-        raise ModelFileError(f"{os.fspath(path)}: not a readable model file ({err})") from None
+        raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
 
 def _verify(path, arrays, sections, key):
@@ -1470,10 +1562,20 @@ def _check_rows_section(path, a, meta):
         _refuse(path, f"row arms must be arm indices in [0, {m})")
     if not (np.all(np.isfinite(rewards)) and np.all((rewards >= 0) & (rewards <= 1))):
         _refuse(path, "row rewards must be finite numbers in [0, 1]")
-    users = _json_entry(path, a, "row_users")
-    if users is not None and not (isinstance(users, list) and len(users) == n_live
-                                  and all(isinstance(u, str) or _is_int(u) for u in users)):
-        _refuse(path, "row users must be null or one str/int id per live row")
+    user_ids, codes = _json_entry(path, a, "user_ids"), a["row_user_codes"]
+    if user_ids is None:
+        if codes.size:
+            _refuse(path, "user codes present although the model has no user ids")
+        users = None
+    else:
+        if not (isinstance(user_ids, list) and all(isinstance(u, str) or _is_int(u) for u in user_ids)
+                and len(set(map(repr, user_ids))) == len(user_ids)):
+            _refuse(path, "user ids must be null or a list of distinct str/int ids")
+        if codes.shape != (n_live,) or (n_live and (codes.min() < 0 or codes.max() >= len(user_ids))):
+            _refuse(path, "row user codes must give one user id index per live row")
+        if np.any(np.bincount(codes, minlength=len(user_ids)) == 0):
+            _refuse(path, "every saved user id must own a live row (a deleted user's id is not kept)")
+        users = (user_ids, codes)
     if not np.array_equal(np.bincount(arms, minlength=m), a["counts"]):
         _refuse(path, "the exact counts are not what the row store counts")
     if not np.array_equal(np.bincount(arms, weights=rewards, minlength=m), a["sums"]):
@@ -1484,6 +1586,7 @@ def _check_rows_section(path, a, meta):
     return users
 
 
+@_plain
 def load_statistics(path, *, key=None) -> LCBState:
     """The exact statistic of what remains, read and verified without the row store or the log: O(m).
 
@@ -1503,6 +1606,7 @@ def load_statistics(path, *, key=None) -> LCBState:
     return LCBState(arrays["counts"].copy(), arrays["sums"].copy(), meta["tau"])
 
 
+@_plain
 def load_model(path, rng=None, *, key=None) -> "LCBModel":
     """Read a model written by ``save_model``, after checking every section and their consistency.
 
