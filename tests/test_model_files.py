@@ -5,6 +5,7 @@ stale temporary files removed, and faithful, fast loading (typed labels, pandas 
 import copy
 import io
 import json
+import math
 import os
 import pickle
 import signal
@@ -62,6 +63,11 @@ def walk_bytes(obj, seen=None) -> bytes:
     if hasattr(obj, "__dict__"):
         return walk_bytes(vars(obj), seen)
     return b""
+
+
+def true_sums(arms, rewards, m=3):
+    """The correctly rounded per-arm sums (what the model stores), as ``math.fsum`` gives them."""
+    return np.array([math.fsum(np.asarray(rewards)[np.asarray(arms) == a]) for a in range(m)])
 
 
 def raw(path):
@@ -222,10 +228,13 @@ def test_no_rounding_residue_after_rollback():
         i = int(rng.integers(n))
         total = np.bincount(arms, weights=rewards, minlength=4)
         keep = np.arange(n) != i
-        refit = np.bincount(arms[keep], weights=rewards[keep], minlength=4)
-        residues += bool(total[arms[i]] - rewards[i] != refit[arms[i]])     # the broken fl(S - r)
+        refit = true_sums(arms[keep], rewards[keep], 4)                      # correctly rounded (fsum)
+        residues += bool(total[arms[i]] - rewards[i] != np.bincount(arms[keep], weights=rewards[keep],
+                                                                    minlength=4)[arms[i]])   # the broken fl(S - r)
         m.delete(rows=[i])
         exact += bool(np.array_equal(m.statistics.reward_sums, refit))
+        again = LCBModel.fit(arms[keep], rewards[keep], tau=m.tau, labels=m.labels, rng=0)
+        exact += bool(np.array_equal(m.statistics.reward_sums, again.statistics.reward_sums)) - 1
     assert residues > trials // 20            # subtracting leaves a residue in a good share of deletions
     assert exact == trials                    # recomputing never does
 
@@ -287,7 +296,7 @@ def _undelete(a):
     a["row_user_codes"] = np.insert(a["row_user_codes"], pos, len(users))
     setjs(a, "user_ids", users + ["user-0065"])
     a["counts"] = np.bincount(a["row_arms"], minlength=3)
-    a["sums"] = np.bincount(a["row_arms"], weights=a["row_rewards"], minlength=3)
+    a["sums"] = true_sums(a["row_arms"], a["row_rewards"])
     a["pub_counts"] = a["counts"] + a["pending_counts"]
     none = a["pending_counts"] == 0
     a["pub_sums"] = np.where(none, a["sums"], a["pub_sums"])
@@ -382,7 +391,7 @@ def test_tamper_table_resealed_files_are_refused(saves, tmp_path, name, mutation
 
 def _consistent_reward_edit(a):
     a["row_rewards"][-1] = 0.0
-    a["sums"] = np.bincount(a["row_arms"], weights=a["row_rewards"], minlength=3)
+    a["sums"] = true_sums(a["row_arms"], a["row_rewards"])
     none = a["pending_counts"] == 0
     a["pub_sums"] = np.where(none, a["sums"], a["pub_sums"])
 
@@ -617,3 +626,16 @@ def test_csv_and_frame_errors_name_what_is_wrong(tmp_path, monkeypatch):
         LCBModel.fit([0, 1], [0.0, 1.0], users=[(1, 2), (3, 4)])
     with pytest.raises(ValueError, match="NaN or infinite labels"):
         LCBModel.fit(np.array([np.nan, 1.0, np.nan]), [0.0, 1.0, 0.5])
+
+
+@pytest.mark.parametrize("rewards", [
+    np.array([5e-324, 1e-300, 0.5, 1.0, 0.1, 0.0, 2.2250738585072014e-308, 0.3, 1 - 2 ** -53] * 7),
+    np.random.default_rng(4).random(3000),
+    np.random.default_rng(5).integers(0, 2, 3000).astype(float),            # the dyadic fast path
+    np.random.default_rng(6).integers(0, 5, 3000) / 4.0,
+])
+def test_exact_sums_are_exact_on_both_paths(rewards):
+    arms = np.arange(rewards.size) % 3
+    exact = mm._exact_sums(arms, rewards, 3)
+    assert exact == [sum(mm._exact(r) for r in rewards[arms == a].tolist()) for a in range(3)]
+    assert [mm._rounded(v) for v in exact] == [math.fsum(rewards[arms == a]) for a in range(3)]

@@ -277,11 +277,20 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
 # **What the model keeps, and nothing else.** The row store (a deleted row is wiped at once: arm
 # $-1$, reward 0, its user id forgotten); the exact statistic of the live rows; the released-from
 # statistic; the **public** per-arm pending counts $k(a)$ and the ids of the pending requests.  No
-# request keeps a statistic of its own: when pending rows are rolled back, the arm's count and
-# reward sum are **recomputed from the arm's live rows** (in row order, the summation order of
-# `fit`), so after every deletion the exact statistic is, bit for bit, that of `fit` on the
-# remaining rows.  Subtracting the deleted rewards instead, $\mathrm{fl}(S - r)$, would leave a
-# rounding residue that depends on $r$ — a trace of the deleted row in the last bits of the sum.
+# request keeps a statistic of its own: when pending rows are rolled back, the arm's released-from
+# sum becomes the live rows' sum again.
+#
+# **No rounding residue.** Subtracting a deleted reward from a float sum, $\mathrm{fl}(S - r)$, leaves
+# a rounding residue that depends on $r$ — a trace of the deleted row in the last bits of the sum
+# (the test suite shows it in a good share of deletions).  The model keeps each arm's reward sum
+# **exactly**, as an integer number of units $2^{-1127}$ (every binary64 number in $[0, 1]$ is a
+# whole number of them), subtracts deleted rewards exactly, and stores the correctly rounded float
+# of the result.  That float is a function of the multiset of remaining rewards alone, so after
+# every deletion the statistic is, bit for bit, that of `fit` on the remaining rows — at $O(k)$ per
+# request.  (Rewards that are multiples of $2^{-20}$, such as clicks, are summed exactly by
+# `bincount` itself, the fast path of `fit`; other rewards are split into exponent and significand
+# halves and summed exactly by `bincount` per arm and exponent.)  The float sums can therefore
+# differ in the last bit from a plain `bincount` (a sequential float sum), never from a refit.
 # One trace is inherent to the Gaussian branch and stays until the rollback: the released-from sum
 # of an arm with pending rows *is* the live sum plus the pending rows' rewards — that is what the
 # noised release was computed from and what the next release must be computed from.  It is one
@@ -450,9 +459,55 @@ def _frozen(a):
     return a
 
 
-def _arm_sums(rewards, rows, m_arms, arms):
-    """Per-arm reward sums of ``rows`` (increasing row ids), summed in row order as ``fit`` does."""
-    return np.bincount(arms, weights=rewards[rows], minlength=m_arms)
+_SCALE = 1127                  # every reward in [0, 1] is an integer multiple of 2**-1127 (53 + 1074 bits)
+_DYADIC = 20                   # rewards that are multiples of 2**-20 (clicks, ratings, ...) sum exactly in floats
+
+
+def _exact_sums(arms, rewards, m) -> list:
+    """Per-arm reward sums as exact integers (units of ``2**-_SCALE``), whatever the number of rows.
+
+    Fast path: when every reward is a multiple of ``2**-20`` and there are fewer than ``2**32`` rows,
+    every partial float sum is exact and ``bincount`` gives the exact sum.  Otherwise each reward is
+    split into its exponent and two 26/27-bit halves of its significand, summed per (arm, exponent) by
+    ``bincount`` (each partial sum below ``2**53``, exact), and combined as Python integers."""
+    arms = np.asarray(arms, dtype=np.int64)
+    rewards = np.asarray(rewards, dtype=float)
+    n = rewards.size
+    dyadic = n < 2 ** 32
+    for start in range(0, n if dyadic else 0, 1 << 18):    # in cache-sized chunks, stopping at the first miss
+        chunk = rewards[start:start + (1 << 18)] * 2.0 ** _DYADIC
+        if not np.array_equal(chunk, np.trunc(chunk)):
+            dyadic = False
+            break
+    if dyadic:                                             # every partial sum is exact
+        sums = np.bincount(arms, weights=rewards, minlength=m) * 2.0 ** _DYADIC
+        return [int(v) << (_SCALE - _DYADIC) for v in sums.tolist()]
+    frac, exp = np.frexp(rewards)                      # rewards = frac * 2**exp, frac in [0.5, 1) or 0
+    mant = (frac * 2.0 ** 53).astype(np.int64)         # exact: an integer below 2**53
+    exp = exp.astype(np.int64)
+    lo_e = int(exp.min()) if n else 0
+    span = (int(exp.max()) - lo_e + 1) if n else 1
+    key = arms * span + (exp - lo_e)
+    out = [0] * m
+    for start in range(0, n, 1 << 25):                 # chunks keep each bincount sum below 2**53
+        k, mt = key[start:start + (1 << 25)], mant[start:start + (1 << 25)]
+        hi = np.bincount(k, weights=(mt >> 26).astype(float), minlength=m * span)
+        lo = np.bincount(k, weights=(mt & ((1 << 26) - 1)).astype(float), minlength=m * span)
+        for idx in np.flatnonzero(hi + lo).tolist():
+            a, e = divmod(idx, span)
+            out[a] += ((int(hi[idx]) << 26) + int(lo[idx])) << (e + lo_e - 53 + _SCALE)
+    return out
+
+
+def _exact(value: float) -> int:
+    """One reward as an exact integer in units of ``2**-_SCALE``."""
+    p, q = float(value).as_integer_ratio()
+    return p << (_SCALE - q.bit_length() + 1)
+
+
+def _rounded(total: int) -> float:
+    """The float nearest to an exact sum (Python's int division is correctly rounded)."""
+    return total / (1 << _SCALE)
 
 
 # %% [markdown]
@@ -479,7 +534,8 @@ class LCBModel:
     """
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
-                 pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng):
+                 pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
+                 exact_sums=None):
         check_choice(method, "method", METHODS)
         check_instance(rng, np.random.Generator, "rng")
         self._labels = tuple(labels)
@@ -488,9 +544,13 @@ class LCBModel:
         self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
         self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
         # the row store, indexed by row id; a deleted row is wiped in place (arm -1, reward 0, no user)
-        row_ids = np.asarray(row_ids, dtype=np.int64)
-        self._alive = np.zeros(self._n_fit, dtype=bool)
-        self._alive[row_ids] = True
+        if row_ids is None:                        # every row of the fit is live
+            row_ids = np.arange(self._n_fit)
+            self._alive = np.ones(self._n_fit, dtype=bool)
+        else:
+            row_ids = np.asarray(row_ids, dtype=np.int64)
+            self._alive = np.zeros(self._n_fit, dtype=bool)
+            self._alive[row_ids] = True
         self._n_live = int(row_ids.size)
         if row_ids.size == self._n_fit:            # every row live (a fit): the arrays as they are
             self._arms = np.array(arms, dtype=np.int64)
@@ -511,35 +571,36 @@ class LCBModel:
             self._user_ids = list(ids) if self._user_live.all() else \
                 [u if c else None for u, c in zip(ids, self._user_live.tolist())]
         # the exact statistic of the live rows, summed in row order (bit for bit what fit gives)
-        if row_ids.size == self._n_fit:
-            self._counts = np.bincount(self._arms, minlength=m).astype(np.int64)
-            self._sums = np.bincount(self._arms, weights=self._rewards, minlength=m)
-        else:
-            live_arms = self._arms[row_ids]
-            self._counts = np.bincount(live_arms, minlength=m).astype(np.int64)
-            self._sums = _arm_sums(self._rewards, row_ids, m, live_arms)
+        live_arms = self._arms if row_ids.size == self._n_fit else self._arms[row_ids]
+        live_rewards = self._rewards if row_ids.size == self._n_fit else self._rewards[row_ids]
+        self._counts = np.bincount(live_arms, minlength=m).astype(np.int64)
+        self._exact_sums = list(exact_sums) if exact_sums is not None else \
+            _exact_sums(live_arms, live_rewards, m)                           # exact, per arm
+        self._sums = np.array([_rounded(v) for v in self._exact_sums])
         # the released-from statistic (None: nothing pending, the exact one)
         self._pub_counts = self._counts.copy() if pub_counts is None else np.asarray(pub_counts, np.int64).copy()
         self._pub_sums = self._sums.copy() if pub_sums is None else np.asarray(pub_sums, dtype=float).copy()
+        # the released-from sums, exact: the live rows' sums plus, on arms with pending rows, theirs
+        self._pub_exact = [e if not c else _exact(p) for e, c, p in
+                           zip(self._exact_sums, np.asarray(pending_counts).tolist(), self._pub_sums.tolist())]
         self._pending_counts = np.asarray(pending_counts, dtype=np.int64).copy()
         self._pending_ids = tuple(int(i) for i in pending_ids)
         self._release_mus = list(release_mus)
         self._log = list(log)
         self._policy = LCBState(self._counts, self._sums, self._tau).arm if policy is None else int(policy)
         self._rng = rng
-        self._arm_rows = None                      # rows of each arm in row order, built at the first deletion
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_arm_rows", "_user_rows", "_user_of")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
         state["_log"] = [r.without_rows() for r in self._log]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._arm_rows = self._user_rows = self._user_of = None
+        self._user_rows = self._user_of = None
         self._rng = np.random.default_rng()        # fresh OS entropy: the pickle held no key material
 
     # -- constructors ---------------------------------------------------------------------------
@@ -590,7 +651,7 @@ class LCBModel:
         elif not (epsilon is None and delta is None and sigma is None):
             raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
         rng = make_rng(rng)
-        return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=np.arange(n),
+        return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
                    users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng)
@@ -780,28 +841,6 @@ class LCBModel:
             raise ValueError(f"row {int(gone[0])} was already deleted")
         return np.sort(rows.astype(np.int64))
 
-    def _rows_of_arm(self, a: int) -> np.ndarray:
-        """Row ids ever fitted on arm ``a``, increasing (built once, by a stable sort of the arms)."""
-        if self._arm_rows is None:
-            arms = self._arms
-            small = arms.astype(np.int16) if len(self._labels) < 2 ** 15 else arms
-            order = np.argsort(small, kind="stable")            # radix sort for 16-bit keys
-            dead = int(np.sum(arms < 0))
-            order = order[dead:] if dead else order              # the wiped rows (arm -1) sort first
-            offsets = np.concatenate([[0], np.cumsum(np.bincount(arms[order], minlength=len(self._labels)))])
-            self._arm_rows = (order.astype(np.int64), offsets)
-        order, offsets = self._arm_rows
-        return order[offsets[a]:offsets[a + 1]]
-
-    def _live_sum(self, a: int, removed: np.ndarray) -> float:
-        """Reward sum of arm ``a``'s live rows other than ``removed``, in row order (as fit sums)."""
-        rows = self._rows_of_arm(a)
-        keep = self._alive[rows]
-        if removed.size:
-            keep &= ~np.isin(rows, removed, assume_unique=True)
-        kept = self._rewards[rows[keep]]
-        return float(np.bincount(np.zeros(kept.size, dtype=np.intp), weights=kept, minlength=1)[0])
-
     def delete(self, *, user=None, rows=None) -> DeletionRecord:
         """Delete one user's rows or the given rows, then make one release (the new ``policy``).
 
@@ -827,9 +866,15 @@ class LCBModel:
         # everything below only computes new values; they are committed together at the end
         request_id = len(self._log)
         touched = np.flatnonzero(req_counts)
+        removed = [0] * m                                         # exact: no fl(S - r) residue
+        for a, r in zip(req_arms.tolist(), self._rewards[rows].tolist()):
+            removed[a] += _exact(r)
+        exact = list(self._exact_sums)
         counts, sums = self._counts - req_counts, self._sums.copy()
-        for a in touched.tolist():                                # recomputed, never fl(S - r)
-            sums[a] = self._live_sum(a, rows[req_arms == a])
+        for a in touched.tolist():
+            exact[a] -= removed[a]
+            sums[a] = _rounded(exact[a])                          # what the remaining rows sum to
+        pub_exact = list(self._pub_exact)
         pub_counts, pub_sums = self._pub_counts.copy(), self._pub_sums.copy()
         pending_counts, pending_ids = self._pending_counts.copy(), self._pending_ids
         rolled = ()
@@ -838,16 +883,14 @@ class LCBModel:
             pending_ids = pending_ids + (request_id,)
         else:
             rolled = (request_id,)
-            for a in touched.tolist():
-                if pending_counts[a]:                             # other rows of this arm stay pending
-                    pub_sums[a] = sums[a] + (self._pub_sums[a] - self._sums[a])
-                else:
-                    pub_sums[a] = sums[a]
+            for a in touched.tolist():                            # other rows of the arm may stay pending
+                pub_exact[a] -= removed[a]
+                pub_sums[a] = _rounded(pub_exact[a])
                 pub_counts[a] = counts[a] + pending_counts[a]
         if plan.rollback_pending:
             rolled = pending_ids + rolled
             pending_counts, pending_ids = np.zeros(m, dtype=np.int64), ()
-            pub_counts, pub_sums = counts.copy(), sums.copy()
+            pub_counts, pub_sums, pub_exact = counts.copy(), sums.copy(), list(exact)
         scores = lcb_scores(pub_counts, np.clip(pub_sums, 0.0, pub_counts), self._tau)[2]
         if plan.noised_arms:
             arms = np.array(plan.noised_arms)
@@ -882,8 +925,9 @@ class LCBModel:
                 if self._user_of is not None:
                     del self._user_of[self._user_ids[c]]
                 self._user_ids[c] = None
-        self._counts, self._sums = counts, sums
-        self._pub_counts, self._pub_sums = pub_counts, pub_sums
+        self._counts, self._sums, self._exact_sums = counts, sums, exact
+        self._pub_counts, self._pub_sums, self._pub_exact = pub_counts, pub_sums, pub_exact
+        del removed
         self._pending_counts, self._pending_ids = pending_counts, pending_ids
         self._release_mus, self._policy = release_mus, policy
         self._log.append(record)
@@ -1578,12 +1622,13 @@ def _check_rows_section(path, a, meta):
         users = (user_ids, codes)
     if not np.array_equal(np.bincount(arms, minlength=m), a["counts"]):
         _refuse(path, "the exact counts are not what the row store counts")
-    if not np.array_equal(np.bincount(arms, weights=rewards, minlength=m), a["sums"]):
+    exact = _exact_sums(arms, rewards, m)
+    if not np.array_equal(np.array([_rounded(v) for v in exact]), a["sums"]):
         _refuse(path, "the exact reward sums are not (bit for bit) what the row store sums to")
     if meta["row_ids_kept"] and (a["log_rows"].size != meta["n_fit"] - n_live
                                  or np.intersect1d(a["log_rows"], ids).size):
         _refuse(path, "the log's deleted row ids must be exactly the ids missing from the row store")
-    return users
+    return users, exact
 
 
 @_plain
@@ -1626,7 +1671,7 @@ def load_model(path, rng=None, *, key=None) -> "LCBModel":
     _verify(path, arrays, _DIGEST_KEYS, key)
     meta = _check_statistics_section(path, arrays)
     records = _check_log_section(path, arrays, meta, arrays["pending_counts"])
-    users = _check_rows_section(path, arrays, meta)
+    users, exact = _check_rows_section(path, arrays, meta)
     offsets = arrays["log_offsets"]
     log = [DeletionRecord(**{**r, "rows": tuple(arrays["log_rows"][offsets[i]:offsets[i + 1]].tolist())
                              if meta["row_ids_kept"] else None, "rolled_back": tuple(r["rolled_back"]),
@@ -1637,7 +1682,7 @@ def load_model(path, rng=None, *, key=None) -> "LCBModel":
                     pending_counts=arrays["pending_counts"], pending_ids=meta["pending_ids"],
                     release_mus=arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
                     method=meta["method"], epsilon=meta["epsilon"], delta=meta["delta"], sigma=meta["sigma"],
-                    rng=rng)
+                    rng=rng, exact_sums=exact)
 
 
 def _save(self, path, *, keep_row_ids: bool = False, key=None) -> None:
