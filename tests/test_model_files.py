@@ -639,3 +639,20 @@ def test_exact_sums_are_exact_on_both_paths(rewards):
     exact = mm._exact_sums(arms, rewards, 3)
     assert exact == [sum(mm._exact(r) for r in rewards[arms == a].tolist()) for a in range(3)]
     assert [mm._rounded(v) for v in exact] == [math.fsum(rewards[arms == a]) for a in range(3)]
+
+
+def test_progress_reports_every_stage(tmp_path):
+    m = LCBModel.fit(np.arange(300) % 3, np.linspace(0, 1, 300), users=[i // 3 for i in range(300)], rng=0)
+    seen = []
+    m.save(tmp_path / "m.npz", progress=lambda stage, done, total: seen.append((stage, done, total)))
+    assert seen == [("arms and digests".replace("arms", "arrays"), 1, 3), ("written", 2, 3), ("renamed", 3, 3)]
+    seen.clear()
+    load_model(tmp_path / "m.npz", progress=lambda *a: seen.append(a))
+    assert [s[0] for s in seen] == ["read", "digests", "statistics", "log", "rows", "model"]
+    (tmp_path / "d.csv").write_text("arm,reward\n1,0.5\n2,1\n")
+    seen.clear()
+    LCBModel.from_csv(tmp_path / "d.csv", progress=lambda *a: seen.append(a))
+    assert seen == [("read", 1, 2), ("fit", 2, 2)]
+    with pytest.raises(TypeError, match="progress must be None, False or a callable"):
+        m.save(tmp_path / "x.npz", progress="yes")
+    assert not (tmp_path / "x.npz").exists()

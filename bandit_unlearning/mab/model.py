@@ -43,6 +43,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 import warnings
 import zipfile
@@ -126,7 +127,7 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     return count
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 230): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 231): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
@@ -161,7 +162,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 304): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 305): "2.3 The model" ---
 METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 FORMAT = "bandit_unlearning.LCBModel/2"
@@ -370,7 +371,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 526): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 527): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -505,21 +506,25 @@ class LCBModel:
 
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
-                 **options) -> "LCBModel":
+                 progress=None, **options) -> "LCBModel":
         """Fit on a CSV file with a header row.
 
         Parameters
         ----------
         path : the CSV file.
         arm, reward, user : the column names (``user`` optional).
+        progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
         **options : as in ``fit``.
 
         Arm labels are integers when every label in the file is a canonical decimal integer
         (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
         is installed, with numpy's reader otherwise: the same model either way.
         """
+        size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
+        stages = _Stages(progress, ("read", "fit"), "from_csv", size)
         cols = read_csv_columns(path, [c for c in (arm, reward, user) if c is not None], reward=reward,
                                 unsorted=() if user is None else (user,))
+        stages.step("read")
         users = None
         if user is not None:
             ids, codes = cols[user]
@@ -529,13 +534,17 @@ class LCBModel:
             users = (_FACTORED, (ids.tolist(), codes))            # typed: all int or all str
         values, codes = cols[arm]
         if "labels" in options:
-            return cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
-                           **options)
-        unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
-        if unknown:
-            raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
-        opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None, **options}
-        return cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
+            model = cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
+                            **options)
+        else:
+            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
+            if unknown:
+                raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
+            opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None,
+                    **options}
+            model = cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
+        stages.step("fit")
+        return model
 
     @classmethod
     def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
@@ -655,14 +664,16 @@ class LCBModel:
         if user is not None:
             if self._user_ids is None:
                 raise ValueError("the model was fitted without user ids: delete by rows=...")
-            if self._user_of is None:
-                self._user_of = {u: i for i, u in enumerate(self._user_ids) if u is not None}
+            lookup = self._user_of                  # caches are kept only once the request is accepted
+            if lookup is None:
+                lookup = {u: i for i, u in enumerate(self._user_ids) if u is not None}
             try:
-                code = self._user_of.get(user)
+                code = lookup.get(user)
             except TypeError:
                 raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
             if code is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
+            self._user_of = lookup
             if self._user_rows is None:
                 order = np.argsort(self._user_codes, kind="stable")
                 dead = int(np.sum(self._user_codes < 0))
@@ -781,7 +792,7 @@ class LCBModel:
         return record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 949): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 960): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -921,7 +932,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1138): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1153): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -934,6 +945,38 @@ _ENTRY_TYPES = {                  # entry -> (dtype, ndim) the format allows
     "rows_sha256": ("|u1", 1), "hmac_sha256": ("|u1", 1),
 }
 _MIN_KEY_BYTES = 16
+
+
+_PROGRESS_BYTES = 50_000_000   # files (or models) this large take seconds: a bar on a terminal by default
+
+
+class _Stages:
+    """Progress over the stages of a call that can take seconds: ``progress=None`` shows a tqdm bar when
+    standard error is a terminal and the input is large (silent otherwise); ``False``: silent; a
+    callable is called as ``progress(stage, done, total)`` after each stage."""
+
+    def __init__(self, progress, stages, desc, size):
+        if not (progress is None or progress is False or callable(progress)):
+            raise TypeError(f"progress must be None, False or a callable, got {type(progress).__name__}")
+        self.callback = progress if callable(progress) else None
+        self.total, self.done, self.bar = len(stages), 0, None
+        if progress is None and size >= _PROGRESS_BYTES:
+            try:
+                from tqdm import tqdm
+                if sys.stderr.isatty():
+                    self.bar = tqdm(total=self.total, desc=desc, unit="stage", file=sys.stderr)
+            except (ImportError, AttributeError, ValueError, OSError):
+                self.bar = None
+
+    def step(self, stage: str) -> None:
+        self.done += 1
+        if self.callback is not None:
+            self.callback(stage, self.done, self.total)
+        if self.bar is not None:
+            self.bar.set_postfix_str(stage)
+            self.bar.update(1)
+            if self.done == self.total:
+                self.bar.close()
 
 
 def _digest(arrays, keys, prefix: bytes = b"") -> str:
@@ -1058,7 +1101,7 @@ def remove_stale_temporary_files(path) -> list:
     return removed
 
 
-def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None) -> None:
+def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
     Parameters
@@ -1067,6 +1110,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
     path : the file to write (its folder must exist).
     keep_row_ids : also write the deleted row ids of every request (default: only their number).
     key : optional secret (bytes, at least 16) for an HMAC-SHA256 tag; ``load`` then needs it.
+    progress : None (a bar on a terminal for a large model), False, or ``callable(stage, done, total)``.
     """
     if not isinstance(model, LCBModel):
         raise TypeError(f"model must be an LCBModel, got {type(model).__name__}")
@@ -1078,7 +1122,9 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"path must name a file in an existing folder, got {path!r}")
+    stages = _Stages(progress, ("arrays and digests", "written", "renamed"), "save", 24 * model._n_fit)
     arrays = _model_arrays(model, keep_row_ids, key)
+    stages.step("arrays and digests")
     remove_stale_temporary_files(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.{os.getpid()}.", suffix=".tmp", dir=folder)
     try:
@@ -1086,6 +1132,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
             _write_npz(fh, arrays)
             fh.flush()
             os.fsync(fh.fileno())
+        stages.step("written")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -1099,9 +1146,10 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
             os.close(dfd)
     except OSError:
         pass
+    stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1326): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1378): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1430,7 +1478,7 @@ def load_statistics(path, *, key=None) -> LCBState:
 
 
 @_plain
-def load_model(path, rng=None, *, key=None) -> "LCBModel":
+def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     """Read a model written by ``save_model``, after checking every section and their consistency.
 
     Parameters
@@ -1438,6 +1486,7 @@ def load_model(path, rng=None, *, key=None) -> "LCBModel":
     path : the file.
     rng : the noise generator of the loaded model, as in ``fit`` (the file holds none).
     key : the HMAC key the file was saved with (required for an authenticated file).
+    progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
 
     Returns
     -------
@@ -1445,26 +1494,35 @@ def load_model(path, rng=None, *, key=None) -> "LCBModel":
     """
     rng = make_rng(rng)
     key = _check_key(key)
+    size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
+    stages = _Stages(progress, ("read", "digests", "statistics", "log", "rows", "model"), "load", size)
     arrays = _read_entries(path, _STAT_KEYS + _LOG_KEYS + _ROW_KEYS)
+    stages.step("read")
     _verify(path, arrays, _DIGEST_KEYS, key)
+    stages.step("digests")
     meta = _check_statistics_section(path, arrays)
+    stages.step("statistics")
     records = _check_log_section(path, arrays, meta, arrays["pending_counts"])
+    stages.step("log")
     users, exact = _check_rows_section(path, arrays, meta)
+    stages.step("rows")
     offsets = arrays["log_offsets"]
     log = [DeletionRecord(**{**r, "rows": tuple(arrays["log_rows"][offsets[i]:offsets[i + 1]].tolist())
                              if meta["row_ids_kept"] else None, "rolled_back": tuple(r["rolled_back"]),
                              "noised_arms": tuple(r["noised_arms"])}) for i, r in enumerate(records)]
-    return LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=arrays["row_arms"],
+    model = LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=arrays["row_arms"],
                     rewards=arrays["row_rewards"], row_ids=arrays["row_ids"], users=users,
                     pub_counts=arrays["pub_counts"], pub_sums=arrays["pub_sums"],
                     pending_counts=arrays["pending_counts"], pending_ids=meta["pending_ids"],
                     release_mus=arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
                     method=meta["method"], epsilon=meta["epsilon"], delta=meta["delta"], sigma=meta["sigma"],
                     rng=rng, exact_sums=exact)
+    stages.step("model")
+    return model
 
 
-def _save(self, path, *, keep_row_ids: bool = False, key=None) -> None:
-    save_model(self, path, keep_row_ids=keep_row_ids, key=key)
+def _save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
+    save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
 
 
 _save.__name__, _save.__qualname__, _save.__doc__ = "save", "LCBModel.save", save_model.__doc__

@@ -137,6 +137,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 import warnings
 import zipfile
@@ -658,21 +659,25 @@ class LCBModel:
 
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
-                 **options) -> "LCBModel":
+                 progress=None, **options) -> "LCBModel":
         """Fit on a CSV file with a header row.
 
         Parameters
         ----------
         path : the CSV file.
         arm, reward, user : the column names (``user`` optional).
+        progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
         **options : as in ``fit``.
 
         Arm labels are integers when every label in the file is a canonical decimal integer
         (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
         is installed, with numpy's reader otherwise: the same model either way.
         """
+        size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
+        stages = _Stages(progress, ("read", "fit"), "from_csv", size)
         cols = read_csv_columns(path, [c for c in (arm, reward, user) if c is not None], reward=reward,
                                 unsorted=() if user is None else (user,))
+        stages.step("read")
         users = None
         if user is not None:
             ids, codes = cols[user]
@@ -682,13 +687,17 @@ class LCBModel:
             users = (_FACTORED, (ids.tolist(), codes))            # typed: all int or all str
         values, codes = cols[arm]
         if "labels" in options:
-            return cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
-                           **options)
-        unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
-        if unknown:
-            raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
-        opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None, **options}
-        return cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
+            model = cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
+                            **options)
+        else:
+            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
+            if unknown:
+                raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
+            opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None,
+                    **options}
+            model = cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
+        stages.step("fit")
+        return model
 
     @classmethod
     def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
@@ -808,14 +817,16 @@ class LCBModel:
         if user is not None:
             if self._user_ids is None:
                 raise ValueError("the model was fitted without user ids: delete by rows=...")
-            if self._user_of is None:
-                self._user_of = {u: i for i, u in enumerate(self._user_ids) if u is not None}
+            lookup = self._user_of                  # caches are kept only once the request is accepted
+            if lookup is None:
+                lookup = {u: i for i, u in enumerate(self._user_ids) if u is not None}
             try:
-                code = self._user_of.get(user)
+                code = lookup.get(user)
             except TypeError:
                 raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
             if code is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
+            self._user_of = lookup
             if self._user_rows is None:
                 order = np.argsort(self._user_codes, kind="stable")
                 dead = int(np.sum(self._user_codes < 0))
@@ -1130,6 +1141,10 @@ def plot_budget(model, ax=None):
 # `load_statistics(path, key=...)` refuse a file whose tag does not match, a file without a tag, and
 # (without `key`) a file that has one.
 #
+# `save`, `load` and `from_csv` take `progress=`: by default a tqdm bar on a terminal for a large
+# file (about 50 MB and up: several seconds), silent otherwise; `False` silences it; a callable is
+# called as `progress(stage, done, total)` after each stage (for logs and notebooks).
+#
 # Sizes are checked against the file **before** anything is allocated: every entry must be stored
 # uncompressed, its `.npy` header must name the one dtype and number of dimensions the format
 # allows for it, and the header's shape times the item size must be exactly the entry's size, which
@@ -1148,6 +1163,38 @@ _ENTRY_TYPES = {                  # entry -> (dtype, ndim) the format allows
     "rows_sha256": ("|u1", 1), "hmac_sha256": ("|u1", 1),
 }
 _MIN_KEY_BYTES = 16
+
+
+_PROGRESS_BYTES = 50_000_000   # files (or models) this large take seconds: a bar on a terminal by default
+
+
+class _Stages:
+    """Progress over the stages of a call that can take seconds: ``progress=None`` shows a tqdm bar when
+    standard error is a terminal and the input is large (silent otherwise); ``False``: silent; a
+    callable is called as ``progress(stage, done, total)`` after each stage."""
+
+    def __init__(self, progress, stages, desc, size):
+        if not (progress is None or progress is False or callable(progress)):
+            raise TypeError(f"progress must be None, False or a callable, got {type(progress).__name__}")
+        self.callback = progress if callable(progress) else None
+        self.total, self.done, self.bar = len(stages), 0, None
+        if progress is None and size >= _PROGRESS_BYTES:
+            try:
+                from tqdm import tqdm
+                if sys.stderr.isatty():
+                    self.bar = tqdm(total=self.total, desc=desc, unit="stage", file=sys.stderr)
+            except (ImportError, AttributeError, ValueError, OSError):
+                self.bar = None
+
+    def step(self, stage: str) -> None:
+        self.done += 1
+        if self.callback is not None:
+            self.callback(stage, self.done, self.total)
+        if self.bar is not None:
+            self.bar.set_postfix_str(stage)
+            self.bar.update(1)
+            if self.done == self.total:
+                self.bar.close()
 
 
 def _digest(arrays, keys, prefix: bytes = b"") -> str:
@@ -1272,7 +1319,7 @@ def remove_stale_temporary_files(path) -> list:
     return removed
 
 
-def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None) -> None:
+def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
     Parameters
@@ -1281,6 +1328,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
     path : the file to write (its folder must exist).
     keep_row_ids : also write the deleted row ids of every request (default: only their number).
     key : optional secret (bytes, at least 16) for an HMAC-SHA256 tag; ``load`` then needs it.
+    progress : None (a bar on a terminal for a large model), False, or ``callable(stage, done, total)``.
     """
     if not isinstance(model, LCBModel):
         raise TypeError(f"model must be an LCBModel, got {type(model).__name__}")
@@ -1292,7 +1340,9 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"path must name a file in an existing folder, got {path!r}")
+    stages = _Stages(progress, ("arrays and digests", "written", "renamed"), "save", 24 * model._n_fit)
     arrays = _model_arrays(model, keep_row_ids, key)
+    stages.step("arrays and digests")
     remove_stale_temporary_files(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.{os.getpid()}.", suffix=".tmp", dir=folder)
     try:
@@ -1300,6 +1350,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
             _write_npz(fh, arrays)
             fh.flush()
             os.fsync(fh.fileno())
+        stages.step("written")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -1313,6 +1364,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None)
             os.close(dfd)
     except OSError:
         pass
+    stages.step("renamed")
 
 
 # %% [markdown]
@@ -1652,7 +1704,7 @@ def load_statistics(path, *, key=None) -> LCBState:
 
 
 @_plain
-def load_model(path, rng=None, *, key=None) -> "LCBModel":
+def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     """Read a model written by ``save_model``, after checking every section and their consistency.
 
     Parameters
@@ -1660,6 +1712,7 @@ def load_model(path, rng=None, *, key=None) -> "LCBModel":
     path : the file.
     rng : the noise generator of the loaded model, as in ``fit`` (the file holds none).
     key : the HMAC key the file was saved with (required for an authenticated file).
+    progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
 
     Returns
     -------
@@ -1667,26 +1720,35 @@ def load_model(path, rng=None, *, key=None) -> "LCBModel":
     """
     rng = make_rng(rng)
     key = _check_key(key)
+    size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
+    stages = _Stages(progress, ("read", "digests", "statistics", "log", "rows", "model"), "load", size)
     arrays = _read_entries(path, _STAT_KEYS + _LOG_KEYS + _ROW_KEYS)
+    stages.step("read")
     _verify(path, arrays, _DIGEST_KEYS, key)
+    stages.step("digests")
     meta = _check_statistics_section(path, arrays)
+    stages.step("statistics")
     records = _check_log_section(path, arrays, meta, arrays["pending_counts"])
+    stages.step("log")
     users, exact = _check_rows_section(path, arrays, meta)
+    stages.step("rows")
     offsets = arrays["log_offsets"]
     log = [DeletionRecord(**{**r, "rows": tuple(arrays["log_rows"][offsets[i]:offsets[i + 1]].tolist())
                              if meta["row_ids_kept"] else None, "rolled_back": tuple(r["rolled_back"]),
                              "noised_arms": tuple(r["noised_arms"])}) for i, r in enumerate(records)]
-    return LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=arrays["row_arms"],
+    model = LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=arrays["row_arms"],
                     rewards=arrays["row_rewards"], row_ids=arrays["row_ids"], users=users,
                     pub_counts=arrays["pub_counts"], pub_sums=arrays["pub_sums"],
                     pending_counts=arrays["pending_counts"], pending_ids=meta["pending_ids"],
                     release_mus=arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
                     method=meta["method"], epsilon=meta["epsilon"], delta=meta["delta"], sigma=meta["sigma"],
                     rng=rng, exact_sums=exact)
+    stages.step("model")
+    return model
 
 
-def _save(self, path, *, keep_row_ids: bool = False, key=None) -> None:
-    save_model(self, path, keep_row_ids=keep_row_ids, key=key)
+def _save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
+    save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
 
 
 _save.__name__, _save.__qualname__, _save.__doc__ = "save", "LCBModel.save", save_model.__doc__
