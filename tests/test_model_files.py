@@ -656,3 +656,17 @@ def test_progress_reports_every_stage(tmp_path):
     with pytest.raises(TypeError, match="progress must be None, False or a callable"):
         m.save(tmp_path / "x.npz", progress="yes")
     assert not (tmp_path / "x.npz").exists()
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    (dict(rewards=["0.5", "1"]), TypeError, "rewards must be real numbers"),
+    (dict(rewards=[0.5 + 1j, 1.0]), TypeError, "rewards must be real numbers"),
+    (dict(rewards=[np.nan, 1.0]), ValueError, "row 0 is NaN"),
+    (dict(method="adaptive", epsilon=1.0, delta=1e-5, sigma=True), TypeError, "sigma must be a real number"),
+    (dict(method="adaptive", epsilon=1.0, delta=1e-5, sigma="0.3"), TypeError, "sigma must be a real number"),
+    (dict(users=[True, False]), TypeError, "user ids must be str or int"),
+])
+def test_fit_refuses_what_it_cannot_keep(kwargs, exc, message):
+    args = {"rewards": [0.0, 1.0], **kwargs}
+    with pytest.raises(exc, match=message):
+        LCBModel.fit([0, 1], args.pop("rewards"), **args)
