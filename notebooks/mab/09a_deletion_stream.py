@@ -1134,8 +1134,8 @@ def plot_budget(model, ax=None):
 # exact statistic is, bit for bit, what the row store sums to; released-from = exact + pending; the
 # log replays to the accountant's shifts, the pending ids and the number of deleted rows; with no
 # pending row the served arm is the LCB arm).  An edit that keeps all of that consistent — e.g. a
-# reward changed together with its arm's sum, or an ε changed together with every derived number in
-# the log — is **undetectable without a key**.  For those who need tampering detected,
+# reward changed together with its arm's sums, user ids permuted, or δ raised (nothing stored is
+# derived from δ, so a larger budget passes every check) — is **undetectable without a key**.  For those who need tampering detected,
 # `save(path, key=...)` adds an HMAC-SHA256 over the three digests with a secret key the user keeps
 # (at least 16 bytes, never written to the file); `load(path, key=...)` and
 # `load_statistics(path, key=...)` refuse a file whose tag does not match, a file without a tag, and
