@@ -1739,7 +1739,8 @@ V("method must be one of", mmodel.plan_release, [5, 5], [0, 0], [1, 0], True, []
   mu_budget=1.0, method="magic")
 V("method must be one of", mmodel.DeletionRecord, 0, (1,), "noisy", (), (), 0.0, 0.0, 0.0, 0.0, "a")
 _MKW = dict(labels=["a"], tau=0.5, n_fit=2, arms=[0, 0], rewards=[1.0, 0.0], row_ids=[0, 1], users=None,
-            pub_counts=[2], pub_sums=[1.0], pending={}, release_mus=[], log=[], policy=0, method="rollback",
+            pub_counts=[2], pub_sums=[1.0], pending_counts=[0], pending_ids=(), release_mus=[], log=[], policy=0,
+            method="rollback",
             epsilon=None, delta=None, sigma=None, rng=RNG)
 V("method must be one of", mmodel.LCBModel, **(_MKW | dict(method="magic")))
 T("rng must be a Generator", mmodel.LCBModel, **(_MKW | dict(rng=3)))
@@ -1757,6 +1758,15 @@ T("rng must be a numpy.random.Generator", mmodel.load_model, A_FILE, rng="rng")
 V("not a readable model file", mmodel.load_model, A_FILE)
 V("not a readable model file", mmodel.load_statistics, A_FILE)
 T("rng must be a numpy.random.Generator", MMODEL.load, A_FILE, rng="rng")
+T("model must be an LCBModel", mmodel.plot_budget, "model")
+M_CSV = Path(_TMP.name) / "model_rows.csv"
+M_CSV.write_text("arm,reward\n0,1.0\n1,0.5\n")
+V("the CSV file has no column 'nope'; its columns are", mmodel.read_csv_columns, M_CSV, ["nope"])
+T("path must be a str or os.PathLike", mmodel.read_csv_columns, 3, ["arm"])
+T("path must be a str or os.PathLike", mmodel.remove_stale_temporary_files, 3)
+V("path must name a file in an existing folder", mmodel.remove_stale_temporary_files, A_DIR / "no" / "m.npz")
+V("key must hold at least 16 bytes", mmodel.save_model, MMODEL, MODEL_FILE, key=b"short")
+T("key must be bytes", mmodel.load_model, MODEL_FILE, key="text")
 
 # --- bandit_unlearning.mab.contextual and contextual_model (the contextual learner, chapters A10a-A10b)
 from bandit_unlearning.mab import contextual as ctxl  # noqa: E402

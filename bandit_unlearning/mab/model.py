@@ -3,11 +3,13 @@
 # with a `# --- from` line naming its chapter and cell.
 """An LCB model with a lifecycle (chapter A9a): fit once, then serve deletion requests over time.
 
-``LCBModel`` holds the row store, the exact statistic of what remains, the statistic releases are
-computed from (which still holds the *pending* rows that a Gaussian release only noised), a deletion
-log and a Gaussian-DP accountant; ``save`` / ``load`` persist it atomically in an ``.npz`` file that
-holds no byte of a rolled-back row (a pending row survives only in its request's per-arm count and
-reward sum, until it is rolled back).  tau and the arm set are fixed at fit.
+``LCBModel`` holds the row store, the exact statistic of what remains (bit for bit ``fit`` on the
+remaining rows), the statistic releases are computed from (which still holds the *pending* rows that
+a Gaussian release only noised, as one per-arm sum), the public pending counts, a deletion log and a
+Gaussian-DP accountant; ``save`` / ``load`` persist it atomically in an ``.npz`` file that holds no
+byte of a deleted row, binds its sections by one save id, is checked entry by entry and for every
+consistency at load, and can be authenticated with an HMAC key.  Pickling drops the noise generator
+as saving does.  tau and the arm set are fixed at fit.
 """
 
 __all__ = [
@@ -21,20 +23,29 @@ __all__ = [
     "ReleasePlan",
     "plan_release",
     "METHODS",
+    "REASONS",
     "FORMAT",
     "DeletionRecord",
     "LCBModel",
+    "read_csv_columns",
+    "plot_budget",
+    "remove_stale_temporary_files",
     "save_model",
     "load_statistics",
     "load_model",
 ]
 
 
-import hashlib
 import csv
+import hashlib
+import hmac
 import json
+import math
 import os
+import re
+import sys
 import tempfile
+import warnings
 import zipfile
 from dataclasses import dataclass
 
@@ -116,7 +127,7 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     return count
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 224): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 231): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
@@ -151,17 +162,21 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 269): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 305): "2.3 The model" ---
 METHODS = ("adaptive", "rollback")
-FORMAT = "bandit_unlearning.LCBModel/1"
+REASONS = ("requested", "branch_rule", "budget")
+FORMAT = "bandit_unlearning.LCBModel/2"
 
 
 @dataclass(frozen=True)
 class DeletionRecord:
-    """One entry of the deletion log.  Nothing in it is computed from the deleted rewards."""
+    """One entry of the deletion log.  Nothing in it is computed from the deleted rewards.
+
+    ``rows`` is the tuple of deleted row ids, or ``None`` in a log read from a file saved without
+    them (the default: ``n_rows`` is kept).  ``reason`` is one of ``REASONS``."""
 
     request_id: int
-    rows: tuple
+    rows: tuple | None
     method: str                    # "gaussian" (kept pending, noised) or "rollback"
     rolled_back: tuple             # request ids whose rows this release rolled back
     noised_arms: tuple             # arm labels noised in this release
@@ -170,22 +185,66 @@ class DeletionRecord:
     mu_max: float                  # the largest composed mu_{j:t} over all requests so far
     delta_at_target: float         # delta_mu(epsilon) of mu_max (0 for method "rollback")
     policy: object                 # the arm label released
+    reason: str = "requested"      # why this release did what it did (REASONS)
+    n_rows: int | None = None      # how many rows the request deleted (filled in from rows)
 
     def __post_init__(self):
         check_choice(self.method, "method", ("gaussian", "rollback"))
+        check_choice(self.reason, "reason", REASONS)
+        if self.rows is None:
+            check_int(self.n_rows, "n_rows", 1)
+        else:
+            check_instance(self.rows, tuple, "rows")
+            if self.n_rows is None:
+                object.__setattr__(self, "n_rows", len(self.rows))
+            elif self.n_rows != len(self.rows):
+                raise ValueError(f"n_rows must equal len(rows), got {self.n_rows} and {len(self.rows)}")
+
+    def without_rows(self) -> "DeletionRecord":
+        """The same record with the row ids left out (``n_rows`` kept)."""
+        return DeletionRecord(**{**self.__dict__, "rows": None})
+
+
+_DENSE_SPAN = 1 << 24          # integer labels spanning at most this many values are numbered by counting
+
+
+def _integer_labels(arms):
+    """(sorted distinct labels, index of each row) of a 1-D integer array, as ``np.unique(...,
+    return_inverse=True)`` gives them, by counting when the labels span a small range."""
+    lo, hi = int(arms.min()), int(arms.max())
+    span = hi - lo + 1
+    if span > max(_DENSE_SPAN, 4 * arms.size):
+        uniq, inverse = np.unique(arms, return_inverse=True)
+        return uniq, inverse.astype(np.int64)
+    shifted = arms.astype(np.int64) - lo if lo != 0 or arms.dtype != np.int64 else arms
+    present = np.flatnonzero(np.bincount(shifted, minlength=span))
+    if present.size == span:                     # every value of the range occurs: the index is the shift
+        return present + lo, shifted
+    table = np.zeros(span, dtype=np.int64)
+    table[present] = np.arange(present.size)
+    return present + lo, table[shifted]
 
 
 def _labels_and_index(arms, labels):
-    if isinstance(arms, np.ndarray) and arms.ndim == 1 and arms.dtype.kind in "biuUS" and arms.size:
-        uniq, inverse = np.unique(arms, return_inverse=True)          # vectorised path for large arrays
+    if isinstance(arms, np.ndarray) and arms.ndim == 1 and arms.size and arms.dtype.kind in "fc":
+        if not np.all(np.isfinite(arms)):
+            raise ValueError("arms must not hold NaN or infinite labels")
+    if isinstance(arms, np.ndarray) and arms.ndim == 1 and arms.dtype.kind in "biuUSf" and arms.size:
+        if arms.dtype.kind in "iu":
+            uniq, inverse = _integer_labels(arms)
+        else:
+            uniq, inverse = np.unique(arms, return_inverse=True)
+            inverse = inverse.astype(np.int64)
         if labels is None:
-            return tuple(uniq.tolist()), inverse.astype(np.int64)
+            return tuple(uniq.tolist()), inverse
         arms = uniq.tolist()
         labels, table = _labels_and_index(arms, labels)
         return labels, table[inverse]
     arms = [a.item() if isinstance(a, np.generic) else a for a in arms]
     for a in arms:
         hash(a)
+        if isinstance(a, float) and not np.isfinite(a):
+            raise ValueError("arms must not hold NaN or infinite labels")
     if labels is None:
         uniq = list(dict.fromkeys(arms))
         try:
@@ -203,80 +262,228 @@ def _labels_and_index(arms, labels):
     return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
 
 
+def _check_rewards(rewards, n):
+    """Rewards as a new float64 array of ``n`` entries in [0, 1]; NaN and infinities named as such."""
+    arr = np.asarray(rewards)
+    if arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
+        raise TypeError(f"rewards must be real numbers, got dtype {arr.dtype}")
+    arr = np.asarray(arr, dtype=float)           # no copy of a float64 array: the model copies it
+    if arr.shape != (n,):
+        raise ValueError(f"rewards must have one entry per row: {arr.shape} vs ({n},)")
+    if n == 0 or (arr.min() >= 0 and arr.max() <= 1):     # two passes, no temporary (NaN fails both)
+        return arr
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        kind = "NaN" if np.isnan(arr[i]) else "infinite"
+        raise ValueError(f"rewards must be finite numbers in [0, 1]: row {i} is {kind} "
+                         f"({int(bad.sum())} non-finite rewards in all)")
+    out = (arr < 0) | (arr > 1)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        raise ValueError(f"rewards must lie in [0, 1]: row {i} is {arr[i]!r}")
+    return arr
+
+
+_FACTORED = object()           # marks users given as (distinct ids, codes) by from_csv
+
+
+def _check_user_ids(ids):
+    for u in ids:
+        if not isinstance(u, (str, int)) or isinstance(u, bool):
+            raise TypeError(f"user ids must be str or int (what a saved file holds), got {type(u).__name__}")
+    return ids
+
+
+def _factor_users(users, n):
+    """(distinct user ids, code of each row into them); ids must be str or int (checked once each)."""
+    if isinstance(users, np.ndarray) and users.ndim == 1 and users.dtype.kind in "iuU":
+        if users.size != n:
+            raise ValueError(f"users must have one entry per row: {users.size} vs {n}")
+        uniq, codes = np.unique(users, return_inverse=True)
+        return _check_user_ids(uniq.tolist()), codes.astype(np.int64)
+    users = list(users)
+    if len(users) != n:
+        raise ValueError(f"users must have one entry per row: {len(users)} vs {n}")
+    where = {}
+    try:
+        codes = np.fromiter((where.setdefault(u.item() if isinstance(u, np.generic) else u, len(where))
+                             for u in users), dtype=np.int64, count=n)
+    except TypeError:
+        raise TypeError("user ids must be str or int (what a saved file holds), got an unhashable id") from None
+    return _check_user_ids(list(where)), codes
+
+
 def _frozen(a):
     a = np.array(a)
     a.setflags(write=False)
     return a
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 332): "2.3 The model" ---
+_SCALE = 1127                  # every reward in [0, 1] is an integer multiple of 2**-1127 (53 + 1074 bits)
+_DYADIC = 20                   # rewards that are multiples of 2**-20 (clicks, ratings, ...) sum exactly in floats
+
+
+def _exact_sums(arms, rewards, m) -> list:
+    """Per-arm reward sums as exact integers (units of ``2**-_SCALE``), whatever the number of rows.
+
+    Fast path: when every reward is a multiple of ``2**-20`` and there are fewer than ``2**32`` rows,
+    every partial float sum is exact and ``bincount`` gives the exact sum.  Otherwise each reward is
+    split into its exponent and two 26/27-bit halves of its significand, summed per (arm, exponent) by
+    ``bincount`` (each partial sum below ``2**53``, exact), and combined as Python integers."""
+    arms = np.asarray(arms, dtype=np.int64)
+    rewards = np.asarray(rewards, dtype=float)
+    n = rewards.size
+    dyadic = n < 2 ** 32
+    for start in range(0, n if dyadic else 0, 1 << 18):    # in cache-sized chunks, stopping at the first miss
+        chunk = rewards[start:start + (1 << 18)] * 2.0 ** _DYADIC
+        if not np.array_equal(chunk, np.trunc(chunk)):
+            dyadic = False
+            break
+    if dyadic:                                             # every partial sum is exact
+        sums = np.bincount(arms, weights=rewards, minlength=m) * 2.0 ** _DYADIC
+        return [int(v) << (_SCALE - _DYADIC) for v in sums.tolist()]
+    frac, exp = np.frexp(rewards)                      # rewards = frac * 2**exp, frac in [0.5, 1) or 0
+    mant = (frac * 2.0 ** 53).astype(np.int64)         # exact: an integer below 2**53
+    exp = exp.astype(np.int64)
+    lo_e = int(exp.min()) if n else 0
+    span = (int(exp.max()) - lo_e + 1) if n else 1
+    key = arms * span + (exp - lo_e)
+    out = [0] * m
+    for start in range(0, n, 1 << 25):                 # chunks keep each bincount sum below 2**53
+        k, mt = key[start:start + (1 << 25)], mant[start:start + (1 << 25)]
+        hi = np.bincount(k, weights=(mt >> 26).astype(float), minlength=m * span)
+        lo = np.bincount(k, weights=(mt & ((1 << 26) - 1)).astype(float), minlength=m * span)
+        for idx in np.flatnonzero(hi + lo).tolist():
+            a, e = divmod(idx, span)
+            out[a] += ((int(hi[idx]) << 26) + int(lo[idx])) << (e + lo_e - 53 + _SCALE)
+    return out
+
+
+def _exact(value: float) -> int:
+    """One reward as an exact integer in units of ``2**-_SCALE``."""
+    p, q = float(value).as_integer_ratio()
+    return p << (_SCALE - q.bit_length() + 1)
+
+
+def _rounded(total: int) -> float:
+    """The float nearest to an exact sum (Python's int division is correctly rounded)."""
+    return total / (1 << _SCALE)
+
+
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 527): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
     Use the constructors ``LCBModel.fit``, ``LCBModel.from_csv``, ``LCBModel.from_frame`` or
     ``LCBModel.load``.  After each request the model makes one release, ``policy`` (an arm label).
-    ``statistics`` is the exact ``LCBState`` of what remains (tau fixed at fit).
+    ``statistics`` is the exact ``LCBState`` of what remains (tau fixed at fit).  Pickling drops the
+    noise generator (as ``save`` does); an unpickled model draws fresh OS entropy.
     """
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
-                 pending, release_mus, log, policy, method, epsilon, delta, sigma, rng):
+                 pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
+                 exact_sums=None):
         check_choice(method, "method", METHODS)
         check_instance(rng, np.random.Generator, "rng")
         self._labels = tuple(labels)
+        m = len(self._labels)
         self._tau, self._n_fit = float(tau), int(n_fit)
         self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
         self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
         # the row store, indexed by row id; a deleted row is wiped in place (arm -1, reward 0, no user)
-        row_ids = np.asarray(row_ids, dtype=np.int64)
-        self._alive = np.zeros(self._n_fit, dtype=bool)
-        self._alive[row_ids] = True
+        if row_ids is None:                        # every row of the fit is live
+            row_ids = np.arange(self._n_fit)
+            self._alive = np.ones(self._n_fit, dtype=bool)
+        else:
+            row_ids = np.asarray(row_ids, dtype=np.int64)
+            self._alive = np.zeros(self._n_fit, dtype=bool)
+            self._alive[row_ids] = True
         self._n_live = int(row_ids.size)
-        self._arms = np.full(self._n_fit, -1, dtype=np.int64)
-        self._arms[row_ids] = np.asarray(arms, dtype=np.int64)
-        self._rewards = np.zeros(self._n_fit)
-        self._rewards[row_ids] = np.asarray(rewards, dtype=float)
-        self._users = None
+        if row_ids.size == self._n_fit:            # every row live (a fit): the arrays as they are
+            self._arms = np.array(arms, dtype=np.int64)
+            self._rewards = np.array(rewards, dtype=float)
+        else:
+            self._arms = np.full(self._n_fit, -1, dtype=np.int64)
+            self._arms[row_ids] = np.asarray(arms, dtype=np.int64)
+            self._rewards = np.zeros(self._n_fit)
+            self._rewards[row_ids] = np.asarray(rewards, dtype=float)
+        # user ids: each distinct id once, a code per row (-1 once deleted), live rows per id; an id
+        # whose last row is deleted is forgotten (set to None, out of the lookup)
+        self._user_ids = self._user_codes = self._user_live = None
         if users is not None:
-            self._users = [None] * self._n_fit
-            for rid, u in zip(row_ids.tolist(), users):
-                self._users[rid] = u
-        self._pub_counts = np.asarray(pub_counts, dtype=np.int64)
-        self._pub_sums = np.asarray(pub_sums, dtype=float)
-        self._pending = dict(pending)                                # request id -> (counts, sums)
+            ids, codes = users
+            self._user_codes = np.full(self._n_fit, -1, dtype=np.int64)
+            self._user_codes[row_ids] = np.asarray(codes, dtype=np.int64)
+            self._user_live = np.bincount(np.asarray(codes, dtype=np.int64), minlength=len(ids))
+            self._user_ids = list(ids) if self._user_live.all() else \
+                [u if c else None for u, c in zip(ids, self._user_live.tolist())]
+        # the exact statistic of the live rows, summed in row order (bit for bit what fit gives)
+        live_arms = self._arms if row_ids.size == self._n_fit else self._arms[row_ids]
+        live_rewards = self._rewards if row_ids.size == self._n_fit else self._rewards[row_ids]
+        self._counts = np.bincount(live_arms, minlength=m).astype(np.int64)
+        self._exact_sums = list(exact_sums) if exact_sums is not None else \
+            _exact_sums(live_arms, live_rewards, m)                           # exact, per arm
+        self._sums = np.array([_rounded(v) for v in self._exact_sums])
+        # the released-from statistic (None: nothing pending, the exact one)
+        self._pub_counts = self._counts.copy() if pub_counts is None else np.asarray(pub_counts, np.int64).copy()
+        self._pub_sums = self._sums.copy() if pub_sums is None else np.asarray(pub_sums, dtype=float).copy()
+        # the released-from sums, exact: the live rows' sums plus, on arms with pending rows, theirs
+        self._pub_exact = [e if not c else _exact(p) for e, c, p in
+                           zip(self._exact_sums, np.asarray(pending_counts).tolist(), self._pub_sums.tolist())]
+        self._pending_counts = np.asarray(pending_counts, dtype=np.int64).copy()
+        self._pending_ids = tuple(int(i) for i in pending_ids)
         self._release_mus = list(release_mus)
         self._log = list(log)
-        self._policy = int(policy)
+        self._policy = LCBState(self._counts, self._sums, self._tau).arm if policy is None else int(policy)
         self._rng = rng
-        self._rebuild_users()
+        self._user_rows = None                     # rows of each user id, built at the first deletion by user
+        self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    def _rebuild_users(self):
-        self._user_rows = None
-        if self._users is not None:
-            rows = {}
-            for rid in np.flatnonzero(self._alive).tolist():
-                rows.setdefault(self._users[rid], []).append(rid)
-            self._user_rows = rows
+    # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
+    def __getstate__(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
+        state["_log"] = [r.without_rows() for r in self._log]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._user_rows = self._user_of = None
+        self._rng = np.random.default_rng()        # fresh OS entropy: the pickle held no key material
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
     def fit(cls, arms, rewards, *, users=None, labels=None, tau=None, method: str = "rollback",
             epsilon=None, delta=None, sigma=None, rng=None) -> "LCBModel":
-        """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).  ``tau`` defaults to ``1/N``
-        and is fixed for the model's life.  ``method="adaptive"`` needs the target ``epsilon``,
-        ``delta`` and the noise scale ``sigma`` on scores (fixed at fit)."""
+        """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).
+
+        Parameters
+        ----------
+        arms : sequence or 1-D array of hashable arm labels (integer arrays are numbered by counting).
+        rewards : sequence of real numbers in [0, 1], one per row (NaN / infinities refused by name).
+        users : optional sequence of user ids (str or int), one per row.
+        labels : optional sequence of every arm label (arms without rows included), in arm order.
+        tau : the confidence level, default ``1/N``, fixed for the model's life.
+        method : ``"rollback"`` (exact) or ``"adaptive"`` (needs ``epsilon``, ``delta``, ``sigma``).
+        rng : the noise generator (``None``: fresh OS entropy).
+
+        Returns
+        -------
+        LCBModel
+        """
         check_choice(method, "method", METHODS)
         labels, idx = _labels_and_index(arms, labels)
-        rewards = np.asarray(rewards, dtype=float)
-        if rewards.shape != idx.shape:
-            raise ValueError(f"rewards must have one entry per row: {rewards.shape} vs {idx.shape}")
-        if not np.all(np.isfinite(rewards)) or np.any((rewards < 0) | (rewards > 1)):
-            raise ValueError("rewards must lie in [0, 1]")
-        if users is not None:
-            users = [u.item() if isinstance(u, np.generic) else u for u in users]
-            if len(users) != idx.size:
-                raise ValueError(f"users must have one entry per row: {len(users)} vs {idx.size}")
-            for u in users:
-                hash(u)
+        return cls._fit(labels, idx, rewards, users=users, tau=tau, method=method, epsilon=epsilon, delta=delta,
+                        sigma=sigma, rng=rng)
+
+    @classmethod
+    def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng):
+        check_choice(method, "method", METHODS)
+        rewards = _check_rewards(rewards, idx.size)
+        if users is not None and not (isinstance(users, tuple) and len(users) == 2 and users[0] is _FACTORED):
+            users = _factor_users(users, idx.size)
+        elif users is not None:
+            users = users[1]
         n = idx.size
         if tau is None:
             if n < 2:
@@ -287,40 +494,71 @@ class LCBModel:
             if sigma is None or epsilon is None or delta is None:
                 raise ValueError("method 'adaptive' needs epsilon, delta and sigma")
             check_epsilon(epsilon), check_delta(delta)
-            sigma = float(sigma)
-            if not np.isfinite(sigma) or sigma <= 0:
-                raise ValueError(f"sigma must be finite and > 0, got {sigma}")
+            sigma = check_positive(sigma, "sigma")
             epsilon, delta = float(epsilon), float(delta)
         elif not (epsilon is None and delta is None and sigma is None):
             raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
         rng = make_rng(rng)
-        m = len(labels)
-        counts = np.bincount(idx, minlength=m)
-        sums = np.bincount(idx, weights=rewards, minlength=m)
-        policy = LCBState(counts, sums, tau).arm
-        return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=np.arange(n),
-                   users=users, pub_counts=counts, pub_sums=sums, pending={}, release_mus=[], log=[],
-                   policy=policy, method=method, epsilon=epsilon, delta=delta, sigma=sigma, rng=rng)
+        return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
+                   users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
+                   pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
+                   delta=delta, sigma=sigma, rng=rng)
 
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
-                 **options) -> "LCBModel":
-        """Fit on a CSV file with a header; arm labels and user ids are read as strings."""
-        with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in (arm, reward, user) if c is not None and c not in (reader.fieldnames or [])]
-            if missing:
-                raise ValueError(f"the CSV file has no column {missing[0]!r}")
-            rows = list(reader)
-        return cls.fit([r[arm] for r in rows], [float(r[reward]) for r in rows],
-                       users=None if user is None else [r[user] for r in rows], **options)
+                 progress=None, **options) -> "LCBModel":
+        """Fit on a CSV file with a header row.
+
+        Parameters
+        ----------
+        path : the CSV file.
+        arm, reward, user : the column names (``user`` optional).
+        progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
+        **options : as in ``fit``.
+
+        Arm labels are integers when every label in the file is a canonical decimal integer
+        (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
+        is installed, with numpy's reader otherwise: the same model either way.
+        """
+        size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
+        stages = _Stages(progress, ("read", "fit"), "from_csv", size)
+        cols = read_csv_columns(path, [c for c in (arm, reward, user) if c is not None], reward=reward,
+                                unsorted=() if user is None else (user,))
+        stages.step("read")
+        users = None
+        if user is not None:
+            ids, codes = cols[user]
+            if ids.dtype.kind == "f":
+                raise TypeError(f"user ids must be str or int (what a saved file holds); column {user!r} holds "
+                                f"numbers that are not integers")
+            users = (_FACTORED, (ids.tolist(), codes))            # typed: all int or all str
+        values, codes = cols[arm]
+        if "labels" in options:
+            model = cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
+                            **options)
+        else:
+            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
+            if unknown:
+                raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
+            opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None,
+                    **options}
+            model = cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
+        stages.step("fit")
+        return model
 
     @classmethod
     def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                    **options) -> "LCBModel":
-        """Fit on a pandas DataFrame (or any mapping of column name -> sequence)."""
-        return cls.fit(list(frame[arm]), np.asarray(frame[reward], dtype=float),
-                       users=None if user is None else list(frame[user]), **options)
+        """Fit on a pandas DataFrame (or any mapping of column name -> sequence); labels keep their type."""
+        names = list(frame.keys()) if hasattr(frame, "keys") else []
+        missing = [c for c in (arm, reward, user) if c is not None and c not in names]
+        if missing:
+            raise ValueError(f"the frame has no column {missing[0]!r}; its columns are {names}")
+        arms = frame[arm]
+        arms = np.asarray(arms) if getattr(np.asarray(arms), "dtype", None) is not None and \
+            np.asarray(arms).dtype.kind in "biuf" else list(arms)
+        return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
+                       **options)
 
     # -- what the model shows -------------------------------------------------------------------
     @property
@@ -351,11 +589,13 @@ class LCBModel:
 
     @property
     def statistics(self) -> LCBState:
-        """The exact statistic of the rows not yet deleted (tau fixed at fit)."""
-        counts, sums = self._pub_counts.copy(), self._pub_sums.copy()
-        for c, s in self._pending.values():
-            counts, sums = counts - c, sums - s
-        return LCBState(counts, np.clip(sums, 0.0, counts), self._tau)
+        """The exact statistic of the rows not yet deleted (tau fixed at fit): bit for bit ``fit`` on them."""
+        return LCBState(self._counts, self._sums, self._tau)
+
+    @property
+    def released_from(self) -> LCBState:
+        """The statistic releases are computed from: the live rows and the pending ones."""
+        return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
     @property
     def log(self) -> tuple:
@@ -364,7 +604,12 @@ class LCBModel:
     @property
     def pending(self) -> tuple:
         """Ids of the requests whose rows are still inside the released-from statistic."""
-        return tuple(self._pending)
+        return self._pending_ids
+
+    @property
+    def pending_counts(self) -> np.ndarray:
+        """Per-arm number of pending rows (public: ``plan_release`` can be replayed from it)."""
+        return _frozen(self._pending_counts)
 
     @property
     def mu_budget(self):
@@ -376,26 +621,69 @@ class LCBModel:
         return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
 
     @property
+    def budget_left(self):
+        """How much Gaussian budget is left, as ``mu``: ``sqrt(mu_budget^2 - mu_max^2)`` (None for rollback)."""
+        if self._mu_budget is None:
+            return None
+        return float(np.sqrt(max(self._mu_budget ** 2 - self.mu_max ** 2, 0.0)))
+
+    @property
     def row_ids(self) -> np.ndarray:
         return _frozen(np.flatnonzero(self._alive))
 
     def __len__(self) -> int:
         return self._n_live
 
+    def summary(self) -> dict:
+        """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
+        out = {"method": self._method, "rows": self._n_live, "rows_at_fit": self._n_fit,
+               "arms": len(self._labels), "policy": self.policy, "tau": self._tau,
+               "requests": len(self._log), "rows_deleted": self._n_fit - self._n_live,
+               "pending_requests": len(self._pending_ids), "pending_rows": int(self._pending_counts.sum()),
+               "users": None if self._user_ids is None else int(np.count_nonzero(self._user_live))}
+        if self._method == "adaptive":
+            out.update(epsilon=self._epsilon, delta=self._delta, sigma=self._sigma, mu_budget=self._mu_budget,
+                       mu_max=self.mu_max, budget_left=self.budget_left,
+                       delta_spent=gdp_delta(self.mu_max, self._epsilon))
+        return out
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        text = (f"LCBModel({s['method']}: {s['rows']:,} rows of {s['rows_at_fit']:,}, {s['arms']} arms, "
+                f"serving {s['policy']!r}; {s['requests']} requests, {s['rows_deleted']:,} rows deleted, "
+                f"{s['pending_requests']} pending ({s['pending_rows']} rows)")
+        if self._method == "adaptive":
+            text += (f"; eps = {self._epsilon:g}, delta = {self._delta:g}, mu {s['mu_max']:.3g} of "
+                     f"{s['mu_budget']:.3g} spent")
+        return text + ")"
+
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
             raise ValueError("pass exactly one of user=... or rows=...")
         if user is not None:
-            if self._user_rows is None:
+            if self._user_ids is None:
                 raise ValueError("the model was fitted without user ids: delete by rows=...")
+            lookup = self._user_of                  # caches are kept only once the request is accepted
+            if lookup is None:
+                lookup = {u: i for i, u in enumerate(self._user_ids) if u is not None}
             try:
-                found = self._user_rows.get(user)
+                code = lookup.get(user)
             except TypeError:
                 raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
-            if found is None:
+            if code is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
-            return np.array(sorted(found), dtype=np.int64)
+            self._user_of = lookup
+            if self._user_rows is None:
+                order = np.argsort(self._user_codes, kind="stable")
+                dead = int(np.sum(self._user_codes < 0))
+                order = order[dead:]
+                offsets = np.concatenate([[0], np.cumsum(np.bincount(self._user_codes[order],
+                                                                     minlength=len(self._user_ids)))])
+                self._user_rows = (order.astype(np.int64), offsets)
+            order, offsets = self._user_rows
+            found = order[offsets[code]:offsets[code + 1]]
+            return np.sort(found[self._alive[found]])
         rows = np.asarray(rows)
         if rows.ndim != 1 or rows.size == 0:
             raise ValueError("rows must be a non-empty 1-D sequence of row ids")
@@ -414,80 +702,304 @@ class LCBModel:
     def delete(self, *, user=None, rows=None) -> DeletionRecord:
         """Delete one user's rows or the given rows, then make one release (the new ``policy``).
 
+        Parameters
+        ----------
+        user : a user id of the fitted data (all its live rows are deleted), or
+        rows : a 1-D sequence of live row ids (exactly one of the two).
+
+        Returns
+        -------
+        DeletionRecord
+
         Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
         user, a row named twice, both or neither of ``user`` and ``rows``."""
         rows = self._rows_of(user, rows)
-        pos = rows                                     # O(k): nothing below touches all N rows
         m = len(self._labels)
-        req_counts = np.bincount(self._arms[pos], minlength=m)
-        req_sums = np.bincount(self._arms[pos], weights=self._rewards[pos], minlength=m)
-        pend = np.zeros(m, dtype=np.int64)
-        for c, _ in self._pending.values():
-            pend = pend + c
-        on_policy = bool(np.all(self._arms[pos] == self._policy))
-        plan = plan_release(self._pub_counts, pend, req_counts, on_policy, self._release_mus,
+        req_arms = self._arms[rows]
+        req_counts = np.bincount(req_arms, minlength=m)
+        on_policy = bool(np.all(req_arms == self._policy))
+        plan = plan_release(self._pub_counts, self._pending_counts, req_counts, on_policy, self._release_mus,
                             log_term=float(np.log(m / self._tau)), sigma=self._sigma,
                             mu_budget=self._mu_budget, method=self._method)
         # everything below only computes new values; they are committed together at the end
         request_id = len(self._log)
+        touched = np.flatnonzero(req_counts)
+        removed = [0] * m                                         # exact: no fl(S - r) residue
+        for a, r in zip(req_arms.tolist(), self._rewards[rows].tolist()):
+            removed[a] += _exact(r)
+        exact = list(self._exact_sums)
+        counts, sums = self._counts - req_counts, self._sums.copy()
+        for a in touched.tolist():
+            exact[a] -= removed[a]
+            sums[a] = _rounded(exact[a])                          # what the remaining rows sum to
+        pub_exact = list(self._pub_exact)
         pub_counts, pub_sums = self._pub_counts.copy(), self._pub_sums.copy()
-        pending = dict(self._pending)
+        pending_counts, pending_ids = self._pending_counts.copy(), self._pending_ids
         rolled = ()
         if plan.noise_request:
-            pending[request_id] = (_frozen(req_counts), _frozen(req_sums))
+            pending_counts = pending_counts + req_counts
+            pending_ids = pending_ids + (request_id,)
         else:
-            pub_counts, pub_sums = pub_counts - req_counts, pub_sums - req_sums
             rolled = (request_id,)
+            for a in touched.tolist():                            # other rows of the arm may stay pending
+                pub_exact[a] -= removed[a]
+                pub_sums[a] = _rounded(pub_exact[a])
+                pub_counts[a] = counts[a] + pending_counts[a]
         if plan.rollback_pending:
-            for rid, (c, s) in pending.items():
-                pub_counts, pub_sums = pub_counts - c, pub_sums - s
-            rolled = tuple(pending) + rolled
-            pending = {}
-        pub_sums = np.clip(pub_sums, 0.0, pub_counts)
-        scores = lcb_scores(pub_counts, pub_sums, self._tau)[2]
+            rolled = pending_ids + rolled
+            pending_counts, pending_ids = np.zeros(m, dtype=np.int64), ()
+            pub_counts, pub_sums, pub_exact = counts.copy(), sums.copy(), list(exact)
+        scores = lcb_scores(pub_counts, np.clip(pub_sums, 0.0, pub_counts), self._tau)[2]
         if plan.noised_arms:
             arms = np.array(plan.noised_arms)
             scores = scores.copy()
             scores[arms] += self._sigma * self._rng.standard_normal(arms.size)
         policy = int(np.argmax(scores))
+        del scores
         release_mus = self._release_mus + [plan.mu]
         mu_max = float(request_mus(release_mus)[0])
+        if self._method == "rollback" or plan.noise_request:
+            reason = "requested"
+        elif plan.rollback_pending:
+            reason = "budget"
+        else:
+            reason = "branch_rule"
         record = DeletionRecord(
             request_id=request_id, rows=tuple(rows.tolist()),
             method="gaussian" if plan.noise_request else "rollback", rolled_back=rolled,
             noised_arms=tuple(self._labels[a] for a in plan.noised_arms),
             sigma=float(self._sigma) if plan.noised_arms else 0.0, mu_release=plan.mu, mu_max=mu_max,
             delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon),
-            policy=self._labels[policy])
+            policy=self._labels[policy], reason=reason)
         # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
         self._alive[rows] = False
         self._arms[rows], self._rewards[rows] = -1, 0.0
         self._n_live -= int(rows.size)
-        if self._users is not None:
-            for rid in rows.tolist():
-                u, self._users[rid] = self._users[rid], None
-                left = self._user_rows[u]
-                left.remove(rid)
-                if not left:
-                    del self._user_rows[u]
-        self._pub_counts, self._pub_sums, self._pending = pub_counts, pub_sums, pending
+        if self._user_ids is not None:
+            codes = self._user_codes[rows]
+            self._user_codes[rows] = -1
+            np.subtract.at(self._user_live, codes, 1)
+            for c in np.unique(codes[self._user_live[codes] == 0]).tolist():
+                if self._user_of is not None:
+                    del self._user_of[self._user_ids[c]]
+                self._user_ids[c] = None
+        self._counts, self._sums, self._exact_sums = counts, sums, exact
+        self._pub_counts, self._pub_sums, self._pub_exact = pub_counts, pub_sums, pub_exact
+        del removed
+        self._pending_counts, self._pending_ids = pending_counts, pending_ids
         self._release_mus, self._policy = release_mus, policy
         self._log.append(record)
         return record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 614): "2.4 Persistence" ---
-_STAT_KEYS = ("pub_counts", "pub_sums", "pending_ids", "pending_counts", "pending_sums", "release_mus", "meta")
-_ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "row_users")
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 960): "2.3 The model" ---
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+_NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
-def _digest(arrays, keys) -> str:
-    h = hashlib.sha256()
+def _typed_text(uniques, column):
+    """Distinct texts of a column -> their values typed by pandas' rule (all int, all float, or all str)."""
+    if any(u.strip() in _NA_TEXT for u in uniques):
+        raise ValueError(f"column {column!r} has missing values (empty or NA fields)")
+    if all(_INT_TEXT.fullmatch(u) for u in uniques):
+        ints = [int(u) for u in uniques]
+        if all(_INT64[0] <= v <= _INT64[1] for v in ints):
+            return np.array(ints, dtype=np.int64)
+    try:
+        return np.array([float(u) for u in uniques], dtype=float)
+    except ValueError:
+        return np.array(uniques, dtype=object)
+
+
+def _typed_column(values, codes, sort):
+    """(distinct typed values, each row's code into them), the values sorted when ``sort``."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if not sort:
+        return values, codes
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return values[order], rank[codes]
+
+
+def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
+    """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
+    for every column but ``reward``, which is returned as a float64 array.
+
+    Parameters
+    ----------
+    path : the CSV file.
+    names : the columns to read (a missing one is refused, naming the columns the file has).
+    reward : the name of the numeric column (parsed as binary64, correctly rounded).
+    unsorted : columns whose distinct values need not be sorted (e.g. user ids).
+
+    Returns
+    -------
+    dict
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    with open(path, newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh), None)
+    if not header:
+        raise ValueError(f"{os.fspath(path)}: the CSV file has no header row")
+    missing = [c for c in names if c not in header]
+    if missing:
+        raise ValueError(f"the CSV file has no column {missing[0]!r}; its columns are {header}")
+    try:
+        import pandas
+    except ImportError:
+        pandas = None
+    out = {}
+    if pandas is not None:
+        with warnings.catch_warnings():          # deprecated in pandas 3 (whose default is exact too), not gone
+            warnings.filterwarnings("ignore", message=".*float_precision.*")
+            try:
+                frame = pandas.read_csv(path, usecols=list(names), float_precision="round_trip", encoding="utf-8")
+            except TypeError:                    # a pandas without the option: its default parser
+                frame = pandas.read_csv(path, usecols=list(names), encoding="utf-8")
+        for c in names:
+            col = frame[c].to_numpy()
+            if c == reward:
+                if col.dtype.kind not in "iuf":
+                    bad = next(v for v in col.tolist() if not _parses_as_float(v))
+                    raise ValueError(f"column {reward!r} must hold numbers, got {bad!r}")
+                out[c] = col.astype(float)
+                continue
+            if col.dtype.kind == "f" and np.isnan(col).any() or col.dtype.kind == "O" and frame[c].isna().any():
+                raise ValueError(f"column {c!r} has missing values (empty or NA fields)")
+            if col.dtype.kind in "iu":
+                values, codes = _integer_labels(col.astype(np.int64))
+            else:
+                codes, values = pandas.factorize(col, sort=False)
+                values = np.asarray(values)
+                if values.dtype.kind == "O":
+                    values = np.array([str(v) for v in values.tolist()], dtype=object)
+            out[c] = _typed_column(values, codes, c not in unsorted)
+        return out
+    cols = [header.index(c) for c in names]
+    table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=cols, dtype=str, comments=None, quotechar='"',
+                       encoding="utf-8", ndmin=2)
+    for j, c in enumerate(names):
+        text = table[:, j]
+        if c == reward:
+            try:
+                out[c] = np.char.strip(text).astype(float)       # correctly rounded, as Python's float
+            except ValueError:                                   # missing values (NaN, refused by fit) or text
+                out[c] = np.array([np.nan if v.strip() in _NA_TEXT else _float_or_refuse(v, reward)
+                                   for v in text.tolist()], dtype=float)
+            continue
+        uniques, codes = np.unique(text, return_inverse=True)
+        out[c] = _typed_column(_typed_text(uniques.tolist(), c), codes, c not in unsorted)
+    return out
+
+
+def _float_or_refuse(v, column):
+    try:
+        return float(v)
+    except ValueError:
+        raise ValueError(f"column {column!r} must hold numbers, got {v!r}") from None
+
+
+def _parses_as_float(v) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def plot_budget(model, ax=None):
+    """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
+    the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes."""
+    check_instance(model, LCBModel, "model")
+    import matplotlib.pyplot as plt
+    if ax is None:
+        ax = plt.subplots(figsize=(6.5, 3))[1]
+    mus = [r.mu_max for r in model.log]
+    ax.step(range(len(mus)), mus, where="post", label=r"composed $\mu_{1:t}$")
+    if model.mu_budget is not None:
+        ax.axhline(model.mu_budget, color="k", ls="--",
+                   label=rf"budget $\mu^\star$ at $(\varepsilon, \delta) = ({model._epsilon:g}, {model._delta:g})$")
+    for r in model.log:
+        if r.reason == "budget":
+            ax.axvline(r.request_id, color="tab:red", alpha=0.3)
+    ax.set_xlabel("request")
+    ax.set_ylabel(r"$\mu$")
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
+
+
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1153): "2.4 Persistence" ---
+_STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
+_LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
+_ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
+_DIGEST_KEYS = ("stats_sha256", "log_sha256", "rows_sha256")
+_ENTRY_TYPES = {                  # entry -> (dtype, ndim) the format allows
+    "counts": ("<i8", 1), "sums": ("<f8", 1), "pub_counts": ("<i8", 1), "pub_sums": ("<f8", 1),
+    "pending_counts": ("<i8", 1), "meta": ("|u1", 1), "release_mus": ("<f8", 1), "log": ("|u1", 1),
+    "log_rows": ("<i8", 1), "log_offsets": ("<i8", 1), "row_ids": ("<i8", 1), "row_arms": ("<i8", 1),
+    "row_rewards": ("<f8", 1), "user_ids": ("|u1", 1), "row_user_codes": ("<i8", 1), "stats_sha256": ("|u1", 1), "log_sha256": ("|u1", 1),
+    "rows_sha256": ("|u1", 1), "hmac_sha256": ("|u1", 1),
+}
+_MIN_KEY_BYTES = 16
+
+
+_PROGRESS_BYTES = 50_000_000   # files (or models) this large take seconds: a bar on a terminal by default
+
+
+class _Stages:
+    """Progress over the stages of a call that can take seconds: ``progress=None`` shows a tqdm bar when
+    standard error is a terminal and the input is large (silent otherwise); ``False``: silent; a
+    callable is called as ``progress(stage, done, total)`` after each stage."""
+
+    def __init__(self, progress, stages, desc, size):
+        if not (progress is None or progress is False or callable(progress)):
+            raise TypeError(f"progress must be None, False or a callable, got {type(progress).__name__}")
+        self.callback = progress if callable(progress) else None
+        self.total, self.done, self.bar = len(stages), 0, None
+        if progress is None and size >= _PROGRESS_BYTES:
+            try:
+                from tqdm import tqdm
+                if sys.stderr.isatty():
+                    self.bar = tqdm(total=self.total, desc=desc, unit="stage", file=sys.stderr)
+            except (ImportError, AttributeError, ValueError, OSError):
+                self.bar = None
+
+    def step(self, stage: str) -> None:
+        self.done += 1
+        if self.callback is not None:
+            self.callback(stage, self.done, self.total)
+        if self.bar is not None:
+            self.bar.set_postfix_str(stage)
+            self.bar.update(1)
+            if self.done == self.total:
+                self.bar.close()
+
+
+def _digest(arrays, keys, prefix: bytes = b"") -> str:
+    h = hashlib.sha256(prefix)
     for key in keys:
         a = np.ascontiguousarray(arrays[key])
         h.update(key.encode() + b"\0" + str(a.dtype).encode() + b"\0" + str(a.shape).encode() + b"\0")
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def _tag(key: bytes, digests) -> str:
+    return hmac.new(key, "\n".join(digests).encode(), hashlib.sha256).hexdigest()
+
+
+def _check_key(key):
+    if key is None:
+        return None
+    if not isinstance(key, (bytes, bytearray)):
+        raise TypeError(f"key must be bytes (a secret the user keeps), got {type(key).__name__}")
+    if len(key) < _MIN_KEY_BYTES:
+        raise ValueError(f"key must hold at least {_MIN_KEY_BYTES} bytes, got {len(key)}")
+    return bytes(key)
 
 
 def _json_ok(values, name):
@@ -496,113 +1008,521 @@ def _json_ok(values, name):
             raise TypeError(f"{name} must be str or int to be saved, got {type(v).__name__}")
 
 
+def _as_bytes(obj) -> np.ndarray:
+    return np.frombuffer(json.dumps(obj, sort_keys=True).encode(), dtype=np.uint8)
+
+
 def _write_npz(fh, arrays) -> None:
     np.savez(fh, **arrays)
 
 
-def _model_arrays(model: "LCBModel") -> dict:
+def _record_json(r: DeletionRecord) -> dict:
+    return {"request_id": r.request_id, "n_rows": r.n_rows, "method": r.method, "reason": r.reason,
+            "rolled_back": list(r.rolled_back), "noised_arms": list(r.noised_arms), "sigma": r.sigma,
+            "mu_release": r.mu_release, "mu_max": r.mu_max, "delta_at_target": r.delta_at_target,
+            "policy": r.policy}
+
+
+def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
-    users = None if model._users is None else [model._users[i] for i in live.tolist()]
-    if users is not None:
-        _json_ok(users, "user ids")
-    m = len(model._labels)
-    ids = list(model._pending)
+    user_ids, user_codes = None, np.zeros(0, dtype=np.int64)
+    if model._user_ids is not None:
+        codes = model._user_codes[live]
+        used = np.flatnonzero(np.bincount(codes, minlength=len(model._user_ids)))   # ids with a live row
+        user_ids = [model._user_ids[c] for c in used.tolist()]
+        user_codes = np.searchsorted(used, codes).astype(np.int64)
+        _json_ok(user_ids, "user ids")
+    if keep_row_ids and any(r.rows is None for r in model._log):
+        raise ValueError("keep_row_ids=True: this model's log was read without row ids")
     meta = {
-        "format": FORMAT, "labels": list(model._labels), "tau": model._tau, "n_fit": model._n_fit,
-        "method": model._method, "epsilon": model._epsilon, "delta": model._delta, "sigma": model._sigma,
-        "policy": model._policy, "log": [
-            {**r.__dict__, "rows": list(r.rows), "rolled_back": list(r.rolled_back),
-             "noised_arms": list(r.noised_arms)} for r in model._log],
+        "format": FORMAT, "save_id": os.urandom(16).hex(), "labels": list(model._labels), "tau": model._tau,
+        "n_fit": model._n_fit, "n_live": model._n_live, "method": model._method, "epsilon": model._epsilon,
+        "delta": model._delta, "sigma": model._sigma, "policy": model._policy,
+        "pending_ids": list(model._pending_ids), "row_ids_kept": bool(keep_row_ids),
     }
+    rows_of_log = [list(r.rows) for r in model._log] if keep_row_ids else []
     arrays = {
-        "pub_counts": model._pub_counts, "pub_sums": model._pub_sums,
-        "pending_ids": np.array(ids, dtype=np.int64),
-        "pending_counts": np.array([model._pending[i][0] for i in ids], dtype=np.int64).reshape(-1, m),
-        "pending_sums": np.array([model._pending[i][1] for i in ids], dtype=float).reshape(-1, m),
+        "counts": model._counts, "sums": model._sums, "pub_counts": model._pub_counts,
+        "pub_sums": model._pub_sums, "pending_counts": model._pending_counts, "meta": _as_bytes(meta),
         "release_mus": np.array(model._release_mus, dtype=float),
-        "meta": np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8),
+        "log": _as_bytes([_record_json(r) for r in model._log]),
+        "log_rows": np.array([i for rows in rows_of_log for i in rows], dtype=np.int64),
+        "log_offsets": np.cumsum([0] + [len(rows) for rows in rows_of_log], dtype=np.int64) if keep_row_ids
+        else np.zeros(0, dtype=np.int64),
         "row_ids": live, "row_arms": model._arms[live], "row_rewards": model._rewards[live],
-        "row_users": np.frombuffer(json.dumps(users).encode(), dtype=np.uint8),
+        "user_ids": _as_bytes(user_ids), "row_user_codes": user_codes,
     }
-    arrays["stats_sha256"] = np.frombuffer(_digest(arrays, _STAT_KEYS).encode(), dtype=np.uint8)
-    arrays["rows_sha256"] = np.frombuffer(_digest(arrays, _ROW_KEYS).encode(), dtype=np.uint8)
+    stats = _digest(arrays, _STAT_KEYS)
+    digests = (stats, _digest(arrays, _LOG_KEYS, stats.encode()), _digest(arrays, _ROW_KEYS, stats.encode()))
+    for name, value in zip(_DIGEST_KEYS, digests):
+        arrays[name] = np.frombuffer(value.encode(), dtype=np.uint8)
+    if key is not None:
+        arrays["hmac_sha256"] = np.frombuffer(_tag(key, digests).encode(), dtype=np.uint8)
     return arrays
 
 
-def save_model(model: "LCBModel", path) -> None:
-    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``."""
+def _temporary_files(path):
+    """Temporary files of earlier saves to ``path``: (name, pid of the process that wrote it)."""
+    folder, base = os.path.split(os.path.abspath(path))
+    prefix = f".{base}."
+    for name in os.listdir(folder):
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            pid = name[len(prefix):-4].split(".")[0]
+            if pid.isdigit():
+                yield os.path.join(folder, name), int(pid)
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_temporary_files(path) -> list:
+    """Remove the temporary files that a save to ``path`` interrupted by a killed process left behind
+    (a file of a process that still runs is kept: it may be another writer).  Returns their paths."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise ValueError(f"path must name a file in an existing folder, got {os.fspath(path)!r}")
+    removed = []
+    for name, pid in _temporary_files(path):
+        if pid != os.getpid() and not _process_runs(pid):
+            try:
+                os.remove(name)
+                removed.append(name)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
+    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
+
+    Parameters
+    ----------
+    model : LCBModel
+    path : the file to write (its folder must exist).
+    keep_row_ids : also write the deleted row ids of every request (default: only their number).
+    key : optional secret (bytes, at least 16) for an HMAC-SHA256 tag; ``load`` then needs it.
+    progress : None (a bar on a terminal for a large model), False, or ``callable(stage, done, total)``.
+    """
     if not isinstance(model, LCBModel):
         raise TypeError(f"model must be an LCBModel, got {type(model).__name__}")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    check_bool(keep_row_ids, "keep_row_ids")
+    key = _check_key(key)
     path = os.fspath(path)
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        raise ValueError(f"path must name a file in an existing folder, got {path!r}")
-    arrays = _model_arrays(model)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    if not os.path.isdir(folder):
+        raise ValueError(f"path must name a file in an existing folder, got {path!r}")
+    stages = _Stages(progress, ("arrays and digests", "written", "renamed"), "save", 24 * model._n_fit)
+    arrays = _model_arrays(model, keep_row_ids, key)
+    stages.step("arrays and digests")
+    remove_stale_temporary_files(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.{os.getpid()}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             _write_npz(fh, arrays)
             fh.flush()
             os.fsync(fh.fileno())
+        stages.step("written")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+    try:                                           # make the rename itself durable
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    stages.step("renamed")
 
 
-def _open_checked(path, keys, digest_key):
+# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1378): "2.5 Loading: every entry checked before it is used" ---
+class _Refused(ValueError):
+    """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
+
+
+def _refuse(path, what):
+    raise _Refused(f"{os.fspath(path)}: {what}")
+
+
+def _plain(fn):
+    """Refusals leave the public functions as plain ``ValueError`` (the package's one rule)."""
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _Refused as err:
+            raise ValueError(str(err)) from None
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+def _read_entry(path, zf, info, name, file_size):
+    dtype, ndim = _ENTRY_TYPES[name]
+    if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+        _refuse(path, f"entry {name!r} is not stored uncompressed")
+    if info.file_size > file_size:
+        _refuse(path, f"entry {name!r} claims {info.file_size} bytes, more than the file's {file_size}")
+    with zf.open(info) as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, got = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, got = np.lib.format.read_array_header_2_0(fh)
+        else:
+            _refuse(path, f"entry {name!r}: unsupported .npy version {version}")
+        if got != np.dtype(dtype) or fortran or len(shape) != ndim:
+            _refuse(path, f"entry {name!r} must be a {ndim}-D {np.dtype(dtype)} array, "
+                          f"got {len(shape)}-D {got}{' (Fortran order)' if fortran else ''}")
+        nbytes = math.prod(int(s) for s in shape) * got.itemsize
+        if fh.tell() + nbytes != info.file_size:
+            _refuse(path, f"entry {name!r}: its header claims shape {shape} ({nbytes} bytes), "
+                          f"but the entry holds {info.file_size - fh.tell()} bytes of data")
+        data = fh.read(nbytes)
+    if len(data) != nbytes:
+        _refuse(path, f"entry {name!r} is truncated")
+    return np.frombuffer(data, dtype=got).reshape(shape)
+
+
+def _read_entries(path, keys):
+    """The named entries of a model file, each checked against the file's size before it is read;
+    also every digest entry and the tag if present.  Unknown or missing entries are refused."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     try:
-        with np.load(os.fspath(path), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in keys}
-            stored = bytes(z[digest_key]).decode()
-    except (zipfile.BadZipFile, KeyError, EOFError, ValueError) as err:   # ValueError: not an .npz at all
-        raise ValueError(f"{path}: not a readable model file ({err})") from None
-    if _digest(arrays, keys) != stored:
-        raise ValueError(f"{path}: checksum mismatch in {digest_key[:-7]} (corrupted or altered file)")
-    return arrays
+        file_size = os.path.getsize(path)
+        with zipfile.ZipFile(path) as zf:
+            infos = {}
+            for info in zf.infolist():
+                name = info.filename[:-4] if info.filename.endswith(".npy") else None
+                if name not in _ENTRY_TYPES or name in infos:
+                    _refuse(path, f"unexpected entry {info.filename!r}")
+                infos[name] = info
+            missing = [k for k in _STAT_KEYS + _LOG_KEYS + _ROW_KEYS + _DIGEST_KEYS if k not in infos]
+            if missing:
+                _refuse(path, f"entry {missing[0]!r} is missing")
+            wanted = list(keys) + list(_DIGEST_KEYS) + (["hmac_sha256"] if "hmac_sha256" in infos else [])
+            return {k: _read_entry(path, zf, infos[k], k, file_size) for k in wanted}
+    except _Refused as err:
+        raise ValueError(str(err)) from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as err:
+        raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
 
-def _read_meta(arrays):
-    meta = json.loads(bytes(arrays["meta"]).decode())
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"unsupported format {meta.get('format')!r}, expected {FORMAT!r}")
+def _verify(path, arrays, sections, key):
+    """Digests of the given sections (bound to the statistics digest), then the key's tag."""
+    try:
+        stored = {k: bytes(arrays[k]).decode("ascii") for k in _DIGEST_KEYS}
+    except UnicodeDecodeError:
+        _refuse(path, "a digest entry is not a hex digest")
+    stats = stored["stats_sha256"]
+    keys = {"stats_sha256": (_STAT_KEYS, b""), "log_sha256": (_LOG_KEYS, stats.encode()),
+            "rows_sha256": (_ROW_KEYS, stats.encode())}
+    for name in sections:
+        entries, prefix = keys[name]
+        if _digest(arrays, entries, prefix) != stored[name]:
+            what = {"stats_sha256": "statistics", "log_sha256": "log", "rows_sha256": "rows"}[name]
+            _refuse(path, f"checksum mismatch in the {what} section (corrupted, altered, or taken from "
+                          f"another save)")
+    has_tag = "hmac_sha256" in arrays
+    if key is None and has_tag:
+        _refuse(path, "the file is authenticated (HMAC-SHA256): pass key=... to load it")
+    if key is not None:
+        if not has_tag:
+            _refuse(path, "key given but the file carries no HMAC tag (saved without key=...)")
+        if not hmac.compare_digest(_tag(key, [stored[k] for k in _DIGEST_KEYS]).encode(), bytes(arrays["hmac_sha256"])):
+            _refuse(path, "HMAC tag mismatch: the file was altered, or the key is not the one it was saved with")
+
+
+def _json_entry(path, arrays, name):
+    try:
+        return json.loads(bytes(arrays[name]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        _refuse(path, f"entry {name!r} is not valid JSON ({err})")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_META_FIELDS = {"format", "save_id", "labels", "tau", "n_fit", "n_live", "method", "epsilon", "delta", "sigma",
+                "policy", "pending_ids", "row_ids_kept"}
+
+
+def _check_statistics_section(path, a) -> dict:
+    meta = _json_entry(path, a, "meta")
+    if not isinstance(meta, dict) or set(meta) != _META_FIELDS:
+        _refuse(path, f"settings must hold exactly the fields {sorted(_META_FIELDS)}")
+    if meta["format"] != FORMAT:
+        _refuse(path, f"unsupported format {meta['format']!r}, expected {FORMAT!r}")
+    sid = meta["save_id"]
+    if not (isinstance(sid, str) and len(sid) == 32 and all(c in "0123456789abcdef" for c in sid)):
+        _refuse(path, "save_id must be 32 hex digits")
+    labels = meta["labels"]
+    if not (isinstance(labels, list) and labels and all(isinstance(x, str) or _is_int(x) for x in labels)):
+        _refuse(path, "labels must be a non-empty list of str or int")
+    if len(set(map(repr, labels))) != len(labels):
+        _refuse(path, "labels must be distinct")
+    m = len(labels)
+    if not (_is_real(meta["tau"]) and 0 < meta["tau"] < 1):
+        _refuse(path, f"tau must lie in (0, 1), got {meta['tau']!r}")
+    n_fit, n_live = meta["n_fit"], meta["n_live"]
+    if not (_is_int(n_fit) and n_fit >= 1 and _is_int(n_live) and 0 <= n_live <= n_fit):
+        _refuse(path, f"n_fit must be an int >= 1 and n_live an int in [0, n_fit], got {n_fit!r}, {n_live!r}")
+    if meta["method"] not in METHODS:
+        _refuse(path, f"method must be one of {METHODS}, got {meta['method']!r}")
+    if meta["method"] == "rollback":
+        if not (meta["epsilon"] is None and meta["delta"] is None and meta["sigma"] is None):
+            _refuse(path, "method 'rollback' must have epsilon, delta and sigma null")
+    else:
+        eps, dlt, sig = meta["epsilon"], meta["delta"], meta["sigma"]
+        if not (_is_real(eps) and eps > 0):
+            _refuse(path, f"epsilon must be a finite number > 0, got {eps!r}")
+        if not (_is_real(dlt) and 0 < dlt < 1):
+            _refuse(path, f"delta must lie in (0, 1), got {dlt!r}")
+        if not (_is_real(sig) and sig > 0):
+            _refuse(path, f"sigma must be a finite number > 0, got {sig!r}")
+    if not (_is_int(meta["policy"]) and 0 <= meta["policy"] < m):
+        _refuse(path, f"the served arm must be an arm index in [0, {m}), got {meta['policy']!r}")
+    pend_ids = meta["pending_ids"]
+    if not (isinstance(pend_ids, list) and all(_is_int(i) and i >= 0 for i in pend_ids)
+            and all(x < y for x, y in zip(pend_ids, pend_ids[1:]))):
+        _refuse(path, "pending_ids must be increasing request ids")
+    if not isinstance(meta["row_ids_kept"], bool):
+        _refuse(path, "row_ids_kept must be true or false")
+    for name in ("counts", "sums", "pub_counts", "pub_sums", "pending_counts"):
+        if a[name].shape != (m,):
+            _refuse(path, f"{name} must hold one entry per arm ({m}), got shape {a[name].shape}")
+    counts, sums, pub_c, pub_s, pend = (a[k] for k in ("counts", "sums", "pub_counts", "pub_sums", "pending_counts"))
+    if np.any(counts < 0) or int(counts.sum()) != n_live:
+        _refuse(path, f"counts must be >= 0 and sum to n_live = {n_live}")
+    if np.any(pend < 0) or int(pend.sum()) > n_fit - n_live:
+        _refuse(path, "pending_counts must be >= 0 and at most the number of deleted rows")
+    if not np.array_equal(pub_c, counts + pend):
+        _refuse(path, "released-from counts must equal the exact counts plus the pending counts")
+    if not (np.all(np.isfinite(sums)) and np.all(sums >= 0) and np.all(sums <= counts)):
+        _refuse(path, "reward sums must be finite and lie in [0, counts]")
+    if not np.all(np.isfinite(pub_s)):
+        _refuse(path, "released-from sums must be finite")
+    none = pend == 0
+    if not np.array_equal(pub_s[none], sums[none]):
+        _refuse(path, "released-from sums must equal the exact sums on arms without pending rows")
+    slack = 1e-9 * np.maximum(pub_c, 1)
+    if np.any(pub_s[~none] < sums[~none] - slack[~none]) or np.any(pub_s[~none] > (sums + pend + slack)[~none]):
+        _refuse(path, "released-from sums must lie between the exact sums and the exact sums plus the pending counts")
+    if bool(pend_ids) != bool(pend.sum()) or (meta["method"] == "rollback" and pend_ids):
+        _refuse(path, "pending_ids and pending_counts disagree (or pending rows under method 'rollback')")
+    if not pend_ids and LCBState(counts, sums, meta["tau"]).arm != meta["policy"]:
+        _refuse(path, "with no pending row the served arm must be the LCB arm of the exact statistic")
     return meta
 
 
-def load_statistics(path) -> LCBState:
-    """The exact statistic of what remains, read (and checksum-verified) without the row store."""
-    arrays = _open_checked(path, _STAT_KEYS, "stats_sha256")
-    meta = _read_meta(arrays)
-    counts = arrays["pub_counts"] - arrays["pending_counts"].sum(axis=0)
-    sums = arrays["pub_sums"] - arrays["pending_sums"].sum(axis=0)
-    return LCBState(counts, np.clip(sums, 0.0, counts), meta["tau"])
+_RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
+                  "mu_max", "delta_at_target", "policy"}
 
 
-def load_model(path, rng=None) -> "LCBModel":
-    """Read a model written by ``save_model``; both checksums are verified.  ``rng`` as in ``fit``."""
+def _check_log_section(path, a, meta, pending_counts) -> list:
+    mus = a["release_mus"]
+    if not (np.all(np.isfinite(mus)) and np.all(mus >= 0)):
+        _refuse(path, "release_mus must be finite and >= 0")
+    log = _json_entry(path, a, "log")
+    if not isinstance(log, list) or len(log) != mus.size:
+        _refuse(path, "the log must list one record per release")
+    labels, adaptive = meta["labels"], meta["method"] == "adaptive"
+    budget = gdp_budget(meta["epsilon"], meta["delta"]) if adaptive else None
+    composed = np.sqrt(np.cumsum(mus ** 2))                  # the oldest request's mu_{1:t}, for every t
+    pending, deleted, records = [], 0, []
+    for i, r in enumerate(log):
+        if not isinstance(r, dict) or set(r) != _RECORD_FIELDS:
+            _refuse(path, f"log record {i} must hold exactly the fields {sorted(_RECORD_FIELDS)}")
+        where = f"log record {i}"
+        if r["request_id"] != i or not (_is_int(r["n_rows"]) and r["n_rows"] >= 1):
+            _refuse(path, f"{where}: request_id must be {i} and n_rows an int >= 1")
+        if r["method"] not in ("gaussian", "rollback") or r["reason"] not in REASONS:
+            _refuse(path, f"{where}: unknown method {r['method']!r} or reason {r['reason']!r}")
+        if not all(_is_real(r[k]) for k in ("sigma", "mu_release", "mu_max", "delta_at_target")):
+            _refuse(path, f"{where}: sigma, mu_release, mu_max and delta_at_target must be finite numbers")
+        if r["mu_release"] != float(mus[i]):
+            _refuse(path, f"{where}: mu_release differs from the accountant's shift of release {i}")
+        if abs(r["mu_max"] - composed[i]) > 1e-12 * max(1.0, composed[i]):
+            _refuse(path, f"{where}: mu_max is not the composition of the releases so far")
+        noised = r["noised_arms"]
+        if not (isinstance(noised, list) and all(x in labels for x in noised) and len(set(map(repr, noised))) == len(noised)):
+            _refuse(path, f"{where}: noised_arms must be distinct arm labels")
+        if (r["mu_release"] > 0) != bool(noised) or r["sigma"] != (meta["sigma"] if noised else 0.0):
+            _refuse(path, f"{where}: a release is noised (with the model's sigma) exactly when its shift is > 0")
+        if r["policy"] not in labels:
+            _refuse(path, f"{where}: the released arm {r['policy']!r} is not an arm label")
+        if adaptive:
+            if r["mu_max"] > budget * (1 + 1e-12):
+                _refuse(path, f"{where}: mu_max {r['mu_max']} exceeds the budget {budget} of (epsilon, delta)")
+            expect = gdp_delta(r["mu_max"], meta["epsilon"])
+            if abs(r["delta_at_target"] - expect) > 1e-9 * max(r["delta_at_target"], expect) + 1e-300:
+                _refuse(path, f"{where}: delta_at_target is not delta_mu(epsilon) of mu_max")
+        elif r["mu_release"] != 0 or r["delta_at_target"] != 0 or r["method"] != "rollback" or r["reason"] != "requested":
+            _refuse(path, f"{where}: under method 'rollback' every release is an exact, requested rollback")
+        rolled = r["rolled_back"]
+        if not (isinstance(rolled, list) and all(_is_int(j) for j in rolled)):
+            _refuse(path, f"{where}: rolled_back must list request ids")
+        if r["method"] == "gaussian":
+            expect = [] if r["reason"] == "requested" else None
+            if rolled != expect:
+                _refuse(path, f"{where}: a Gaussian release rolls nothing back and is 'requested'")
+            pending.append(i)
+        else:
+            if r["reason"] == "budget":
+                expect = pending + [i]
+            elif r["reason"] == "branch_rule" and adaptive:
+                expect = [i]
+            else:
+                expect = [i] if r["reason"] == "requested" and not adaptive else None
+            if rolled != expect:
+                _refuse(path, f"{where}: rolled_back {rolled} does not replay (expected {expect} for "
+                              f"reason {r['reason']!r})")
+            if r["reason"] == "budget":
+                pending = []
+        deleted += r["n_rows"]
+        records.append(r)
+    if pending != meta["pending_ids"]:
+        _refuse(path, f"the log leaves requests {pending} pending, the statistics say {meta['pending_ids']}")
+    if deleted != meta["n_fit"] - meta["n_live"]:
+        _refuse(path, f"the log deletes {deleted} rows, the statistics miss {meta['n_fit'] - meta['n_live']}")
+    if sum(records[j]["n_rows"] for j in pending) != int(pending_counts.sum()):
+        _refuse(path, "the pending requests' rows do not add up to the pending counts")
+    if records and records[-1]["policy"] != labels[meta["policy"]]:
+        _refuse(path, "the served arm is not the arm of the last release")
+    rows, offsets = a["log_rows"], a["log_offsets"]
+    if meta["row_ids_kept"]:
+        if offsets.size != len(log) + 1 or offsets[0] != 0 or not np.array_equal(
+                np.diff(offsets), [r["n_rows"] for r in records]) or offsets[-1] != rows.size:
+            _refuse(path, "log_offsets must delimit each request's row ids")
+        if rows.size and (rows.min() < 0 or rows.max() >= meta["n_fit"] or np.unique(rows).size != rows.size):
+            _refuse(path, "the log's row ids must be distinct ids below n_fit")
+    elif rows.size or offsets.size:
+        _refuse(path, "row ids present in the log although row_ids_kept is false")
+    return records
+
+
+def _check_rows_section(path, a, meta):
+    n_live, m = meta["n_live"], len(meta["labels"])
+    ids, arms, rewards = a["row_ids"], a["row_arms"], a["row_rewards"]
+    for name, arr in (("row_ids", ids), ("row_arms", arms), ("row_rewards", rewards)):
+        if arr.shape != (n_live,):
+            _refuse(path, f"{name} must hold n_live = {n_live} entries, got shape {arr.shape}")
+    if n_live and (ids[0] < 0 or ids[-1] >= meta["n_fit"] or np.any(np.diff(ids) <= 0)):
+        _refuse(path, "row ids must be distinct, increasing and below n_fit")
+    if n_live and (arms.min() < 0 or arms.max() >= m):
+        _refuse(path, f"row arms must be arm indices in [0, {m})")
+    if not (np.all(np.isfinite(rewards)) and np.all((rewards >= 0) & (rewards <= 1))):
+        _refuse(path, "row rewards must be finite numbers in [0, 1]")
+    user_ids, codes = _json_entry(path, a, "user_ids"), a["row_user_codes"]
+    if user_ids is None:
+        if codes.size:
+            _refuse(path, "user codes present although the model has no user ids")
+        users = None
+    else:
+        if not (isinstance(user_ids, list) and all(isinstance(u, str) or _is_int(u) for u in user_ids)
+                and len(set(map(repr, user_ids))) == len(user_ids)):
+            _refuse(path, "user ids must be null or a list of distinct str/int ids")
+        if codes.shape != (n_live,) or (n_live and (codes.min() < 0 or codes.max() >= len(user_ids))):
+            _refuse(path, "row user codes must give one user id index per live row")
+        if np.any(np.bincount(codes, minlength=len(user_ids)) == 0):
+            _refuse(path, "every saved user id must own a live row (a deleted user's id is not kept)")
+        users = (user_ids, codes)
+    if not np.array_equal(np.bincount(arms, minlength=m), a["counts"]):
+        _refuse(path, "the exact counts are not what the row store counts")
+    exact = _exact_sums(arms, rewards, m)
+    if not np.array_equal(np.array([_rounded(v) for v in exact]), a["sums"]):
+        _refuse(path, "the exact reward sums are not (bit for bit) what the row store sums to")
+    if meta["row_ids_kept"] and (a["log_rows"].size != meta["n_fit"] - n_live
+                                 or np.intersect1d(a["log_rows"], ids).size):
+        _refuse(path, "the log's deleted row ids must be exactly the ids missing from the row store")
+    return users, exact
+
+
+@_plain
+def load_statistics(path, *, key=None) -> LCBState:
+    """The exact statistic of what remains, read and verified without the row store or the log: O(m).
+
+    Parameters
+    ----------
+    path : a file written by ``save_model``.
+    key : the HMAC key the file was saved with (required for an authenticated file).
+
+    Returns
+    -------
+    LCBState
+    """
+    key = _check_key(key)
+    arrays = _read_entries(path, _STAT_KEYS)
+    _verify(path, arrays, ("stats_sha256",), key)
+    meta = _check_statistics_section(path, arrays)
+    return LCBState(arrays["counts"].copy(), arrays["sums"].copy(), meta["tau"])
+
+
+@_plain
+def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
+    """Read a model written by ``save_model``, after checking every section and their consistency.
+
+    Parameters
+    ----------
+    path : the file.
+    rng : the noise generator of the loaded model, as in ``fit`` (the file holds none).
+    key : the HMAC key the file was saved with (required for an authenticated file).
+    progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
+
+    Returns
+    -------
+    LCBModel
+    """
     rng = make_rng(rng)
-    stats_arrays = _open_checked(path, _STAT_KEYS, "stats_sha256")
-    rows = _open_checked(path, _ROW_KEYS, "rows_sha256")
-    meta = _read_meta(stats_arrays)
-    pending = {int(i): (_frozen(c), _frozen(s)) for i, c, s in zip(
-        stats_arrays["pending_ids"], stats_arrays["pending_counts"], stats_arrays["pending_sums"])}
-    log = [DeletionRecord(**{**r, "rows": tuple(r["rows"]), "rolled_back": tuple(r["rolled_back"]),
-                             "noised_arms": tuple(r["noised_arms"])}) for r in meta["log"]]
-    return LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=rows["row_arms"],
-                    rewards=rows["row_rewards"], row_ids=rows["row_ids"],
-                    users=json.loads(bytes(rows["row_users"]).decode()), pub_counts=stats_arrays["pub_counts"],
-                    pub_sums=stats_arrays["pub_sums"], pending=pending,
-                    release_mus=stats_arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
+    key = _check_key(key)
+    size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
+    stages = _Stages(progress, ("read", "digests", "statistics", "log", "rows", "model"), "load", size)
+    arrays = _read_entries(path, _STAT_KEYS + _LOG_KEYS + _ROW_KEYS)
+    stages.step("read")
+    _verify(path, arrays, _DIGEST_KEYS, key)
+    stages.step("digests")
+    meta = _check_statistics_section(path, arrays)
+    stages.step("statistics")
+    records = _check_log_section(path, arrays, meta, arrays["pending_counts"])
+    stages.step("log")
+    users, exact = _check_rows_section(path, arrays, meta)
+    stages.step("rows")
+    offsets = arrays["log_offsets"]
+    log = [DeletionRecord(**{**r, "rows": tuple(arrays["log_rows"][offsets[i]:offsets[i + 1]].tolist())
+                             if meta["row_ids_kept"] else None, "rolled_back": tuple(r["rolled_back"]),
+                             "noised_arms": tuple(r["noised_arms"])}) for i, r in enumerate(records)]
+    model = LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=arrays["row_arms"],
+                    rewards=arrays["row_rewards"], row_ids=arrays["row_ids"], users=users,
+                    pub_counts=arrays["pub_counts"], pub_sums=arrays["pub_sums"],
+                    pending_counts=arrays["pending_counts"], pending_ids=meta["pending_ids"],
+                    release_mus=arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
                     method=meta["method"], epsilon=meta["epsilon"], delta=meta["delta"], sigma=meta["sigma"],
-                    rng=rng)
+                    rng=rng, exact_sums=exact)
+    stages.step("model")
+    return model
 
 
-def _save(self, path) -> None:
-    save_model(self, path)
+def _save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
+    save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
 
 
 _save.__name__, _save.__qualname__, _save.__doc__ = "save", "LCBModel.save", save_model.__doc__
