@@ -513,6 +513,28 @@ def _copy(args, parser) -> int:
     return 0
 
 
+def _left(out: Path) -> str:
+    """What an interrupted run left behind, in words."""
+    if not out.is_dir():
+        return "nothing was written"
+    return f"every file in {out} is as it was or complete (experiments that had finished are in place)"
+
+
+def _quiet_dask_logs() -> None:
+    """On the command line, Dask's own log records (a lost scheduler logs several tracebacks while
+    its client tries to reconnect) are silenced below CRITICAL: a lost cluster is reported in one
+    line by ``main``, and a task's own error still ends the run with its traceback."""
+    import logging
+
+    try:
+        import distributed  # noqa: F401  (configures its loggers on import; set the levels after that)
+    except ImportError:
+        return                                           # reproduce() says how to install it
+    for name in [n for n in logging.root.manager.loggerDict if n == "distributed" or n.startswith("distributed.")]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line: ``reproduce`` and ``copy`` (``--help`` lists their options)."""
     if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
@@ -553,11 +575,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed < 0:
         rep.error("--seed must be >= 0")
     names = sorted(EXPERIMENTS) if "all" in args.names else args.names
+    if args.scheduler is not None:
+        _quiet_dask_logs()
     try:
         reproduce(names, args.out, args.scale, args.seed, args.workers, args.scheduler)
     except KeyboardInterrupt:
-        rep.exit(130, f"{rep.prog}: interrupted; every file in {args.out} is as it was or complete "
-                      "(experiments that had finished are in place)\n")
+        rep.exit(130, f"{rep.prog}: interrupted; {_left(args.out)}\n")
     except ValueError as err:
         rep.error(str(err))
     except ImportError as err:                              # Dask missing for --scheduler
@@ -572,6 +595,5 @@ def main(argv: list[str] | None = None) -> int:
         if args.scheduler is None:                          # not a cluster problem: the real traceback
             raise
         rep.exit(1, f"{rep.prog}: error: the Dask cluster at {args.scheduler} stopped answering during the run "
-                    f"({type(err).__name__}); experiments that had finished are in {args.out}, nothing is "
-                    "half-written\n")
+                    f"({type(err).__name__}); {_left(args.out)}\n")
     return 0

@@ -104,7 +104,9 @@ def test_page_titles_are_plain_text():
         conf["plain_title"](r"about \(\Gamma_{\mathfrak g}\)")
 
 
-def _chromium():
+@pytest.fixture(scope="module")
+def chromium():
+    """The Chromium binary; set up before the builds, so that a missing browser skips at once."""
     binary = book_browser.find_chromium()
     if binary is None:
         if os.environ.get("CI") == "true":
@@ -113,9 +115,9 @@ def _chromium():
     return binary
 
 
-def test_every_page_reads_well_in_a_browser(book):
+def test_every_page_reads_well_in_a_browser(chromium, book):
     """Every page of the built book in headless Chromium, offline: see tools/book_browser.py."""
-    binary = _chromium()
+    binary = chromium
     run, out = book
     assert run.returncode == 0, "the book did not build (see the build test)"
     start = time.monotonic()
@@ -198,10 +200,10 @@ def _png() -> bytes:
     return buf.getvalue()
 
 
-def test_the_browser_check_rejects_broken_pages(tiny_book, tmp_path):
+def test_the_browser_check_rejects_broken_pages(chromium, tiny_book, tmp_path):
     """The same browser check fails on the list-item pitfall and on a figure whose file is missing,
     and passes the same formula written safely and the same figure present."""
-    binary = _chromium()
+    binary = chromium
     out = tmp_path / "html"
     shutil.copytree(tiny_book, out)
     by_page = {r.page: r for r in book_browser.check_book(out, binary)}
@@ -218,11 +220,11 @@ def test_the_browser_check_rejects_broken_pages(tiny_book, tmp_path):
     assert figure.problems == [f"image not loaded: ../_images/{images[0].name}"], figure.problems
 
 
-def test_the_browser_check_rejects_mathjax_from_a_cdn(tiny_book, tmp_path):
+def test_the_browser_check_rejects_mathjax_from_a_cdn(chromium, tiny_book, tmp_path):
     """The book as it was before MathJax was shipped with it (Sphinx's default: MathJax from a CDN):
     offline nothing renders, and the check reports both the request and the raw TeX (nothing leaves
     the machine: name resolution is off inside the browser)."""
-    binary = _chromium()
+    binary = chromium
     out = tmp_path / "html"
     shutil.copytree(tiny_book, out)
     index = (out / "index.html").read_text()

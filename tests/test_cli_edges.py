@@ -87,7 +87,7 @@ def test_ctrl_c_is_one_line_and_leaves_no_empty_folder(tmp_path):
     out = tmp_path / "new" / "deeper"
     done = _interrupt(["rl", "--scale", "quick", "--workers", "2"], out)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert done.stderr.strip().splitlines()[-1].startswith("python -m bandit_unlearning reproduce: interrupted")
+    assert done.stderr.strip().splitlines()[-1] == "python -m bandit_unlearning reproduce: interrupted; nothing was written"
     assert not (tmp_path / "new").exists()          # both folders it created are gone
 
 
@@ -136,3 +136,56 @@ def test_a_silent_experiment_reports_progress(capsys):
 ])
 def test_summary_cells_show_significant_digits(value, stderr, shown):
     assert cli._cell(value, stderr) == shown
+
+
+def test_a_scheduler_that_dies_mid_run_is_one_line(tmp_path):
+    """A real cluster (a scheduler and one worker on 127.0.0.1), its scheduler killed while a sweep
+    runs: one line on stderr (Dask's reconnect tracebacks silenced), exit code 1, nothing left."""
+    pytest.importorskip("distributed")
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).parent / "dask")
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0", "--no-show"], **quiet)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        worker = subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1",
+                                   "--dashboard-address", ":0"], **quiet)
+        out = tmp_path / "out"
+        run = subprocess.Popen([sys.executable, "-m", "bandit_unlearning", "reproduce", "figure1", "--out", str(out),
+                                "--scheduler", address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=ROOT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and run.poll() is None:
+            if out.is_dir() and any(p.name.startswith(".staging-") for p in out.iterdir()):
+                break
+            time.sleep(0.1)
+        time.sleep(2.0)
+        assert run.poll() is None, "the run ended before the scheduler was stopped"
+        scheduler.kill()
+        scheduler.wait()
+        stdout, stderr = run.communicate(timeout=180)
+    finally:
+        for proc in (scheduler, worker):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert run.returncode == 1, stderr[-3000:]
+    *progress, last = stderr.strip().splitlines()
+    assert last == (f"python -m bandit_unlearning reproduce: error: the Dask cluster at {address} stopped answering "
+                    "during the run (CancelledError); nothing was written"), stderr[-3000:]
+    assert all(line.startswith("figure1: ") for line in progress), stderr[-3000:]   # progress lines only
+    assert not out.exists()
