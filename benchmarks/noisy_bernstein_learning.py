@@ -16,7 +16,10 @@ chapter B6a's ``simplified`` bonus (no guarantee), both pooled over the steps (t
   environment, see ``benchmarks/learning_vs_rlberry.py``).
 
 Usage: ``nice python benchmarks/noisy_bernstein_learning.py [--out benchmarks/measured/noisy_bernstein.json]
-[--T-grid 6000] [--T-grid-nonprivate 12000] [--T-lake 10000] [--rhos 100,10,1]``.
+[--T-grid 6000] [--T-grid-nonprivate 12000] [--T-lake 10000] [--rhos 100,10,1]``;
+``--theorem41-only [--T-theorem 8000] --out benchmarks/measured/noisy_bernstein_theorem41.json``: only the
+regret over T on a small RiverSwim (S = 3, A = 2, H = 5) where the proven bonus learns, at rho = inf,
+100, 30, 10, 3, 1, with the log-log slope of R(T) over the last two doublings (Theorem 4.1's regimes).
 """
 
 from __future__ import annotations
@@ -83,6 +86,26 @@ def grid_row(mdp, T, rho, kind, seed=0):
             "moving_mean_every_100": np.convolve(per, np.ones(WINDOW) / WINDOW, mode="valid")[::100].round(4).tolist()}
 
 
+def theorem41_rows(T, rhos, seed=0):
+    """Regret over T on a small RiverSwim (S = 3, A = 2, H = 5), pooled, where the proven bonus learns:
+    ``R(t)`` at a doubling grid of ``t``, the log-log slope over the last two doublings, per rho."""
+    from bandit_unlearning.rl.envs import riverswim
+
+    mdp = riverswim(horizon=5, n_states=3)
+    ts = [t for t in (125, 250, 500, 1000, 2000, 4000, 8000, 16000) if t <= T]
+    rows = []
+    for rho in rhos:
+        pol, sec = policies_of(mdp, T, rho, "noisy_bernstein", seed)
+        cum = np.cumsum(regret(mdp, pol))
+        tail = np.array(ts[-3:])
+        slope = float(np.polyfit(np.log(tail), np.log(cum[tail - 1]), 1)[0])
+        rows.append({"rho": None if rho == math.inf else rho, "T": T, "seconds": round(sec, 1),
+                     "regret_at": {str(t): round(float(cum[t - 1]), 1) for t in ts},
+                     "loglog_slope_last_two_doublings": round(slope, 3)})
+        print("theorem 4.1", rows[-1], flush=True)
+    return {"mdp": mdp.name, "S": mdp.S, "A": mdp.A, "H": mdp.H, "rows": rows}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "measured" / "noisy_bernstein.json"))
@@ -90,8 +113,16 @@ def main(argv=None):
     ap.add_argument("--T-grid-nonprivate", type=int, default=12000)
     ap.add_argument("--T-lake", type=int, default=10000)
     ap.add_argument("--rhos", default="100,10,1")
+    ap.add_argument("--theorem41-only", action="store_true",
+                    help="only the regret-over-T rows on the small RiverSwim (JSON: --out)")
+    ap.add_argument("--T-theorem", type=int, default=8000)
     args = ap.parse_args(argv)
     out = Path(args.out)
+    if args.theorem41_only:
+        rows = theorem41_rows(args.T_theorem, [math.inf, 100.0, 30.0, 10.0, 3.0, 1.0])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(rows, indent=1))
+        return rows
     result = {"machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()},
               "window": WINDOW, "grid": [], "frozenlake": [], "per_step_vs_rlberry": None}
 
