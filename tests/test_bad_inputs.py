@@ -1911,6 +1911,25 @@ T("rng", rl_batch.unlearning_cost, RIVER, 8, 1.0, 1, 1, "rng")
 # --- bandit_unlearning.mab.data.restore_readonly (the __setstate__ of frozen dataclasses)
 T("state must be a dict", data.restore_readonly, SimpleNamespace(), [("a", 1)])
 
+# --- bandit_unlearning.rl.bernstein (chapter B7c)
+from bandit_unlearning.rl import bernstein  # noqa: E402
+
+_NB_CONFIG = ucbvi.UCBVIConfig(2, 2, 2, 10, bonus_kind="noisy_bernstein")
+V("eps must be", bernstein.NoisyBernsteinConstants, 1.0, 1.0, -1.0, 0.0, 1.0)
+T("config must be a UCBVIConfig", bernstein.noisy_bernstein_constants, None)
+T("noise_correction must be True or False", bernstein.noisy_bernstein_constants, _NB_CONFIG, 1)
+V("config.bonus_kind must be 'noisy_bernstein'", bernstein.noisy_bernstein_plan, np.zeros((2, 4)),
+  np.zeros((2, 4)), np.zeros((2, 4, 2)), ucbvi.UCBVIConfig(2, 2, 2, 10))
+V("N, R must have shape", bernstein.noisy_bernstein_plan, np.zeros((2, 3)), np.zeros((2, 4)),
+  np.zeros((2, 4, 2)), _NB_CONFIG)
+V("u must be a finite vector", bernstein.noisy_bernstein_values, np.zeros(3), _NB_CONFIG)
+T("constants must be a NoisyBernsteinConstants", bernstein.noisy_bernstein_values,
+  np.zeros(_NB_CONFIG.layout.d), _NB_CONFIG, True, "k")
+V("has no step bonus of the counts alone", _NB_CONFIG.step_bonus, 0, np.ones(2))
+V("plans with its own value iteration", rbatch.run_batch, rmdp.TabularMDP(np.full((2, 2, 2), 0.5), np.zeros((2, 2)),
+  np.array([1.0, 0.0]), 2), [_NB_CONFIG], [0], [None])
+
+
 # ======================================================================= the parametrized test
 @pytest.mark.parametrize("case", CASES, ids=[f"{i:03d}-{_label(c)}" for i, c in enumerate(CASES)])
 def test_bad_input_is_refused_and_changes_nothing(case):
@@ -1976,4 +1995,5 @@ def test_accepted_input_is_neither_frozen_nor_modified(name, call, arrays):
     before = snapshot(arrays)
     call()
     assert snapshot(arrays) == before, f"{name} changed (or froze) the caller's arrays"
+
 

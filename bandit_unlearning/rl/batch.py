@@ -28,7 +28,7 @@ import numpy as np
 from bandit_unlearning.checks import as_array, as_generator, check_bool, check_instance, check_int
 from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, _BlankSeed, n_nodes
 from bandit_unlearning.rl.mdp import TabularMDP
-from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, _paper_bonus
+from bandit_unlearning.rl.ucbvi import PLANNED_BONUS_KINDS, Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, _paper_bonus
 from bandit_unlearning.rl.users import (
     _C1, _C2, _GAMMA, _MASK, _UNIT, INITIAL, N_STREAMS, Trajectory, _check_noise, cdf_tables, check_seed,
 )
@@ -248,6 +248,9 @@ def _check_batch(mdp, configs, seeds, rngs):
         if c.pooled:
             raise ValueError("configs must not be pooled: the batched engine keeps per-step statistics "
                              "(run_ucbvi and stable_ucbvi pool)")
+        if c.bonus_kind in PLANNED_BONUS_KINDS:
+            raise ValueError(f"bonus_kind {c.bonus_kind!r} plans with its own value iteration (chapter B7c): "
+                             "use run_ucbvi or stable_ucbvi")
     seeds = tuple(check_seed(s) for s in seeds)
     gens = tuple(as_generator(g, "rngs[i]") if c.sigma > 0 else None for c, g in zip(configs, rngs))
     return tuple(configs), seeds, gens

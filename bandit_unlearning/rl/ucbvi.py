@@ -17,6 +17,7 @@ __all__ = [
     "statistics_sensitivity",
     "episode_statistics",
     "BONUS_KINDS",
+    "PLANNED_BONUS_KINDS",
     "UCBVIConfig",
     "paper_bonus",
     "OptimisticPlan",
@@ -168,6 +169,7 @@ def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward
 
 # --- from notebooks/rl/06a_ucbvi_planner.py, cell 9 (line 388): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
+PLANNED_BONUS_KINDS = ("noisy_bernstein",)   # bonuses computed inside their own planner (chapter B7c)
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ class UCBVIConfig:
         check_real(self.sigma, "sigma", 0)
         check_real(self.bonus_scale, "bonus_scale", 0)
         check_bool(self.stabilize, "stabilize")
-        check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS)
+        check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS + PLANNED_BONUS_KINDS)
         check_bool(self.pooled, "pooled")
         self.eps_unexplored, self.log_term, self.union_log_term      # cached now: later calls change nothing
 
@@ -259,6 +261,9 @@ class UCBVIConfig:
         entry ``> eps_unexplored``; ``inf`` gives 0), times ``bonus_scale``.  ``next_variance``
         (same shape, ``>= 0``): the variance of ``V_{h+1}(s')`` under ``P~_h(.|s, a)``, needed when
         ``needs_next_variance`` (ignored otherwise).  The ``"paper"`` kind is ``bonus(n)``, bit for bit."""
+        if self.bonus_kind in PLANNED_BONUS_KINDS:
+            raise ValueError(f"bonus_kind {self.bonus_kind!r} has no step bonus of the counts alone: its planner "
+                             "(bandit_unlearning.rl.bernstein, chapter B7c) computes it from all the statistics")
         h = check_int(h, "h", 0, self.H - 1)
         n = check_real_array(n, "n", allow_inf=True)
         if np.any(n <= self.eps_unexplored):
@@ -418,6 +423,9 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     N, R, Nsas = layout.unpack(u)
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
+    if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)
+        from bandit_unlearning.rl.bernstein import noisy_bernstein_plan
+        return noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
     base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
                                       np.arange(H)[:, None])
     policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)
@@ -474,6 +482,9 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     if users.shape != (T,):
         raise ValueError(f"users must have shape ({T},), got {users.shape}")
     seed, bernoulli = check_seed(seed), _check_noise(reward_noise) == "bernoulli"
+    if config.bonus_kind in PLANNED_BONUS_KINDS:    # chapter B7c's planner, from the running sums
+        from bandit_unlearning.rl.bernstein import _run_planned
+        return _run_planned(mdp, config, users, seed, bernoulli, record_values)
     S, A, H = mdp.S, mdp.A, mdp.H
     steps = np.arange(H)[:, None]
     N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))    # pooled: row 0 = sums

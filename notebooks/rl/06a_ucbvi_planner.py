@@ -387,6 +387,7 @@ print("an encoder filing transitions under s_h passes the count identity but is 
 
 # %% tags=["export"]
 BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
+PLANNED_BONUS_KINDS = ("noisy_bernstein",)   # bonuses computed inside their own planner (chapter B7c)
 
 
 @dataclass(frozen=True)
@@ -419,7 +420,7 @@ class UCBVIConfig:
         check_real(self.sigma, "sigma", 0)
         check_real(self.bonus_scale, "bonus_scale", 0)
         check_bool(self.stabilize, "stabilize")
-        check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS)
+        check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS + PLANNED_BONUS_KINDS)
         check_bool(self.pooled, "pooled")
         self.eps_unexplored, self.log_term, self.union_log_term      # cached now: later calls change nothing
 
@@ -478,6 +479,9 @@ class UCBVIConfig:
         entry ``> eps_unexplored``; ``inf`` gives 0), times ``bonus_scale``.  ``next_variance``
         (same shape, ``>= 0``): the variance of ``V_{h+1}(s')`` under ``P~_h(.|s, a)``, needed when
         ``needs_next_variance`` (ignored otherwise).  The ``"paper"`` kind is ``bonus(n)``, bit for bit."""
+        if self.bonus_kind in PLANNED_BONUS_KINDS:
+            raise ValueError(f"bonus_kind {self.bonus_kind!r} has no step bonus of the counts alone: its planner "
+                             "(bandit_unlearning.rl.bernstein, chapter B7c) computes it from all the statistics")
         h = check_int(h, "h", 0, self.H - 1)
         n = check_real_array(n, "n", allow_inf=True)
         if np.any(n <= self.eps_unexplored):
@@ -637,6 +641,9 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     N, R, Nsas = layout.unpack(u)
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
+    if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)
+        from bandit_unlearning.rl.bernstein import noisy_bernstein_plan
+        return noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
     base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
                                       np.arange(H)[:, None])
     policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)

@@ -61,7 +61,7 @@ import numpy as np
 
 from bandit_unlearning.checks import as_array, check_bool, check_instance
 from bandit_unlearning.rl.mdp import TabularMDP
-from bandit_unlearning.rl.ucbvi import UCBVIConfig, _estimates, _value_iteration
+from bandit_unlearning.rl.ucbvi import PLANNED_BONUS_KINDS, UCBVIConfig, _estimates, _value_iteration
 from bandit_unlearning.rl.users import Trajectory, _check_noise, _rollout_lists, check_seed, check_users
 
 
@@ -109,6 +109,9 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     if users.shape != (T,):
         raise ValueError(f"users must have shape ({T},), got {users.shape}")
     seed, bernoulli = check_seed(seed), _check_noise(reward_noise) == "bernoulli"
+    if config.bonus_kind in PLANNED_BONUS_KINDS:    # chapter B7c's planner, from the running sums
+        from bandit_unlearning.rl.bernstein import _run_planned
+        return _run_planned(mdp, config, users, seed, bernoulli, record_values)
     S, A, H = mdp.S, mdp.A, mdp.H
     steps = np.arange(H)[:, None]
     N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))    # pooled: row 0 = sums
