@@ -117,7 +117,10 @@ def test_calibrations():
 def test_paper_sensitivity_refused_only_when_noise_would_use_it():
     big = req(0, 190, 115)                                    # 190 > 200 - sqrt(200 L / 2)
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(STATE, big, "gaussian", gamma=0.5, rng=np.random.default_rng(0))
+        unlearn(STATE, big, "gaussian", gamma=0.5, fallback="refuse", rng=np.random.default_rng(0))
+    fb = unlearn(STATE, big, "gaussian", gamma=0.5, rng=np.random.default_rng(0))      # default: rolled back
+    assert fb.branch == "rollback" and fb.reason == "condition_failed" and fb.fell_back and fb.reference == "literal"
+    assert fb.arm == rollback(STATE, big).arm and "Lemma A.1" in fb.notes[0]
     r = unlearn(STATE, big, "gaussian", gamma=0.5, sensitivity="exact", rng=np.random.default_rng(0))
     assert r.delta_f == pytest.approx(exact_sensitivity(200, 190, STATE.log_term))
     # Algorithm 2 rolls back here (gamma >= gamma0), so the sensitivity is never used
@@ -130,7 +133,8 @@ def test_deleting_a_whole_arm():
     assert unlearn(state, whole, "rollback", rng=np.random.default_rng(0)).scores[0] == -1
     assert gamma0_paper(5, 5, state.log_term) == np.inf
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(state, whole, "adaptive", gamma=1.0, rng=np.random.default_rng(0))
+        unlearn(state, whole, "adaptive", gamma=1.0, fallback="refuse", rng=np.random.default_rng(0))
+    assert unlearn(state, whole, "adaptive", gamma=1.0, rng=np.random.default_rng(0)).reason == "condition_failed"
     r = unlearn(state, whole, "adaptive", gamma=1.0, sensitivity="exact", rng=np.random.default_rng(0))
     assert r.branch == "gaussian" and r.delta_f == pytest.approx(exact_sensitivity(5, 5, state.log_term))
 
@@ -274,7 +278,10 @@ def test_batch_does_not_modify_inputs_and_refuses_bad_input():
         unlearn_batch(**good, gamma=0.5, z=np.zeros(2))
     with pytest.raises(ValueError, match="Lemma A.1"):
         unlearn_batch(**(good | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")), gamma=0.5,
-                      rng=np.random.default_rng(0))
+                      fallback="refuse", rng=np.random.default_rng(0))
+    _, noised, _ = unlearn_batch(**(good | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")),
+                                 gamma=0.5, rng=np.random.default_rng(0))           # default: rolled back
+    assert not noised.any()
 
 
 # ----------------------------------------------------------------------------- bad input, state unchanged
@@ -364,17 +371,30 @@ def test_bad_types_and_reference_arguments():
 def test_plan_is_generic_per_source_arm():
     opts = UnlearnOptions("adaptive", gamma=0.1)
     plans, g0 = plan_unlearning(0, [200, 200, 200], [20, 0, 0], np.log(1800), opts)
-    assert plans == (SourcePlan(0, 20, 200, 0, paper_sensitivity(200, 20), paper_sensitivity(200, 20) * 0.1),)
+    assert plans == (SourcePlan(0, 20, 200, 0, paper_sensitivity(200, 20), paper_sensitivity(200, 20) * 0.1,
+                                "branch_rule"),)
     assert plans[0].branch == "gaussian" and plans[0].noised
     assert SourcePlan(0, 20, 200, 20, 0.0, 0.0).branch == "rollback"
     assert SourcePlan(0, 20, 200, 10, 0.1, 0.1).branch == "mixing"
     # multi-source (Algorithm 7, corrected rule E5): only the learner's source arm can be noised
     plans, g0m = plan_unlearning(0, [200, 100, 200], [20, 5, 0], np.log(1800), opts)
     assert [p.branch for p in plans] == ["gaussian", "rollback"] and g0m == pytest.approx(gamma0_paper(100, 20, np.log(1800)))
+    refuse = UnlearnOptions("adaptive", gamma=0.1, fallback="refuse")
     with pytest.raises(ValueError, match="k_max <= N_min"):            # gamma0' undefined
-        plan_unlearning(0, [200, 10, 200], [20, 5, 0], np.log(1800), opts)
+        plan_unlearning(0, [200, 10, 200], [20, 5, 0], np.log(1800), refuse)
+    plans, g = plan_unlearning(0, [200, 10, 200], [20, 5, 0], np.log(1800), opts)   # default: rolled back
+    assert np.isnan(g) and all(p.branch == "rollback" and p.reason == "threshold_undefined" for p in plans)
     with pytest.raises(ValueError, match="single-source"):
-        plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800), UnlearnOptions("mixing", gamma=0.1, eta=0.5))
+        plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800),
+                        UnlearnOptions("mixing", gamma=0.1, eta=0.5, fallback="refuse"))
+    plans, _ = plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800), UnlearnOptions("mixing", gamma=0.1, eta=0.5))
+    assert all(p.branch == "rollback" and p.reason == "single_source_only" for p in plans)
+    # the literal rule reads no a_hat: the same plan whoever the learner's arm is
+    lit = UnlearnOptions("adaptive", gamma=0.1, reference="literal")
+    assert plan_unlearning(0, [200, 200, 200], [20, 0, 0], np.log(1800), lit) == \
+        plan_unlearning(2, [200, 200, 200], [20, 0, 0], np.log(1800), lit)
+    assert plan_unlearning(2, [200, 200, 200], [20, 0, 0], np.log(1800), opts)[0][0].branch == "rollback"
+    assert plan_unlearning(2, [200, 200, 200], [20, 0, 0], np.log(1800), lit)[0][0].branch == "gaussian"
     with pytest.raises(ValueError, match="no point"):
         plan_unlearning(0, [200, 200, 200], [0, 0, 0], np.log(1800), opts)
     assert UnlearnOptions("rollback").calibration_proven is True

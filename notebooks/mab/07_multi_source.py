@@ -119,11 +119,14 @@ for method, kw in (("adaptive", dict(gamma=0.5)), ("adaptive", dict(gamma=5.0)),
           f"sigmas {[round(p.sigma, 4) for p in res.plans]}  P_unl = {np.round(p_u, 4)}  P_ref = {np.round(p_r, 4)}")
 
 # %% [markdown]
-# **Bad input** is refused before anything is drawn, naming the rule: an unknown arm in the request;
-# a request whose largest deletion exceeds the smallest source arm ($\gamma_0'$ is undefined, and
-# Theorem 3.13 assumes $k_{\max} < N_{\min}$); noise calibrated with $3k_i/2N$ where Lemma A.1's
-# condition fails for that arm (E2); mixing (single-source); and, in the batch interface, repeated
-# or unknown source arms and mismatched $k$.
+# **Bad input** is refused before anything is drawn, naming the rule: an unknown arm in the request
+# and, in the batch interface, repeated or unknown source arms and mismatched $k$.  Three requests
+# are not bad input but cannot be certified by the method asked for — a request whose largest
+# deletion exceeds the smallest source arm ($\gamma_0'$ is undefined, and Theorem 3.13 assumes
+# $k_{\max} < N_{\min}$); noise calibrated with $3k_i/2N$ where Lemma A.1's condition fails for that
+# arm (E2); mixing (single-source).  With `fallback="refuse"` they are refused (shown here); by
+# default the arms concerned are rolled back — exact — and the result's `reason` says why (printed
+# after the refusals).
 
 # %%
 rng_probe = np.random.default_rng(5)
@@ -138,7 +141,7 @@ bad = {
 }
 for rule, (st_, req_, method, kw) in bad.items():
     try:
-        unlearn(st_, req_, method, rng=rng_probe, **kw)
+        unlearn(st_, req_, method, rng=rng_probe, fallback="refuse", **kw)
         raise AssertionError(rule)
     except ValueError as err:
         print(f"{rule:24}: {err}")
@@ -153,6 +156,11 @@ for rule, kw in {"repeated source arms": dict(arm=[0, 0], k=[20, 20], deleted_su
     except ValueError as err:
         print(f"{rule:24}: {err}")
 assert rng_probe.bit_generator.state == before
+print("\nby default (fallback='rollback'):")
+for rule, (st_, req_, method, kw) in list(bad.items())[1:]:
+    res = unlearn(st_, req_, method, rng=rng_probe, **kw)
+    print(f"{rule:24}: branches {res.branches}, reason {res.reason!r}, holds against the {res.reference} reference")
+    assert res.fell_back and all(p.branch == "rollback" for p in res.plans if p.fell_back)
 
 # %% [markdown]
 # ## 4. Checks: one source arm is Algorithm 2; the batch agrees with the scalar mechanism
@@ -868,6 +876,39 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ## 9. The literal reference (chapter A3a, section 5)
+#
+# Algorithm 8, like Algorithm 3, plans from the released $\hat a = \pi(D)$: Algorithm 7 is
+# $(\varepsilon, \delta)$-unlearning against the reference *given* $\pi(D)$, not against a learner that
+# never saw $U$.  `reference="literal"` decides from public quantities only: if $\gamma < \gamma_0'$
+# every source arm is noised (one $\sigma$, calibrated to the joint $L_2$ sensitivity when
+# $(\varepsilon, \delta)$ is given), else every one is rolled back.  ("Literal" here names the reference
+# world of Definition 2.1 as written, not section 6's literal reading of the pseudo-code.)  On a
+# request that moves the
+# learner's arm from source arm 0 to the untouched arm 2, the exact output distributions:
+
+# %%
+ms_state = LCBState([200, 200, 200], [120.0, 80.0, 116.0], 1 / 600)
+ms_request = DeletionRequest([0] * 15 + [1] * 10, [1.0] * 15 + [0.0] * 10)
+print(f"pi(D) = {ms_state.arm}, pi(D \\ U) = {rollback(ms_state, ms_request).arm}")
+kw = dict(epsilon=2.0, delta=1e-3, calibration="analytic", sensitivity="exact", threshold_scale=20.0)
+ms = {}
+for rule in ("conditional", "literal"):
+    for against in ("conditional", "literal"):
+        p_u, p_r = output_distributions(ms_state, ms_request, "adaptive", reference=rule, against=against, **kw)
+        ms[rule, against] = float(hockey_stick_delta(p_u, p_r, 2.0))
+        print(f"rule {rule:11} vs {against:11} reference: delta(2) = {ms[rule, against]:.2e} (claimed 1e-3)")
+assert ms["conditional", "conditional"] <= 1e-3 * (1 + 1e-9) and ms["conditional", "literal"] > 0.1
+assert ms["literal", "literal"] <= 1e-3 * (1 + 1e-9)
+res = unlearn(ms_state, ms_request, "adaptive", reference="literal", rng=rng, **kw)
+print(f"literal rule: branches {res.branches}, one sigma {res.sigma:.4f} for Delta = {res.delta_f:.4f} (joint), "
+      f"holds against the {res.reference} reference")
+
+# %% [markdown]
+# The guarantee matrix (chapter P2) audits both rules against both references on worst-case data
+# for one to sixteen source arms.
+
+# %% [markdown]
 # ## Summary
 # - Multi-source requests run through the same entry points as chapter A3a: `unlearn`, `reference`
 #   (Algorithm 8), `output_distributions`, and `unlearn_batch` with `arm`, `k`, `deleted_sums` per source
@@ -882,6 +923,10 @@ plt.show()
 #   calibration; the score vector hundreds to thousands of times); with `gamma` alone the paper's
 #   per-arm baseline is kept, as Figure 3 has it.  `bandit_unlearning.mab.multisource` exports
 #   `theorem313_bound`.
+# - Requests Algorithm 7 cannot certify ($k_{\max} > N_{\min}$; $3k/2N$ where Lemma A.1 fails) are
+#   rolled back by default with a machine-readable `reason`; `fallback="refuse"` refuses them.
+#   Algorithm 7 holds against the reference given $\pi(D)$; `reference="literal"` (noise every source
+#   arm iff $\gamma < \gamma_0'$) holds against the literal one (section 9).
 # - **Erratum E5, demonstrated:** the printed nesting of Algorithm 7 leaves the learner's source arm
 #   untouched when $\gamma \ge \gamma_0'$; on the concrete dataset above it releases arm 0 with
 #   certainty while the reference releases arm 1 — $\delta(\varepsilon) = 1$ at $(\varepsilon, \delta) =
