@@ -59,7 +59,7 @@
 # | B13 | [rl/13_many_runs](rl/13_many_runs.ipynb) | Engineering: many runs of (TV-stable) UCB-VI advancing together along a batch axis (planning, rollouts, statistics, noisy prefix sums: one operation per step; node noise from each run's own keys), bit for bit the single-run learner; deletion costs without re-running episodes | `bandit_unlearning.rl.batch`, `bandit_unlearning.experiments.rl_batch` |
 #
 # **[Sharp edges and errata](errata.ipynb)** lists every place where the project departs from the
-# papers or found something they do not say (codes E1–E17, used throughout the chapters), what is
+# papers or found something they do not say (codes E1–E19, used throughout the chapters), what is
 # true instead, and where it is checked.
 #
 # ## Notation
@@ -94,7 +94,7 @@
 #
 # | result | chapter, section | function(s) | check |
 # |---|---|---|---|
-# | A · Definition 2.1 | [A2 §1](mab/02_unlearning_mechanisms.ipynb#1-definition-21--unlearning) | `bandit_unlearning.privacy.audit.audit_epsilon`, `bandit_unlearning.privacy.audit.hockey_stick_delta` | `tests/test_mab_unlearn.py::test_exact_privacy_on_a_worst_case_and_half_noise_violates` |
+# | A · Definition 2.1 | [A2 §1](mab/02_unlearning_mechanisms.ipynb#1-definition-21--unlearning), [A3a §5](mab/03a_adaptive_unlearning.ipynb#5-which-reference-world-the-conditional-guarantee-the-literal-one-and-a-rule-for-the-literal-one) (the two reference worlds) | `bandit_unlearning.privacy.audit.audit_epsilon`, `bandit_unlearning.privacy.audit.hockey_stick_delta`, `bandit_unlearning.mab.unlearn.output_distributions` | `tests/test_mab_unlearn.py::test_exact_privacy_on_a_worst_case_and_half_noise_violates`, `tests/test_guarantees.py::test_paper_rule_holds_only_conditionally_and_the_literal_rule_holds_literally` |
 # | A · Algorithm 1 | [A1 §2](mab/01_data_and_lcb.ipynb#2-the-lcb-learner-algorithm-1) | `bandit_unlearning.mab.lcb.fit_lcb`, `bandit_unlearning.mab.lcb.lcb_scores` | `tests/test_mab_data_lcb.py::test_fit_lcb_matches_loop_oracle` |
 # | A · Lemma 3.1 | [A1 §3](mab/01_data_and_lcb.ipynb#3-lemma-31-why-pessimism-works) | `bandit_unlearning.mab.lcb.lemma31_bound_fixed`, `bandit_unlearning.mab.lcb.lemma31_bound_distribution`, `bandit_unlearning.experiments.lemma31.lemma31_curve` | `mab/01_data_and_lcb.ipynb::assert ucb_loss > bound + t`, `tests/test_mab_data_lcb.py::test_lemma31_bounds_values` |
 # | A · Lemma A.4 | [A1 §3](mab/01_data_and_lcb.ipynb#3-lemma-31-why-pessimism-works) | `bandit_unlearning.mab.lcb.lemma31_bound_distribution` | `mab/01_data_and_lcb.ipynb::assert np.all(np.array(curve["Mf"]) <= curve["Mf bound"]) and np.all(np.array(curve["Md"]) <= curve["Md bound"])` |
@@ -106,6 +106,7 @@
 # | A · Theorem 3.5 | [A3d §1](mab/03d_utility.ipynb#1-theorems-33-and-35-what-unlearning-costs-in-accuracy) | `bandit_unlearning.mab.bounds.theorem35_bound` | `tests/test_mab_unlearn.py::test_theorem_bounds_cases` |
 # | A · Theorem 3.7 | [A4a §1](mab/04a_lower_bounds.ipynb#1-statement) | `bandit_unlearning.mab.lower_bounds.lower_bound_fixed`, `bandit_unlearning.mab.lower_bounds.fixed_sample_pair` | `tests/test_mab_lower_bounds.py::test_fixed_kl_exact`, `tests/test_mab_lower_bounds.py::test_formulas` |
 # | A · Theorem 3.9 | [A4a §1](mab/04a_lower_bounds.ipynb#1-statement) | `bandit_unlearning.mab.lower_bounds.lower_bound_distribution`, `bandit_unlearning.mab.lower_bounds.lower_bound_small_cstar` | `tests/test_mab_lower_bounds.py::test_distribution_kl_matches_enumeration`, `tests/test_mab_lower_bounds.py::test_small_cstar_closed_form_underestimates_single_source_kl` |
+# | A · Theorem A.7 | [A4a §1](mab/04a_lower_bounds.ipynb#1-statement) (step (d) of the printed proof is not a valid bound; the proof's 10Δ² KL bound is used) | `bandit_unlearning.mab.lower_bounds.lower_bound_distribution` | `tests/test_mab_lower_bounds.py::test_distribution_kl_matches_enumeration` |
 # | A · Lemma A.8 | [A4b §1](mab/04b_lower_bound_checks.ipynb#1-the-kl-divergences-exactly) | `bandit_unlearning.mab.lower_bounds.sample_source_counts`, `bandit_unlearning.mab.lower_bounds.retained_kl` | `mab/04b_lower_bound_checks.ipynb::Lemma A.8: the retained count is Binomial(N - k, d(a0))`, `tests/test_mab_lower_bounds.py::test_source_counts_law` |
 # | A · Algorithm 4 | [A5 §3](mab/05_mixing.ipynb#3-using-it) | `bandit_unlearning.mab.unlearn.unlearn` (`method="mixing"`) | `tests/test_mab_mixing.py::test_plan_k_prime_eta_and_sensitivity`, `tests/test_mab_mixing.py::test_mixture_matches_the_mechanism` |
 # | A · Algorithm 5 | [A5 §3](mab/05_mixing.ipynb#3-using-it) | `bandit_unlearning.mab.unlearn.reference` | `tests/test_mab_mixing.py::test_reference_is_algorithm5` |

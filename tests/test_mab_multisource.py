@@ -372,11 +372,11 @@ def test_theorem313_bound_cases():
     n, m, L = 2000, 5, np.log(10000)
     g0 = gamma0_paper(400, 80, L)
     assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 0.5 * g0, True) == pytest.approx(
-        np.sqrt(2 * L / 400) + 3 * 80 * 0.5 * g0 / (2 * np.sqrt(2 * np.pi) * 400) + 3 / n)
-    assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 2 * g0, True) == pytest.approx(np.sqrt(2 * L / 320) + 4 / n)
+        np.sqrt(2 * L / 400) + 3 * 80 * 0.5 * g0 / (2 * np.sqrt(2 * np.pi) * 400) + 5 / n)    # +5/N: the proof's
+    assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 2 * g0, True) == pytest.approx(np.sqrt(2 * L / 320) + 5 / n)
     assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 0.1, False) == pytest.approx(np.sqrt(2 * L / 400) + 2 / n)
     assert theorem313_bound(n, m, [400, 300], [80, 10], 400, 2 * g0, True, gamma0=10.0) == pytest.approx(
-        np.sqrt(2 * L / 300) + 3 * 80 * 2 * g0 / (2 * np.sqrt(2 * np.pi) * 300) + 3 / n)
+        np.sqrt(2 * L / 300) + 3 * 80 * 2 * g0 / (2 * np.sqrt(2 * np.pi) * 300) + 5 / n)
 
 
 @pytest.mark.parametrize("args", [

@@ -912,9 +912,11 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
         k_rb = np.broadcast_to(ks, (n_rep, n_src))
     else:
         k_rb = np.where(is_learner, k_mix, ks)
-    if options.sensitivity == "paper" and not refuse:                 # Lemma A.1 fails: rolled back
-        k_rb = np.where((k_rb < ks) & ~np.asarray(sensitivity_condition_holds(n_a - k_rb, ks - k_rb, log_term)),
-                        ks, k_rb)
+    if options.sensitivity == "paper" and not refuse and np.any(k_rb < ks):   # Lemma A.1 fails: rolled back
+        ks_full = np.broadcast_to(ks, k_rb.shape)
+        noisy, holds = k_rb < ks_full, np.ones(k_rb.shape, dtype=bool)
+        holds[noisy] = sensitivity_condition_holds((n_a - k_rb)[noisy], (ks_full - k_rb)[noisy], log_term)
+        k_rb = np.where(noisy & ~holds, ks_full, k_rb)
     noised = k_rb < ks
     sigma = np.zeros((n_rep, n_src))
     if noised.any():
@@ -1005,7 +1007,7 @@ def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_
     return lcb_scores(counts, sums, state.tau)[2]
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 10 (line 281): "5. Exact distributions when several arms are noised" ---
+# --- from notebooks/mab/07_multi_source.py, cell 10 (line 284): "5. Exact distributions when several arms are noised" ---
 SQRT_2PI = math.sqrt(2 * math.pi)
 
 
@@ -1063,7 +1065,7 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     return out / out.sum()
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 13 (line 412): "5b. Noise on several arms is one mechanism" ---
+# --- from notebooks/mab/07_multi_source.py, cell 13 (line 415): "5b. Noise on several arms is one mechanism" ---
 def _joint_sensitivity(delta_fs):
     """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
     that the scalar and the batched paths give the same bits."""

@@ -321,9 +321,11 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
         k_rb = np.broadcast_to(ks, (n_rep, n_src))
     else:
         k_rb = np.where(is_learner, k_mix, ks)
-    if options.sensitivity == "paper" and not refuse:                 # Lemma A.1 fails: rolled back
-        k_rb = np.where((k_rb < ks) & ~np.asarray(sensitivity_condition_holds(n_a - k_rb, ks - k_rb, log_term)),
-                        ks, k_rb)
+    if options.sensitivity == "paper" and not refuse and np.any(k_rb < ks):   # Lemma A.1 fails: rolled back
+        ks_full = np.broadcast_to(ks, k_rb.shape)
+        noisy, holds = k_rb < ks_full, np.ones(k_rb.shape, dtype=bool)
+        holds[noisy] = sensitivity_condition_holds((n_a - k_rb)[noisy], (ks_full - k_rb)[noisy], log_term)
+        k_rb = np.where(noisy & ~holds, ks_full, k_rb)
     noised = k_rb < ks
     sigma = np.zeros((n_rep, n_src))
     if noised.any():
