@@ -475,3 +475,39 @@ def test_mixing_k_prime_is_rounded_half_up_everywhere():
     for eta, k, expected in ((0.25, 2, 1), (0.25, 10, 3), (0.5, 5, 3), (0.25, 6, 2), (0.5, 80, 40)):
         assert UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k) == expected
         assert _mixing_k_prime(f"eta={eta}", k, ProtocolA()) == expected     # Python's round(2.5) would give 2
+
+
+def test_two_reference_worlds_on_the_counterexample():
+    """Algorithm 2 holds against the reference given pi(D) but not against the literal one; the literal
+    rule holds against both; every result names the reference its claim holds against."""
+    from bandit_unlearning.privacy.audit import hockey_stick_delta
+    state, request = LCBState([100, 100], [60.0, 57.0], 1 / 200), DeletionRequest([0] * 10, [1.0] * 10)
+    assert state.arm == 0 and rollback(state, request).arm == 1
+    g = 0.5 * gamma0_paper(100, 10, state.log_term)
+    d = {(rule, against): hockey_stick_delta(*output_distributions(state, request, "adaptive", gamma=g, reference=rule,
+                                                                   against=against), 1.0)
+         for rule in ("conditional", "literal") for against in ("conditional", "literal")}
+    assert d["conditional", "conditional"] == pytest.approx(0.0030, abs=5e-5)
+    assert d["conditional", "literal"] == pytest.approx(0.7441, abs=5e-5)
+    assert d["literal", "literal"] == d["literal", "conditional"] == pytest.approx(0.0030, abs=5e-5)
+    kw = dict(epsilon=1.0, delta=1e-5, calibration="analytic", threshold_scale=10.0)
+    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", **kw), 1.0) <= 1e-5
+    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", against="literal", **kw), 1.0) > 0.5
+    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", against="literal", reference="literal",
+                                                    **kw), 1.0) <= 1e-5 * (1 + 1e-9)
+    r = unlearn(state, request, "adaptive", gamma=g, rng=np.random.default_rng(0))
+    assert (r.reference, r.reason, r.branch) == ("conditional", "branch_rule", "gaussian")
+    assert unlearn(state, request, "adaptive", gamma=g, reference="literal", rng=np.random.default_rng(0)).reference == "literal"
+    assert unlearn(state, request, "adaptive", gamma=10 * g, rng=np.random.default_rng(0)).reference == "literal"
+    assert unlearn(state, request, "rollback", rng=np.random.default_rng(0)).reason == "method"
+    # the literal reference through the public reference(): learner_arm = pi(D \ U)
+    retrained = rollback(state, request)
+    lit = reference(retrained, request, "adaptive", gamma=g, learner_arm=retrained.arm, rng=np.random.default_rng(0))
+    assert lit.branch == "rollback" and lit.arm == 1
+    # the batch paths take the same decisions (world="literal" is the literal reference)
+    c, s = np.array([state.counts]), np.array([state.reward_sums])
+    _, noised, _ = unlearn_batch(c, s, state.tau, 0, 10, np.array([10.0]), "adaptive", gamma=g, world="literal", z=np.zeros(1))
+    assert not noised[0]
+    _, noised, _ = unlearn_batch(c, s, state.tau, 0, 10, np.array([10.0]), "adaptive", gamma=g, world="literal",
+                                 reference="literal", z=np.zeros(1))
+    assert noised[0]
