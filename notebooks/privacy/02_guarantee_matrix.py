@@ -719,8 +719,9 @@ assert gap <= 1e-12 and n_several >= 30
 #
 # Every row is audited against both reference worlds; the paper's adaptive and mixing rules hold only
 # against the conditional one (the reference given $\pi(D)$) and are labelled so; every other path,
-# including the literal branch rules, holds against both.  The matrix takes 40–150 s on two shared
-# cores (measured below) and its asserts are part of the test suite.
+# including the literal branch rules, holds against both.  The matrix takes about 40 s of CPU time
+# (2–4 minutes of wall-clock time on two busy shared cores; measured below) and its asserts are part
+# of the test suite.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
