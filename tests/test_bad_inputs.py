@@ -478,6 +478,10 @@ T("k must be an integer", MIX.k_rollback_for, 2.0)
 V("k must be >= 0", MIX.k_rollback_for, -2)
 V(r"k_prime must lie in \[0, k\]", MIX.k_rollback_for, 0)
 V("k' is a parameter of method='mixing'", OPTS.k_rollback_for, 3)
+T("unknown option", OPTS.replace, against="literal")
+V("reference must be one of", OPTS.replace, reference="world")
+V("fallback must be one of", ul.UnlearnOptions, "adaptive", gamma=0.5, fallback="warn")
+V("against must be one of", ul.output_distributions, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, against="x")
 V("delta_f must be >= 0", OPTS.sigma_for, -0.1)
 V("delta_f must be finite", OPTS.sigma_for, [0.1, NAN])
 T("delta_f must be an array of numbers", OPTS.sigma_for, "0.1")
@@ -520,10 +524,11 @@ T("rng must be a numpy.random.Generator", ul.unlearn, BIG_STATE, BIG_REQUEST, "a
 V("rng as a seed must be an integer >= 0", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, rng=-5)
 V("method must be one of", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptiv", gamma=0.5, rng=RNG)
 V("more deletions than the arm holds", ul.unlearn, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4), "rollback", rng=RNG)
-V("Lemma A.1", ul.unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3), "gaussian", gamma=0.5, rng=RNG)
+V("Lemma A.1", ul.unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3), "gaussian", gamma=0.5, rng=RNG,
+  fallback="refuse")
 V(r"k_prime must lie in \[0, k\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "mixing", gamma=0.5, k_prime=5, rng=RNG)
 V("Algorithm 4\\) is single-source", ul.unlearn, BIG_STATE, mech.DeletionRequest([0, 1], [1.0, 0.0]), "mixing",
-  gamma=0.5, k_prime=1, rng=RNG)
+  gamma=0.5, k_prime=1, rng=RNG, fallback="refuse")
 # One way to say the options: options=UnlearnOptions(...) or method and its keywords, never both or neither.
 _OPTS = ul.UnlearnOptions(method="adaptive", gamma=0.5)
 V("give either options=UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", options=_OPTS, rng=RNG)
@@ -589,7 +594,8 @@ V("rolled_sums only applies to method='mixing'", ul.unlearn_batch, **(_B | dict(
 V("rolled_sums must be sums of k'", ul.unlearn_batch, **(_B | dict(method="mixing", k_prime=2,
                                                                     rolled_sums=np.array([2.0, 3.0, 1.0]))))
 V("needs 0/1 rewards", ul.unlearn_batch, **(_B | dict(method="mixing", k_prime=2, deleted_sums=np.array([2.5, 3, 1]))))
-V("Lemma A.1", ul.unlearn_batch, **(_B | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")))
+V("Lemma A.1", ul.unlearn_batch, **(_B | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian",
+                                               fallback="refuse")))
 
 
 # --- bandit_unlearning.mab.lower_bounds

@@ -47,9 +47,23 @@ def test_unproven_calibration_is_refused_and_recorded():
         UnlearnOptions("gaussian", epsilon=8.0, delta=1e-6, calibration="paper")
 
 
-def test_paper_sensitivity_outside_lemma_a1_is_refused():
+def test_paper_sensitivity_outside_lemma_a1_falls_back_to_rollback():
     row = audit_setting(Setting("gaussian", 1, 40, 38, 0.5, 1e-2, "analytic", "paper"))
-    assert row.refused and "Lemma A.1" in row.refused
+    assert row.refused is None and row.fell_back and not row.noised
+    assert row.ratio == 0.0 and row.ratio_literal == 0.0              # rollback: exact in both worlds
+
+
+def test_paper_rule_holds_only_conditionally_and_the_literal_rule_holds_literally():
+    for path, l, eta in (("adaptive", 1, None), ("adaptive", 4, None), ("mixing", 1, 0.25)):
+        paper = audit_setting(Setting(path, l, 40 if l == 1 else 400, 4 if l == 1 else 20, 20.0, 1e-2, eta=eta))
+        assert paper.noised and paper.ratio <= 1 + TOLERANCE and paper.ratio_literal > 1 + TOLERANCE
+        lit = Setting(path, l, 40 if l == 1 else 400, 4 if l == 1 else 20, 20.0, 1e-2, eta=eta, reference="literal")
+        row = audit_setting(lit)
+        assert row.noised and 0.99 < row.ratio_literal <= 1 + TOLERANCE and row.ratio <= 1 + TOLERANCE
+        assert audit_setting(lit, "half noise", arm_audit=False).ratio_literal > 1 + TOLERANCE
+    for path in ("gaussian", "rollback"):
+        row = audit_setting(Setting(path, 2, 400, 20, 0.5, 1e-2))
+        assert row.ratio_literal == row.ratio <= 1 + TOLERANCE
 
 
 def test_worst_case_instance_matches_unlearn():

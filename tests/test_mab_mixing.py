@@ -226,13 +226,13 @@ def test_batch_mixing_bad_input_and_no_mutation():
                        (dict(k_prime=10, rolled_sums=np.array([-1.0, 5, 5])), "rolled_sums"),
                        (dict(k_prime=15, rolled_sums=np.array([4.0, 5, 5])), "rolled_sums"),     # 10 - 4 > 20 - 15
                        (dict(k_prime=10, deleted_sums=np.array([9.5, 10, 9])), "0/1 rewards"),
-                       (dict(k_prime=10, arm=[0, 1], deleted_sums=np.full((3, 2), 10.0)), "single-source")):
+                       (dict(k_prime=10, arm=[0, 1], deleted_sums=np.full((3, 2), 10.0), fallback="refuse"), "single-source")):
         with pytest.raises(ValueError, match=match):
             unlearn_batch(**(good | bad), rng=rng)
     with pytest.raises(ValueError, match="rolled_sums only"):
         unlearn_batch(**(good | dict(method="adaptive", rolled_sums=rs)), rng=rng)
     with pytest.raises(ValueError, match="Lemma A.1"):       # 35 of 40 deleted, k' = 5: 30 of 35 fails A.1
-        unlearn_batch(**(good | dict(k=35, deleted_sums=np.array([20.0, 20, 20]), k_prime=5)), rng=rng)
+        unlearn_batch(**(good | dict(k=35, deleted_sums=np.array([20.0, 20, 20]), k_prime=5, fallback="refuse")), rng=rng)
     assert rng.bit_generator.state == before
 
 
@@ -281,13 +281,15 @@ def test_multi_source_mixing_and_e2_refused():
     rng = np.random.default_rng(4)
     before = rng.bit_generator.state
     with pytest.raises(ValueError, match="single-source"):
-        unlearn(STATE, DeletionRequest([0, 1], [1.0, 0.0]), "mixing", gamma=0.5, k_prime=1, rng=rng)
+        unlearn(STATE, DeletionRequest([0, 1], [1.0, 0.0]), "mixing", gamma=0.5, k_prime=1, rng=rng, fallback="refuse")
     big = DeletionRequest([0] * 50, [1.0] * 36 + [0.0] * 14)
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(STATE, big, "mixing", gamma=0.5, k_prime=10, rng=rng)
+        unlearn(STATE, big, "mixing", gamma=0.5, k_prime=10, rng=rng, fallback="refuse")
     with pytest.raises(ValueError, match="Lemma A.1"):
-        output_distributions(STATE, big, "mixing", gamma=0.5, k_prime=10)
+        output_distributions(STATE, big, "mixing", gamma=0.5, k_prime=10, fallback="refuse")
     assert rng.bit_generator.state == before
+    fb = unlearn(STATE, big, "mixing", gamma=0.5, k_prime=10, rng=rng)             # default: rolled back
+    assert fb.branch == "rollback" and fb.reason == "condition_failed" and fb.arm == rollback(STATE, big).arm
     # the condition is checked on (N - k', k - k') = (50, 40); the exact sensitivity is always available
     ok = unlearn(STATE, big, "mixing", gamma=0.5, k_prime=10, sensitivity="exact", rng=rng)
     assert ok.delta_f == pytest.approx(exact_sensitivity(50, 40, STATE.log_term))

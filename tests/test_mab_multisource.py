@@ -296,10 +296,17 @@ def test_joint_calibration_minds_lemma_a1_for_every_arm():
     big = DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 35 + [0.0] * 5)
     kw = dict(epsilon=0.5, delta=1e-5, calibration="analytic")
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(STATE, big, "gaussian", rng=np.random.default_rng(0), **kw)
+        unlearn(STATE, big, "gaussian", rng=np.random.default_rng(0), fallback="refuse", **kw)
     with pytest.raises(ValueError, match="Lemma A.1"):
         unlearn_batch(np.array([STATE.counts]), np.array([STATE.reward_sums]), STATE.tau, [0, 1], [85, 5],
-                      np.array([[50.0, 0.0]]), "gaussian", z=np.zeros((1, 2)), **kw)
+                      np.array([[50.0, 0.0]]), "gaussian", z=np.zeros((1, 2)), fallback="refuse", **kw)
+    # by default the arm whose condition fails is rolled back, the other noised alone (scalar == batch)
+    fb = unlearn(STATE, big, "gaussian", rng=np.random.default_rng(0), **kw)
+    assert fb.branches == {0: "rollback", 1: "gaussian"} and fb.reason == "condition_failed"
+    assert fb.delta_f == pytest.approx(paper_sensitivity(100, 5), rel=1e-14)
+    _, noised, _ = unlearn_batch(np.array([STATE.counts]), np.array([STATE.reward_sums]), STATE.tau, [0, 1], [85, 5],
+                                 np.array([[50.0, 0.0]]), "gaussian", z=np.zeros((1, 2)), **kw)
+    assert noised.tolist() == [[False, True]]
     ex = unlearn(STATE, big, "gaussian", sensitivity="exact", rng=np.random.default_rng(0), **kw)
     norm = np.hypot(exact_sensitivity(100, 85, STATE.log_term), exact_sensitivity(100, 5, STATE.log_term))
     assert ex.sigma == pytest.approx(analytic_gaussian_sigma(norm, 0.5, 1e-5), rel=1e-11)
@@ -309,11 +316,11 @@ def test_joint_calibration_minds_lemma_a1_for_every_arm():
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("state, request_, method, kwargs, match", [
     (STATE, DeletionRequest([0, 7], [1.0, 0.0]), "adaptive", dict(gamma=0.5), "unknown arm"),
-    (STATE, DeletionRequest([0, 1], [1.0, 0.0]), "mixing", dict(gamma=0.5, eta=0.5), "single-source"),
+    (STATE, DeletionRequest([0, 1], [1.0, 0.0]), "mixing", dict(gamma=0.5, eta=0.5, fallback="refuse"), "single-source"),
     (LCBState([100, 10, 100], [60.0, 5.0, 40.0], 1 / 210), DeletionRequest([0] * 30 + [1] * 5, [1.0] * 30 + [0.0] * 5),
-     "adaptive", dict(gamma=0.5), "k_max <= N_min"),
-    (STATE, DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 40), "gaussian", dict(gamma=0.5), "Lemma A.1"),
-    (STATE, DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 40), "adaptive", dict(gamma=1e-3), "Lemma A.1"),
+     "adaptive", dict(gamma=0.5, fallback="refuse"), "k_max <= N_min"),
+    (STATE, DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 40), "gaussian", dict(gamma=0.5, fallback="refuse"), "Lemma A.1"),
+    (STATE, DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 40), "adaptive", dict(gamma=1e-3, fallback="refuse"), "Lemma A.1"),
     (STATE, DeletionRequest([0] * 101 + [1], [0.0] * 102), "adaptive", dict(gamma=0.5), "more deletions"),
 ])
 def test_bad_multi_source_requests_raise_and_change_nothing(state, request_, method, kwargs, match):
@@ -351,7 +358,7 @@ def test_batch_bad_source_arms():
                        (dict(deleted_sums=np.tile([25.0, 5.0], (4, 1))), "consistent"),
                        (dict(z=np.zeros(4)), "z must be"),
                        (dict(counts=np.tile([100, 10, 100], (4, 1)), reward_sums=np.tile([60.0, 5.0, 40.0], (4, 1)),
-                             k=[30, 5], deleted_sums=np.tile([30.0, 0.0], (4, 1))), "k_max <= N_min")):
+                             k=[30, 5], deleted_sums=np.tile([30.0, 0.0], (4, 1)), fallback="refuse"), "k_max <= N_min")):
         with pytest.raises(ValueError, match=match):
             unlearn_batch(**(good | bad), rng=rng)
     for bad in (dict(arm=[0.5, 1]), dict(arm=True)):
@@ -365,11 +372,11 @@ def test_theorem313_bound_cases():
     n, m, L = 2000, 5, np.log(10000)
     g0 = gamma0_paper(400, 80, L)
     assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 0.5 * g0, True) == pytest.approx(
-        np.sqrt(2 * L / 400) + 3 * 80 * 0.5 * g0 / (2 * np.sqrt(2 * np.pi) * 400) + 3 / n)
-    assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 2 * g0, True) == pytest.approx(np.sqrt(2 * L / 320) + 4 / n)
+        np.sqrt(2 * L / 400) + 3 * 80 * 0.5 * g0 / (2 * np.sqrt(2 * np.pi) * 400) + 5 / n)    # +5/N: the proof's
+    assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 2 * g0, True) == pytest.approx(np.sqrt(2 * L / 320) + 5 / n)
     assert theorem313_bound(n, m, [400, 400], [40, 80], 400, 0.1, False) == pytest.approx(np.sqrt(2 * L / 400) + 2 / n)
     assert theorem313_bound(n, m, [400, 300], [80, 10], 400, 2 * g0, True, gamma0=10.0) == pytest.approx(
-        np.sqrt(2 * L / 300) + 3 * 80 * 2 * g0 / (2 * np.sqrt(2 * np.pi) * 300) + 3 / n)
+        np.sqrt(2 * L / 300) + 3 * 80 * 2 * g0 / (2 * np.sqrt(2 * np.pi) * 300) + 5 / n)
 
 
 @pytest.mark.parametrize("args", [
@@ -381,3 +388,20 @@ def test_theorem313_bound_cases():
 def test_theorem313_bad_input(args):
     with pytest.raises(ValueError):
         theorem313_bound(*args)
+
+
+def test_fallback_rolls_back_what_cannot_be_certified_scalar_equals_batch():
+    """By default a request the method cannot certify is rolled back (exact), with a machine-readable reason;
+    the batched path takes the same decision."""
+    state = LCBState([100, 10, 100], [60.0, 5.0, 40.0], 1 / 210)
+    req = DeletionRequest([0] * 30 + [1] * 5, [1.0] * 30 + [0.0] * 5)
+    r = unlearn(state, req, "adaptive", gamma=0.5, rng=np.random.default_rng(0))
+    assert r.reason == "threshold_undefined" and r.fell_back and r.reference == "literal"
+    assert set(r.branches.values()) == {"rollback"} and r.arm == rollback(state, req).arm
+    p_u, p_r = output_distributions(state, req, "adaptive", gamma=0.5, against="literal")
+    assert np.array_equal(p_u, p_r)
+    arms, noised, _ = unlearn_batch(np.array([state.counts]), np.array([state.reward_sums]), state.tau, [0, 1], [30, 5],
+                                    np.array([[30.0, 0.0]]), "adaptive", gamma=0.5, z=np.zeros((1, 2)))
+    assert not noised.any() and arms[0] == r.arm
+    m = unlearn(STATE, DeletionRequest([0, 1], [1.0, 0.0]), "mixing", gamma=0.5, eta=0.5, rng=np.random.default_rng(0))
+    assert m.reason == "single_source_only" and set(m.branches.values()) == {"rollback"}

@@ -117,7 +117,10 @@ def test_calibrations():
 def test_paper_sensitivity_refused_only_when_noise_would_use_it():
     big = req(0, 190, 115)                                    # 190 > 200 - sqrt(200 L / 2)
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(STATE, big, "gaussian", gamma=0.5, rng=np.random.default_rng(0))
+        unlearn(STATE, big, "gaussian", gamma=0.5, fallback="refuse", rng=np.random.default_rng(0))
+    fb = unlearn(STATE, big, "gaussian", gamma=0.5, rng=np.random.default_rng(0))      # default: rolled back
+    assert fb.branch == "rollback" and fb.reason == "condition_failed" and fb.fell_back and fb.reference == "literal"
+    assert fb.arm == rollback(STATE, big).arm and "Lemma A.1" in fb.notes[0]
     r = unlearn(STATE, big, "gaussian", gamma=0.5, sensitivity="exact", rng=np.random.default_rng(0))
     assert r.delta_f == pytest.approx(exact_sensitivity(200, 190, STATE.log_term))
     # Algorithm 2 rolls back here (gamma >= gamma0), so the sensitivity is never used
@@ -130,7 +133,8 @@ def test_deleting_a_whole_arm():
     assert unlearn(state, whole, "rollback", rng=np.random.default_rng(0)).scores[0] == -1
     assert gamma0_paper(5, 5, state.log_term) == np.inf
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(state, whole, "adaptive", gamma=1.0, rng=np.random.default_rng(0))
+        unlearn(state, whole, "adaptive", gamma=1.0, fallback="refuse", rng=np.random.default_rng(0))
+    assert unlearn(state, whole, "adaptive", gamma=1.0, rng=np.random.default_rng(0)).reason == "condition_failed"
     r = unlearn(state, whole, "adaptive", gamma=1.0, sensitivity="exact", rng=np.random.default_rng(0))
     assert r.branch == "gaussian" and r.delta_f == pytest.approx(exact_sensitivity(5, 5, state.log_term))
 
@@ -274,7 +278,10 @@ def test_batch_does_not_modify_inputs_and_refuses_bad_input():
         unlearn_batch(**good, gamma=0.5, z=np.zeros(2))
     with pytest.raises(ValueError, match="Lemma A.1"):
         unlearn_batch(**(good | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")), gamma=0.5,
-                      rng=np.random.default_rng(0))
+                      fallback="refuse", rng=np.random.default_rng(0))
+    _, noised, _ = unlearn_batch(**(good | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")),
+                                 gamma=0.5, rng=np.random.default_rng(0))           # default: rolled back
+    assert not noised.any()
 
 
 # ----------------------------------------------------------------------------- bad input, state unchanged
@@ -364,17 +371,30 @@ def test_bad_types_and_reference_arguments():
 def test_plan_is_generic_per_source_arm():
     opts = UnlearnOptions("adaptive", gamma=0.1)
     plans, g0 = plan_unlearning(0, [200, 200, 200], [20, 0, 0], np.log(1800), opts)
-    assert plans == (SourcePlan(0, 20, 200, 0, paper_sensitivity(200, 20), paper_sensitivity(200, 20) * 0.1),)
+    assert plans == (SourcePlan(0, 20, 200, 0, paper_sensitivity(200, 20), paper_sensitivity(200, 20) * 0.1,
+                                "branch_rule"),)
     assert plans[0].branch == "gaussian" and plans[0].noised
     assert SourcePlan(0, 20, 200, 20, 0.0, 0.0).branch == "rollback"
     assert SourcePlan(0, 20, 200, 10, 0.1, 0.1).branch == "mixing"
     # multi-source (Algorithm 7, corrected rule E5): only the learner's source arm can be noised
     plans, g0m = plan_unlearning(0, [200, 100, 200], [20, 5, 0], np.log(1800), opts)
     assert [p.branch for p in plans] == ["gaussian", "rollback"] and g0m == pytest.approx(gamma0_paper(100, 20, np.log(1800)))
+    refuse = UnlearnOptions("adaptive", gamma=0.1, fallback="refuse")
     with pytest.raises(ValueError, match="k_max <= N_min"):            # gamma0' undefined
-        plan_unlearning(0, [200, 10, 200], [20, 5, 0], np.log(1800), opts)
+        plan_unlearning(0, [200, 10, 200], [20, 5, 0], np.log(1800), refuse)
+    plans, g = plan_unlearning(0, [200, 10, 200], [20, 5, 0], np.log(1800), opts)   # default: rolled back
+    assert np.isnan(g) and all(p.branch == "rollback" and p.reason == "threshold_undefined" for p in plans)
     with pytest.raises(ValueError, match="single-source"):
-        plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800), UnlearnOptions("mixing", gamma=0.1, eta=0.5))
+        plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800),
+                        UnlearnOptions("mixing", gamma=0.1, eta=0.5, fallback="refuse"))
+    plans, _ = plan_unlearning(0, [200, 200, 200], [20, 5, 0], np.log(1800), UnlearnOptions("mixing", gamma=0.1, eta=0.5))
+    assert all(p.branch == "rollback" and p.reason == "single_source_only" for p in plans)
+    # the literal rule reads no a_hat: the same plan whoever the learner's arm is
+    lit = UnlearnOptions("adaptive", gamma=0.1, reference="literal")
+    assert plan_unlearning(0, [200, 200, 200], [20, 0, 0], np.log(1800), lit) == \
+        plan_unlearning(2, [200, 200, 200], [20, 0, 0], np.log(1800), lit)
+    assert plan_unlearning(2, [200, 200, 200], [20, 0, 0], np.log(1800), opts)[0][0].branch == "rollback"
+    assert plan_unlearning(2, [200, 200, 200], [20, 0, 0], np.log(1800), lit)[0][0].branch == "gaussian"
     with pytest.raises(ValueError, match="no point"):
         plan_unlearning(0, [200, 200, 200], [0, 0, 0], np.log(1800), opts)
     assert UnlearnOptions("rollback").calibration_proven is True
@@ -455,3 +475,39 @@ def test_mixing_k_prime_is_rounded_half_up_everywhere():
     for eta, k, expected in ((0.25, 2, 1), (0.25, 10, 3), (0.5, 5, 3), (0.25, 6, 2), (0.5, 80, 40)):
         assert UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k) == expected
         assert _mixing_k_prime(f"eta={eta}", k, ProtocolA()) == expected     # Python's round(2.5) would give 2
+
+
+def test_two_reference_worlds_on_the_counterexample():
+    """Algorithm 2 holds against the reference given pi(D) but not against the literal one; the literal
+    rule holds against both; every result names the reference its claim holds against."""
+    from bandit_unlearning.privacy.audit import hockey_stick_delta
+    state, request = LCBState([100, 100], [60.0, 57.0], 1 / 200), DeletionRequest([0] * 10, [1.0] * 10)
+    assert state.arm == 0 and rollback(state, request).arm == 1
+    g = 0.5 * gamma0_paper(100, 10, state.log_term)
+    d = {(rule, against): hockey_stick_delta(*output_distributions(state, request, "adaptive", gamma=g, reference=rule,
+                                                                   against=against), 1.0)
+         for rule in ("conditional", "literal") for against in ("conditional", "literal")}
+    assert d["conditional", "conditional"] == pytest.approx(0.0030, abs=5e-5)
+    assert d["conditional", "literal"] == pytest.approx(0.7441, abs=5e-5)
+    assert d["literal", "literal"] == d["literal", "conditional"] == pytest.approx(0.0030, abs=5e-5)
+    kw = dict(epsilon=1.0, delta=1e-5, calibration="analytic", threshold_scale=10.0)
+    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", **kw), 1.0) <= 1e-5
+    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", against="literal", **kw), 1.0) > 0.5
+    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", against="literal", reference="literal",
+                                                    **kw), 1.0) <= 1e-5 * (1 + 1e-9)
+    r = unlearn(state, request, "adaptive", gamma=g, rng=np.random.default_rng(0))
+    assert (r.reference, r.reason, r.branch) == ("conditional", "branch_rule", "gaussian")
+    assert unlearn(state, request, "adaptive", gamma=g, reference="literal", rng=np.random.default_rng(0)).reference == "literal"
+    assert unlearn(state, request, "adaptive", gamma=10 * g, rng=np.random.default_rng(0)).reference == "literal"
+    assert unlearn(state, request, "rollback", rng=np.random.default_rng(0)).reason == "method"
+    # the literal reference through the public reference(): learner_arm = pi(D \ U)
+    retrained = rollback(state, request)
+    lit = reference(retrained, request, "adaptive", gamma=g, learner_arm=retrained.arm, rng=np.random.default_rng(0))
+    assert lit.branch == "rollback" and lit.arm == 1
+    # the batch paths take the same decisions (world="literal" is the literal reference)
+    c, s = np.array([state.counts]), np.array([state.reward_sums])
+    _, noised, _ = unlearn_batch(c, s, state.tau, 0, 10, np.array([10.0]), "adaptive", gamma=g, world="literal", z=np.zeros(1))
+    assert not noised[0]
+    _, noised, _ = unlearn_batch(c, s, state.tau, 0, 10, np.array([10.0]), "adaptive", gamma=g, world="literal",
+                                 reference="literal", z=np.zeros(1))
+    assert noised[0]

@@ -306,6 +306,11 @@ class UnlearnRecord:
     ``steps_recomputed`` of them).  ``diagnostics``: an ``UnlearnDiagnostics`` only if ``unlearn`` was
     called with ``diagnostics=True``; its fields are also attributes of the record
     (``record.shift_norm``, ...), which raise ``AttributeError`` without it.
+    Which reference world the guarantee holds against: exact unlearning is a statement about the
+    distribution of the new run over all of the algorithm's randomness (the original run's included) --
+    it equals training from scratch on the sequence with user ``t`` replaced by the dummy, a learner that
+    never saw the user (the literal reference, with epsilon = delta = 0).  It is not a statement
+    conditional on the earlier release: given the old models, the new ones are coupled to them.
     """
 
     t: int
@@ -344,7 +349,7 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 501): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 506): "3. Implementation: the framework" ---
 def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Steps ``tree.n_leaves + 1 .. len(users)``; ``models`` holds ``w_1 .. w_{n+1}`` on entry."""
     for t in range(tree.n_leaves + 1, len(users) + 1):
@@ -449,7 +454,7 @@ def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 610): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 615): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

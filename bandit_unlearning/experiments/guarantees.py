@@ -13,6 +13,7 @@ arms, a skipped rollback, imitation that forgets the deletion counts) go through
 
 __all__ = [
     "KINDS",
+    "REFERENCES",
     "PATHS",
     "VARIANTS",
     "TOLERANCE",
@@ -50,8 +51,9 @@ from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import gaussian_delta
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 4 (line 82): "1. Worst-case instances" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 4 (line 87): "1. Worst-case instances" ---
 KINDS = ("deleted 1, kept 0", "deleted 0, kept 1")
+REFERENCES = ("conditional", "literal")
 PATHS = ("gaussian", "rollback", "adaptive", "mixing", "imitation")
 VARIANTS = ("correct", "half noise", "per-arm sigma", "skipped rollback", "forgets k")
 TOLERANCE = 1e-9            # a path holds when worst delta <= claimed delta * (1 + TOLERANCE)
@@ -80,12 +82,13 @@ def worst_case_instance(n: int, k: int, n_sources: int, kind: str, competitor_me
     return state, request
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 6 (line 149): "2. One setting, exactly" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 6 (line 155): "2. One setting, exactly" ---
 @dataclass(frozen=True)
 class Setting:
     """One point of the matrix: ``path`` in ``PATHS``; ``n_sources`` source arms of ``n`` points with
     ``k`` deleted from each; the claimed ``(epsilon, delta)``; ``calibration`` and ``sensitivity`` as
-    in ``UnlearnOptions``; ``eta`` (mixing's ``k'/k``) for ``path="mixing"``."""
+    in ``UnlearnOptions``; ``eta`` (mixing's ``k'/k``) for ``path="mixing"``; ``reference`` the branch
+    rule (``UnlearnOptions.reference``: ``"conditional"``, the paper's, or ``"literal"``)."""
 
     path: str
     n_sources: int
@@ -96,20 +99,25 @@ class Setting:
     calibration: str = "analytic"
     sensitivity: str = "exact"
     eta: float | None = None
+    reference: str = "conditional"
 
     def __post_init__(self):
         check_choice(self.path, "path", PATHS)
+        check_choice(self.reference, "reference", REFERENCES)
         check_int(self.n_sources, "n_sources", 1), check_int(self.k, "k", 1, check_int(self.n, "n", 1))
 
     def options(self) -> UnlearnOptions:
         return UnlearnOptions(self.path, epsilon=self.epsilon, delta=self.delta, calibration=self.calibration,
-                              sensitivity=self.sensitivity, eta=self.eta)
+                              sensitivity=self.sensitivity, eta=self.eta, reference=self.reference)
 
 
 @dataclass(frozen=True)
 class AuditRow:
     """Result of ``audit_setting``: worst exact delta of the scores and of the arm over datasets and
-    competitors, whether any noise was added, and the refusal message (``None`` if accepted)."""
+    competitors against the conditional reference (given the released ``pi(D)``, Algorithms 3, 5, 8)
+    and against the literal one (given ``pi(D \\ U)``; ``*_literal``), whether any noise was added,
+    whether some request fell back to rollback (the method could not certify it), and the refusal
+    message (``None`` if accepted)."""
 
     setting: Setting
     variant: str
@@ -117,14 +125,22 @@ class AuditRow:
     delta_arm: float
     noised: bool
     refused: str | None = None
+    delta_scores_literal: float = 0.0
+    delta_arm_literal: float = 0.0
+    fell_back: bool = False
 
     def __post_init__(self):
         _check_is(self.setting, Setting, "setting"), check_choice(self.variant, "variant", VARIANTS)
 
     @property
     def ratio(self) -> float:
-        """Worst exact delta over the claimed delta (0 for a refused call)."""
+        """Worst exact delta over the claimed delta against the conditional reference (0 if refused)."""
         return 0.0 if self.refused else max(self.delta_scores, self.delta_arm) / self.setting.delta
+
+    @property
+    def ratio_literal(self) -> float:
+        """Worst exact delta over the claimed delta against the literal reference (0 if refused)."""
+        return 0.0 if self.refused else max(self.delta_scores_literal, self.delta_arm_literal) / self.setting.delta
 
 
 def competitor_means(setting: Setting, n_grid: int = 21) -> np.ndarray:
@@ -215,11 +231,22 @@ def _bases(state: LCBState, request: DeletionRequest, plans, skip_rollback: bool
     return base_u, base_r
 
 
-def _released_deltas(base_u, base_r, sigmas, epsilon: float, arm_audit: bool):
+def _released_deltas(base_u, base_r, sigmas, epsilon: float, arm_audit: bool, sigmas_r=None):
     """Exact delta of the released scores (Gaussian profile of the whitened shift) and of the arm, for
     base scores ``[..., m]`` that differ only in the competitor (last) coordinate across leading rows;
-    the arm's delta is the largest over the rows."""
+    the arm's delta is the largest over the rows.  ``sigmas_r``: the reference world's noise when its
+    plan differs (default: ``sigmas``).  If a coordinate is noised in one world and not in the other,
+    the released score vectors are mutually singular there (a point mass against a density): the
+    scores' delta is 1, and only the arm's delta is computed."""
     base_u, base_r = np.atleast_2d(base_u), np.atleast_2d(base_r)
+    sigmas_r = sigmas if sigmas_r is None else sigmas_r
+    if np.any((sigmas > 0) != (sigmas_r > 0)):
+        if np.any((sigmas > 0) & (sigmas_r > 0) & (sigmas != sigmas_r)):
+            raise ValueError("the two worlds noise a common arm with different sigmas (no plan does that)")
+        if not arm_audit:
+            return 1.0, 0.0
+        p, q = released_arm_distributions(base_u, sigmas), released_arm_distributions(base_r, sigmas_r)
+        return 1.0, float(np.max(hockey_stick_delta(p, q, epsilon)))
     noised = sigmas > 0
     if np.any(base_u[:, ~noised] != base_r[:, ~noised]):
         return 1.0, 1.0                               # a deterministic coordinate differs: no privacy
@@ -233,7 +260,7 @@ def _released_deltas(base_u, base_r, sigmas, epsilon: float, arm_audit: bool):
     return d_scores, float(np.max(hockey_stick_delta(p, q, epsilon)))
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 8 (line 309): "2. One setting, exactly" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 8 (line 340): "2. One setting, exactly" ---
 def _imitation_row(setting: Setting, variant: str) -> AuditRow:
     """Algorithm 6 against refitting on the remaining counts, over every split of the deletions
     between the two leading arms' counts near a tie (the cases where the vote can change)."""
@@ -246,13 +273,15 @@ def _imitation_row(setting: Setting, variant: str) -> AuditRow:
         unlearned = unlearn_imitation(state, deleted).arm if variant != "forgets k" else state.arm
         retrained = int(most_frequent_arm(counts - deleted))
         worst = max(worst, 0.0 if unlearned == retrained else 1.0)
-    return AuditRow(setting, variant, worst, worst, False)
+    return AuditRow(setting, variant, worst, worst, False, None, worst, worst)   # the vote reads no pi(D)
 
 
 def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, arm_audit: bool = True) -> AuditRow:
     """Worst exact delta of ``setting`` (and ``variant``, one of ``VARIANTS``) over both worst-case
-    datasets and the competitor means, or the public API's refusal.  The plan depends on the competitor
-    only through the learner's arm, so competitors are grouped by it and each group is one batch."""
+    datasets and the competitor means, against both reference worlds, or the public API's refusal.
+    The unlearned world plans from ``pi(D)``; the conditional reference from the same ``pi(D)``, the
+    literal one from ``pi(D \\ U)``.  The plans depend on the competitor only through those two arms,
+    so competitors are grouped by the pair and each group is one batch."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if setting.path == "imitation":
@@ -261,40 +290,52 @@ def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, 
         options = setting.options()
     except ValueError as err:
         return AuditRow(setting, variant, 0.0, 0.0, False, refused=str(err).split(";")[0])
-    worst_s, worst_a, any_noise = 0.0, 0.0, False
+    worst = np.zeros(4)                               # scores, arm (conditional); scores, arm (literal)
+    any_noise, any_fallback = False, False
     unit_sigma = options.unit_sigma                   # sigma per unit sensitivity (options.sigma_for)
     means = competitor_means(setting, n_grid)
+
+    def noise(plans):
+        sig = np.zeros(setting.n_sources + 1)
+        for p in plans:
+            if p.noised:
+                sig[p.arm] = p.delta_f * unit_sigma if variant == "per-arm sigma" else p.sigma
+        return sig / 2 if variant == "half noise" else sig
+
     for kind in KINDS:
         probe, request = worst_case_instance(setting.n, setting.k, setting.n_sources, kind, 0.5)
         sums = np.tile(probe.reward_sums, (means.size, 1))
         sums[:, -1] = setting.n * means                   # one row per competitor mean, as worst_case_instance
         scores = lcb_scores(np.broadcast_to(probe.counts, sums.shape), sums, probe.tau)[2]
-        arms = np.argmax(scores, axis=1)
-        for learner_arm in np.unique(arms):
-            group = arms == learner_arm
+        scores_du = scores.copy()
+        scores_du[:, :-1] = rollback(probe, request).scores[:-1]       # the competitor is not touched
+        arms, arms_du = np.argmax(scores, axis=1), np.argmax(scores_du, axis=1)
+        for learner_arm, literal_arm in sorted(set(zip(arms.tolist(), arms_du.tolist()))):
+            group = (arms == learner_arm) & (arms_du == literal_arm)
             state = worst_case_instance(setting.n, setting.k, setting.n_sources, kind, float(means[group][0]))[0]
             try:
-                plans, _ = plan_unlearning(int(learner_arm), state.counts, request.deleted_counts(state.n_arms),
+                plans, _ = plan_unlearning(learner_arm, state.counts, request.deleted_counts(state.n_arms),
                                            state.log_term, options)
+                plans_l, _ = plan_unlearning(literal_arm, state.counts, request.deleted_counts(state.n_arms),
+                                             state.log_term, options)
             except ValueError as err:
                 return AuditRow(setting, variant, 0.0, 0.0, False, refused=str(err).split(";")[0])
-            sigmas = np.zeros(state.n_arms)
-            for p in plans:
-                if p.noised:
-                    sigmas[p.arm] = p.delta_f * unit_sigma if variant == "per-arm sigma" else p.sigma
-            if variant == "half noise":
-                sigmas = sigmas / 2
-            any_noise |= bool(np.any(sigmas > 0))
+            sig_u, sig_l = noise(plans), noise(plans_l)
+            any_noise |= bool(np.any(sig_u > 0))
+            any_fallback |= any(p.fell_back for p in plans)
             base_u, base_r = _bases(state, request, plans, skip_rollback=variant == "skipped rollback")
             competitor = scores[group, -1]                                # equal in both worlds
             rows_u, rows_r = np.tile(base_u, (competitor.size, 1)), np.tile(base_r, (competitor.size, 1))
             rows_u[:, -1], rows_r[:, -1] = competitor, competitor
-            d_s, d_a = _released_deltas(rows_u, rows_r, sigmas, setting.epsilon, arm_audit)
-            worst_s, worst_a = max(worst_s, d_s), max(worst_a, d_a)
-    return AuditRow(setting, variant, worst_s, worst_a, any_noise)
+            conditional = _released_deltas(rows_u, rows_r, sig_u, setting.epsilon, arm_audit)
+            literal = (conditional if np.array_equal(sig_u, sig_l)        # the same plan: the same pair
+                       else _released_deltas(rows_u, rows_r, sig_u, setting.epsilon, arm_audit, sigmas_r=sig_l))
+            worst = np.maximum(worst, conditional + literal)
+    return AuditRow(setting, variant, float(worst[0]), float(worst[1]), any_noise, None,
+                    float(worst[2]), float(worst[3]), any_fallback)
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 10 (line 381): "3. The matrix" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 10 (line 426): "3. The matrix" ---
 CALIBRATIONS = ("paper", "classic", "analytic")
 SENSITIVITIES = ("paper", "exact")
 EPSILONS = (0.1, 0.5, 0.9, 2.0, 8.0, 20.0)
@@ -315,6 +356,10 @@ def matrix_settings() -> list[Setting]:
             if path in ("rollback", "imitation") and (cal, sens) != ("analytic", "exact"):
                 continue                                   # no noise: calibration and sensitivity unused
             out.append(Setting(path, l, n, k, eps, delta, cal, sens, eta))
+    for path in ("adaptive", "mixing"):                   # the literal branch rule, with the tight calibration
+        etas = (0.25, 0.75) if path == "mixing" else (None,)
+        for (l, n, k), sens, eps, delta, eta in itertools.product(shapes[path], SENSITIVITIES, EPSILONS, DELTAS, etas):
+            out.append(Setting(path, l, n, k, eps, delta, "analytic", sens, eta, reference="literal"))
     return out
 
 
@@ -323,9 +368,10 @@ def path_label(s: Setting) -> str:
     _check_is(s, Setting, "s")
     if s.path in ("rollback", "imitation"):
         return s.path + (" (several arms)" if s.n_sources > 1 else "")
+    rule = " (literal rule)" if s.reference == "literal" else ""
     if s.n_sources > 1:
-        return f"multi-source {s.path}"
-    return s.path
+        return f"multi-source {s.path}{rule}"
+    return s.path + rule
 
 
 def audit_matrix(settings, variant: str = "correct", progress=None) -> list[AuditRow]:
@@ -340,11 +386,15 @@ def audit_matrix(settings, variant: str = "correct", progress=None) -> list[Audi
 
 
 def summarize(rows, broken_rows) -> list[dict]:
-    """One table row per path label: settings audited and refused, worst ratio, and the power of the
-    broken variant: the share of the accepted settings it violates among those where noise is added
-    (all accepted settings for the paths without noise), and among the *tight* ones, where the correct
-    mechanism's ratio is at least 0.99 (there the worst case uses the whole budget, so any
-    under-noising must show)."""
+    """One table row per path label: settings audited, refused and served by the rollback fallback,
+    worst ratio against each reference world (``worst``: conditional, ``worst_literal``: literal), the
+    correct mechanism's violations of the claim against the literal reference (``literal_violated``;
+    ``holds_against`` is ``"both"`` when there are none, ``"conditional only"`` otherwise), and the
+    power of the broken variant: the share of the accepted settings it violates among those where noise
+    is added (all accepted settings for the paths without noise), and among the *tight* ones, where the
+    correct mechanism's ratio is at least 0.99 (there the worst case uses the whole budget, so any
+    under-noising must show) -- against the conditional reference, and for the paths that hold
+    literally, against the literal one (``violated_literal``/``tight_literal``...)."""
     rows, broken_rows = list(rows), list(broken_rows)
     if len(rows) != len(broken_rows):
         raise ValueError(f"rows and broken_rows must have one length, got {len(rows)} and {len(broken_rows)}")
@@ -352,19 +402,27 @@ def summarize(rows, broken_rows) -> list[dict]:
         _check_is(r, AuditRow, "rows and broken_rows entries")
     table = {}
     for r, b in zip(rows, broken_rows):
-        t = table.setdefault(path_label(r.setting), dict(settings=0, refused=0, noised=0, worst=0.0, violated=0,
-                                                         eligible=0, tight=0, tight_violated=0, variant=b.variant))
+        t = table.setdefault(path_label(r.setting), dict(
+            settings=0, refused=0, fell_back=0, noised=0, worst=0.0, worst_literal=0.0, literal_violated=0,
+            violated=0, eligible=0, tight=0, tight_violated=0, violated_literal=0, tight_literal=0,
+            tight_violated_literal=0, variant=b.variant))
         t["settings"] += 1
         if r.refused:
             t["refused"] += 1
             continue
+        t["fell_back"] += int(r.fell_back)
         t["noised"] += int(r.noised)
         t["worst"] = max(t["worst"], r.ratio)
+        t["worst_literal"] = max(t["worst_literal"], r.ratio_literal)
+        t["literal_violated"] += int(r.ratio_literal > 1 + TOLERANCE)
         eligible = r.noised or r.setting.path in ("rollback", "imitation")
-        caught = b.ratio > 1 + TOLERANCE
+        for suffix, ratio, broken_ratio in (("", r.ratio, b.ratio), ("_literal", r.ratio_literal, b.ratio_literal)):
+            caught = broken_ratio > 1 + TOLERANCE
+            tight = eligible and (ratio >= 0.99 or not r.noised)
+            t["violated" + suffix] += int(eligible and caught)
+            t["tight" + suffix] += int(tight)
+            t["tight_violated" + suffix] += int(tight and caught)
         t["eligible"] += int(eligible)
-        t["violated"] += int(eligible and caught)
-        tight = eligible and (r.ratio >= 0.99 or not r.noised)
-        t["tight"] += int(tight)
-        t["tight_violated"] += int(tight and caught)
+    for t in table.values():
+        t["holds_against"] = "both" if t["literal_violated"] == 0 else "conditional only"
     return [dict(path=k, **v) for k, v in table.items()]

@@ -106,7 +106,7 @@ class ProtocolA:
 
 
 # --- from notebooks/mab/08a_paper_experiments.py, cell 13 (line 366): "2. The engine" ---
-_METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6")
+_METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
 def _check_methods(methods) -> list:
@@ -160,7 +160,8 @@ def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, p
         kvec = np.zeros(counts.shape[-1], dtype=np.int64)
         kvec[list(arms)] = ks
         return unlearned_arms(counts, np.broadcast_to(kvec, counts.shape)), 0
-    names = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive"}
+    names = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive",
+             "Alg2-literal": "adaptive", "Alg7-literal": "adaptive"}       # -literal: reference="literal" (A3a)
     mixing = method == "Mixing" or method.startswith("eta=")
     if not mixing and method not in names:
         raise ValueError(f"unknown method {method!r}")
@@ -174,6 +175,8 @@ def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, p
             continue
         common = dict(gamma=None if method == "Rollback" else gamma, rng=rng,
                       threshold_scale=protocol.threshold_scale, sensitivity=rule)
+        if method.endswith("-literal"):
+            common["reference"] = "literal"
         arm_arg = arms[0] if single else list(arms)
         k_arg = ks[0] if single else list(ks)
         del_arg = deleted[0][rows] if single else np.stack([d[rows] for d in deleted], axis=-1)
@@ -245,7 +248,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 511): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 514): "2. The engine" ---
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)

@@ -29,7 +29,7 @@ import numpy as np
 from bandit_unlearning.checks import as_array, check_bool, check_int, check_int_array, check_real
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 4 (line 102): "2. The threshold and the two branch bounds" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 4 (line 108): "2. The threshold and the two branch bounds" ---
 def _counts(n_a0, k):
     n_a0, k = check_int_array(n_a0, "n_a0").astype(float), check_int_array(k, "k").astype(float)
     try:

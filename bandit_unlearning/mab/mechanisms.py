@@ -34,7 +34,7 @@ from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 4 (line 86): "2. The deletion request" ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 4 (line 111): "2. The deletion request" ---
 SUM_ATOL = 1e-9   # tolerance for reward sums (floating-point rounding of the stored sums)
 
 
@@ -60,7 +60,7 @@ def _check_points(arms, rewards):
     return arms, rewards
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 6 (line 138): "2. The deletion request" ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 6 (line 163): "2. The deletion request" ---
 @dataclass(frozen=True, eq=False)
 class DeletionRequest:
     """A deletion request ``U``: the deleted points as arms ``arms[j]`` with rewards ``rewards[j]``.
@@ -154,7 +154,7 @@ class DeletionRequest:
                 f"{left[a]:.6g}, impossible for rewards in [0, 1] (request does not match the state)")
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 8 (line 237): "2. The deletion request" ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 8 (line 262): "2. The deletion request" ---
 def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
     """Rollback (Paper A §3.1): remove ``U`` from the stored statistic and return the new ``LCBState``.
 
@@ -187,7 +187,7 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
     return scores
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 16 (line 432): "5. Lemma A.1: how much can deleting $k$ points move an ar..." ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 16 (line 457): "5. Lemma A.1: how much can deleting $k$ points move an ar..." ---
 def _check_counts(n_a0, k):
     n_a0, k = check_int_array(n_a0, "n_a0"), check_int_array(k, "k")
     try:

@@ -21,14 +21,16 @@ from bandit_unlearning.checks import as_array, check_bool, check_int, check_real
 from bandit_unlearning.mab.bounds import gamma0_paper
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 23 (line 721): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
+# --- from notebooks/mab/07_multi_source.py, cell 23 (line 732): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
 def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int, gamma: float,
                      star_is_source: bool, gamma0: float | None = None) -> float:
     """Theorem 3.13 (M_f, tau = 1/N, L = ln(Nm)): the sub-optimality bound of Algorithm 7 for source arms
     holding ``source_counts`` points with ``source_ks`` deleted from each.
 
-    ``star_is_source`` and ``gamma < gamma0'``: ``sqrt(2L/N_min) + 3 k_max gamma / (2 sqrt(2 pi) N_min) + 3/N``;
-    ``star_is_source`` and ``gamma >= gamma0'``: ``sqrt(2L/(N_min - k_max)) + 4/N``;
+    ``star_is_source`` and ``gamma < gamma0'``: ``sqrt(2L/N_min) + 3 k_max gamma / (2 sqrt(2 pi) N_min) + 5/N``;
+    ``star_is_source`` and ``gamma >= gamma0'``: ``sqrt(2L/(N_min - k_max)) + 5/N`` -- the constant +5/N in
+    both branches is the one Theorem 3.13's proof ends with (an earlier version carried Theorem 3.3's
+    +3/N and +4/N, which the multi-source proof does not give);
     otherwise ``sqrt(2L/N_*) + 2/N``.  ``gamma0``: the threshold the algorithm used (default the paper's
     ``gamma0' = (4/3) sqrt(pi L / (N_min - k_max))``).  Refuses source arms violating Lemma A.1's condition
     ``k_i <= N_i - sqrt(N_i L / 2)`` or ``k_max >= N_min`` (the theorem's assumptions).
@@ -59,5 +61,5 @@ def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int,
     if not star_is_source:
         return float(np.sqrt(2 * L / n_star) + 2 / n)
     if g < g0:
-        return float(np.sqrt(2 * L / n_min) + 3 * k_max * g / (2 * np.sqrt(2 * np.pi) * n_min) + 3 / n)
-    return float(np.sqrt(2 * L / (n_min - k_max)) + 4 / n)
+        return float(np.sqrt(2 * L / n_min) + 3 * k_max * g / (2 * np.sqrt(2 * np.pi) * n_min) + 5 / n)
+    return float(np.sqrt(2 * L / (n_min - k_max)) + 5 / n)

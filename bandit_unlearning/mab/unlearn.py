@@ -33,6 +33,10 @@ __all__ = [
     "THRESHOLDS",
     "CALIBRATIONS",
     "SENSITIVITIES",
+    "REFERENCES",
+    "FALLBACKS",
+    "FALLBACK_REASONS",
+    "REASONS",
     "UnlearnOptions",
     "SourcePlan",
     "noise_sensitivity",
@@ -72,18 +76,22 @@ from bandit_unlearning.privacy.gaussian import (
 )
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 197): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 203): "3. Implementation: one entry point, plans per source arm" ---
 METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
 SENSITIVITIES = ("paper", "exact")
+REFERENCES = ("conditional", "literal")
+FALLBACKS = ("rollback", "refuse")
+FALLBACK_REASONS = ("condition_failed", "threshold_undefined", "single_source_only")
+REASONS = ("method", "branch_rule") + FALLBACK_REASONS
 
 
 def _choice(name: str, value, allowed: tuple) -> str:
     return check_choice(value, name, allowed)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 256): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 266): "3. Implementation: one entry point, plans per source arm" ---
 @functools.lru_cache(maxsize=1024)
 def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
@@ -105,6 +113,18 @@ class UnlearnOptions:
     epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
     needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
     ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
+
+    ``reference``: the reference world the branch rule must respect (chapter A3a, section 5).
+    ``"conditional"`` (default): the paper's rules (Algorithms 2, 4, 7) plan from ``a_hat = pi(D)``; their
+    claim holds against the reference given the released ``pi(D)`` (Algorithms 3, 5, 8).  ``"literal"``:
+    the plan reads only quantities the never-saw-U world also has (counts, k, L, gamma): "adaptive" noises
+    every source arm iff ``gamma < gamma0'``, "mixing" uses its ``k'`` whatever ``a_hat`` is; the claim then
+    holds against ``pi'(emptyset, pi(D \\ U), T(D \\ U))`` as written.  Rollback and gaussian plan without
+    ``pi(D)`` either way.
+    ``fallback``: what to do with a request the method cannot certify (Lemma A.1's condition fails for
+    ``sensitivity="paper"``, Algorithm 7's threshold is undefined because ``k_max > N_min``, mixing asked
+    for several source arms): ``"rollback"`` (default) rolls the affected arms back -- exact, and said
+    in ``SourcePlan.reason`` / ``UnlearnResult.reason`` -- and ``"refuse"`` raises a ``ValueError``.
     """
 
     method: str
@@ -117,9 +137,13 @@ class UnlearnOptions:
     sensitivity: str = "paper"
     k_prime: int | None = None
     eta: float | None = None
+    reference: str = "conditional"
+    fallback: str = "rollback"
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
+        _choice("reference", self.reference, REFERENCES)
+        _choice("fallback", self.fallback, FALLBACKS)
         _choice("threshold", self.threshold, THRESHOLDS)
         _choice("calibration", self.calibration, CALIBRATIONS)
         _choice("sensitivity", self.sensitivity, SENSITIVITIES)
@@ -161,6 +185,20 @@ class UnlearnOptions:
                 f"for epsilon < 1 (Dwork & Roth Thm A.1), got epsilon = {self.epsilon}; use "
                 "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
                 "(epsilon, delta) to reproduce the paper without a privacy claim")
+
+    def replace(self, **changes) -> "UnlearnOptions":
+        """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
+        (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
+        unknown = sorted(set(changes) - set(self.__dataclass_fields__))
+        if unknown:
+            raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if self.epsilon is not None:
+            fields["gamma"] = None
+        if changes.get("gamma") is not None:
+            fields["epsilon"] = fields["delta"] = None
+        fields.update(changes)
+        return UnlearnOptions(**fields)
 
     def k_rollback_for(self, k: int) -> int:
         """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
@@ -213,14 +251,19 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 391): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 431): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
     ``k`` deleted points (the arm holds ``n`` points in D) and add N(0, ``sigma``^2) noise to its score.
     ``delta_f`` is this arm's sensitivity to the ``k - k_rollback`` points not rolled back; ``sigma`` is
     calibrated to it, or -- when several arms are noised and ``options.joint_noise`` -- to the joint
-    sensitivity ``sqrt(sum delta_f^2)`` over the noised arms (then every noised arm has the same sigma)."""
+    sensitivity ``sqrt(sum delta_f^2)`` over the noised arms (then every noised arm has the same sigma).
+    ``reason`` (machine-readable, one of ``REASONS``) says why: ``"method"`` (the method does this to every
+    source arm), ``"branch_rule"`` (the adaptive or mixing rule chose it), or a fallback to rollback
+    because the method could not certify the request (``"condition_failed"``: Lemma A.1's condition for
+    ``sensitivity="paper"``; ``"threshold_undefined"``: Algorithm 7's ``gamma0'`` needs ``k_max <= N_min``;
+    ``"single_source_only"``: mixing on several arms); ``note`` is the same in words."""
 
     arm: int
     k: int
@@ -228,8 +271,13 @@ class SourcePlan:
     k_rollback: int
     delta_f: float
     sigma: float
+    reason: str = "method"
+    note: str = ""
 
     def __post_init__(self):
+        _choice("reason", self.reason, REASONS)
+        if not isinstance(self.note, str):
+            raise TypeError(f"note must be a str, got {type(self.note).__name__}")
         for name, low in (("arm", 0), ("k", 1), ("n", 1)):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low))
         if self.k > self.n:
@@ -248,6 +296,11 @@ class SourcePlan:
         if not self.noised:
             return "rollback"
         return "gaussian" if self.k_rollback == 0 else "mixing"
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether this arm was rolled back because the method could not certify it."""
+        return self.reason in FALLBACK_REASONS
 
 
 
@@ -281,7 +334,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 463): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 518): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
@@ -292,23 +345,29 @@ def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
 
 
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
-    """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``,
-    the counts ``N(a)`` of D, the per-arm deletion counts ``k_a`` and ``L``.  Returns
-    ``(plans, gamma0)``: one ``SourcePlan`` per source arm (increasing arm order) and the threshold
-    ``gamma0'`` computed with ``N_min`` and ``k_max`` over the source arms (nan if ``k_max > N_min``
-    and the method does not need it).
+    """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``
+    (read only by the paper's rules, ``options.reference="conditional"``), the counts ``N(a)`` of D, the
+    per-arm deletion counts ``k_a`` and ``L``.  Returns ``(plans, gamma0)``: one ``SourcePlan`` per source
+    arm (increasing arm order) and the threshold ``gamma0'`` computed with ``N_min`` and ``k_max`` over
+    the source arms (nan if ``k_max > N_min``).
 
-    - ``"adaptive"``: Algorithm 7 with the corrected rule of erratum E5 -- noise (k' = 0,
-      ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and ``gamma < gamma0'``,
-      rollback otherwise.  With one source arm ``N_min = N(a0)``, ``k_max = k``: Algorithm 2.
-      Refused if ``k_max > N_min`` (``gamma0'`` undefined; Theorem 3.13 assumes ``k_max < N_min``).
+    - ``"adaptive"``, ``reference="conditional"``: Algorithm 7 with the corrected rule of erratum E5 --
+      noise (k' = 0, ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and
+      ``gamma < gamma0'``, rollback otherwise.  With one source arm ``N_min = N(a0)``, ``k_max = k``:
+      Algorithm 2.  ``reference="literal"``: noise on EVERY source arm iff ``gamma < gamma0'`` (the
+      rule reads no ``a_hat``), rollback otherwise.
     - ``"gaussian"`` / ``"rollback"``: noise on / rollback of every source arm.  Several noised arms
       with (epsilon, delta) given share one sigma calibrated to ``sqrt(sum_a Delta_a^2)``, the L2
       sensitivity of the noised score vector; with gamma alone each gets ``Delta_a * gamma`` (see
       ``UnlearnOptions.joint_noise``).
-    - ``"mixing"`` (single-source, Algorithm 4): ``k' = k_rollback_for(k)`` if ``a_hat == a0``, else
-      ``k' = k``; noise calibrated to ``Delta_f = 3(k - k')/(2(N(a0) - k'))`` when ``k' < k``.
-    At most one arm is noised by "adaptive" and "mixing" (the learner's).
+    - ``"mixing"`` (single-source, Algorithm 4): ``k' = k_rollback_for(k)`` if ``a_hat == a0`` (always,
+      with ``reference="literal"``), else ``k' = k``; noise calibrated to
+      ``Delta_f = 3(k - k')/(2(N(a0) - k'))`` when ``k' < k``.
+    Requests the method cannot certify -- ``k_max > N_min`` for "adaptive" (``gamma0'`` undefined;
+    Theorem 3.13 assumes ``k_max < N_min``), several source arms for "mixing", a noised arm where Lemma
+    A.1's condition fails for ``sensitivity="paper"`` -- are rolled back (the whole request, or that
+    arm) with the reason in ``SourcePlan.reason``, or refused with a ``ValueError`` if
+    ``options.fallback == "refuse"``.
     """
     check_instance(options, UnlearnOptions, "options")
     counts = check_int_array(counts, "counts", 0, ndim=1, nonempty=True)
@@ -322,44 +381,64 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     sources = np.flatnonzero(deleted > 0)
     if sources.size == 0:
         raise ValueError("the request deletes no point")
+    refuse = options.fallback == "refuse"
+    whole = None                                       # (reason, note) when the whole request falls back
     if options.method == "mixing" and sources.size > 1:
-        raise ValueError(
-            f"method='mixing' (Algorithm 4) is single-source, but the request has points of arms "
-            f"{tuple(int(a) for a in sources)}; use method='adaptive' (Algorithm 7), 'gaussian' or 'rollback'")
+        note = (f"method='mixing' (Algorithm 4) is single-source, but the request has points of arms "
+                f"{tuple(int(a) for a in sources)}")
+        if refuse:
+            raise ValueError(note + "; use method='adaptive' (Algorithm 7), 'gaussian' or 'rollback'")
+        whole = ("single_source_only", note + ": rolled back")
     n_min, k_max = int(counts[sources].min()), int(deleted[sources].max())
     if k_max <= n_min:
         gamma0 = float(threshold_gamma0(n_min, k_max, log_term, options))
-    elif options.method == "adaptive":
-        raise ValueError(
-            f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min "
-            f"(Theorem 3.13 assumes k_max < N_min), got k_max = {k_max} > N_min = {n_min}; "
-            "use method='rollback' or 'gaussian'")
     else:
         gamma0 = float("nan")
+        if options.method == "adaptive":
+            note = (f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min "
+                    f"(Theorem 3.13 assumes k_max < N_min), got k_max = {k_max} > N_min = {n_min}")
+            if refuse:
+                raise ValueError(note + "; use method='rollback' or 'gaussian'")
+            whole = ("threshold_undefined", note + ": rolled back")
+    literal = options.reference == "literal"
     decisions = []
     for a in sources:
         n, k = int(counts[a]), int(deleted[a])
-        if options.method == "adaptive":
-            k_rb = 0 if (learner_arm == a and options.gamma < gamma0) else k
+        reason, note = "method", ""
+        if whole is not None:
+            k_rb, (reason, note) = k, whole
+        elif options.method == "adaptive":
+            k_rb = 0 if ((literal or learner_arm == a) and options.gamma < gamma0) else k
+            reason = "branch_rule"
         elif options.method == "gaussian":
             k_rb = 0
         elif options.method == "rollback":
             k_rb = k
         else:
             k_prime = options.k_rollback_for(k)            # validates k' <= k whatever the learner's arm
-            k_rb = k_prime if learner_arm == a else k
-        delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity)) if k_rb < k else 0.0
-        decisions.append((int(a), k, n, k_rb, delta_f))
+            k_rb = k_prime if (literal or learner_arm == a) else k
+            reason = "branch_rule"
+        delta_f = 0.0
+        if k_rb < k:
+            if options.sensitivity == "paper" and not sensitivity_condition_holds(n - k_rb, k - k_rb, log_term) \
+                    and not refuse:
+                note = (f"sensitivity='paper' (3k/(2N), Lemma A.1) needs k <= N - sqrt(N L / 2), which fails for "
+                        f"k = {k - k_rb}, N = {n - k_rb} on arm {int(a)}: rolled back")
+                k_rb, reason = k, "condition_failed"
+            else:
+                delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity))   # refuses if it fails
+        decisions.append((int(a), k, n, k_rb, delta_f, reason, note))
     noised_df = [d[4] for d in decisions if d[3] < d[1]]
     joint = options.joint_noise and len(noised_df) > 1
     joint_sigma = float(options.sigma_for(_joint_sensitivity(noised_df))) if joint else None
     plans = tuple(SourcePlan(a, k, n, k_rb, delta_f,
-                             0.0 if k_rb == k else joint_sigma if joint else float(options.sigma_for(delta_f)))
-                  for a, k, n, k_rb, delta_f in decisions)
+                             0.0 if k_rb == k else joint_sigma if joint else float(options.sigma_for(delta_f)),
+                             reason, note)
+                  for a, k, n, k_rb, delta_f, reason, note in decisions)
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 544): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 625): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
@@ -370,7 +449,10 @@ class UnlearnResult:
     and sensitivity rule; ``rolled_back``: positions (into the request's points) of the points rolled
     back in the unlearned world -- every point of a rolled-back arm, the random subset ``U'`` of a
     mixing plan, none of a noised arm (empty for the reference, which has nothing to remove).
-    Properties give the common views (``branch``, ``sigma``, ``gamma``, ...).
+    Properties give the common views (``branch``, ``sigma``, ``gamma``, ...), and two that explain the
+    release: ``reference`` -- the reference world its (epsilon, delta) claim holds against
+    (``"literal"`` or ``"conditional"``, chapter A3a section 5) -- and ``reason`` (machine-readable: why
+    the plan is what it is, one of ``REASONS``).
     """
 
     arm: int
@@ -396,6 +478,40 @@ class UnlearnResult:
     @property
     def source_arms(self) -> tuple:
         return tuple(p.arm for p in self.plans)
+
+    @property
+    def reference(self) -> str:
+        """The reference world the release's claim holds against: ``"literal"`` when the plan would be
+        the same whatever ``a_hat = pi(D)`` is (rollback, gaussian, the literal rules, a fallback, and the
+        paper's rules where they roll back whatever ``a_hat`` is: adaptive with ``gamma >= gamma0'``,
+        mixing with ``k' = k``); ``"conditional"`` (given the released ``pi(D)``) otherwise."""
+        o = self.options
+        if o.reference == "literal" or o.method in ("rollback", "gaussian") or any(p.fell_back for p in self.plans):
+            return "literal"
+        if o.method == "adaptive":
+            return "conditional" if o.gamma < self.gamma0 else "literal"
+        return "conditional" if any(o.k_rollback_for(p.k) < p.k for p in self.plans) else "literal"
+
+    @property
+    def reason(self) -> str:
+        """Why the plan is what it is (one of ``REASONS``): a fallback reason if some arm was rolled back
+        because the method could not certify it, else ``"branch_rule"`` if the adaptive or mixing rule
+        decided, else ``"method"``."""
+        reasons = [p.reason for p in self.plans]
+        for r in FALLBACK_REASONS:
+            if r in reasons:
+                return r
+        return "branch_rule" if "branch_rule" in reasons else "method"
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether some source arm was rolled back because the method could not certify it."""
+        return any(p.fell_back for p in self.plans)
+
+    @property
+    def notes(self) -> tuple:
+        """The fallback explanations in words (empty if nothing fell back)."""
+        return tuple(dict.fromkeys(p.note for p in self.plans if p.note))
 
     @property
     def branches(self) -> dict:
@@ -435,7 +551,7 @@ class UnlearnResult:
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 626): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 744): "3. Implementation: one entry point, plans per source arm" ---
 def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
     """The options of one call, said one way: ``options=UnlearnOptions(...)``, or ``method`` and the
     fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
@@ -540,9 +656,13 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str | None 
 
     ``retrained`` is the stored statistic of data that never contained U (e.g. ``rollback(state, U)``
     or ``fit_lcb(D \\ U, tau=state.tau)`` -- the training-time tau, erratum E12).  The plan is made exactly
-    as in ``unlearn`` from quantities public in both worlds: ``learner_arm = pi(D)``, the request's
-    source arms and ``k_a``, and ``N(a) = N_retrained(a) + k_a``; only the request's arms are read, not
-    its rewards.  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
+    as in ``unlearn`` from the request's source arms and ``k_a``, ``N(a) = N_retrained(a) + k_a`` and the
+    learner's output it is given as ``learner_arm``; only the request's arms are read, not its rewards.
+    Which ``learner_arm`` names the reference world (chapter A3a, section 5): ``learner_arm = pi(D)``
+    (the released arm, ``state.arm``) is the **conditional** reference that Algorithms 3, 5 and 8
+    describe and the paper's rules are private against; ``learner_arm = pi(D \\ U)`` (``retrained.arm``)
+    is the **literal** reference of Definition 2.1, a learner that never saw U.  The two give the same
+    release whenever the plan does not read ``learner_arm`` (``UnlearnResult.reference == "literal"``).  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
     only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
     ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both), as in ``unlearn``.
@@ -604,9 +724,14 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
 
 # --- from notebooks/mab/03b_output_distributions.py, cell 6 (line 112): "1. The exact output distributions" ---
 def output_distributions(state: LCBState, request: DeletionRequest, method: str | None = None, *,
-                         options: UnlearnOptions | None = None, **settings):
+                         options: UnlearnOptions | None = None, against: str = "conditional", **settings):
     """Exact output distributions ``(p_unlearned, p_reference)`` over arms of ``unlearn(state, request, ...)``
-    and of ``reference(rollback(state, request), request, ..., learner_arm=state.arm)``.
+    and of ``reference(rollback(state, request), request, ..., learner_arm=...)``: with
+    ``against="conditional"`` (default) the reference is given the released ``learner_arm = state.arm =
+    pi(D)`` (Algorithms 3, 5, 8); with ``against="literal"`` it is given ``pi(D \\ U)``, the output of a
+    learner that never saw U (Definition 2.1 as written; chapter A3a, section 5).  The reference
+    world's plan is made from the arm it is given, so with the paper's rules the two worlds may take
+    different branches against the literal reference.
 
     Rolled-back arms carry their score on ``D \\ U`` in both worlds; with no noise both are the same
     point mass.  One noised arm: ``noisy_argmax_distribution`` of the unlearned and of the reference
@@ -617,23 +742,24 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str 
     (1-D quadrature, absolute error ~1e-12).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
     """
     options = _resolve_options(method, options, settings)
+    check_choice(against, "against", ("conditional", "literal"))
     _check_call(state, request, None)
     request.validate_against(state)
-    plans, _ = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms), state.log_term, options)
+    deleted = request.deleted_counts(state.n_arms)
+    plans, _ = plan_unlearning(state.arm, state.counts, deleted, state.log_term, options)
     rolled = rollback(state, request)
+    ref_arm = state.arm if against == "conditional" else rolled.arm
+    plans_r, _ = plan_unlearning(ref_arm, state.counts, deleted, state.log_term, options)
     base_r = rolled.scores
     base_u = state.scores.copy()
     for p in plans:
         if p.branch == "rollback":
             base_u[p.arm] = rolled.scores[p.arm]
     noised = [p for p in plans if p.noised]
+    p_ref = _released_distribution(base_r, plans_r)
     if len(noised) > 1:
-        sigmas = np.zeros(state.n_arms)
-        for p in noised:
-            sigmas[p.arm] = p.sigma
-        return multi_noisy_argmax_distribution(base_u, sigmas), multi_noisy_argmax_distribution(base_r, sigmas)
+        return _released_distribution(base_u, plans), p_ref
     arm, sigma = (noised[0].arm, noised[0].sigma) if noised else (0, 0.0)
-    p_ref = noisy_argmax_distribution(base_r, arm, sigma)
     if noised and noised[0].branch == "mixing":
         p = noised[0]
         sums, probs = subset_sum_distribution(request.rewards[request.arms == p.arm], p.k_rollback)
@@ -644,7 +770,16 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str 
     return noisy_argmax_distribution(base_u, arm, sigma), p_ref
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 8 (line 167): "2. The mechanism on many replicates at once" ---
+def _released_distribution(base, plans):
+    """Distribution of the argmax of ``base`` with the plans' noise on their noised arms (no mixing subset)."""
+    sigmas = np.zeros(np.shape(base)[-1])
+    for p in plans:
+        if p.noised:
+            sigmas[p.arm] = p.sigma
+    return multi_noisy_argmax_distribution(base, sigmas)
+
+
+# --- from notebooks/mab/03b_output_distributions.py, cell 8 (line 183): "2. The mechanism on many replicates at once" ---
 def _source_arms_and_k(arm, k, m):
     """(single, arms, ks) for unlearn_batch: ``arm`` an int (single-source) or a sequence of distinct arms."""
     single = isinstance(arm, (int, np.integer)) and not isinstance(arm, bool)
@@ -669,12 +804,13 @@ def _source_arms_and_k(arm, k, m):
     return single, arms.astype(np.int64), ks.astype(np.int64)
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 9 (line 194): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 9 (line 210): "2. The mechanism on many replicates at once" ---
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
                   options: UnlearnOptions | None = None, world: str = "unlearned",
                   rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):
-    """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) on ``R`` replicates at
-    once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+    """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``: the conditional reference,
+    given ``learner_arm = pi(D)``; ``world="literal"``: the literal reference, given ``pi(D \\ U)``) on ``R``
+    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
 
     Data: ``counts``, ``reward_sums`` of shape ``(R, m)``: the statistics of D (as ``sample_statistics_*``
     return them); ``tau``: the training-time confidence level (shared).
@@ -702,7 +838,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     modified; every input is validated before anything is drawn.
     """
     options = _resolve_options(method, options, settings)
-    _choice("world", world, ("unlearned", "reference"))
+    _choice("world", world, ("unlearned", "reference", "literal"))
     tau = check_tau(tau)
     counts, sums = check_int_array(counts, "counts", 0), check_real_array(reward_sums, "reward_sums")
     if counts.ndim != 2 or sums.shape != counts.shape:
@@ -727,11 +863,13 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
             or np.any(sums[:, src] - s > n_a - ks + tol):
         raise ValueError("deleted_sums must be sums of k rewards in [0, 1] consistent with the arm's reward sum")
     mixing = options.method == "mixing"
-    if mixing and n_src > 1:
+    refuse = options.fallback == "refuse"
+    if mixing and n_src > 1 and refuse:
         raise ValueError(f"method='mixing' (Algorithm 4) is single-source, got source arms {src.tolist()}")
     if rolled_sums is not None and not mixing:
         raise ValueError(f"rolled_sums only applies to method='mixing', not to method={options.method!r}")
-    k_mix = options.k_rollback_for(int(ks[0])) if mixing else None
+    k_mix = options.k_rollback_for(int(ks[0])) if mixing and n_src == 1 else None
+    mixing = mixing and n_src == 1                     # several arms: rolled back (the fallback) below
     draw_rolled = mixing and world == "unlearned" and rolled_sums is None and 0 < k_mix < ks[0]
     if mixing and rolled_sums is not None:
         rolled_sums = as_array(rolled_sums, "rolled_sums").astype(float)
@@ -757,21 +895,28 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     counts_du[:, src] -= ks
     sums_du[:, src] = np.clip(sums_du[:, src] - s, 0.0, counts_du[:, src])
     scores_du = lcb_scores(counts_du, sums_du, tau)[2]
-    learner = np.argmax(scores_d, axis=-1)
-    is_learner = learner[:, None] == src[None, :]
+    learner = np.argmax(scores_du if world == "literal" else scores_d, axis=-1)
+    is_learner = (learner[:, None] == src[None, :]) | (options.reference == "literal")
     if options.method == "adaptive":
         n_min, k_max = n_a.min(axis=1), ks.max()
-        if np.any(k_max > n_min):
+        defined = k_max <= n_min
+        if refuse and not np.all(defined):
             raise ValueError(
                 f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min, got "
                 f"k_max = {int(k_max)} > N_min = {int(n_min.min())} in some replicate; use method='rollback' or 'gaussian'")
-        k_rb = np.where(is_learner & (options.gamma < threshold_gamma0(n_min, k_max, log_term, options))[:, None], 0, ks)
+        below = defined & (options.gamma < threshold_gamma0(np.maximum(n_min, k_max), k_max, log_term, options))
+        k_rb = np.where(is_learner & below[:, None], 0, ks)          # undefined threshold: rolled back
     elif options.method == "gaussian":
         k_rb = np.zeros((n_rep, n_src), dtype=np.int64)
-    elif options.method == "rollback":
+    elif options.method == "rollback" or not mixing:                 # (mixing on several arms: rolled back)
         k_rb = np.broadcast_to(ks, (n_rep, n_src))
     else:
         k_rb = np.where(is_learner, k_mix, ks)
+    if options.sensitivity == "paper" and not refuse and np.any(k_rb < ks):   # Lemma A.1 fails: rolled back
+        ks_full = np.broadcast_to(ks, k_rb.shape)
+        noisy, holds = k_rb < ks_full, np.ones(k_rb.shape, dtype=bool)
+        holds[noisy] = sensitivity_condition_holds((n_a - k_rb)[noisy], (ks_full - k_rb)[noisy], log_term)
+        k_rb = np.where(noisy & ~holds, ks_full, k_rb)
     noised = k_rb < ks
     sigma = np.zeros((n_rep, n_src))
     if noised.any():
@@ -862,7 +1007,7 @@ def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_
     return lcb_scores(counts, sums, state.tau)[2]
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 10 (line 273): "5. Exact distributions when several arms are noised" ---
+# --- from notebooks/mab/07_multi_source.py, cell 10 (line 284): "5. Exact distributions when several arms are noised" ---
 SQRT_2PI = math.sqrt(2 * math.pi)
 
 
@@ -920,7 +1065,7 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     return out / out.sum()
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 13 (line 404): "5b. Noise on several arms is one mechanism" ---
+# --- from notebooks/mab/07_multi_source.py, cell 13 (line 415): "5b. Noise on several arms is one mechanism" ---
 def _joint_sensitivity(delta_fs):
     """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
     that the scalar and the batched paths give the same bits."""

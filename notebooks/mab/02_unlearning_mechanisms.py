@@ -50,6 +50,31 @@ rng = np.random.default_rng(20260602)
 # an observer who sees the released arm cannot tell — up to the usual $(\varepsilon, \delta)$ slack
 # of differential privacy — whether $U$ was once in the data and then removed, or was never there.
 #
+# **Two reference worlds — which one a guarantee holds against.**  The reference mechanism
+# $\pi'(\emptyset, \pi(D \setminus U), T(D \setminus U))$ must still be told *what* to do (which
+# arms a request would have touched, how many points): it knows the request's public description
+# — its source arms and per-arm counts $k_a$, the counts $N(a)$, $\tau$ and $\gamma$ — but not the
+# deleted rewards.  The question is what it knows about the learner's output:
+# * the **literal reference** is the definition as written: the reference sees $\pi(D \setminus U)$,
+#   the output of a learner that *never saw* $U$.  Nothing that depends on the deleted rewards
+#   enters it;
+# * the **conditional reference** gives the reference the released $\pi(D)$ instead.  That is what
+#   the paper's Algorithm 3 (and its cousins, Algorithms 5 and 8) do: they plan their branch from
+#   $\hat a = \pi(D)$.  A guarantee against it holds *conditionally on the earlier release
+#   $\pi(D)$*: it protects $U$ from an observer who already knows $\pi(D)$ (it was published before
+#   the request, so nothing more is lost by using it), but it does not say the new release looks
+#   like one from a learner that never saw $U$ — $\pi(D)$ depends on the deleted rewards.  Paper A's
+#   Section 2.2 allows this reading.
+#
+# The two coincide for every mechanism whose plan does not read $\pi(D)$ — rollback, the forced
+# Gaussian branch — and differ for the adaptive and mixing rules, which do.  The difference is not
+# academic: with counts $(100, 100)$, reward sums $(60, 57)$ and a request of 10 points of reward 1
+# from arm 0 at $\gamma = \gamma_0/2$, Algorithm 2 is $(1, 0.003)$-unlearning against the
+# conditional reference but only $(1, 0.74)$ against the literal one (chapter A3a computes both
+# exactly and gives a variant that meets the literal one).  The package states, on every result
+# that carries an $(\varepsilon, \delta)$ claim, which reference it holds against
+# (`UnlearnResult.reference` is `"conditional"` or `"literal"`).
+#
 # Two remarks that shape the code.
 # * The probabilities are over the mechanism's own randomness only; $D$ and $U$ are fixed (worst
 #   case).  So the privacy checks of the next chapter are *exact computations* on worst-case

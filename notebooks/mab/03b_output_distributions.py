@@ -112,13 +112,19 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
 # %% tags=["export"]
 from bandit_unlearning.mab.lcb import LCBState
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
+from bandit_unlearning.checks import check_choice
 from bandit_unlearning.mab.unlearn import UnlearnOptions, _check_call, _resolve_options, plan_unlearning
 
 
 def output_distributions(state: LCBState, request: DeletionRequest, method: str | None = None, *,
-                         options: UnlearnOptions | None = None, **settings):
+                         options: UnlearnOptions | None = None, against: str = "conditional", **settings):
     """Exact output distributions ``(p_unlearned, p_reference)`` over arms of ``unlearn(state, request, ...)``
-    and of ``reference(rollback(state, request), request, ..., learner_arm=state.arm)``.
+    and of ``reference(rollback(state, request), request, ..., learner_arm=...)``: with
+    ``against="conditional"`` (default) the reference is given the released ``learner_arm = state.arm =
+    pi(D)`` (Algorithms 3, 5, 8); with ``against="literal"`` it is given ``pi(D \\ U)``, the output of a
+    learner that never saw U (Definition 2.1 as written; chapter A3a, section 5).  The reference
+    world's plan is made from the arm it is given, so with the paper's rules the two worlds may take
+    different branches against the literal reference.
 
     Rolled-back arms carry their score on ``D \\ U`` in both worlds; with no noise both are the same
     point mass.  One noised arm: ``noisy_argmax_distribution`` of the unlearned and of the reference
@@ -129,23 +135,24 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str 
     (1-D quadrature, absolute error ~1e-12).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
     """
     options = _resolve_options(method, options, settings)
+    check_choice(against, "against", ("conditional", "literal"))
     _check_call(state, request, None)
     request.validate_against(state)
-    plans, _ = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms), state.log_term, options)
+    deleted = request.deleted_counts(state.n_arms)
+    plans, _ = plan_unlearning(state.arm, state.counts, deleted, state.log_term, options)
     rolled = rollback(state, request)
+    ref_arm = state.arm if against == "conditional" else rolled.arm
+    plans_r, _ = plan_unlearning(ref_arm, state.counts, deleted, state.log_term, options)
     base_r = rolled.scores
     base_u = state.scores.copy()
     for p in plans:
         if p.branch == "rollback":
             base_u[p.arm] = rolled.scores[p.arm]
     noised = [p for p in plans if p.noised]
+    p_ref = _released_distribution(base_r, plans_r)
     if len(noised) > 1:
-        sigmas = np.zeros(state.n_arms)
-        for p in noised:
-            sigmas[p.arm] = p.sigma
-        return multi_noisy_argmax_distribution(base_u, sigmas), multi_noisy_argmax_distribution(base_r, sigmas)
+        return _released_distribution(base_u, plans), p_ref
     arm, sigma = (noised[0].arm, noised[0].sigma) if noised else (0, 0.0)
-    p_ref = noisy_argmax_distribution(base_r, arm, sigma)
     if noised and noised[0].branch == "mixing":
         p = noised[0]
         sums, probs = subset_sum_distribution(request.rewards[request.arms == p.arm], p.k_rollback)
@@ -154,6 +161,15 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str 
         p_unl = probs @ noisy_argmax_distribution(bases, arm, sigma)
         return p_unl / p_unl.sum(), p_ref
     return noisy_argmax_distribution(base_u, arm, sigma), p_ref
+
+
+def _released_distribution(base, plans):
+    """Distribution of the argmax of ``base`` with the plans' noise on their noised arms (no mixing subset)."""
+    sigmas = np.zeros(np.shape(base)[-1])
+    for p in plans:
+        if p.noised:
+            sigmas[p.arm] = p.sigma
+    return multi_noisy_argmax_distribution(base, sigmas)
 
 # %% [markdown]
 # ## 2. The mechanism on many replicates at once
@@ -194,14 +210,16 @@ def _source_arms_and_k(arm, k, m):
 # %% tags=["export"]
 from bandit_unlearning.checks import as_generator, check_int_array
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
+from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import _choice, noise_sensitivity, threshold_gamma0
 
 
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
                   options: UnlearnOptions | None = None, world: str = "unlearned",
                   rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):
-    """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) on ``R`` replicates at
-    once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+    """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``: the conditional reference,
+    given ``learner_arm = pi(D)``; ``world="literal"``: the literal reference, given ``pi(D \\ U)``) on ``R``
+    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
 
     Data: ``counts``, ``reward_sums`` of shape ``(R, m)``: the statistics of D (as ``sample_statistics_*``
     return them); ``tau``: the training-time confidence level (shared).
@@ -229,7 +247,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     modified; every input is validated before anything is drawn.
     """
     options = _resolve_options(method, options, settings)
-    _choice("world", world, ("unlearned", "reference"))
+    _choice("world", world, ("unlearned", "reference", "literal"))
     tau = check_tau(tau)
     counts, sums = check_int_array(counts, "counts", 0), check_real_array(reward_sums, "reward_sums")
     if counts.ndim != 2 or sums.shape != counts.shape:
@@ -254,11 +272,13 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
             or np.any(sums[:, src] - s > n_a - ks + tol):
         raise ValueError("deleted_sums must be sums of k rewards in [0, 1] consistent with the arm's reward sum")
     mixing = options.method == "mixing"
-    if mixing and n_src > 1:
+    refuse = options.fallback == "refuse"
+    if mixing and n_src > 1 and refuse:
         raise ValueError(f"method='mixing' (Algorithm 4) is single-source, got source arms {src.tolist()}")
     if rolled_sums is not None and not mixing:
         raise ValueError(f"rolled_sums only applies to method='mixing', not to method={options.method!r}")
-    k_mix = options.k_rollback_for(int(ks[0])) if mixing else None
+    k_mix = options.k_rollback_for(int(ks[0])) if mixing and n_src == 1 else None
+    mixing = mixing and n_src == 1                     # several arms: rolled back (the fallback) below
     draw_rolled = mixing and world == "unlearned" and rolled_sums is None and 0 < k_mix < ks[0]
     if mixing and rolled_sums is not None:
         rolled_sums = as_array(rolled_sums, "rolled_sums").astype(float)
@@ -284,21 +304,28 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     counts_du[:, src] -= ks
     sums_du[:, src] = np.clip(sums_du[:, src] - s, 0.0, counts_du[:, src])
     scores_du = lcb_scores(counts_du, sums_du, tau)[2]
-    learner = np.argmax(scores_d, axis=-1)
-    is_learner = learner[:, None] == src[None, :]
+    learner = np.argmax(scores_du if world == "literal" else scores_d, axis=-1)
+    is_learner = (learner[:, None] == src[None, :]) | (options.reference == "literal")
     if options.method == "adaptive":
         n_min, k_max = n_a.min(axis=1), ks.max()
-        if np.any(k_max > n_min):
+        defined = k_max <= n_min
+        if refuse and not np.all(defined):
             raise ValueError(
                 f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min, got "
                 f"k_max = {int(k_max)} > N_min = {int(n_min.min())} in some replicate; use method='rollback' or 'gaussian'")
-        k_rb = np.where(is_learner & (options.gamma < threshold_gamma0(n_min, k_max, log_term, options))[:, None], 0, ks)
+        below = defined & (options.gamma < threshold_gamma0(np.maximum(n_min, k_max), k_max, log_term, options))
+        k_rb = np.where(is_learner & below[:, None], 0, ks)          # undefined threshold: rolled back
     elif options.method == "gaussian":
         k_rb = np.zeros((n_rep, n_src), dtype=np.int64)
-    elif options.method == "rollback":
+    elif options.method == "rollback" or not mixing:                 # (mixing on several arms: rolled back)
         k_rb = np.broadcast_to(ks, (n_rep, n_src))
     else:
         k_rb = np.where(is_learner, k_mix, ks)
+    if options.sensitivity == "paper" and not refuse and np.any(k_rb < ks):   # Lemma A.1 fails: rolled back
+        ks_full = np.broadcast_to(ks, k_rb.shape)
+        noisy, holds = k_rb < ks_full, np.ones(k_rb.shape, dtype=bool)
+        holds[noisy] = sensitivity_condition_holds((n_a - k_rb)[noisy], (ks_full - k_rb)[noisy], log_term)
+        k_rb = np.where(noisy & ~holds, ks_full, k_rb)
     noised = k_rb < ks
     sigma = np.zeros((n_rep, n_src))
     if noised.any():

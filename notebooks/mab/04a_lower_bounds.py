@@ -88,7 +88,11 @@ rng = np.random.default_rng(20260607)
 # 5. **The KL.** $\mathrm{kl}(\tfrac12 + \Delta\,\|\,\tfrac12 - \Delta) = 2\Delta\ln\frac{1 + 2\Delta}{1 - 2\Delta} \le 10\Delta^2$
 #    for $\Delta \le 1/5$ (from $\ln\frac{1+2x}{1-2x} \le 5x$), so $\mathrm{KL} \le 10\Delta^2(N(a_0) - k)$
 #    ($\mathcal M_f$) and $\le 10\Delta^2 (N - k)/C^\star$ ($\mathcal M_d$: only a $1/C^\star$ fraction of
-#    the points are arm 0).
+#    the points are arm 0).  *A departure from the printed proof:* Theorem A.7's step (d) writes
+#    $\exp(-4\Delta^2(N-k)/C^\star)$ there, which is not a valid lower bound on $e^{-\mathrm{KL}}$ — since
+#    $\ln\frac{1+2x}{1-2x} \ge 4x$, the KL is at least $8\Delta^2(N-k)/C^\star$, so
+#    $e^{-\mathrm{KL}} \le e^{-8\Delta^2(N-k)/C^\star} < e^{-4\Delta^2(N-k)/C^\star}$.  The theorem's stated
+#    result follows with the upper bound $10\Delta^2$, which is what the code uses (errata page).
 #
 # Together, for any $\Delta$, KL bound and $\delta$ (our `le_cam_bound`):
 # $$\tfrac12(\text{risk}_{I_1} + \text{risk}_{I_2}) \;\ge\; \frac{\Delta}{2}\, e^{-\varepsilon}\Big[\tfrac12 e^{-\mathrm{KL}} - 2\delta\Big].$$

@@ -213,7 +213,10 @@ assert other.branch == "rollback" and ref.rolled_back == ()
 # **Bad input** is refused with a `ValueError` naming the rule, before anything is drawn; the
 # generator, the state and the request are unchanged.  The sensitivity rule of E2 applies to the
 # noised part: with $k = 50$ of $N(a_0) = 60$ points and $k' = 10$, the $40$ points left for the noise
-# violate Lemma A.1's condition for $N - k' = 50$ points, and `sensitivity="paper"` refuses.
+# violate Lemma A.1's condition for $N - k' = 50$ points, and `sensitivity="paper"` cannot certify the
+# noise.  That request, and a multi-source one, are refused here because the calls ask for
+# `fallback="refuse"`; by default they are rolled back (exact) and the result's `reason` says why
+# (`"condition_failed"`, `"single_source_only"`, printed below).
 
 # %%
 rng_probe = np.random.default_rng(3)
@@ -227,8 +230,8 @@ bad = {
     "eta < 0": (U, dict(eta=-0.1)),
     "both k' and eta": (U, dict(k_prime=3, eta=0.25)),
     "neither k' nor eta": (U, dict()),
-    "multi-source mixing": (DeletionRequest([0, 1], [1.0, 0.0]), dict(k_prime=1)),
-    "3k/2N where A.1 fails": (big, dict(k_prime=10)),
+    "multi-source mixing": (DeletionRequest([0, 1], [1.0, 0.0]), dict(k_prime=1, fallback="refuse")),
+    "3k/2N where A.1 fails": (big, dict(k_prime=10, fallback="refuse")),
 }
 for rule, (req_, kw) in bad.items():
     for call in (lambda: unlearn(state, req_, "mixing", gamma=1.0, rng=rng_probe, **kw),
@@ -240,6 +243,11 @@ for rule, (req_, kw) in bad.items():
             msg = f"{type(err).__name__}: {err}"
     print(f"{rule:22}: {msg}")
 assert rng_probe.bit_generator.state == before
+for rule in ("multi-source mixing", "3k/2N where A.1 fails"):
+    req_, kw = bad[rule]
+    res = unlearn(state, req_, "mixing", gamma=1.0, rng=rng_probe, **{**kw, "fallback": "rollback"})
+    print(f"default fallback, {rule:22}: branches {res.branches}, reason {res.reason!r}")
+    assert res.fell_back and res.arm == rollback(state, req_).arm
 assert np.array_equal(state.counts, [60, 60, 60]) and np.array_equal(U.rewards, [1.0] * 7 + [0.0] * 5)
 res = unlearn(state, big, "mixing", gamma=1.0, k_prime=10, sensitivity="exact", rng=rng_probe)
 print(f"with sensitivity='exact': Delta_f = {res.delta_f:.4f} = exact_sensitivity(50, 40, L) = "
@@ -807,12 +815,36 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ## 9. The literal reference (chapter A3a, section 5)
+#
+# Algorithm 5 plans from the released $\hat a = \pi(D)$ ($k' = k$ when $\hat a \ne a_0$), so mixing,
+# like Algorithm 2, holds against the reference *given* $\pi(D)$.  `reference="literal"` applies the
+# chosen $k'$ whatever $\hat a$ is: the plan is then the same in both worlds, and the argument of
+# section 2 holds against a learner that never saw $U$.  On chapter A3a's counterexample (counts
+# $(100, 100)$, sums $(60, 57)$, 10 deleted points of reward 1, $\pi(D) = 0$, $\pi(D \setminus U) = 1$):
+
+# %%
+cx_state, cx_request = LCBState([100, 100], [60.0, 57.0], 1 / 200), DeletionRequest([0] * 10, [1.0] * 10)
+kw = dict(epsilon=2.0, delta=1e-3, calibration="analytic", sensitivity="exact", eta=0.5)
+mx = {}
+for rule in ("conditional", "literal"):
+    for against in ("conditional", "literal"):
+        p_u, p_r = output_distributions(cx_state, cx_request, "mixing", reference=rule, against=against, **kw)
+        mx[rule, against] = float(hockey_stick_delta(p_u, p_r, 2.0))
+        print(f"rule {rule:11} vs {against:11} reference: delta(2) = {mx[rule, against]:.2e} (claimed 1e-3)")
+assert mx["conditional", "conditional"] <= 1e-3 * (1 + 1e-9) and mx["conditional", "literal"] > 0.1
+assert mx["literal", "literal"] <= 1e-3 * (1 + 1e-9)
+
+# %% [markdown]
 # ## Summary
 # - Mixing runs through the entry points of chapter A3a: `unlearn`, `reference` (Algorithm 5),
 #   `output_distributions` and `unlearn_batch` with `method="mixing"` and `k_prime` or `eta`
 #   ($k' = \lfloor \eta k + 1/2 \rfloor$), $k' = k$ when $\hat a \ne a_0$, noise calibrated to the
-#   sensitivity of $k - k'$ points among $N(a_0) - k'$ (E2 applies to that pair).  Bad $k'$/$\eta$,
-#   multi-source mixing and E2 violations are refused before anything is drawn.
+#   sensitivity of $k - k'$ points among $N(a_0) - k'$ (E2 applies to that pair).  Bad $k'$/$\eta$ are
+#   refused before anything is drawn; multi-source mixing and E2 violations are rolled back with a
+#   machine-readable `reason` (refused with `fallback="refuse"`).  Mixing holds against the reference
+#   given $\pi(D)$; `reference="literal"` (the same $k'$ whatever $\hat a$ is) against the literal one
+#   (section 9).
 #   `bandit_unlearning.mab.mixing` exports `theorem_a10_bound`, `theorem_a10_numerator`,
 #   `theorem_a10_best_k_prime`.
 # - The unlearned output distribution is a finite mixture over the hypergeometric number of ones in

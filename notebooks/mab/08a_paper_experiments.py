@@ -364,7 +364,7 @@ class ProtocolA:
 # sub-optimality $\mu(a^\star) - \mu(\hat a')$ averaged over requests (`request_losses`, `evaluate`).
 
 # %% tags=["export"]
-_METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6")
+_METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
 def _check_methods(methods) -> list:
@@ -418,7 +418,8 @@ def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, p
         kvec = np.zeros(counts.shape[-1], dtype=np.int64)
         kvec[list(arms)] = ks
         return unlearned_arms(counts, np.broadcast_to(kvec, counts.shape)), 0
-    names = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive"}
+    names = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive",
+             "Alg2-literal": "adaptive", "Alg7-literal": "adaptive"}       # -literal: reference="literal" (A3a)
     mixing = method == "Mixing" or method.startswith("eta=")
     if not mixing and method not in names:
         raise ValueError(f"unknown method {method!r}")
@@ -432,6 +433,8 @@ def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, p
             continue
         common = dict(gamma=None if method == "Rollback" else gamma, rng=rng,
                       threshold_scale=protocol.threshold_scale, sensitivity=rule)
+        if method.endswith("-literal"):
+            common["reference"] = "literal"
         arm_arg = arms[0] if single else list(arms)
         k_arg = ks[0] if single else list(ks)
         del_arg = deleted[0][rows] if single else np.stack([d[rows] for d in deleted], axis=-1)

@@ -600,7 +600,7 @@ print("with lam = 1 the same downdate is accepted; theta' =", np.round(after.the
 #
 # Why not keep $V_a(D)$ for the widths, as Paper A keeps $b(a_0)$ of $D$?  The width
 # $x \mapsto \|x\|_{V_a^{-1}}$ is not linear in $x$; noise on $\theta$ cannot cover its change, and a
-# policy whose widths read the deleted contexts would leak them with no noise at all (erratum E18).
+# policy whose widths read the deleted contexts would leak them with no noise at all (erratum E20).
 # The price: the Gaussian branch keeps the deleted rows' information in the centre only.
 #
 # **Lemma (sensitivity of the ridge centre to deleting $k$ rows).**  Let $D'$ be any data set, $V'$,

@@ -455,6 +455,11 @@ class UnlearnRecord:
     ``steps_recomputed`` of them).  ``diagnostics``: an ``UnlearnDiagnostics`` only if ``unlearn`` was
     called with ``diagnostics=True``; its fields are also attributes of the record
     (``record.shift_norm``, ...), which raise ``AttributeError`` without it.
+    Which reference world the guarantee holds against: exact unlearning is a statement about the
+    distribution of the new run over all of the algorithm's randomness (the original run's included) --
+    it equals training from scratch on the sequence with user ``t`` replaced by the dummy, a learner that
+    never saw the user (the literal reference, with epsilon = delta = 0).  It is not a statement
+    conditional on the earlier release: given the old models, the new ones are coupled to them.
     """
 
     t: int
