@@ -1655,6 +1655,10 @@ T("key must be callable or None", registry.user_steps, SRUN, EU, key=3)
 V("unknown user", registry.unlearn_user, SRUN, stable.EpisodeUser(2**63))
 V("the dummy user cannot be deleted", registry.unlearn_user, SRUN, lr.ZERO_USER)
 T("rng must be a numpy.random.Generator", registry.unlearn_user, SRUN, SRUN.users[0], "rng")
+V("steps must be distinct", registry.unlearn_steps, SRUN, (1, 1))
+V("at least one step", registry.unlearn_steps, SRUN, ())
+T("steps must be a sequence", registry.unlearn_steps, SRUN, 3)
+T("before must be a Run", registry.verify_unlearned, "x", SRUN, None)
 
 # --- bandit_unlearning.exact.linucb
 from bandit_unlearning.exact import linucb  # noqa: E402
