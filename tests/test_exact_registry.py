@@ -10,6 +10,7 @@ from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner
 from bandit_unlearning.exact.learner import ZERO_USER, ReplayableUser, same_model, train, unlearn, verify_run
 from bandit_unlearning.exact.registry import (
     coupled_nodes, unlearn_steps, unlearn_user, unlearn_user_sequential, user_steps, verify_unlearned,
+    worst_case_cost,
 )
 from bandit_unlearning.exact.tree import BinaryTree, leaf_path
 
@@ -21,9 +22,15 @@ USERS = (PEOPLE[0], PEOPLE[1], PEOPLE[0], PEOPLE[2], PEOPLE[3], PEOPLE[0], PEOPL
 def test_unlearn_user_one_pass_forgets_and_retrains_at_most_once():
     run = train(LEARNER, USERS, np.random.default_rng(0))
     assert user_steps(run, PEOPLE[0]) == (1, 3, 6) and user_steps(run, PEOPLE[2]) == (4,)
-    new, record = unlearn_user(run, PEOPLE[0], np.random.default_rng(5))
+    new, record = unlearn_user(run, PEOPLE[0], np.random.default_rng(5), retrain_if_cheaper=False)
     assert record.steps == (1, 3, 6) and record.nodes == coupled_nodes((1, 3, 6), 8)
-    assert record.steps_recomputed == 8 - record.restart <= 8 - 1
+    assert record.steps_recomputed == 8 - record.restart <= 8 - 1 and record.method == "one pass"
+    assert worst_case_cost((1, 3, 6), 8) > 8 == worst_case_cost((1,), 8)
+    full, frec = unlearn_user(run, PEOPLE[0], np.random.default_rng(5))   # the pass could cost more than T
+    assert frec.method == "retrain" and frec.retrained and frec.steps_recomputed == 8 and frec.nodes == ()
+    assert full.deleted == frozenset({1, 3, 6}) and PEOPLE[0] not in full.users
+    verify_unlearned(run, full, frec)
+    verify_run(full)
     assert PEOPLE[0] not in new.users and PEOPLE[0] in run.users and new.deleted == frozenset({1, 3, 6})
     verify_unlearned(run, new, record)
     verify_run(new)
@@ -42,6 +49,7 @@ def test_coupled_nodes_is_the_union_of_paths_in_post_order():
 
 @pytest.mark.parametrize("factory", [None, BinaryTree])
 def test_one_step_is_algorithm_3_bit_for_bit(factory):
+    assert all(worst_case_cost((t,), T) <= T for T in (1, 2, 3, 8, 13, 64) for t in range(1, T + 1))
     learner = LEARNER if factory is None else ucb_bandit_learner(2, sigma=1.0, tree_factory=factory)
     for seed in range(5):
         run = train(learner, USERS, np.random.default_rng(seed))
@@ -57,8 +65,10 @@ def test_light_and_dense_passes_agree():
     dense = ucb_bandit_learner(2, sigma=0.5, tree_factory=BinaryTree)
     light = ucb_bandit_learner(2, sigma=0.5)
     for seed in range(5):
-        a = unlearn_user(train(light, USERS, np.random.default_rng(seed)), PEOPLE[0], np.random.default_rng(9))
-        b = unlearn_user(train(dense, USERS, np.random.default_rng(seed)), PEOPLE[0], np.random.default_rng(9))
+        a = unlearn_user(train(light, USERS, np.random.default_rng(seed)), PEOPLE[0], np.random.default_rng(9),
+                         retrain_if_cheaper=False)
+        b = unlearn_user(train(dense, USERS, np.random.default_rng(seed)), PEOPLE[0], np.random.default_rng(9),
+                         retrain_if_cheaper=False)
         assert same_model(a[0].models, b[0].models) and a[1].restart == b[1].restart
         assert all(np.array_equal(x, y) for x, y in zip(a[0].tree.values(), b[0].tree.values()))
 
@@ -71,7 +81,7 @@ def test_rl_learner_one_pass():
     users = list(episode_users(8, np.random.default_rng(1)))
     users[5] = users[1]
     run = train(learner, users, np.random.default_rng(2))
-    new, record = unlearn_user(run, users[1], np.random.default_rng(3))
+    new, record = unlearn_user(run, users[1], np.random.default_rng(3), retrain_if_cheaper=False)
     assert record.steps == (2, 6)
     verify_unlearned(run, new, record)
     verify_run(new)
@@ -83,7 +93,7 @@ def test_rl_learner_one_pass():
 def test_verify_unlearned_refuses_broken_runs():
     for seed in range(20):
         run = train(LEARNER, USERS, np.random.default_rng(seed))
-        new, rec = unlearn_user(run, PEOPLE[0], np.random.default_rng(seed + 1))
+        new, rec = unlearn_user(run, PEOPLE[0], np.random.default_rng(seed + 1), retrain_if_cheaper=seed % 2 == 0)
         verify_unlearned(run, new, rec)
         with pytest.raises(ValueError):
             verify_unlearned(run, dataclasses.replace(new, users=run.users), rec)

@@ -13,6 +13,7 @@ __all__ = [
     "StepsCoupling",
     "couple_steps",
     "UserUnlearnRecord",
+    "worst_case_cost",
     "unlearn_steps",
     "unlearn_user",
     "unlearn_user_sequential",
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_instance
-from bandit_unlearning.exact.learner import ZERO_USER, Run, _run_steps, same_model, unlearn
+from bandit_unlearning.exact.learner import ZERO_USER, Run, _run_steps, same_model, train, unlearn
 from bandit_unlearning.exact.light_tree import LightTree, _readonly
 from bandit_unlearning.exact.tree import (
     BinaryTree, Node, _decomposition_rows, check_int, coupling_accepts, draw_node_keys, leaf_path, n_nodes,
@@ -35,7 +36,7 @@ from bandit_unlearning.exact.tree import (
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 83): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 94): "Chapter B11 — Deleting a user, not a step" ---
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
     e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""
@@ -81,29 +82,74 @@ def _node_steps(b: Node, steps: tuple) -> tuple:
     return tuple(t for t in steps if b.start <= t <= b.end)
 
 
+def _light_entries(tree: LightTree, first: int, last: int, new: dict):
+    """Entries (indices, values) of leaves ``first .. last`` in leaf order, the leaves in ``new``
+    (``t -> (indices, values)``) replaced: the arrays ``_running_sum`` would read after the
+    replacement, so a ``bincount`` of them is that canonical sum bit for bit."""
+    ptr, idx, val = tree._ptr, tree._idx, tree._val
+    pos, end = int(ptr[first - 1]), int(ptr[last])
+    pieces_i, pieces_v = [], []
+    for t in sorted(t for t in new if first <= t <= last):
+        pieces_i += [idx[pos:int(ptr[t - 1])], new[t][0]]
+        pieces_v += [val[pos:int(ptr[t - 1])], new[t][1]]
+        pos = int(ptr[t])
+    pieces_i.append(idx[pos:end])
+    pieces_v.append(val[pos:end])
+    return np.concatenate(pieces_i), np.concatenate(pieces_v)
+
+
+def _sum_on(idx: np.ndarray, val: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """The canonical sum restricted to the sorted coordinates ``S``: ``bincount`` adds each
+    coordinate's entries in the same order as the full sum, so this is ``full[S]`` bit for bit."""
+    if S.size == 0:
+        return np.zeros(0)
+    pos = np.minimum(np.searchsorted(S, idx), S.size - 1)
+    hit = S[pos] == idx
+    return np.bincount(pos[hit], weights=val[hit], minlength=S.size)
+
+
+def _replace_leaves(tree: LightTree, new: dict) -> None:
+    """Give the leaves in ``new`` their new entries, all in one rebuild of the entry arrays."""
+    if not new:
+        return
+    n = tree.n_leaves
+    lens = np.diff(tree._ptr[: n + 1])
+    idx, val = _light_entries(tree, 1, n, new)
+    for t, (i, _) in new.items():
+        lens[t - 1] = i.size
+    size = max(tree._idx.size, idx.size)
+    tree._idx, tree._val = np.zeros(size, dtype=np.int32), np.zeros(size)
+    tree._idx[: idx.size], tree._val[: idx.size] = idx, val
+    tree._ptr[1:n + 1] = np.cumsum(lens)
+
+
 def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """One pass over ``nodes`` on the mutable copy ``tree`` of the frozen ``old`` (both ``LightTree``):
-    the same arithmetic and the same draws as ``LightTree.unlearn_leaf`` for one step."""
-    supports, accepted = {}, []
+    the same arithmetic and the same draws as ``LightTree.unlearn_leaf`` for one step.  Per node: its
+    noisy value (one clean sum plus its noise, as ``append`` pays) and the two clean values on the
+    shift's support only; the full new clean value only for the one rejected node."""
+    supports, new, accepted = {}, {}, []
     for k, b in enumerate(nodes):
         p = postorder_position(b)
         if b.level == 0:                                  # a deleted leaf: its new statistic, at its own model
             t = b.start
-            idx, val = statistic_sparse(new_leaf(t), tree.d, "the dummy's statistics")
+            i_new, v_new = statistic_sparse(new_leaf(t), tree.d, "the dummy's statistics")
             x_new = np.zeros(tree.d)
-            x_new[idx] = val
+            x_new[i_new] = v_new
             supports[t] = np.flatnonzero(old._leaf_dense(t) - x_new)
-            tree._set_leaf(t, idx.astype(np.int32), val)
+            new[t] = (i_new.astype(np.int32), v_new)
         S = np.unique(np.concatenate([supports[t] for t in _node_steps(b, steps)]))
-        v_old = old._running_sum(b.start, b.end)
-        v_new = tree._running_sum(b.start, b.end)
         noisy = old._noisy_value(p)
-        if coupling_accepts(noisy[S], v_old[S], v_new[S], tree.sigma, rng.random()):
+        if coupling_accepts(noisy[S], _sum_on(*_light_entries(old, b.start, b.end, {}), S),
+                            _sum_on(*_light_entries(old, b.start, b.end, new), S), tree.sigma, rng.random()):
             if S.size:
                 tree._touched[p] = _readonly(np.array(noisy))
                 tree._keys[p] = 0
             accepted.append(b)
             continue
+        v_old = old._running_sum(b.start, b.end)
+        i_all, v_all = _light_entries(old, b.start, b.end, new)
+        v_new = np.bincount(i_all, weights=v_all, minlength=tree.d) if i_all.size else np.zeros(tree.d)
         tree._touched[p] = _readonly((v_old + v_new) - noisy)  # reflection
         tree._keys[p] = 0
         regenerated = tuple(a for a in nodes[k + 1:] if a.end == b.end)
@@ -111,9 +157,11 @@ def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes
             tree._keys[p + 1:p + 1 + len(regenerated)] = draw_node_keys(rng, len(regenerated))
         for q in range(p + 1, p + 1 + len(regenerated)):
             tree._touched.pop(q, None)
+        _replace_leaves(tree, new)
         tree._cut(b.end)
         tree._rebuild_stack(keep_below=n_nodes(steps[0] - 1))
         return StepsCoupling(steps, old.n_leaves, nodes, tuple(accepted), b, regenerated, b.end)
+    _replace_leaves(tree, {t: e for t, e in new.items() if supports[t].size})
     return StepsCoupling(steps, old.n_leaves, nodes, tuple(accepted), None, (), old.n_leaves)
 
 
@@ -177,6 +225,9 @@ class UserUnlearnRecord:
     step: ``retrain_probability_bound = 1 - prod_b (1 - tv_b)`` and ``expected_steps_bound =
     sum_k prod_{j<k} (1 - tv_j) tv_k (T - r_k)``, ``tv_b = 2 Phi(m_b B / (2 sigma)) - 1`` for a node
     holding ``m_b`` deleted steps (``None`` without ``B``).  ``coupling_checks``: nodes tested.
+    ``method``: ``"one pass"``, or ``"retrain"`` when the pass's worst case exceeded one training and
+    the run was retrained from scratch instead; ``worst_case_cost``: that worst case, in steps (see
+    ``worst_case_cost``).
     """
 
     steps: tuple
@@ -191,16 +242,20 @@ class UserUnlearnRecord:
     steps_recomputed: int
     retrain_probability_bound: float | None
     expected_steps_bound: float | None
+    method: str = "one pass"
+    worst_case_cost: int = 0
 
     def __post_init__(self):
         T = check_int(self.T, "T", 1)
         check_int(self.restart, "restart", 0, T)
         if self.steps_recomputed != T - self.restart:
             raise ValueError("steps_recomputed must be T - restart")
+        if self.method not in ("one pass", "retrain"):
+            raise ValueError(f"method must be 'one pass' or 'retrain', got {self.method!r}")
 
     @property
     def retrained(self) -> bool:
-        return self.rejected is not None
+        return self.rejected is not None or self.method == "retrain"
 
     @property
     def coupling_checks(self) -> int:
@@ -210,9 +265,10 @@ class UserUnlearnRecord:
 def _bounds(nodes: tuple, steps: tuple, T: int, B, sigma: float):
     if B is None:
         return None, None
-    keep, expected = 1.0, 0.0
+    keep, expected, tvs = 1.0, 0.0, {}
     for b in nodes:
-        tv = _count_bound(len(_node_steps(b, steps)), B, sigma)
+        m = len(_node_steps(b, steps))
+        tv = tvs[m] if m in tvs else tvs.setdefault(m, _count_bound(m, B, sigma))
         expected += keep * tv * (T - b.end)
         keep *= 1 - tv
     return float(1 - keep), float(expected)
@@ -232,7 +288,18 @@ def _check_steps(run: Run, steps) -> tuple:
     return tuple(sorted(steps))
 
 
-def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy=ZERO_USER):
+def worst_case_cost(steps, T: int) -> int:
+    """The most a one-pass deletion of ``steps`` can cost, counting a coupled node like a step:
+    ``max(|nodes|, max_k (k + (T - r_k)))`` over the coupled nodes in order (``k``-th node rejected,
+    last leaf ``r_k``: ``k`` nodes tested, then ``T - r_k`` steps re-run).  It depends on the
+    request only (the steps and ``T``), never on the data or the noise.  For one step it is at most
+    ``T`` (the ``k``-th node of a path ends at ``r_k >= 2^(k-1) >= k``)."""
+    nodes = coupled_nodes(steps, T)
+    return max([len(nodes)] + [k + T - b.end for k, b in enumerate(nodes, start=1)])
+
+
+def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy=ZERO_USER,
+                  retrain_if_cheaper: bool = True):
     """Delete the users of ``steps`` (1-based, distinct) in one maximal-coupling pass.
 
     Walks the steps in time order: every node containing one of them is coupled once (its clean
@@ -240,20 +307,34 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
     run's own model); at the first rejection, at node ``b``, the run is retrained once, from step
     ``b.end + 1`` to ``T``, with the dummy at every deleted step (fresh noise from ``rng``, default: OS
     entropy).  For one step this is ``unlearn`` (Algorithm 3) bit for bit given the same generator.
-    Returns ``(new_run, UserUnlearnRecord)``; ``run`` is never modified.  ``ValueError`` for a step
-    outside ``[1, T]``, repeated or already deleted; ``TypeError`` for a bad ``rng``.
+    ``retrain_if_cheaper`` (default): when ``worst_case_cost(steps, T) > T`` (many steps, early in
+    the run) the run is retrained from scratch instead (``record.method == "retrain"``) -- exact as
+    well, and the choice depends on the request only, so it cannot bias the output; the cost is then
+    one training.  Returns ``(new_run, UserUnlearnRecord)``; ``run`` is never modified.
+    ``ValueError`` for a step outside ``[1, T]``, repeated or already deleted; ``TypeError`` for a bad
+    ``rng`` or ``retrain_if_cheaper``.
     """
     check_instance(run, Run, "run")
     steps = _check_steps(run, steps)
+    check_instance(retrain_if_cheaper, bool, "retrain_if_cheaper")
     rng = resolve_rng(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
         learner.check_user(dummy)
     rng = as_generator(rng)
-    tree = run.tree.copy()
-    coupling = couple_steps(tree, run.tree, steps, lambda t: learner.statistics(dummy, t, run.models[t - 1]), rng)
     deleted = set(steps)
     users = tuple(dummy if t in deleted else u for t, u in enumerate(run.users, start=1))
+    worst = worst_case_cost(steps, run.T)
+    if retrain_if_cheaper and worst > run.T:
+        new = train(learner, users, rng)
+        record = UserUnlearnRecord(
+            steps=steps, T=run.T, B=learner.B, sigma=learner.sigma, nodes=(), accepted=(), rejected=None,
+            regenerated=(), restart=0, steps_recomputed=run.T, retrain_probability_bound=1.0,
+            expected_steps_bound=float(run.T), method="retrain", worst_case_cost=worst,
+        )
+        return Run(learner, users, new.models, new.tree, run.deleted | deleted), record
+    tree = run.tree.copy()
+    coupling = couple_steps(tree, run.tree, steps, lambda t: learner.statistics(dummy, t, run.models[t - 1]), rng)
     models = run.models
     if coupling.retrained:
         r = coupling.restart
@@ -266,7 +347,7 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
         steps=steps, T=run.T, B=learner.B, sigma=learner.sigma, nodes=coupling.nodes,
         accepted=coupling.accepted, rejected=coupling.rejected, regenerated=coupling.regenerated,
         restart=coupling.restart, steps_recomputed=run.T - coupling.restart,
-        retrain_probability_bound=p_bound, expected_steps_bound=e_bound,
+        retrain_probability_bound=p_bound, expected_steps_bound=e_bound, worst_case_cost=worst,
     )
     return Run(learner, users, models, tree.freeze(), run.deleted | deleted), record
 
@@ -280,16 +361,17 @@ def _user_request(run, user, dummy, key) -> tuple:
     return steps
 
 
-def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None):
+def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None, retrain_if_cheaper: bool = True):
     """Delete every step of ``user`` from ``run`` in one coupling pass (``unlearn_steps``).
 
     Returns ``(new_run, UserUnlearnRecord)``; ``run`` is never modified.  ``ValueError`` if the user
     is in no step (unknown, or already deleted) or is the dummy itself; ``rng`` as in ``unlearn``
-    (default: OS entropy), resolved before anything is computed.  At most one retraining, of at most
-    ``T - steps[0]`` steps."""
+    (default: OS entropy), resolved before anything is computed.  At most one retraining: of at most
+    ``T - steps[0]`` steps, or from scratch when that is cheaper in the worst case
+    (``retrain_if_cheaper``, see ``unlearn_steps``)."""
     steps = _user_request(run, user, dummy, key)
     rng = resolve_rng(rng)
-    new, record = unlearn_steps(run, steps, rng, dummy=dummy)
+    new, record = unlearn_steps(run, steps, rng, dummy=dummy, retrain_if_cheaper=retrain_if_cheaper)
     if user_steps(new, user, key):                 # the registry must have forgotten the user
         raise RuntimeError("the user is still in the run after deletion")
     return new, record
@@ -368,7 +450,7 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
         u, expected = after.users[t - 1], (dummy if t in steps else before.users[t - 1])
         if u is not expected and not (u is not ZERO_USER and expected is not ZERO_USER and u == expected):
             raise ValueError(f"the user at step {t} is not the expected one")
-    last = T + 1 if not record.retrained else r
+    last = T + 1 if not record.retrained else max(r, 1)
     for t in range(1, last + 1):
         if after.models[t - 1] is not before.models[t - 1] and not same_model(after.models[t - 1], before.models[t - 1]):
             raise ValueError(f"w_{t} differs from the run before deletion, though step {t} was kept")
@@ -396,7 +478,7 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
     if not record.retrained:
         return
     stack = []                                      # (position, partial noisy prefix sum) of D(t)
-    for t in range(r, T + 1):
+    for t in range(max(r, 1), T + 1):
         if t > r:
             x = learner.statistics(after.users[t - 1], t, after.models[t - 1])
             if not np.array_equal(after.tree.leaf(t), x):
