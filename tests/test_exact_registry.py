@@ -25,7 +25,7 @@ def test_unlearn_user_one_pass_forgets_and_retrains_at_most_once():
     new, record = unlearn_user(run, PEOPLE[0], np.random.default_rng(5), retrain_if_cheaper=False)
     assert record.steps == (1, 3, 6) and record.nodes == coupled_nodes((1, 3, 6), 8)
     assert record.steps_recomputed == 8 - record.restart <= 8 - 1 and record.method == "one pass"
-    assert worst_case_cost((1, 3, 6), 8) > 8 == worst_case_cost((1,), 8)
+    assert worst_case_cost((1, 3, 6), 8) > 8 == worst_case_cost((1,), 8, node_cost=1)
     full, frec = unlearn_user(run, PEOPLE[0], np.random.default_rng(5))   # the pass could cost more than T
     assert frec.method == "retrain" and frec.retrained and frec.steps_recomputed == 8 and frec.nodes == ()
     assert full.deleted == frozenset({1, 3, 6}) and PEOPLE[0] not in full.users
@@ -49,13 +49,14 @@ def test_coupled_nodes_is_the_union_of_paths_in_post_order():
 
 @pytest.mark.parametrize("factory", [None, BinaryTree])
 def test_one_step_is_algorithm_3_bit_for_bit(factory):
-    assert all(worst_case_cost((t,), T) <= T for T in (1, 2, 3, 8, 13, 64) for t in range(1, T + 1))
+    assert all(worst_case_cost((t,), T, node_cost=1) <= T for T in (1, 2, 3, 8, 13, 64) for t in range(1, T + 1))
+    assert all((worst_case_cost((t,), T) <= T) == (t >= 5) for T in (8, 13, 64, 300) for t in range(1, T + 1))
     learner = LEARNER if factory is None else ucb_bandit_learner(2, sigma=1.0, tree_factory=factory)
     for seed in range(5):
         run = train(learner, USERS, np.random.default_rng(seed))
         for t in range(1, 9):
             a, ra = unlearn(run, t, np.random.default_rng(seed + 50))
-            b, rb = unlearn_steps(run, [t], np.random.default_rng(seed + 50))
+            b, rb = unlearn_steps(run, [t], np.random.default_rng(seed + 50), retrain_if_cheaper=False)
             assert same_model(a.models, b.models) and a.users == b.users
             assert all(np.array_equal(x, y) for x, y in zip(a.tree.values(), b.tree.values()))
             assert (ra.rejected, ra.restart, ra.regenerated) == (rb.rejected, rb.restart, rb.regenerated)
@@ -130,3 +131,5 @@ def test_key_function_and_refusals():
         unlearn_steps(done, (2, 3), np.random.default_rng(1))
     with pytest.raises(TypeError):
         unlearn_steps(run, "12")
+    with pytest.raises(ValueError, match="node_cost"):
+        unlearn_steps(run, (1,), node_cost=0)

@@ -13,6 +13,7 @@ __all__ = [
     "StepsCoupling",
     "couple_steps",
     "UserUnlearnRecord",
+    "NODE_COST",
     "worst_case_cost",
     "unlearn_steps",
     "unlearn_user",
@@ -36,7 +37,7 @@ from bandit_unlearning.exact.tree import (
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 94): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 98): "Chapter B11 — Deleting a user, not a step" ---
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
     e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""
@@ -243,7 +244,7 @@ class UserUnlearnRecord:
     retrain_probability_bound: float | None
     expected_steps_bound: float | None
     method: str = "one pass"
-    worst_case_cost: int = 0
+    worst_case_cost: float = 0.0
 
     def __post_init__(self):
         T = check_int(self.T, "T", 1)
@@ -288,18 +289,27 @@ def _check_steps(run: Run, steps) -> tuple:
     return tuple(sorted(steps))
 
 
-def worst_case_cost(steps, T: int) -> int:
-    """The most a one-pass deletion of ``steps`` can cost, counting a coupled node like a step:
-    ``max(|nodes|, max_k (k + (T - r_k)))`` over the coupled nodes in order (``k``-th node rejected,
-    last leaf ``r_k``: ``k`` nodes tested, then ``T - r_k`` steps re-run).  It depends on the
-    request only (the steps and ``T``), never on the data or the noise.  For one step it is at most
-    ``T`` (the ``k``-th node of a path ends at ``r_k >= 2^(k-1) >= k``)."""
+NODE_COST = 2.0
+
+
+def worst_case_cost(steps, T: int, node_cost: float = NODE_COST) -> float:
+    """The most a one-pass deletion of ``steps`` can cost, in training steps, a coupled node counted
+    as ``node_cost`` steps: ``max(node_cost |nodes|, max_k (node_cost k + T - r_k))`` over the coupled
+    nodes in order (the ``k``-th rejected, last leaf ``r_k``: ``k`` nodes tested, then ``T - r_k``
+    steps re-run).  It depends on the request only (the steps, ``T`` and the constant), never on the
+    data or the noise.  ``NODE_COST = 2``: measured (``benchmarks/deletion_cost.py``'s learners) a
+    node costs 1.7 steps of the UCB bandit (whose steps are the cheapest, tree work only) and 0.6-0.7
+    of LinUCB's or UCB-VI's.  For one step with ``node_cost <= 1`` it is at most ``T`` (the ``k``-th
+    node of a path ends at ``r_k >= 2^(k-1) >= k``); with 2, only steps ``t <= 4`` exceed it."""
+    T = check_int(T, "T", 1)
+    if isinstance(node_cost, bool) or not isinstance(node_cost, (int, float)) or not 0 < node_cost < math.inf:
+        raise ValueError(f"node_cost must be a finite number > 0, got {node_cost!r}")
     nodes = coupled_nodes(steps, T)
-    return max([len(nodes)] + [k + T - b.end for k, b in enumerate(nodes, start=1)])
+    return float(max([node_cost * len(nodes)] + [node_cost * k + T - b.end for k, b in enumerate(nodes, start=1)]))
 
 
 def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy=ZERO_USER,
-                  retrain_if_cheaper: bool = True):
+                  retrain_if_cheaper: bool = True, node_cost: float = NODE_COST):
     """Delete the users of ``steps`` (1-based, distinct) in one maximal-coupling pass.
 
     Walks the steps in time order: every node containing one of them is coupled once (its clean
@@ -307,8 +317,8 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
     run's own model); at the first rejection, at node ``b``, the run is retrained once, from step
     ``b.end + 1`` to ``T``, with the dummy at every deleted step (fresh noise from ``rng``, default: OS
     entropy).  For one step this is ``unlearn`` (Algorithm 3) bit for bit given the same generator.
-    ``retrain_if_cheaper`` (default): when ``worst_case_cost(steps, T) > T`` (many steps, early in
-    the run) the run is retrained from scratch instead (``record.method == "retrain"``) -- exact as
+    ``retrain_if_cheaper`` (default): when ``worst_case_cost(steps, T, node_cost) > T`` (many steps,
+    early in the run) the run is retrained from scratch instead (``record.method == "retrain"``) -- exact as
     well, and the choice depends on the request only, so it cannot bias the output; the cost is then
     one training.  Returns ``(new_run, UserUnlearnRecord)``; ``run`` is never modified.
     ``ValueError`` for a step outside ``[1, T]``, repeated or already deleted; ``TypeError`` for a bad
@@ -324,7 +334,7 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
     rng = as_generator(rng)
     deleted = set(steps)
     users = tuple(dummy if t in deleted else u for t, u in enumerate(run.users, start=1))
-    worst = worst_case_cost(steps, run.T)
+    worst = worst_case_cost(steps, run.T, node_cost)
     if retrain_if_cheaper and worst > run.T:
         new = train(learner, users, rng)
         record = UserUnlearnRecord(
@@ -361,7 +371,8 @@ def _user_request(run, user, dummy, key) -> tuple:
     return steps
 
 
-def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None, retrain_if_cheaper: bool = True):
+def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None, retrain_if_cheaper: bool = True,
+                 node_cost: float = NODE_COST):
     """Delete every step of ``user`` from ``run`` in one coupling pass (``unlearn_steps``).
 
     Returns ``(new_run, UserUnlearnRecord)``; ``run`` is never modified.  ``ValueError`` if the user
@@ -371,7 +382,8 @@ def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None, retrain_if
     (``retrain_if_cheaper``, see ``unlearn_steps``)."""
     steps = _user_request(run, user, dummy, key)
     rng = resolve_rng(rng)
-    new, record = unlearn_steps(run, steps, rng, dummy=dummy, retrain_if_cheaper=retrain_if_cheaper)
+    new, record = unlearn_steps(run, steps, rng, dummy=dummy, retrain_if_cheaper=retrain_if_cheaper,
+                                node_cost=node_cost)
     if user_steps(new, user, key):                 # the registry must have forgotten the user
         raise RuntimeError("the user is still in the run after deletion")
     return new, record
