@@ -1453,6 +1453,10 @@ T("rho must be a real number", stable.stable_sigma, "1", 10, 100)
 V("T must be >= 2 for the paper's calibration", stable.stable_sigma, 1.0, 10, 1)
 T("mdp must be a TabularMDP", stable.EpisodeOracle, "riverswim")
 V("reward_noise must be one of", stable.EpisodeOracle, RIVER, "gauss")
+V("max_memory must be finite and > 0", stable.stable_ucbvi, RIVER, 8, 1.0, max_memory=0)
+V("above max_memory", stable.stable_ucbvi, RIVER, 8, 1.0, max_memory=1000)
+T("mdp must be a TabularMDP", stable.training_cost, "riverswim", 8)
+T("timed must be a bool", stable.training_cost, RIVER, 8, timed=1)
 T("reward_noise must be one of", stable.EpisodeOracle, RIVER, 0)
 EU = stable.EpisodeUser(3)
 T("a user must be an EpisodeUser", ORACLE.sparse, "alice", 1, PI)
@@ -1659,6 +1663,7 @@ V("steps must be distinct", registry.unlearn_steps, SRUN, (1, 1))
 V("at least one step", registry.unlearn_steps, SRUN, ())
 T("steps must be a sequence", registry.unlearn_steps, SRUN, 3)
 T("before must be a Run", registry.verify_unlearned, "x", SRUN, None)
+V("node_cost must be a finite number > 0", registry.worst_case_cost, (1,), 8, node_cost=-1.0)
 
 # --- bandit_unlearning.exact.linucb
 from bandit_unlearning.exact import linucb  # noqa: E402
