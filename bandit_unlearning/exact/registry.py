@@ -53,6 +53,8 @@ def coupled_nodes(steps, n_leaves: int) -> tuple:
     """The complete nodes of a tree of ``n_leaves`` leaves that contain at least one of ``steps``, in
     completion (post-) order: the nodes a one-pass deletion of ``steps`` couples, each once."""
     n_leaves = check_int(n_leaves, "n_leaves", 1)
+    if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
+        raise TypeError(f"steps must be a sequence of step numbers, got {type(steps).__name__}")
     nodes = {}
     for t in steps:
         for b in leaf_path(check_int(t, "step", 1, n_leaves), n_leaves):
@@ -73,6 +75,12 @@ class StepsCoupling:
     rejected: Node | None
     regenerated: tuple
     restart: int
+
+    def __post_init__(self):
+        n = check_int(self.n_leaves, "n_leaves", 1)
+        check_int(self.restart, "restart", 0, n)
+        for name in ("steps", "nodes", "accepted", "regenerated"):
+            check_instance(getattr(self, name), tuple, name)
 
     @property
     def retrained(self) -> bool:
@@ -202,6 +210,12 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
     maximally couple every node of ``coupled_nodes(steps, n)`` once, in completion order; at the
     first rejection reflect it, give its ancestors ending at the same leaf fresh noise and truncate
     ``tree`` to ``rejected.end`` leaves.  Trees: ``LightTree`` and ``BinaryTree`` (exact types)."""
+    check_instance(steps, tuple, "steps")
+    if not callable(new_leaf):
+        raise TypeError("new_leaf must be callable")
+    if type(old) is LightTree and type(tree) is LightTree or type(old) is BinaryTree and type(tree) is BinaryTree:
+        if tree.n_leaves != old.n_leaves:
+            raise ValueError("tree must be a mutable copy of old (the same number of leaves)")
     nodes = coupled_nodes(steps, old.n_leaves)
     if type(old) is LightTree and type(tree) is LightTree:
         return _couple_light(tree, old, steps, new_leaf, nodes, rng)

@@ -243,6 +243,13 @@ class TrainingCost:
     peak_bytes: int
     seconds_per_episode: float | None
 
+    def __post_init__(self):
+        check_instance(self.name, str, "name")
+        for field in ("d", "T", "vector_bytes", "vectors", "peak_bytes"):
+            check_int(getattr(self, field), field, 1)
+        if self.seconds_per_episode is not None:
+            check_real(self.seconds_per_episode, "seconds_per_episode", 0)
+
     def __str__(self) -> str:
         text = (f"{self.name}: d = {self.d:,} numbers per tree node ({self.vector_bytes / 1e6:,.0f} MB each), "
                 f"about {self.vectors} of them at once: {self.peak_bytes / 1e9:,.2f} GB for T = {self.T}")
@@ -294,7 +301,7 @@ def _check_budget(mdp: TabularMDP, T: int, tree_factory, max_memory) -> None:
         warnings.warn(str(training_cost(mdp, T, tree_factory, timed=True)), ResourceWarning, stacklevel=3)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 451): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 458): "3. Implementation" ---
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, reward_noise: str = "bernoulli",

@@ -397,6 +397,13 @@ class TrainingCost:
     peak_bytes: int
     seconds_per_episode: float | None
 
+    def __post_init__(self):
+        check_instance(self.name, str, "name")
+        for field in ("d", "T", "vector_bytes", "vectors", "peak_bytes"):
+            check_int(getattr(self, field), field, 1)
+        if self.seconds_per_episode is not None:
+            check_real(self.seconds_per_episode, "seconds_per_episode", 0)
+
     def __str__(self) -> str:
         text = (f"{self.name}: d = {self.d:,} numbers per tree node ({self.vector_bytes / 1e6:,.0f} MB each), "
                 f"about {self.vectors} of them at once: {self.peak_bytes / 1e9:,.2f} GB for T = {self.T}")
