@@ -3,7 +3,9 @@
 """Deleting a user, not a step (chapter B11): every step a returning user occupies in a run of
 Algorithm 2 is deleted in ONE maximal-coupling pass (each tree node containing one of its steps is
 coupled once, in completion order, with the new statistics of all its steps; at most one retraining,
-from the first rejection); the registry ``run.users`` then no longer holds the user.
+from the first rejection), or by one retraining from scratch when the pass's worst case
+(``worst_case_cost``, a function of the request only) exceeds a training; the registry
+``run.users`` then no longer holds the user.
 ``verify_unlearned`` checks an unlearned run against the run it came from, replaying only the
 steps the deletion recomputed."""
 
@@ -37,7 +39,7 @@ from bandit_unlearning.exact.tree import (
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 98): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 100): "Chapter B11 — Deleting a user, not a step" ---
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
     e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""

@@ -28,7 +28,9 @@
 # ending at the same leaf fresh noise, and retrains steps $r_b + 1, \dots, T$ once ($r_b$ = last leaf of
 # $b$) with the dummy at every $t_i$.  Its output is distributed exactly as `train` on the users with
 # $z_{t_i}$ replaced by the dummy for every $i$; at most $T - t_1$ steps are recomputed (one
-# retraining or less); for $r = 1$ it is Algorithm 3 bit for bit.
+# retraining or less); for $r = 1$ it is Algorithm 3 bit for bit.  When the pass's worst case,
+# tree work included, would exceed one training (`worst_case_cost`, a function of the request
+# alone), `unlearn_user` retrains from scratch instead — exact as well (see **Cost**).
 #
 # **Derivation (the maximal-coupling argument of Algorithm 3, chapter B3a, for several leaves).**
 # Order all complete nodes $b_1, b_2, \dots$ of the tree by completion.  Under training on a user
@@ -99,7 +101,9 @@ from bandit_unlearning.experiments.exactness import battery
 """Deleting a user, not a step (chapter B11): every step a returning user occupies in a run of
 Algorithm 2 is deleted in ONE maximal-coupling pass (each tree node containing one of its steps is
 coupled once, in completion order, with the new statistics of all its steps; at most one retraining,
-from the first rejection); the registry ``run.users`` then no longer holds the user.
+from the first rejection), or by one retraining from scratch when the pass's worst case
+(``worst_case_cost``, a function of the request only) exceeds a training; the registry
+``run.users`` then no longer holds the user.
 ``verify_unlearned`` checks an unlearned run against the run it came from, replaying only the
 steps the deletion recomputed."""
 
