@@ -301,6 +301,9 @@ def test_from_gymnasium_toy_text(gymnasium):
     taxi = from_gymnasium(gymnasium.make("Taxi-v4"), horizon=30)
     assert (taxi.mdp.S, taxi.mdp.A) == (501, 6) and taxi.mdp.homogeneous_transitions
     assert np.all((taxi.mdp.rewards >= 0) & (taxi.mdp.rewards <= 1))
+    assert cliff.raw_regret(0.07) == pytest.approx(7.0)           # a mapped regret in raw units
+    assert np.allclose(cliff.raw_regret([0.0, 0.01]), [0.0, 1.0])
+    assert {"FrozenLake-v1", "CliffWalking-v1", "Taxi-v4"} <= set(gymnasium.envs.registry)
 
 
 def test_from_gymnasium_refuses_unknown_spaces_and_tables(gymnasium):

@@ -226,3 +226,19 @@ def test_stable_regret_curve_and_summary():
         stable_regret_curve("river", 60, 1.0, 5, rng)
     with pytest.raises(ValueError):
         stable_regret_curve(RIVER, 60, 0.0, 5, rng)
+
+
+def test_training_cost_and_memory_budget():
+    from bandit_unlearning.rl.stable import DEFAULT_MAX_MEMORY, training_cost
+    mdp = riverswim(5, 4)
+    cost = training_cost(mdp, 16, timed=False)
+    assert cost.d == 2 * mdp.S * mdp.A * mdp.H + mdp.S**2 * mdp.A * mdp.H and cost.vectors == 2 * 4 + 4
+    assert cost.peak_bytes == 8 * cost.d * cost.vectors and cost.seconds_per_episode is None
+    assert training_cost(mdp, 16).seconds_per_episode > 0
+    with pytest.raises(ValueError, match="max_memory=None"):
+        stable_ucbvi(mdp, 16, 10.0, max_memory=cost.peak_bytes - 1)
+    stable_ucbvi(mdp, 16, 10.0, max_memory=cost.peak_bytes)
+    stable_ucbvi(mdp, 16, 10.0, max_memory=None)
+    with pytest.raises(ValueError, match="max_memory"):
+        stable_ucbvi(mdp, 16, 10.0, max_memory=0)
+    assert DEFAULT_MAX_MEMORY == 2 * 1024**3

@@ -26,7 +26,8 @@ Modules (generated from ``notebooks/rl/02a_binary_tree.py``, ``notebooks/rl/02b_
   per-user statistics ``x x^T`` and ``r x`` in the chosen arm's block, the noisy Gram matrix shifted by a
   spectral-norm bound, a widened confidence radius;
 * ``bandit_unlearning.exact.registry`` -- deleting a user, not a step (chapter B11,
-  ``notebooks/rl/11_delete_by_user.py``): ``user_steps``, ``unlearn_user``.
+  ``notebooks/rl/11_delete_by_user.py``): ``user_steps``, ``unlearn_steps`` / ``unlearn_user`` (every step of
+  a user in one coupling pass, at most one retraining), ``verify_unlearned`` (replays only the recomputed suffix).
 
 The TV distance and the maximal coupling of Gaussians live in ``bandit_unlearning.privacy.coupling``;
 cost measurements in ``bandit_unlearning.experiments.unlearning_cost``; the exactness battery in

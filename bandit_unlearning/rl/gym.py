@@ -23,7 +23,7 @@ from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 12 (line 435): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 12 (line 441): "2. Gymnasium interoperability (optional dependency)" ---
 def _import_gymnasium():
     try:
         import gymnasium
@@ -68,6 +68,13 @@ class ImportedMDP:
         """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale."""
         span = self.reward_high - self.reward_low
         return as_array(value, "value") * span + self.mdp.H * self.reward_low
+
+    def raw_regret(self, regret):
+        """Map a regret of ``mdp`` (a difference of ``H``-step values, rewards in [0, 1]) to the
+        environment's own reward units: ``regret * (reward_high - reward_low)``.  Report both: a
+        regret that looks small in [0, 1] can be a large loss in the environment's units (on
+        CliffWalking, 0.07 per episode is 7 steps of -1)."""
+        return as_array(regret, "regret") * (self.reward_high - self.reward_low)
 
 
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
@@ -116,7 +123,7 @@ def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     return ImportedMDP(mdp, lo, hi, n - 1 if has_done else None)
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 14 (line 547): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 14 (line 560): "2. Gymnasium interoperability (optional dependency)" ---
 @lru_cache(maxsize=None)
 def _env_class():
     gym = _import_gymnasium()

@@ -26,6 +26,9 @@ __all__ = [
     "population_users",
     "EpisodeOracle",
     "PolicyUpdate",
+    "DEFAULT_MAX_MEMORY",
+    "TrainingCost",
+    "training_cost",
     "stable_ucbvi",
     "run_policies",
     "run_regret",
@@ -37,6 +40,8 @@ __all__ = [
 import hashlib
 import math
 import secrets
+import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -74,7 +79,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     return sigma_paper(rho, B, T) if calibration == "paper" else sigma_exact(rho, B, T)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 208): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 210): "3. Implementation" ---
 @dataclass(frozen=True)
 class EpisodeUser:
     """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
@@ -126,7 +131,7 @@ def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tupl
     return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 265): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 267): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
     """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (Paper B §4).
@@ -217,12 +222,91 @@ class PolicyUpdate:
         return pi
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 10 (line 360): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 11 (line 379): "3. Implementation" ---
+DEFAULT_MAX_MEMORY = 2 * 1024**3
+_WARN_MEMORY = 256 * 1024**2
+_SECONDS_FACTOR = 2.5
+
+
+@dataclass(frozen=True)
+class TrainingCost:
+    """An estimate of what training TV-stable UCB-VI costs: ``d`` numbers per tree node statistic,
+    ``vector_bytes = 8 d``, ``vectors`` such arrays alive at the peak, ``peak_bytes``, and
+    ``seconds_per_episode`` (``None`` unless timed: 2.5 times a probe of the same elementwise work
+    per number, on this machine)."""
+
+    name: str
+    d: int
+    T: int
+    vector_bytes: int
+    vectors: int
+    peak_bytes: int
+    seconds_per_episode: float | None
+
+    def __post_init__(self):
+        check_instance(self.name, str, "name")
+        for field in ("d", "T", "vector_bytes", "vectors", "peak_bytes"):
+            check_int(getattr(self, field), field, 1)
+        if self.seconds_per_episode is not None:
+            check_real(self.seconds_per_episode, "seconds_per_episode", 0)
+
+    def __str__(self) -> str:
+        text = (f"{self.name}: d = {self.d:,} numbers per tree node ({self.vector_bytes / 1e6:,.0f} MB each), "
+                f"about {self.vectors} of them at once: {self.peak_bytes / 1e9:,.2f} GB for T = {self.T}")
+        if self.seconds_per_episode is not None:
+            text += (f"; about {self.seconds_per_episode:.2g} s per episode on this machine "
+                     f"({self.seconds_per_episode * self.T:,.0f} s for the run)")
+        return text
+
+
+def _probe_seconds_per_number(n: int = 1 << 18) -> float:
+    """Seconds per number of a probe of a step's elementwise work (normals, a sum, a scan), best of 3."""
+    g, best = np.random.default_rng(0), math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        z = g.standard_normal(n)
+        z *= 1.5
+        w = z + z
+        np.flatnonzero(w > 10.0)
+        np.isfinite(w).all()
+        best = min(best, time.perf_counter() - start)
+    return best / n
+
+
+def training_cost(mdp: TabularMDP, T: int, tree_factory: Callable = LightTree, timed: bool = True) -> TrainingCost:
+    """Estimate memory (and, if ``timed``, time per episode) of ``train`` on ``stable_ucbvi(mdp, T, ...)``
+    before anything is allocated.  Light tree: ``2 floor(log2(T+1)) + 4`` arrays of ``d`` numbers;
+    dense ``BinaryTree``: ``2 (2T - 1) + 4``; another tree factory is estimated as the light tree."""
+    mdp = _check_mdp(mdp)
+    T = check_int(T, "T", 1)
+    check_instance(timed, bool, "timed")
+    d = StatsLayout.of(mdp).d
+    from bandit_unlearning.exact.tree import BinaryTree
+    vectors = 2 * (2 * T - 1) + 4 if tree_factory is BinaryTree else 2 * int(math.floor(math.log2(T + 1))) + 4
+    seconds = _SECONDS_FACTOR * _probe_seconds_per_number() * d if timed else None
+    return TrainingCost(f"TV-stable UCB-VI on {mdp.name} (S = {mdp.S}, A = {mdp.A}, H = {mdp.H})",
+                        d, T, 8 * d, vectors, 8 * d * vectors, seconds)
+
+
+def _check_budget(mdp: TabularMDP, T: int, tree_factory, max_memory) -> None:
+    """Refuse (``ValueError`` naming ``max_memory`` and the estimate) above the budget; warn above 256 MiB."""
+    if max_memory is not None:
+        max_memory = check_positive(max_memory, "max_memory")
+    cost = training_cost(mdp, T, tree_factory, timed=False)
+    if max_memory is not None and cost.peak_bytes > max_memory:
+        cost = training_cost(mdp, T, tree_factory, timed=True)
+        raise ValueError(f"{cost}, above max_memory = {max_memory / 1e9:.2f} GB: pass max_memory=None to run "
+                         "anyway, or a larger budget in bytes (or shorten the horizon H or T)")
+    if cost.peak_bytes > _WARN_MEMORY:
+        warnings.warn(str(training_cost(mdp, T, tree_factory, timed=True)), ResourceWarning, stacklevel=3)
+
+
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 458): "3. Implementation" ---
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, reward_noise: str = "bernoulli",
                  tree_factory: Callable = LightTree, bonus_kind: str = "paper",
-                 pooled: bool = False) -> PrefixSumLearner:
+                 pooled: bool = False, max_memory: float | None = DEFAULT_MAX_MEMORY) -> PrefixSumLearner:
     """TV-stable UCB-VI (Algorithm 4) for ``T`` episodes of ``mdp`` as a ``PrefixSumLearner``.
 
     Give ``rho`` (``sigma = stable_sigma(rho, H, T, calibration)``; ``rho = math.inf``: sigma 0) or
@@ -230,6 +314,9 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     ``pooled`` are ``UCBVIConfig``'s (defaults: the paper's algorithm); users are ``EpisodeUser``s (``episode_users``,
     ``population_users``) -- the learner holds none of their keys; ``tree_factory(d, sigma, capacity)`` builds the tree
     (default: the memory-light ``LightTree`` of chapter B10, bit-identical to ``BinaryTree``).
+    ``max_memory`` (bytes, default ``DEFAULT_MAX_MEMORY`` = 2 GiB; ``None``: no limit): refuse with
+    ``ValueError`` when ``training_cost(mdp, T)`` estimates more (the message gives the estimate; a
+    ``ResourceWarning`` gives it above 256 MiB).
     ``learner.B = sqrt(3H)`` (erratum E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
     """
@@ -243,6 +330,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
         sigma = check_real(sigma, "sigma", 0)
     if not callable(tree_factory):
         raise TypeError("tree_factory must be callable")
+    _check_budget(mdp, T, tree_factory, max_memory)
     config = UCBVIConfig.of(mdp, T, delta=delta, sigma=float(sigma), bonus_scale=bonus_scale, stabilize=stabilize,
                             bonus_kind=bonus_kind, pooled=pooled)
     oracle = EpisodeOracle(mdp, reward_noise)

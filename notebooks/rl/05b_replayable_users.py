@@ -424,9 +424,15 @@ assert abs(mc - broken) > t
 #   2. *Rewards*: $r_h(s, a)$ is the expected raw reward $\sum p\, r$; raw rewards (including the 0
 #      earned after termination) are mapped affinely onto $[0, 1]$ by $(r - r_{lo})/(r_{hi} - r_{lo})$.
 #      Every $H$-step return becomes $(G - H r_{lo})/(r_{hi} - r_{lo})$, an increasing affine map, so
-#      optimal policies are unchanged; `ImportedMDP.raw_value` maps values back.
+#      optimal policies are unchanged; `ImportedMDP.raw_value` maps values back and
+#      `ImportedMDP.raw_regret` maps a regret back (a factor $r_{hi} - r_{lo}$: 100 on CliffWalking,
+#      whose cliff costs $-100$ — report regret in both units).
 #   3. *Reward noise*: our rollouts draw a reward with the right mean, independent of $s'$ (the
 #      raw reward of a toy-text step may depend on $s'$); values and regret only see means.
+#
+# Environment versions: under the pinned Gymnasium (1.4) the toy-text ids are `FrozenLake-v1`,
+# `CliffWalking-v1` and `Taxi-v4`; the older `CliffWalking-v0` and `Taxi-v3` raise
+# `gymnasium.error.DeprecatedEnv` (checked below against `gymnasium.envs.registry`).
 #
 # Gymnasium is imported only inside these functions; without it they raise an `ImportError` that
 # says how to install it.  Spaces other than `Discrete` (starting at 0), or an environment without a
@@ -492,6 +498,13 @@ class ImportedMDP:
         """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale."""
         span = self.reward_high - self.reward_low
         return as_array(value, "value") * span + self.mdp.H * self.reward_low
+
+    def raw_regret(self, regret):
+        """Map a regret of ``mdp`` (a difference of ``H``-step values, rewards in [0, 1]) to the
+        environment's own reward units: ``regret * (reward_high - reward_low)``.  Report both: a
+        regret that looks small in [0, 1] can be a large loss in the environment's units (on
+        CliffWalking, 0.07 per episode is 7 steps of -1)."""
+        return as_array(regret, "regret") * (self.reward_high - self.reward_low)
 
 
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
@@ -675,6 +688,92 @@ for bad_env in (gymnasium.make("CartPole-v1"), gymnasium.make("MountainCar-v0"))
         from_gymnasium(bad_env, horizon=10)
     except TypeError as err:
         print("refused:", err)
+
+# %% [markdown]
+# **Versions that exist.**  The ids this chapter uses are registered; the older ones are refused by
+# Gymnasium itself.
+
+# %%
+toy_text = sorted(k for k in gymnasium.envs.registry if k.split("-v")[0] in ("FrozenLake", "CliffWalking", "Taxi"))
+print(f"Gymnasium {gymnasium.__version__}: toy-text ids {toy_text}")
+assert {"FrozenLake-v1", "CliffWalking-v1", "Taxi-v4"} <= set(toy_text)
+import warnings
+
+for old_id in ("CliffWalking-v0", "Taxi-v3"):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            gymnasium.make(old_id)
+    except gymnasium.error.DeprecatedEnv as err:
+        print(f"{old_id}: DeprecatedEnv ({str(err).split('.')[0]})")
+    else:
+        raise AssertionError(f"{old_id} was accepted")
+
+# %% [markdown]
+# **What a learner on a real environment will cost, before it starts.**  TV-stable UCB-VI's tree
+# holds statistics of $d = 2SAH + S^2AH$ numbers per node (chapter B7a, `training_cost`).  On Taxi
+# ($S = 501$ with the terminal state, $A = 6$, $H = 25$) that is 37.8 M numbers, 302 MB per node and
+# about 3.6 GB for $T = 16$ episodes (a practitioner measured 3.1–3.4 GB and 3.4–4.9 s per episode): `stable_ucbvi` refuses it under the default budget (2 GiB) with
+# the estimate and the override in the message, before allocating anything.  The estimate must
+# bound what training really holds: the peak traced memory of a CliffWalking run is checked
+# against it.
+
+# %%
+import tracemalloc
+
+from bandit_unlearning.exact.learner import train as train_run
+from bandit_unlearning.rl.stable import DEFAULT_MAX_MEMORY, episode_users, stable_ucbvi, training_cost
+
+taxi_cost = training_cost(taxi.mdp, 16, timed=False)
+print(taxi_cost)
+assert taxi_cost.d == 37_800_450 and taxi_cost.peak_bytes > DEFAULT_MAX_MEMORY
+try:
+    stable_ucbvi(taxi.mdp, 16, 10.0)
+except ValueError as err:
+    message = str(err)
+    assert "max_memory=None" in message and "s per episode" in message
+    print("refused:", message.split(" numbers per tree node")[0], "... pass max_memory=None to run anyway")
+else:
+    raise AssertionError("a 3 GB learner was built under a 2 GiB budget")
+cliff_cost = training_cost(cliff.mdp, 8, timed=False)
+cliff_learner = stable_ucbvi(cliff.mdp, 8, 10.0)
+tracemalloc.start()
+train_run(cliff_learner, episode_users(8, np.random.default_rng(0)), np.random.default_rng(1))
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+print(f"CliffWalking, T = 8: estimated {cliff_cost.peak_bytes / 1e6:.1f} MB ({cliff_cost.vectors} vectors of d), "
+      f"measured peak within it: {peak <= cliff_cost.peak_bytes}")
+assert peak <= cliff_cost.peak_bytes
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(training_cost(taxi.mdp, 16))                     # with the time per episode, timed on this machine
+
+# %% [markdown]
+# **Regret in the environment's units.**  TV-stable UCB-VI (chapter B7a) on CliffWalking
+# ($H = 20$, $T = 60$ episodes), non-private ($\rho = \infty$) and at $\rho = 10$: the exact expected
+# return of each episode's policy in raw units, against the optimum $-13$, and the regret in both
+# units.  The mapped regret is `raw_regret / 100` exactly; a learner stuck at $-20$ (never reaching
+# the goal in 20 steps) has mapped regret $0.07$ per episode, which looks negligible, and raw regret
+# $7$ steps of $-1$ per episode, which is not.
+
+# %%
+import math
+
+from bandit_unlearning.rl.stable import run_policies
+
+T_cliff = 60
+cliff_users = episode_users(T_cliff, np.random.default_rng(int(rng.integers(2**32))))
+for rho in (math.inf, 10.0):
+    run = train_run(stable_ucbvi(cliff.mdp, T_cliff, rho), cliff_users, np.random.default_rng(int(rng.integers(2**32))))
+    mapped = regret(cliff.mdp, run_policies(run))
+    raw_returns = cliff.raw_value(policy_values(cliff.mdp, run_policies(run)))
+    raw = cliff.raw_regret(mapped)
+    assert np.allclose(raw, v_cliff - raw_returns) and np.allclose(mapped * 100, raw)
+    last = slice(T_cliff - 20, T_cliff)
+    print(f"rho = {rho:g}: last 20 episodes: mean raw return {raw_returns[last].mean():.2f} (optimum {v_cliff:.0f}); "
+          f"regret per episode {mapped[last].mean():.3f} mapped, {raw[last].mean():.2f} raw; "
+          f"total regret {mapped.sum():.2f} mapped, {raw.sum():.0f} raw")
 
 # %% [markdown]
 # ## Summary

@@ -401,6 +401,48 @@ for T in TS:
           + " / ".join(f"{cost[rho, T]['cost'].mean():.3f}" for rho in RHOS))
 
 # %% [markdown]
+# **Time, tree work included, and what checking costs.**  Episodes recomputed are not the whole
+# bill: a deletion also couples its path's nodes (a clean sum and a node's noise each, no episode,
+# no planning), and with a rejection at leaf $t$ it re-runs $T - t$ episodes plus one planning step —
+# at $t = 1$ exactly the $T$ planning steps and $T - 1$ episodes of a training.  Counted in learner
+# calls a deletion never exceeds one training, and that is asserted; its CPU time against the
+# training's is measured below (timings are machine-dependent and not stored as claims;
+# `benchmarks/deletion_cost.py` measures them over $\rho$, $T$ and returning users, for three
+# learners).  Checking is dearer than deleting: `verify_run` replays all $T$ episodes and planning
+# steps and recomputes every earlier noisy prefix sum (the light tree regenerates their noise) and
+# every node's sum — one to three trainings (a practitioner measured 90 s on Taxi with $T = 16$).
+# `verify_unlearned(before, after, record)` (chapter B11) checks a deletion against the run it
+# came from and replays only the recomputed suffix.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+from bandit_unlearning.exact.registry import unlearn_steps, verify_unlearned
+
+T_TIME = 256
+time_learner = stable_ucbvi(MDP_COST, T_TIME, 0.3)
+time_users = population_users(MDP_COST, USER_SEED, T_TIME)
+
+
+def cpu(f):
+    start = time.process_time()
+    out = f()
+    return time.process_time() - start, out
+
+
+base_run = train(time_learner, time_users, rng)
+for t in (1, 2, 100, 256):
+    trained_s = cpu(lambda: train(time_learner, time_users[: t - 1] + (ZERO_USER,) + time_users[t:], rng))[0]
+    deleted_s, (after, rec) = cpu(lambda: unlearn_steps(base_run, (t,), rng))
+    assert rec.steps_recomputed <= T_TIME - t + (rec.method == "retrain") * t    # learner calls: at most one training
+    full_s = cpu(lambda: verify_run(after))[0]
+    suffix_s = cpu(lambda: verify_unlearned(base_run, after, rec))[0]
+    print(f"delete t = {t:3d} ({rec.method}, {rec.steps_recomputed:3d} episodes recomputed): "
+          f"{deleted_s / trained_s:.2f} x training; verify_run {full_s / trained_s:.2f} x, "
+          f"verify_unlearned {suffix_s / trained_s:.2f} x")
+
+# %% [markdown]
 # ## Summary
 # - **Exactness.** For TV-stable UCB-VI on RiverSwim ($H = 3$, $T = 16$, $\sigma = 0.5$, bonus
 #   $\times 0.05$ so that policies react within the run), deletions at positions 1, 6 and 16 were
@@ -412,6 +454,9 @@ for T in TS:
 # - **Cost.** With the paper's algorithm on RiverSwim ($H = 10$), measured retraining frequencies and
 #   costs matched their exact conditional values within Hoeffding margins; a deletion recomputes a
 #   fraction of the episodes that shrinks with $\rho$, below the paper's $\rho\sqrt{\ln T}$ estimate
-#   (table and figure); every shift was at most $B = \sqrt{3H}$ (E8).
+#   (table and figure); every shift was at most $B = \sqrt{3H}$ (E8).  In learner calls a deletion
+#   never exceeds one training (steps $t \le 4$ are retrained from scratch, where the pass could
+#   cost more in the worst case); `verify_run` costs one to three trainings, `verify_unlearned`
+#   (chapter B11) replays only what the deletion recomputed.
 # - `bandit_unlearning.experiments.rl_unlearning`: `rl_run_statistics`, `policy_code`,
 #   `policy_regret`, `rl_unlearning_cost`.
