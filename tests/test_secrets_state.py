@@ -108,19 +108,25 @@ def _bandit(tree_factory, sigma):
 
 
 def _bandit_registry(sigma):
-    """``unlearn_user`` of a user at two steps (both deleted, one after the other)."""
+    """``unlearn_user`` of a user at two steps (both deleted in one coupling pass).  The horizon is 64,
+    not ``T``: at 16 steps a two-step request's worst-case coupling cost exceeds one training, so the
+    registry retrains from scratch and keeps no node of the deleted paths (nothing to attack)."""
     learner = ucb_bandit_learner(3, sigma)
     data = np.random.default_rng()
+    horizon = 64
 
     def deletions(n):
         for _ in range(n):
-            users = list(continuous_bandit_users(T, data))
-            t1, t2 = sorted(int(v) for v in data.choice(np.arange(1, T + 1), size=2, replace=False))
+            users = list(continuous_bandit_users(horizon, data))
+            t1, t2 = sorted(int(v) for v in data.choice(np.arange(1, horizon + 1), size=2, replace=False))
             users[t2 - 1] = users[t1 - 1]
             run = train(learner, users)
             # the user's statistic at either step, for any arm: if the first deletion retrained, the
             # second step may have pulled another arm than in the original run
             xs = [(t, bandit_statistics(a, users[t1 - 1].rewards[a], 3)) for t in (t1, t2) for a in range(3)]
+            # a node holding both steps was coupled once with both: its shift is the sum of the two
+            xs += [(t2, bandit_statistics(a, users[t1 - 1].rewards[a], 3)
+                    + bandit_statistics(b, users[t1 - 1].rewards[b], 3)) for a in range(3) for b in range(3)]
             new, records = unlearn_user(run, users[t1 - 1])
             yield new.tree, xs, (new, records)
     return deletions
