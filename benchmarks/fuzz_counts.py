@@ -8,7 +8,7 @@ unclear message, valid input refused, different result, refusal changed state.  
 the label of every call that was not ok.  To count against another copy of the package (the code before
 a change), put it first on PYTHONPATH and point FUZZ_TESTS_DIR at a folder holding that code's
 ``test_bad_inputs.py`` (whose shared objects the pass uses) and this ``test_fuzz_inputs.py``:
-``PYTHONPATH=old/tree FUZZ_TESTS_DIR=old/tests python benchmarks/fuzz_counts.py out.json``.
+``PYTHONPATH=old/tree FUZZ_TESTS_DIR=old/tests FUZZ_LABEL="commit abc1234" python benchmarks/fuzz_counts.py out.json``.
 """
 
 import collections
@@ -47,7 +47,7 @@ def main(out: Path) -> dict:
                     details[outcome].append(f"{F._label(i, pos, label)} {detail}"[:240])
         finally:
             os.chdir(old)
-    result = {"package": str(Path(bandit_unlearning.__file__).parent), "callables": len({id(f) for f, _ in F.VALID}),
+    result = {"package": os.environ.get("FUZZ_LABEL", "this checkout"), "callables": len({id(f) for f, _ in F.VALID}),
               "valid_calls": len(F.VALID), "fuzzed_calls": len(F.ENUMERATION), "counts": dict(counts),
               "seconds": round(time.perf_counter() - start, 1), "not_ok": dict(details)}
     out.parent.mkdir(parents=True, exist_ok=True)
