@@ -263,7 +263,7 @@ def as_array(x, name: str) -> np.ndarray:
     ``as_real_array`` refuse them), but a lone ``True`` or ``False`` is refused (``TypeError``): it is
     never a number; and a masked array is refused (``TypeError``): numpy would drop its mask."""
     if isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a number or an array of numbers, not booleans (got {x!r})")
+        raise TypeError(f"{name} must be an integer, a real number or an array of numbers, not booleans (got {x!r})")
     return _as_array(x, name)
 
 
