@@ -19,18 +19,37 @@ Randomness -- ``as_generator(rng, name="rng")`` is the one rule for every ``rng`
   noise);
 * anything else raises ``TypeError`` naming the argument.
 
-Integers: a scalar must be a Python or numpy integer; ``bool`` is refused (``True`` is neither a
-count nor an index) and so are floats, even whole ones (unless a function documents otherwise with
-``whole_float=True``).  An integer *array* may hold whole floats (``3.0``) but not booleans.
+Integers: a scalar must be a Python or numpy integer (or a 0-d integer array); it is returned as a
+Python ``int``, so ``np.int32`` or ``np.uint8`` sizes never overflow in later arithmetic (a caller that
+keeps the argument rather than the returned value -- a dataclass field -- stores the returned value).
+``bool`` is refused (``True`` is neither a count nor an index) and so are floats, even whole ones
+(unless a function documents otherwise with ``whole_float=True``).  An integer *array* may hold whole
+floats (``3.0``) but not booleans.
 
-Size limits: functions that enumerate exactly refuse (``ValueError``, ``check_size``) a size above
-their documented limit instead of running out of memory after seconds of work.
+Real numbers: a scalar must be a Python ``int`` or ``float``, a numpy integer or floating scalar, or a
+0-d array of one; it is returned as a Python ``float``.  Refused with ``TypeError``, everywhere:
+``bool`` and ``numpy.bool_``, strings, complex numbers (even with a zero imaginary part: nothing is
+dropped silently), ``None``, and ``fractions.Fraction`` and ``decimal.Decimal`` -- an exact number
+would be rounded to a float without the caller asking, and numpy arrays of them have ``object`` dtype,
+which the array checks refuse too, so the same rule holds for scalars and arrays (convert with
+``float(x)`` first).  Arrays of real numbers refuse booleans (``check_real_array``; ``True`` is not a
+reward) and every array check refuses a ``numpy.ma.MaskedArray`` (``TypeError``): numpy's conversion
+would silently use the masked entries as if they were data.
+
+Size limits: every argument that sizes an array or a loop (a number of users, episodes, samples,
+runs...) is at most ``SIZE_LIMIT`` (``check_count``; 10**8 by default) and products of such arguments
+that size one allocation are checked with ``check_size``; a larger value is refused (``ValueError``)
+before anything is allocated or drawn.  The limit is a module constant read at call time: a user who
+has the memory and the time sets ``bandit_unlearning.checks.SIZE_LIMIT`` higher.  Functions that
+enumerate exactly refuse (``check_size``) a size above their own documented limit instead of running
+out of memory after seconds of work.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -46,13 +65,21 @@ __all__ = [
     "check_callable",
     "check_instance",
     "as_array",
+    "as_real_array",
     "check_int_array",
     "check_real_array",
     "check_size",
+    "check_count",
+    "SIZE_LIMIT",
     "refused",
 ]
 
 _INT64_MAX = np.iinfo(np.int64).max
+
+SIZE_LIMIT = 10**8
+"""The largest value ``check_count`` accepts for an argument that sizes an array or a loop (and the
+default limit of ``check_size``).  Read at call time: set ``bandit_unlearning.checks.SIZE_LIMIT``
+higher to allow larger runs."""
 
 
 def _describe(value) -> str:
@@ -117,9 +144,11 @@ def check_int(value, name: str, low: int | None = None, high: int | None = None,
 
     ``TypeError`` unless ``value`` is a Python or numpy integer (``bool`` refused; a whole float such
     as ``3.0`` only with ``whole_float=True``); ``ValueError`` outside the range."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and type(value) is np.ndarray:
+        value = value[()]                                  # a 0-d array: its scalar
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if not (whole_float and isinstance(value, (float, np.floating)) and math.isfinite(value)
-                and float(value).is_integer()):
+        if not (whole_float and type(value) in (float, np.float64, np.float32, np.float16)
+                and math.isfinite(value) and float(value).is_integer()):
             raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)
     if _outside_scalar(value, low, high, False, False):
@@ -128,18 +157,32 @@ def check_int(value, name: str, low: int | None = None, high: int | None = None,
 
 
 def _is_real_scalar(value) -> bool:
+    """Python int or float (not bool), numpy integer or floating scalar, or a plain 0-d array of one.
+    ``Fraction``, ``Decimal``, complex, strings and masked arrays are not (module docstring)."""
     if isinstance(value, (bool, np.bool_)):
         return False
     if isinstance(value, np.ndarray):
-        return value.ndim == 0 and value.dtype.kind in "iuf"
-    return isinstance(value, (numbers.Real, np.integer, np.floating))
+        return type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "iuf"
+    return isinstance(value, (int, float, np.integer, np.floating))
+
+
+def _not_real(value, name: str) -> TypeError:
+    """The ``TypeError`` for a value that is not a real number (with a hint for the near misses)."""
+    hint = ""
+    if isinstance(value, (Fraction, Decimal)):
+        hint = " (Fraction and Decimal are refused: convert with float() first)"
+    elif isinstance(value, (complex, np.complexfloating)):
+        hint = " (complex numbers are refused, not truncated)"
+    elif isinstance(value, np.ma.MaskedArray):
+        hint = " (masked arrays are refused: their mask would be ignored)"
+    return TypeError(f"{name} must be a real number, got {type(value).__name__}{hint}")
 
 
 def as_real(value, name: str) -> float:
     """``float(value)`` for a real number (nan and infinities included; the caller checks the range);
     ``TypeError`` for anything else (``bool``, strings, arrays of more than one number, None...)."""
     if not _is_real_scalar(value):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        raise _not_real(value, name)
     return float(value)
 
 
@@ -150,7 +193,7 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     ``TypeError`` unless ``value`` is a real number (``bool`` and strings refused); ``ValueError`` for
     nan, for an infinity (unless ``allow_inf``) and outside the interval."""
     if not _is_real_scalar(value):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        raise _not_real(value, name)
     v = float(value)
     if math.isnan(v) or (math.isinf(v) and not allow_inf) or _outside_scalar(v, low, high, low_open, high_open):
         raise ValueError(f"{name} must {_rule(low, high, low_open, high_open, allow_inf)}, got {value!r}")
@@ -215,7 +258,19 @@ def check_instance(value, cls, name: str):
 
 def as_array(x, name: str) -> np.ndarray:
     """``np.asarray(x)`` (no copy of an array; nothing is written), with numpy's own errors for
-    ragged or non-numeric input turned into a ``TypeError`` naming the argument."""
+    ragged or non-numeric input turned into a ``TypeError`` naming the argument.  A boolean *array* is
+    returned as is (masks are arrays of booleans; ``check_real_array``, ``check_int_array`` and
+    ``as_real_array`` refuse them), but a lone ``True`` or ``False`` is refused (``TypeError``): it is
+    never a number; and a masked array is refused (``TypeError``): numpy would drop its mask."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, a real number or an array of numbers, not booleans (got {x!r})")
+    return _as_array(x, name)
+
+
+def _as_array(x, name: str) -> np.ndarray:
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{name} must not be a masked array (its mask would be ignored); pass "
+                        f"{name}.compressed() or {name}.filled(value)")
     try:
         a = np.asarray(x)
     except (TypeError, ValueError):
@@ -223,6 +278,15 @@ def as_array(x, name: str) -> np.ndarray:
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be an array of numbers, got {_describe(x)} (dtype {a.dtype})")
     return a
+
+
+def as_real_array(x, name: str) -> np.ndarray:
+    """A new float array of the numbers in ``x`` (``as_array(x, name).astype(float)``), booleans refused
+    (``TypeError``: ``True`` is not a reward, a mean or a privacy level).  Ranges are the caller's."""
+    a = _as_array(x, name)
+    if a.dtype.kind == "b":
+        raise TypeError(f"{name} must hold real numbers, not booleans")
+    return a.astype(float)
 
 
 def _check_shape(a: np.ndarray, name: str, ndim, shape, nonempty: bool):
@@ -240,7 +304,7 @@ def check_int_array(x, name: str, low: int | None = None, high: int | None = Non
 
     ``TypeError`` for booleans or non-numbers; ``ValueError`` for non-whole or non-finite floats, a
     wrong ``ndim``/``shape``, an empty array (``nonempty``) or an entry outside the range."""
-    a = as_array(x, name)
+    a = _as_array(x, name)
     if a.dtype.kind == "b":
         raise TypeError(f"{name} must hold integers, not booleans")
     if a.size and a.dtype.kind == "f" and not (np.all(np.isfinite(a)) and np.all(np.mod(a, 1) == 0)):
@@ -264,7 +328,9 @@ def check_real_array(x, name: str, low: float | None = None, high: float | None 
                      ndim: int | None = None, shape=None, nonempty: bool = False) -> np.ndarray:
     """A new float array with finite entries (infinities only with ``allow_inf``; never nan) in the
     interval.  ``TypeError`` for non-numbers; ``ValueError`` for the other rules."""
-    a = as_array(x, name)
+    a = _as_array(x, name)
+    if a.dtype.kind == "b":
+        raise TypeError(f"{name} must hold real numbers, not booleans")
     _check_shape(a, name, ndim, shape, nonempty)
     a = a.astype(float)
     if np.any(np.isnan(a)) or (not allow_inf and not np.all(np.isfinite(a))):
@@ -274,8 +340,21 @@ def check_real_array(x, name: str, low: float | None = None, high: float | None 
     return a
 
 
-def check_size(size: int, limit: int, what: str) -> int:
-    """Refuse (``ValueError``) an exact enumeration of ``size`` items when it exceeds ``limit``."""
+def check_size(size: int, limit: int | None, what: str) -> int:
+    """Refuse (``ValueError``) an exact enumeration (or an allocation) of ``size`` items when it exceeds
+    ``limit`` (``None``: ``SIZE_LIMIT``)."""
+    if limit is None:
+        limit = SIZE_LIMIT
     if size > limit:
         raise ValueError(f"{what}: {size} items to enumerate exceed the limit of {limit}")
     return size
+
+
+def check_count(value, name: str, low: int | None = 0, high: int | None = None) -> int:
+    """An integer that sizes an array or a loop: ``check_int(value, name, low, high)`` and at most
+    ``SIZE_LIMIT`` (read at call time), refused with a ``ValueError`` that says how to raise the limit."""
+    value = check_int(value, name, low, high)
+    if value > SIZE_LIMIT:
+        raise ValueError(f"{name} must be <= {SIZE_LIMIT} (bandit_unlearning.checks.SIZE_LIMIT: sizes an array or "
+                         f"a loop; raise the limit to allow more), got {value}")
+    return value

@@ -29,7 +29,7 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from bandit_unlearning.checks import as_generator, check_int, check_real, check_instance
+from bandit_unlearning.checks import as_generator, check_count, check_int, check_real, check_instance
 from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
@@ -159,7 +159,7 @@ def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
     which the smallest p-value of ``battery`` falls below ``level``."""
     _check_samples(sample_u, sample_d)
-    size = check_int(size, "size", 1)
+    size = check_count(size, "size", 1)
     level = check_real(level, "level", 0, 1, low_open=True, high_open=True)
     k = min(len(sample_u), len(sample_d)) // size
     if k < 1:

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import as_generator, check_instance, check_int, check_int_array, check_real
+from bandit_unlearning.checks import check_count, as_generator, check_instance, check_int, check_int_array, check_real
 from bandit_unlearning.mab.data import (
     concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )
@@ -34,7 +34,7 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
     """
     mu, m = PAPER_MEANS, PAPER_MEANS.size
     ns = check_int_array(ns, "ns", m, ndim=1, nonempty=True).tolist()
-    reps = check_int(reps, "reps", 2)
+    reps = check_count(reps, "reps", 2)
     c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
     rng = as_generator(rng)
     out = {k: [] for k in ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")}

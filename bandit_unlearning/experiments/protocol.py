@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.checks import (
+from bandit_unlearning.checks import (check_count,
     as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real_array,
 )
 from bandit_unlearning.mab.data import check_distribution, check_means, concentrability_behavior
@@ -110,7 +110,7 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     prefixes = check_int_array(prefixes, "prefixes")
     if prefixes.ndim != 1 or prefixes.size == 0 or np.any(prefixes < 1):
         raise ValueError(f"prefixes must be a non-empty list of positive integers, got {prefixes}")
-    n_replicates = check_int(n_replicates, "n_replicates", 1)
+    n_replicates = check_count(n_replicates, "n_replicates", 1)
     check_choice(model, "model", ("Mf", "Md"))
     rng = as_generator(rng)
     n_max = int(prefixes.max())
@@ -144,7 +144,7 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     prefix = check_int(prefix, "prefix", 0, traj.prefixes.size - 1)
     arm = check_int(arm, "arm", 0, traj.means.size - 1)
     align, k = check_int(align, "align", 1), check_int(k, "k", 0)
-    n_requests = check_int(n_requests, "n_requests", 1)
+    n_requests = check_count(n_requests, "n_requests", 1)
     rng = as_generator(rng)
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k

@@ -28,8 +28,8 @@ import numpy as np
 from scipy.stats import binom, norm
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import (
-    as_array, as_generator, check_bool, check_instance, check_int_array, check_real, check_real_array, check_size,
+from bandit_unlearning.checks import (check_count,
+    as_array, as_real_array, as_generator, check_bool, check_instance, check_int_array, check_real, check_real_array, check_size,
 )
 from bandit_unlearning.exact.tree import check_int, check_positive
 from bandit_unlearning.experiments.rl_stable import stable_regret_curve
@@ -61,8 +61,9 @@ def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: 
     n, sigma = check_int(n, "n", 1), check_positive(sigma, "sigma")
     p, q = check_real(p, "p", 0, 1), check_real(q, "q", 0, 1)
     points_per_sigma = check_int(points_per_sigma, "points_per_sigma", 4)
-    check_size((n + 1) * int((n + 16 * sigma) / sigma * points_per_sigma + 1), MAX_TV_GRID,
-               f"the quadrature of n = {n} bits at sigma = {sigma:g}")
+    grid = (n + 16 * sigma) / sigma * points_per_sigma + 1              # a float: inf for a subnormal sigma
+    check_size((n + 1) * (int(grid) if math.isfinite(grid) else grid), MAX_TV_GRID,
+               f"the quadrature of n = {n} bits at sigma = {sigma:g} with points_per_sigma = {points_per_sigma}")
     y = np.arange(-8 * sigma, n + 8 * sigma, sigma / points_per_sigma)
     k = np.arange(n + 1)
     kernel = norm.pdf((y[None, :] - k[:, None]) / sigma) / sigma           # [n+1, grid]
@@ -79,7 +80,7 @@ def karwa_vadhan_bound(n: int, rho: float, tv: float) -> float:
 def lower_bound_shape(S: int, A: int, H: int, T, rho):
     """``H sqrt(SAT) + SAH / rho`` (Theorem 4.4 without its constant; broadcast over ``T``, ``rho``)."""
     S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
-    T, rho = as_array(T, "T").astype(float), as_array(rho, "rho").astype(float)
+    T, rho = as_real_array(T, "T"), as_real_array(rho, "rho")
     if np.any(~(T >= 1)) or np.any(~(rho > 0)):
         raise ValueError("T must be >= 1 and rho > 0")
     try:
@@ -109,10 +110,10 @@ def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T
     non-private).  Returns dicts ``{"rho", "seed", "final" (exact expected R(T)), "first_correct"
     (``first_correct_episode``), "S", "A", "H", "T", "gap", "bonus_scale"}``.  Every argument is
     checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an int seed)."""
-    n_actions = check_int(n_actions, "n_actions", 1)
-    best = [n_actions - 1] * check_int(n_bandits, "n_bandits", 1)
+    n_actions = check_count(n_actions, "n_actions", 1)
+    best = [n_actions - 1] * check_count(n_bandits, "n_bandits", 1)
     mdp = independent_bandits(n_bandits, n_actions, H, gap, best_actions=best)
-    T = check_int(T, "T", 1)
+    T = check_count(T, "T", 1)
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
     seeds = check_int_array(seeds, "seeds", 0, 2**63 - 1, ndim=1).tolist()
     bonus_scale = check_real(bonus_scale, "bonus_scale", 0)
@@ -145,7 +146,7 @@ def summarize_by_rho(results) -> dict:
     return out
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 220): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 221): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: str = "C0",
                      show_saturation: bool = True):
     """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with

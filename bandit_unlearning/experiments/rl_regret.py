@@ -14,12 +14,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import check_instance, check_int, check_int_array, check_real, check_real_array
+from bandit_unlearning.checks import check_count, check_instance, check_int, check_int_array, check_real, check_real_array
 from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
-# --- from notebooks/rl/06b_ucbvi_regret.py, cell 13 (line 252): "2. Regret of the non-private reference" ---
+# --- from notebooks/rl/06b_ucbvi_regret.py, cell 13 (line 253): "2. Regret of the non-private reference" ---
 def loglog_slope(ts, cumulative, start: float = 0.1) -> float:
     """Least-squares slope of ``log R(t)`` against ``log t`` over ``t >= start * max(ts)``."""
     ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)
@@ -37,7 +37,7 @@ def regret_curves(mdp: TabularMDP, T: int, seeds, bonus_scale: float = 1.0, delt
     at ``n_points`` log-spaced episode counts.  Returns ``{"t", "regret" [seeds, points],
     "slopes" (last decade), "bonus_scale", "mdp", "T"}``."""
     check_instance(mdp, TabularMDP, "mdp")
-    T, n_points = check_int(T, "T", 1), check_int(n_points, "n_points", 1)
+    T, n_points = check_count(T, "T", 1), check_int(n_points, "n_points", 1)
     seeds = check_int_array(seeds, "seeds", 0, ndim=1, nonempty=True)
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curves = []

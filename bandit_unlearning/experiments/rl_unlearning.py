@@ -19,7 +19,7 @@ __all__ = [
 
 import numpy as np
 
-from bandit_unlearning.checks import (
+from bandit_unlearning.checks import (check_count,
     as_array, as_generator, check_callable, check_instance, check_int_array, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import Run
@@ -95,7 +95,7 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     check_instance(mdp, TabularMDP, "mdp")
     Ts = check_int_array(Ts, "Ts", 2, ndim=1).tolist()
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
-    n_runs, requests_per_run = check_int(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
+    n_runs, requests_per_run = check_count(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
     if seed is not None:
         seed = check_int(seed, "seed", 0, 2**64 - 1)
     if not isinstance(calibration, str) or calibration not in CALIBRATIONS:

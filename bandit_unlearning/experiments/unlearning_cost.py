@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import (
+from bandit_unlearning.checks import (check_count,
     as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
@@ -90,8 +90,8 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
     the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     check_instance(learner, PrefixSumLearner, "learner")
-    n_runs = check_int(n_runs, "n_runs", 1)
-    requests_per_run = check_int(requests_per_run, "requests_per_run", 1)
+    n_runs = check_count(n_runs, "n_runs", 1)
+    requests_per_run = check_count(requests_per_run, "requests_per_run", 1)
     rng = as_generator(rng)
     keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
             "expected_cost", "shift_norm")

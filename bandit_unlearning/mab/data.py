@@ -27,8 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import (
-    as_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
+from bandit_unlearning.checks import (check_count,
+    as_array, as_real_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
 )
 
 
@@ -63,7 +63,7 @@ def check_means(means) -> np.ndarray:
 def check_distribution(p, n_arms: int, name: str = "behavior") -> np.ndarray:
     """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1); returns a new array."""
     n_arms = check_int(n_arms, "n_arms", 1)
-    p = as_array(p, name).astype(float)
+    p = as_real_array(p, name)
     if p.shape != (n_arms,):
         raise ValueError(f"{name} must have shape ({n_arms},), got {p.shape}")
     if not np.all(np.isfinite(p)) or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-9):
@@ -86,9 +86,9 @@ class OfflineDataset:
     n_arms: int
 
     def __post_init__(self):
-        n_arms = check_int(self.n_arms, "n_arms", 1)
+        n_arms = check_count(self.n_arms, "n_arms", 1)
         arms = check_int_array(self.arms, "arms")
-        rewards = as_array(self.rewards, "rewards").astype(float)
+        rewards = as_real_array(self.rewards, "rewards")
         if arms.ndim != 1 or rewards.ndim != 1:
             raise ValueError(f"arms and rewards must be 1-D, got shapes {arms.shape} and {rewards.shape}")
         if arms.shape != rewards.shape:
@@ -172,7 +172,7 @@ def distribution_dataset(
     ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
-    n = check_int(n, "n", 0)
+    n = check_count(n, "n", 0)
     check_callable(sample_rewards, "sample_rewards")
     rng = as_generator(rng)
     arms = rng.choice(means.size, size=int(n), p=behavior)
@@ -181,7 +181,7 @@ def distribution_dataset(
 
 def concentrability_behavior(n_arms: int, c_star: float, best_arm: int = 0) -> np.ndarray:
     """The paper's behaviour policy: ``best_arm`` with probability ``1/C*``, the others uniform."""
-    n_arms = check_int(n_arms, "n_arms", 2)
+    n_arms = check_count(n_arms, "n_arms", 2)
     c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
     best_arm = check_int(best_arm, "best_arm", 0, n_arms - 1)
     d = np.full(n_arms, (1 - 1 / c_star) / (n_arms - 1))
@@ -199,7 +199,7 @@ def sample_statistics_fixed(means, counts, rng: np.random.Generator, size: int =
     counts = check_int_array(counts, "counts")
     if counts.shape != means.shape or np.any(counts < 0):
         raise ValueError(f"counts must be {means.shape} non-negative integers, got {counts}")
-    size = check_int(size, "size", 0)
+    size = check_count(size, "size", 0)
     rng = as_generator(rng)
     n = np.broadcast_to(counts, (size, means.size))
     return n.copy(), rng.binomial(n, means).astype(float)
@@ -209,7 +209,7 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
     """``size`` replicates of ``(counts, reward_sums)`` under M_d with Bernoulli rewards."""
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
-    n, size = check_int(n, "n", 0), check_int(size, "size", 0)
+    n, size = check_count(n, "n", 0), check_count(size, "size", 0)
     rng = as_generator(rng)
     counts = rng.multinomial(n, behavior, size=size)
     return counts, rng.binomial(counts, means).astype(float)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import (
-    as_array, check_instance, check_int, check_int_array, check_real, check_real_array,
+    as_array, as_real_array, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 
@@ -73,7 +73,7 @@ class LCBState:
 
     def __post_init__(self):
         counts = check_int_array(self.counts, "counts")
-        sums = as_array(self.reward_sums, "reward_sums").astype(float)
+        sums = as_real_array(self.reward_sums, "reward_sums")
         if counts.ndim != 1 or counts.size < 1 or sums.shape != counts.shape:
             raise ValueError(f"counts and reward_sums must be 1-D of equal length, got {counts.shape}, {sums.shape}")
         if np.any(counts < 0):

@@ -50,8 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from bandit_unlearning.checks import (
-    as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
+from bandit_unlearning.checks import (check_count,
+    as_array, as_real_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly, round_robin_arms
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
@@ -77,7 +77,7 @@ def _counts_k(n_name: str, n, k) -> tuple:
 
 
 def _epsilon(epsilon, allow_zero: bool = False):
-    eps = as_array(epsilon, "epsilon").astype(float)
+    eps = as_real_array(epsilon, "epsilon")
     if not np.all(np.isfinite(eps)) or np.any(eps < 0) or (not allow_zero and np.any(eps == 0)):
         rule = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"epsilon must be finite and {rule}, got {epsilon!r}")
@@ -87,7 +87,7 @@ def _epsilon(epsilon, allow_zero: bool = False):
 def _theorem_delta(delta):
     if delta is None:
         return
-    d = as_array(delta, "delta").astype(float)
+    d = as_real_array(delta, "delta")
     if not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d > DELTA_MAX):
         raise ValueError(f"Theorems 3.7 and 3.9 hold for delta in [0, 1/(8 sqrt(e))] = [0, {DELTA_MAX:.6f}], "
                          f"got delta = {delta!r}")
@@ -96,11 +96,13 @@ def _theorem_delta(delta):
 def _c_star(c_star, low: float, high: float, theorem: str) -> float:
     c = check_real(c_star, "c_star (C*)", allow_inf=True)
     if not (np.isfinite(c) and low <= c < high) or (low == 1 and c == 1):
-        raise ValueError(f"{theorem} needs C* in {'(1, 2)' if high == 2 else '[2, inf)'}, got C* = {c_star!r}")
+        raise ValueError(f"{theorem} needs c_star (C*) in {'(1, 2)' if high == 2 else '[2, inf)'}, got C* = {c_star!r}")
     return c
 
 
 def _check_instance(instance):
+    if type(instance) is np.ndarray and instance.ndim == 0:          # a 0-d array: its scalar
+        instance = instance[()]
     if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)):
         raise TypeError(f"instance must be 0 (I1) or 1 (I2), got {type(instance).__name__}")
     if instance not in (0, 1):
@@ -112,7 +114,7 @@ def _out(x):
     return float(x) if x.ndim == 0 else x
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 6 (line 214): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 6 (line 216): "3. Implementation" ---
 # ------------------------------------------------------------------------------- the constructions
 def gap_fixed(n_a0: int, k: int) -> float:
     """Theorem 3.7's gap ``Delta = min{1/5, (1/2) sqrt(1 / (5 (N(a0) - k)))}``."""
@@ -161,7 +163,7 @@ class TwoPointPair:
         if np.argmax(means[0]) == np.argmax(means[1]):
             raise ValueError("the two instances must have different best arms")
         source = check_int(self.source, "source", 0, 1)
-        n, k = check_int(self.n, "n", 2), check_int(self.k, "k", 1)
+        n, k = check_count(self.n, "n", 2), check_int(self.k, "k", 1)
         if k >= n:
             raise ValueError(f"k must be < n (something must be left after the deletion), got n = {n}, k = {k}")
         if self.c_star is not None:
@@ -253,7 +255,7 @@ def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
                         behaviors=np.array([[1 / c, 1 - 1 / c], [1 - 1 / c, 1 / c]]), c_star=c)
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 403): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 405): "3. Implementation" ---
 # ------------------------------------------------------------------------------------- sampling
 def _check_pair(pair, instance=None):
     if not isinstance(pair, TwoPointPair):
@@ -325,17 +327,17 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     return np.sort(rng.choice(pool, size=pair.k, replace=False))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 480): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 482): "3. Implementation" ---
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
     """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts."""
-    p, q = as_array(p, "p").astype(float), as_array(q, "q").astype(float)
+    p, q = as_real_array(p, "p"), as_real_array(q, "q")
     try:
         np.broadcast_shapes(p.shape, q.shape)
     except ValueError:
         raise ValueError(f"p and q must broadcast together, got shapes {p.shape} and {q.shape}") from None
     if np.any(~np.isfinite(p)) or np.any(~np.isfinite(q)) or np.any((p < 0) | (p > 1) | (q < 0) | (q > 1)):
-        raise ValueError("Bernoulli parameters must lie in [0, 1]")
+        raise ValueError("p and q (Bernoulli parameters) must lie in [0, 1]")
     return _out(special.rel_entr(p, q) + special.rel_entr(1 - p, 1 - q))
 
 
@@ -426,7 +428,7 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     return total
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 601): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 603): "3. Implementation" ---
 # ----------------------------------------------------------------------------------------- bounds
 def le_cam_bound(gap, kl, epsilon, delta=0.0):
     """The two-point chain with any KL bound and delta: for every (epsilon, delta)-unlearning mechanism,
@@ -434,13 +436,13 @@ def le_cam_bound(gap, kl, epsilon, delta=0.0):
     ``(gap / 2) e^-epsilon max{0, e^-kl / 2 - 2 delta}`` when ``kl`` bounds the KL between the laws of
     what the reference mechanism reads (D \\ U) under the two instances.  epsilon >= 0 (0 for a (0, 0)
     mechanism such as rollback).  Broadcasts."""
-    gap, kl = as_array(gap, "gap").astype(float), as_array(kl, "kl").astype(float)
+    gap, kl = as_real_array(gap, "gap"), as_real_array(kl, "kl")
     if np.any(~np.isfinite(gap)) or np.any((gap <= 0) | (gap > 1)):
         raise ValueError(f"gap must lie in (0, 1], got {gap}")
     if np.any(np.isnan(kl)) or np.any(kl < 0):
         raise ValueError(f"kl must be >= 0, got {kl}")
     eps = _epsilon(epsilon, allow_zero=True)
-    delta = as_array(delta, "delta").astype(float)
+    delta = as_real_array(delta, "delta")
     if np.any(~np.isfinite(delta)) or np.any((delta < 0) | (delta >= 1)):
         raise ValueError(f"delta must lie in [0, 1), got {delta}")
     return _out(gap / 2 * np.exp(-eps) * np.maximum(0.0, np.exp(-kl) / 2 - 2 * delta))
@@ -499,7 +501,7 @@ def lower_bound_small_cstar(n, k, c_star, epsilon, kl="paper"):
             gap = (2 - c) / 2
             d1, mu1, mu2 = np.array([1 / c, 1 - 1 / c]), np.array([0.5 + gap, 0.5]), np.array([0.5, 0.5 + gap])
             kl = (n_ - k_) * float(np.sum(special.rel_entr(d1, d1[::-1]) + d1 * bernoulli_kl(mu1, mu2)))
-    kl = as_array(kl, "kl").astype(float)
+    kl = as_real_array(kl, "kl")
     if np.any(np.isnan(kl)) or np.any(kl < 0):
         raise ValueError(f"kl must be >= 0, got {kl}")
     return _out((2 - c) / 8 * np.exp(-eps - kl))

@@ -17,6 +17,7 @@ __all__ = [
     "check_distributions",
     "hockey_stick_delta",
     "hockey_stick_epsilon",
+    "CP_TAIL_MARGIN",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "ThresholdEvent",
@@ -33,15 +34,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from bandit_unlearning.checks import (
-    as_array, as_real, check_bool, check_choice, check_int, check_probability, check_real, check_size,
+    as_array, as_real_array, as_real, check_bool, check_choice, check_int, check_probability, check_real, check_size,
 )
 from bandit_unlearning.privacy.gaussian import check_delta
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 4 (line 58): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 4 (line 59): "2. Monte Carlo audits" ---
 DISTRIBUTION_ATOL = 1e-9
 MAX_EVENT_ENTRIES = 5_000_000   # events x outcomes of the default event family (``subset_events``)
 
@@ -49,7 +50,7 @@ MAX_EVENT_ENTRIES = 5_000_000   # events x outcomes of the default event family 
 def check_distributions(p, q):
     """Validate two probability vectors over the same finite set (shape ``(..., m)``, summing to 1
     along the last axis within ``DISTRIBUTION_ATOL``; tiny negative rounding is clipped to 0)."""
-    p, q = as_array(p, "p").astype(float), as_array(q, "q").astype(float)
+    p, q = as_real_array(p, "p"), as_real_array(q, "q")
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
     if p.ndim < 1 or p.shape[-1] < 1:
@@ -76,7 +77,7 @@ def hockey_stick_delta(p, q, epsilon):
     array ``epsilon`` (>= 0) broadcast.  Returns a float for a single pair and scalar epsilon.
     """
     p, q = check_distributions(p, q)
-    epsilon = as_array(epsilon, "epsilon").astype(float)
+    epsilon = as_real_array(epsilon, "epsilon")
     if not np.all(np.isfinite(epsilon) | (epsilon == np.inf)) or np.any(epsilon < 0) or np.any(np.isnan(epsilon)):
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
     try:
@@ -111,7 +112,7 @@ def hockey_stick_epsilon(p, q, delta) -> float:
     return float(optimize.brentq(excess, 0.0, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 6 (line 155): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 6 (line 156): "2. Monte Carlo audits" ---
 def _binomial_counts(successes, trials, alpha):
     """Whole numbers ``0 <= successes <= trials`` (``trials >= 1``, arrays broadcast) and ``alpha`` in (0, 1)."""
     k, n = as_array(successes, "successes"), as_array(trials, "trials")
@@ -130,26 +131,99 @@ def _binomial_counts(successes, trials, alpha):
     return k, n, check_probability(alpha, "alpha")
 
 
+CP_TAIL_MARGIN = 1e-12
+"""Relative slack added to scipy's binomial tail when a Clopper-Pearson bound is verified (above the
+evaluation error of its distribution functions; checked against exact rational arithmetic in the tests)."""
+
+
+_TINY_TAIL = 1e-280
+
+
+def _log_tail_bound(k, n, log_p, log_q, ratio):
+    """Upper bound on ``ln P[Bin(n, p) >= k]`` (``ratio`` = (n-k) p / ((k+1) q)) or ``ln P[Bin(n, p) <= k]``
+    (``ratio`` = k q / ((n-k+1) p)): the k-th term times the geometric series ``1/(1 - ratio)``, plus 8 ulp
+    of every summand (inf where ``ratio >= 1``, where it bounds nothing)."""
+    log_choose = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a, b = k * log_p, (n - k) * log_q
+        a, b = np.where(k == 0, 0.0, a), np.where(n == k, 0.0, b)
+        term = log_choose + a + b
+        err = 8 * np.finfo(float).eps * (special.gammaln(n + 1) + np.abs(a) + np.abs(b) + 4)
+        return np.where(ratio < 1, term - np.log1p(-np.minimum(ratio, 1.0)) + err, np.inf)
+
+
+def _log_at_least(k, n, p):
+    """An upper bound on ``ln P[Bin(n, p) >= k]``: scipy's tail where it is a normal double (with the relative
+    slack CP_TAIL_MARGIN), else -- a tail below 1e-280, where the binomial terms are subnormal and lose
+    digits -- the geometric bound above."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        tail = np.where(p > 0.5, stats.binom.cdf(n - k, n, 1.0 - p), stats.binom.sf(k - 1, n, p))
+        log_p, log_q = np.log(p), np.log1p(-p)
+        ratio = (n - k) / (k + 1) * np.exp(log_p - log_q)
+        return np.where(tail > _TINY_TAIL, np.log(tail) + CP_TAIL_MARGIN,
+                        np.minimum(_log_tail_bound(k, n, log_p, log_q, ratio), np.log(tail + _TINY_TAIL)))
+
+
+def _log_at_most(k, n, p):
+    """An upper bound on ``ln P[Bin(n, p) <= k]`` (for ``p > 1/2`` through the failures, ``1 - p`` being
+    exact there, so that the tail stays accurate within a few ulp of 1; tiny tails as above)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        tail = np.where(p > 0.5, stats.binom.sf(n - k - 1, n, 1.0 - p), stats.binom.cdf(k, n, p))
+        log_p, log_q = np.log(p), np.log1p(-p)
+        ratio = k / (n - k + 1) * np.exp(log_q - log_p)
+        return np.where(tail > _TINY_TAIL, np.log(tail) + CP_TAIL_MARGIN,
+                        np.minimum(_log_tail_bound(k, n, log_p, log_q, ratio), np.log(tail + _TINY_TAIL)))
+
+
+def _outward(bound, tail, alpha, toward: float):
+    """``bound`` moved toward ``toward`` (1: an upper bound, 0: a lower bound) until ``log_tail(bound) <=
+    ln alpha`` (``log_tail``: an upper bound on the log tail): steps of 1, 2, 4, ... ulp, so at most about
+    60 evaluations; the end point itself always passes (its tail is 0)."""
+    bound = np.where(np.isfinite(bound), np.clip(bound, 0.0, 1.0), toward)
+    step = np.maximum(np.spacing(bound), 5e-324)
+    limit = math.log(alpha)
+    for _ in range(1100):
+        bad = ~(tail(bound) <= limit)
+        if not np.any(bad):
+            return bound
+        moved = np.clip(bound + step if toward == 1.0 else bound - step, 0.0, 1.0)
+        bound, step = np.where(bad, moved, bound), np.where(bad, 2 * step, step)
+    return np.where(tail(bound) <= limit, bound, toward)        # pragma: no cover (the end point passes)
+
+
 def clopper_pearson_lower(successes, trials, alpha):
-    """One-sided Clopper-Pearson lower bound: ``P[p < bound] <= alpha`` (0 when there is no success)."""
+    """One-sided Clopper-Pearson lower bound: ``P[p < bound] <= alpha`` (0 when there is no success).
+
+    ``beta.ppf(alpha, k, n - k + 1)``, then verified on the binomial tail it inverts -- ``P[Bin(n, bound)
+    >= k] <= alpha`` -- and moved down (outward) until it holds, so the bound is conservative at every
+    alpha, not only where the quantile function is accurate."""
     k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
-        bound = stats.beta.ppf(alpha, k, n - k + 1)
-    return np.where(k > 0, bound, 0.0)
+        bound = np.broadcast_to(stats.beta.ppf(alpha, k, n - k + 1), np.broadcast_shapes(k.shape, n.shape))
+    kk, nn = np.broadcast_arrays(k, n)
+    bound = _outward(np.where(kk > 0, bound, 0.0), lambda p: np.where(kk > 0, _log_at_least(kk, nn, p), -np.inf),
+                     alpha, 0.0)
+    return bound
 
 
 def clopper_pearson_upper(successes, trials, alpha):
     """One-sided Clopper-Pearson upper bound: ``P[p > bound] <= alpha`` (1 when every trial succeeded).
 
     The upper ``alpha`` quantile of Beta(k + 1, n - k) is ``beta.isf(alpha)``: ``beta.ppf(1 - alpha)`` would
-    first round ``1 - alpha`` and miss small alphas in either direction."""
+    first round ``1 - alpha`` and miss small alphas in either direction.  The quantile is then verified on
+    the binomial tail it inverts -- ``P[Bin(n, bound) <= k] <= alpha`` -- and moved up (outward) until it
+    holds: near 1 (``k`` close to ``n``, tiny alpha) the float grid is coarse against ``1 - bound`` and the
+    nearest double can lie on the wrong side."""
     k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
-        bound = stats.beta.isf(alpha, k + 1, n - k)
-    return np.where(k < n, bound, 1.0)
+        bound = np.broadcast_to(stats.beta.isf(alpha, k + 1, n - k), np.broadcast_shapes(k.shape, n.shape))
+    kk, nn = np.broadcast_arrays(k, n)
+    bound = _outward(np.where(kk < nn, bound, 1.0), lambda p: np.where(kk < nn, _log_at_most(kk, nn, p), -np.inf),
+                     alpha, 1.0)
+    return bound
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 8 (line 201): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 8 (line 275): "2. Monte Carlo audits" ---
 @dataclass(frozen=True)
 class ThresholdEvent:
     """The event ``{y > threshold}`` (``above=True``) or ``{y <= threshold}`` for real outputs."""
@@ -174,7 +248,7 @@ class ThresholdEvent:
 
 def threshold_events(thresholds) -> list:
     """``{y > t}`` and ``{y <= t}`` for every ``t`` (to be fixed before looking at the samples)."""
-    thresholds = as_array(thresholds, "thresholds").astype(float).ravel()
+    thresholds = as_real_array(thresholds, "thresholds").ravel()
     if np.any(np.isnan(thresholds)):
         raise ValueError("thresholds must be numbers (no nan)")
     return [ThresholdEvent(float(t), above) for t in thresholds for above in (True, False)]
@@ -218,7 +292,7 @@ class AuditResult:
             check_real(getattr(self, name), name, 0, 1)
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 10 (line 274): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 10 (line 348): "2. Monte Carlo audits" ---
 def _is_integer_array(x: np.ndarray) -> bool:
     return np.issubdtype(x.dtype, np.integer) or (
         np.issubdtype(x.dtype, np.floating) and np.all(np.isfinite(x)) and np.all(np.mod(x, 1) == 0))
@@ -256,6 +330,9 @@ def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, ev
     delta = check_delta(delta)
     confidence = check_probability(confidence, "confidence")
     max_subset_outcomes = check_int(max_subset_outcomes, "max_subset_outcomes", 0)
+    for name, outcomes in (("outcomes_a", outcomes_a), ("outcomes_b", outcomes_b)):
+        if isinstance(outcomes, np.ma.MaskedArray):
+            raise TypeError(f"{name} must not be a masked array (its mask would be ignored); pass {name}.compressed()")
     a, b = np.asarray(outcomes_a).ravel(), np.asarray(outcomes_b).ravel()
     if a.size == 0 or b.size == 0:
         raise ValueError("outcomes_a and outcomes_b must be non-empty")

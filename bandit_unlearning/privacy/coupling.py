@@ -19,7 +19,7 @@ __all__ = [
 import numpy as np
 from scipy.special import erf
 
-from bandit_unlearning.checks import as_array, as_generator, check_positive, check_real
+from bandit_unlearning.checks import as_array, as_real_array, as_generator, check_positive, check_real
 
 
 # --- from notebooks/rl/01_tv_and_coupling.py, cell 4 (line 54): "1. TV distance between $\mathcal N(\mu_1, \sigma^2 I_d)$..." ---
@@ -29,7 +29,7 @@ def check_sigma(sigma: float) -> float:
 
 
 def _as_points(x, name: str) -> np.ndarray:
-    x = as_array(x, name).astype(float)
+    x = as_real_array(x, name)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"{name} must have shape (..., d) with d >= 1, got {x.shape}")
     if not np.all(np.isfinite(x)):
@@ -69,7 +69,8 @@ def coupling_log_ratio(x, mu1, mu2, sigma: float):
     x, mu1, mu2 = _as_points(x, "x"), _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
     _common_shape(x=x, mu1=mu1, mu2=mu2)
     xi, xi2 = x - mu1, x - mu2
-    return (np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)) / (2 * sigma**2)
+    # sigma * sigma, not sigma**2: a float power raises OverflowError for sigma ~ 1e300 (the product is inf, ratio 0)
+    return (np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)) / (2 * sigma * sigma)
 
 
 def reflection_coupling(x, mu1, mu2, sigma: float, rng: np.random.Generator):
@@ -88,11 +89,12 @@ def reflection_coupling(x, mu1, mu2, sigma: float, rng: np.random.Generator):
     x, mu1, mu2 = _as_points(x, "x"), _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
     shape = _common_shape(x=x, mu1=mu1, mu2=mu2)
     rng = as_generator(rng)
+    log_ratio = None if sigma == 0 else coupling_log_ratio(x, mu1, mu2, sigma)     # before anything is drawn
     u = rng.random(shape[:-1])
     if sigma == 0:
         kept = np.all(mu1 == mu2, axis=-1) & np.ones(shape[:-1], dtype=bool)
     else:
-        kept = u < np.exp(np.minimum(coupling_log_ratio(x, mu1, mu2, sigma), 0.0))
+        kept = u < np.exp(np.minimum(log_ratio, 0.0))
     y = np.where(kept[..., None], x, mu1 + mu2 - x)
     if kept.ndim == 0:
         return y, bool(kept)

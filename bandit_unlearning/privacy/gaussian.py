@@ -32,7 +32,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from bandit_unlearning.checks import as_array, as_real
+from bandit_unlearning.checks import as_array, as_real_array, as_real
 
 
 # --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 4 (line 93): "2. Derivation" ---
@@ -164,8 +164,8 @@ def gaussian_delta(sigma, sensitivity, epsilon):
     everywhere: its limits (0 when sigma/D or epsilon is huge, 1 when sigma/D is 0) come out as such.
     """
     sensitivity = check_sensitivity(sensitivity)
-    sigma = as_array(sigma, "sigma").astype(float)
-    epsilon = as_array(epsilon, "epsilon").astype(float)
+    sigma = as_real_array(sigma, "sigma")
+    epsilon = as_real_array(epsilon, "epsilon")
     if not np.all(np.isfinite(sigma)) or np.any(sigma < 0):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
     if not np.all(np.isfinite(epsilon)) or np.any(epsilon < 0):
@@ -233,11 +233,17 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
         value = float(_log_profile(math.exp(log_t), epsilon)) - target
         return min(max(value, -1e300), 1e300)
 
-    start = math.log(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
+    # the classic ratio, in logarithms (a subnormal epsilon would make the ratio itself overflow), clamped
+    # into the bracket's range; each bracket search takes at most 700 steps of 2
+    start = min(max(0.5 * math.log(2 * math.log(1.25 / delta)) - math.log(epsilon), -699.0), 699.0)
     lo, hi = start - 1.0, start + 1.0
-    while excess(lo) <= 0 and lo > -700:
+    for _ in range(700):
+        if excess(lo) > 0 or lo <= -700:
+            break
         lo -= 2.0
-    while excess(hi) >= 0 and hi < 700:
+    for _ in range(700):
+        if excess(hi) < 0 or hi >= 700:
+            break
         hi += 2.0
     if not excess(lo) > 0 > excess(hi):
         raise ValueError(f"cannot calibrate sigma in double precision for epsilon = {epsilon:g}, delta = {delta:g}: "
@@ -254,16 +260,20 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma = {sensitivity:g} * {t:.3g} is not a positive double (sensitivity too large or "
                          "too small for this epsilon and delta)")
-    while gaussian_delta(sigma, sensitivity, epsilon) > delta:    # keep the float profile consistent too
+    for _ in range(64):                                            # keep the float profile consistent too
+        if gaussian_delta(sigma, sensitivity, epsilon) <= delta:
+            return sigma
         sigma = float(np.nextafter(sigma, np.inf))
-    return sigma
+    raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
 
 
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 
     ``inf`` if sigma is 0 (and sensitivity > 0) or if no epsilon below 1e308 reaches delta; 0 if
-    sensitivity is 0.
+    sensitivity is 0.  Never below the TRUE epsilon: Brent's root (solved to a few ulp, relative) is
+    raised until the float profile plus a bound on its evaluation error (``_certified_gap``, as in
+    ``analytic_gaussian_sigma``) is at most delta, and until the float profile is too.
     """
     sensitivity, delta = check_sensitivity(sensitivity), check_delta(delta)
     sigma = as_real(sigma, "sigma")
@@ -281,8 +291,20 @@ def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     if excess(0.0) <= 0:
         return 0.0
     hi = 1.0
-    while excess(hi) > 0:
+    for _ in range(1100):                              # at most ~1024 doublings to 1e308
+        if excess(hi) <= 0:
+            break
         hi *= 2.0
         if hi > 1e308:                                 # no epsilon in double range reaches delta
             return math.inf
-    return float(optimize.brentq(excess, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
+    # xtol: an absolute tolerance would be coarse for tiny epsilons (sigma >> sensitivity), so only rtol acts
+    eps = float(optimize.brentq(excess, 0.0, hi, xtol=1e-300, rtol=4 * _ULP, maxiter=500))
+    step = max(eps * 8 * _ULP, 5e-324)
+    for _ in range(2200):                              # raise eps until the TRUE profile is <= delta
+        gap, _slope = _certified_gap(t, eps, target)
+        if gap <= 0 and gaussian_delta(sigma, sensitivity, eps) <= delta:
+            return eps
+        eps, step = eps + step, step * 2.0
+        if not math.isfinite(eps):
+            break
+    return math.inf

@@ -18,12 +18,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, as_real, check_instance, check_int
+from bandit_unlearning.checks import check_count, as_array, as_real, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 12 (line 441): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 12 (line 443): "2. Gymnasium interoperability (optional dependency)" ---
 def _import_gymnasium():
     try:
         import gymnasium
@@ -80,7 +80,7 @@ class ImportedMDP:
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
     (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""
-    horizon = check_int(horizon, "horizon", 1)
+    horizon = check_count(horizon, "horizon", 1)
     if name is not None:
         check_instance(name, str, "name")
     for attr in ("observation_space", "action_space", "unwrapped"):
@@ -123,7 +123,7 @@ def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     return ImportedMDP(mdp, lo, hi, n - 1 if has_done else None)
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 14 (line 560): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 14 (line 562): "2. Gymnasium interoperability (optional dependency)" ---
 @lru_cache(maxsize=None)
 def _env_class():
     gym = _import_gymnasium()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, check_bool, check_instance, check_int
+from bandit_unlearning.checks import as_array, as_real_array, check_bool, check_count, check_instance, check_int
 
 
 # --- from notebooks/rl/05a_tabular_mdps.py, cell 4 (line 57): "1. The MDP type" ---
@@ -76,11 +76,11 @@ class TabularMDP:
     homogeneous_rewards: bool = field(init=False)
 
     def __post_init__(self):
-        H = check_int(self.horizon, "horizon H", 1)
+        H = check_count(self.horizon, "horizon H", 1)
         check_instance(self.name, str, "name")
-        P = as_array(self.transitions, "transitions").astype(float)
-        r = as_array(self.rewards, "rewards").astype(float)
-        rho = as_array(self.initial, "initial").astype(float)
+        P = as_real_array(self.transitions, "transitions")
+        r = as_real_array(self.rewards, "rewards")
+        rho = as_real_array(self.initial, "initial")
         if P.ndim not in (3, 4) or P.shape[-1] != P.shape[-3] or P.shape[-1] < 1 or P.shape[-2] < 1:
             raise ValueError(f"transitions must have shape [H, S, A, S] or [S, A, S], got {P.shape}")
         if P.ndim == 4 and P.shape[0] != H:

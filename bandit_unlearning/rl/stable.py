@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, as_generator, check_choice, check_instance, check_real
+from bandit_unlearning.checks import check_count, as_array, as_real_array, as_generator, check_choice, check_instance, check_real
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
@@ -114,7 +114,7 @@ def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
     (``secrets``), which nothing can regenerate.  A generator (or an int seed >= 0, by the package's
     rule ``checks.as_generator``): keys derived one-way from its raw words (``T`` of them) --
     reproducible, an opt-in whose seed is key material."""
-    T = check_int(T, "T", 0)
+    T = check_count(T, "T", 0)
     if rng is None:
         return tuple(EpisodeUser(secrets.randbits(64)) for _ in range(T))
     return tuple(EpisodeUser(k) for k in _derived_keys(as_generator(rng, "rng"), T))
@@ -126,7 +126,7 @@ def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tupl
     ``seed + 3HSA i gamma mod 2^64``).  For comparisons and reproducible research only: any key and
     its position give the seed, and the seed every user of the population, deleted ones included."""
     mdp, seed = _check_mdp(mdp), check_seed(seed)
-    T, start = check_int(T, "T", 0), check_int(start, "start", 0)
+    T, start = check_count(T, "T", 0), check_int(start, "start", 0)
     stride = N_STREAMS * mdp.H * mdp.S * mdp.A * _GAMMA
     return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
 
@@ -321,7 +321,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     the config.
     """
     mdp = _check_mdp(mdp)
-    T = check_int(T, "T", 1)
+    T = check_count(T, "T", 1)
     if (rho is None) == (sigma is None):
         raise ValueError("give exactly one of rho (TV-stability level) and sigma (tree noise)")
     if rho is not None:
@@ -374,7 +374,7 @@ def theorem_41_terms(S: int, A: int, H: int, T, rho) -> dict:
     """The three terms of Theorem 4.1's bound, polylog factors dropped (broadcast over ``T`` and
     ``rho``): ``H^3 S^2 A``, ``H^2 sqrt(SAT)`` and ``H^2.5 S^2 A / rho``."""
     S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
-    T, rho = as_array(T, "T").astype(float), as_array(rho, "rho").astype(float)
+    T, rho = as_real_array(T, "T"), as_real_array(rho, "rho")
     if np.any(~(T >= 1)):
         raise ValueError("T must be >= 1")
     if np.any(~(rho > 0)):

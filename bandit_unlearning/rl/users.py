@@ -232,6 +232,8 @@ def _rollout_lists(mdp: TabularMDP, policy_rows: list, user: int, seed: int, ber
 def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str = "bernoulli") -> Trajectory:
     """One episode of the deterministic ``policy [H, S]`` with the replayable ``user``."""
     pi = check_policy(mdp, policy)
+    if isinstance(user, np.ma.MaskedArray):
+        raise TypeError("user must be an integer key, not a masked array")
     u = int(check_users(mdp, [user])[0])
     states, actions, rews = _rollout_lists(mdp, pi.tolist(), u, check_seed(seed),
                                            _check_noise(reward_noise) == "bernoulli")

@@ -124,8 +124,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.checks import (
-    as_array, as_generator, check_instance, check_int, check_int_array, check_real,
+from bandit_unlearning.checks import (check_count,
+    as_array, as_real_array, as_generator, check_instance, check_int, check_int_array, check_real,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState
@@ -141,7 +141,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 def _check_points(arms, rewards):
     """Validate the points of a request on their own; returns (int64 arms, float rewards)."""
-    arms, rewards = check_int_array(arms, "request arms"), as_array(rewards, "request rewards").astype(float)
+    arms, rewards = check_int_array(arms, "request arms"), as_real_array(rewards, "request rewards")
     if arms.ndim != 1 or rewards.ndim != 1:
         raise ValueError(f"request arms and rewards must be 1-D, got shapes {arms.shape} and {rewards.shape}")
     if arms.shape != rewards.shape:
@@ -206,7 +206,7 @@ class DeletionRequest:
         return tuple(int(a) for a in np.unique(self.arms))
 
     def _check_n_arms(self, n_arms: int) -> int:
-        n_arms = check_int(n_arms, "n_arms", 1)
+        n_arms = check_count(n_arms, "n_arms", 1)
         if self.arms.max() >= n_arms:
             raise ValueError(
                 f"request names unknown arm {int(self.arms.max())}: the state has arms 0..{int(n_arms) - 1}")
@@ -469,7 +469,7 @@ def _check_counts(n_a0, k):
 
 
 def _check_log_term(log_term):
-    log_term = as_array(log_term, "log_term").astype(float)
+    log_term = as_real_array(log_term, "log_term")
     if not np.all(np.isfinite(log_term)) or np.any(log_term <= 0):
         raise ValueError(f"log_term L = ln(m/tau) must be finite and > 0, got {log_term}")
     return log_term

@@ -89,7 +89,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from bandit_unlearning.checks import (
+from bandit_unlearning.checks import (check_count,
     as_array, check_callable, check_int, check_int_array, check_real, check_size,
 )
 from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
@@ -174,7 +174,7 @@ def fit_imitation(dataset: OfflineDataset) -> ImitationState:
 def deletion_counts(request, n_arms: int) -> np.ndarray:
     """Per-arm deletion counts ``k_a`` of ``request``: a ``DeletionRequest`` or a length-``n_arms``
     vector of non-negative integers.  Unknown arms raise ``ValueError``."""
-    n_arms = check_int(n_arms, "n_arms", 1)
+    n_arms = check_count(n_arms, "n_arms", 1)
     if isinstance(request, DeletionRequest):
         return request.deleted_counts(n_arms)
     k = _integer_array(request, "deletion counts k")
@@ -323,7 +323,7 @@ def _theorem311_args(n, k, c_star):
         raise ValueError(f"need integers n >= 1 and 0 <= k <= n, got n={n}, k={k}")
     c_star = check_real(c_star, "c_star (C*)")
     if not 1 < c_star < 2:
-        raise ValueError(f"Theorem 3.11 needs C* in (1, 2), got {c_star}")
+        raise ValueError(f"Theorem 3.11 needs c_star (C*) in (1, 2), got {c_star}")
     return n, k, c_star
 
 

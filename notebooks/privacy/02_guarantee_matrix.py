@@ -102,7 +102,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from bandit_unlearning.checks import check_callable, check_choice, check_int, check_real_array
+from bandit_unlearning.checks import check_count, check_callable, check_choice, check_int, check_real_array
 from bandit_unlearning.mab.imitation import ImitationState, most_frequent_arm, unlearn_imitation
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
@@ -216,7 +216,7 @@ class AuditRow:
 def competitor_means(setting: Setting, n_grid: int = 21) -> np.ndarray:
     """Competitor means: a grid over [0, 1] plus the neighbourhood of the source arms' scores, where
     the learner's arm changes and a single noised arm's argmax delta peaks."""
-    _check_is(setting, Setting, "setting"), check_int(n_grid, "n_grid", 2)
+    _check_is(setting, Setting, "setting"), check_count(n_grid, "n_grid", 2)
     probe, _ = worst_case_instance(setting.n, setting.k, setting.n_sources, KINDS[0], 0.5)
     radius = float(np.sqrt(probe.log_term / (2 * setting.n)))
     near = []

@@ -104,7 +104,7 @@ from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning import checks as _checks
-from bandit_unlearning.checks import as_array, as_generator, check_real
+from bandit_unlearning.checks import as_array, as_generator, as_real_array, check_real
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
@@ -289,7 +289,7 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
     if T < 2:
         raise ValueError("T must be >= 2 for the paper's calibration (log2 T = 0 gives sigma = 0); "
                          "use sigma_exact for T = 1")
-    return float(B * np.sqrt(np.log2(T)) / (np.sqrt(2) * rho))
+    return _finite_sigma(float(B * np.sqrt(np.log2(T)) / (np.sqrt(2) * rho)), rho)
 
 
 def sigma_exact(rho: float, B: float, T: int) -> float:
@@ -300,7 +300,14 @@ def sigma_exact(rho: float, B: float, T: int) -> float:
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
     n = path_length(T)
-    return float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho)))
+    return _finite_sigma(float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho))), rho)
+
+
+def _finite_sigma(sigma: float, rho: float) -> float:
+    """``sigma`` itself, or a ValueError naming ``rho`` when the calibration overflowed (a subnormal rho)."""
+    if not math.isfinite(sigma):
+        raise ValueError(f"rho must be large enough for a finite sigma, got rho = {rho!r} (sigma overflows)")
+    return sigma
 
 
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:
@@ -457,7 +464,7 @@ class SparseStatistic(_SparseFields):
 
 
 def _sparse_parts(x: SparseStatistic, d: int, name: str):
-    idx, val = as_array(x.indices, f"{name} indices"), as_array(x.values, f"{name} values").astype(float)
+    idx, val = as_array(x.indices, f"{name} indices"), as_real_array(x.values, f"{name} values")
     if idx.ndim != 1 or val.shape != idx.shape:
         raise ValueError(f"{name}: indices and values must be 1-D arrays of the same length")
     if idx.size and not np.issubdtype(idx.dtype, np.integer):
@@ -478,14 +485,14 @@ def _sparse_parts(x: SparseStatistic, d: int, name: str):
 def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
     (``-0.0`` stored as ``+0.0``)."""
-    if type(d) is not int or d < 1:
-        d = check_int(d, "d", 1)
+    if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
+        d = check_count(d, "d", 1)
     if isinstance(x, SparseStatistic):
         idx, val = _sparse_parts(x, d, name)
         out = np.zeros(d)
         out[idx] = val
         return out
-    x = as_array(x, name).astype(float)
+    x = as_real_array(x, name)
     if x.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
     if not np.isfinite(x).all():
@@ -496,11 +503,11 @@ def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
 def statistic_sparse(x, d: int, name: str = "x"):
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return its non-zeros as
     ``(indices int64 increasing, values)``."""
-    if type(d) is not int or d < 1:
-        d = check_int(d, "d", 1)
+    if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
+        d = check_count(d, "d", 1)
     if isinstance(x, SparseStatistic):
         return _sparse_parts(x, d, name)
-    x = as_array(x, name).astype(float)
+    x = as_real_array(x, name)
     if x.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
     if not np.isfinite(x).all():
@@ -540,7 +547,7 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
     ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
     the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
-    k = check_int(k, "k", 0)
+    k = _checks.check_count(k, "k", 0)
     rng = as_generator(rng)
     width = 8 * KEY_WORDS
     raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
@@ -566,8 +573,8 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     is a local of the call: run back, its state would give the key, so none outlives the call."""
     if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)):
         key = _node_key(key)
-    if type(d) is not int or d < 1:
-        d = check_int(d, "d", 1)
+    if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
+        d = check_count(d, "d", 1)
     if type(sigma) is not float or not 0 <= sigma < math.inf:
         sigma = check_sigma(sigma)
     if sigma == 0:
@@ -615,7 +622,7 @@ def fold_rows(rows) -> np.ndarray:
         rows = list(rows)
     if not isinstance(rows, (list, tuple)) or len(rows) == 0:
         raise ValueError("rows must be a non-empty list of vectors of one shape")
-    acc = as_array(rows[0], "rows").astype(float)
+    acc = as_real_array(rows[0], "rows")
     for r in rows[1:]:
         r = as_array(r, "rows")
         if r.shape != acc.shape:

@@ -60,7 +60,7 @@ rng = np.random.default_rng(20260602)
 # %% tags=["export"]
 import numpy as np
 
-from bandit_unlearning.checks import as_generator
+from bandit_unlearning.checks import check_count, as_generator
 from bandit_unlearning.exact.tree import (Node, PathCoupling, _as_node, _decomposition_rows, check_int,
                                           coupling_accepts, draw_node_keys, fold_rows, leaf_path, n_nodes,
                                           node_noise, postorder_position, statistic_dense)
@@ -82,9 +82,9 @@ class BinaryTree:
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
-        self._d = check_int(d, "d", 1)
+        self._d = check_count(d, "d", 1)
         self._sigma = check_sigma(sigma)
-        rows = 2 * check_int(capacity, "capacity", 1)
+        rows = 2 * check_count(capacity, "capacity", 1)
         self._clean = np.zeros((rows, self._d))
         self._noisy = np.zeros((rows, self._d))
         self._n = 0

@@ -183,7 +183,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, as_generator, check_callable, check_instance, check_real
+from bandit_unlearning.checks import check_count, as_array, as_real_array, as_generator, check_callable, check_instance, check_real
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
@@ -263,7 +263,7 @@ def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
     any user can be rebuilt from the seed alone -- the seed is key material (an opt-in for
     reproducible research).  ``seed=None``: ``n`` independent keys from the operating system's
     entropy (``secrets``), which nothing else can rebuild."""
-    n, start = check_int(n, "n", 0), check_int(start, "start", 0)
+    n, start = check_count(n, "n", 0), check_int(start, "start", 0)
     if seed is None:
         return tuple(ReplayableUser(secrets.randbits(128)) for _ in range(n))
     seed = check_int(seed, "seed", 0)
@@ -308,7 +308,7 @@ class PrefixSumLearner:
     check_user: Callable | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "d", check_int(self.d, "d", 1))
+        object.__setattr__(self, "d", check_count(self.d, "d", 1))
         object.__setattr__(self, "sigma", check_sigma(self.sigma))
         if self.B is not None:
             object.__setattr__(self, "B", check_positive(self.B, "B"))
@@ -329,7 +329,7 @@ class PrefixSumLearner:
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x = as_array(self.oracle(user, t, model), f"the oracle's statistics at step {t}").astype(float)
+        x = as_real_array(self.oracle(user, t, model), f"the oracle's statistics at step {t}")
         if x.shape != (self.d,):
             raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
         if not np.isfinite(x).all():
@@ -535,7 +535,7 @@ def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = No
     users = _check_users(users, learner)
     if len(users) < 1:
         raise ValueError("T = len(users) must be >= 1")
-    capacity = len(users) if capacity is None else check_int(capacity, "capacity", 1)
+    capacity = len(users) if capacity is None else check_count(capacity, "capacity", 1)
     rng = as_generator(rng)
     tree = learner.tree_factory(learner.d, learner.sigma, capacity)
     models = [learner.initial_model]

@@ -62,7 +62,7 @@ from functools import partial
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, check_instance, check_real, check_real_array
+from bandit_unlearning.checks import check_count, as_array, as_real_array, check_instance, check_real, check_real_array
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
@@ -75,7 +75,7 @@ class BanditUser:
     rewards: np.ndarray
 
     def __post_init__(self):
-        r = as_array(self.rewards, "rewards").astype(float)
+        r = as_real_array(self.rewards, "rewards")
         if r.ndim != 1 or r.size < 1 or not np.isfinite(r).all() or np.any((r < 0) | (r > 1)):
             raise ValueError(f"rewards must be a non-empty 1-D array in [0, 1], got {self.rewards!r}")
         r.setflags(write=False)
@@ -91,7 +91,7 @@ def bandit_users(means, n: int, seed: int | None = None, start: int = 0) -> tupl
     """Users ``start .. start+n-1``: user ``i`` has Bernoulli(``means[a]``) rewards drawn from its own
     key (``replayable_users(seed, ...)``), so any user can be rebuilt from the seed -- an opt-in for
     reproducible research; the default ``seed=None`` draws every key from OS entropy."""
-    means = as_array(means, "means").astype(float)
+    means = as_real_array(means, "means")
     if means.ndim != 1 or means.size < 1 or not np.isfinite(means).all() or np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must be a non-empty 1-D array in [0, 1], got {means}")
     return tuple(BanditUser((u.uniforms(means.size) < means).astype(float))
@@ -108,7 +108,7 @@ def chosen_arm(model: np.ndarray) -> int:
 
 def bandit_statistics(arm: int, reward: float, n_arms: int) -> np.ndarray:
     """``x = (e_arm, reward e_arm)`` in ``R^{2 n_arms}`` (``arm`` in ``[0, n_arms)``, ``reward`` in [0, 1])."""
-    n_arms = check_int(n_arms, "n_arms", 1)
+    n_arms = check_count(n_arms, "n_arms", 1)
     arm = check_int(arm, "arm", 0, n_arms - 1)
     reward = check_real(reward, "reward", 0, 1)
     x = np.zeros(2 * n_arms)
@@ -121,7 +121,7 @@ def ucb_indices(u_tilde: np.ndarray, t: int, n_arms: int, explore_below: float =
     """UCB indices from noisy sums ``u_tilde = (N~, S~)``: ``S~/N~ + sqrt(2 ln max(t, 2) / N~)`` where
     ``N~ >= explore_below``, ``+inf`` elsewhere (read-only array).  ``explore_below > 0`` (a count at
     or below 0 has no index)."""
-    n_arms = check_int(n_arms, "n_arms", 1)
+    n_arms = check_count(n_arms, "n_arms", 1)
     u_tilde = check_real_array(u_tilde, "u_tilde", shape=(2 * n_arms,))
     t = check_int(t, "t", 0)
     explore_below = check_real(explore_below, "explore_below", 0, low_open=True)
@@ -151,7 +151,7 @@ def _bandit_update(u_tilde: np.ndarray, t: int, model: np.ndarray, n_arms: int, 
 
 def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=LightTree) -> PrefixSumLearner:
     """The UCB bandit as a ``PrefixSumLearner`` (d = 2 m, B = sqrt 2 against the zero dummy)."""
-    n_arms = check_int(n_arms, "n_arms", 1)
+    n_arms = check_count(n_arms, "n_arms", 1)
     explore_below = check_real(explore_below, "explore_below", 0, low_open=True)
     w1 = np.full(n_arms, np.inf)
     w1.setflags(write=False)

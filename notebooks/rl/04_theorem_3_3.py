@@ -117,7 +117,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from bandit_unlearning.checks import as_generator, check_int, check_real
+from bandit_unlearning.checks import as_generator, check_count, check_int, check_real
 
 
 def _check_samples(sample_u, sample_d) -> list:
@@ -307,7 +307,7 @@ def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
     which the smallest p-value of ``battery`` falls below ``level``."""
     _check_samples(sample_u, sample_d)
-    size = check_int(size, "size", 1)
+    size = check_count(size, "size", 1)
     level = check_real(level, "level", 0, 1, low_open=True, high_open=True)
     k = min(len(sample_u), len(sample_d)) // size
     if k < 1:
@@ -422,7 +422,7 @@ import numpy as np
 
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import (
+from bandit_unlearning.checks import (check_count,
     as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
@@ -487,8 +487,8 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
     the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     check_instance(learner, PrefixSumLearner, "learner")
-    n_runs = check_int(n_runs, "n_runs", 1)
-    requests_per_run = check_int(requests_per_run, "requests_per_run", 1)
+    n_runs = check_count(n_runs, "n_runs", 1)
+    requests_per_run = check_count(requests_per_run, "requests_per_run", 1)
     rng = as_generator(rng)
     keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
             "expected_cost", "shift_norm")

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, check_bool, check_instance, check_int
+from bandit_unlearning.checks import as_array, as_real_array, check_bool, check_count, check_instance, check_int
 
 ROW_SUM_TOL = 1e-9
 
@@ -114,11 +114,11 @@ class TabularMDP:
     homogeneous_rewards: bool = field(init=False)
 
     def __post_init__(self):
-        H = check_int(self.horizon, "horizon H", 1)
+        H = check_count(self.horizon, "horizon H", 1)
         check_instance(self.name, str, "name")
-        P = as_array(self.transitions, "transitions").astype(float)
-        r = as_array(self.rewards, "rewards").astype(float)
-        rho = as_array(self.initial, "initial").astype(float)
+        P = as_real_array(self.transitions, "transitions")
+        r = as_real_array(self.rewards, "rewards")
+        rho = as_real_array(self.initial, "initial")
         if P.ndim not in (3, 4) or P.shape[-1] != P.shape[-3] or P.shape[-1] < 1 or P.shape[-2] < 1:
             raise ValueError(f"transitions must have shape [H, S, A, S] or [S, A, S], got {P.shape}")
         if P.ndim == 4 and P.shape[0] != H:
@@ -412,9 +412,12 @@ walls, Garnet random MDPs and the lower-bound hard instance (independent bandit 
 Every builder returns a validated ``TabularMDP`` with rewards in ``[0, 1]``.
 """
 
+import math
+
 import numpy as np
 
-from bandit_unlearning.checks import as_generator, check_bool, check_int, check_int_array, check_real
+from bandit_unlearning.checks import (as_generator, check_bool, check_count, check_int, check_int_array, check_real,
+                                     check_size)
 from bandit_unlearning.rl.mdp import TabularMDP
 
 
@@ -425,7 +428,7 @@ def riverswim(horizon: int = 20, n_states: int = 6, initial_state: int = 0) -> T
     0.6, back 0.05 in the middle; forward 0.6 / stay 0.4 at the left bank; stay 0.6 / back 0.4 at the
     right bank).  Rewards 5/1000 for left at state 0 and 1 for right at the last state.
     """
-    horizon, n_states = check_int(horizon, "horizon", 1), check_int(n_states, "n_states", 2)
+    horizon, n_states = check_count(horizon, "horizon", 1), check_count(n_states, "n_states", 2)
     initial_state = check_int(initial_state, "initial_state", 0, n_states - 1)
     S, last = n_states, n_states - 1
     P = np.zeros((S, 2, S))
@@ -472,7 +475,7 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     ``G`` is absorbing and pays 1 per step spent there; episodes start at ``S``.  The default layout
     is 5x5 with two walls (23 states).
     """
-    horizon = check_int(horizon, "horizon", 1)
+    horizon = check_count(horizon, "horizon", 1)
     slip = check_real(slip, "slip", 0, 1)
     cells = gridworld_cells(layout)
     index = {c: i for i, c in enumerate(cells)}
@@ -504,13 +507,14 @@ def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.
     distinct random successors with probabilities from a uniform random partition of [0, 1];
     rewards uniform on [0, 1]; initial state 0.  ``rng``: a Generator, None (fresh OS entropy) or an
     int seed.  Every argument is checked before anything is drawn."""
-    n_states, n_actions = check_int(n_states, "n_states", 1), check_int(n_actions, "n_actions", 1)
+    n_states, n_actions = check_count(n_states, "n_states", 1), check_count(n_actions, "n_actions", 1)
     branching = check_int(branching, "branching", 1, n_states)
-    horizon = check_int(horizon, "horizon", 1)
+    horizon = check_count(horizon, "horizon", 1)
     homogeneous = check_bool(homogeneous, "homogeneous")
     rng = as_generator(rng)
     lead = () if homogeneous else (horizon,)
     shape = lead + (n_states, n_actions)
+    check_size(math.prod(shape) * n_states, None, f"garnet({n_states}, {n_actions}, ...): the transition table")
     succ = np.argsort(rng.random(shape + (n_states,)), axis=-1)[..., :branching]
     cuts = np.sort(rng.random(shape + (branching - 1,)), axis=-1)
     probs = np.diff(np.concatenate([np.zeros(shape + (1,)), cuts, np.ones(shape + (1,))], axis=-1), axis=-1)
@@ -532,8 +536,8 @@ def independent_bandits(n_bandits: int, n_actions: int, horizon: int, gap: float
     ``(H-1) gap``.  ``best_actions`` defaults to uniform random draws from ``rng`` (a Generator, None --
     fresh OS entropy -- or an int seed).
     """
-    n_bandits, n_actions = check_int(n_bandits, "n_bandits", 1), check_int(n_actions, "n_actions", 1)
-    horizon = check_int(horizon, "horizon", 1)
+    n_bandits, n_actions = check_count(n_bandits, "n_bandits", 1), check_count(n_actions, "n_actions", 1)
+    horizon = check_count(horizon, "horizon", 1)
     if horizon < 2:
         raise ValueError(f"horizon must be >= 2 (one step to choose, one to be paid), got {horizon}")
     gap = check_real(gap, "gap")

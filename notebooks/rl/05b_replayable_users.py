@@ -283,6 +283,8 @@ def _rollout_lists(mdp: TabularMDP, policy_rows: list, user: int, seed: int, ber
 def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str = "bernoulli") -> Trajectory:
     """One episode of the deterministic ``policy [H, S]`` with the replayable ``user``."""
     pi = check_policy(mdp, policy)
+    if isinstance(user, np.ma.MaskedArray):
+        raise TypeError("user must be an integer key, not a masked array")
     u = int(check_users(mdp, [user])[0])
     states, actions, rews = _rollout_lists(mdp, pi.tolist(), u, check_seed(seed),
                                            _check_noise(reward_noise) == "bernoulli")
@@ -449,7 +451,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, as_real, check_instance, check_int
+from bandit_unlearning.checks import check_count, as_array, as_real, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
 
@@ -510,7 +512,7 @@ class ImportedMDP:
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
     (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""
-    horizon = check_int(horizon, "horizon", 1)
+    horizon = check_count(horizon, "horizon", 1)
     if name is not None:
         check_instance(name, str, "name")
     for attr in ("observation_space", "action_space", "unwrapped"):

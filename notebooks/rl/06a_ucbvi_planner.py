@@ -86,7 +86,7 @@ from functools import cached_property
 import numpy as np
 
 from bandit_unlearning.checks import (
-    as_array, check_bool, check_choice, check_instance, check_int, check_real, check_real_array,
+    as_array, as_real_array, check_bool, check_choice, check_count, check_instance, check_int, check_real, check_real_array,
 )
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 from bandit_unlearning.rl.users import Trajectory, _check_noise, _rollout_lists, check_seed, check_users
@@ -146,7 +146,7 @@ class StatsLayout:
 
     def pack(self, N, R, Nsas) -> np.ndarray:
         """Inverse of ``unpack``: ``[..., d]`` from ``N, R [..., H, S, A]`` and ``Nsas [..., H, S, A, S]``."""
-        N, R, Nsas = (as_array(x, name).astype(float) for x, name in ((N, "N"), (R, "R"), (Nsas, "Nsas")))
+        N, R, Nsas = (as_real_array(x, name) for x, name in ((N, "N"), (R, "R"), (Nsas, "Nsas")))
         hsa = (self.H, self.S, self.A)
         if N.shape[-3:] != hsa or R.shape != N.shape or Nsas.shape != N.shape + (self.S,):
             raise ValueError(f"N, R must have shape [..., {self.H}, {self.S}, {self.A}] and Nsas [..., {self.H}, "
@@ -201,7 +201,7 @@ class StatsLayout:
 def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
     """L2 sensitivity ``B`` of one episode's statistics (erratum E8): ``sqrt(3H)`` against the zero
     dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users."""
-    _check_dims(1, 1, H)
+    H = check_count(H, "H", 1)                          # a Python int (an np.uint8 H would wrap in 3H)
     check_choice(dummy, "dummy", ("zero", "any"))
     return float(np.sqrt((3 if dummy == "zero" else 6) * H))
 
@@ -414,14 +414,16 @@ class UCBVIConfig:
     pooled: bool = False
 
     def __post_init__(self):
-        _check_dims(self.S, self.A, self.H)
-        check_int(self.T, "T", 1)
-        check_real(self.delta, "delta", 0, 1, low_open=True, high_open=True)
-        check_real(self.sigma, "sigma", 0)
-        check_real(self.bonus_scale, "bonus_scale", 0)
-        check_bool(self.stabilize, "stabilize")
+        # the checked values are stored (Python ints and floats: numpy int32/uint8 sizes would overflow)
+        for name, v in zip("SAH", _check_dims(self.S, self.A, self.H)):
+            object.__setattr__(self, name, v)
+        object.__setattr__(self, "T", check_int(self.T, "T", 1))
+        object.__setattr__(self, "delta", check_real(self.delta, "delta", 0, 1, low_open=True, high_open=True))
+        object.__setattr__(self, "sigma", check_real(self.sigma, "sigma", 0))
+        object.__setattr__(self, "bonus_scale", check_real(self.bonus_scale, "bonus_scale", 0))
+        object.__setattr__(self, "stabilize", check_bool(self.stabilize, "stabilize"))
         check_choice(self.bonus_kind, "bonus_kind", BONUS_KINDS + PLANNED_BONUS_KINDS)
-        check_bool(self.pooled, "pooled")
+        object.__setattr__(self, "pooled", check_bool(self.pooled, "pooled"))
         self.eps_unexplored, self.log_term, self.union_log_term      # cached now: later calls change nothing
 
     @classmethod
@@ -456,7 +458,7 @@ class UCBVIConfig:
     def bonus(self, n) -> np.ndarray:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
         says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
-        n = as_array(n, "n").astype(float)
+        n = as_real_array(n, "n")
         return _paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
     @property

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.checks import as_array, check_bool, check_instance
+from bandit_unlearning.checks import as_array, check_bool, check_count, check_instance
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import PLANNED_BONUS_KINDS, UCBVIConfig, _estimates, _value_iteration
 from bandit_unlearning.rl.users import Trajectory, _check_noise, _rollout_lists, check_seed, check_users
@@ -103,6 +103,7 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     policies equal ``plan_from_statistics(u_{t-1}, config)``.
     """
     check_instance(mdp, TabularMDP, "mdp")
+    T = check_count(T, "T", 1)                          # a Python int (numpy sizes would overflow below)
     record_values = check_bool(record_values, "record_values")
     config = UCBVIConfig.of(mdp, T, delta=delta, bonus_scale=bonus_scale, bonus_kind=bonus_kind, pooled=pooled)
     users = check_users(mdp, np.arange(T) if users is None else users)
@@ -258,7 +259,7 @@ import numpy as np
 
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import check_instance, check_int, check_int_array, check_real, check_real_array
+from bandit_unlearning.checks import check_count, check_instance, check_int, check_int_array, check_real, check_real_array
 from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
@@ -280,7 +281,7 @@ def regret_curves(mdp: TabularMDP, T: int, seeds, bonus_scale: float = 1.0, delt
     at ``n_points`` log-spaced episode counts.  Returns ``{"t", "regret" [seeds, points],
     "slopes" (last decade), "bonus_scale", "mdp", "T"}``."""
     check_instance(mdp, TabularMDP, "mdp")
-    T, n_points = check_int(T, "T", 1), check_int(n_points, "n_points", 1)
+    T, n_points = check_count(T, "T", 1), check_int(n_points, "n_points", 1)
     seeds = check_int_array(seeds, "seeds", 0, ndim=1, nonempty=True)
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curves = []

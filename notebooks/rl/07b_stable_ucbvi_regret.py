@@ -81,7 +81,7 @@ import numpy as np
 
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import (
+from bandit_unlearning.checks import (check_count,
     as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import train
@@ -114,10 +114,10 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
     "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``.
     ``rng``: a Generator, None (fresh OS entropy) or an int seed.  Every argument is checked first."""
     check_instance(mdp, TabularMDP, "mdp")
-    T = check_int(T, "T", 1)
+    T = check_count(T, "T", 1)
     sigma = stable_sigma(rho, mdp.H, T, calibration)
     seed = check_int(seed, "seed", 0, 2**64 - 1)
-    n_points = check_int(n_points, "n_points", 1)
+    n_points = check_count(n_points, "n_points", 1)
     keep_policies = check_bool(keep_policies, "keep_policies")
     check_real(bonus_scale, "bonus_scale", 0)
     check_real(delta, "delta", 0, 1, low_open=True, high_open=True)

@@ -98,8 +98,8 @@ from scipy.stats import binom, norm
 
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import (
-    as_array, as_generator, check_bool, check_instance, check_int_array, check_real, check_real_array, check_size,
+from bandit_unlearning.checks import (check_count,
+    as_array, as_real_array, as_generator, check_bool, check_instance, check_int_array, check_real, check_real_array, check_size,
 )
 from bandit_unlearning.exact.tree import check_int, check_positive
 from bandit_unlearning.experiments.rl_stable import stable_regret_curve
@@ -129,8 +129,9 @@ def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: 
     n, sigma = check_int(n, "n", 1), check_positive(sigma, "sigma")
     p, q = check_real(p, "p", 0, 1), check_real(q, "q", 0, 1)
     points_per_sigma = check_int(points_per_sigma, "points_per_sigma", 4)
-    check_size((n + 1) * int((n + 16 * sigma) / sigma * points_per_sigma + 1), MAX_TV_GRID,
-               f"the quadrature of n = {n} bits at sigma = {sigma:g}")
+    grid = (n + 16 * sigma) / sigma * points_per_sigma + 1              # a float: inf for a subnormal sigma
+    check_size((n + 1) * (int(grid) if math.isfinite(grid) else grid), MAX_TV_GRID,
+               f"the quadrature of n = {n} bits at sigma = {sigma:g} with points_per_sigma = {points_per_sigma}")
     y = np.arange(-8 * sigma, n + 8 * sigma, sigma / points_per_sigma)
     k = np.arange(n + 1)
     kernel = norm.pdf((y[None, :] - k[:, None]) / sigma) / sigma           # [n+1, grid]
@@ -147,7 +148,7 @@ def karwa_vadhan_bound(n: int, rho: float, tv: float) -> float:
 def lower_bound_shape(S: int, A: int, H: int, T, rho):
     """``H sqrt(SAT) + SAH / rho`` (Theorem 4.4 without its constant; broadcast over ``T``, ``rho``)."""
     S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
-    T, rho = as_array(T, "T").astype(float), as_array(rho, "rho").astype(float)
+    T, rho = as_real_array(T, "T"), as_real_array(rho, "rho")
     if np.any(~(T >= 1)) or np.any(~(rho > 0)):
         raise ValueError("T must be >= 1 and rho > 0")
     try:
@@ -177,10 +178,10 @@ def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T
     non-private).  Returns dicts ``{"rho", "seed", "final" (exact expected R(T)), "first_correct"
     (``first_correct_episode``), "S", "A", "H", "T", "gap", "bonus_scale"}``.  Every argument is
     checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an int seed)."""
-    n_actions = check_int(n_actions, "n_actions", 1)
-    best = [n_actions - 1] * check_int(n_bandits, "n_bandits", 1)
+    n_actions = check_count(n_actions, "n_actions", 1)
+    best = [n_actions - 1] * check_count(n_bandits, "n_bandits", 1)
     mdp = independent_bandits(n_bandits, n_actions, H, gap, best_actions=best)
-    T = check_int(T, "T", 1)
+    T = check_count(T, "T", 1)
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
     seeds = check_int_array(seeds, "seeds", 0, 2**63 - 1, ndim=1).tolist()
     bonus_scale = check_real(bonus_scale, "bonus_scale", 0)

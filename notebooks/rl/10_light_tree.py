@@ -204,7 +204,7 @@ Given the same generator, every output -- noisy prefix sums, node values, coupli
 
 import numpy as np
 
-from bandit_unlearning.checks import as_generator
+from bandit_unlearning.checks import check_count, as_generator
 from bandit_unlearning.exact.tree import (
     KEY_WORDS, BinaryTree, Node, PathCoupling, _as_node, _decomposition_rows, check_int, coupling_accepts,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
@@ -233,11 +233,11 @@ class LightTree:
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
-        self._d = check_int(d, "d", 1)
+        self._d = check_count(d, "d", 1)
         if self._d >= 2**31:
             raise ValueError(f"d must be < 2**31 (int32 indices), got {self._d}")
         self._sigma = check_sigma(sigma)
-        capacity = check_int(capacity, "capacity", 1)
+        capacity = check_count(capacity, "capacity", 1)
         self._ptr = np.zeros(capacity + 1, dtype=np.int64)     # leaf t: entries ptr[t-1] .. ptr[t]-1
         self._idx = np.zeros(64, dtype=np.int32)
         self._val = np.zeros(64)

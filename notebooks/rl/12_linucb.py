@@ -193,7 +193,7 @@ import numpy as np
 
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.checks import check_instance, check_real, check_real_array
+from bandit_unlearning.checks import check_count, check_instance, check_real, check_real_array
 from bandit_unlearning.exact.tree import check_int, check_positive
 
 TIE_TOLERANCE = 1e-9
@@ -264,7 +264,7 @@ def _layout(dim: int):
 def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarray:
     """``x_t``: zero except in ``arm``'s block, which holds ``vech(x x^T)`` (upper triangle, row by row,
     off-diagonal entries times ``sqrt 2``) followed by ``r x``."""
-    n_arms = check_int(n_arms, "n_arms", 1)
+    n_arms = check_count(n_arms, "n_arms", 1)
     arm = check_int(arm, "arm", 0, n_arms - 1)
     x = check_real_array(context, "context", ndim=1, nonempty=True)
     reward = check_real(reward, "reward", 0, 1)
@@ -280,7 +280,7 @@ def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarr
 def unpack(u, n_arms: int, dim: int):
     """``(G, b)`` of shapes ``(n_arms, dim, dim)`` and ``(n_arms, dim)`` from a (noisy) prefix sum:
     symmetric Gram matrices (off-diagonal entries times ``1 / sqrt 2``) and reward-weighted sums."""
-    n_arms, p = check_int(n_arms, "n_arms", 1), block_size(dim)
+    n_arms, p = check_count(n_arms, "n_arms", 1), block_size(dim)
     u = check_real_array(u, "u", shape=(n_arms * p,))
     _, _, down, full = _layout(dim)
     m = down.size
@@ -305,18 +305,26 @@ def _log_term(t: int, n_arms: int, delta: float) -> float:
     return math.sqrt(2 * math.log(2 * n_arms * t * (t + 1) / delta))
 
 
+def _check_bound_arguments(sigma, dim, t, n_arms, delta):
+    """The arguments of ``gram_shift`` and ``vector_bound``, checked and converted (Python ints and floats)."""
+    return (check_real(sigma, "sigma", 0), check_int(dim, "dim", 1), check_int(t, "t", 1),
+            check_int(n_arms, "n_arms", 1), check_real(delta, "delta", 0, 1, low_open=True, high_open=True))
+
+
 def gram_shift(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
     """High-probability bound on the spectral norm of the noise of one arm's Gram matrix at step ``t``:
     ``sigma sqrt(popcount t) (2 sqrt(dim) + sqrt(2 ln(2 K t (t+1) / delta)))``.  The noise is
     ``s (G + G^T) / 2`` with ``G`` a standard Gaussian ``dim x dim`` matrix and ``s = sigma sqrt(popcount t)``:
     ``E||.|| <= 2 s sqrt(dim)`` (Gordon) and the norm is ``s``-Lipschitz in the standard normals
     (Gaussian concentration), so each (step, arm) fails with probability ``<= delta / (2 K t (t+1))``."""
+    sigma, dim, t, n_arms, delta = _check_bound_arguments(sigma, dim, t, n_arms, delta)
     return float(sigma * math.sqrt(noise_nodes(t)) * (2 * math.sqrt(dim) + _log_term(t, n_arms, delta)))
 
 
 def vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
     """High-probability bound on the norm of the noise of one arm's ``sum r x`` at step ``t``:
     ``sigma sqrt(popcount t) (sqrt(dim) + sqrt(2 ln(2 K t (t+1) / delta)))`` (same failure probability)."""
+    sigma, dim, t, n_arms, delta = _check_bound_arguments(sigma, dim, t, n_arms, delta)
     return float(sigma * math.sqrt(noise_nodes(t)) * (math.sqrt(dim) + _log_term(t, n_arms, delta)))
 
 
@@ -345,8 +353,8 @@ class LinUCBConfig:
     delta: float = 0.01
 
     def __post_init__(self):
-        object.__setattr__(self, "n_arms", check_int(self.n_arms, "n_arms", 1))
-        object.__setattr__(self, "dim", check_int(self.dim, "dim", 1))
+        object.__setattr__(self, "n_arms", check_count(self.n_arms, "n_arms", 1))
+        object.__setattr__(self, "dim", check_count(self.dim, "dim", 1))
         alpha = check_real(self.alpha, "alpha", 0)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "l2", check_positive(self.l2, "l2"))
@@ -463,7 +471,7 @@ def linear_users(theta, n: int, seed: int | None = None, start: int = 0) -> tupl
     """Synthetic users: context uniform in the unit ball of dimension ``theta.shape[1]``, reward of arm
     ``a`` Bernoulli(clip(theta_a . x, 0, 1)), all drawn from the user's own key (``replayable_users``:
     ``seed=None`` draws keys from OS entropy; an integer seed rebuilds every user -- key material)."""
-    theta = np.asarray(theta, dtype=float)
+    theta = check_real_array(theta, "theta", allow_inf=True)      # refuses strings, complex, booleans, masks
     if theta.ndim != 2 or not np.isfinite(theta).all():
         raise ValueError("theta must be a finite (n_arms, dim) array")
     K, d = theta.shape
@@ -482,7 +490,7 @@ def classification_users(X, y, n_classes: int) -> tuple:
     unit ball: see ``unit_ball``) and reward 1 for arm ``y[i]``, 0 for every other arm."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y)
-    n_classes = check_int(n_classes, "n_classes", 1)
+    n_classes = check_count(n_classes, "n_classes", 1)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError("X must be 2-D and y must hold one label per row of X")
     if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= n_classes:

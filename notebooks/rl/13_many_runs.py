@@ -432,7 +432,7 @@ deletion's cost is decided by the coupling; the re-run's generator draws are tak
 
 import numpy as np
 
-from bandit_unlearning.checks import (
+from bandit_unlearning.checks import (check_count,
     as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import ZERO_USER, Run, path_expected_steps, path_retrain_probability, train
@@ -453,12 +453,12 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
     n_points, keep_policies=keep_policies) for b in ...]``, bit for bit, from one ``run_batch`` (the
     ``"policies"`` kept are int8 when ``A <= 127``).  Every argument is checked before anything runs."""
     check_instance(mdp, TabularMDP, "mdp")
-    T = check_int(T, "T", 1)
+    T = check_count(T, "T", 1)
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
     scales = check_real_array(bonus_scales, "bonus_scales", 0, ndim=1).tolist()
     if len(scales) != len(rhos):
         raise ValueError(f"rhos and bonus_scales must have one entry per run, got {len(rhos)} and {len(scales)}")
-    n_points = check_int(n_points, "n_points", 1)
+    n_points = check_count(n_points, "n_points", 1)
     keep_policies = check_bool(keep_policies, "keep_policies")
     check_real(delta, "delta", 0, 1, low_open=True, high_open=True)
     sigmas = [stable_sigma(rho, mdp.H, T, calibration) for rho in rhos]
@@ -514,8 +514,8 @@ def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_p
     bit (``measure_unlearning`` of chapter B4 on the users of population ``seed``), without re-running
     the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed."""
     check_instance(mdp, TabularMDP, "mdp")
-    T, seed = check_int(T, "T", 2), check_int(seed, "seed", 0, 2**64 - 1)
-    n_runs, requests_per_run = check_int(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
+    T, seed = check_count(T, "T", 2), check_int(seed, "seed", 0, 2**64 - 1)
+    n_runs, requests_per_run = check_count(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
     check_real(bonus_scale, "bonus_scale", 0)
     check_callable(tree_factory, "tree_factory")
     learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
