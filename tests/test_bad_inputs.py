@@ -1773,6 +1773,8 @@ _MKW = dict(labels=["a"], tau=0.5, n_fit=2, arms=[0, 0], rewards=[1.0, 0.0], row
 V("method must be one of", mmodel.LCBModel, **(_MKW | dict(method="magic")))
 T("rng must be a Generator", mmodel.LCBModel, **(_MKW | dict(rng=3)))
 V("method must be one of", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], method="magic")
+V("reference must be one of", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], method="adaptive", epsilon=1.0,
+  delta=1e-3, sigma=1.0, reference="both")
 V(r"rewards must lie in \[0, 1\]", mmodel.LCBModel.fit, [0, 1], [1.0, 2.0])
 T("rng must be a numpy.random.Generator", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], rng="rng")
 V("the CSV file has no column 'arm'", mmodel.LCBModel.from_csv, A_FILE)
