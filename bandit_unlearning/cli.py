@@ -40,6 +40,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bandit_unlearning.checks import check_choice, check_instance, check_int  # noqa: E402
+from bandit_unlearning.experiments.paper_numbers import paper_comparison_markdown  # noqa: E402
 
 __all__ = ["EXPERIMENTS", "write_summary", "reproduce", "main"]
 
@@ -412,7 +413,7 @@ def write_summary(out: Path) -> Path:
             "with, the methods in words, then one table per panel of its figure (the panel's id is "
             "model-case-varied quantity).  Where there are independent runs a cell reads mean ± standard "
             "error.  The JSON files beside this one hold every number and the full protocol.\n\n"
-            + "".join(map(_summary_table, results)))
+            + "".join(map(_summary_table, results)) + paper_comparison_markdown(results))
     if skipped:
         text += ("## Skipped files\n\nNot readable as result files (truncated or not JSON), so not summarised: "
                  + ", ".join(f"`{name}`" for name in skipped) + ".  Re-run their experiments to replace them.\n")

@@ -95,7 +95,10 @@
 # sub-optimality in Figure 1's easy case and none in the hard case.  Shown in
 # [A2](mab/02_unlearning_mechanisms.ipynb), [A3a](mab/03a_adaptive_unlearning.ipynb) §5,
 # [A3d](mab/03d_utility.ipynb) §3, [A5](mab/05_mixing.ipynb), [A7](mab/07_multi_source.ipynb) and
-# [P2](privacy/02_guarantee_matrix.ipynb).
+# [P2](privacy/02_guarantee_matrix.ipynb).  The lifecycle model has the same two readings: its default
+# follows Paper A's rule (each `DeletionRecord.reference` says `"conditional"`), and
+# `LCBModel.fit(..., reference="literal")` decides from counts alone and passes the literal audit
+# ([A9a](mab/09a_deletion_stream.ipynb), [A9b](mab/09b_deletion_stream_in_use.ipynb) §2.1).
 #
 # <a id="E19"></a>
 # **E19. Two constants of the proofs.**  Theorem 3.13's proof ends with $+5/N$ in both branches; the
@@ -104,6 +107,17 @@
 # $8\Delta^2(N-k)/C^\star$); the stated result needs the upper bound $\mathrm{KL} \le 10\Delta^2(N-k)/C^\star$,
 # which the code uses and now says so.  Shown in [A7](mab/07_multi_source.ipynb) and
 # [A4a](mab/04a_lower_bounds.ipynb).
+#
+# <a id="E21"></a>
+# **E21. Table 2's unstated $k$: no single $k$ reproduces the paper's row.**  The paper does not say how
+# many points Table 2 deletes; the project deletes $k = N/2$, which matches the paper's Algorithm 2 at
+# $N \le 1100$ but gives about 0.006-0.007 at $N = 1200$ (paper: 0; Algorithm 2 still takes its Gaussian
+# branch in part of the replicates) and 0 for Algorithm 6 at $N = 900$ (paper: 0.0008).  A sweep over
+# $k \in \{N/4, N/3, N/2, 0.6N, 2N/3\}$ and fixed $k$ from 100 to 625 (8,000 replicates per point) finds
+# Algorithm 2's 0 at $N = 1200$ only for $k \le 550$ and Algorithm 6's 0.0008 at $N = 900$ only for
+# $k \approx 600$ or $2N/3$: no $k$ gives both, and the gaps are many standard errors, so Monte Carlo
+# error does not explain them.  The project keeps $k = N/2$ and lists both entries as differing in
+# the table of the paper's numbers beside ours.  Shown in [A8b](mab/08b_paper_figures.ipynb) §4–5.
 #
 # **Other findings on Paper A.**
 # * Theorem 3.11's printed expression is a valid but loose form of a Chernoff bound, vacuous for
@@ -120,7 +134,7 @@
 #   7's threshold with $k_{\max} > N_{\min}$, mixing on several arms) is rolled back — exact — with a
 #   machine-readable reason, rather than refused (`fallback="refuse"` restores the refusal).  Shown in
 #   [A3a](mab/03a_adaptive_unlearning.ipynb).
-# * Table 2 deletes $N/2$ points (the paper does not state the size).  Shown in
+# * Table 2 deletes $N/2$ points (the paper does not state the size; see E21).  Shown in
 #   [A8a](mab/08a_paper_experiments.ipynb) and [A8b](mab/08b_paper_figures.ipynb).
 #
 # ## Paper B — exact unlearning in RL
@@ -217,7 +231,7 @@
 # [A10a](mab/10a_contextual_lcb.ipynb) and [A10b](mab/10b_contextual_in_use.ipynb).
 
 # %% [markdown]
-# The codes E1–E20 are the project's own numbering; a code that is not listed above does not exist.
+# The codes E1–E21 are the project's own numbering; a code that is not listed above does not exist.
 # This page's own check: every code a chapter or a module mentions is defined here.
 
 # %%

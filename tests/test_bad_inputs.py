@@ -1773,6 +1773,8 @@ _MKW = dict(labels=["a"], tau=0.5, n_fit=2, arms=[0, 0], rewards=[1.0, 0.0], row
 V("method must be one of", mmodel.LCBModel, **(_MKW | dict(method="magic")))
 T("rng must be a Generator", mmodel.LCBModel, **(_MKW | dict(rng=3)))
 V("method must be one of", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], method="magic")
+V("reference must be one of", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], method="adaptive", epsilon=1.0,
+  delta=1e-3, sigma=1.0, reference="both")
 V(r"rewards must lie in \[0, 1\]", mmodel.LCBModel.fit, [0, 1], [1.0, 2.0])
 T("rng must be a numpy.random.Generator", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], rng="rng")
 V("the CSV file has no column 'arm'", mmodel.LCBModel.from_csv, A_FILE)
@@ -1874,6 +1876,16 @@ V("not a readable contextual model file", ctxm.load_contextual_model, A_FILE)
 T("rng must be a numpy.random.Generator", ctxm.load_contextual_model, A_FILE, rng="rng")
 
 # --- bandit_unlearning.experiments.guarantees (the guarantee matrix)
+from bandit_unlearning.experiments import paper_numbers as pn  # noqa: E402
+
+V("kind must be one of", pn.PaperStatement, "x", "Table 2", "t", "table2", "Md-hard-N", 900, ("Alg6",), "guess", 0.0, "")
+T("methods must be a tuple", pn.PaperStatement, "x", "Table 2", "t", "table2", "Md-hard-N", 900, ["Alg6"], "value", 0.0, "")
+T("statement must be a PaperStatement", pn.statement_verdict, "table2", {"Alg6": 0.0}, {})
+V("values has no method 'Alg6'", pn.statement_verdict, pn.PAPER_A_STATEMENTS[1], {}, {})
+T("results must be a sequence of result dicts", pn.compare_with_paper, 3)
+T("results must be a sequence of result dicts", pn.compare_with_paper, [{"experiment": "table2"}, "x"])
+T("results must be a sequence of result dicts", pn.paper_comparison_markdown, {"experiment": "table2"})
+
 from bandit_unlearning.experiments import guarantees as gm  # noqa: E402
 
 GSET = gm.Setting("rollback", 1, 20, 2, 1.0, 1e-3)

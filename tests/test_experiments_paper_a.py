@@ -114,3 +114,39 @@ def test_speed_benchmark_smoke():
     spec.loader.exec_module(module)
     res = module.engine_vs_loop(4, repeats=1)
     assert res["configuration"]["replicates"] == 20 and res["engine_s"] > 0 and res["loop_s"] > 0
+
+
+# --- the paper's numbers beside ours ------------------------------------------------------------
+def test_paper_statements_verdicts_at_quick_scale():
+    from bandit_unlearning.experiments.paper_a import ProtocolA, run_experiment
+    from bandit_unlearning.experiments.paper_numbers import (
+        COMPETITIVE_FACTOR, PAPER_A_STATEMENTS, PRINTED_HALF_UNIT, PaperStatement, compare_with_paper,
+        paper_comparison_markdown, statement_verdict,
+    )
+    by_id = {s.id: s for s in PAPER_A_STATEMENTS}
+    alg6, fig3 = by_id["table2-alg6-900"], by_id["figure3-hard-2000"]
+    # value: the tolerance is two standard errors plus half a printed unit, both sides, and no more
+    tol = 2 * 0.0001 + PRINTED_HALF_UNIT
+    for ours, verdict in ((0.0008, "within tolerance"), (0.0008 + tol * 0.99, "within tolerance"),
+                          (0.0008 - tol * 0.99, "within tolerance"), (0.0008 + tol * 1.01, "differs"),
+                          (0.0008 - tol * 1.01, "differs")):
+        row = statement_verdict(alg6, {"Alg6": ours}, {"Alg6": 0.0001})
+        assert row["verdict"] == verdict and (row["why"] == "") == (verdict != "differs")
+    # competitive: at most COMPETITIVE_FACTOR times the best compared method
+    best = 0.0059
+    for alg7, verdict in ((best, "competitive"), (best * COMPETITIVE_FACTOR * 0.99, "competitive"),
+                          (best * COMPETITIVE_FACTOR * 1.01, "differs")):
+        assert statement_verdict(fig3, {"Alg7": alg7, "Rollback": best, "Gaussian": 0.02}, {})["verdict"] == verdict
+    with pytest.raises(ValueError, match="values has no method 'Rollback'"):
+        statement_verdict(fig3, {"Alg7": 0.01}, {})
+    with pytest.raises(ValueError, match="paper_value is given exactly"):
+        PaperStatement("x", "Table 2", "t", "table2", "Md-hard-N", 900, ("Alg6",), "value", None, "")
+    # at quick scale, from real runs: every statement gets a verdict; absent experiments are "not run"
+    assert [r["verdict"] for r in compare_with_paper([])] == ["not run"] * len(PAPER_A_STATEMENTS)
+    assert paper_comparison_markdown([]) == ""
+    res = [run_experiment(n, ProtocolA.quick(), seed=1, progress=False, scale="quick") for n in ("table2", "figure3")]
+    rows = {r["id"]: r for r in compare_with_paper(res)}
+    assert rows["table2-alg2-1200"]["verdict"] == "differs" and rows["table2-alg6-900"]["verdict"] == "differs"
+    assert rows["figure3-hard-2000"]["verdict"] == "differs"
+    text = paper_comparison_markdown(res)
+    assert "not necessarily every" in text and text.count("| differs |") == 3

@@ -127,6 +127,32 @@ def test_plan_release_rules():
     assert p == ReleasePlan(False, False, (), 0.0)
 
 
+def test_literal_reference_reads_no_served_arm_and_survives_a_file(tmp_path):
+    kw = dict(log_term=3.0, sigma=0.5, mu_budget=10.0, method="adaptive", reference="literal")
+    plans = [plan_release([10, 10], [0, 0], [0, 2], on_policy, [], **kw) for on_policy in (True, False)]
+    assert plans[0] == plans[1] and plans[0].noise_request and plans[0].noised_arms == (1,)   # no served arm read
+    assert plan_release([10, 10], [2, 0], [0, 2], False, [9.99], **kw) == ReleasePlan(False, True, (), 0.0)
+    data = ([0] * 100 + [1] * 100, [1.0] * 60 + [0.0] * 40 + [1.0] * 57 + [0.0] * 43)
+    opts = dict(method="adaptive", epsilon=1.0, delta=1e-3, sigma=0.3, rng=0)
+    cond, lit = LCBModel.fit(*data, **opts), LCBModel.fit(*data, **opts, reference="literal")
+    assert (cond.reference, lit.reference, LCBModel.fit(*data).reference) == ("conditional", "literal", "literal")
+    off = [150]                                              # a row of arm 1; both models serve arm 0
+    assert cond.delete(rows=off).reason == "branch_rule" and cond.log[-1].reference == "conditional"
+    rec = lit.delete(rows=off)
+    assert (rec.method, rec.reason, rec.reference, rec.noised_arms) == ("gaussian", "requested", "literal", (1,))
+    assert lit.mu_max > cond.mu_max == 0.0 and lit.summary()["reference"] == "literal"
+    for mdl in (cond, lit):
+        path = tmp_path / f"{mdl.reference}.npz"
+        mdl.save(path)
+        back = LCBModel.load(path, rng=1)
+        assert back.reference == mdl.reference and [r.reference for r in back.log] == [r.reference for r in mdl.log]
+        assert back.delete(rows=[151]).reference == mdl.reference
+    with pytest.raises(ValueError, match="reference must be one of"):
+        LCBModel.fit(*data, **opts, reference="both")
+    with pytest.raises(ValueError, match="reference must be one of"):
+        DeletionRecord(0, (1,), "rollback", (0,), (), 0.0, 0.0, 0.0, 0.0, "a", reference="both")
+
+
 def test_adaptive_lifecycle_rolls_back_before_budget_and_capacity_matches():
     n, k, L = 400, 4, np.log(2 * 1000)
     sigma = float(np.sqrt(L / (2 * n)))

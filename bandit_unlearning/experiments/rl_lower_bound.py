@@ -37,7 +37,7 @@ from bandit_unlearning.rl.envs import independent_bandits
 from bandit_unlearning.rl.stable import stable_sigma
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 4 (line 86): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 4 (line 89): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 MAX_TV_GRID = 50_000_000      # (n + 1) x grid points ``gaussian_sum_tv`` may build
 
 
@@ -146,7 +146,7 @@ def summarize_by_rho(results) -> dict:
     return out
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 221): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 224): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: str = "C0",
                      show_saturation: bool = True):
     """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with

@@ -24,6 +24,7 @@ __all__ = [
     "plan_release",
     "METHODS",
     "REASONS",
+    "REFERENCES",
     "FORMAT",
     "DeletionRecord",
     "LCBModel",
@@ -59,7 +60,7 @@ from bandit_unlearning.mab.mechanisms import exact_sensitivity
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_delta, check_epsilon, gaussian_delta
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 5 (line 121): "2.1 The accountant" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 5 (line 156): "2.1 The accountant" ---
 def make_rng(rng) -> np.random.Generator:
     """A numpy Generator as is; ``None``: fresh OS entropy; an int >= 0: an explicit, reproducible seed
     (key material: whoever knows it can subtract the noise).  The package's one rule:
@@ -127,7 +128,7 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     return count
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 231): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 266): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
@@ -146,14 +147,20 @@ class ReleasePlan:
 
 def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, release_mus, *,
                  log_term: float, sigma: float | None, mu_budget: float | None, method: str,
-                 admit=admits) -> ReleasePlan:
+                 admit=admits, reference: str = "conditional") -> ReleasePlan:
     """Plan the release that follows a request (counts are per arm; ``pub_counts`` still holds the
-    request's rows).  ``admit`` is the accountant (replaceable, to audit broken ones)."""
+    request's rows).  ``admit`` is the accountant (replaceable, to audit broken ones).
+
+    ``reference="conditional"`` (Paper A's rule): an adaptive request is kept pending only when it sits
+    on the served arm (``on_policy``), a decision that reads the previous release.
+    ``reference="literal"``: every adaptive request is kept pending when the accountant admits it;
+    ``on_policy`` is not read, so the plan is a function of counts and earlier shifts alone."""
     check_choice(method, "method", METHODS)
+    check_choice(reference, "reference", REFERENCES)
     pub = np.asarray(pub_counts, dtype=np.int64)
     pend = np.asarray(pending_counts, dtype=np.int64)
     req = np.asarray(request_counts, dtype=np.int64)
-    noise_request = method == "adaptive" and bool(on_policy)
+    noise_request = method == "adaptive" and (reference == "literal" or bool(on_policy))
     after = pub if noise_request else pub - req
     pend_after = pend + req if noise_request else pend
     mu = 0.0 if method == "rollback" else release_shift(after, pend_after, log_term, sigma)
@@ -162,9 +169,10 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 305): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 348): "2.3 The model" ---
 METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
+REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
 FORMAT = "bandit_unlearning.LCBModel/2"
 
 
@@ -173,7 +181,11 @@ class DeletionRecord:
     """One entry of the deletion log.  Nothing in it is computed from the deleted rewards.
 
     ``rows`` is the tuple of deleted row ids, or ``None`` in a log read from a file saved without
-    them (the default: ``n_rows`` is kept).  ``reason`` is one of ``REASONS``."""
+    them (the default: ``n_rows`` is kept).  ``reason`` is one of ``REASONS``.  ``reference`` names the
+    reference world the promise holds against (``REFERENCES``): ``"literal"`` (a model that never saw
+    the deleted rows: every release of ``method="rollback"``, every release of an adaptive model fitted
+    with ``reference="literal"``) or ``"conditional"`` (given the releases already made: Paper A's
+    branch rule reads the served arm, which depends on the deleted rewards)."""
 
     request_id: int
     rows: tuple | None
@@ -187,10 +199,12 @@ class DeletionRecord:
     policy: object                 # the arm label released
     reason: str = "requested"      # why this release did what it did (REASONS)
     n_rows: int | None = None      # how many rows the request deleted (filled in from rows)
+    reference: str = "conditional"  # the reference world of the claim (REFERENCES)
 
     def __post_init__(self):
         check_choice(self.method, "method", ("gaussian", "rollback"))
         check_choice(self.reason, "reason", REASONS)
+        check_choice(self.reference, "reference", REFERENCES)
         if self.rows is None:
             check_int(self.n_rows, "n_rows", 1)
         else:
@@ -371,7 +385,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 527): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 577): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -383,9 +397,12 @@ class LCBModel:
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
-                 exact_sums=None):
+                 exact_sums=None, reference="conditional"):
         check_choice(method, "method", METHODS)
+        check_choice(reference, "reference", REFERENCES)
         check_instance(rng, np.random.Generator, "rng")
+        # the rule the model plans with; a rollback model never reads the served arm: literal
+        self._reference = "literal" if method == "rollback" else reference
         self._labels = tuple(labels)
         m = len(self._labels)
         self._tau, self._n_fit = float(tau), int(n_fit)
@@ -454,7 +471,7 @@ class LCBModel:
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
     def fit(cls, arms, rewards, *, users=None, labels=None, tau=None, method: str = "rollback",
-            epsilon=None, delta=None, sigma=None, rng=None) -> "LCBModel":
+            epsilon=None, delta=None, sigma=None, rng=None, reference: str = "conditional") -> "LCBModel":
         """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).
 
         Parameters
@@ -466,19 +483,27 @@ class LCBModel:
         tau : the confidence level, default ``1/N``, fixed for the model's life.
         method : ``"rollback"`` (exact) or ``"adaptive"`` (needs ``epsilon``, ``delta``, ``sigma``).
         rng : the noise generator (``None``: fresh OS entropy).
+        reference : for ``method="adaptive"``, the reference world the promise holds against.
+            ``"conditional"`` (default, Paper A's rule): a request is noised only when it sits on the
+            served arm, so the promise holds given the releases already made (the served arm depends
+            on the deleted rewards).  ``"literal"``: every request is noised while the accountant
+            admits it, a decision from counts alone, so the promise holds against a model that never
+            saw the deleted rows (chapter A9a, section 1).  ``method="rollback"`` is literal either way.
 
         Returns
         -------
         LCBModel
         """
         check_choice(method, "method", METHODS)
+        check_choice(reference, "reference", REFERENCES)
         labels, idx = _labels_and_index(arms, labels)
         return cls._fit(labels, idx, rewards, users=users, tau=tau, method=method, epsilon=epsilon, delta=delta,
-                        sigma=sigma, rng=rng)
+                        sigma=sigma, rng=rng, reference=reference)
 
     @classmethod
-    def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng):
+    def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng, reference="conditional"):
         check_choice(method, "method", METHODS)
+        check_choice(reference, "reference", REFERENCES)
         rewards = _check_rewards(rewards, idx.size)
         if users is not None and not (isinstance(users, tuple) and len(users) == 2 and users[0] is _FACTORED):
             users = _factor_users(users, idx.size)
@@ -502,7 +527,7 @@ class LCBModel:
         return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
                    users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
-                   delta=delta, sigma=sigma, rng=rng)
+                   delta=delta, sigma=sigma, rng=rng, reference=reference)
 
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
@@ -537,10 +562,11 @@ class LCBModel:
             model = cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
                             **options)
         else:
-            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
+            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng", "reference"}
             if unknown:
                 raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
             opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None,
+                    "reference": "conditional",
                     **options}
             model = cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
         stages.step("fit")
@@ -577,6 +603,12 @@ class LCBModel:
     @property
     def method(self) -> str:
         return self._method
+
+    @property
+    def reference(self) -> str:
+        """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
+        adaptive models fitted with ``reference="literal"``) or ``"conditional"``."""
+        return self._reference
 
     @property
     def policy(self):
@@ -636,7 +668,7 @@ class LCBModel:
 
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
-        out = {"method": self._method, "rows": self._n_live, "rows_at_fit": self._n_fit,
+        out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
                "arms": len(self._labels), "policy": self.policy, "tau": self._tau,
                "requests": len(self._log), "rows_deleted": self._n_fit - self._n_live,
                "pending_requests": len(self._pending_ids), "pending_rows": int(self._pending_counts.sum()),
@@ -720,7 +752,7 @@ class LCBModel:
         on_policy = bool(np.all(req_arms == self._policy))
         plan = plan_release(self._pub_counts, self._pending_counts, req_counts, on_policy, self._release_mus,
                             log_term=float(np.log(m / self._tau)), sigma=self._sigma,
-                            mu_budget=self._mu_budget, method=self._method)
+                            mu_budget=self._mu_budget, method=self._method, reference=self._reference)
         # everything below only computes new values; they are committed together at the end
         request_id = len(self._log)
         touched = np.flatnonzero(req_counts)
@@ -770,7 +802,7 @@ class LCBModel:
             noised_arms=tuple(self._labels[a] for a in plan.noised_arms),
             sigma=float(self._sigma) if plan.noised_arms else 0.0, mu_release=plan.mu, mu_max=mu_max,
             delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon),
-            policy=self._labels[policy], reason=reason)
+            policy=self._labels[policy], reason=reason, reference=self._reference)
         # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
         self._alive[rows] = False
         self._arms[rows], self._rewards[rows] = -1, 0.0
@@ -792,7 +824,7 @@ class LCBModel:
         return record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 960): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 1028): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -932,7 +964,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1153): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1221): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1041,6 +1073,8 @@ def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
         "delta": model._delta, "sigma": model._sigma, "policy": model._policy,
         "pending_ids": list(model._pending_ids), "row_ids_kept": bool(keep_row_ids),
     }
+    if model._method == "adaptive" and model._reference == "literal":
+        meta["reference"] = "literal"          # absent: the conditional default (files saved before it existed)
     rows_of_log = [list(r.rows) for r in model._log] if keep_row_ids else []
     arrays = {
         "counts": model._counts, "sums": model._sums, "pub_counts": model._pub_counts,
@@ -1149,7 +1183,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1378): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1448): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1268,8 +1302,11 @@ _META_FIELDS = {"format", "save_id", "labels", "tau", "n_fit", "n_live", "method
 
 def _check_statistics_section(path, a) -> dict:
     meta = _json_entry(path, a, "meta")
-    if not isinstance(meta, dict) or set(meta) != _META_FIELDS:
-        _refuse(path, f"settings must hold exactly the fields {sorted(_META_FIELDS)}")
+    if not isinstance(meta, dict) or set(meta) - {"reference"} != _META_FIELDS:
+        _refuse(path, f"settings must hold exactly the fields {sorted(_META_FIELDS)} (and, for a literal "
+                      f"adaptive model, 'reference')")
+    if "reference" in meta and (meta["reference"] != "literal" or meta["method"] != "adaptive"):
+        _refuse(path, f"reference, when present, must be 'literal' on an adaptive model, got {meta['reference']!r}")
     if meta["format"] != FORMAT:
         _refuse(path, f"unsupported format {meta['format']!r}, expected {FORMAT!r}")
     sid = meta["save_id"]
@@ -1346,6 +1383,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
     if not isinstance(log, list) or len(log) != mus.size:
         _refuse(path, "the log must list one record per release")
     labels, adaptive = meta["labels"], meta["method"] == "adaptive"
+    literal = adaptive and meta.get("reference") == "literal"
     budget = gdp_budget(meta["epsilon"], meta["delta"]) if adaptive else None
     composed = np.sqrt(np.cumsum(mus ** 2))                  # the oldest request's mu_{1:t}, for every t
     pending, deleted, records = [], 0, []
@@ -1389,7 +1427,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
         else:
             if r["reason"] == "budget":
                 expect = pending + [i]
-            elif r["reason"] == "branch_rule" and adaptive:
+            elif r["reason"] == "branch_rule" and adaptive and not literal:   # the literal rule has no branch
                 expect = [i]
             else:
                 expect = [i] if r["reason"] == "requested" and not adaptive else None
@@ -1509,14 +1547,16 @@ def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     offsets = arrays["log_offsets"]
     log = [DeletionRecord(**{**r, "rows": tuple(arrays["log_rows"][offsets[i]:offsets[i + 1]].tolist())
                              if meta["row_ids_kept"] else None, "rolled_back": tuple(r["rolled_back"]),
-                             "noised_arms": tuple(r["noised_arms"])}) for i, r in enumerate(records)]
+                             "noised_arms": tuple(r["noised_arms"]),
+                             "reference": "conditional" if meta["method"] == "adaptive" and "reference" not in meta
+                             else "literal"}) for i, r in enumerate(records)]
     model = LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=arrays["row_arms"],
                     rewards=arrays["row_rewards"], row_ids=arrays["row_ids"], users=users,
                     pub_counts=arrays["pub_counts"], pub_sums=arrays["pub_sums"],
                     pending_counts=arrays["pending_counts"], pending_ids=meta["pending_ids"],
                     release_mus=arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
                     method=meta["method"], epsilon=meta["epsilon"], delta=meta["delta"], sigma=meta["sigma"],
-                    rng=rng, exact_sums=exact)
+                    rng=rng, exact_sums=exact, reference=meta.get("reference", "conditional"))
     stages.step("model")
     return model
 

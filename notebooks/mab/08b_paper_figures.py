@@ -337,6 +337,101 @@ for pl in results["table2"]["panels"]:
     print("Table 2 (quick):", {m: [round(v, 4) for v in vals] for m, vals in pl["methods"].items()})
 
 # %% [markdown]
+# ## 4. Table 2's unstated $k$: which $k$ reproduces the paper's row?
+#
+# The paper does not say how many points Table 2 deletes; the project uses $k = N/2$.  With it,
+# Algorithm 2's entries at $N \le 1100$ match the paper's, but not the paper's 0 for Algorithm 2 at
+# $N = 1200$, nor its 0.0008 for Algorithm 6 at $N = 900$ (our Algorithm 6 is 0 everywhere).  The cell
+# runs the Table 2 protocol (the engine of A8a: $\mathcal M_d$, $C^\star = 1.3$, hard case,
+# $\gamma = 0.5$, threshold $1.3\gamma_0$) at $N \in \{900, \dots, 1200\}$ for $k$ a fraction of $N$ and
+# for fixed $k$, with 400 trajectories $\times$ 5 requests $\times$ 4 runs = 8,000 replicates per point
+# (the paper: 10,000).
+
+# %%
+from bandit_unlearning.experiments.protocol import simulate_trajectories
+
+t2_protocol, t2_n = ProtocolA.quick(n_trajectories=400), [900, 1000, 1100, 1200]
+t2_rules = [("N/4", lambda n: n // 4), ("N/3", lambda n: n // 3), ("N/2", lambda n: n // 2),
+            ("0.6 N", lambda n: int(0.6 * n)), ("2N/3", lambda n: 2 * n // 3)] + \
+           [(f"k = {k}", lambda n, k=k: k) for k in (100, 200, 400, 500, 550, 575, 600, 625)]
+t2 = {name: np.zeros((4, len(t2_n), 2)) for name, _ in t2_rules}
+for run in range(4):
+    t2_rng = np.random.default_rng([2026, 2, run])
+    t2_traj = simulate_trajectories(t2_protocol.means, "Md", t2_n, t2_protocol.n_trajectories, t2_rng, c_star=1.3)
+    for name, rule in t2_rules:
+        for i, n in enumerate(t2_n):
+            r = evaluate(t2_traj, i, [0], rule(n), 0.5, ["Alg6", "Alg2"], t2_rng, t2_protocol)
+            assert r["_excluded"] == 0
+            t2[name][run, i] = r["Alg6"], r["Alg2"]
+print(f"{'k':>9} | Algorithm 6 at N = {', '.join(map(str, t2_n)):18s} | Algorithm 2 at N = {', '.join(map(str, t2_n))}")
+for name, vals in t2.items():
+    mean = vals.mean(axis=0)
+    print(f"{name:>9} | " + "  ".join(f"{v:.4f}" for v in mean[:, 0]) + "  | " + "  ".join(f"{v:.4f}" for v in mean[:, 1]))
+# each rule judged as section 5 judges the paper's numbers: within 2 standard errors (4 runs) + 0.00005
+from bandit_unlearning.experiments.paper_numbers import PAPER_A_STATEMENTS, statement_verdict
+
+st_alg2, st_alg6 = (next(s for s in PAPER_A_STATEMENTS if s.id == i) for i in ("table2-alg2-1200", "table2-alg6-900"))
+t2_verdicts = {}
+for name, vals in t2.items():
+    mean, err = vals.mean(axis=0), vals.std(axis=0, ddof=1) / np.sqrt(len(vals))
+    t2_verdicts[name] = (statement_verdict(st_alg6, {"Alg6": mean[0, 0]}, {"Alg6": err[0, 0]})["verdict"],
+                         statement_verdict(st_alg2, {"Alg2": mean[3, 1]}, {"Alg2": err[3, 1]})["verdict"])
+both = [name for name, v in t2_verdicts.items() if v == ("within tolerance", "within tolerance")]
+for what, i in (("Algorithm 6 at N = 900 (paper 0.0008)", 0), ("Algorithm 2 at N = 1200 (paper 0)", 1)):
+    print(f"{what}: within tolerance for", [name for name, v in t2_verdicts.items() if v[i] == "within tolerance"])
+print("k reproducing both:", both or "none")
+assert not both
+assert t2_verdicts["k = 550"][1] == "within tolerance" and t2_verdicts["N/2"] == ("differs", "differs")
+# where Algorithm 2 switches to rollback at N = 1200: gamma = 0.5 >= 1.3 gamma0(N(a*) - k), N(a*) ~ N / 1.3
+n_star = round(1200 / 1.3)
+switch = max(k for k in range(1, n_star) if 1.3 * gamma0_paper(n_star, k, np.log(5 * 1200)) <= 0.5)
+print(f"N = 1200, N(a*) = {n_star}: Algorithm 2 rolls back (loss ~ 0) for k <= {switch}, "
+      f"noises a* above it (k = N/2 = 600 sits above)")
+
+# %% [markdown]
+# **Reading the sweep.** Algorithm 2's 0 at $N = 1200$ needs $k$ small enough for the rollback branch
+# there (the threshold is $k = 594$ at $N(a^\star) = 923 \approx N/1.3$ exactly; $N(a^\star)$ varies by about
+# $\pm 15$ between replicates, so the loss leaves 0 already near $k = 575$; e.g. a fixed $k = 550$ reproduces all of
+# Algorithm 2's row: about 0.011-0.012 at $N \le 1100$, 0 at 1200), while Algorithm 6's 0.0008 at
+# $N = 900$ needs $k$ so large that the best arm's remaining count is close to another arm's
+# ($k \approx 590$-600 at $N = 900$: 0 at 575, about 0.0015 at 600).  The two intervals do not meet, and
+# $k$ as a fraction of $N$ fares worse (Algorithm 6 turns positive only from $2N/3$, where Algorithm 2
+# is about 0.012 at every $N$).  No single $k$ — fixed or proportional to $N$ — reproduces the paper's row;
+# the differences (0.0008 against 0, and about 0.007 against 0 at $k = N/2$) are many standard errors
+# at 8,000 replicates, so Monte Carlo error does not explain them either.  The project keeps
+# $k = N/2$ and lists the entries as differing (errata E21, and section 5).
+
+# %% [markdown]
+# ## 5. The paper's numbers beside ours
+#
+# `bandit_unlearning.experiments.paper_numbers` lists the quantitative statements of Paper A's
+# Section 5 that the project holds — Table 2's entries quoted above and Figure 3's "consistently
+# competitive" for Algorithm 7 — **not necessarily every number of the paper** (the project does not
+# hold the paper's full tables), and gives each the reproduced value and a verdict: a value is within
+# tolerance when it lies within two standard errors of the run plus half a unit of the paper's last
+# printed digit; "competitive" means at most 1.25 times the best compared method.  `summary.md` of
+# `python -m bandit_unlearning reproduce` ends with this table at the scale it ran.  Here, the
+# quick-scale runs of section 3:
+
+# %%
+from bandit_unlearning.experiments.paper_numbers import compare_with_paper, statement_verdict, PAPER_A_STATEMENTS
+
+rows = compare_with_paper(results.values())
+for r in rows:
+    print(f"{r['where']:9s} {r['statement'][:60]:60s} paper {r['paper']:>11s}  ours {r['ours']:>40s}  {r['verdict']}")
+assert [r["verdict"] for r in rows] == ["differs", "differs", "differs"]
+# the verdict logic has teeth: the paper's own numbers pass it, and a competitive Algorithm 7 would too
+st = PAPER_A_STATEMENTS
+assert statement_verdict(st[1], {"Alg6": 0.0008}, {"Alg6": 0.0})["verdict"] == "within tolerance"
+assert statement_verdict(st[2], {"Alg7": 0.006, "Rollback": 0.0059, "Gaussian": 0.015}, {})["verdict"] == "competitive"
+
+# %% [markdown]
+# All three differ, each for a stated reason: Table 2's $k$ (section 4), and Figure 3's hard case at
+# $(2000, 0.5, 80)$, where the experiments' threshold $1.3\gamma_0' = 0.52$ exceeds $\gamma = 0.5$, so
+# Algorithm 7 noises the best arm and loses to Rollback by about a factor of two (0.0126 against
+# 0.0059 at the paper's scale, chapter A7 §8) — against the paper's "consistently competitive".
+
+# %% [markdown]
 # ## Summary
 # - `bandit_unlearning.experiments.protocol` (chapter A8a): trajectories with prefix sharing and O(1) requests.
 # - `bandit_unlearning.experiments.paper_a` (chapter A8a): `ProtocolA`, `panels`, `run_experiment` (any executor),

@@ -112,6 +112,41 @@ from bandit_unlearning.privacy.gaussian import gaussian_delta
 # policy).  The model's `method="adaptive"` keeps a request pending when all its rows are on the
 # current policy arm and the accountant admits the release; every other request is rolled back at
 # once.  `method="rollback"` rolls back every request (exact unlearning, no budget needed).
+#
+# **Against which reference world?**  Read what each decision of release $s$ reads.  The accountant
+# (`admits`) and the shift $\mu_s$ read the counts of the released-from statistic, the pending counts,
+# the request's counts and the earlier shifts: functions of the counts of $D$ and of the request
+# sequence alone (a request's rows are chosen independently of the rewards), so any world computes
+# them.  `reason="budget"` is decided from those.  The branch rule does not: "the request sits on the
+# served arm" reads the previous release $R_{s-1}$ — for the first request the fitted $\pi(D)$ — and
+# $\pi(D)$ depends on the deleted rewards.  The promise above, with "the same decisions" in both
+# worlds, therefore holds **conditionally**: against a reference that is *given* the releases already
+# made (Paper A's Algorithm 3 reference, given $\pi(D)$).  Against the **literal** reference of
+# Definition 2.1 — a model fitted on $D \setminus U_j$, which never saw $U_j$ and makes its own
+# decisions from its own releases — it can fail: on counts $(100, 100)$, reward sums $(60, 57)$, and a
+# request deleting 10 reward-1 rows of arm 0, the fitted model serves arm 0 and noises the request,
+# while the literal reference serves $\pi(D \setminus U) = 1$, calls the request off-policy, rolls
+# it back and releases arm 1 with certainty; chapter A9b computes the resulting $\delta$ exactly.
+# Every `DeletionRecord` says which world its claim holds against (`reference`).
+#
+# **The literal option** (`LCBModel.fit(..., method="adaptive", reference="literal")`): keep *every*
+# request pending while the accountant admits it, whatever arm it touches, and roll everything back
+# when it does not.  Then every decision — which request is pending, which arms $A_s$ are noised, when
+# everything is rolled back — is a deterministic function of the counts and the request sequence, the
+# same in the model and in any reference world.  *Derivation.* Fix the requests.  The releases
+# $R_1, \dots, R_t$ are $\arg\max$ post-processings of the vectors
+# $(f_a(T^{\rm pub}_s) + \sigma Z_{s,a})_{a \in A_s}$, $s \le t$, with all $Z_{s,a}$ independent and
+# $A_s$ fixed in advance; the literal reference's releases are the same post-processings of
+# $(f_a(T(D_s)) + \sigma Z'_{s,a})_{a \in A_s}$.  The stacked vectors are one Gaussian mechanism, not
+# an adaptive composition: the shift has L2 norm $\sigma \sqrt{\sum_{s \le t} \mu_s^2} = \sigma \mu_{1:t}$,
+# so the pair of transcripts is $\mu_{1:t}$-GDP, with no conditioning on earlier releases, and every
+# window $(R_j, \dots, R_t)$ is a marginal of it (post-processing).  The accountant keeps
+# $\mu_{1:t} \le \mu^\star$, so each window is $(\varepsilon, \delta)$-indistinguishable from the
+# literal reference.  The release before the first request (the fitted policy) is not covered, as
+# before.  The price: requests on arms the model does not serve, which Paper A's rule rolls back for
+# free, now spend budget — the accountant runs out sooner and more requests end in a full rollback.
+# The default stays Paper A's rule (`reference="conditional"`); `method="rollback"` is exact, hence
+# literal, always.
 
 # %% [markdown]
 # ## 2. Implementation
@@ -247,14 +282,20 @@ class ReleasePlan:
 
 def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, release_mus, *,
                  log_term: float, sigma: float | None, mu_budget: float | None, method: str,
-                 admit=admits) -> ReleasePlan:
+                 admit=admits, reference: str = "conditional") -> ReleasePlan:
     """Plan the release that follows a request (counts are per arm; ``pub_counts`` still holds the
-    request's rows).  ``admit`` is the accountant (replaceable, to audit broken ones)."""
+    request's rows).  ``admit`` is the accountant (replaceable, to audit broken ones).
+
+    ``reference="conditional"`` (Paper A's rule): an adaptive request is kept pending only when it sits
+    on the served arm (``on_policy``), a decision that reads the previous release.
+    ``reference="literal"``: every adaptive request is kept pending when the accountant admits it;
+    ``on_policy`` is not read, so the plan is a function of counts and earlier shifts alone."""
     check_choice(method, "method", METHODS)
+    check_choice(reference, "reference", REFERENCES)
     pub = np.asarray(pub_counts, dtype=np.int64)
     pend = np.asarray(pending_counts, dtype=np.int64)
     req = np.asarray(request_counts, dtype=np.int64)
-    noise_request = method == "adaptive" and bool(on_policy)
+    noise_request = method == "adaptive" and (reference == "literal" or bool(on_policy))
     after = pub if noise_request else pub - req
     pend_after = pend + req if noise_request else pend
     mu = 0.0 if method == "rollback" else release_shift(after, pend_after, log_term, sigma)
@@ -301,10 +342,13 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
 # this: a rollback under `method="rollback"`, or the Gaussian branch), `"branch_rule"` (adaptive, but
 # the request touches an arm other than the served one, so Paper A's rule rolls it back),
 # `"budget"` (the accountant refused the release, so every pending row was rolled back with it).
+# And a `reference`: `"literal"` for a rollback model and for an adaptive model fitted with
+# `reference="literal"` (no `"branch_rule"` record occurs there), `"conditional"` for Paper A's rule.
 
 # %% tags=["export"]
 METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
+REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
 FORMAT = "bandit_unlearning.LCBModel/2"
 
 
@@ -313,7 +357,11 @@ class DeletionRecord:
     """One entry of the deletion log.  Nothing in it is computed from the deleted rewards.
 
     ``rows`` is the tuple of deleted row ids, or ``None`` in a log read from a file saved without
-    them (the default: ``n_rows`` is kept).  ``reason`` is one of ``REASONS``."""
+    them (the default: ``n_rows`` is kept).  ``reason`` is one of ``REASONS``.  ``reference`` names the
+    reference world the promise holds against (``REFERENCES``): ``"literal"`` (a model that never saw
+    the deleted rows: every release of ``method="rollback"``, every release of an adaptive model fitted
+    with ``reference="literal"``) or ``"conditional"`` (given the releases already made: Paper A's
+    branch rule reads the served arm, which depends on the deleted rewards)."""
 
     request_id: int
     rows: tuple | None
@@ -327,10 +375,12 @@ class DeletionRecord:
     policy: object                 # the arm label released
     reason: str = "requested"      # why this release did what it did (REASONS)
     n_rows: int | None = None      # how many rows the request deleted (filled in from rows)
+    reference: str = "conditional"  # the reference world of the claim (REFERENCES)
 
     def __post_init__(self):
         check_choice(self.method, "method", ("gaussian", "rollback"))
         check_choice(self.reason, "reason", REASONS)
+        check_choice(self.reference, "reference", REFERENCES)
         if self.rows is None:
             check_int(self.n_rows, "n_rows", 1)
         else:
@@ -536,9 +586,12 @@ class LCBModel:
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
-                 exact_sums=None):
+                 exact_sums=None, reference="conditional"):
         check_choice(method, "method", METHODS)
+        check_choice(reference, "reference", REFERENCES)
         check_instance(rng, np.random.Generator, "rng")
+        # the rule the model plans with; a rollback model never reads the served arm: literal
+        self._reference = "literal" if method == "rollback" else reference
         self._labels = tuple(labels)
         m = len(self._labels)
         self._tau, self._n_fit = float(tau), int(n_fit)
@@ -607,7 +660,7 @@ class LCBModel:
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
     def fit(cls, arms, rewards, *, users=None, labels=None, tau=None, method: str = "rollback",
-            epsilon=None, delta=None, sigma=None, rng=None) -> "LCBModel":
+            epsilon=None, delta=None, sigma=None, rng=None, reference: str = "conditional") -> "LCBModel":
         """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).
 
         Parameters
@@ -619,19 +672,27 @@ class LCBModel:
         tau : the confidence level, default ``1/N``, fixed for the model's life.
         method : ``"rollback"`` (exact) or ``"adaptive"`` (needs ``epsilon``, ``delta``, ``sigma``).
         rng : the noise generator (``None``: fresh OS entropy).
+        reference : for ``method="adaptive"``, the reference world the promise holds against.
+            ``"conditional"`` (default, Paper A's rule): a request is noised only when it sits on the
+            served arm, so the promise holds given the releases already made (the served arm depends
+            on the deleted rewards).  ``"literal"``: every request is noised while the accountant
+            admits it, a decision from counts alone, so the promise holds against a model that never
+            saw the deleted rows (chapter A9a, section 1).  ``method="rollback"`` is literal either way.
 
         Returns
         -------
         LCBModel
         """
         check_choice(method, "method", METHODS)
+        check_choice(reference, "reference", REFERENCES)
         labels, idx = _labels_and_index(arms, labels)
         return cls._fit(labels, idx, rewards, users=users, tau=tau, method=method, epsilon=epsilon, delta=delta,
-                        sigma=sigma, rng=rng)
+                        sigma=sigma, rng=rng, reference=reference)
 
     @classmethod
-    def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng):
+    def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng, reference="conditional"):
         check_choice(method, "method", METHODS)
+        check_choice(reference, "reference", REFERENCES)
         rewards = _check_rewards(rewards, idx.size)
         if users is not None and not (isinstance(users, tuple) and len(users) == 2 and users[0] is _FACTORED):
             users = _factor_users(users, idx.size)
@@ -655,7 +716,7 @@ class LCBModel:
         return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
                    users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
-                   delta=delta, sigma=sigma, rng=rng)
+                   delta=delta, sigma=sigma, rng=rng, reference=reference)
 
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
@@ -690,10 +751,11 @@ class LCBModel:
             model = cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
                             **options)
         else:
-            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng"}
+            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng", "reference"}
             if unknown:
                 raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
             opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None,
+                    "reference": "conditional",
                     **options}
             model = cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
         stages.step("fit")
@@ -730,6 +792,12 @@ class LCBModel:
     @property
     def method(self) -> str:
         return self._method
+
+    @property
+    def reference(self) -> str:
+        """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
+        adaptive models fitted with ``reference="literal"``) or ``"conditional"``."""
+        return self._reference
 
     @property
     def policy(self):
@@ -789,7 +857,7 @@ class LCBModel:
 
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
-        out = {"method": self._method, "rows": self._n_live, "rows_at_fit": self._n_fit,
+        out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
                "arms": len(self._labels), "policy": self.policy, "tau": self._tau,
                "requests": len(self._log), "rows_deleted": self._n_fit - self._n_live,
                "pending_requests": len(self._pending_ids), "pending_rows": int(self._pending_counts.sum()),
@@ -873,7 +941,7 @@ class LCBModel:
         on_policy = bool(np.all(req_arms == self._policy))
         plan = plan_release(self._pub_counts, self._pending_counts, req_counts, on_policy, self._release_mus,
                             log_term=float(np.log(m / self._tau)), sigma=self._sigma,
-                            mu_budget=self._mu_budget, method=self._method)
+                            mu_budget=self._mu_budget, method=self._method, reference=self._reference)
         # everything below only computes new values; they are committed together at the end
         request_id = len(self._log)
         touched = np.flatnonzero(req_counts)
@@ -923,7 +991,7 @@ class LCBModel:
             noised_arms=tuple(self._labels[a] for a in plan.noised_arms),
             sigma=float(self._sigma) if plan.noised_arms else 0.0, mu_release=plan.mu, mu_max=mu_max,
             delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon),
-            policy=self._labels[policy], reason=reason)
+            policy=self._labels[policy], reason=reason, reference=self._reference)
         # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
         self._alive[rows] = False
         self._arms[rows], self._rewards[rows] = -1, 0.0
@@ -1259,6 +1327,8 @@ def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
         "delta": model._delta, "sigma": model._sigma, "policy": model._policy,
         "pending_ids": list(model._pending_ids), "row_ids_kept": bool(keep_row_ids),
     }
+    if model._method == "adaptive" and model._reference == "literal":
+        meta["reference"] = "literal"          # absent: the conditional default (files saved before it existed)
     rows_of_log = [list(r.rows) for r in model._log] if keep_row_ids else []
     arrays = {
         "counts": model._counts, "sums": model._sums, "pub_counts": model._pub_counts,
@@ -1494,8 +1564,11 @@ _META_FIELDS = {"format", "save_id", "labels", "tau", "n_fit", "n_live", "method
 
 def _check_statistics_section(path, a) -> dict:
     meta = _json_entry(path, a, "meta")
-    if not isinstance(meta, dict) or set(meta) != _META_FIELDS:
-        _refuse(path, f"settings must hold exactly the fields {sorted(_META_FIELDS)}")
+    if not isinstance(meta, dict) or set(meta) - {"reference"} != _META_FIELDS:
+        _refuse(path, f"settings must hold exactly the fields {sorted(_META_FIELDS)} (and, for a literal "
+                      f"adaptive model, 'reference')")
+    if "reference" in meta and (meta["reference"] != "literal" or meta["method"] != "adaptive"):
+        _refuse(path, f"reference, when present, must be 'literal' on an adaptive model, got {meta['reference']!r}")
     if meta["format"] != FORMAT:
         _refuse(path, f"unsupported format {meta['format']!r}, expected {FORMAT!r}")
     sid = meta["save_id"]
@@ -1572,6 +1645,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
     if not isinstance(log, list) or len(log) != mus.size:
         _refuse(path, "the log must list one record per release")
     labels, adaptive = meta["labels"], meta["method"] == "adaptive"
+    literal = adaptive and meta.get("reference") == "literal"
     budget = gdp_budget(meta["epsilon"], meta["delta"]) if adaptive else None
     composed = np.sqrt(np.cumsum(mus ** 2))                  # the oldest request's mu_{1:t}, for every t
     pending, deleted, records = [], 0, []
@@ -1615,7 +1689,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
         else:
             if r["reason"] == "budget":
                 expect = pending + [i]
-            elif r["reason"] == "branch_rule" and adaptive:
+            elif r["reason"] == "branch_rule" and adaptive and not literal:   # the literal rule has no branch
                 expect = [i]
             else:
                 expect = [i] if r["reason"] == "requested" and not adaptive else None
@@ -1735,14 +1809,16 @@ def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     offsets = arrays["log_offsets"]
     log = [DeletionRecord(**{**r, "rows": tuple(arrays["log_rows"][offsets[i]:offsets[i + 1]].tolist())
                              if meta["row_ids_kept"] else None, "rolled_back": tuple(r["rolled_back"]),
-                             "noised_arms": tuple(r["noised_arms"])}) for i, r in enumerate(records)]
+                             "noised_arms": tuple(r["noised_arms"]),
+                             "reference": "conditional" if meta["method"] == "adaptive" and "reference" not in meta
+                             else "literal"}) for i, r in enumerate(records)]
     model = LCBModel(labels=meta["labels"], tau=meta["tau"], n_fit=meta["n_fit"], arms=arrays["row_arms"],
                     rewards=arrays["row_rewards"], row_ids=arrays["row_ids"], users=users,
                     pub_counts=arrays["pub_counts"], pub_sums=arrays["pub_sums"],
                     pending_counts=arrays["pending_counts"], pending_ids=meta["pending_ids"],
                     release_mus=arrays["release_mus"].tolist(), log=log, policy=meta["policy"],
                     method=meta["method"], epsilon=meta["epsilon"], delta=meta["delta"], sigma=meta["sigma"],
-                    rng=rng, exact_sums=exact)
+                    rng=rng, exact_sums=exact, reference=meta.get("reference", "conditional"))
     stages.step("model")
     return model
 
@@ -1778,6 +1854,29 @@ refit_demo = LCBModel.fit(np.array([2, 10, 10, 2, 7, 10, 2, 7] * 25)[live],
                           np.tile([0.9, 0.8, 0.7, 0.6, 0.2, 0.75, 0.85, 0.1], 25)[live], tau=demo.tau)
 assert np.array_equal(demo.statistics.reward_sums, refit_demo.statistics.reward_sums)
 assert np.array_equal(demo.statistics.counts, refit_demo.statistics.counts)
+
+# %% [markdown]
+# The two rules side by side on a request off the served arm (row 4 is on arm 7; the model serves
+# arm 2), then one on it: Paper A's rule rolls the first back for free (`reason="branch_rule"`, a
+# decision that read the served arm, so its records say `reference="conditional"`); the literal rule
+# keeps both pending and spends budget on both, and its records say `"literal"`.
+
+# %%
+side = {}
+for rule in ("conditional", "literal"):
+    mdl = LCBModel.fit([2, 10, 10, 2, 7, 10, 2, 7] * 25, np.tile([0.9, 0.8, 0.7, 0.6, 0.2, 0.75, 0.85, 0.1], 25),
+                       method="adaptive", epsilon=1.0, delta=1e-5, sigma=0.2, rng=np.random.default_rng(1),
+                       reference=rule)
+    side[rule] = mdl
+    for rows in ([4], [0]):
+        rec = mdl.delete(rows=rows)
+        print(f"{rule:11s} request {rec.request_id}: {rec.method:8s} reason {rec.reason:11s} "
+              f"reference {rec.reference:11s} mu_max {rec.mu_max:.3f}")
+assert [r.reason for r in side["conditional"].log] == ["branch_rule", "requested"]
+assert all(r.reason != "branch_rule" and r.reference == "literal" for r in side["literal"].log)
+assert all(r.reference == "conditional" for r in side["conditional"].log)
+assert side["literal"].mu_max > side["conditional"].mu_max          # the price: budget spent off the served arm
+assert LCBModel.fit([0, 1], [1.0, 0.0]).reference == "literal"     # rollback is exact, literal always
 
 # %% [markdown]
 # **Next.** The cells tagged `export` above are the module `bandit_unlearning.mab.model`.  Chapter

@@ -166,43 +166,58 @@ def release_law(scores0, score1, noised, sigma):
     return p0, 1.0 - p0
 
 
-def audit_instance(n0, k, q, score1, sigma, mu_budget, tau, admit):
+def audit_instance(n0, k, q, score1, sigma, mu_budget, tau, admit, reference="conditional",
+                   world="conditional"):
     """Exact joint laws of the q releases in the real and the reference world, for each window
-    (releases after request j), and the largest composed mu of each window over the output paths."""
+    (releases after request j), and the largest composed mu of each window over the output paths.
+
+    ``reference``: the model's rule (``plan_release``'s).  ``world="conditional"``: the reference is
+    given the real world's decisions (the same served arm before request 1, pi(D)).
+    ``world="literal"``: the reference is a model that never saw request 1's rows; it serves
+    pi(D \\ U_1) before request 1 and plans every release from its own history (its own pending
+    counts, shifts and previous release)."""
     log_term = np.log(2 / tau)
     radius = lambda n: np.sqrt(log_term / (2 * n))
     ones_total = q * k                         # the rows the q requests delete carry reward 1, the rest 0
     laws = {j: [np.zeros(2 ** (q - j)), np.zeros(2 ** (q - j)), 0.0] for j in range(q)}
 
-    def walk(step, pub_n, pend_n, mus, policy, pr_real, pr_ref, path):
+    def plan(state):
+        pub_n, pend_n, mus, policy = state
+        pl = plan_release([pub_n, 10], [pend_n, 0], [k, 0], policy == 0, mus, log_term=log_term, sigma=sigma,
+                          mu_budget=mu_budget, method="adaptive", admit=admit, reference=reference)
+        new_pub, new_pend = (pub_n, pend_n + k) if pl.noise_request else (pub_n - k, pend_n)
+        if pl.rollback_pending:
+            new_pub, new_pend = new_pub - new_pend, 0
+        return pl, new_pub, new_pend
+
+    def walk(step, real, ref, pr_real, pr_ref, path):
         if step == q:
-            window_mus = request_mus(mus)
+            window_mus = request_mus(real[2])
             for j in range(q):
                 idx = int("".join(map(str, path[j:])), 2)
                 laws[j][0][idx] += pr_real
                 laws[j][1][idx] += pr_ref
                 laws[j][2] = max(laws[j][2], float(window_mus[j]))
             return
-        # the decision is a function of public quantities and of the previous output, which is the
-        # same in both worlds along a common path
-        plan = plan_release([pub_n, 10], [pend_n, 0], [k, 0], policy == 0, mus, log_term=log_term,
-                            sigma=sigma, mu_budget=mu_budget, method="adaptive", admit=admit)
-        new_pub, new_pend = (pub_n, pend_n + k) if plan.noise_request else (pub_n - k, pend_n)
-        if plan.rollback_pending:
-            new_pub, new_pend = new_pub - new_pend, 0
+        # each world plans from public quantities and its own previous output; along a common output
+        # path the previous outputs agree, so only the served arm before request 1 can differ
+        (pl, new_pub, new_pend), (pl_r, *ref_next) = plan(real), plan(ref)
         remaining = n0 - (step + 1) * k                     # the reference world: rows not yet deleted
         ones_remaining = ones_total - (step + 1) * k
         f_pub = (ones_remaining + new_pend) / new_pub - radius(new_pub)   # pending rows carry reward 1
         f_ref = ones_remaining / remaining - radius(remaining)
-        noised = bool(plan.noised_arms)
-        law_real = release_law(f_pub, score1, noised, sigma)
-        law_ref = release_law(f_ref, score1, noised, sigma)
+        law_real = release_law(f_pub, score1, bool(pl.noised_arms), sigma)
+        law_ref = release_law(f_ref, score1, bool(pl_r.noised_arms), sigma)
         for out in (0, 1):
-            walk(step + 1, new_pub, new_pend, mus + [plan.mu], out,
+            walk(step + 1, (new_pub, new_pend, real[2] + [pl.mu], out),
+                 (*ref_next, ref[2] + [pl_r.mu], out),
                  pr_real * law_real[out], pr_ref * law_ref[out], path + [out])
 
     fit_score = ones_total / n0 - radius(n0)
-    walk(0, n0, 0, [], 0 if fit_score >= score1 else 1, 1.0, 1.0, [])
+    real0 = (n0, 0, [], 0 if fit_score >= score1 else 1)
+    never_saw = (ones_total - k) / (n0 - k) - radius(n0 - k)           # pi(D \ U_1)'s score of arm 0
+    ref0 = real0 if world == "conditional" else (n0, 0, [], 0 if never_saw >= score1 else 1)
+    walk(0, real0, ref0, 1.0, 1.0, [])
     return laws
 
 
@@ -214,7 +229,7 @@ def audit_instance(n0, k, q, score1, sigma, mu_budget, tau, admit):
 # sums): there is no sampling error, and the only tolerance is $10^{-12}$ for floating point.
 
 # %%
-def run_audit(admit):
+def run_audit(admit, reference="conditional", world="conditional"):
     rows = []
     for n0, k, q, (eps, dlt), frac in itertools.product((30, 60), (1, 3), (2, 3), ((0.5, 1e-2), (1.0, 1e-3)),
                                                        (0.5, 0.8, 1.0)):
@@ -224,7 +239,7 @@ def run_audit(admit):
         sigma = float(exact_sensitivity(n0, k, log_term)) / (frac * budget)
         f0 = q * k / n0 - np.sqrt(log_term / (2 * n0))
         for score1 in f0 + sigma * np.linspace(-3, 3, 25):
-            laws = audit_instance(n0, k, q, score1, sigma, budget, tau, admit)
+            laws = audit_instance(n0, k, q, score1, sigma, budget, tau, admit, reference, world)
             claim = gdp_delta(laws[0][2], eps)          # mu of the whole transcript, largest over paths
             for j, (p, r, mu_window) in laws.items():
                 rows.append((n0, k, q, eps, dlt, frac, j, hockey_stick_delta(p, r, eps), claim,
@@ -262,7 +277,85 @@ assert conditional_only > 0 and np.all(good[good[:, 7] > good[:, 9] * (1 + 1e-9)
 # budget, and the one that never rolls back keeps them pending always: both are caught exceeding the
 # target on the same instances.  Last line: judging a later window by its own $\mu_{j:t}$ would be
 # wrong, as the derivation warned.
+
+# %% [markdown]
+# ### 2.1 The literal reference world
 #
+# The audit above gives the reference the real world's decisions: it holds **conditionally** on the
+# releases already made (chapter A9a, section 1).  The same enumeration, with the reference world
+# planning from its own history and serving $\pi(D \setminus U_1)$ before request 1 (a model that
+# never saw request 1's rows), audits the **literal** reference for the largest window (all releases
+# after request 1).  For the literal rule (`reference="literal"`) the plan reads no served arm, so the
+# two reference worlds must give the same laws on every path — for every window, since the literal
+# reference of a later request $j$ differs only in the served arm before $j$, which that rule never
+# reads; the cell checks this equality rather than assuming it.
+
+# %%
+lit_default = run_audit(admits, "conditional", "literal")          # Paper A's rule, literal world
+lit_cond = run_audit(admits, "literal", "conditional")             # the literal rule, conditional world
+lit_lit = run_audit(admits, "literal", "literal")                  # the literal rule, literal world
+assert np.array_equal(lit_cond, lit_lit)                           # its decisions read no served arm
+table = (("Paper A's rule (default)", "conditional", good),
+         ("Paper A's rule (default)", "literal", lit_default[lit_default[:, 6] == 0]),
+         ("literal rule", "conditional", lit_cond),
+         ("literal rule", "literal", lit_lit))
+print(f"{'rule':26s} {'reference':12s} {'windows':>8s} {'violations':>11s} {'exact/target':>13s} {'exact/claim':>12s}")
+for rule, world, rows in table:
+    exact, target, claim = rows[:, 7], rows[:, 4], rows[:, 8]
+    print(f"{rule:26s} {world:12s} {len(rows):8d} {int(np.sum(exact > target * (1 + 1e-9))):11d} "
+          f"{np.max(exact / target):13.3g} {np.max(exact / np.maximum(claim, 1e-300)):12.3g}")
+assert np.all(lit_lit[:, 7] <= lit_lit[:, 8] + 1e-12) and np.all(lit_lit[:, 7] <= lit_lit[:, 4] + 1e-12)
+assert np.sum(lit_default[lit_default[:, 6] == 0, 7] > lit_default[lit_default[:, 6] == 0, 4] * (1 + 1e-9)) > 0
+
+# %% [markdown]
+# **The counterexample, exactly.** Counts $(100, 100)$, reward sums $(60, 57)$, one request deleting
+# 10 reward-1 rows of arm 0, target $(\varepsilon, \delta) = (1, 10^{-3})$, $\sigma$ such that the
+# release uses 90% of the budget.  The fitted model serves arm 0, so both rules keep the request
+# pending and release a noisy argmax of the scores on $D$.  The conditional reference is given
+# $\pi(D) = 0$ and noises arm 0 of the scores on $D \setminus U$; the literal reference serves
+# $\pi(D \setminus U) = 1$, so Paper A's rule calls the request off-policy and releases arm 1 for
+# certain, while the literal rule noises it as the model does.  The laws are closed forms (chapter A3b).
+
+# %%
+from bandit_unlearning.mab.lcb import lcb_scores
+from bandit_unlearning.mab.unlearn import noisy_argmax_distribution
+
+ce_arms, ce_rewards = [0] * 100 + [1] * 100, [1.0] * 60 + [0.0] * 40 + [1.0] * 57 + [0.0] * 43
+ce_tau, ce_eps, ce_delta = 1 / 200, 1.0, 1e-3
+ce_log = float(np.log(2 / ce_tau))
+ce_sigma = float(exact_sensitivity(100, 10, ce_log)) / (0.9 * gdp_budget(ce_eps, ce_delta))
+scores_d = lcb_scores(np.array([100, 100]), np.array([60.0, 57.0]), ce_tau)[2]
+scores_du = lcb_scores(np.array([90, 100]), np.array([50.0, 57.0]), ce_tau)[2]
+print(f"pi(D) = {int(np.argmax(scores_d))}, pi(D minus U) = {int(np.argmax(scores_du))}, sigma = {ce_sigma:.4f}")
+ce = {}
+for rule in ("conditional", "literal"):
+    mdl = LCBModel.fit(ce_arms, ce_rewards, method="adaptive", epsilon=ce_eps, delta=ce_delta, sigma=ce_sigma,
+                       tau=ce_tau, rng=0, reference=rule)
+    rec = mdl.delete(rows=list(range(10)))                        # 10 reward-1 rows of arm 0
+    assert rec.method == "gaussian" and rec.reference == rule
+    p_model = noisy_argmax_distribution(scores_d, 0, ce_sigma)
+    for world, served in (("conditional", 0), ("literal", int(np.argmax(scores_du)))):
+        pl = plan_release([100, 100], [0, 0], [10, 0], served == 0, [], log_term=ce_log, sigma=ce_sigma,
+                          mu_budget=mdl.mu_budget, method="adaptive", reference=rule)
+        p_ref = noisy_argmax_distribution(scores_du, 0, ce_sigma if pl.noised_arms else 0.0)
+        ce[(rule, world)] = d = hockey_stick_delta(p_model, p_ref, ce_eps)
+        print(f"rule {rule:11s} against the {world:11s} reference: exact delta(eps = 1) = {d:.3g} "
+              f"(claimed {rec.delta_at_target:.3g}, target {ce_delta:g})")
+assert ce[("conditional", "conditional")] <= ce_delta and ce[("literal", "literal")] <= ce_delta
+assert ce[("conditional", "literal")] > 100 * ce_delta              # the default fails the literal audit
+
+# %% [markdown]
+# **Reading the literal audit.** Paper A's rule keeps its promise against the reference it is
+# defined with (given the released policy), and breaks it against the literal one wherever
+# $\pi(D)$ and $\pi(D \setminus U_1)$ differ: there its reference world rolls back and releases one arm
+# for certain while the model releases a noisy argmax; on the counterexample the exact $\delta$ is
+# printed above, hundreds of times the target.  The literal rule passes both audits with no
+# violation, on every window.  So the default `LCBModel` (`reference="conditional"`) promises
+# indistinguishability from a model retrained without the deleted rows *that had made the same
+# decisions* — the releases already public are taken as given; `reference="literal"` promises it
+# against a model that never saw them, at the price of spending budget on every request.
+
+# %% [markdown]
 # ## 3. Deletion capacity
 #
 # How many requests of $k$ rows on the served arm does an adaptive model keep pending before it must
@@ -685,6 +778,14 @@ print(live)
 #   laws of up to three releases, 1,200 instances) finds no violation and a worst ratio of exact to
 #   claimed $\delta$ of 0.93; it catches the accountant that forgets earlier releases (70 violations,
 #   up to 4x the target $\delta$) and the one that never rolls back (1,068, up to 182x).
+# * **Reference world.** That promise is against a reference *given* the releases already made:
+#   Paper A's branch rule reads the served arm, which depends on the deleted rewards, and every record
+#   says `reference="conditional"`.  Against the literal reference (a model that never saw request
+#   1's rows, planning from its own history) the default fails: 73 of 1,200 largest windows violate
+#   the target, up to 821x, and on the two-arm counterexample the exact $\delta(1) = 0.54$ against a
+#   target of $10^{-3}$.  `reference="literal"` (every request noised while the budget lasts,
+#   decisions from counts alone) passes both audits with 0 violations in 3,000 windows and worst
+#   ratio 0.93; its price is budget spent on requests off the served arm.
 # * **Capacity.** At $N(a) = 2000$ of $N = 10^4$, $\sigma = b(a)$: 12 single-row requests at
 #   $(1, 10^{-5})$, 44 at $(8, 10^{-5})$, one request of 100 rows only at $\varepsilon = 8$.  The
 #   Gaussian budget is a lifetime budget; after it, rollback (exact, free in privacy).

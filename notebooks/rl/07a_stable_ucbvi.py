@@ -45,7 +45,7 @@ rng = np.random.default_rng(20260607)
 USER_SEED = int(rng.integers(2**63))        # the population of replayable users of this chapter
 
 # %% [markdown]
-# ## 1. Statement (Paper B Algorithm 4)
+# ## 1. Statement (Paper B Algorithm 4 and Theorem 4.1)
 #
 # **Algorithm 4 (TV-stable UCB-VI).**  Episodes $t = 1, \dots, T$ are users.  Before episode $t$, read
 # the noisy counts $\tilde N_h(s,a)$, $\tilde N_h(s,a,s')$ and reward sums $\tilde R_h(s,a)$ from the

@@ -38,7 +38,7 @@ from bandit_unlearning.rl.mdp import optimal_value
 rng = np.random.default_rng(20260609)
 
 # %% [markdown]
-# ## 1. Statement (Paper B Algorithm 4)
+# ## 1. Statement (Paper B Theorem 4.4 and Lemmas A.5, A.6)
 #
 # **Theorem 4.4.**  For every $\rho$-TV-stable algorithm there is an episodic MDP with $S$ states, $A$
 # actions and horizon $H$ on which $R(T) = \Omega\big(H\sqrt{SAT} + SAH/\rho\big)$.  **Hard
@@ -47,10 +47,13 @@ rng = np.random.default_rng(20260609)
 # $\tfrac12 + \Delta\,\mathbb 1\{a = a^\star_i\}$, else to its absorbing "bad" state (reward 0).  A wrong
 # first action costs $(H - 1)\Delta$ in expectation (`independent_bandits`, chapter B5).
 #
-# **Facts used** (Paper B Algorithm 4): $(\varepsilon, 0)$-DP implies $(e^\varepsilon - 1)$-TV-stability;
+# **Facts used** (stated in Paper B's appendix, Lemmas A.5 and A.6, and used there for Theorem 4.4;
+# the statements below are what this chapter uses and checks in section 3): the relations between
+# differential privacy and TV-stability — $(\varepsilon, 0)$-DP implies $(e^\varepsilon - 1)$-TV-stability;
 # TV-stability does not imply pure DP for any $\varepsilon$; $(0, \delta)$-DP is the same as
-# $\delta$-TV-stability; and (Karwa & Vadhan) if a mechanism $M$ is $\rho$-TV-stable then for
+# $\delta$-TV-stability — and the coupling bound (Karwa & Vadhan): if a mechanism $M$ is $\rho$-TV-stable then for
 # datasets of $n$ i.i.d. samples from $P$ or $Q$, $\mathrm{TV}(M(P^n), M(Q^n)) \le 4n\rho\,\mathrm{TV}(P, Q)$.
+# The project reads Lemma A.5 as the first group and Lemma A.6 as the coupling bound.
 #
 # ## 2. Proof sketch
 #
