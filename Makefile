@@ -84,10 +84,12 @@ book: $(STAMP)
 	$(BIN)/sphinx-build -E -a -W --keep-going -n -q -c docs -b html notebooks docs/_build/html
 	@echo "book: open docs/_build/html/index.html"
 
-# The quick loop: no export/pairing check (`make check`), no slow tests (marker `slow`: the book build
-# and its browser test, the Dask cluster, the package copy), no nbval.  `make test` runs all of them.
+# The quick loop: no export/pairing check (`make check`), no slow tests (marker `slow`, which ones:
+# tests/conftest.py; the book build and its browser test, the Dask cluster, the package copy, the
+# command line in subprocesses, ...), no nbval (its plugin is not even loaded: importing nbformat costs
+# 1.6 s in each worker).  `make test` runs all of them.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -m "not slow" tests
+	$(BIN)/python -m pytest -n 2 -p no:nbval -m "not slow" tests
 
 reproduce: $(STAMP)
 	$(BIN)/python -m bandit_unlearning reproduce all --out results --workers 2
