@@ -36,11 +36,11 @@ from typing import Callable
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from bandit_unlearning.checks import check_choice, check_instance, check_int  # noqa: E402
-from bandit_unlearning.experiments.paper_numbers import paper_comparison_markdown  # noqa: E402
+from bandit_unlearning.checks import check_choice, check_instance, check_int
+from bandit_unlearning.experiments.paper_numbers import paper_comparison_markdown
 
 __all__ = ["EXPERIMENTS", "write_summary", "reproduce", "main"]
 
@@ -341,7 +341,8 @@ def _panel_notes(panel: dict, result: dict) -> list[str]:
 
 def _panel_title(panel: dict, result: dict) -> str:
     p = result.get("protocol", {})
-    model = {"Mf": "M_f (equal counts)", "Md": "M_d (arms drawn i.i.d.)"}.get(panel.get("model"), panel.get("model"))
+    name = panel.get("model")
+    model = {"Mf": "M_f (equal counts)", "Md": "M_d (arms drawn i.i.d.)"}.get(name, name) if name is not None else None
     parts = [f"**{panel['id']}**"]
     if model:
         parts.append(f"model {model}")

@@ -122,13 +122,15 @@ def module_files(module: str) -> tuple[list[Path], list[str]]:
             continue
         seen.add(dotted)
         path = _module_path(dotted)
+        if path is None:                         # _normalise and _imports only yield existing modules
+            raise AssertionError(f"no file for module {dotted!r}")
         if path.name == "__init__.py" and dotted != start and not _defines_names(path, dotted, seen):
             continue                             # an __init__ that only documents: an empty one will do
         needed_inits.add(dotted)
         inside, other = _imports(path)
         outside |= other
         todo.extend(sorted(inside - seen))
-    files = sorted(_module_path(d) for d in needed_inits)
+    files = sorted(p for p in (_module_path(d) for d in needed_inits) if p is not None)
     stdlib = set(sys.stdlib_module_names)
     return files, sorted(o for o in outside if o not in stdlib and o != PACKAGE)
 

@@ -34,7 +34,7 @@ import pytest
 from scipy.special import erfinv
 
 from bandit_unlearning.exact.bandit import BanditUser, chosen_arm, ucb_bandit_learner
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn
+from bandit_unlearning.exact.learner import train, unlearn
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import BinaryTree, Node, draw_node_keys, leaf_path, n_nodes, node_noise, postorder_position
 from bandit_unlearning.rl.envs import garnet, riverswim

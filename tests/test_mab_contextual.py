@@ -198,7 +198,7 @@ def test_release_exact_is_the_learner():
 
 # --- the lifecycle model (chapter A10b) -------------------------------------------------------------
 from bandit_unlearning.mab.contextual_model import (  # noqa: E402
-    ContextualModel, load_contextual_model, save_contextual_model, sequential_sensitivity,
+    ContextualModel, load_contextual_model, sequential_sensitivity,
 )
 
 

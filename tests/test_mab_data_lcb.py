@@ -103,9 +103,11 @@ def test_statistics_samplers_match_dataset_generators():
     mu, d, n, reps = np.array([0.2, 0.6, 0.9]), np.array([0.5, 0.3, 0.2]), 60, 4000
     c1, s1 = sample_statistics_distribution(mu, d, n, rng, size=reps)
     sets = [distribution_dataset(mu, d, n, rng) for _ in range(reps)]
-    c2 = np.array([x.counts for x in sets]); s2 = np.array([x.reward_sums for x in sets])
+    c2 = np.array([x.counts for x in sets])
+    s2 = np.array([x.reward_sums for x in sets])
     for a, b in ((c1, c2), (s1, s2)):
-        m1, se1 = mean_and_stderr(a); m2, se2 = mean_and_stderr(b)
+        m1, se1 = mean_and_stderr(a)
+        m2, se2 = mean_and_stderr(b)
         assert np.all(np.abs(m1 - m2) < 6 * np.hypot(se1, se2))
     c, s = sample_statistics_fixed(mu, [3, 0, 5], rng, size=10)
     assert np.all(c == [3, 0, 5]) and np.all(s <= c) and np.all(s >= 0)

@@ -11,7 +11,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import time
 import tracemalloc
 import zipfile
 
@@ -560,7 +559,7 @@ def test_reasons_summary_repr_and_replayable_plans():
     m, arms, rewards, users = adaptive_model(rng=np.random.default_rng(2))
     recs = []
     for kw in ({"rows": [1]}, {"rows": [60]}, {"rows": [2, 3, 4, 5, 6, 7, 8, 9, 13, 14]}):
-        pend, pub, mus, pol = m.pending_counts.copy(), m.released_from.counts.copy(), [r.mu_release for r in m.log], m.policy_index
+        pend, pub, mus = m.pending_counts.copy(), m.released_from.counts.copy(), [r.mu_release for r in m.log]
         req = np.bincount([m.labels.index(arms[i]) for i in kw["rows"]], minlength=3)
         plan = plan_release(pub, pend, req, all(arms[i] == m.policy for i in kw["rows"]), mus,
                             log_term=m.statistics.log_term, sigma=0.05, mu_budget=m.mu_budget, method="adaptive")

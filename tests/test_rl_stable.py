@@ -1,6 +1,5 @@
 """Tests of chapters B7a-B7b: TV-stable UCB-VI (Algorithm 4) as a prefix-sum learner, and its regret tools."""
 
-import dataclasses
 import math
 
 import numpy as np
@@ -17,7 +16,7 @@ from bandit_unlearning.rl.stable import (
     EpisodeOracle, EpisodeUser, PolicyUpdate, episode_users, population_users, rho_theorem, run_policies, run_regret,
     stable_sigma, stable_ucbvi, theorem_41_terms,
 )
-from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, episode_statistics, run_ucbvi, ucbvi_update
+from bandit_unlearning.rl.ucbvi import StatsLayout, episode_statistics, run_ucbvi, ucbvi_update
 
 RIVER = riverswim(horizon=5)
 

@@ -100,17 +100,17 @@ def run_tasks(
     bar = _progress(len(tasks), desc, progress)
     try:
         if executor is None and workers == 1:
-            results = []
+            results: list[Any] = []
             for task in tasks:
                 results.append(fn(task))
                 if bar is not None:
                     bar.update()
             return results
         own = executor is None
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts) if own else executor
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts) if executor is None else executor
         try:
             futures = {pool.submit(fn, task): i for i, task in enumerate(tasks)}
-            results: list[Any] = [None] * len(tasks)
+            results = [None] * len(tasks)
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
                 if bar is not None:
