@@ -25,6 +25,7 @@ import concurrent.futures
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -582,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         reproduce(names, args.out, args.scale, args.seed, args.workers, args.scheduler)
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)        # a second Ctrl-C must not break the clean exit
         rep.exit(130, f"{rep.prog}: interrupted; {_left(args.out)}\n")
     except ValueError as err:
         rep.error(str(err))

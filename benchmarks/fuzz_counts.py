@@ -22,7 +22,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, os.environ.get("FUZZ_TESTS_DIR", str(HERE.parent / "tests")))
 
-import bandit_unlearning  # noqa: E402
 import test_fuzz_inputs as F  # noqa: E402
 
 

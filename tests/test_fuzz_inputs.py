@@ -41,15 +41,15 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import test_bad_inputs as B  # noqa: E402  (the shared objects and the snapshot of the bad-input table)
+import test_bad_inputs as B
 
-from bandit_unlearning import checks, montecarlo as mc  # noqa: E402
-from bandit_unlearning.exact import bandit, learner as lr, light_tree as lt, linucb, tree  # noqa: E402
-from bandit_unlearning.experiments import rl_lower_bound as rlb  # noqa: E402
-from bandit_unlearning.mab import (bounds, data, imitation as im, lcb, lower_bounds as lb, mechanisms as mech,  # noqa: E402
+from bandit_unlearning import checks, montecarlo as mc
+from bandit_unlearning.exact import bandit, learner as lr, light_tree as lt, linucb, tree
+from bandit_unlearning.experiments import rl_lower_bound as rlb
+from bandit_unlearning.mab import (bounds, data, imitation as im, lcb, lower_bounds as lb, mechanisms as mech,
                                    mixing, model as mmodel, unlearn as ul)
-from bandit_unlearning.privacy import audit, coupling, gaussian as gm  # noqa: E402
-from bandit_unlearning.rl import envs, mdp as rmdp, stable, ucbvi, users as rusers  # noqa: E402
+from bandit_unlearning.privacy import audit, coupling, gaussian as gm
+from bandit_unlearning.rl import envs, mdp as rmdp, stable, ucbvi, users as rusers
 
 TIME_LIMIT = 3.0
 MEMORY_LIMIT = 3 * 2**30
@@ -295,7 +295,7 @@ def _run(func, args, kwargs):
         return "hang", None
     except (TypeError, ValueError) as err:
         return "refused", err
-    except BaseException as err:  # noqa: BLE001  (MemoryError, OverflowError, ZeroDivisionError, ...)
+    except BaseException as err:
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
             raise
         return "crashed", err
@@ -386,24 +386,14 @@ def test_the_enumeration_is_broad():
 # strings and masked arrays get through; arms are labels, so strings are fine there but masked arrays are
 # not) and its sigma with float(); deletion_capacity at n_arm = 10**12 runs its 100,000-step loop (bounded,
 # a few seconds) past TIME_LIMIT; plan_unlearning's message for log_term = 1e300 calls it L.
+# Arm labels of LCBModel.fit are labels, not numbers: any hashable value (strings, booleans, fractions,
+# complex numbers) names an arm, so these "numeric look-alikes" are accepted by design.  Every other
+# fuzzed argument of every public callable follows the contract (no known gap left).
 KNOWN_GAPS = {
     'LCBModel.fit[0]=Fraction_array',
     'LCBModel.fit[0]=bool_array',
     'LCBModel.fit[0]=complex_array',
-    'LCBModel.fit[0]=masked_array',
     'LCBModel.fit[0]=str_array',
-    'LCBModel.fit[1]=Fraction_array',
-    'LCBModel.fit[1]=bool_array',
-    'LCBModel.fit[1]=complex_array',
-    'LCBModel.fit[1]=masked_array',
-    'LCBModel.fit[1]=str_array',
-    'LCBModel.fit[sigma]=Decimal',
-    'LCBModel.fit[sigma]=Fraction',
-    'LCBModel.fit[sigma]=bool',
-    'LCBModel.fit[sigma]=complex',
-    'LCBModel.fit[sigma]=str',
-    'deletion_capacity[0]=1e12',
-    'plan_unlearning[3]=1e300',
 }
 
 

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import check_count, as_generator, check_instance, check_int, check_int_array, check_real
+from bandit_unlearning.checks import check_count, as_generator, check_instance, check_int_array, check_real
 from bandit_unlearning.mab.data import (
     concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )

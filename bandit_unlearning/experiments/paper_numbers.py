@@ -89,6 +89,7 @@ def statement_verdict(statement: PaperStatement, values: dict, stderr: dict) -> 
     main = float(values[statement.methods[0]])
     row = {"id": statement.id, "where": statement.where, "statement": statement.text}
     if statement.kind == "value":
+        assert statement.paper_value is not None          # a "value" statement always has one
         tol = 2 * float(stderr.get(statement.methods[0], 0.0)) + PRINTED_HALF_UNIT
         ok = abs(main - statement.paper_value) <= tol
         row.update(paper=f"{statement.paper_value:g}", ours=f"{main:.4f}", tolerance=f"±{tol:.4f}",
@@ -133,7 +134,7 @@ def compare_with_paper(results) -> list:
         values = {m: panel["methods"][m][i] for m in st.methods}
         stderr = {m: panel.get("stderr", {}).get(m, [0.0] * len(panel["x"]))[i] for m in st.methods}
         row = statement_verdict(st, values, stderr)
-        row["scale"] = res.get("scale")
+        row["scale"] = None if res is None else res.get("scale")
         rows.append(row)
     return rows
 

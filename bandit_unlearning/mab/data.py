@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from bandit_unlearning.checks import (check_count,
-    as_array, as_real_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
+    as_real_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
 )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import (
-    as_array, as_real_array, check_instance, check_int, check_int_array, check_real, check_real_array,
+    as_real_array, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 

@@ -51,7 +51,7 @@ import numpy as np
 from scipy import special, stats
 
 from bandit_unlearning.checks import (check_count,
-    as_array, as_real_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
+    as_real_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly, round_robin_arms
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores

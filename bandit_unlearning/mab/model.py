@@ -119,16 +119,15 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     k, max_requests = check_int(k, "k", 1, n_arm), check_int(max_requests, "max_requests", 0)
     sigma = check_positive(sigma, "sigma")
     budget = gdp_budget(epsilon, delta)
-    spent, count = 0.0, 0
-    while count < max_requests and (count + 1) * k <= n_arm:
-        mu = float(exact_sensitivity(n_arm, (count + 1) * k, log_term)) / sigma
-        if spent + mu * mu > budget * budget:
-            break
-        spent, count = spent + mu * mu, count + 1
-    return count
+    # the j-th pending request shifts the release by Delta(n_arm, j k) / sigma; the accountant admits
+    # requests while the running sum of squared shifts stays within the budget (a sequential cumsum:
+    # the same additions, in the same order, as a loop over the requests, without a Python loop)
+    j = np.arange(1, min(max_requests, n_arm // k) + 1, dtype=float)
+    mu = np.asarray(exact_sensitivity(n_arm, j * k, log_term), dtype=float) / sigma
+    return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 266): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 265): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
@@ -169,7 +168,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 348): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 347): "2.3 The model" ---
 METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
@@ -385,7 +384,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 577): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 576): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -496,6 +495,9 @@ class LCBModel:
         """
         check_choice(method, "method", METHODS)
         check_choice(reference, "reference", REFERENCES)
+        for name, value in (("arms", arms), ("rewards", rewards), ("users", users)):
+            if isinstance(value, np.ma.MaskedArray):
+                raise TypeError(f"{name} must not be a masked array (its mask would be dropped silently)")
         labels, idx = _labels_and_index(arms, labels)
         return cls._fit(labels, idx, rewards, users=users, tau=tau, method=method, epsilon=epsilon, delta=delta,
                         sigma=sigma, rng=rng, reference=reference)
@@ -824,7 +826,7 @@ class LCBModel:
         return record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 1028): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 1030): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -964,7 +966,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1221): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1223): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1183,7 +1185,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1448): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1450): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 

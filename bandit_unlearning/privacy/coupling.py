@@ -19,7 +19,7 @@ __all__ = [
 import numpy as np
 from scipy.special import erf
 
-from bandit_unlearning.checks import as_array, as_real_array, as_generator, check_positive, check_real
+from bandit_unlearning.checks import as_real_array, as_generator, check_positive, check_real
 
 
 # --- from notebooks/rl/01_tv_and_coupling.py, cell 4 (line 54): "1. TV distance between $\mathcal N(\mu_1, \sigma^2 I_d)$..." ---

@@ -32,7 +32,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from bandit_unlearning.checks import as_array, as_real_array, as_real
+from bandit_unlearning.checks import as_real_array, as_real
 
 
 # --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 4 (line 93): "2. Derivation" ---

@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import check_count, as_array, as_real_array, as_generator, check_choice, check_instance, check_real
+from bandit_unlearning.checks import check_count, as_real_array, as_generator, check_choice, check_instance, check_real
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper

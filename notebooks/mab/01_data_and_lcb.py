@@ -65,7 +65,7 @@ from typing import Callable
 import numpy as np
 
 from bandit_unlearning.checks import (check_count,
-    as_array, as_real_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
+    as_real_array, as_generator, check_callable, check_int, check_int_array, check_real, check_real_array,
 )
 
 
@@ -314,7 +314,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import (
-    as_array, as_real_array, check_instance, check_int, check_int_array, check_real, check_real_array,
+    as_real_array, check_instance, check_int, check_int_array, check_real, check_real_array,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 
@@ -605,7 +605,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import check_count, as_generator, check_instance, check_int, check_int_array, check_real
+from bandit_unlearning.checks import check_count, as_generator, check_instance, check_int_array, check_real
 from bandit_unlearning.mab.data import (
     concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )

@@ -125,7 +125,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import (check_count,
-    as_array, as_real_array, as_generator, check_instance, check_int, check_int_array, check_real,
+    as_real_array, as_generator, check_instance, check_int, check_int_array, check_real,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState

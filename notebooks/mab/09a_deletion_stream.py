@@ -246,13 +246,12 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     k, max_requests = check_int(k, "k", 1, n_arm), check_int(max_requests, "max_requests", 0)
     sigma = check_positive(sigma, "sigma")
     budget = gdp_budget(epsilon, delta)
-    spent, count = 0.0, 0
-    while count < max_requests and (count + 1) * k <= n_arm:
-        mu = float(exact_sensitivity(n_arm, (count + 1) * k, log_term)) / sigma
-        if spent + mu * mu > budget * budget:
-            break
-        spent, count = spent + mu * mu, count + 1
-    return count
+    # the j-th pending request shifts the release by Delta(n_arm, j k) / sigma; the accountant admits
+    # requests while the running sum of squared shifts stays within the budget (a sequential cumsum:
+    # the same additions, in the same order, as a loop over the requests, without a Python loop)
+    j = np.arange(1, min(max_requests, n_arm // k) + 1, dtype=float)
+    mu = np.asarray(exact_sensitivity(n_arm, j * k, log_term), dtype=float) / sigma
+    return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
 
 
 # %% [markdown]
@@ -685,6 +684,9 @@ class LCBModel:
         """
         check_choice(method, "method", METHODS)
         check_choice(reference, "reference", REFERENCES)
+        for name, value in (("arms", arms), ("rewards", rewards), ("users", users)):
+            if isinstance(value, np.ma.MaskedArray):
+                raise TypeError(f"{name} must not be a masked array (its mask would be dropped silently)")
         labels, idx = _labels_and_index(arms, labels)
         return cls._fit(labels, idx, rewards, users=users, tau=tau, method=method, epsilon=epsilon, delta=delta,
                         sigma=sigma, rng=rng, reference=reference)

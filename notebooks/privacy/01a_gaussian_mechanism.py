@@ -109,7 +109,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from bandit_unlearning.checks import as_array, as_real_array, as_real
+from bandit_unlearning.checks import as_real_array, as_real
 
 
 def check_epsilon(epsilon) -> float:

@@ -63,7 +63,7 @@ or non-finite ``sigma`` is refused.
 import numpy as np
 from scipy.special import erf
 
-from bandit_unlearning.checks import as_array, as_real_array, as_generator, check_positive, check_real
+from bandit_unlearning.checks import as_real_array, as_generator, check_positive, check_real
 
 
 def check_sigma(sigma: float) -> float:
