@@ -39,7 +39,7 @@ from bandit_unlearning.mab.contextual import (
     ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
     parameter_sensitivity, rollback, state_from_statistics,
 )
-from bandit_unlearning.mab.model import admits, gdp_budget, gdp_delta, request_mus
+from bandit_unlearning.mab.model import admits, check_row_ids, gdp_budget, gdp_delta, request_mus
 from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
 
 
@@ -256,20 +256,7 @@ class ContextualModel:
             if found is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
             return np.array(sorted(found), dtype=np.int64)
-        rows = np.asarray(rows)
-        if rows.ndim != 1 or rows.size == 0:
-            raise ValueError("rows must be a non-empty 1-D sequence of row ids")
-        if not np.issubdtype(rows.dtype, np.integer):
-            raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
-        if np.unique(rows).size != rows.size:
-            raise ValueError("rows names a row twice")
-        outside = rows[(rows < 0) | (rows >= self._n_fit)]
-        if outside.size:
-            raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {self._n_fit})")
-        gone = rows[~self._alive[rows]]
-        if gone.size:
-            raise ValueError(f"row {int(gone[0])} was already deleted")
-        return np.sort(rows.astype(np.int64))
+        return check_row_ids(rows, self._n_fit, self._alive)
 
     def _live_after(self, rows, request):
         """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
@@ -354,7 +341,7 @@ class ContextualModel:
         return record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 432): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 419): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 

@@ -27,6 +27,7 @@ __all__ = [
     "REFERENCES",
     "FORMAT",
     "DeletionRecord",
+    "check_row_ids",
     "LCBModel",
     "read_csv_columns",
     "plot_budget",
@@ -275,6 +276,37 @@ def _labels_and_index(arms, labels):
     return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
 
 
+def check_row_ids(rows, n_fit: int, alive: np.ndarray) -> np.ndarray:
+    """The live row ids ``rows`` of a model fitted on ``n_fit`` rows, as a sorted int64 array.
+
+    Parameters
+    ----------
+    rows : non-empty 1-D sequence of distinct integer row ids in ``[0, n_fit)``.
+    n_fit : number of rows the model was fitted on.
+    alive : boolean array of ``n_fit`` entries, ``True`` for rows not yet deleted.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ids, sorted.  ``TypeError`` for non-integer ids; ``ValueError`` for an empty, repeated,
+        unknown or already deleted id (named).  Used by ``LCBModel`` and ``ContextualModel``.
+    """
+    rows = np.asarray(rows)
+    if rows.ndim != 1 or rows.size == 0:
+        raise ValueError("rows must be a non-empty 1-D sequence of row ids")
+    if not np.issubdtype(rows.dtype, np.integer):
+        raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
+    if np.unique(rows).size != rows.size:
+        raise ValueError("rows names a row twice")
+    outside = rows[(rows < 0) | (rows >= n_fit)]
+    if outside.size:
+        raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {n_fit})")
+    gone = rows[~alive[rows]]
+    if gone.size:
+        raise ValueError(f"row {int(gone[0])} was already deleted")
+    return np.sort(rows.astype(np.int64))
+
+
 def _check_rewards(rewards, n):
     """Rewards as a new float64 array of ``n`` entries in [0, 1]; NaN and infinities named as such."""
     arr = np.asarray(rewards)
@@ -384,7 +416,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 576): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 607): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -718,20 +750,7 @@ class LCBModel:
             order, offsets = self._user_rows
             found = order[offsets[code]:offsets[code + 1]]
             return np.sort(found[self._alive[found]])
-        rows = np.asarray(rows)
-        if rows.ndim != 1 or rows.size == 0:
-            raise ValueError("rows must be a non-empty 1-D sequence of row ids")
-        if not np.issubdtype(rows.dtype, np.integer):
-            raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
-        if np.unique(rows).size != rows.size:
-            raise ValueError("rows names a row twice")
-        outside = rows[(rows < 0) | (rows >= self._n_fit)]
-        if outside.size:
-            raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {self._n_fit})")
-        gone = rows[~self._alive[rows]]
-        if gone.size:
-            raise ValueError(f"row {int(gone[0])} was already deleted")
-        return np.sort(rows.astype(np.int64))
+        return check_row_ids(rows, self._n_fit, self._alive)
 
     def delete(self, *, user=None, rows=None) -> DeletionRecord:
         """Delete one user's rows or the given rows, then make one release (the new ``policy``).
@@ -826,7 +845,7 @@ class LCBModel:
         return record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 1030): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 1048): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -966,7 +985,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1223): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1241): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1185,7 +1204,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1450): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1468): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 

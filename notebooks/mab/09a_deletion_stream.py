@@ -451,6 +451,37 @@ def _labels_and_index(arms, labels):
     return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
 
 
+def check_row_ids(rows, n_fit: int, alive: np.ndarray) -> np.ndarray:
+    """The live row ids ``rows`` of a model fitted on ``n_fit`` rows, as a sorted int64 array.
+
+    Parameters
+    ----------
+    rows : non-empty 1-D sequence of distinct integer row ids in ``[0, n_fit)``.
+    n_fit : number of rows the model was fitted on.
+    alive : boolean array of ``n_fit`` entries, ``True`` for rows not yet deleted.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ids, sorted.  ``TypeError`` for non-integer ids; ``ValueError`` for an empty, repeated,
+        unknown or already deleted id (named).  Used by ``LCBModel`` and ``ContextualModel``.
+    """
+    rows = np.asarray(rows)
+    if rows.ndim != 1 or rows.size == 0:
+        raise ValueError("rows must be a non-empty 1-D sequence of row ids")
+    if not np.issubdtype(rows.dtype, np.integer):
+        raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
+    if np.unique(rows).size != rows.size:
+        raise ValueError("rows names a row twice")
+    outside = rows[(rows < 0) | (rows >= n_fit)]
+    if outside.size:
+        raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {n_fit})")
+    gone = rows[~alive[rows]]
+    if gone.size:
+        raise ValueError(f"row {int(gone[0])} was already deleted")
+    return np.sort(rows.astype(np.int64))
+
+
 def _check_rewards(rewards, n):
     """Rewards as a new float64 array of ``n`` entries in [0, 1]; NaN and infinities named as such."""
     arr = np.asarray(rewards)
@@ -907,20 +938,7 @@ class LCBModel:
             order, offsets = self._user_rows
             found = order[offsets[code]:offsets[code + 1]]
             return np.sort(found[self._alive[found]])
-        rows = np.asarray(rows)
-        if rows.ndim != 1 or rows.size == 0:
-            raise ValueError("rows must be a non-empty 1-D sequence of row ids")
-        if not np.issubdtype(rows.dtype, np.integer):
-            raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
-        if np.unique(rows).size != rows.size:
-            raise ValueError("rows names a row twice")
-        outside = rows[(rows < 0) | (rows >= self._n_fit)]
-        if outside.size:
-            raise ValueError(f"unknown row {int(outside[0])}: row ids lie in [0, {self._n_fit})")
-        gone = rows[~self._alive[rows]]
-        if gone.size:
-            raise ValueError(f"row {int(gone[0])} was already deleted")
-        return np.sort(rows.astype(np.int64))
+        return check_row_ids(rows, self._n_fit, self._alive)
 
     def delete(self, *, user=None, rows=None) -> DeletionRecord:
         """Delete one user's rows or the given rows, then make one release (the new ``policy``).
