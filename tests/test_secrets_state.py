@@ -165,6 +165,11 @@ def _ucbvi_user(sigma):
     return deletions
 
 
+# The registry's one-pass deletion gives the attack a kept node less often (a two-step user: the last
+# node noised holds both steps, or the pass retrained): 9 of 24 deletions were recovered in two trial
+# runs, so 40 deletions miss every one with probability about (15/24)**40 = 7e-9.
+BROKEN_DELETIONS = {"UCB bandit: registry unlearn_user": 40}
+
 PATHS = {
     "UCB bandit, LightTree: unlearn": lambda: _bandit(LightTree, 10.0),
     "UCB bandit, BinaryTree: unlearn": lambda: _bandit(BinaryTree, 10.0),
@@ -202,9 +207,10 @@ def test_nothing_left_behind_gives_the_deleted_statistic(path):
 def test_module_level_generator_gives_deleted_statistics_back(path, monkeypatch):
     """The broken variant: the same attack recovers deleted statistics from the imported modules."""
     install_module_level_generator(monkeypatch)
-    counts = attack(PATHS[path]())
+    n = BROKEN_DELETIONS.get(path, N_DELETIONS)
+    counts = attack(PATHS[path](), n)
     assert counts["process"] >= 1, (path, counts)
-    assert counts["generators"] == N_DELETIONS
+    assert counts["generators"] == n
     assert counts["returned"] == 0                       # the leak is the process, not the returned run
 
 
