@@ -43,13 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner  # noqa: E402
-from bandit_unlearning.exact.learner import ZERO_USER, train, verify_run  # noqa: E402
+from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.protocol import DeleteUser, unlearn, verify  # noqa: E402
 from bandit_unlearning.exact.linucb import (  # noqa: E402
     SENSITIVITY_ZERO_DUMMY, LinUCBConfig, linear_users, linucb_learner,
 )
-from bandit_unlearning.exact.registry import (  # noqa: E402
-    unlearn_user, unlearn_user_sequential, verify_unlearned,
-)
+from bandit_unlearning.exact.registry import unlearn_user_sequential, verify_unlearned
 from bandit_unlearning.exact.tree import sigma_paper  # noqa: E402
 from bandit_unlearning.rl.stable import episode_users, stable_ucbvi  # noqa: E402
 
@@ -127,10 +126,10 @@ def _case(learner, population, T: int, k: int, first: bool, requests: int, rng, 
             "fraction_retrained_from_scratch": float(np.mean(fresh)),
         }
     out["retrain_s"] = float(np.mean(retrains))
-    new, rec = unlearn_user(run, person, rng)
+    new, rec = unlearn(run, DeleteUser(person), rng=rng)
     out["worst_case_cost_over_T"] = rec.worst_case_cost / T
     base = _cpu(lambda: train(learner, dummy_world, rng))[0]
-    out["verify_run_ratio_to_retrain"] = _cpu(lambda: verify_run(new))[0] / base
+    out["verify_run_ratio_to_retrain"] = _cpu(lambda: verify(new))[0] / base
     base = _cpu(lambda: train(learner, dummy_world, rng))[0]
     out["verify_unlearned_ratio_to_retrain"] = _cpu(lambda: verify_unlearned(run, new, rec))[0] / base
     out["verify_unlearned_steps_replayed_over_T"] = rec.steps_recomputed / T

@@ -25,7 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn, verify_run  # noqa: E402
+from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify  # noqa: E402
 from bandit_unlearning.experiments.exactness import VARIANTS, battery, with_tree_class  # noqa: E402
 from bandit_unlearning.experiments.rl_unlearning import rl_run_statistics  # noqa: E402
 from bandit_unlearning.rl.envs import riverswim  # noqa: E402
@@ -50,11 +51,11 @@ def main(argv=None):
         for _ in range(args.R):
             samples[t]["D"].append(rl_run_statistics(train(learner, dummy_users, rng), t, cache))
             original = train(learner, users, rng)
-            unlearned, _ = unlearn(original, t, rng)
+            unlearned, _ = unlearn(original, DeleteStep(t), rng=rng)
             samples[t]["U"].append(rl_run_statistics(unlearned, t, cache))
             for bug, cls in VARIANTS.items():
-                samples[t][bug].append(rl_run_statistics(unlearn(with_tree_class(original, cls), t, rng)[0], t, cache))
-        verify_run(unlearned)
+                samples[t][bug].append(rl_run_statistics(unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t, cache))
+        verify(unlearned)
     n_tests = sum(len(battery(samples[t]["U"], samples[t]["D"], categorical)) for t in positions)
     level = 1e-6 / n_tests
     result = {"mdp": mdp.name, "T": T, "sigma": sigma, "R": args.R, "positions": positions, "bonus_kind": "noisy_bernstein",

@@ -37,7 +37,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bandit_unlearning.exact.learner import train, unlearn  # noqa: E402
+from bandit_unlearning.exact.learner import train
+from bandit_unlearning.protocol import DeleteStep, unlearn  # noqa: E402
 from bandit_unlearning.exact.linucb import (  # noqa: E402
     SENSITIVITY_ZERO_DUMMY, LinUCBConfig, linear_users, linucb_learner,
 )
@@ -84,7 +85,7 @@ def main(argv=None) -> dict:
     times, costs, retrained = [], [], []
     for t in rng.integers(1, a.T + 1, size=a.requests):
         start = time.perf_counter()
-        _, rec = unlearn(run, int(t), rng)
+        _, rec = unlearn(run, DeleteStep(int(t)), rng=rng)
         times.append(time.perf_counter() - start)
         costs.append(rec.steps_recomputed / a.T)
         retrained.append(rec.retrained)

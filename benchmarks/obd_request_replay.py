@@ -26,7 +26,8 @@ import numpy as np
 from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn
+from bandit_unlearning.mab.unlearn import UnlearnOptions
+from bandit_unlearning.protocol import unlearn
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("adaptive", "gaussian", "mixing", "rollback")
@@ -84,12 +85,12 @@ def main(argv=None) -> dict:
         for kind, idx in requests:
             request = DeletionRequest.from_indices(dataset, idx)
             try:
-                unlearn(state, request, options=base.replace(fallback="refuse"), rng=rng)
+                unlearn(state, request, options=base.replace(fallback="refuse"), rng=rng)[1]
             except ValueError as error:
                 refused_before += 1
                 by_kind[kind] += 1
                 messages[str(error).split(":")[0][:90]] += 1
-            result = unlearn(state, request, options=base, rng=rng)      # the default: never refused
+            result = unlearn(state, request, options=base, rng=rng)[1]      # the default: never refused
             reasons[result.reason] += 1
             references[result.reference] += 1
             if result.fell_back:

@@ -38,7 +38,8 @@ from bandit_unlearning.experiments.protocol import PAPER_MEANS, consecutive_dele
 from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.mab.unlearn import unlearn
+from bandit_unlearning.mab.unlearn import UnlearnOptions
+from bandit_unlearning.protocol import unlearn
 
 METHODS = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive"}
 
@@ -55,8 +56,7 @@ def loop_losses(arms, rewards, n, k, starts, gamma, rng, protocol):
             request = DeletionRequest.from_indices(d, positions[s0:s0 + k])
             out["Oracle"].append(mu.max() - mu[state.arm])
             for name, method in METHODS.items():
-                res = unlearn(state, request, method, gamma=None if method == "rollback" else gamma, rng=rng,
-                              threshold_scale=protocol.threshold_scale)
+                res = unlearn(state, request, options=UnlearnOptions(method=method, gamma=None if method == "rollback" else gamma, threshold_scale=protocol.threshold_scale), rng=rng)[1]
                 out[name].append(mu.max() - mu[res.arm])
     return {m: np.array(v) for m, v in out.items()}
 

@@ -44,7 +44,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bandit_unlearning.exact.learner import train, unlearn  # noqa: E402
+from bandit_unlearning.exact.learner import ExactOptions, train
+from bandit_unlearning.protocol import DeleteStep, unlearn  # noqa: E402
 from bandit_unlearning.exact.light_tree import LightTree  # noqa: E402
 from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform  # noqa: E402
 from bandit_unlearning.privacy.coupling import tv_gaussians  # noqa: E402
@@ -146,7 +147,7 @@ def unlearning_cost(mdp, T: int, rho: float, requests: int, seed: int, tree) -> 
     expected, realised, times = [], [], []
     for t in rng.integers(1, T + 1, size=requests):
         start = time.perf_counter()
-        rec = unlearn(run, int(t), rng, diagnostics=True)[1]      # exact expected cost: a research measurement
+        rec = unlearn(run, DeleteStep(int(t)), options=ExactOptions(diagnostics=True), rng=rng)[1]      # exact expected cost: a research measurement
         times.append(time.perf_counter() - start)
         expected.append(rec.expected_steps_recomputed / T)
         realised.append(rec.steps_recomputed / T)

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   bandit_unlearning:
+#     export: bandit_unlearning.protocol
 #   jupytext:
 #     text_representation:
 #       extension: .py
@@ -201,8 +203,209 @@ plt.show()
 # *Read next:* B1 (couplings), B2a–B2b (the binary tree that holds the noisy sums), B3a (exact
 # unlearning of a whole run: `train` / `unlearn`), B7a–B8 (TV-stable UCB-VI and deleting from a
 # reinforcement-learning run).
+
+# %% [markdown]
+# ## 3. One protocol for every learner
 #
-# ## 3. Where to go from here
+# The two papers' learners differ in everything but their life cycle, so the package gives them one:
+# training returns an **immutable state**; `unlearn(state, request, *, options=None, rng=None)`
+# returns `(new_state, record)` and never changes `state`; `verify(state)` replays a state and raises
+# `ValueError` at the first inconsistency, for the learners that can be replayed.  What a request
+# deletes is a small typed object: Paper A's `DeletionRequest` (the deleted rows themselves),
+# `DeleteStep(t)`, `DeleteSteps(steps)` or `DeleteUser(user)` for a run of Paper B.  How a learner
+# unlearns is said one way, in one `options=` object of the learner's own type (`UnlearnOptions` for
+# LCB, `ExactOptions` for a run; `None` takes the learner's defaults where it has them).  The record is
+# the learner's own (`UnlearnResult`, `UnlearnRecord`, ...): it says which guarantee the new state
+# carries and why a branch was taken.
+#
+# `unlearn` and `verify` are generic functions: each learner's chapter registers its implementation
+# for its state type (and request types) with `register_unlearn` / `register_verify`, next to the
+# algorithm it implements, so this module knows no learner.  A registration is looked up by the
+# state's and the request's types (subclasses included); when none is found, the modules that
+# register implementations (`IMPLEMENTATIONS`) are imported once and the lookup is tried again, so
+# `unlearn` works whichever module the state came from.
+
+# %% tags=["export"]
+"""One unlearning protocol for every unlearnable learner of both papers (tour, section 3).
+
+- training returns an immutable state; ``unlearn(state, request, *, options=None, rng=None)`` returns
+  ``(new_state, record)`` and leaves ``state`` unchanged; ``verify(state)`` replays a state where a
+  check exists (``ValueError`` at the first inconsistency);
+- requests: Paper A's ``DeletionRequest`` (``bandit_unlearning.mab.mechanisms``: the deleted rows),
+  ``DeleteStep``, ``DeleteSteps`` and ``DeleteUser`` (a run of Paper B, ``bandit_unlearning.exact``);
+- options: one ``options=`` object of the learner's own type, ``None`` for its defaults;
+- ``register_unlearn`` / ``register_verify``: how a learner's module adds its implementation;
+  ``implementations()`` lists the registered (state, request) pairs.
+"""
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from bandit_unlearning.checks import check_callable, check_instance, check_int
+
+IMPLEMENTATIONS = ("bandit_unlearning.mab.unlearn", "bandit_unlearning.mab.imitation",
+                   "bandit_unlearning.mab.model", "bandit_unlearning.exact.learner",
+                   "bandit_unlearning.exact.registry")
+_UNLEARN: dict = {}          # (state type, request type) -> implementation
+_VERIFY: dict = {}           # state type -> check
+
+
+@dataclass(frozen=True)
+class DeleteStep:
+    """Delete the user of step ``t`` (1-based) of a run: Algorithm 3 of Paper B."""
+
+    t: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "t", check_int(self.t, "t", 1))
+
+
+@dataclass(frozen=True)
+class DeleteSteps:
+    """Delete the users of several steps of a run in one coupling pass (chapter B11)."""
+
+    steps: tuple
+
+    def __post_init__(self):
+        if isinstance(self.steps, (str, bytes)) or not hasattr(self.steps, "__iter__"):
+            raise TypeError(f"steps must be a sequence of step numbers, got {type(self.steps).__name__}")
+        steps = tuple(check_int(t, "step", 1) for t in self.steps)
+        if not steps:
+            raise ValueError("steps must name at least one step")
+        object.__setattr__(self, "steps", steps)
+
+
+@dataclass(frozen=True, eq=False)
+class DeleteUser:
+    """Delete every step of ``user`` from a run (chapter B11).  ``key``: how two users are the same
+    person (``key(u) == key(user)``, e.g. ``lambda u: u.key``); ``None`` compares with ``==``."""
+
+    user: Any
+    key: Callable | None = None
+
+    def __post_init__(self):
+        if self.key is not None:
+            check_callable(self.key, "key")
+
+
+def register_unlearn(state_type: type, request_type: type):
+    """Decorator: register ``fn(state, request, *, options, rng) -> (new_state, record)`` as the way
+    ``unlearn`` serves a ``request_type`` on a ``state_type`` (a later registration replaces one)."""
+    check_instance(state_type, type, "state_type"), check_instance(request_type, type, "request_type")
+
+    def add(fn):
+        _UNLEARN[(state_type, request_type)] = check_callable(fn, "fn")
+        return fn
+    return add
+
+
+def register_verify(state_type: type):
+    """Decorator: register ``fn(state) -> None`` (raising ``ValueError``) as ``verify`` for ``state_type``."""
+    check_instance(state_type, type, "state_type")
+
+    def add(fn):
+        _VERIFY[state_type] = check_callable(fn, "fn")
+        return fn
+    return add
+
+
+def _find(table: dict, key_of):
+    for _ in range(2):
+        found = key_of(table)
+        if found is not None:
+            return found
+        for name in IMPLEMENTATIONS:                  # first miss: load the implementing modules once
+            importlib.import_module(name)
+    return None
+
+
+def _unlearn_key(state, request):
+    return lambda table: next((table[(s, r)] for s in type(state).__mro__ for r in type(request).__mro__
+                               if (s, r) in table), None)
+
+
+def unlearn(state, request, *, options=None, rng=None):
+    """Serve deletion ``request`` on the learner's immutable ``state``.
+
+    Parameters
+    ----------
+    state : a trained learner's state (``LCBState``, ``ImitationState``, a run of Paper B, ...).
+    request : what to delete (``DeletionRequest``, ``DeleteStep``, ``DeleteSteps``, ``DeleteUser``).
+    options : the learner's options object (``UnlearnOptions``, ``ExactOptions``), or ``None`` for its
+        defaults (refused by a learner that has none).
+    rng : ``numpy.random.Generator``, an int seed (an opt-in: the seed is then key material) or
+        ``None`` (fresh OS entropy).
+
+    Returns
+    -------
+    (new_state, record) : the state after deletion and the learner's record of what was done;
+        ``state`` itself is unchanged.  ``TypeError`` names the pairs served for an unknown pair.
+    """
+    fn = _find(_UNLEARN, _unlearn_key(state, request))
+    if fn is None:
+        served = sorted(f"{r.__name__}" for s, r in _UNLEARN if isinstance(state, s))
+        raise TypeError(f"no unlearning of a {type(request).__name__} request on a {type(state).__name__} state"
+                        + (f" (it serves {', '.join(served)})" if served else " (not an unlearnable state)"))
+    return fn(state, request, options=options, rng=rng)
+
+
+def verify(state) -> None:
+    """Replay ``state`` and raise ``ValueError`` at the first inconsistency.
+
+    Parameters
+    ----------
+    state : a learner's state with a registered check (a run of Paper B).
+
+    Returns
+    -------
+    None.  ``TypeError`` if no check exists for the state's type.
+    """
+    fn = _find(_VERIFY, lambda table: next((table[s] for s in type(state).__mro__ if s in table), None))
+    if fn is None:
+        raise TypeError(f"no check exists for a {type(state).__name__} state")
+    fn(state)
+
+
+def implementations() -> tuple:
+    """Every registered ``(state type, request type)`` pair of ``unlearn``, the modules loaded first.
+
+    Returns
+    -------
+    tuple of (type, type), sorted by name.
+    """
+    for name in IMPLEMENTATIONS:
+        importlib.import_module(name)
+    return tuple(sorted(_UNLEARN, key=lambda p: (p[0].__name__, p[1].__name__)))
+
+
+# %% [markdown]
+# The same two calls serve both papers.  Paper A: the LCB learner's stored statistic forgets three
+# rows of item 0 by rollback (exact; the new state is the statistic of what remains, the record the
+# release).  Paper B: a UCB bandit run of 200 steps forgets its step 5 by maximal coupling, and the
+# new run replays exactly.  (This page's kernel re-imports the package's `unlearn` and `verify`: the
+# learners' modules register with those, not with the copies the cell above defined here.)
+
+# %%
+from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner  # noqa: E402
+from bandit_unlearning.exact.learner import train  # noqa: E402
+from bandit_unlearning.mab.mechanisms import DeletionRequest  # noqa: E402
+from bandit_unlearning.mab.unlearn import UnlearnOptions  # noqa: E402
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify  # noqa: E402,F811
+
+state = fit_lcb(OfflineDataset(np.array([0, 0, 0, 0, 1, 1, 1]), np.array([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0])))
+after, release = unlearn(state, DeletionRequest([0, 0, 0], [1.0, 1.0, 0.0]), options=UnlearnOptions(method="rollback"))
+print("Paper A:", type(after).__name__, after.counts.tolist(), "| record:", type(release).__name__,
+      release.branch, "| input unchanged:", state.counts.tolist())
+
+run = train(ucb_bandit_learner(n_arms=2, sigma=4.0), bandit_users([0.6, 0.4], 200, seed=1), np.random.default_rng(1))
+new_run, record = unlearn(run, DeleteStep(5), rng=np.random.default_rng(2))
+verify(new_run)
+print("Paper B:", type(new_run).__name__, sorted(new_run.deleted), "| record:", type(record).__name__,
+      "| verified | input unchanged:", sorted(run.deleted))
+assert after.counts.tolist() == [1, 3] and state.counts.tolist() == [4, 3] and run.deleted == frozenset()
+
+# %% [markdown]
+# ## 4. Where to go from here
 #
 # - **As a tutorial:** the index lists the chapters in reading order, with the notation table.
 # - **As a lab notebook:** every chapter ends its claims in an `assert` and shows the same check

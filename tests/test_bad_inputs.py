@@ -184,6 +184,7 @@ EXEMPT: set = {
     "bandit_unlearning.experiments.guarantees.matrix_settings",   # takes no argument: the fixed grid of settings
     "bandit_unlearning.secrecy.allow_secrets",     # takes no argument: the opt-in context for pickling key material
     "bandit_unlearning.secrecy.secrets_allowed",   # takes no argument: whether that context is active
+    "bandit_unlearning.protocol.implementations",  # takes no argument: the registered (state, request) pairs
 }
 
 
@@ -447,12 +448,14 @@ T("a0_is_best must be True or False", bounds.theorem35_bound, 1000, 5, 2.0, 2, 0
 
 # --- bandit_unlearning.mab.unlearn
 from bandit_unlearning.mab import unlearn as ul  # noqa: E402
+from bandit_unlearning import protocol  # noqa: E402
+from bandit_unlearning.protocol import unlearn, verify  # noqa: E402
 
 OPTS = ul.UnlearnOptions("adaptive", gamma=0.5)
 MIX = ul.UnlearnOptions("mixing", gamma=0.5, k_prime=1)
 BIG_STATE = lcb.LCBState([200, 150, 100], [120.0, 60.0, 30.0], 1 / 450)
 BIG_REQUEST = mech.DeletionRequest([0] * 4, [1.0, 0.0, 1.0, 1.0])
-RESULT = ul.unlearn(BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, rng=np.random.default_rng(1))
+RESULT = unlearn(BIG_STATE, BIG_REQUEST, options=OPTS, rng=np.random.default_rng(1))[1]
 PLAN = RESULT.plans[0]
 V("method must be one of", ul.UnlearnOptions, "fast", gamma=0.5)
 T("method must be one of", ul.UnlearnOptions, 3, gamma=0.5)
@@ -481,7 +484,7 @@ V("k' is a parameter of method='mixing'", OPTS.k_rollback_for, 3)
 T("unknown option", OPTS.replace, against="literal")
 V("reference must be one of", OPTS.replace, reference="world")
 V("fallback must be one of", ul.UnlearnOptions, "adaptive", gamma=0.5, fallback="warn")
-V("against must be one of", ul.output_distributions, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, against="x")
+V("against must be one of", ul.output_distributions, BIG_STATE, BIG_REQUEST, options=OPTS, against="x")
 V("delta_f must be >= 0", OPTS.sigma_for, -0.1)
 V("delta_f must be finite", OPTS.sigma_for, [0.1, NAN])
 T("delta_f must be an array of numbers", OPTS.sigma_for, "0.1")
@@ -518,37 +521,46 @@ T("plans must be a tuple of SourcePlan", ul.UnlearnResult, 0, np.zeros(3), 0, "u
 V(r"arm must lie in \[0, 2\]", ul.UnlearnResult, 5, np.zeros(3), 0, "unlearned", (PLAN,), 1.0, OPTS)
 T("learner_arm must be an integer", ul.UnlearnResult, 0, np.zeros(3), None, "unlearned", (PLAN,), 1.0, OPTS)
 V("scores must be 1-D", ul.UnlearnResult, 0, np.zeros((3, 1)), 0, "unlearned", (PLAN,), 1.0, OPTS)
-T("state must be an LCBState", ul.unlearn, DATASET, BIG_REQUEST, "adaptive", gamma=0.5, rng=RNG)
-T("request must be a DeletionRequest", ul.unlearn, BIG_STATE, [0, 1], "adaptive", gamma=0.5, rng=RNG)
-T("rng must be a numpy.random.Generator", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, rng="1")
-V("rng as a seed must be an integer >= 0", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5, rng=-5)
-V("method must be one of", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptiv", gamma=0.5, rng=RNG)
-V("more deletions than the arm holds", ul.unlearn, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4), "rollback", rng=RNG)
-V("Lemma A.1", ul.unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3), "gaussian", gamma=0.5, rng=RNG,
-  fallback="refuse")
-V(r"k_prime must lie in \[0, k\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "mixing", gamma=0.5, k_prime=5, rng=RNG)
-V("Algorithm 4\\) is single-source", ul.unlearn, BIG_STATE, mech.DeletionRequest([0, 1], [1.0, 0.0]), "mixing",
-  gamma=0.5, k_prime=1, rng=RNG, fallback="refuse")
-# One way to say the options: options=UnlearnOptions(...) or method and its keywords, never both or neither.
-_OPTS = ul.UnlearnOptions(method="adaptive", gamma=0.5)
-V("give either options=UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", options=_OPTS, rng=RNG)
-V("give either options=UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST, options=_OPTS, gamma=0.5, rng=RNG)
-T("options must be an UnlearnOptions|options must be a UnlearnOptions", ul.unlearn, BIG_STATE, BIG_REQUEST,
-  options={"method": "adaptive"}, rng=RNG)
-T("give method", ul.unlearn, BIG_STATE, BIG_REQUEST, gamma=0.5, rng=RNG)
-T(r"unknown option\(s\) \['gama'\]", ul.unlearn, BIG_STATE, BIG_REQUEST, "adaptive", gama=0.5, rng=RNG)
-V("give either options=UnlearnOptions", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=0, options=_OPTS)
-T(r"unknown option\(s\) \['world'\]", ul.output_distributions, BIG_STATE, BIG_REQUEST, "adaptive", gamma=0.5,
-  world="unlearned")
-T("retrained must be an LCBState|state must be an LCBState", ul.reference, None, BIG_REQUEST, "adaptive", learner_arm=0,
-  gamma=0.5, rng=RNG)
-T("learner_arm must be an integer", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=True, gamma=0.5, rng=RNG)
-V(r"learner_arm must lie in \[0, 2\]", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=3, gamma=0.5,
+# The protocol's unlearn on an LCBState: options one way, an UnlearnOptions (None refused: LCB has no default).
+T("no unlearning of a DeletionRequest request on a OfflineDataset state", unlearn, DATASET, BIG_REQUEST, options=OPTS,
   rng=RNG)
-T("rng must be a numpy.random.Generator", ul.reference, BIG_STATE, BIG_REQUEST, "adaptive", learner_arm=0,
-  gamma=0.5, rng=2.5)
-V("request names unknown arm 7", ul.reference, BIG_STATE, mech.DeletionRequest([7], [0.0]), "adaptive", learner_arm=0,
-  gamma=0.5, rng=RNG)
+T("no unlearning of a list request on a LCBState state \\(it serves DeletionRequest\\)", unlearn, BIG_STATE, [0, 1],
+  options=OPTS, rng=RNG)
+T("rng must be a numpy.random.Generator", unlearn, BIG_STATE, BIG_REQUEST, options=OPTS, rng="1")
+V("rng as a seed must be an integer >= 0", unlearn, BIG_STATE, BIG_REQUEST, options=OPTS, rng=-5)
+V("more deletions than the arm holds", unlearn, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4),
+  options=ul.UnlearnOptions("rollback"), rng=RNG)
+V("Lemma A.1", unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3),
+  options=ul.UnlearnOptions("gaussian", gamma=0.5, fallback="refuse"), rng=RNG)
+V(r"k_prime must lie in \[0, k\]", unlearn, BIG_STATE, BIG_REQUEST, options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=5),
+  rng=RNG)
+V("Algorithm 4\\) is single-source", unlearn, BIG_STATE, mech.DeletionRequest([0, 1], [1.0, 0.0]),
+  options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=1, fallback="refuse"), rng=RNG)
+T("options must be an UnlearnOptions", unlearn, BIG_STATE, BIG_REQUEST, options={"method": "adaptive"}, rng=RNG)
+T("options must be an UnlearnOptions, e.g. options=UnlearnOptions", unlearn, BIG_STATE, BIG_REQUEST, rng=RNG)
+T("options must be an UnlearnOptions", ul.check_options, None)
+T("options must be an UnlearnOptions", ul.check_options, "rollback")
+T("options must be an UnlearnOptions", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=0)
+T("options must be an UnlearnOptions", ul.output_distributions, BIG_STATE, BIG_REQUEST)
+T("retrained must be an LCBState|state must be an LCBState", ul.reference, None, BIG_REQUEST, learner_arm=0,
+  options=OPTS, rng=RNG)
+T("learner_arm must be an integer", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=True, options=OPTS, rng=RNG)
+V(r"learner_arm must lie in \[0, 2\]", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=3, options=OPTS, rng=RNG)
+T("rng must be a numpy.random.Generator", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=0, options=OPTS, rng=2.5)
+V("request names unknown arm 7", ul.reference, BIG_STATE, mech.DeletionRequest([7], [0.0]), learner_arm=0,
+  options=OPTS, rng=RNG)
+# The protocol's own entry points.
+T("t must be an integer", protocol.DeleteStep, 2.0)
+V(r"t must lie in \[1, inf\)|t must be >= 1|t must lie in", protocol.DeleteStep, 0)
+T("steps must be a sequence of step numbers", protocol.DeleteSteps, 3)
+V("steps must name at least one step", protocol.DeleteSteps, ())
+V("step must", protocol.DeleteSteps, (1, 0))
+T("key must be callable", protocol.DeleteUser, "alice", key=3)
+T("state_type must be a type|state_type must be an instance of type", protocol.register_unlearn, "LCBState", type)
+T("request_type must be a type|request_type must be an instance of type", protocol.register_unlearn, type, 3)
+T("state_type must be a type|state_type must be an instance of type", protocol.register_verify, None)
+T("no unlearning of a int request on a str state \\(not an unlearnable state\\)", unlearn, "state", 3)
+T("no check exists for a LCBState state", verify, BIG_STATE)
 V(r"arm must lie in \[0, 2\]", ul.noisy_argmax_distribution, [0.1, 0.2, 0.3], 3, 0.5)
 T("arm must be an integer", ul.noisy_argmax_distribution, [0.1, 0.2, 0.3], 0.5, 0.5)
 V("scores must be finite", ul.noisy_argmax_distribution, [0.1, NAN, 0.3], 0, 0.5)
@@ -566,10 +578,9 @@ V(r"size must lie in \[0, 2\]", ul.subset_sum_distribution, [0.5, 1.0], 3)
 V("values must be finite", ul.subset_sum_distribution, [0.5, NAN], 1)
 T("values must be an array of numbers", ul.subset_sum_distribution, ["a"], 1)
 V("too many to enumerate", ul.subset_sum_distribution, np.sqrt(np.arange(2, 42)) / 7, 20)
-T("state must be an LCBState", ul.output_distributions, DATASET, BIG_REQUEST, "adaptive", gamma=0.5)
-V("method must be one of", ul.output_distributions, BIG_STATE, BIG_REQUEST, "none", gamma=0.5)
+T("state must be an LCBState", ul.output_distributions, DATASET, BIG_REQUEST, options=OPTS)
 V("more deletions than the arm holds", ul.output_distributions, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4),
-  "rollback")
+  options=ul.UnlearnOptions("rollback"))
 _B = dict(counts=np.array([[20, 20]] * 3), reward_sums=np.array([[10.0, 5.0]] * 3), tau=0.025, arm=0, k=5,
           deleted_sums=np.array([2.0, 3.0, 1.0]), method="adaptive", gamma=0.5, rng=RNG)
 V("reward_sums must be finite", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[NAN, 5.0]] * 3))))
@@ -746,9 +757,16 @@ V("one entry per arm", im.deletion_counts, [1, 0], 3)
 V("request names unknown arm 3", im.deletion_counts, [1, 0, 0, 2], 3)
 V("deletion counts k must be non-negative", im.deletion_counts, [1, -1, 0], 3)
 T("deletion counts k must hold integers, not booleans", im.deletion_counts, [True, False, False], 3)
-T("state must be an ImitationState", im.unlearn_imitation, STATE, [1, 0, 0])
-V("more deletions than the arm holds", im.unlearn_imitation, ISTATE, [5, 0, 0])
-V("deletes every point", im.unlearn_imitation, ISTATE, [4, 3, 3])
+T("no unlearning of a DeletionCounts request on a LCBState state", unlearn, STATE, im.DeletionCounts([1, 0, 0]))
+V("more deletions than the arm holds", unlearn, ISTATE, im.DeletionCounts([5, 0, 0]))
+V("deletes every point", unlearn, ISTATE, im.DeletionCounts([4, 3, 3]))
+T("the imitation learner has no options", unlearn, ISTATE, im.DeletionCounts([1, 0, 0]), options=OPTS)
+T("rng must be a numpy.random.Generator", unlearn, ISTATE, im.DeletionCounts([1, 0, 0]), rng="1")
+V("deletion counts k must be non-negative", im.DeletionCounts, [-1, 0, 0])
+T("arm must be an integer", im.ImitationRecord, 0.5, 1)
+V("n_deleted must be >= 1", im.ImitationRecord, 0, 0)
+V("reference must be 'literal'", im.ImitationRecord, 0, 1, "conditional")
+V("deletion counts k must be a 1-D per-arm vector", im.DeletionCounts, [[1, 0]])
 V("deletion counts k exceed the counts", im.unlearned_arms, [3, 3], [4, 0])
 V("deletion counts k must have the shape of counts", im.unlearned_arms, [3, 3], [1, 0, 0])
 T("counts must be an array of numbers", im.unlearned_arms, ["3"], [0])
@@ -1103,8 +1121,8 @@ from bandit_unlearning.exact import bandit, learner as lr  # noqa: E402
 LEARNER = bandit.ucb_bandit_learner(3, 1.0)
 USERS = bandit.bandit_users(MEANS, 8, seed=1)
 RUN = lr.train(LEARNER, USERS, np.random.default_rng(4))
-RUN_DELETED = lr.unlearn(RUN, 2, np.random.default_rng(5))[0]
-RECORD = lr.unlearn(RUN, 3, np.random.default_rng(5))[1]
+RUN_DELETED = unlearn(RUN, protocol.DeleteStep(2), rng=np.random.default_rng(5))[0]
+RECORD = unlearn(RUN, protocol.DeleteStep(3), rng=np.random.default_rng(5))[1]
 USER = lr.replayable_users(3, 1)[0]
 V("key must be >= 0", lr.ReplayableUser, -1)
 T("key must be an integer", lr.ReplayableUser, 1.5)
@@ -1156,12 +1174,17 @@ T("run must be a Run", lr.extend, "run", USERS, RNG)
 T("users must be BanditUsers with 3 rewards", lr.extend, RUN, USERS[:2] + (7,), RNG)
 T("users must be a sequence", lr.extend, RUN, 3, RNG)
 T("rng must be a numpy.random.Generator", lr.extend, RUN, USERS[:2], 1.5)
-T("run must be a Run", lr.unlearn, LIGHT, 1, RNG)
-V(r"t must lie in \[1, 8\]", lr.unlearn, RUN, 0, RNG)
-T("t must be an integer", lr.unlearn, RUN, 3.0, RNG)
-V("step 2 was already deleted", lr.unlearn, RUN_DELETED, 2, RNG)
-T("users must be BanditUsers with 3 rewards", lr.unlearn, RUN, 3, RNG, dummy=bandit.BanditUser(np.ones(4)))
-T("rng must be a numpy.random.Generator", lr.unlearn, RUN, 3, "rng")
+T("no unlearning of a DeleteStep request on a LightTree state", unlearn, LIGHT, protocol.DeleteStep(1), rng=RNG)
+V(r"t must lie in \[1, 8\]", unlearn, RUN, protocol.DeleteStep(9), rng=RNG)
+V("step 2 was already deleted", unlearn, RUN_DELETED, protocol.DeleteStep(2), rng=RNG)
+T("users must be BanditUsers with 3 rewards", unlearn, RUN, protocol.DeleteStep(3),
+  options=lr.ExactOptions(dummy=bandit.BanditUser(np.ones(4))), rng=RNG)
+T("rng must be a numpy.random.Generator", unlearn, RUN, protocol.DeleteStep(3), rng="rng")
+T("options must be an ExactOptions", unlearn, RUN, protocol.DeleteStep(3), options={"dummy": None}, rng=RNG)
+T("options must be an ExactOptions", lr.exact_options, "defaults")
+T("diagnostics must be a bool", lr.ExactOptions, diagnostics=1)
+T("retrain_if_cheaper must be a bool", lr.ExactOptions, retrain_if_cheaper="yes")
+V("node_cost must be a finite number > 0 or None", lr.ExactOptions, node_cost=0.0)
 V(r"tv must lie in \[0, 1\]", lr.path_retrain_probability, 1.5, RECORD.path)
 T("path must be a tuple or list", lr.path_retrain_probability, 0.5, 3)
 V(r"tv must lie in \[0, 1\]", lr.path_expected_steps, -0.1, RECORD.path, 8)
@@ -1170,7 +1193,7 @@ V("shift_norm must be finite and >= 0", lr.UnlearnDiagnostics, -1.0, 0.5, 0.5, 1
 V(r"tv_per_node must lie in \[0, 1\]", lr.UnlearnDiagnostics, 1.0, 1.5, 0.5, 1.0)
 T("retrain_probability must be a real number", lr.UnlearnDiagnostics, 1.0, 0.5, "half", 1.0)
 T("same_model cannot compare models", lr.same_model, SimpleNamespace(w=np.zeros(2)), SimpleNamespace(w=np.zeros(2)))
-T("run must be a Run", lr.verify_run, LIGHT)
+T("no check exists for a LightTree state", verify, LIGHT)
 V("rewards must be a non-empty 1-D array in \\[0, 1\\]", bandit.BanditUser, [0.5, 1.5])
 T("rewards must be an array of numbers", bandit.BanditUser, ["a"])
 V("means must be a non-empty 1-D array in \\[0, 1\\]", bandit.bandit_users, [0.5, 2.0], 3, 1)
@@ -1675,12 +1698,13 @@ from bandit_unlearning.exact import registry  # noqa: E402
 
 T("run must be a Run", registry.user_steps, "run", EU)
 T("key must be callable or None", registry.user_steps, SRUN, EU, key=3)
-V("unknown user", registry.unlearn_user, SRUN, stable.EpisodeUser(2**63))
-V("the dummy user cannot be deleted", registry.unlearn_user, SRUN, lr.ZERO_USER)
-T("rng must be a numpy.random.Generator", registry.unlearn_user, SRUN, SRUN.users[0], "rng")
-V("steps must be distinct", registry.unlearn_steps, SRUN, (1, 1))
-V("at least one step", registry.unlearn_steps, SRUN, ())
-T("steps must be a sequence", registry.unlearn_steps, SRUN, 3)
+V("unknown user", unlearn, SRUN, protocol.DeleteUser(stable.EpisodeUser(2**63)))
+V("the dummy user cannot be deleted", unlearn, SRUN, protocol.DeleteUser(lr.ZERO_USER))
+T("rng must be a numpy.random.Generator", unlearn, SRUN, protocol.DeleteUser(SRUN.users[0]), rng="rng")
+V("diagnostics are recorded for a DeleteStep request only", unlearn, SRUN, protocol.DeleteUser(SRUN.users[0]),
+  options=lr.ExactOptions(diagnostics=True))
+V("steps must be distinct", unlearn, SRUN, protocol.DeleteSteps((1, 1)))
+V(r"step must lie in \[1, ", unlearn, SRUN, protocol.DeleteSteps((1, 10**6)))
 T("before must be a Run", registry.verify_unlearned, "x", SRUN, None)
 V("node_cost must be a finite number > 0", registry.worst_case_cost, (1,), 8, node_cost=-1.0)
 V("n_leaves must", registry.StepsCoupling, (1,), 0, (), (), None, (), 0)

@@ -10,9 +10,9 @@ from bandit_unlearning.exact.bandit import (
     ucb_indices,
 )
 from bandit_unlearning.exact.learner import (
-    ZERO_USER, PrefixSumLearner, ReplayableUser, Run, extend, replayable_users, same_model, train,
-    unlearn, verify_run,
+    ExactOptions, extend, PrefixSumLearner, replayable_users, ReplayableUser, Run, same_model, train, ZERO_USER,
 )
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.tree import leaf_path
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
@@ -81,7 +81,7 @@ def test_zero_noise_is_plain_ucb(users):
 def test_train_records_and_verifies(users):
     run = train(ucb_bandit_learner(3, 1.5), users, np.random.default_rng(1))
     assert run.T == 40 and len(run.models) == 41 and run.tree.frozen and run.deleted == frozenset()
-    verify_run(run)
+    verify(run)
     assert run.statistics().shape == (40, 6)
     assert same_model(run.model(1), run.learner.initial_model) and run.final_model is run.models[-1]
     with pytest.raises(ValueError):
@@ -95,7 +95,7 @@ def test_extend_equals_training_at_once(users):
     b = extend(train(lrn, users[:13], rng, capacity=1), users[13:], rng)
     assert all(same_model(x, y) for x, y in zip(a.models, b.models))
     assert np.array_equal(a.tree.values()[1], b.tree.values()[1])
-    verify_run(b)
+    verify(b)
 
 
 def test_verify_run_catches_tampering(users):
@@ -103,12 +103,12 @@ def test_verify_run_catches_tampering(users):
     models = list(run.models)
     models[10] = models[10] + 1.0
     with pytest.raises(ValueError, match="w_11"):
-        verify_run(dataclasses.replace(run, models=tuple(models)))
+        verify(dataclasses.replace(run, models=tuple(models)))
     swapped = list(run.users)
     swapped[4] = BanditUser(1 - swapped[4].rewards)
     if not np.array_equal(swapped[4].rewards[actions(run)[4]], run.users[4].rewards[actions(run)[4]]):
         with pytest.raises(ValueError, match="x_5"):
-            verify_run(dataclasses.replace(run, users=tuple(swapped)))
+            verify(dataclasses.replace(run, users=tuple(swapped)))
 
 
 # --- unlearning ----------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def test_unlearn_with_zero_noise_equals_retraining(users):
     lrn = ucb_bandit_learner(3, 0.0)
     run = train(lrn, users, np.random.default_rng(3))
     for t in (1, 17, 40):
-        new, rec = unlearn(run, t, np.random.default_rng(4))
+        new, rec = unlearn(run, DeleteStep(t), rng=np.random.default_rng(4))
         reference = train(lrn, users[:t - 1] + (ZERO_USER,) + users[t:], np.random.default_rng(9))
         assert rec.rejected == leaf_path(t, 40)[0] and rec.steps_recomputed == 40 - t
         assert all(same_model(x, y) for x, y in zip(new.models, reference.models))
@@ -131,8 +131,8 @@ def test_unlearn_branches_and_record(users):
     for _ in range(60):
         t = int(rng.integers(1, 41))
         diagnostics = bool(rng.integers(2))
-        new, rec = unlearn(run, t, rng, diagnostics=diagnostics)
-        verify_run(new)
+        new, rec = unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=diagnostics), rng=rng)
+        verify(new)
         assert new.deleted == {t} and new.users[t - 1] is ZERO_USER and np.all(new.tree.leaf(t) == 0)
         assert rec.B == pytest.approx(np.sqrt(2)) and rec.sigma == 2.0
         assert rec.path == leaf_path(t, 40) and rec.T == 40
@@ -160,8 +160,8 @@ def test_unlearn_branches_and_record(users):
 
 def test_unlearn_is_reproducible(users):
     run = train(ucb_bandit_learner(3, 1.0), users, np.random.default_rng(8))
-    a, ra = unlearn(run, 9, np.random.default_rng(10))
-    b, rb = unlearn(run, 9, np.random.default_rng(10))
+    a, ra = unlearn(run, DeleteStep(9), rng=np.random.default_rng(10))
+    b, rb = unlearn(run, DeleteStep(9), rng=np.random.default_rng(10))
     assert ra == rb and all(same_model(x, y) for x, y in zip(a.models, b.models))
 
 
@@ -169,26 +169,26 @@ def test_sequential_deletions_of_everything(users):
     run = train(ucb_bandit_learner(3, 1.0), users[:16], np.random.default_rng(11))
     rng = np.random.default_rng(12)
     for t in np.random.default_rng(0).permutation(16) + 1:
-        run, _ = unlearn(run, int(t), rng)
-    verify_run(run)
+        run, _ = unlearn(run, DeleteStep(int(t)), rng=rng)
+    verify(run)
     assert run.deleted == set(range(1, 17)) and np.all(run.statistics() == 0)
     assert all(u is ZERO_USER for u in run.users)
 
 
 def test_bad_requests_change_nothing(users):
     run = train(ucb_bandit_learner(3, 1.0), users, np.random.default_rng(13))
-    run, _ = unlearn(run, 5, np.random.default_rng(14))
+    run, _ = unlearn(run, DeleteStep(5), rng=np.random.default_rng(14))
     rng = np.random.default_rng(15)
     state = rng.bit_generator.state
     snapshot = [v.copy() for v in run.tree.values()]
     models = run.models
     for t, exc in ((0, ValueError), (41, ValueError), (5, ValueError), (2.0, TypeError), (True, TypeError)):
         with pytest.raises(exc):
-            unlearn(run, t, rng)
+            unlearn(run, DeleteStep(t), rng=rng)
     with pytest.raises(TypeError):
-        unlearn(run, 3, rng, dummy=BanditUser([1.0, 1.0]))
+        unlearn(run, DeleteStep(3), options=ExactOptions(dummy=BanditUser([1.0, 1.0])), rng=rng)
     with pytest.raises(TypeError):
-        unlearn("not a run", 3, rng)
+        unlearn("not a run", DeleteStep(3), rng=rng)
     assert rng.bit_generator.state == state and run.models is models and run.deleted == {5}
     for a, b in zip(snapshot, run.tree.values()):
         assert np.array_equal(a, b)
@@ -226,9 +226,9 @@ def test_custom_dummy_and_generic_models():
         update=lambda u, t, w: Model(float(u[0]), w.history + (t,)), initial_model=Model(0.0, ()), B=2.0,
     )
     run = train(lrn, [1.0, 2.0, 3.0, 4.0, 5.0], np.random.default_rng(1))
-    verify_run(run)
-    new, rec = unlearn(run, 2, np.random.default_rng(2), dummy=0.5, diagnostics=True)
-    verify_run(new)
+    verify(run)
+    new, rec = unlearn(run, DeleteStep(2), options=ExactOptions(dummy=0.5, diagnostics=True), rng=np.random.default_rng(2))
+    verify(new)
     assert new.users[1] == 0.5 and rec.shift_norm == pytest.approx(1.5)
     assert same_model(Model(1.0, (1,)), Model(1.0, (1,))) and not same_model(Model(1.0, (1,)), Model(1.0, (2,)))
 
@@ -269,7 +269,7 @@ def test_conditional_retraining(users):
     assert 0 <= p <= 1 and 0 <= steps <= 10 * p
     # the conditional probability is what repeated requests on this run converge to
     rng = np.random.default_rng(2)
-    hits = np.mean([unlearn(run, 3, rng)[1].retrained for _ in range(2000)])
+    hits = np.mean([unlearn(run, DeleteStep(3), rng=rng)[1].retrained for _ in range(2000)])
     assert abs(hits - p) < 5 * np.sqrt(p * (1 - p) / 2000) + 1e-9
     m = measure_unlearning(ucb_bandit_learner(3, 2.0), users[:10], 2, 3, np.random.default_rng(3))
     assert m["T"] == 10 and m["cost"].shape == (6,)

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bandit_unlearning.exact.bandit import actions, bandit_users, ucb_bandit_learner
-from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, same_model, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import PrefixSumLearner, same_model, train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import (
     BinaryTree, Node, SparseStatistic, leaf_path, node_noise, postorder_position,
@@ -213,11 +214,11 @@ def test_learner_runs_and_unlearning_identical():
             for cls in (BinaryTree, LightTree)}
     assert all(same_model(a, b) for a, b in zip(runs[BinaryTree].models, runs[LightTree].models))
     for i, t in enumerate((13, 60, 1, 31, 32)):
-        new = {cls: unlearn(run, t, np.random.default_rng(i)) for cls, run in runs.items()}
+        new = {cls: unlearn(run, DeleteStep(t), rng=np.random.default_rng(i)) for cls, run in runs.items()}
         assert new[BinaryTree][1] == new[LightTree][1]
         runs = {cls: r for cls, (r, _) in new.items()}
         assert all(same_model(a, b) for a, b in zip(runs[BinaryTree].models, runs[LightTree].models))
-        verify_run(runs[LightTree])
+        verify(runs[LightTree])
     assert_identical(runs[BinaryTree].tree, runs[LightTree].tree)
 
 
@@ -242,7 +243,7 @@ def test_exactness_battery_with_light_tree():
     sample_u, sample_d, retrained = [], [], []
     for _ in range(250):
         sample_d.append(bandit_statistics(train(learner, dummy_users, rng), t))
-        new, rec = unlearn(train(learner, users, rng), t, rng)
+        new, rec = unlearn(train(learner, users, rng), DeleteStep(t), rng=rng)
         sample_u.append(bandit_statistics(new, t))
         retrained.append(rec.retrained)
     pv = battery(sample_u, sample_d)
@@ -261,7 +262,7 @@ def test_to_dense_and_broken_variants_on_light_runs():
         broken = with_tree_class(run, cls)
         assert type(broken.tree) is cls and broken.tree.frozen
         assert_identical(broken.tree, run.tree)
-        unlearn(broken, 5, np.random.default_rng(1))
+        unlearn(broken, DeleteStep(5), rng=np.random.default_rng(1))
 
 
 # --- copies, freezing, bad input --------------------------------------------------------------

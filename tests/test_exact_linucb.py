@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import bandit_unlearning.exact.linucb as lin
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.linucb import (
     SENSITIVITY_BETWEEN_USERS, SENSITIVITY_ZERO_DUMMY, TIE_TOLERANCE, LinUCBConfig, LinUCBModel, LinUCBUser,
     block_size, choose, classification_users, gram_shift, initial_model, linear_users, linucb_arms,
@@ -124,7 +125,7 @@ def test_shift_holds_through_the_tree(users):
 def test_zero_noise_equals_plain_linucb(users, alpha, l2):
     run = train(linucb_learner(LinUCBConfig(K, D, alpha=alpha, l2=l2), 0.0), users, np.random.default_rng(8))
     assert np.array_equal(linucb_arms(run), plain_linucb(users, K, D, alpha, l2))
-    verify_run(run)
+    verify(run)
 
 
 def mabwiser_stream(users, alpha, l2, decide):
@@ -192,14 +193,14 @@ def test_unlearn_verifies_and_records_nothing_by_default(users):
     run = train(linucb_learner(LinUCBConfig(K, D), 0.3), users[:64], g)
     retrained = 0
     for t in (1, 17, 40, 64):
-        new, rec = unlearn(run, t, g)
-        verify_run(new)
+        new, rec = unlearn(run, DeleteStep(t), rng=g)
+        verify(new)
         assert new.users[t - 1] is ZERO_USER and rec.diagnostics is None and rec.B == SENSITIVITY_ZERO_DUMMY
         with pytest.raises(AttributeError):
             rec.shift_norm
         retrained += rec.retrained
     assert retrained > 0
-    verify_run(run)
+    verify(run)
     assert run.deleted == frozenset()
 
 
@@ -223,7 +224,7 @@ def test_models_and_users_are_read_only_also_after_pickling(users):
             r.final_model.Vinv[0, 0, 0] = 1.0
         with pytest.raises(ValueError):
             r.users[0].context[0] = 0.0
-    verify_run(back)
+    verify(back)
 
 
 def test_rewards_and_classification_users():

@@ -34,7 +34,8 @@ import pytest
 from scipy.special import erfinv
 
 from bandit_unlearning.exact.bandit import BanditUser, chosen_arm, ucb_bandit_learner
-from bandit_unlearning.exact.learner import train, unlearn
+from bandit_unlearning.exact.learner import ExactOptions, train
+from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import BinaryTree, Node, draw_node_keys, leaf_path, n_nodes, node_noise, postorder_position
 from bandit_unlearning.rl.envs import garnet, riverswim
@@ -176,7 +177,7 @@ def record_attack(n_deletions: int, diagnostics: bool) -> tuple:
         reward = users[t - 1].rewards[chosen_arm(run.models[t - 1])]
         shifts = [math.sqrt(1 + reward ** 2), float(np.linalg.norm(run.tree.leaf(t)))]      # as computed, to the bit
         kwargs = {"diagnostics": True} if diagnostics else {}
-        new, rec = unlearn(run, t, tree_rng, **kwargs)
+        new, rec = unlearn(run, DeleteStep(t), options=ExactOptions(**kwargs), rng=tree_rng)
         objects, blob = reachable_with_pickle(new, rec)
         candidates = rewards_from_record_numbers(floats_in(objects), learner.sigma, leaf_path(t, T), T)
         by_walk += bool(np.any(np.abs(candidates - reward) < 1e-9))
@@ -203,7 +204,7 @@ def test_rl_record_does_not_give_the_episode_return():
     for t in (2, 7, 12):
         x = run.tree.leaf(t)
         episode_return = int(round(float(x @ x))) - 2 * mdp.H
-        new, rec = unlearn(run, t, np.random.default_rng(t))
+        new, rec = unlearn(run, DeleteStep(t), rng=np.random.default_rng(t))
         values = [v for v in floats_in(reachable(rec)).tolist() if v not in public]
         leaked += any(abs(v * v - 2 * mdp.H - episode_return) < 1e-9 for v in values)
     assert leaked == 0
@@ -326,7 +327,7 @@ def rl_replay_attack(make_users) -> tuple:
         run = train(learner, users, np.random.default_rng(run_seed))
         for t in (3, 8):
             target = fingerprint(learner.oracle, users[t - 1], t, policies)
-            new, rec = unlearn(run, t, np.random.default_rng(t))
+            new, rec = unlearn(run, DeleteStep(t), rng=np.random.default_rng(t))
             objects, _ = reachable_with_pickle(new, rec)
             oracles = [o for o in objects if callable(o) and hasattr(o, "sparse")]
             assert oracles                                       # the walk found the learner's oracle
@@ -383,16 +384,16 @@ def gaussian_release_attack(release_fn, n: int = 10) -> int:
 
 
 def test_gaussian_branch_noise_cannot_be_regenerated_by_default():
-    from bandit_unlearning.mab.unlearn import unlearn as unlearn_a
-    recovered = gaussian_release_attack(lambda state, request: unlearn_a(state, request, "gaussian", gamma=0.5))
+    from bandit_unlearning.mab.unlearn import UnlearnOptions
+    recovered = gaussian_release_attack(lambda state, request: unlearn(state, request, options=UnlearnOptions(method="gaussian", gamma=0.5))[1])
     assert recovered == 0
 
 
 def test_opt_in_seeded_gaussian_release_is_recovered():
-    from bandit_unlearning.mab.unlearn import unlearn as unlearn_a
+    from bandit_unlearning.mab.unlearn import UnlearnOptions
     seeds = iter(range(0, 1000, 97))
     recovered = gaussian_release_attack(
-        lambda state, request: unlearn_a(state, request, "gaussian", gamma=0.5, rng=np.random.default_rng(next(seeds))))
+        lambda state, request: unlearn(state, request, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(next(seeds)))[1])
     assert recovered == 10
 
 
@@ -403,7 +404,7 @@ def _frozen_states():
     from bandit_unlearning.mab.lcb import LCBState
     from bandit_unlearning.mab.lower_bounds import fixed_sample_pair
     from bandit_unlearning.mab.mechanisms import DeletionRequest
-    from bandit_unlearning.mab.unlearn import unlearn as unlearn_a
+    from bandit_unlearning.mab.unlearn import UnlearnOptions
 
     state = LCBState([30, 40, 50], [10.0, 20.0, 30.0], 0.01)
     request = DeletionRequest([1, 1], [1.0, 0.0])
@@ -417,7 +418,7 @@ def _frozen_states():
         "DeletionRequest": request,
         "ImitationState": ImitationState([3, 4, 5]),
         "TwoPointPair": fixed_sample_pair(40, 5),
-        "UnlearnResult": unlearn_a(state, request, "gaussian", gamma=0.5, rng=np.random.default_rng(0)),
+        "UnlearnResult": unlearn(state, request, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(0))[1],
         "TabularMDP": riverswim(horizon=3),
         "BanditUser": BanditUser([0.2, 0.8]),
         "Run (light tree)": bandit_run,

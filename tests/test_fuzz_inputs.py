@@ -49,6 +49,7 @@ from bandit_unlearning.experiments import rl_lower_bound as rlb
 from bandit_unlearning.mab import (bounds, data, imitation as im, lcb, lower_bounds as lb, mechanisms as mech,
                                    mixing, model as mmodel, unlearn as ul)
 from bandit_unlearning.privacy import audit, coupling, gaussian as gm
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.rl import envs, mdp as rmdp, stable, ucbvi, users as rusers
 
 TIME_LIMIT = 3.0
@@ -95,9 +96,10 @@ VALID = [
     (ul.UnlearnOptions, lambda: (("mixing",), {"gamma": 0.5, "k_prime": 1})),
     (ul.noise_sensitivity, lambda: ((100, 5, 1, 2.0, "exact"), {})),
     (ul.plan_unlearning, lambda: ((0, np.array([10, 10]), np.array([2, 0]), 2.0, B.OPTS), {})),
-    (ul.unlearn, lambda: ((B.BIG_STATE, B.BIG_REQUEST, "adaptive"), {"gamma": 0.5, "rng": g()})),
-    (ul.unlearn, lambda: ((B.BIG_STATE, B.BIG_REQUEST, "adaptive"),
-                          {"epsilon": 0.5, "delta": 1e-3, "calibration": "analytic", "rng": g()})),
+    (unlearn, lambda: ((B.BIG_STATE, B.BIG_REQUEST), {"options": ul.UnlearnOptions("adaptive", gamma=0.5), "rng": g()})),
+    (unlearn, lambda: ((B.BIG_STATE, B.BIG_REQUEST),
+                       {"options": ul.UnlearnOptions("adaptive", epsilon=0.5, delta=1e-3, calibration="analytic"),
+                        "rng": g()})),
     (lb.gap_fixed, lambda: ((40, 5), {})),
     (lb.gap_distribution, lambda: ((100, 5, 4.0), {})),
     (lb.fixed_sample_pair, lambda: ((40, 5), {})),

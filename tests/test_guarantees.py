@@ -7,7 +7,8 @@ from bandit_unlearning.experiments.guarantees import (
     KINDS, Setting, TOLERANCE, audit_setting, matrix_settings, released_arm_distributions, summarize,
     worst_case_instance,
 )
-from bandit_unlearning.mab.unlearn import UnlearnOptions, multi_noisy_argmax_distribution, unlearn
+from bandit_unlearning.mab.unlearn import multi_noisy_argmax_distribution, UnlearnOptions
+from bandit_unlearning.protocol import unlearn
 
 
 @pytest.mark.parametrize("path, l", [("gaussian", 1), ("adaptive", 1), ("gaussian", 4), ("adaptive", 8)])
@@ -70,8 +71,7 @@ def test_worst_case_instance_matches_unlearn():
     """The audit's instance goes through the public unlearn unchanged (one noised arm at a0)."""
     state, request = worst_case_instance(400, 40, 1, KINDS[0], 0.05)
     assert state.arm == 0 and request.k == 40
-    res = unlearn(state, request, "gaussian", epsilon=0.5, delta=1e-6, calibration="analytic",
-                  sensitivity="exact", rng=np.random.default_rng(0))
+    res = unlearn(state, request, options=UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-6, calibration="analytic", sensitivity="exact"), rng=np.random.default_rng(0))[1]
     assert res.branch == "gaussian" and res.sigma > 0
 
 

@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from bandit_unlearning.mab.data import OfflineDataset, concentrability_behavior
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.mab.imitation import (
     ImitationState, count_vectors, deletion_counts, fit_imitation, instance_failure_bounds,
     most_frequent_arm, multinomial_pmf, output_distributions_uniform_deletion, source_request_counts,
-    theorem311_condition, theorem311_expression, theorem311_failure_bound, unlearn_imitation,
+    theorem311_condition, theorem311_expression, theorem311_failure_bound, DeletionCounts,
     unlearned_arms,
 )
 from bandit_unlearning.mab.mechanisms import DeletionRequest
@@ -72,18 +73,18 @@ def test_empty_dataset_refused():
 def test_bad_requests_refused_and_state_unchanged(k, match):
     state = ImitationState([2, 1, 1])
     with pytest.raises(ValueError, match=match):
-        unlearn_imitation(state, k)
+        unlearn(state, DeletionCounts(k))
     assert np.array_equal(state.counts, [2, 1, 1])
 
 
 def test_bad_deletion_request_refused():
     state = ImitationState([2, 1])
     with pytest.raises(ValueError, match="unknown arm"):
-        unlearn_imitation(state, DeletionRequest([4], [0.0]))
+        unlearn(state, DeletionRequest([4], [0.0]))
     with pytest.raises(ValueError, match="more deletions"):
-        unlearn_imitation(state, DeletionRequest([1, 1], [0.0, 0.0]))
+        unlearn(state, DeletionRequest([1, 1], [0.0, 0.0]))
     with pytest.raises(TypeError):
-        unlearn_imitation(np.array([2, 1]), [1, 0])
+        unlearn(np.array([2, 1]), DeletionCounts([1, 0]))
 
 
 def test_other_bad_arguments():
@@ -105,8 +106,9 @@ def test_unlearning_equals_retraining(case):
     state = fit_imitation(data)
     request = DeletionRequest.from_indices(data, idx)
     retrained = fit_imitation(data.without(idx))
-    for req in (request, request.deleted_counts(data.n_arms)):
-        out = unlearn_imitation(state, req)
+    for req in (request, DeletionCounts(request.deleted_counts(data.n_arms))):
+        out, record = unlearn(state, req)
+        assert record.arm == out.arm and record.n_deleted == len(idx)
         assert np.array_equal(out.counts, retrained.counts) and out.arm == retrained.arm
     assert np.array_equal(deletion_counts(request, data.n_arms), np.bincount(data.arms[idx], minlength=data.n_arms))
 
@@ -122,7 +124,7 @@ def test_exhaustive_small_and_broken_variant_caught():
                     continue
                 ref = most_frequent_arm(counts - np.array(k))
                 p_ref = np.eye(3)[ref]
-                worst = max(worst, hockey_stick_delta(np.eye(3)[unlearn_imitation(state, k).arm], p_ref, 0.0))
+                worst = max(worst, hockey_stick_delta(np.eye(3)[unlearn(state, DeletionCounts(k))[1].arm], p_ref, 0.0))
                 worst_broken = max(worst_broken, hockey_stick_delta(np.eye(3)[state.arm], p_ref, 0.0))
     assert worst == 0.0 and worst_broken == 1.0
 

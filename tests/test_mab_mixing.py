@@ -14,9 +14,9 @@ from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.mixing import theorem_a10_best_k_prime, theorem_a10_bound, theorem_a10_numerator
 from bandit_unlearning.mab.unlearn import (
-    UnlearnOptions, noisy_argmax_distribution, output_distributions, reference, subset_sum_distribution, unlearn,
-    unlearn_batch,
+    noisy_argmax_distribution, output_distributions, reference, subset_sum_distribution, unlearn_batch, UnlearnOptions,
 )
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma
 
@@ -49,16 +49,16 @@ def test_plan_k_prime_eta_and_sensitivity():
     L = STATE.log_term
     for kw, k_rb in ((dict(k_prime=6), 6), (dict(eta=0.5), 6), (dict(eta=0.25), 3), (dict(eta=0.3), 4),   # 3.6 -> 4
                      (dict(eta=0.375), 5), (dict(eta=0.0), 0), (dict(k_prime=0), 0)):                   # 4.5 -> 5
-        res = unlearn(STATE, U, "mixing", gamma=0.7, rng=np.random.default_rng(0), **kw)
+        res = unlearn(STATE, U, options=UnlearnOptions(method="mixing", gamma=0.7, **kw), rng=np.random.default_rng(0))[1]
         p = res.plans[0]
         assert p.k_rollback == k_rb and p.noised
         assert p.delta_f == pytest.approx(3 * (12 - k_rb) / (2 * (60 - k_rb)))
         assert p.sigma == pytest.approx(0.7 * p.delta_f)
         assert res.branch == ("gaussian" if k_rb == 0 else "mixing")
-    full = unlearn(STATE, U, "mixing", gamma=0.7, eta=1.0, rng=np.random.default_rng(0))
+    full = unlearn(STATE, U, options=UnlearnOptions(method="mixing", gamma=0.7, eta=1.0), rng=np.random.default_rng(0))[1]
     assert full.branch == "rollback" and full.sigma == 0 and full.rolled_back == tuple(range(12))
     np.testing.assert_array_equal(full.scores, rollback(STATE, U).scores)
-    ex = unlearn(STATE, U, "mixing", gamma=0.7, k_prime=4, sensitivity="exact", rng=np.random.default_rng(0))
+    ex = unlearn(STATE, U, options=UnlearnOptions(method="mixing", gamma=0.7, k_prime=4, sensitivity="exact"), rng=np.random.default_rng(0))[1]
     assert ex.delta_f == pytest.approx(exact_sensitivity(56, 8, L))
 
 
@@ -66,14 +66,14 @@ def test_not_the_learners_arm_rolls_back_everything_and_draws_nothing():
     req = DeletionRequest([1] * 10, [1.0] * 5 + [0.0] * 5)
     rng = np.random.default_rng(1)
     before = rng.bit_generator.state
-    res = unlearn(STATE, req, "mixing", gamma=0.5, k_prime=3, rng=rng)
+    res = unlearn(STATE, req, options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=3), rng=rng)[1]
     assert res.branch == "rollback" and res.plans[0].k_rollback == 10 and rng.bit_generator.state == before
     np.testing.assert_array_equal(res.scores, rollback(STATE, req).scores)
 
 
 def test_draw_order_subset_then_normal():
     seed = 42
-    res = unlearn(STATE, U, "mixing", gamma=0.9, k_prime=5, rng=np.random.default_rng(seed))
+    res = unlearn(STATE, U, options=UnlearnOptions(method="mixing", gamma=0.9, k_prime=5), rng=np.random.default_rng(seed))[1]
     g = np.random.default_rng(seed)
     subset = np.sort(g.choice(12, size=5, replace=False))
     z = g.standard_normal()
@@ -86,13 +86,13 @@ def test_draw_order_subset_then_normal():
 
 def test_reference_is_algorithm5():
     retrained = rollback(STATE, U)
-    res = reference(retrained, U, "mixing", learner_arm=0, gamma=0.9, k_prime=5, rng=np.random.default_rng(7))
+    res = reference(retrained, U, options=UnlearnOptions(method="mixing", gamma=0.9, k_prime=5), learner_arm=0, rng=np.random.default_rng(7))
     z = np.random.default_rng(7).standard_normal()
     expected = retrained.scores.copy()
     expected[0] += res.sigma * z
     np.testing.assert_allclose(res.scores, expected, rtol=0, atol=1e-15)
     assert res.rolled_back == () and res.plans[0].k_rollback == 5 and res.world == "reference"
-    other = reference(retrained, U, "mixing", learner_arm=1, gamma=0.9, k_prime=5, rng=np.random.default_rng(7))
+    other = reference(retrained, U, options=UnlearnOptions(method="mixing", gamma=0.9, k_prime=5), learner_arm=1, rng=np.random.default_rng(7))
     assert other.branch == "rollback"
 
 
@@ -125,7 +125,7 @@ def test_output_distributions_is_the_average_over_every_subset(rewards):
     """Mixing's unlearned distribution = mean over all C(12, 4) subsets of the closed form (exact)."""
     state = LCBState(counts=[60, 60, 60], reward_sums=[36.0, 35.0, 20.0], tau=1 / 180)
     req = DeletionRequest([0] * 12, rewards)
-    p_u, p_r = output_distributions(state, req, "mixing", gamma=0.4, k_prime=4)
+    p_u, p_r = output_distributions(state, req, options=UnlearnOptions(method="mixing", gamma=0.4, k_prime=4))
     sigma = 0.4 * 3 * 8 / (2 * 56)
     acc = np.zeros(3)
     subsets = list(itertools.combinations(range(12), 4))
@@ -141,7 +141,7 @@ def test_mixture_matches_the_mechanism():
     """200k batch runs with hypergeometric rolled-back sums vs the exact mixture; Hoeffding at 1e-7 per cell."""
     state = LCBState([40, 40], [22.0, 21.0], 1 / 80)
     req = DeletionRequest([0] * 20, [1.0] * 10 + [0.0] * 10)
-    p_u, p_r = output_distributions(state, req, "mixing", gamma=0.02, k_prime=10)
+    p_u, p_r = output_distributions(state, req, options=UnlearnOptions(method="mixing", gamma=0.02, k_prime=10))
     n = 200_000
     t = np.sqrt(np.log(2 * 4 / 1e-7) / (2 * n))
     rng = np.random.default_rng(3)
@@ -166,8 +166,7 @@ def test_worst_case_is_tight_for_analytic_exact_and_no_rollback_leaks():
     assert -b <= m_ <= min(1 - b, k / n - b)
     state = LCBState([n, n], [float(k), n * (m_ + b)], 1 / (2 * n))
     req = DeletionRequest([0] * k, [1.0] * k)
-    p_u, p_r = output_distributions(state, req, "mixing", epsilon=eps, delta=delta, calibration="analytic",
-                                    sensitivity="exact", k_prime=kp)
+    p_u, p_r = output_distributions(state, req, options=UnlearnOptions(method="mixing", epsilon=eps, delta=delta, calibration="analytic", sensitivity="exact", k_prime=kp))
     assert hockey_stick_delta(p_u, p_r, eps) == pytest.approx(delta, rel=1e-6)
     # broken: the same noise on f_a0(D) (U' not rolled back) leaks
     leak_u = noisy_argmax_distribution(state.scores, 0, sigma)
@@ -197,15 +196,15 @@ def test_batch_equals_scalar_oracle(n0, n1, k, eta, gamma, seed, world, data):
     except ValueError as err:
         assert "Lemma A.1" in str(err)
         with pytest.raises(ValueError, match="Lemma A.1"):
-            unlearn(state, req, "mixing", gamma=gamma, eta=eta, rng=np.random.default_rng(seed))
+            unlearn(state, req, options=UnlearnOptions(method="mixing", gamma=gamma, eta=eta), rng=np.random.default_rng(seed))[1]
         return
     if world == "unlearned":
-        res = unlearn(state, req, "mixing", gamma=gamma, eta=eta, rng=np.random.default_rng(seed))
+        res = unlearn(state, req, options=UnlearnOptions(method="mixing", gamma=gamma, eta=eta), rng=np.random.default_rng(seed))[1]
     else:
         g2 = np.random.default_rng(seed)
         if 0 < kp < k:
             g2.choice(k, size=kp, replace=False)
-        res = reference(rollback(state, req), req, "mixing", learner_arm=state.arm, gamma=gamma, eta=eta, rng=g2)
+        res = reference(rollback(state, req), req, options=UnlearnOptions(method="mixing", gamma=gamma, eta=eta), learner_arm=state.arm, rng=g2)
     assert res.arm == arms[0] and res.plans[0].noised == noised[0] and res.sigma == sigma[0]
 
 
@@ -252,9 +251,9 @@ def test_batch_mixing_bad_input_and_no_mutation():
 def test_bad_mixing_options_raise_and_change_nothing(method, kwargs, match):
     rng = np.random.default_rng(4)
     before = snapshot(STATE, U, rng)
-    for call in (lambda: unlearn(STATE, U, method, rng=rng, **kwargs),
-                 lambda: reference(rollback(STATE, U), U, method, learner_arm=0, rng=rng, **kwargs),
-                 lambda: output_distributions(STATE, U, method, **kwargs)):
+    for call in (lambda: unlearn(STATE, U, options=UnlearnOptions(method=method, **kwargs), rng=rng)[1],
+                 lambda: reference(rollback(STATE, U), U, options=UnlearnOptions(method=method, **kwargs), learner_arm=0, rng=rng),
+                 lambda: output_distributions(STATE, U, options=UnlearnOptions(method=method, **kwargs))):
         with pytest.raises(ValueError, match=match):
             call()
     assert_unchanged(before, STATE, U, rng)
@@ -265,33 +264,33 @@ def test_k_prime_of_a_wrong_type_is_a_type_error(kwargs):
     rng = np.random.default_rng(4)
     before = snapshot(STATE, U, rng)
     with pytest.raises(TypeError, match="k_prime"):
-        unlearn(STATE, U, "mixing", rng=rng, **kwargs)
+        unlearn(STATE, U, options=UnlearnOptions(method="mixing", **kwargs), rng=rng)[1]
     assert_unchanged(before, STATE, U, rng)
 
 
 def test_k_prime_checked_even_when_rolling_back_everything_and_eta_type():
     rng = np.random.default_rng(4)
     with pytest.raises(ValueError, match="k_prime"):        # a_hat != 1, but k' = 13 > k = 12 is still refused
-        unlearn(STATE, DeletionRequest([1] * 12, [0.0] * 12), "mixing", gamma=0.5, k_prime=13, rng=rng)
+        unlearn(STATE, DeletionRequest([1] * 12, [0.0] * 12), options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=13), rng=rng)[1]
     with pytest.raises(TypeError, match="eta"):
-        unlearn(STATE, U, "mixing", gamma=0.5, eta="half", rng=rng)
+        unlearn(STATE, U, options=UnlearnOptions(method="mixing", gamma=0.5, eta="half"), rng=rng)[1]
 
 
 def test_multi_source_mixing_and_e2_refused():
     rng = np.random.default_rng(4)
     before = rng.bit_generator.state
     with pytest.raises(ValueError, match="single-source"):
-        unlearn(STATE, DeletionRequest([0, 1], [1.0, 0.0]), "mixing", gamma=0.5, k_prime=1, rng=rng, fallback="refuse")
+        unlearn(STATE, DeletionRequest([0, 1], [1.0, 0.0]), options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=1, fallback="refuse"), rng=rng)[1]
     big = DeletionRequest([0] * 50, [1.0] * 36 + [0.0] * 14)
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(STATE, big, "mixing", gamma=0.5, k_prime=10, rng=rng, fallback="refuse")
+        unlearn(STATE, big, options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=10, fallback="refuse"), rng=rng)[1]
     with pytest.raises(ValueError, match="Lemma A.1"):
-        output_distributions(STATE, big, "mixing", gamma=0.5, k_prime=10, fallback="refuse")
+        output_distributions(STATE, big, options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=10, fallback="refuse"))
     assert rng.bit_generator.state == before
-    fb = unlearn(STATE, big, "mixing", gamma=0.5, k_prime=10, rng=rng)             # default: rolled back
+    fb = unlearn(STATE, big, options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=10), rng=rng)[1]             # default: rolled back
     assert fb.branch == "rollback" and fb.reason == "condition_failed" and fb.arm == rollback(STATE, big).arm
     # the condition is checked on (N - k', k - k') = (50, 40); the exact sensitivity is always available
-    ok = unlearn(STATE, big, "mixing", gamma=0.5, k_prime=10, sensitivity="exact", rng=rng)
+    ok = unlearn(STATE, big, options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=10, sensitivity="exact"), rng=rng)[1]
     assert ok.delta_f == pytest.approx(exact_sensitivity(50, 40, STATE.log_term))
 
 

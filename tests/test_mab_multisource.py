@@ -12,9 +12,9 @@ from bandit_unlearning.mab.lcb import LCBState
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, paper_sensitivity, rollback
 from bandit_unlearning.mab.multisource import theorem313_bound
 from bandit_unlearning.mab.unlearn import (
-    multi_noisy_argmax_distribution, noisy_argmax_distribution, output_distributions, reference, unlearn,
-    unlearn_batch,
+    multi_noisy_argmax_distribution, noisy_argmax_distribution, output_distributions, reference, unlearn_batch, UnlearnOptions,
 )
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, classic_gaussian_sigma
 
@@ -57,7 +57,7 @@ def assert_unchanged(before, state, request, rng):
 
 # ----------------------------------------------------------------------------- the corrected rule
 def test_corrected_rule_noises_only_the_learners_source_arm():
-    res = unlearn(STATE, U, "adaptive", gamma=0.5 * G0, rng=np.random.default_rng(1))
+    res = unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=0.5 * G0), rng=np.random.default_rng(1))[1]
     assert res.gamma0 == pytest.approx(G0) and res.branches == {0: "gaussian", 1: "rollback"}
     z = np.random.default_rng(1).standard_normal()
     expected = rollback(STATE, U).scores
@@ -70,11 +70,11 @@ def test_gamma_above_threshold_rolls_back_every_source_arm_erratum():
     """E5: the printed nesting would leave arm 0 (= a_hat) untouched here; the corrected rule rolls it back."""
     rng = np.random.default_rng(0)
     before = rng.bit_generator.state
-    res = unlearn(STATE, U, "adaptive", epsilon=0.5, delta=1e-5, rng=rng)
+    res = unlearn(STATE, U, options=UnlearnOptions(method="adaptive", epsilon=0.5, delta=1e-5), rng=rng)[1]
     assert res.gamma >= res.gamma0 and res.branches == {0: "rollback", 1: "rollback"}
     assert rng.bit_generator.state == before
     np.testing.assert_array_equal(res.scores, rollback(STATE, U).scores)
-    p_u, p_r = output_distributions(STATE, U, "adaptive", epsilon=0.5, delta=1e-5)
+    p_u, p_r = output_distributions(STATE, U, options=UnlearnOptions(method="adaptive", epsilon=0.5, delta=1e-5))
     np.testing.assert_array_equal(p_u, p_r)
     assert hockey_stick_delta(p_u, p_r, 0.0) == 0
     # the literal reading keeps f_0(D): the output would be arm 0 with certainty, the reference's arm 1
@@ -85,34 +85,33 @@ def test_gamma_above_threshold_rolls_back_every_source_arm_erratum():
 
 def test_learner_not_a_source_and_thresholds():
     req = DeletionRequest([1] * 10 + [2] * 30, [0.0] * 10 + [1.0] * 30)
-    res = unlearn(STATE, req, "adaptive", gamma=1e-3, rng=np.random.default_rng(0))
+    res = unlearn(STATE, req, options=UnlearnOptions(method="adaptive", gamma=1e-3), rng=np.random.default_rng(0))[1]
     assert set(res.branches.values()) == {"rollback"}
     L = STATE.log_term
     for thr, scale, base in (("paper", 1.0, gamma0_paper(100, 30, L)), ("paper", 1.3, gamma0_paper(100, 30, L)),
                              ("exact", 1.0, gamma0_exact(100, 30, L))):
-        r = unlearn(STATE, req, "adaptive", gamma=0.5, threshold=thr, threshold_scale=scale, rng=np.random.default_rng(0))
+        r = unlearn(STATE, req, options=UnlearnOptions(method="adaptive", gamma=0.5, threshold=thr, threshold_scale=scale), rng=np.random.default_rng(0))[1]
         assert r.gamma0 == pytest.approx(scale * base)
     # N_min and k_max may come from different arms
     uneven = LCBState([100, 60, 100], [50.0, 20.0, 45.0], 1 / 260)
-    r = unlearn(uneven, DeletionRequest([0] * 30 + [1] * 5, [1.0] * 30 + [0.0] * 5), "adaptive", gamma=0.1,
-                rng=np.random.default_rng(0))
+    r = unlearn(uneven, DeletionRequest([0] * 30 + [1] * 5, [1.0] * 30 + [0.0] * 5), options=UnlearnOptions(method="adaptive", gamma=0.1), rng=np.random.default_rng(0))[1]
     assert r.gamma0 == pytest.approx(gamma0_paper(60, 30, uneven.log_term))
 
 
 def test_gaussian_noises_every_source_arm_in_arm_order_and_rollback_all():
-    res = unlearn(STATE, U, "gaussian", gamma=0.5, rng=np.random.default_rng(2))
+    res = unlearn(STATE, U, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(2))[1]
     z = np.random.default_rng(2).standard_normal(2)
     assert res.branches == {0: "gaussian", 1: "gaussian"} and res.rolled_back == ()
     expected = STATE.scores.copy()
     expected[:2] += 0.5 * paper_sensitivity(100, 20) * z
     np.testing.assert_allclose(res.scores, expected, rtol=0, atol=1e-15)
-    rb = unlearn(STATE, U, "rollback", rng=np.random.default_rng(2))
+    rb = unlearn(STATE, U, options=UnlearnOptions(method="rollback"), rng=np.random.default_rng(2))[1]
     np.testing.assert_array_equal(rb.scores, rollback(STATE, U).scores)
 
 
 def test_reference_is_algorithm8():
     retrained = rollback(STATE, U)
-    r = reference(retrained, U, "adaptive", learner_arm=0, gamma=0.5 * G0, rng=np.random.default_rng(3))
+    r = reference(retrained, U, options=UnlearnOptions(method="adaptive", gamma=0.5 * G0), learner_arm=0, rng=np.random.default_rng(3))
     z = np.random.default_rng(3).standard_normal()
     expected = retrained.scores.copy()
     expected[0] += r.sigma * z
@@ -136,7 +135,7 @@ def test_unlearn_equals_line_by_line_algorithm7_and_algorithm2(arms, sources, k,
         arms_ += [a] * k
         rewards_ += [1.0] * s_a + [0.0] * (k - s_a)
     req = DeletionRequest(arms_, rewards_)
-    res = unlearn(state, req, "adaptive", gamma=gamma, rng=np.random.default_rng(seed))
+    res = unlearn(state, req, options=UnlearnOptions(method="adaptive", gamma=gamma), rng=np.random.default_rng(seed))[1]
     assert res.arm == algorithm7_loop(state, req, gamma, np.random.default_rng(seed))
     assert sum(p.noised for p in res.plans) <= 1
 
@@ -179,8 +178,8 @@ def test_batch_multi_equals_scalar(n0, n1, k0, k1, option, seed, world, data):
     g = np.random.default_rng(seed)
     if noised[0, 1] and not noised[0, 0]:
         g.standard_normal()                                # the batch uses z[1] for arm 1
-    res = (unlearn(state, req, method, rng=g, **opts) if world == "unlearned"
-           else reference(rollback(state, req), req, method, learner_arm=state.arm, rng=g, **opts))
+    res = (unlearn(state, req, options=UnlearnOptions(method=method, **opts), rng=g)[1] if world == "unlearned"
+           else reference(rollback(state, req), req, options=UnlearnOptions(method=method, **opts), learner_arm=state.arm, rng=g))
     assert res.arm == arms[0]
     assert [p.noised for p in res.plans] == list(noised[0]) and [p.sigma for p in res.plans] == list(sigma[0])
 
@@ -209,7 +208,7 @@ def test_multi_noisy_argmax_closed_forms():
 
 def test_gaussian_multi_source_distributions_match_the_mechanism():
     """200k batch runs vs the quadrature distribution of both worlds; Hoeffding at 1e-7 per cell."""
-    p_u, p_r = output_distributions(STATE, U, "gaussian", gamma=0.5)
+    p_u, p_r = output_distributions(STATE, U, options=UnlearnOptions(method="gaussian", gamma=0.5))
     assert p_u.sum() == pytest.approx(1, abs=1e-12) and min(p_u) > 0.1
     n = 200_000
     t = np.sqrt(np.log(2 * 6 / 1e-7) / (2 * n))
@@ -250,12 +249,12 @@ def test_gaussian_on_several_arms_is_calibrated_to_the_joint_shift(l, calibratio
     assert max(exact) <= delta * (1 + 1e-9), exact
     for mean in BYSTANDERS[l]:
         state, req = spread_request(l, mean)
-        res = unlearn(state, req, "gaussian", rng=np.random.default_rng(0), **kw)
+        res = unlearn(state, req, options=UnlearnOptions(method="gaussian", **kw), rng=np.random.default_rng(0))[1]
         norm = np.sqrt(l) * exact_sensitivity(1000, 20, state.log_term)
         assert all(p.noised and p.sigma == res.sigma for p in res.plans)
         assert res.sigma == pytest.approx(unit * norm, rel=1e-14)
         assert res.options.joint_noise and res.delta_f == pytest.approx(norm, rel=1e-14)
-        ref = reference(rollback(state, req), req, "gaussian", learner_arm=state.arm, rng=np.random.default_rng(0), **kw)
+        ref = reference(rollback(state, req), req, options=UnlearnOptions(method="gaussian", **kw), learner_arm=state.arm, rng=np.random.default_rng(0))
         assert [p.sigma for p in ref.plans] == [p.sigma for p in res.plans]
         # the batch gives every replicate the same common sigma
         arms, noised, sigma = unlearn_batch(np.array([state.counts] * 3), np.array([state.reward_sums] * 3), state.tau,
@@ -268,7 +267,7 @@ def test_joint_calibration_in_the_batch_matches_the_scalar_path_bit_for_bit():
     state = LCBState([120, 90, 300, 200], [60.0, 50.0, 100.0, 120.0], 1 / 710)
     req = DeletionRequest([0] * 7 + [1] * 3 + [2] * 11, [1.0] * 7 + [0.0] * 3 + [1.0] * 11)
     kw = dict(epsilon=0.7, delta=1e-6, calibration="analytic", sensitivity="exact")
-    res = unlearn(state, req, "gaussian", rng=np.random.default_rng(0), **kw)
+    res = unlearn(state, req, options=UnlearnOptions(method="gaussian", **kw), rng=np.random.default_rng(0))[1]
     assert len({p.sigma for p in res.plans}) == 1
     sens = [exact_sensitivity(n, k, state.log_term) for n, k in ((120, 7), (90, 3), (300, 11))]
     assert res.sigma == pytest.approx(analytic_gaussian_sigma(np.linalg.norm(sens), 0.7, 1e-6), rel=1e-11)
@@ -284,7 +283,7 @@ def test_gamma_alone_keeps_the_papers_per_arm_baseline():
     """No (epsilon, delta) claimed: sigma_a = Delta_a * gamma per arm, as in the paper's Figure 3."""
     state = LCBState([120, 90, 300], [60.0, 50.0, 100.0], 1 / 510)
     req = DeletionRequest([0] * 7 + [1] * 3, [1.0] * 10)
-    res = unlearn(state, req, "gaussian", gamma=0.4, rng=np.random.default_rng(0))
+    res = unlearn(state, req, options=UnlearnOptions(method="gaussian", gamma=0.4), rng=np.random.default_rng(0))[1]
     assert [p.sigma for p in res.plans] == [paper_sensitivity(120, 7) * 0.4, paper_sensitivity(90, 3) * 0.4]
     _, _, sigma = unlearn_batch(np.array([state.counts]), np.array([state.reward_sums]), state.tau, [0, 1], [7, 3],
                                 np.array([[7.0, 3.0]]), "gaussian", gamma=0.4, z=np.zeros((1, 2)))
@@ -296,18 +295,18 @@ def test_joint_calibration_minds_lemma_a1_for_every_arm():
     big = DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 35 + [0.0] * 5)
     kw = dict(epsilon=0.5, delta=1e-5, calibration="analytic")
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(STATE, big, "gaussian", rng=np.random.default_rng(0), fallback="refuse", **kw)
+        unlearn(STATE, big, options=UnlearnOptions(method="gaussian", fallback="refuse", **kw), rng=np.random.default_rng(0))[1]
     with pytest.raises(ValueError, match="Lemma A.1"):
         unlearn_batch(np.array([STATE.counts]), np.array([STATE.reward_sums]), STATE.tau, [0, 1], [85, 5],
                       np.array([[50.0, 0.0]]), "gaussian", z=np.zeros((1, 2)), fallback="refuse", **kw)
     # by default the arm whose condition fails is rolled back, the other noised alone (scalar == batch)
-    fb = unlearn(STATE, big, "gaussian", rng=np.random.default_rng(0), **kw)
+    fb = unlearn(STATE, big, options=UnlearnOptions(method="gaussian", **kw), rng=np.random.default_rng(0))[1]
     assert fb.branches == {0: "rollback", 1: "gaussian"} and fb.reason == "condition_failed"
     assert fb.delta_f == pytest.approx(paper_sensitivity(100, 5), rel=1e-14)
     _, noised, _ = unlearn_batch(np.array([STATE.counts]), np.array([STATE.reward_sums]), STATE.tau, [0, 1], [85, 5],
                                  np.array([[50.0, 0.0]]), "gaussian", z=np.zeros((1, 2)), **kw)
     assert noised.tolist() == [[False, True]]
-    ex = unlearn(STATE, big, "gaussian", sensitivity="exact", rng=np.random.default_rng(0), **kw)
+    ex = unlearn(STATE, big, options=UnlearnOptions(method="gaussian", sensitivity="exact", **kw), rng=np.random.default_rng(0))[1]
     norm = np.hypot(exact_sensitivity(100, 85, STATE.log_term), exact_sensitivity(100, 5, STATE.log_term))
     assert ex.sigma == pytest.approx(analytic_gaussian_sigma(norm, 0.5, 1e-5), rel=1e-11)
     assert ex.delta_f == pytest.approx(norm, rel=1e-14)
@@ -326,8 +325,8 @@ def test_joint_calibration_minds_lemma_a1_for_every_arm():
 def test_bad_multi_source_requests_raise_and_change_nothing(state, request_, method, kwargs, match):
     rng = np.random.default_rng(4)
     before = snapshot(state, request_, rng)
-    for call in (lambda: unlearn(state, request_, method, rng=rng, **kwargs),
-                 lambda: output_distributions(state, request_, method, **kwargs)):
+    for call in (lambda: unlearn(state, request_, options=UnlearnOptions(method=method, **kwargs), rng=rng)[1],
+                 lambda: output_distributions(state, request_, options=UnlearnOptions(method=method, **kwargs))):
         with pytest.raises(ValueError, match=match):
             call()
     assert_unchanged(before, state, request_, rng)
@@ -335,14 +334,14 @@ def test_bad_multi_source_requests_raise_and_change_nothing(state, request_, met
 
 def test_e2_only_when_noise_uses_it_and_k_max_only_for_adaptive():
     big = DeletionRequest([0] * 85 + [1] * 5, [1.0] * 50 + [0.0] * 40)
-    r = unlearn(STATE, big, "adaptive", gamma=50.0, rng=np.random.default_rng(0))      # gamma >= gamma0': all rolled back
+    r = unlearn(STATE, big, options=UnlearnOptions(method="adaptive", gamma=50.0), rng=np.random.default_rng(0))[1]      # gamma >= gamma0': all rolled back
     assert set(r.branches.values()) == {"rollback"}
-    ex = unlearn(STATE, big, "gaussian", gamma=0.5, sensitivity="exact", rng=np.random.default_rng(0))
+    ex = unlearn(STATE, big, options=UnlearnOptions(method="gaussian", gamma=0.5, sensitivity="exact"), rng=np.random.default_rng(0))[1]
     assert ex.plans[0].delta_f == pytest.approx(exact_sensitivity(100, 85, STATE.log_term))
     small = LCBState([100, 10, 100], [60.0, 5.0, 40.0], 1 / 210)
     req = DeletionRequest([0] * 30 + [1] * 4, [1.0] * 30 + [0.0] * 4)        # k_max = 30 > N_min = 10
-    assert np.isnan(unlearn(small, req, "rollback", rng=np.random.default_rng(0)).gamma0)
-    assert unlearn(small, req, "gaussian", gamma=0.5, rng=np.random.default_rng(0)).branches == {0: "gaussian", 1: "gaussian"}
+    assert np.isnan(unlearn(small, req, options=UnlearnOptions(method="rollback"), rng=np.random.default_rng(0))[1].gamma0)
+    assert unlearn(small, req, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(0))[1].branches == {0: "gaussian", 1: "gaussian"}
 
 
 def test_batch_bad_source_arms():
@@ -395,13 +394,13 @@ def test_fallback_rolls_back_what_cannot_be_certified_scalar_equals_batch():
     the batched path takes the same decision."""
     state = LCBState([100, 10, 100], [60.0, 5.0, 40.0], 1 / 210)
     req = DeletionRequest([0] * 30 + [1] * 5, [1.0] * 30 + [0.0] * 5)
-    r = unlearn(state, req, "adaptive", gamma=0.5, rng=np.random.default_rng(0))
+    r = unlearn(state, req, options=UnlearnOptions(method="adaptive", gamma=0.5), rng=np.random.default_rng(0))[1]
     assert r.reason == "threshold_undefined" and r.fell_back and r.reference == "literal"
     assert set(r.branches.values()) == {"rollback"} and r.arm == rollback(state, req).arm
-    p_u, p_r = output_distributions(state, req, "adaptive", gamma=0.5, against="literal")
+    p_u, p_r = output_distributions(state, req, options=UnlearnOptions(method="adaptive", gamma=0.5), against="literal")
     assert np.array_equal(p_u, p_r)
     arms, noised, _ = unlearn_batch(np.array([state.counts]), np.array([state.reward_sums]), state.tau, [0, 1], [30, 5],
                                     np.array([[30.0, 0.0]]), "adaptive", gamma=0.5, z=np.zeros((1, 2)))
     assert not noised.any() and arms[0] == r.arm
-    m = unlearn(STATE, DeletionRequest([0, 1], [1.0, 0.0]), "mixing", gamma=0.5, eta=0.5, rng=np.random.default_rng(0))
+    m = unlearn(STATE, DeletionRequest([0, 1], [1.0, 0.0]), options=UnlearnOptions(method="mixing", gamma=0.5, eta=0.5), rng=np.random.default_rng(0))[1]
     assert m.reason == "single_source_only" and set(m.branches.values()) == {"rollback"}

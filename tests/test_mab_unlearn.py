@@ -15,9 +15,9 @@ from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.lcb import LCBState, fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, paper_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
-    SourcePlan, UnlearnOptions, noisy_argmax_distribution, output_distributions, plan_unlearning,
-    reference, unlearn, unlearn_batch,
+    noisy_argmax_distribution, output_distributions, plan_unlearning, reference, SourcePlan, unlearn_batch, UnlearnOptions,
 )
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
@@ -50,7 +50,7 @@ def assert_unchanged(before, state, request, rng):
 def test_gaussian_branch_records_everything_and_adds_sigma_times_next_normal():
     L = STATE.log_term
     g0 = gamma0_paper(200, 20, L)
-    res = unlearn(STATE, U, "adaptive", gamma=0.9 * g0, rng=np.random.default_rng(3))
+    res = unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=0.9 * g0), rng=np.random.default_rng(3))[1]
     z = np.random.default_rng(3).standard_normal()
     delta_f = paper_sensitivity(200, 20)
     assert res.branch == "gaussian" and res.branches == {0: "gaussian"} and res.source_arms == (0,)
@@ -69,18 +69,18 @@ def test_gaussian_branch_records_everything_and_adds_sigma_times_next_normal():
 def test_rollback_branch_equals_retraining_and_draws_nothing():
     rng = np.random.default_rng(0)
     before = rng.bit_generator.state
-    res = unlearn(STATE, U, "adaptive", gamma=10.0, rng=rng)
+    res = unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=10.0), rng=rng)[1]
     assert res.branch == "rollback" and res.sigma == 0 and rng.bit_generator.state == before
     np.testing.assert_array_equal(res.scores, rollback(STATE, U).scores)
-    forced = unlearn(STATE, U, "rollback", rng=rng)              # no privacy level needed for rollback
+    forced = unlearn(STATE, U, options=UnlearnOptions(method="rollback"), rng=rng)[1]              # no privacy level needed for rollback
     assert forced.branch == "rollback" and forced.calibration_proven is True
 
 
 def test_branch_rule_needs_the_learners_arm():
     # deleting from an arm that is not a_hat always rolls back under Algorithm 2
-    res = unlearn(STATE, req(1, 20, 10), "adaptive", gamma=1e-3, rng=np.random.default_rng(0))
+    res = unlearn(STATE, req(1, 20, 10), options=UnlearnOptions(method="adaptive", gamma=1e-3), rng=np.random.default_rng(0))[1]
     assert res.branch == "rollback"
-    assert unlearn(STATE, req(1, 20, 10), "gaussian", gamma=1e-3, rng=np.random.default_rng(0)).branch == "gaussian"
+    assert unlearn(STATE, req(1, 20, 10), options=UnlearnOptions(method="gaussian", gamma=1e-3), rng=np.random.default_rng(0))[1].branch == "gaussian"
 
 
 def test_threshold_rules_and_scale():
@@ -88,9 +88,9 @@ def test_threshold_rules_and_scale():
     g0, gs = gamma0_paper(200, 20, L), gamma0_exact(200, 20, L)
     assert gs < g0
     gam = (g0 + gs) / 2
-    assert unlearn(STATE, U, "adaptive", gamma=gam, rng=np.random.default_rng(0)).branch == "gaussian"
-    assert unlearn(STATE, U, "adaptive", gamma=gam, rng=np.random.default_rng(0), threshold="exact").branch == "rollback"
-    r = unlearn(STATE, U, "adaptive", gamma=1.2 * g0, rng=np.random.default_rng(0), threshold_scale=1.3)
+    assert unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=gam), rng=np.random.default_rng(0))[1].branch == "gaussian"
+    assert unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=gam, threshold="exact"), rng=np.random.default_rng(0))[1].branch == "rollback"
+    r = unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=1.2 * g0, threshold_scale=1.3), rng=np.random.default_rng(0))[1]
     assert r.branch == "gaussian" and r.gamma0 == pytest.approx(1.3 * g0)
 
 
@@ -99,58 +99,58 @@ def test_calibrations():
     d_f = paper_sensitivity(200, 20)
     for cal, expected in (("paper", d_f * gaussian_gamma(eps, delta)), ("classic", d_f * gaussian_gamma(eps, delta)),
                           ("analytic", analytic_gaussian_sigma(d_f, eps, delta))):
-        r = unlearn(STATE, U, "gaussian", epsilon=eps, delta=delta, calibration=cal, rng=np.random.default_rng(0))
+        r = unlearn(STATE, U, options=UnlearnOptions(method="gaussian", epsilon=eps, delta=delta, calibration=cal), rng=np.random.default_rng(0))[1]
         assert r.sigma == pytest.approx(expected, rel=1e-12) and r.calibration == cal
         assert r.calibration_proven is True and r.epsilon == eps and r.delta == delta
     gen = np.random.default_rng(0)
     before = gen.bit_generator.state
     for cal in ("paper", "classic"):                 # unproven at eps >= 1: refused, nothing drawn
         with pytest.raises(ValueError, match=r"only proven for epsilon < 1.*calibration='analytic'"):
-            unlearn(STATE, U, "gaussian", epsilon=2.0, delta=delta, calibration=cal, rng=gen)
+            unlearn(STATE, U, options=UnlearnOptions(method="gaussian", epsilon=2.0, delta=delta, calibration=cal), rng=gen)[1]
     assert gen.bit_generator.state == before
-    r = unlearn(STATE, U, "gaussian", epsilon=2.0, delta=delta, calibration="analytic", rng=gen)
+    r = unlearn(STATE, U, options=UnlearnOptions(method="gaussian", epsilon=2.0, delta=delta, calibration="analytic"), rng=gen)[1]
     assert r.calibration_proven is True
-    r = unlearn(STATE, U, "gaussian", epsilon=0.5, delta=delta, sensitivity="exact", rng=np.random.default_rng(0))
+    r = unlearn(STATE, U, options=UnlearnOptions(method="gaussian", epsilon=0.5, delta=delta, sensitivity="exact"), rng=np.random.default_rng(0))[1]
     assert r.delta_f == pytest.approx(exact_sensitivity(200, 20, STATE.log_term)) and r.sensitivity == "exact"
 
 
 def test_paper_sensitivity_refused_only_when_noise_would_use_it():
     big = req(0, 190, 115)                                    # 190 > 200 - sqrt(200 L / 2)
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(STATE, big, "gaussian", gamma=0.5, fallback="refuse", rng=np.random.default_rng(0))
-    fb = unlearn(STATE, big, "gaussian", gamma=0.5, rng=np.random.default_rng(0))      # default: rolled back
+        unlearn(STATE, big, options=UnlearnOptions(method="gaussian", gamma=0.5, fallback="refuse"), rng=np.random.default_rng(0))[1]
+    fb = unlearn(STATE, big, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(0))[1]      # default: rolled back
     assert fb.branch == "rollback" and fb.reason == "condition_failed" and fb.fell_back and fb.reference == "literal"
     assert fb.arm == rollback(STATE, big).arm and "Lemma A.1" in fb.notes[0]
-    r = unlearn(STATE, big, "gaussian", gamma=0.5, sensitivity="exact", rng=np.random.default_rng(0))
+    r = unlearn(STATE, big, options=UnlearnOptions(method="gaussian", gamma=0.5, sensitivity="exact"), rng=np.random.default_rng(0))[1]
     assert r.delta_f == pytest.approx(exact_sensitivity(200, 190, STATE.log_term))
     # Algorithm 2 rolls back here (gamma >= gamma0), so the sensitivity is never used
-    assert unlearn(STATE, big, "adaptive", gamma=50.0, rng=np.random.default_rng(0)).branch == "rollback"
+    assert unlearn(STATE, big, options=UnlearnOptions(method="adaptive", gamma=50.0), rng=np.random.default_rng(0))[1].branch == "rollback"
 
 
 def test_deleting_a_whole_arm():
     state = LCBState([5, 30], [5.0, 10.0], tau=1 / 35)
     whole = req(0, 5, 5)
-    assert unlearn(state, whole, "rollback", rng=np.random.default_rng(0)).scores[0] == -1
+    assert unlearn(state, whole, options=UnlearnOptions(method="rollback"), rng=np.random.default_rng(0))[1].scores[0] == -1
     assert gamma0_paper(5, 5, state.log_term) == np.inf
     with pytest.raises(ValueError, match="Lemma A.1"):
-        unlearn(state, whole, "adaptive", gamma=1.0, fallback="refuse", rng=np.random.default_rng(0))
-    assert unlearn(state, whole, "adaptive", gamma=1.0, rng=np.random.default_rng(0)).reason == "condition_failed"
-    r = unlearn(state, whole, "adaptive", gamma=1.0, sensitivity="exact", rng=np.random.default_rng(0))
+        unlearn(state, whole, options=UnlearnOptions(method="adaptive", gamma=1.0, fallback="refuse"), rng=np.random.default_rng(0))[1]
+    assert unlearn(state, whole, options=UnlearnOptions(method="adaptive", gamma=1.0), rng=np.random.default_rng(0))[1].reason == "condition_failed"
+    r = unlearn(state, whole, options=UnlearnOptions(method="adaptive", gamma=1.0, sensitivity="exact"), rng=np.random.default_rng(0))[1]
     assert r.branch == "gaussian" and r.delta_f == pytest.approx(exact_sensitivity(5, 5, state.log_term))
 
 
 def test_reference_matches_unlearn_plan_and_uses_retrained_scores():
     retrained = rollback(STATE, U)
     g = 0.5 * gamma0_paper(200, 20, STATE.log_term)
-    r_u = unlearn(STATE, U, "adaptive", gamma=g, rng=np.random.default_rng(9))
-    r_r = reference(retrained, U, "adaptive", learner_arm=STATE.arm, gamma=g, rng=np.random.default_rng(9))
+    r_u = unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=g), rng=np.random.default_rng(9))[1]
+    r_r = reference(retrained, U, options=UnlearnOptions(method="adaptive", gamma=g), learner_arm=STATE.arm, rng=np.random.default_rng(9))
     assert r_r.world == "reference" and r_r.plans == r_u.plans and r_r.gamma0 == r_u.gamma0
     np.testing.assert_allclose(r_r.scores - retrained.scores, r_u.scores - STATE.scores, atol=1e-15)
     # fit_lcb on D \ U with the training tau is an equally valid retrained state (E12)
     D = OfflineDataset([0] * 6 + [1] * 6, [1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0], 2)
     state = fit_lcb(D)
     U2 = DeletionRequest.from_indices(D, [0, 1])
-    a = reference(fit_lcb(D.without([0, 1]), tau=state.tau), U2, "rollback", learner_arm=state.arm, rng=np.random.default_rng(0))
+    a = reference(fit_lcb(D.without([0, 1]), tau=state.tau), U2, options=UnlearnOptions(method="rollback"), learner_arm=state.arm, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(a.scores, rollback(state, U2).scores)
 
 
@@ -171,7 +171,7 @@ def test_noisy_argmax_distribution_ties_and_point_masses():
 
 
 def test_output_distributions_rollback_is_identical_point_masses():
-    p_u, p_r = output_distributions(STATE, U, "adaptive", gamma=10.0)
+    p_u, p_r = output_distributions(STATE, U, options=UnlearnOptions(method="adaptive", gamma=10.0))
     np.testing.assert_array_equal(p_u, p_r)
     assert p_u.max() == 1 and hockey_stick_delta(p_u, p_r, 0.0) == 0
 
@@ -180,7 +180,7 @@ def test_output_distributions_match_the_mechanism():
     """Frequencies of 200k batch runs vs the closed form; Hoeffding at 1e-7 per arm and world."""
     g = 0.5 * gamma0_paper(200, 20, STATE.log_term)
     state = LCBState([200, 200, 200], [120.0, 117.0, 90.0], 1 / 600)     # close competitor
-    p_u, p_r = output_distributions(state, U, "adaptive", gamma=g)
+    p_u, p_r = output_distributions(state, U, options=UnlearnOptions(method="adaptive", gamma=g))
     assert 0.05 < p_u[0] < 0.95 and p_u[0] != p_r[0]
     n = 200_000
     t = np.sqrt(np.log(2 * 6 / 1e-7) / (2 * n))
@@ -203,8 +203,7 @@ def test_exact_privacy_on_a_worst_case_and_half_noise_violates():
     b = np.sqrt(L / (2 * n))
     assert -b <= m_ <= 1 - b
     state = LCBState([n, n], [float(k), n * (m_ + b)], 1 / (2 * n))
-    p_u, p_r = output_distributions(state, req(0, k, k), "gaussian", epsilon=eps, delta=delta,
-                                    calibration="analytic", sensitivity="exact")
+    p_u, p_r = output_distributions(state, req(0, k, k), options=UnlearnOptions(method="gaussian", epsilon=eps, delta=delta, calibration="analytic", sensitivity="exact"))
     assert hockey_stick_delta(p_u, p_r, eps) == pytest.approx(delta, rel=1e-6)
     assert hockey_stick_delta(p_u, p_r, eps) <= delta * (1 + 1e-9)
     m_half = (f1 + f2) / 2 + eps * (sigma / 2) ** 2 / (f1 - f2)
@@ -240,9 +239,8 @@ def test_batch_equals_scalar_oracle(arms, arm, k, frac, option, seed, world):
 
     def scalar():
         if world == "unlearned":
-            return unlearn(state, request, method, rng=np.random.default_rng(seed), **opts)
-        return reference(rollback(state, request), request, method, learner_arm=state.arm,
-                         rng=np.random.default_rng(seed), **opts)
+            return unlearn(state, request, options=UnlearnOptions(method=method, **opts), rng=np.random.default_rng(seed))[1]
+        return reference(rollback(state, request), request, options=UnlearnOptions(method=method, **opts), learner_arm=state.arm, rng=np.random.default_rng(seed))
 
     try:
         arms_b, noised_b, sigma_b = unlearn_batch(counts[None], sums[None], tau, arm, k, np.array([float(s)]), method,
@@ -316,9 +314,9 @@ BAD_OPTIONS = [
 def test_bad_options_raise_and_change_nothing(kwargs, err, match):
     rng = np.random.default_rng(4)
     before = snapshot(STATE, U, rng)
-    for call in (lambda: unlearn(STATE, U, "adaptive", rng=rng, **kwargs),
-                 lambda: reference(rollback(STATE, U), U, "adaptive", learner_arm=0, rng=rng, **kwargs),
-                 lambda: output_distributions(STATE, U, "adaptive", **kwargs)):
+    for call in (lambda: unlearn(STATE, U, options=UnlearnOptions(method="adaptive", **kwargs), rng=rng)[1],
+                 lambda: reference(rollback(STATE, U), U, options=UnlearnOptions(method="adaptive", **kwargs), learner_arm=0, rng=rng),
+                 lambda: output_distributions(STATE, U, options=UnlearnOptions(method="adaptive", **kwargs))):
         with pytest.raises(err, match=match):
             call()
     assert_unchanged(before, STATE, U, rng)
@@ -336,36 +334,36 @@ def test_bad_requests_raise_and_change_nothing(request_, match):
     before = snapshot(STATE, request_, rng)
     for method in ("adaptive", "gaussian", "rollback"):
         with pytest.raises(ValueError, match=match):
-            unlearn(STATE, request_, method, gamma=0.5, rng=rng)
+            unlearn(STATE, request_, options=UnlearnOptions(method=method, gamma=0.5), rng=rng)[1]
         with pytest.raises(ValueError, match=match):
-            output_distributions(STATE, request_, method, gamma=0.5)
+            output_distributions(STATE, request_, options=UnlearnOptions(method=method, gamma=0.5))
     assert_unchanged(before, STATE, request_, rng)
 
 
 def test_bad_types_and_reference_arguments():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="method"):
-        unlearn(STATE, U, "mixed", gamma=0.5, rng=rng)
+        unlearn(STATE, U, options=UnlearnOptions(method="mixed", gamma=0.5), rng=rng)[1]
     with pytest.raises(ValueError, match="k_prime"):                     # mixing needs k' or eta
-        unlearn(STATE, U, "mixing", gamma=0.5, rng=rng)
+        unlearn(STATE, U, options=UnlearnOptions(method="mixing", gamma=0.5), rng=rng)[1]
     with pytest.raises(TypeError, match="rng"):
-        unlearn(STATE, U, "adaptive", gamma=0.5, rng=0.5)
+        unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=0.5), rng=0.5)[1]
     with pytest.raises(TypeError, match="rng"):
-        unlearn(STATE, U, "adaptive", gamma=0.5, rng="0")
+        unlearn(STATE, U, options=UnlearnOptions(method="adaptive", gamma=0.5), rng="0")[1]
     with pytest.raises(TypeError, match="rng"):
-        reference(rollback(STATE, U), U, "adaptive", learner_arm=STATE.arm, gamma=0.5, rng="seed")
+        reference(rollback(STATE, U), U, options=UnlearnOptions(method="adaptive", gamma=0.5), learner_arm=STATE.arm, rng="seed")
     # rng=None (the default) draws from a generator seeded with OS entropy: two calls differ
-    noisy = [unlearn(STATE, U, "gaussian", gamma=0.5).scores for _ in range(2)]
+    noisy = [unlearn(STATE, U, options=UnlearnOptions(method="gaussian", gamma=0.5))[1].scores for _ in range(2)]
     assert not np.array_equal(noisy[0], noisy[1])
     with pytest.raises(TypeError):
-        unlearn((STATE.counts, STATE.reward_sums), U, "adaptive", gamma=0.5, rng=rng)
+        unlearn((STATE.counts, STATE.reward_sums), U, options=UnlearnOptions(method="adaptive", gamma=0.5), rng=rng)[1]
     with pytest.raises(TypeError):
-        unlearn(STATE, ([0], [1.0]), "adaptive", gamma=0.5, rng=rng)
+        unlearn(STATE, ([0], [1.0]), options=UnlearnOptions(method="adaptive", gamma=0.5), rng=rng)[1]
     for bad, err in ((3, ValueError), (-1, ValueError), (True, TypeError), (0.5, TypeError)):
         with pytest.raises(err, match="learner_arm"):
-            reference(rollback(STATE, U), U, "adaptive", learner_arm=bad, gamma=0.5, rng=rng)
+            reference(rollback(STATE, U), U, options=UnlearnOptions(method="adaptive", gamma=0.5), learner_arm=bad, rng=rng)
     with pytest.raises(ValueError, match="unknown arm"):
-        reference(rollback(STATE, U), DeletionRequest([7], [0.0]), "adaptive", learner_arm=0, gamma=0.5, rng=rng)
+        reference(rollback(STATE, U), DeletionRequest([7], [0.0]), options=UnlearnOptions(method="adaptive", gamma=0.5), learner_arm=0, rng=rng)
 
 
 def test_plan_is_generic_per_source_arm():
@@ -455,17 +453,16 @@ def test_bounds_bad_input(call):
 def test_options_object_and_keywords_say_the_same_thing():
     from bandit_unlearning.mab.lcb import LCBState
     from bandit_unlearning.mab.mechanisms import DeletionRequest
-    from bandit_unlearning.mab.unlearn import UnlearnOptions, output_distributions, unlearn
+    from bandit_unlearning.mab.unlearn import output_distributions, UnlearnOptions
     state = LCBState([200, 150, 100], [120.0, 60.0, 30.0], 1 / 450)
     request = DeletionRequest([0] * 10, [1.0] * 10)
     opts = UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic")
-    by_object = unlearn(state, request, options=opts, rng=np.random.default_rng(3))
-    by_keywords = unlearn(state, request, "gaussian", epsilon=0.5, delta=1e-5, calibration="analytic",
-                          rng=np.random.default_rng(3))
+    by_object = unlearn(state, request, options=opts, rng=np.random.default_rng(3))[1]
+    by_keywords = unlearn(state, request, options=UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic"), rng=np.random.default_rng(3))[1]
     assert by_object.options == by_keywords.options == opts
     assert np.array_equal(by_object.scores, by_keywords.scores) and by_object.sigma == by_keywords.sigma > 0
     p_obj = output_distributions(state, request, options=opts)
-    p_kw = output_distributions(state, request, "gaussian", epsilon=0.5, delta=1e-5, calibration="analytic")
+    p_kw = output_distributions(state, request, options=UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic"))
     assert all(np.array_equal(a, b) for a, b in zip(p_obj, p_kw))
 
 
@@ -484,25 +481,23 @@ def test_two_reference_worlds_on_the_counterexample():
     state, request = LCBState([100, 100], [60.0, 57.0], 1 / 200), DeletionRequest([0] * 10, [1.0] * 10)
     assert state.arm == 0 and rollback(state, request).arm == 1
     g = 0.5 * gamma0_paper(100, 10, state.log_term)
-    d = {(rule, against): hockey_stick_delta(*output_distributions(state, request, "adaptive", gamma=g, reference=rule,
-                                                                   against=against), 1.0)
+    d = {(rule, against): hockey_stick_delta(*output_distributions(state, request, options=UnlearnOptions(method="adaptive", gamma=g, reference=rule), against=against), 1.0)
          for rule in ("conditional", "literal") for against in ("conditional", "literal")}
     assert d["conditional", "conditional"] == pytest.approx(0.0030, abs=5e-5)
     assert d["conditional", "literal"] == pytest.approx(0.7441, abs=5e-5)
     assert d["literal", "literal"] == d["literal", "conditional"] == pytest.approx(0.0030, abs=5e-5)
     kw = dict(epsilon=1.0, delta=1e-5, calibration="analytic", threshold_scale=10.0)
-    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", **kw), 1.0) <= 1e-5
-    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", against="literal", **kw), 1.0) > 0.5
-    assert hockey_stick_delta(*output_distributions(state, request, "adaptive", against="literal", reference="literal",
-                                                    **kw), 1.0) <= 1e-5 * (1 + 1e-9)
-    r = unlearn(state, request, "adaptive", gamma=g, rng=np.random.default_rng(0))
+    assert hockey_stick_delta(*output_distributions(state, request, options=UnlearnOptions(method="adaptive", **kw)), 1.0) <= 1e-5
+    assert hockey_stick_delta(*output_distributions(state, request, options=UnlearnOptions(method="adaptive", **kw), against="literal"), 1.0) > 0.5
+    assert hockey_stick_delta(*output_distributions(state, request, options=UnlearnOptions(method="adaptive", reference="literal", **kw), against="literal"), 1.0) <= 1e-5 * (1 + 1e-9)
+    r = unlearn(state, request, options=UnlearnOptions(method="adaptive", gamma=g), rng=np.random.default_rng(0))[1]
     assert (r.reference, r.reason, r.branch) == ("conditional", "branch_rule", "gaussian")
-    assert unlearn(state, request, "adaptive", gamma=g, reference="literal", rng=np.random.default_rng(0)).reference == "literal"
-    assert unlearn(state, request, "adaptive", gamma=10 * g, rng=np.random.default_rng(0)).reference == "literal"
-    assert unlearn(state, request, "rollback", rng=np.random.default_rng(0)).reason == "method"
+    assert unlearn(state, request, options=UnlearnOptions(method="adaptive", gamma=g, reference="literal"), rng=np.random.default_rng(0))[1].reference == "literal"
+    assert unlearn(state, request, options=UnlearnOptions(method="adaptive", gamma=10 * g), rng=np.random.default_rng(0))[1].reference == "literal"
+    assert unlearn(state, request, options=UnlearnOptions(method="rollback"), rng=np.random.default_rng(0))[1].reason == "method"
     # the literal reference through the public reference(): learner_arm = pi(D \ U)
     retrained = rollback(state, request)
-    lit = reference(retrained, request, "adaptive", gamma=g, learner_arm=retrained.arm, rng=np.random.default_rng(0))
+    lit = reference(retrained, request, options=UnlearnOptions(method="adaptive", gamma=g), learner_arm=retrained.arm, rng=np.random.default_rng(0))
     assert lit.branch == "rollback" and lit.arm == 1
     # the batch paths take the same decisions (world="literal" is the literal reference)
     c, s = np.array([state.counts]), np.array([state.reward_sums])

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.tree import BinaryTree, path_length, path_tv, sigma_exact, sigma_paper
 from bandit_unlearning.experiments.rl_stable import safe_slope, stable_regret_curve, summarize_curves
 from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
@@ -60,7 +61,7 @@ def test_learner_fields_and_tree_factory_passthrough():
     assert np.array_equal(learner.initial_model, np.zeros((5, 6), dtype=np.int64))
     run = train(learner, episode_users(20), np.random.default_rng(0))
     assert built == [(learner.d, learner.sigma, 20)] and isinstance(run.tree, RecordingTree)
-    verify_run(run)
+    verify(run)
 
 
 @pytest.mark.parametrize("kwargs, error", [
@@ -108,13 +109,13 @@ def test_unlearning_the_stable_learner_replays_exactly():
     rng = np.random.default_rng(6)
     retrained = 0
     for t in (1, 6, 16, 9):
-        new, rec = unlearn(run, t, rng, diagnostics=True)
-        verify_run(new)
+        new, rec = unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)
+        verify(new)
         assert new.users[t - 1] is ZERO_USER and rec.shift_norm <= learner.B + 1e-12
         assert np.array_equal(new.tree.leaf(t), np.zeros(learner.d))
         retrained += rec.retrained
     assert retrained > 0
-    verify_run(run)
+    verify(run)
 
 
 # --- the oracle -----------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn
+from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.experiments.exactness import VARIANTS, battery, power_subbatches, with_tree_class
 from bandit_unlearning.experiments.rl_unlearning import (
     policy_code, policy_regret, rl_run_statistics, rl_unlearning_cost,
@@ -52,8 +53,8 @@ def test_battery_detects_a_broken_variant_on_rl_runs():
     for _ in range(60):
         D.append(rl_run_statistics(train(learner, dummy, rng), t, cache))
         original = train(learner, users, rng)
-        U.append(rl_run_statistics(unlearn(original, t, rng)[0], t, cache))
-        broken.append(rl_run_statistics(unlearn(with_tree_class(original, VARIANTS["always accept"]), t, rng)[0], t, cache))
+        U.append(rl_run_statistics(unlearn(original, DeleteStep(t), rng=rng)[0], t, cache))
+        broken.append(rl_run_statistics(unlearn(with_tree_class(original, VARIANTS["always accept"]), DeleteStep(t), rng=rng)[0], t, cache))
     level = 1e-4
     assert min(battery(U, D, ("final policy",)).values()) > level
     assert min(battery(broken, D, ("final policy",)).values()) < level

@@ -29,10 +29,11 @@ import forensics as F
 from bandit_unlearning.exact import light_tree as light_tree_module
 from bandit_unlearning.exact import tree as tree_module
 from bandit_unlearning.exact.bandit import BanditUser, bandit_statistics, ucb_bandit_learner
-from bandit_unlearning.exact.learner import train, unlearn
+from bandit_unlearning.exact.learner import ExactOptions, train
+from bandit_unlearning.protocol import DeleteStep, DeleteUser, unlearn
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.linucb import LinUCBConfig, linear_users, linucb_learner
-from bandit_unlearning.exact.registry import unlearn_user
+
 from bandit_unlearning.exact.tree import BinaryTree, leaf_path
 from bandit_unlearning.experiments import exactness as exactness_module
 from bandit_unlearning.rl import batch as batch_module
@@ -102,7 +103,7 @@ def _bandit(tree_factory, sigma):
             run = train(learner, continuous_bandit_users(T, data))
             t = int(data.integers(1, T + 1))
             x_t = run.tree.leaf(t)
-            new, record = unlearn(run, t)
+            new, record = unlearn(run, DeleteStep(t))
             yield new.tree, [(t, x_t)], (new, record)
     return deletions
 
@@ -127,7 +128,7 @@ def _bandit_registry(sigma):
             # a node holding both steps was coupled once with both: its shift is the sum of the two
             xs += [(t2, bandit_statistics(a, users[t1 - 1].rewards[a], 3)
                     + bandit_statistics(b, users[t1 - 1].rewards[b], 3)) for a in range(3) for b in range(3)]
-            new, records = unlearn_user(run, users[t1 - 1])
+            new, records = unlearn(run, DeleteUser(users[t1 - 1]))
             yield new.tree, xs, (new, records)
     return deletions
 
@@ -143,7 +144,7 @@ def _linucb(sigma):
             run = train(learner, linear_users(theta, T))
             t = int(data.integers(1, T + 1))
             x_t = run.tree.leaf(t)
-            new, record = unlearn(run, t)
+            new, record = unlearn(run, DeleteStep(t))
             yield new.tree, [(t, x_t)], (new, record)
     return deletions
 
@@ -160,7 +161,7 @@ def _ucbvi_user(sigma):
             run = train(learner, users)
             t = int(data.integers(1, T + 1))
             x_t = run.tree.leaf(t)
-            new, records = unlearn_user(run, users[t - 1])
+            new, records = unlearn(run, DeleteUser(users[t - 1]))
             yield new.tree, [(t, x_t)], (new, records)
     return deletions
 
@@ -357,7 +358,7 @@ def _pickle_paths():
                 run = train(learner, continuous_bandit_users(T, data))
                 t = int(data.integers(1, T + 1))
                 x_t = run.tree.leaf(t)
-                new, record = unlearn(run, t, diagnostics=diagnostics)
+                new, record = unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=diagnostics))
                 yield run, new.tree, [(t, x_t)], (new, record)
         return deletions
 
@@ -372,7 +373,7 @@ def _pickle_paths():
                 users[t2 - 1] = users[t1 - 1]
                 run = train(learner, users)
                 xs = [(t, run.tree.leaf(t)) for t in (t1, t2)]
-                new, records = unlearn_user(run, users[t1 - 1])
+                new, records = unlearn(run, DeleteUser(users[t1 - 1]))
                 yield run, new.tree, xs[1:], (new, records)     # the first step's path may be re-run by the second
         return deletions
 
@@ -385,7 +386,7 @@ def _pickle_paths():
                 run = train(learner, linear_users(data.uniform(-0.5, 0.5, size=(3, 3)), T))
                 t = int(data.integers(1, T + 1))
                 x_t = run.tree.leaf(t)
-                new, record = unlearn(run, t)
+                new, record = unlearn(run, DeleteStep(t))
                 yield run, new.tree, [(t, x_t)], (new, record)
         return deletions
 
@@ -399,7 +400,7 @@ def _pickle_paths():
                 run = train(learner, users)
                 t = int(data.integers(1, T + 1))
                 x_t = run.tree.leaf(t)
-                new, records = unlearn_user(run, users[t - 1])
+                new, records = unlearn(run, DeleteUser(users[t - 1]))
                 yield run, new.tree, [(t, x_t)], (new, records)
         return deletions
 
@@ -438,7 +439,7 @@ def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
     """Teeth: with the refusal removed (trees and runs pickled like any object, as before) the pickle of
     every unlearned run holds key material -- node keys, or a dense tree's noise -- without anyone
     having opted in."""
-    from bandit_unlearning.exact.learner import Run
+    from bandit_unlearning.exact.learner import ExactOptions, Run
 
     for cls in (LightTree, BinaryTree, Run):
         monkeypatch.setattr(cls, "__getstate__", lambda self: self.__dict__.copy())

@@ -13,14 +13,15 @@ A learner is ``PrefixSumLearner(d, sigma, oracle, update, initial_model, B, tree
   the noisy prefix sum of ``x_1 .. x_t`` from the tree and ``model`` is ``w_t``;
 * ``initial_model``: ``w_1``.
 
-``train`` runs Algorithm 2, ``unlearn`` Algorithm 3 (replacing a user by a dummy, ``ZERO_USER`` by
-default: zero statistics), ``verify_run`` replays a run and checks it.  Runs are immutable (also
+``train`` runs Algorithm 2; the package's protocol (``bandit_unlearning.protocol``) serves a run:
+``unlearn(run, DeleteStep(t), options=ExactOptions(...), rng=...)`` is Algorithm 3 (replacing a user by
+a dummy, ``ZERO_USER`` by default: zero statistics) and ``verify(run)`` replays a run and checks it.  Runs are immutable (also
 after a pickle round trip).
 
 Secrets: every ``rng`` defaults to ``None``, a generator seeded from the operating system's entropy;
 passing a seeded generator is an opt-in for reproducibility, and its seed is then key material (it
 regenerates the tree's noise).  What ``unlearn`` returns carries nothing computed from the deleted
-user's statistic unless ``diagnostics=True`` is asked for.  A ``Run`` holds its tree's key material, so
+user's statistic unless ``ExactOptions(diagnostics=True)`` is asked for.  A ``Run`` holds its tree's key material, so
 pickling one is refused unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a);
 records, learners and users pickle freely.
 """
@@ -37,9 +38,9 @@ __all__ = [
     "UnlearnRecord",
     "train",
     "extend",
-    "unlearn",
+    "ExactOptions",
+    "exact_options",
     "same_model",
-    "verify_run",
 ]
 
 
@@ -53,6 +54,7 @@ from bandit_unlearning.checks import check_count, as_real_array, as_generator, c
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.protocol import DeleteStep, register_unlearn, register_verify
 from bandit_unlearning.secrecy import check_pickle_allowed
 
 
@@ -141,7 +143,7 @@ def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
     return tuple(users)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 287): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 289): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
@@ -254,7 +256,7 @@ class Run:
         _freeze_arrays(self.models)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 406): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 408): "3. Implementation: the framework" ---
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
@@ -304,7 +306,7 @@ class UnlearnRecord:
     coupling's outcomes, part of what the algorithm visibly does: ``accepted`` / ``rejected`` /
     ``regenerated`` as in ``PathCoupling``, ``restart`` (steps ``restart+1 .. T`` were re-run,
     ``steps_recomputed`` of them).  ``diagnostics``: an ``UnlearnDiagnostics`` only if ``unlearn`` was
-    called with ``diagnostics=True``; its fields are also attributes of the record
+    called with ``options=ExactOptions(diagnostics=True)``; its fields are also attributes of the record
     (``record.shift_norm``, ...), which raise ``AttributeError`` without it.
     Which reference world the guarantee holds against: exact unlearning is a statement about the
     distribution of the new run over all of the algorithm's randomness (the original run's included) --
@@ -340,7 +342,7 @@ class UnlearnRecord:
     def _diagnostic(self, name: str) -> float:
         if self.diagnostics is None:
             raise AttributeError(f"{name} is computed from the deleted user's statistic and is not "
-                                 "recorded by default: call unlearn(..., diagnostics=True)")
+                                 "recorded by default: call unlearn(..., options=ExactOptions(diagnostics=True))")
         return getattr(self.diagnostics, name)
 
     shift_norm = property(lambda self: self._diagnostic("shift_norm"))
@@ -349,7 +351,7 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 506): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 509): "3. Implementation: the framework" ---
 def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Steps ``tree.n_leaves + 1 .. len(users)``; ``models`` holds ``w_1 .. w_{n+1}`` on entry."""
     for t in range(tree.n_leaves + 1, len(users) + 1):
@@ -401,21 +403,56 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO_USER,
-            diagnostics: bool = False):
-    """Algorithm 3: delete user ``t`` (1-based) by replacing it with ``dummy``.
+@dataclass(frozen=True, eq=False)
+class ExactOptions:
+    """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
+
+    ``dummy``: the user put in place of a deleted one (default ``ZERO_USER``: zero statistics);
+    ``diagnostics``: for a ``DeleteStep``, also record numbers computed from the deleted statistic
+    (``UnlearnDiagnostics``: its shift norm, TV and the exact retraining probability -- for cost
+    experiments; they reveal the deleted statistic's norm); ``retrain_if_cheaper`` and ``node_cost``:
+    for ``DeleteSteps`` / ``DeleteUser`` (chapter B11), retrain from scratch when the one-pass
+    deletion's worst case (``worst_case_cost`` with ``node_cost``, default ``NODE_COST``) exceeds a
+    training.  ``ExactOptions()`` is what ``options=None`` means."""
+
+    dummy: Any = ZERO_USER
+    diagnostics: bool = False
+    retrain_if_cheaper: bool = True
+    node_cost: float | None = None
+
+    def __post_init__(self):
+        check_instance(self.diagnostics, bool, "diagnostics")
+        check_instance(self.retrain_if_cheaper, bool, "retrain_if_cheaper")
+        if self.node_cost is not None and (isinstance(self.node_cost, bool) or not isinstance(self.node_cost, (int, float))
+                                           or not 0 < self.node_cost < float("inf")):
+            raise ValueError(f"node_cost must be a finite number > 0 or None, got {self.node_cost!r}")
+
+
+def exact_options(options) -> ExactOptions:
+    """``options`` of a run's ``unlearn``: ``None`` (the defaults, ``ExactOptions()``) or an ``ExactOptions``."""
+    return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
+
+
+@register_unlearn(Run, DeleteStep)
+def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
+                  rng: np.random.Generator | None = None):
+    """Algorithm 3, ``unlearn(run, DeleteStep(t), options=ExactOptions(...), rng=...)``: delete user ``t``
+    (1-based) by replacing it with ``options.dummy``.
 
     Couples the path of leaf ``t`` node by node (``tree.unlearn_leaf``); on a rejection at node ``b``
     re-runs steps ``r_b + 1 .. T`` with the same users and the new models (fresh noise from ``rng``,
     default: OS entropy).  Returns ``(new_run, UnlearnRecord)``; ``run`` itself is never modified.
-    The record carries nothing computed from the deleted statistic unless ``diagnostics=True``
+    The record carries nothing computed from the deleted statistic unless ``options.diagnostics``
     (then ``record.diagnostics`` holds the shift norm, its TV and the exact retraining probability and
     expected cost of this request -- for cost experiments; they reveal the deleted statistic's norm).
     Raises ``ValueError`` for a step outside ``[1, T]``, an already deleted step, or invalid dummy
-    statistics, and ``TypeError`` for a bad ``rng``.
+    statistics, and ``TypeError`` for a bad ``rng`` or ``options``.
     """
     check_instance(run, Run, "run")
-    t = check_int(t, "t", 1, run.T)
+    check_instance(request, DeleteStep, "request")
+    options = exact_options(options)
+    dummy, diagnostics = options.dummy, options.diagnostics
+    t = check_int(request.t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
     rng = resolve_rng(rng)
@@ -454,7 +491,7 @@ def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 615): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 653): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -473,8 +510,9 @@ def same_model(a, b) -> bool:
                         "a single truth value (use arrays, numbers, tuples, lists, dicts or dataclasses)") from None
 
 
-def verify_run(run: Run) -> None:
-    """Replay ``run`` deterministically; raise ``ValueError`` at the first inconsistency.
+@register_verify(Run)
+def _verify_run(run: Run) -> None:
+    """``verify(run)``: replay ``run`` deterministically; raise ``ValueError`` at the first inconsistency.
 
     Checks every statistic ``x_t == oracle(z_t, t, w_t)``, every model
     ``w_{t+1} == update(u~_t, t, w_t)`` (from the tree's noisy prefix sums) and every internal node's

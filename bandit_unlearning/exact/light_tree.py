@@ -35,7 +35,7 @@ from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
 
 
-# --- from notebooks/rl/10_light_tree.py, cell 6 (line 185): "3. Implementation" ---
+# --- from notebooks/rl/10_light_tree.py, cell 6 (line 186): "3. Implementation" ---
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a

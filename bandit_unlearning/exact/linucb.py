@@ -8,7 +8,7 @@ probability, and a confidence radius widened to match.
 A user is ``LinUCBUser(context, rewards)``: a context ``x`` with ``||x|| <= 1`` and a reward in
 ``[0, 1]`` for every arm (replayable: the same user answers every arm the same way, every time).
 ``linucb_learner(n_arms, dim, sigma, alpha, l2, ...)`` is a ``PrefixSumLearner``; ``train``,
-``unlearn``, ``verify_run`` and the light tree of ``bandit_unlearning.exact`` apply unchanged.
+``unlearn``, ``verify`` and the light tree of ``bandit_unlearning.exact`` apply unchanged.
 """
 
 __all__ = [
@@ -51,7 +51,7 @@ from bandit_unlearning.checks import check_count, check_instance, check_real, ch
 from bandit_unlearning.exact.tree import check_int, check_positive
 
 
-# --- from notebooks/rl/12_linucb.py, cell 5 (line 177): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 5 (line 178): "3. Implementation" ---
 TIE_TOLERANCE = 1e-9
 SQRT2 = math.sqrt(2.0)
 
@@ -145,7 +145,7 @@ def unpack(u, n_arms: int, dim: int):
     return G, blocks[:, m:].copy()
 
 
-# --- from notebooks/rl/12_linucb.py, cell 7 (line 294): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 7 (line 295): "3. Implementation" ---
 SENSITIVITY_ZERO_DUMMY = SQRT2          # ||x_t - 0|| <= sqrt(||x||^4 + r^2 ||x||^2) <= sqrt 2
 SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x.x' = -1/2): sqrt(9/2)
 
@@ -189,7 +189,7 @@ def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, ga
     return float(alpha + theta_bound * (math.sqrt(l2 + 2 * shift) - math.sqrt(l2)) + gamma / math.sqrt(l2))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 9 (line 341): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 9 (line 342): "3. Implementation" ---
 @dataclass(frozen=True)
 class LinUCBConfig:
     """Disjoint LinUCB's parameters: ``n_arms`` (K), ``dim`` (d), ``alpha`` (the noiseless radius), ``l2``
@@ -299,7 +299,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 11 (line 453): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 11 (line 454): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
     check_instance(run, Run, "run")

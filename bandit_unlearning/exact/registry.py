@@ -17,8 +17,6 @@ __all__ = [
     "UserUnlearnRecord",
     "NODE_COST",
     "worst_case_cost",
-    "unlearn_steps",
-    "unlearn_user",
     "unlearn_user_sequential",
     "verify_unlearned",
 ]
@@ -30,16 +28,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_instance
-from bandit_unlearning.exact.learner import ZERO_USER, Run, _run_steps, same_model, train, unlearn
+from bandit_unlearning.exact.learner import ZERO_USER, ExactOptions, Run, _run_steps, exact_options, same_model, train
 from bandit_unlearning.exact.light_tree import LightTree, _readonly
 from bandit_unlearning.exact.tree import (
     BinaryTree, Node, _decomposition_rows, check_int, coupling_accepts, draw_node_keys, leaf_path, n_nodes,
     node_at, node_noise, postorder_position, resolve_rng, statistic_dense, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import tv_gaussians
+from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, register_unlearn, unlearn
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 100): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 102): "Chapter B11 — Deleting a user, not a step" ---
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
     e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""
@@ -324,9 +323,20 @@ def worst_case_cost(steps, T: int, node_cost: float = NODE_COST) -> float:
     return float(max([node_cost * len(nodes)] + [node_cost * k + T - b.end for k, b in enumerate(nodes, start=1)]))
 
 
-def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy=ZERO_USER,
-                  retrain_if_cheaper: bool = True, node_cost: float = NODE_COST):
-    """Delete the users of ``steps`` (1-based, distinct) in one maximal-coupling pass.
+def _exact_request_options(options) -> tuple:
+    """``(dummy, retrain_if_cheaper, node_cost)`` of a ``DeleteSteps`` / ``DeleteUser`` request's options;
+    ``diagnostics`` are recorded for a ``DeleteStep`` only."""
+    options = exact_options(options)
+    if options.diagnostics:
+        raise ValueError("diagnostics are recorded for a DeleteStep request only (Algorithm 3)")
+    return options.dummy, options.retrain_if_cheaper, NODE_COST if options.node_cost is None else options.node_cost
+
+
+@register_unlearn(Run, DeleteSteps)
+def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | None = None,
+                   rng: np.random.Generator | None = None):
+    """``unlearn(run, DeleteSteps(steps), options=ExactOptions(...), rng=...)``: delete the users of
+    ``steps`` (1-based, distinct) in one maximal-coupling pass.
 
     Walks the steps in time order: every node containing one of them is coupled once (its clean
     value with all the new statistics it holds, each new statistic ``EO_t(dummy; w_t)`` at the
@@ -341,8 +351,9 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
     ``rng`` or ``retrain_if_cheaper``.
     """
     check_instance(run, Run, "run")
-    steps = _check_steps(run, steps)
-    check_instance(retrain_if_cheaper, bool, "retrain_if_cheaper")
+    check_instance(request, DeleteSteps, "request")
+    dummy, retrain_if_cheaper, node_cost = _exact_request_options(options)
+    steps = _check_steps(run, request.steps)
     rng = resolve_rng(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
@@ -387,19 +398,23 @@ def _user_request(run, user, dummy, key) -> tuple:
     return steps
 
 
-def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None, retrain_if_cheaper: bool = True,
-                 node_cost: float = NODE_COST):
-    """Delete every step of ``user`` from ``run`` in one coupling pass (``unlearn_steps``).
+@register_unlearn(Run, DeleteUser)
+def _unlearn_user(run: Run, request: DeleteUser, *, options: ExactOptions | None = None,
+                  rng: np.random.Generator | None = None):
+    """``unlearn(run, DeleteUser(user, key=...), options=ExactOptions(...), rng=...)``: delete every step of
+    ``user`` from ``run`` in one coupling pass (as ``DeleteSteps`` of its steps).
 
     Returns ``(new_run, UserUnlearnRecord)``; ``run`` is never modified.  ``ValueError`` if the user
-    is in no step (unknown, or already deleted) or is the dummy itself; ``rng`` as in ``unlearn``
+    is in no step (unknown, or already deleted) or is the dummy itself; ``rng`` as for ``DeleteStep``
     (default: OS entropy), resolved before anything is computed.  At most one retraining: of at most
     ``T - steps[0]`` steps, or from scratch when that is cheaper in the worst case
-    (``retrain_if_cheaper``, see ``unlearn_steps``)."""
+    (``ExactOptions.retrain_if_cheaper``, see ``DeleteSteps``)."""
+    check_instance(request, DeleteUser, "request")
+    dummy, _, _ = _exact_request_options(options)
+    user, key = request.user, request.key
     steps = _user_request(run, user, dummy, key)
     rng = resolve_rng(rng)
-    new, record = unlearn_steps(run, steps, rng, dummy=dummy, retrain_if_cheaper=retrain_if_cheaper,
-                                node_cost=node_cost)
+    new, record = _unlearn_steps(run, DeleteSteps(steps), options=options, rng=rng)
     if user_steps(new, user, key):                 # the registry must have forgotten the user
         raise RuntimeError("the user is still in the run after deletion")
     return new, record
@@ -413,7 +428,7 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
     rng = resolve_rng(rng)
     records = []
     for t in steps:
-        run, record = unlearn(run, t, rng, dummy=dummy)
+        run, record = unlearn(run, DeleteStep(t), options=ExactOptions(dummy=dummy), rng=rng)
         records.append(record)
     if user_steps(run, user, key):
         raise RuntimeError("the user is still in the run after deletion")
@@ -445,7 +460,7 @@ def _kept_noisy(before, after, p: int, coupled: set) -> bool:
 
 
 def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None:
-    """Check ``after, record = unlearn_steps(before, ...)`` (or ``unlearn_user``) against ``before``,
+    """Check ``after, record = unlearn(before, DeleteSteps(...))`` (or ``DeleteUser``) against ``before``,
     replaying only what the deletion recomputed; ``ValueError`` at the first inconsistency.
 
     Checks, with ``r = record.restart``: the users are ``before``'s with one dummy exactly at
@@ -453,13 +468,13 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
     the deleted ones, which are the dummy's statistics at the recorded model; every node ending by
     ``r`` keeps ``before``'s noisy value, except the rejected one, which holds the reflection
     ``v_b + v'_b - v~_b``, and its regenerated ancestors; then the recomputed suffix is replayed as
-    ``verify_run`` does: ``w_{r+1} = UPDATE(u~_r)`` and, for ``t > r``, ``x_t`` from the oracle and
+    ``verify`` does: ``w_{r+1} = UPDATE(u~_r)`` and, for ``t > r``, ``x_t`` from the oracle and
     ``w_{t+1}`` from ``UPDATE`` (noisy prefix sums built incrementally, each node's noise once).
     If nothing was rejected, ``w_{T+1}`` must be ``before``'s.
 
     Cost: the ``T - r`` recomputed steps (one oracle and one update call each, plus one), sparse leaf
     comparisons, and the noisy values of the coupled nodes -- the kept prefix's users are not
-    replayed.  ``verify_run`` instead replays all ``T`` steps, recomputes every earlier noisy prefix
+    replayed.  ``verify`` instead replays all ``T`` steps, recomputes every earlier noisy prefix
     sum from scratch and sums every node's leaves densely (measured: one to three trainings).
     """
     check_instance(before, Run, "before")

@@ -30,14 +30,14 @@ import numpy as np
 from scipy import stats
 
 from bandit_unlearning.checks import as_generator, check_count, check_int, check_real, check_instance
-from bandit_unlearning.exact.learner import Run
+from bandit_unlearning.exact.learner import ExactOptions, Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
     statistic_dense,
 )
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 6 (line 104): "1. Exactness (Theorem 3.3 (1))" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 6 (line 105): "1. Exactness (Theorem 3.3 (1))" ---
 def _check_samples(sample_u, sample_d) -> list:
     """Two non-empty lists of runs, each run a dict with the same statistic names; returns the names."""
     for name, sample in (("sample_u", sample_u), ("sample_d", sample_d)):
@@ -81,7 +81,7 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     return pvalues
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 8 (line 176): "1. Exactness (Theorem 3.3 (1))" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 8 (line 177): "1. Exactness (Theorem 3.3 (1))" ---
 class BrokenTree(BinaryTree):
     """Copies of ``BinaryTree.unlearn_leaf`` with one deliberate bug, selected by ``bug``
     (``None``: no bug).  Only for showing that the exactness tests can fail."""
@@ -154,7 +154,7 @@ def with_tree_class(run, cls):
     return dataclasses.replace(run, tree=tree.freeze())
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 13 (line 305): "1. Exactness (Theorem 3.3 (1))" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 13 (line 306): "1. Exactness (Theorem 3.3 (1))" ---
 def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()) -> float:
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
     which the smallest p-value of ``battery`` falls below ``level``."""

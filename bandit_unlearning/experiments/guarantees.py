@@ -43,15 +43,16 @@ import numpy as np
 from scipy import special
 
 from bandit_unlearning.checks import check_count, check_callable, check_choice, check_int, check_real_array
-from bandit_unlearning.mab.imitation import ImitationState, most_frequent_arm, unlearn_imitation
+from bandit_unlearning.mab.imitation import DeletionCounts, ImitationState, most_frequent_arm
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
 from bandit_unlearning.mab.unlearn import UnlearnOptions, noisy_argmax_distribution, plan_unlearning
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import gaussian_delta
+from bandit_unlearning.protocol import unlearn
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 4 (line 87): "1. Worst-case instances" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 4 (line 88): "1. Worst-case instances" ---
 KINDS = ("deleted 1, kept 0", "deleted 0, kept 1")
 REFERENCES = ("conditional", "literal")
 PATHS = ("gaussian", "rollback", "adaptive", "mixing", "imitation")
@@ -82,7 +83,7 @@ def worst_case_instance(n: int, k: int, n_sources: int, kind: str, competitor_me
     return state, request
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 6 (line 155): "2. One setting, exactly" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 6 (line 157): "2. One setting, exactly" ---
 @dataclass(frozen=True)
 class Setting:
     """One point of the matrix: ``path`` in ``PATHS``; ``n_sources`` source arms of ``n`` points with
@@ -260,7 +261,7 @@ def _released_deltas(base_u, base_r, sigmas, epsilon: float, arm_audit: bool, si
     return d_scores, float(np.max(hockey_stick_delta(p, q, epsilon)))
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 8 (line 340): "2. One setting, exactly" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 8 (line 342): "2. One setting, exactly" ---
 def _imitation_row(setting: Setting, variant: str) -> AuditRow:
     """Algorithm 6 against refitting on the remaining counts, over every split of the deletions
     between the two leading arms' counts near a tie (the cases where the vote can change)."""
@@ -270,7 +271,7 @@ def _imitation_row(setting: Setting, variant: str) -> AuditRow:
         counts = np.array([n] * l + [n - k + lead], dtype=np.int64)
         state = ImitationState(counts)
         deleted = np.array([k] * l + [0], dtype=np.int64)
-        unlearned = unlearn_imitation(state, deleted).arm if variant != "forgets k" else state.arm
+        unlearned = unlearn(state, DeletionCounts(deleted))[1].arm if variant != "forgets k" else state.arm
         retrained = int(most_frequent_arm(counts - deleted))
         worst = max(worst, 0.0 if unlearned == retrained else 1.0)
     return AuditRow(setting, variant, worst, worst, False, None, worst, worst)   # the vote reads no pi(D)
@@ -335,7 +336,7 @@ def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, 
                     float(worst[2]), float(worst[3]), any_fallback)
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 10 (line 426): "3. The matrix" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 10 (line 428): "3. The matrix" ---
 CALIBRATIONS = ("paper", "classic", "analytic")
 SENSITIVITIES = ("paper", "exact")
 EPSILONS = (0.1, 0.5, 0.9, 2.0, 8.0, 20.0)

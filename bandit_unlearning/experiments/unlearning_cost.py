@@ -26,11 +26,11 @@ from matplotlib.axes import Axes
 from bandit_unlearning.checks import (check_count,
     as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
 )
-from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
+from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, Run, train
 from bandit_unlearning.exact.tree import check_int, leaf_path
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 18 (line 410): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 18 (line 411): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
 
@@ -60,7 +60,7 @@ def conditional_retraining(run, t: int, dummy=None):
     ``P = 1 - prod_b a_b`` with ``a_b = min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))`` along the path.
     Averaged over runs these equal ``UnlearnRecord.retrain_probability`` and
     ``expected_steps_recomputed``.  ``dummy`` defaults to ``ZERO_USER``."""
-    from bandit_unlearning.exact.learner import ZERO_USER
+    from bandit_unlearning.exact.learner import ExactOptions, ZERO_USER
     from bandit_unlearning.privacy.coupling import coupling_log_ratio
 
     check_instance(run, Run, "run")
@@ -100,7 +100,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
         run = train(learner, users, rng)
         for t in rng.integers(1, run.T + 1, size=requests_per_run):
             p_cond, steps_cond = conditional_retraining(run, int(t))
-            rec = unlearn(run, int(t), rng, diagnostics=True)[1]
+            rec = unlearn(run, DeleteStep(int(t)), options=ExactOptions(diagnostics=True), rng=rng)[1]
             for k, v in zip(keys, (rec.retrained, rec.steps_recomputed / run.T, p_cond, steps_cond / run.T,
                                    rec.retrain_probability, rec.expected_steps_recomputed / run.T, rec.shift_norm)):
                 out[k].append(v)

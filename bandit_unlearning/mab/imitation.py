@@ -21,7 +21,8 @@ __all__ = [
     "ImitationState",
     "fit_imitation",
     "deletion_counts",
-    "unlearn_imitation",
+    "DeletionCounts",
+    "ImitationRecord",
     "unlearned_arms",
     "source_request_counts",
     "count_vectors",
@@ -42,13 +43,14 @@ import numpy as np
 from scipy import optimize, special
 
 from bandit_unlearning.checks import (check_count,
-    as_array, check_callable, check_int, check_int_array, check_real, check_size,
+    as_array, as_generator, check_callable, check_instance, check_int, check_int_array, check_real, check_size,
 )
 from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
+from bandit_unlearning.protocol import register_unlearn
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 71): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 73): "2. Implementation" ---
 MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
 MAX_PAIR_ENTRIES = 20_000_000     # (dataset, request, arm) entries ``output_distributions_uniform_deletion`` may build
 
@@ -77,7 +79,7 @@ def most_frequent_arm(counts):
     return int(arms) if arms.ndim == 0 else arms
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 131): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 134): "2. Implementation" ---
 @dataclass(frozen=True)
 class ImitationState:
     """The stored statistic T(D) of the imitation learner: the per-arm counts ``N(a)`` (total > 0)."""
@@ -137,16 +139,53 @@ def deletion_counts(request, n_arms: int) -> np.ndarray:
     return k
 
 
-def unlearn_imitation(state: ImitationState, request) -> ImitationState:
-    """Algorithm 6, unlearning: ``N'(a) = N(a) - k_a``; the output is the new state's ``.arm``.
+@dataclass(frozen=True)
+class DeletionCounts:
+    """A request given by its per-arm deletion counts ``k_a`` alone (non-negative integers, one per arm):
+    all that Algorithm 6 reads of a request."""
 
-    ``request``: a ``DeletionRequest`` or a per-arm count vector ``k``.  Raises ``ValueError`` (and
+    k: np.ndarray
+
+    def __post_init__(self):
+        k = _integer_array(self.k, "deletion counts k").copy()
+        if k.ndim != 1:
+            raise ValueError(f"deletion counts k must be a 1-D per-arm vector, got shape {k.shape}")
+        k.setflags(write=False)
+        object.__setattr__(self, "k", k)
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
+
+
+@dataclass(frozen=True)
+class ImitationRecord:
+    """What unlearning the imitation learner did: ``arm``, the new output ``argmax_a N'(a)``, and
+    ``n_deleted``, the request's size.  The guarantee is exact, (0, 0), against the literal reference
+    (the learner on ``D \\ U``): the new state equals ``fit_imitation(D \\ U)``."""
+
+    arm: int
+    n_deleted: int
+    reference: str = "literal"
+
+    def __post_init__(self):
+        check_int(self.arm, "arm", 0), check_int(self.n_deleted, "n_deleted", 1)
+        if self.reference != "literal":
+            raise ValueError(f"reference must be 'literal' (the learner on D minus U), got {self.reference!r}")
+
+
+def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None) -> tuple:
+    """Algorithm 6, unlearning: ``N'(a) = N(a) - k_a``; returns ``(new_state, ImitationRecord)``.
+
+    ``request``: a ``DeletionRequest`` or ``DeletionCounts``.  Nothing is drawn (``rng`` is ignored
+    once checked) and there are no options (``options`` must be ``None``).  Raises ``ValueError`` (and
     changes nothing) if an arm loses more points than it holds or if every point would be deleted.
     Equals ``fit_imitation(D \\ U)``: (0, 0)-unlearning.
     """
-    if not isinstance(state, ImitationState):
-        raise TypeError(f"state must be an ImitationState, got {type(state).__name__}")
-    k = deletion_counts(request, state.n_arms)
+    check_instance(state, ImitationState, "state")
+    if options is not None:
+        raise TypeError(f"the imitation learner has no options: options must be None, got {type(options).__name__}")
+    if rng is not None:
+        as_generator(rng)
+    k = deletion_counts(request.k if isinstance(request, DeletionCounts) else request, state.n_arms)
     over = np.flatnonzero(k > state.counts)
     if over.size:
         a = int(over[0])
@@ -154,10 +193,15 @@ def unlearn_imitation(state: ImitationState, request) -> ImitationState:
                          f"{int(state.counts[a])} (more deletions than the arm holds)")
     if k.sum() == state.n:
         raise ValueError("count rule undefined: the request deletes every point of the dataset")
-    return ImitationState(state.counts - k)
+    new = ImitationState(state.counts - k)
+    return new, ImitationRecord(new.arm, int(k.sum()))
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 216): "2. Implementation" ---
+register_unlearn(ImitationState, DeletionRequest)(_unlearn_imitation)
+register_unlearn(ImitationState, DeletionCounts)(_unlearn_imitation)
+
+
+# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 261): "2. Implementation" ---
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise."""
@@ -251,7 +295,7 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 314): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 359): "2. Implementation" ---
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)

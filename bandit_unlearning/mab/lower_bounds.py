@@ -57,7 +57,7 @@ from bandit_unlearning.mab.data import OfflineDataset, restore_readonly, round_r
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 4 (line 124): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 4 (line 125): "3. Implementation" ---
 DELTA_MAX = float(1 / (8 * np.sqrt(np.e)))   # Theorems 3.7 and 3.9 need delta <= 1/(8 sqrt(e))
 REQUEST_SCHEMES = ("source", "uniform")
 PAIR_KINDS = ("fixed", "distribution", "small_cstar")   # Theorem 3.7, Theorem 3.9, C* in (1, 2)
@@ -114,7 +114,7 @@ def _out(x):
     return float(x) if x.ndim == 0 else x
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 6 (line 216): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 6 (line 217): "3. Implementation" ---
 # ------------------------------------------------------------------------------- the constructions
 def gap_fixed(n_a0: int, k: int) -> float:
     """Theorem 3.7's gap ``Delta = min{1/5, (1/2) sqrt(1 / (5 (N(a0) - k)))}``."""
@@ -255,7 +255,7 @@ def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
                         behaviors=np.array([[1 / c, 1 - 1 / c], [1 - 1 / c, 1 / c]]), c_star=c)
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 405): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 406): "3. Implementation" ---
 # ------------------------------------------------------------------------------------- sampling
 def _check_pair(pair, instance=None):
     if not isinstance(pair, TwoPointPair):
@@ -327,7 +327,7 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     return np.sort(rng.choice(pool, size=pair.k, replace=False))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 482): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 483): "3. Implementation" ---
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
     """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts."""
@@ -428,7 +428,7 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     return total
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 603): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 604): "3. Implementation" ---
 # ----------------------------------------------------------------------------------------- bounds
 def le_cam_bound(gap, kl, epsilon, delta=0.0):
     """The two-point chain with any KL bound and delta: for every (epsilon, delta)-unlearning mechanism,

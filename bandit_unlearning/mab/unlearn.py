@@ -7,7 +7,9 @@
 # Each exported cell starts with a `# --- from` line naming its chapter and cell.
 """Unlearning for the LCB learner behind one entry point (Paper A, Sections 3.2-3.3 and Appendix A).
 
-- ``unlearn``: Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
+- ``unlearn`` (``bandit_unlearning.protocol``'s generic function, registered here for an ``LCBState`` and a
+  ``DeletionRequest``; returns ``(rollback(state, request), UnlearnResult)``, options as one
+  ``UnlearnOptions``): Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
   mixing (``"mixing"`` with ``k_prime`` or ``eta``: Algorithm 4).  A request from several arms is
   multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of erratum E5
   (with one source arm it is Algorithm 2 exactly), ``"gaussian"`` noises every source arm,
@@ -43,7 +45,7 @@ __all__ = [
     "threshold_gamma0",
     "plan_unlearning",
     "UnlearnResult",
-    "unlearn",
+    "check_options",
     "reference",
     "noisy_argmax_distribution",
     "output_distributions",
@@ -74,9 +76,10 @@ from bandit_unlearning.mab.mechanisms import (
 from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
 )
+from bandit_unlearning.protocol import register_unlearn, unlearn
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 203): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 204): "3. Implementation: one entry point, plans per source arm" ---
 METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
@@ -91,7 +94,7 @@ def _choice(name: str, value, allowed: tuple) -> str:
     return check_choice(value, name, allowed)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 266): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 270): "3. Implementation: one entry point, plans per source arm" ---
 @functools.lru_cache(maxsize=1024)
 def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
@@ -251,7 +254,7 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 431): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 435): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
@@ -334,7 +337,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 518): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 522): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
@@ -438,7 +441,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 625): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 629): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
@@ -551,9 +554,17 @@ class UnlearnResult:
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 744): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 752): "3. Implementation: one entry point, plans per source arm" ---
+def check_options(options) -> UnlearnOptions:
+    """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
+    ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
+    if options is None:
+        raise TypeError("options must be an UnlearnOptions, e.g. options=UnlearnOptions(method='rollback'), got None")
+    return check_instance(options, UnlearnOptions, "options")
+
+
 def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
-    """The options of one call, said one way: ``options=UnlearnOptions(...)``, or ``method`` and the
+    """The options of one call of ``unlearn_batch``: ``options=UnlearnOptions(...)``, or ``method`` and the
     fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
     or neither, is refused; so is a keyword that is not a field."""
     unknown = sorted(set(settings) - set(UnlearnOptions.__dataclass_fields__) - {"method"})
@@ -611,46 +622,48 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
 
 
 
-def unlearn(state: LCBState, request: DeletionRequest, method: str | None = None, *,
-            options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None,
-            **settings) -> UnlearnResult:
-    """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
+@register_unlearn(LCBState, DeletionRequest)
+def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
+                 rng: np.random.Generator | int | None = None) -> tuple:
+    """``unlearn(state, request, options=UnlearnOptions(...), rng=...)`` for the LCB learner with stored
+    statistic ``state``: returns ``(rollback(state, request), UnlearnResult)`` -- the statistic of what
+    remains (tau kept) and the release.
 
-    ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
-
-    ``method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
+    ``options.method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
     corrected rule of erratum E5), "gaussian" (always noise every source arm's score of the ORIGINAL
     data; several arms with (epsilon, delta) share one sigma calibrated to the L2 norm of their
-    sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
-    back a uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded
-    half up -- and noise the rest; ``k' = k`` if ``a_hat != a0``).  Give ``gamma`` or ``epsilon`` and
-    ``delta`` (not both).  ``threshold``/``threshold_scale``: "paper" gamma0 (1.3 reproduces the
-    experiments) or "exact" gamma* (E3).  ``calibration``: "paper" sigma = Delta*gamma, "classic"
-    (eps < 1 only), "analytic".  ``sensitivity``: "paper" 3k/2N (refused where Lemma A.1's condition
-    fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with ``0 < k' < k`` the
-    subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal per noised source arm
-    (increasing arm order); nothing else.  ``rng=None`` (default): a generator seeded from the operating
-    system's entropy -- the noise is a secret (the Gaussian branch noises the score of the ORIGINAL
-    data, so whoever regenerates the noise recovers it); a seeded generator is an opt-in for
-    reproducible research (an int seed is the same opt-in), and its seed is then key material.  Every input is validated first;
-    nothing passed in is modified.
+    sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``),
+    "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll back a
+    uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded half
+    up -- and noise the rest; ``k' = k`` if ``a_hat != a0``).  The other fields of ``UnlearnOptions``:
+    ``gamma`` or ``epsilon`` and ``delta`` (not both); ``threshold``/``threshold_scale``: "paper" gamma0
+    (1.3 reproduces the experiments) or "exact" gamma* (E3); ``calibration``: "paper" sigma =
+    Delta*gamma, "classic" (eps < 1 only), "analytic"; ``sensitivity``: "paper" 3k/2N (refused where
+    Lemma A.1's condition fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with
+    ``0 < k' < k`` the subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal
+    per noised source arm (increasing arm order); nothing else.  ``rng=None`` (default): a generator
+    seeded from the operating system's entropy -- the noise is a secret (the Gaussian branch noises the
+    score of the ORIGINAL data, so whoever regenerates the noise recovers it); a seeded generator is an
+    opt-in for reproducible research (an int seed is the same opt-in), and its seed is then key
+    material.  Every input is validated first; nothing passed in is modified.
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     _check_call(state, request, rng)
     rng = as_generator(rng)
     request.validate_against(state)
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
     rng = np.random.default_rng() if rng is None else rng          # OS entropy unless the caller opts in
-    base, rolled_back = _unlearned_base(state, request, rollback(state, request), plans, rng)
+    rolled = rollback(state, request)
+    base, rolled_back = _unlearned_base(state, request, rolled, plans, rng)
     scores = _release(base, plans, rng)
-    return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options, rolled_back)
+    return rolled, UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options,
+                                 rolled_back)
 
 
 
-def reference(retrained: LCBState, request: DeletionRequest, method: str | None = None, *, learner_arm: int,
-              options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None,
-              **settings) -> UnlearnResult:
+def reference(retrained: LCBState, request: DeletionRequest, *, learner_arm: int,
+              options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None) -> UnlearnResult:
     """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
     single-source), Algorithm 5 (for "mixing") or Algorithm 8 (for "adaptive", several source arms).
 
@@ -665,9 +678,9 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str | None 
     release whenever the plan does not read ``learner_arm`` (``UnlearnResult.reference == "literal"``).  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
     only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
-    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both), as in ``unlearn``.
+    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``, as in ``unlearn``.
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     _check_call(retrained, request, rng)
     learner_arm = check_int(learner_arm, "learner_arm", 0, retrained.n_arms - 1)
     rng = as_generator(rng)
@@ -723,8 +736,8 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
 
 
 # --- from notebooks/mab/03b_output_distributions.py, cell 6 (line 112): "1. The exact output distributions" ---
-def output_distributions(state: LCBState, request: DeletionRequest, method: str | None = None, *,
-                         options: UnlearnOptions | None = None, against: str = "conditional", **settings):
+def output_distributions(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
+                         against: str = "conditional"):
     """Exact output distributions ``(p_unlearned, p_reference)`` over arms of ``unlearn(state, request, ...)``
     and of ``reference(rollback(state, request), request, ..., learner_arm=...)``: with
     ``against="conditional"`` (default) the reference is given the released ``learner_arm = state.arm =
@@ -739,9 +752,9 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str 
     over the reward sum ``s'`` of the random rolled-back subset ``U'`` (``subset_sum_distribution`` of
     the request's rewards of ``a0``: hypergeometric for 0/1 rewards), of those closed forms -- exact.
     Several noised arms ("gaussian" on a multi-source request): ``multi_noisy_argmax_distribution``
-    (1-D quadrature, absolute error ~1e-12).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+    (1-D quadrature, absolute error ~1e-12).  ``options``: an ``UnlearnOptions`` (``options=``, as in ``unlearn``).
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     check_choice(against, "against", ("conditional", "literal"))
     _check_call(state, request, None)
     request.validate_against(state)
@@ -779,7 +792,7 @@ def _released_distribution(base, plans):
     return multi_noisy_argmax_distribution(base, sigmas)
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 8 (line 183): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 8 (line 184): "2. The mechanism on many replicates at once" ---
 def _source_arms_and_k(arm, k, m):
     """(single, arms, ks) for unlearn_batch: ``arm`` an int (single-source) or a sequence of distinct arms."""
     single = isinstance(arm, (int, np.integer)) and not isinstance(arm, bool)
@@ -804,7 +817,7 @@ def _source_arms_and_k(arm, k, m):
     return single, arms.astype(np.int64), ks.astype(np.int64)
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 9 (line 210): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 9 (line 211): "2. The mechanism on many replicates at once" ---
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
                   options: UnlearnOptions | None = None, world: str = "unlearned",
                   rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):

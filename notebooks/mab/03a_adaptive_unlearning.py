@@ -196,14 +196,17 @@ def rollback_branch_bound(n_a0, k, log_term):
 # (`"adaptive"` for Algorithm 2, `"gaussian"`/`"rollback"` to force one branch as the paper's
 # baselines do, or `"mixing"`), the privacy level ($\gamma$, or $(\varepsilon, \delta)$), the
 # threshold rule, the calibration and the sensitivity rule (errata E1–E3 above), and mixing's $k'$ or
-# $\eta$.  It is validated when it is built, so every entry point — `unlearn`, `reference`,
-# `output_distributions` (A3b), `unlearn_batch` (A3b) — takes `options=UnlearnOptions(...)`, or, as a
-# convenience, the method and the same field names as keywords, which build one.
+# $\eta$.  It is validated when it is built, and every entry point — `unlearn`, `reference`,
+# `output_distributions` (A3b) — takes it one way, `options=UnlearnOptions(...)`.  (The vectorised
+# `unlearn_batch` of A3b, a research tool over replicates rather than a deletion, also accepts the
+# method and the same field names as keywords, which build one.)
 
 # %% tags=["export"]
 """Unlearning for the LCB learner behind one entry point (Paper A, Sections 3.2-3.3 and Appendix A).
 
-- ``unlearn``: Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
+- ``unlearn`` (``bandit_unlearning.protocol``'s generic function, registered here for an ``LCBState`` and a
+  ``DeletionRequest``; returns ``(rollback(state, request), UnlearnResult)``, options as one
+  ``UnlearnOptions``): Algorithm 2 (``method="adaptive"``), a forced branch (``"gaussian"``, ``"rollback"``) or
   mixing (``"mixing"`` with ``k_prime`` or ``eta``: Algorithm 4).  A request from several arms is
   multi-source unlearning: ``"adaptive"`` is then Algorithm 7 with the corrected rule of erratum E5
   (with one source arm it is Algorithm 2 exactly), ``"gaussian"`` noises every source arm,
@@ -242,6 +245,7 @@ from bandit_unlearning.mab.mechanisms import (
 from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
 )
+from bandit_unlearning.protocol import register_unlearn
 
 METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
@@ -735,15 +739,27 @@ class UnlearnResult:
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
 # %% [markdown]
-# **Doing it.**  `unlearn` validates everything, makes the plan, replaces the rolled-back arms' scores
-# by their scores on $D \setminus U$ and adds the noise; `reference` (Algorithm 3) applies the same
-# plan to the statistic of data that never contained $U$.  The noise comes from an explicit generator,
+# **Doing it.**  `unlearn` (the package's one protocol, `bandit_unlearning.protocol`, served here for
+# an `LCBState` and a `DeletionRequest`) validates everything, makes the plan, replaces the rolled-back
+# arms' scores by their scores on $D \setminus U$ and adds the noise.  It returns
+# `(new_state, result)`: the new state is the stored statistic of what remains, $T(D \setminus U)$
+# (what later requests start from), and the result is the release with its plan.  The options are one
+# `UnlearnOptions` object, `options=`.  `reference` (Algorithm 3) applies the same plan to the
+# statistic of data that never contained $U$.  The noise comes from an explicit generator,
 # by default seeded from the operating system: the Gaussian branch noises the score of the *original*
 # data, so whoever can regenerate the noise recovers it.
 
 # %% tags=["export"]
+def check_options(options) -> UnlearnOptions:
+    """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
+    ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
+    if options is None:
+        raise TypeError("options must be an UnlearnOptions, e.g. options=UnlearnOptions(method='rollback'), got None")
+    return check_instance(options, UnlearnOptions, "options")
+
+
 def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
-    """The options of one call, said one way: ``options=UnlearnOptions(...)``, or ``method`` and the
+    """The options of one call of ``unlearn_batch``: ``options=UnlearnOptions(...)``, or ``method`` and the
     fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
     or neither, is refused; so is a keyword that is not a field."""
     unknown = sorted(set(settings) - set(UnlearnOptions.__dataclass_fields__) - {"method"})
@@ -801,46 +817,48 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
 
 
 
-def unlearn(state: LCBState, request: DeletionRequest, method: str | None = None, *,
-            options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None,
-            **settings) -> UnlearnResult:
-    """Unlearn ``request`` from the LCB learner with stored statistic ``state``.
+@register_unlearn(LCBState, DeletionRequest)
+def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
+                 rng: np.random.Generator | int | None = None) -> tuple:
+    """``unlearn(state, request, options=UnlearnOptions(...), rng=...)`` for the LCB learner with stored
+    statistic ``state``: returns ``(rollback(state, request), UnlearnResult)`` -- the statistic of what
+    remains (tau kept) and the release.
 
-    ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
-
-    ``method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
+    ``options.method``: "adaptive" (Algorithm 2; for a request from several arms Algorithm 7 with the
     corrected rule of erratum E5), "gaussian" (always noise every source arm's score of the ORIGINAL
     data; several arms with (epsilon, delta) share one sigma calibrated to the L2 norm of their
-    sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``), "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll
-    back a uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded
-    half up -- and noise the rest; ``k' = k`` if ``a_hat != a0``).  Give ``gamma`` or ``epsilon`` and
-    ``delta`` (not both).  ``threshold``/``threshold_scale``: "paper" gamma0 (1.3 reproduces the
-    experiments) or "exact" gamma* (E3).  ``calibration``: "paper" sigma = Delta*gamma, "classic"
-    (eps < 1 only), "analytic".  ``sensitivity``: "paper" 3k/2N (refused where Lemma A.1's condition
-    fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with ``0 < k' < k`` the
-    subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal per noised source arm
-    (increasing arm order); nothing else.  ``rng=None`` (default): a generator seeded from the operating
-    system's entropy -- the noise is a secret (the Gaussian branch noises the score of the ORIGINAL
-    data, so whoever regenerates the noise recovers it); a seeded generator is an opt-in for
-    reproducible research (an int seed is the same opt-in), and its seed is then key material.  Every input is validated first;
-    nothing passed in is modified.
+    sensitivities, with gamma alone each gets Delta_a * gamma, see ``UnlearnOptions.joint_noise``),
+    "rollback" (always remove U and recompute) or "mixing" (Algorithm 4, single-source: roll back a
+    uniformly random ``k'`` of the ``k`` deleted points -- ``k_prime``, or ``eta = k'/k`` rounded half
+    up -- and noise the rest; ``k' = k`` if ``a_hat != a0``).  The other fields of ``UnlearnOptions``:
+    ``gamma`` or ``epsilon`` and ``delta`` (not both); ``threshold``/``threshold_scale``: "paper" gamma0
+    (1.3 reproduces the experiments) or "exact" gamma* (E3); ``calibration``: "paper" sigma =
+    Delta*gamma, "classic" (eps < 1 only), "analytic"; ``sensitivity``: "paper" 3k/2N (refused where
+    Lemma A.1's condition fails) or "exact" (E2).  Draws from ``rng``, in this order: for mixing with
+    ``0 < k' < k`` the subset ``U'`` (``rng.choice(k, k', replace=False)``), then one standard normal
+    per noised source arm (increasing arm order); nothing else.  ``rng=None`` (default): a generator
+    seeded from the operating system's entropy -- the noise is a secret (the Gaussian branch noises the
+    score of the ORIGINAL data, so whoever regenerates the noise recovers it); a seeded generator is an
+    opt-in for reproducible research (an int seed is the same opt-in), and its seed is then key
+    material.  Every input is validated first; nothing passed in is modified.
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     _check_call(state, request, rng)
     rng = as_generator(rng)
     request.validate_against(state)
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
     rng = np.random.default_rng() if rng is None else rng          # OS entropy unless the caller opts in
-    base, rolled_back = _unlearned_base(state, request, rollback(state, request), plans, rng)
+    rolled = rollback(state, request)
+    base, rolled_back = _unlearned_base(state, request, rolled, plans, rng)
     scores = _release(base, plans, rng)
-    return UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options, rolled_back)
+    return rolled, UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options,
+                                 rolled_back)
 
 
 
-def reference(retrained: LCBState, request: DeletionRequest, method: str | None = None, *, learner_arm: int,
-              options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None,
-              **settings) -> UnlearnResult:
+def reference(retrained: LCBState, request: DeletionRequest, *, learner_arm: int,
+              options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None) -> UnlearnResult:
     """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
     single-source), Algorithm 5 (for "mixing") or Algorithm 8 (for "adaptive", several source arms).
 
@@ -855,9 +873,9 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str | None 
     release whenever the plan does not read ``learner_arm`` (``UnlearnResult.reference == "literal"``).  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
     only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
-    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both), as in ``unlearn``.
+    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``, as in ``unlearn``.
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     _check_call(retrained, request, rng)
     learner_arm = check_int(learner_arm, "learner_arm", 0, retrained.n_arms - 1)
     rng = as_generator(rng)
@@ -870,6 +888,7 @@ def reference(retrained: LCBState, request: DeletionRequest, method: str | None 
 # %%
 from bandit_unlearning.mab.bounds import *  # noqa: F403
 from bandit_unlearning.mab.unlearn import *  # noqa: F403
+from bandit_unlearning.protocol import unlearn
 
 # %% [markdown]
 # ## 4. Using it
@@ -889,10 +908,10 @@ print(f"a_hat = {a0}, N(a0) = {state.counts[a0]}, k = {U.k}, L = {state.log_term
       f"gamma0 (paper) = {gamma0_paper(200, 20, state.log_term):.3f}, gamma* (exact) = {gamma0_exact(200, 20, state.log_term):.3f}")
 for kw in (dict(gamma=0.5), dict(gamma=5.0), dict(epsilon=0.5, delta=1e-5, calibration="analytic"),
            dict(gamma=0.5, threshold="exact")):
-    res = unlearn(state, U, "adaptive", rng=rng, **kw)
+    res = unlearn(state, U, options=UnlearnOptions(method="adaptive", **kw), rng=rng)[1]
     print(f"{str(kw):58} -> arm {res.arm}, branch {res.branch:8}, sigma {res.sigma:.4f}, "
           f"gamma {res.gamma:.3f}, gamma0 {res.gamma0:.3f}, calibration proven: {res.calibration_proven}")
-ref = reference(rollback(state, U), U, "adaptive", learner_arm=state.arm, gamma=0.5, rng=rng)
+ref = reference(rollback(state, U), U, options=UnlearnOptions(method="adaptive", gamma=0.5), learner_arm=state.arm, rng=rng)
 print(f"reference (Algorithm 3): arm {ref.arm}, branch {ref.branch}, sigma {ref.sigma:.4f}")
 
 # %% [markdown]
@@ -918,7 +937,7 @@ bad_calls = {
 for rule, kw in bad_calls.items():
     kw = dict(kw)
     try:
-        unlearn(state, U, kw.pop("method", "adaptive"), rng=rng_probe, **kw)
+        unlearn(state, U, options=UnlearnOptions(method=kw.pop("method", "adaptive"), **kw), rng=rng_probe)[1]
         raise AssertionError(rule)
     except ValueError as err:
         print(f"{rule:28}: {err}")
@@ -929,18 +948,18 @@ for rule, request in {
     "multi-source, unknown arm": DeletionRequest([a0, 9], [0.0, 0.0]),
 }.items():
     try:
-        unlearn(state, request, "adaptive", gamma=0.5, rng=rng_probe)
+        unlearn(state, request, options=UnlearnOptions(method="adaptive", gamma=0.5), rng=rng_probe)[1]
         raise AssertionError(rule)
     except ValueError as err:
         print(f"{rule:28}: {err}")
 big = DeletionRequest.from_indices(D, np.flatnonzero(D.arms == a0)[:190])   # k > N - sqrt(N L / 2)
 try:
-    unlearn(state, big, "gaussian", gamma=0.5, rng=rng_probe, fallback="refuse")
+    unlearn(state, big, options=UnlearnOptions(method="gaussian", gamma=0.5, fallback="refuse"), rng=rng_probe)[1]
     raise AssertionError("paper sensitivity")
 except ValueError as err:
     print(f"{'3k/2N where A.1 fails':28}: {err}")
 assert rng_probe.bit_generator.state == before            # nothing was drawn
-print("exact sensitivity instead:", unlearn(state, big, "gaussian", gamma=0.5, rng=rng_probe, sensitivity="exact").delta_f.__round__(4))
+print("exact sensitivity instead:", unlearn(state, big, options=UnlearnOptions(method="gaussian", gamma=0.5, sensitivity="exact"), rng=rng_probe)[1].delta_f.__round__(4))
 
 # %% [markdown]
 # **A request the method cannot certify is rolled back, and says why.**  The last refusal above is
@@ -955,12 +974,12 @@ print("exact sensitivity instead:", unlearn(state, big, "gaussian", gamma=0.5, r
 # there is nothing sound to fall back to.
 
 # %%
-served = unlearn(state, big, "gaussian", gamma=0.5, rng=rng_probe)
+served = unlearn(state, big, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=rng_probe)[1]
 print(f"default fallback: branch {served.branch}, reason {served.reason!r}, fell back {served.fell_back}, "
       f"holds against the {served.reference} reference\n  {served.notes[0]}")
 assert served.branch == "rollback" and served.reason == "condition_failed" and served.arm == rollback(state, big).arm
-print("the adaptive rule's own decision:", unlearn(state, U, "adaptive", gamma=0.5, rng=rng_probe).reason,
-      "| a forced branch:", unlearn(state, U, "rollback", rng=rng_probe).reason)
+print("the adaptive rule's own decision:", unlearn(state, U, options=UnlearnOptions(method="adaptive", gamma=0.5), rng=rng_probe)[1].reason,
+      "| a forced branch:", unlearn(state, U, options=UnlearnOptions(method="rollback"), rng=rng_probe)[1].reason)
 
 # %% [markdown]
 # ## 5. Which reference world: the conditional guarantee, the literal one, and a rule for the literal one
@@ -989,7 +1008,7 @@ print("the adaptive rule's own decision:", unlearn(state, U, "adaptive", gamma=0
 
 # %%
 from bandit_unlearning.mab.lcb import LCBState
-from bandit_unlearning.mab.unlearn import output_distributions
+from bandit_unlearning.mab.unlearn import output_distributions, UnlearnOptions
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 
 cx_state = LCBState([100, 100], [60.0, 57.0], 1 / 200)
@@ -999,7 +1018,7 @@ print(f"pi(D) = {cx_state.arm}, pi(D \\ U) = {rollback(cx_state, cx_request).arm
 cx = {}
 for rule in ("conditional", "literal"):
     for against in ("conditional", "literal"):
-        p_u, p_r = output_distributions(cx_state, cx_request, "adaptive", gamma=cx_gamma, reference=rule, against=against)
+        p_u, p_r = output_distributions(cx_state, cx_request, options=UnlearnOptions(method="adaptive", gamma=cx_gamma, reference=rule), against=against)
         cx[rule, against] = float(hockey_stick_delta(p_u, p_r, 1.0))
         print(f"branch rule {rule:11} against the {against:11} reference: P_unlearned = {np.round(p_u, 4)}, "
               f"P_reference = {np.round(p_r, 4)}, delta(eps = 1) = {cx[rule, against]:.4f}")
@@ -1017,8 +1036,8 @@ assert cx["literal", "literal"] == cx["literal", "conditional"] < 0.01
 # %%
 for d in (1e-5, 1e-2):
     kw = dict(epsilon=1.0, delta=d, calibration="analytic", threshold_scale=10.0)
-    dl = float(hockey_stick_delta(*output_distributions(cx_state, cx_request, "adaptive", against="literal", **kw), 1.0))
-    dc = float(hockey_stick_delta(*output_distributions(cx_state, cx_request, "adaptive", **kw), 1.0))
+    dl = float(hockey_stick_delta(*output_distributions(cx_state, cx_request, options=UnlearnOptions(method="adaptive", **kw), against="literal"), 1.0))
+    dc = float(hockey_stick_delta(*output_distributions(cx_state, cx_request, options=UnlearnOptions(method="adaptive", **kw)), 1.0))
     print(f"analytic, claimed delta = {d:g}: exact delta against the conditional reference {dc:.2e}, "
           f"against the literal one {dl:.3f}")
     assert dc <= d * (1 + 1e-9) and dl > 0.5
@@ -1050,11 +1069,11 @@ for d in (1e-5, 1e-2):
 
 # %%
 for rule in ("conditional", "literal"):
-    res = unlearn(cx_state, cx_request, "adaptive", gamma=cx_gamma, reference=rule, rng=rng)
+    res = unlearn(cx_state, cx_request, options=UnlearnOptions(method="adaptive", gamma=cx_gamma, reference=rule), rng=rng)[1]
     print(f"reference={rule!r:14}: branch {res.branch:8}, reason {res.reason!r}, holds against the {res.reference} reference")
-print("rollback:", unlearn(cx_state, cx_request, "rollback", rng=rng).reference,
+print("rollback:", unlearn(cx_state, cx_request, options=UnlearnOptions(method="rollback"), rng=rng)[1].reference,
       "| paper rule at gamma >= gamma0 (rolls back whatever a_hat is):",
-      unlearn(cx_state, cx_request, "adaptive", gamma=10 * cx_gamma, rng=rng).reference)
+      unlearn(cx_state, cx_request, options=UnlearnOptions(method="adaptive", gamma=10 * cx_gamma), rng=rng)[1].reference)
 
 # %% [markdown]
 # **The exact audit, with power.**  Worst-case datasets of two arms (source arm 0 and a competitor) —

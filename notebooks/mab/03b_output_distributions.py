@@ -113,11 +113,12 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
 from bandit_unlearning.mab.lcb import LCBState
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
 from bandit_unlearning.checks import check_choice
-from bandit_unlearning.mab.unlearn import UnlearnOptions, _check_call, _resolve_options, plan_unlearning
+from bandit_unlearning.mab.unlearn import UnlearnOptions, _check_call, check_options, plan_unlearning
+from bandit_unlearning.protocol import unlearn
 
 
-def output_distributions(state: LCBState, request: DeletionRequest, method: str | None = None, *,
-                         options: UnlearnOptions | None = None, against: str = "conditional", **settings):
+def output_distributions(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
+                         against: str = "conditional"):
     """Exact output distributions ``(p_unlearned, p_reference)`` over arms of ``unlearn(state, request, ...)``
     and of ``reference(rollback(state, request), request, ..., learner_arm=...)``: with
     ``against="conditional"`` (default) the reference is given the released ``learner_arm = state.arm =
@@ -132,9 +133,9 @@ def output_distributions(state: LCBState, request: DeletionRequest, method: str 
     over the reward sum ``s'`` of the random rolled-back subset ``U'`` (``subset_sum_distribution`` of
     the request's rewards of ``a0``: hypergeometric for 0/1 rewards), of those closed forms -- exact.
     Several noised arms ("gaussian" on a multi-source request): ``multi_noisy_argmax_distribution``
-    (1-D quadrature, absolute error ~1e-12).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+    (1-D quadrature, absolute error ~1e-12).  ``options``: an ``UnlearnOptions`` (``options=``, as in ``unlearn``).
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     check_choice(against, "against", ("conditional", "literal"))
     _check_call(state, request, None)
     request.validate_against(state)
@@ -211,7 +212,7 @@ def _source_arms_and_k(arm, k, m):
 from bandit_unlearning.checks import as_generator, check_int_array
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
-from bandit_unlearning.mab.unlearn import _choice, noise_sensitivity, threshold_gamma0
+from bandit_unlearning.mab.unlearn import _choice, noise_sensitivity, threshold_gamma0, UnlearnOptions
 
 
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
@@ -403,8 +404,8 @@ for method, opts in option_sets:
             st = LCBState(counts_r[r], sums_r[r], tau_small)
             req = request_with_sum(0, k_small, s_r[r])
             g = np.random.default_rng(seeds[r])
-            res = (unlearn(st, req, method, rng=g, **opts) if world == "unlearned"
-                   else reference(rollback(st, req), req, method, learner_arm=st.arm, rng=g, **opts))
+            res = (unlearn(st, req, options=UnlearnOptions(method=method, **opts), rng=g)[1] if world == "unlearned"
+                   else reference(rollback(st, req), req, options=UnlearnOptions(method=method, **opts), learner_arm=st.arm, rng=g))
             assert res.arm == arms_b[r] and (res.branch == "gaussian") == noised_b[r] and res.sigma == sigma_b[r]
             n_compared += 1
             n_gauss += int(noised_b[r])
@@ -429,7 +430,7 @@ def highest_index_ties(scores, arm, sigma):
 
 worst_dev, rejected = 0.0, {"2 sigma": False, "highest-index ties": False}
 for name, st, arm, req, method, opts in cases:
-    p_u, p_r = output_distributions(st, req, method, **opts)
+    p_u, p_r = output_distributions(st, req, options=UnlearnOptions(method=method, **opts))
     c, s = tiled(st, n_mc)
     dsum = np.full(n_mc, req.deleted_sums(st.n_arms)[arm])
     for world, p in (("unlearned", p_u), ("reference", p_r)):

@@ -25,7 +25,10 @@ from bandit_unlearning.mab.lcb import LCBState
 from bandit_unlearning.mab.mechanisms import (
     DeletionRequest, exact_sensitivity, paper_sensitivity, rollback, sensitivity_condition_holds,
 )
-from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, output_distributions, unlearn_batch
+from bandit_unlearning.mab.unlearn import (
+    noisy_argmax_distribution, output_distributions, unlearn_batch, UnlearnOptions,
+)
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.privacy.audit import audit_epsilon, hockey_stick_delta, hockey_stick_epsilon
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_delta, gaussian_gamma
 
@@ -258,8 +261,7 @@ for name, j, kind in picks:
     s0 = float(k) if kind == KINDS[0] else float(n - k)
     st = LCBState([n, n], [s0, n * (m_ + b)], 1 / (2 * n))
     req = request_with_sum(0, k, k if kind == KINDS[0] else 0)
-    p_u, p_r = output_distributions(st, req, variant["method"], epsilon=e, delta=d, threshold=variant["threshold"],
-                                    threshold_scale=variant["threshold_scale"], calibration=calibration, sensitivity=sens)
+    p_u, p_r = output_distributions(st, req, options=UnlearnOptions(method=variant["method"], epsilon=e, delta=d, threshold=variant["threshold"], threshold_scale=variant["threshold_scale"], calibration=calibration, sensitivity=sens))
     exact = hockey_stick_delta(p_u, p_r, e)
     n_rollback_picks += int(not r["noised"][j])
     max_gap = max(max_gap, abs(exact - r["delta"][j]) / d)
@@ -394,9 +396,7 @@ def worst_case_state(n, k, kind, m_):
 def exact_eps_at(name, kind, j):
     g, variant, calibration, sens, res_, _ = results[name]
     st, req = worst_case_state(int(g["n"][j]), int(g["k"][j]), kind, res_[kind]["M"][j])
-    p_u, p_r = output_distributions(st, req, variant["method"], epsilon=g["eps"][j], delta=g["delta"][j],
-                                    threshold=variant["threshold"], threshold_scale=variant["threshold_scale"],
-                                    calibration=calibration, sensitivity=sens)
+    p_u, p_r = output_distributions(st, req, options=UnlearnOptions(method=variant["method"], epsilon=g["eps"][j], delta=g["delta"][j], threshold=variant["threshold"], threshold_scale=variant["threshold_scale"], calibration=calibration, sensitivity=sens))
     return hockey_stick_epsilon(p_u, p_r, g["delta"][j])
 
 
@@ -454,7 +454,7 @@ for name, kind, j in mc_settings:
     st, req = worst_case_state(n, k, kind, res_[kind]["M"][j])
     opts = dict(epsilon=e, delta=d, threshold=variant["threshold"], threshold_scale=variant["threshold_scale"],
                 calibration=calibration, sensitivity=sens)
-    p_u, p_r = output_distributions(st, req, variant["method"], **opts)
+    p_u, p_r = output_distributions(st, req, options=UnlearnOptions(method=variant["method"], **opts))
     eps_true = hockey_stick_epsilon(p_u, p_r, d)
     half = half_results.setdefault(name, audit(g, variant, calibration, sens, noise_factor=0.5)[0])[kind]
     st_h, _ = worst_case_state(n, k, kind, half["M"][j])          # the half-noise variant's own worst case

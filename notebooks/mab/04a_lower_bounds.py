@@ -38,7 +38,8 @@ from scipy import optimize, special, stats
 from bandit_unlearning.mab.bounds import gamma0_paper
 from bandit_unlearning.mab.lcb import fit_lcb, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, unlearn, unlearn_batch
+from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, unlearn_batch, UnlearnOptions
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
@@ -586,7 +587,7 @@ pair = pairs["Thm 3.7, Mf"]
 D = sample_pair_dataset(pair, 0, rng)
 U = DeletionRequest.from_indices(D, sample_pair_request(pair, D, rng))
 state = fit_lcb(D)
-res = unlearn(state, U, "adaptive", epsilon=0.5, delta=0.05, calibration="analytic", sensitivity="exact", rng=rng)
+res = unlearn(state, U, options=UnlearnOptions(method="adaptive", epsilon=0.5, delta=0.05, calibration="analytic", sensitivity="exact"), rng=rng)[1]
 print(f"one dataset of I1: N(a) = {D.counts}, reward sums = {D.reward_sums}; request: {U.k} points of arm "
       f"{U.source_arms}, deleted sum {U.rewards.sum():.0f}; learner -> {state.arm}; Algorithm 2 ({res.branch}) -> {res.arm}")
 counts, sums, deleted = sample_pair_statistics(pairs["Thm 3.9, Md C*=5"], 1, rng, size=5)

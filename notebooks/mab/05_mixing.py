@@ -41,9 +41,9 @@ from bandit_unlearning.mab.data import sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
-    UnlearnOptions, noise_sensitivity, noisy_argmax_distribution, output_distributions, reference,
-    unlearn, unlearn_batch,
+    noise_sensitivity, noisy_argmax_distribution, output_distributions, reference, unlearn_batch, UnlearnOptions,
 )
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
@@ -199,13 +199,13 @@ def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_
 state = LCBState(counts=[60, 60, 60], reward_sums=[36.0, 33.0, 20.0], tau=1 / 180)
 U = DeletionRequest([0] * 12, [1.0] * 7 + [0.0] * 5)
 for kw in (dict(k_prime=6), dict(eta=0.5), dict(eta=0.0), dict(eta=1.0)):
-    res = unlearn(state, U, "mixing", gamma=1.0, rng=rng, **kw)
+    res = unlearn(state, U, options=UnlearnOptions(method="mixing", gamma=1.0, **kw), rng=rng)[1]
     p = res.plans[0]
     print(f"{str(kw):16} -> branch {res.branch:8} k'={p.k_rollback:2d} Delta_f={p.delta_f:.4f} sigma={p.sigma:.4f} "
           f"rolled back {res.rolled_back} -> arm {res.arm}")
-ref = reference(rollback(state, U), U, "mixing", learner_arm=state.arm, gamma=1.0, k_prime=6, rng=rng)
+ref = reference(rollback(state, U), U, options=UnlearnOptions(method="mixing", gamma=1.0, k_prime=6), learner_arm=state.arm, rng=rng)
 print(f"reference (Algorithm 5): sigma {ref.sigma:.4f} on f_a0(D \\ U), rolled back {ref.rolled_back} -> arm {ref.arm}")
-other = unlearn(state, DeletionRequest([1] * 12, [0.0] * 12), "mixing", gamma=1.0, k_prime=6, rng=rng)
+other = unlearn(state, DeletionRequest([1] * 12, [0.0] * 12), options=UnlearnOptions(method="mixing", gamma=1.0, k_prime=6), rng=rng)[1]
 print(f"request from arm 1 != a_hat: k' = k, branch {other.branch}")
 assert other.branch == "rollback" and ref.rolled_back == ()
 
@@ -234,8 +234,8 @@ bad = {
     "3k/2N where A.1 fails": (big, dict(k_prime=10, fallback="refuse")),
 }
 for rule, (req_, kw) in bad.items():
-    for call in (lambda: unlearn(state, req_, "mixing", gamma=1.0, rng=rng_probe, **kw),
-                 lambda: output_distributions(state, req_, "mixing", gamma=1.0, **kw)):
+    for call in (lambda: unlearn(state, req_, options=UnlearnOptions(method="mixing", gamma=1.0, **kw), rng=rng_probe)[1],
+                 lambda: output_distributions(state, req_, options=UnlearnOptions(method="mixing", gamma=1.0, **kw))):
         try:
             call()
             raise AssertionError(rule)
@@ -245,11 +245,11 @@ for rule, (req_, kw) in bad.items():
 assert rng_probe.bit_generator.state == before
 for rule in ("multi-source mixing", "3k/2N where A.1 fails"):
     req_, kw = bad[rule]
-    res = unlearn(state, req_, "mixing", gamma=1.0, rng=rng_probe, **{**kw, "fallback": "rollback"})
+    res = unlearn(state, req_, options=UnlearnOptions(method="mixing", gamma=1.0, **{**kw, "fallback": "rollback"}), rng=rng_probe)[1]
     print(f"default fallback, {rule:22}: branches {res.branches}, reason {res.reason!r}")
     assert res.fell_back and res.arm == rollback(state, req_).arm
 assert np.array_equal(state.counts, [60, 60, 60]) and np.array_equal(U.rewards, [1.0] * 7 + [0.0] * 5)
-res = unlearn(state, big, "mixing", gamma=1.0, k_prime=10, sensitivity="exact", rng=rng_probe)
+res = unlearn(state, big, options=UnlearnOptions(method="mixing", gamma=1.0, k_prime=10, sensitivity="exact"), rng=rng_probe)[1]
 print(f"with sensitivity='exact': Delta_f = {res.delta_f:.4f} = exact_sensitivity(50, 40, L) = "
       f"{exact_sensitivity(50, 40, state.log_term):.4f}")
 
@@ -314,11 +314,11 @@ for eta, opts in ((0.25, dict(gamma=0.6)), (0.5, dict(gamma=1.5)), (0.75, dict(e
             req = DeletionRequest([0] * k_small, rewards_r[r])
             g = np.random.default_rng(seeds[r])
             if world == "unlearned":
-                res = unlearn(st, req, "mixing", eta=eta, rng=g, **opts)
+                res = unlearn(st, req, options=UnlearnOptions(method="mixing", eta=eta, **opts), rng=g)[1]
             else:
                 if 0 < k_prime < k_small:           # the reference draws no subset: skip it, same normal
                     g.choice(k_small, size=k_prime, replace=False)
-                res = reference(rollback(st, req), req, "mixing", learner_arm=st.arm, eta=eta, rng=g, **opts)
+                res = reference(rollback(st, req), req, options=UnlearnOptions(method="mixing", eta=eta, **opts), learner_arm=st.arm, rng=g)
             assert res.arm == arms_b[r] and res.plans[0].noised == noised_b[r] and res.sigma == sigma_b[r], (eta, world, r)
             n_compared += 1
             n_noised += int(noised_b[r])
@@ -351,7 +351,7 @@ def plug_in_mean(st, req, opts):
 
 largest_dev, rejected = 0.0, 0
 for name, st, req, opts in cases:
-    p_u, p_r = output_distributions(st, req, "mixing", **opts)
+    p_u, p_r = output_distributions(st, req, options=UnlearnOptions(method="mixing", **opts))
     c, s = np.tile(st.counts, (n_mc, 1)), np.tile(st.reward_sums, (n_mc, 1))
     dsum = np.full(n_mc, req.rewards.sum())
     for world, p in (("unlearned", p_u), ("reference", p_r)):
@@ -554,7 +554,7 @@ for n, k, eta, eps, delta, cal, sens, d_grid, m_star, _, kind in picks:
     s = int(np.floor(frac_del * k))
     st = LCBState([n, n], [s + frac_kept * (n - k), n * (m_star + b_of(n, L))], 1 / (2 * n))
     req = DeletionRequest([0] * k, [1.0] * s + [0.0] * (k - s))
-    p_u, p_r = output_distributions(st, req, "mixing", epsilon=eps, delta=delta, calibration=cal, sensitivity=sens, eta=eta)
+    p_u, p_r = output_distributions(st, req, options=UnlearnOptions(method="mixing", epsilon=eps, delta=delta, calibration=cal, sensitivity=sens, eta=eta))
     exact = hockey_stick_delta(p_u, p_r, eps)
     max_gap = max(max_gap, abs(exact - d_grid) / delta)
     assert abs(exact - d_grid) <= 1e-9 * delta + 1e-12, (n, k, eta, kind, exact, d_grid)
@@ -829,7 +829,7 @@ kw = dict(epsilon=2.0, delta=1e-3, calibration="analytic", sensitivity="exact", 
 mx = {}
 for rule in ("conditional", "literal"):
     for against in ("conditional", "literal"):
-        p_u, p_r = output_distributions(cx_state, cx_request, "mixing", reference=rule, against=against, **kw)
+        p_u, p_r = output_distributions(cx_state, cx_request, options=UnlearnOptions(method="mixing", reference=rule, **kw), against=against)
         mx[rule, against] = float(hockey_stick_delta(p_u, p_r, 2.0))
         print(f"rule {rule:11} vs {against:11} reference: delta(2) = {mx[rule, against]:.2e} (claimed 1e-3)")
 assert mx["conditional", "conditional"] <= 1e-3 * (1 + 1e-9) and mx["conditional", "literal"] > 0.1

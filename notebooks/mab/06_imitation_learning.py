@@ -62,9 +62,11 @@ PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 # ## 2. Implementation
 #
 # `ImitationState` is $T(D)$: a read-only count vector with a positive total.  `most_frequent_arm`
-# is the rule on arrays with leading batch axes (for vectorised experiments).  `unlearn_imitation`
-# accepts either a `DeletionRequest` of chapter A2 (deleted points with their arms) or a per-arm
-# count vector $k$ — Algorithm 6 needs nothing but the counts.  It validates the request (integer
+# is the rule on arrays with leading batch axes (for vectorised experiments).  Unlearning is the
+# package's one protocol, `unlearn(state, request)` (`bandit_unlearning.protocol`, registered here for an
+# `ImitationState`), returning `(new_state, ImitationRecord)`; the request is either a `DeletionRequest`
+# of chapter A2 (deleted points with their arms) or `DeletionCounts(k)`, a per-arm count vector $k$ —
+# Algorithm 6 needs nothing but the counts.  It validates the request (integer
 # counts $\ge 0$, one per arm of the state, never more than an arm holds, not everything) before
 # building the new state; the old state is immutable anyway.
 
@@ -90,10 +92,11 @@ import numpy as np
 from scipy import optimize, special
 
 from bandit_unlearning.checks import (check_count,
-    as_array, check_callable, check_int, check_int_array, check_real, check_size,
+    as_array, as_generator, check_callable, check_instance, check_int, check_int_array, check_real, check_size,
 )
 from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
+from bandit_unlearning.protocol import register_unlearn
 
 MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
 MAX_PAIR_ENTRIES = 20_000_000     # (dataset, request, arm) entries ``output_distributions_uniform_deletion`` may build
@@ -188,16 +191,53 @@ def deletion_counts(request, n_arms: int) -> np.ndarray:
     return k
 
 
-def unlearn_imitation(state: ImitationState, request) -> ImitationState:
-    """Algorithm 6, unlearning: ``N'(a) = N(a) - k_a``; the output is the new state's ``.arm``.
+@dataclass(frozen=True)
+class DeletionCounts:
+    """A request given by its per-arm deletion counts ``k_a`` alone (non-negative integers, one per arm):
+    all that Algorithm 6 reads of a request."""
 
-    ``request``: a ``DeletionRequest`` or a per-arm count vector ``k``.  Raises ``ValueError`` (and
+    k: np.ndarray
+
+    def __post_init__(self):
+        k = _integer_array(self.k, "deletion counts k").copy()
+        if k.ndim != 1:
+            raise ValueError(f"deletion counts k must be a 1-D per-arm vector, got shape {k.shape}")
+        k.setflags(write=False)
+        object.__setattr__(self, "k", k)
+
+    __setstate__ = restore_readonly               # read-only again after unpickling
+
+
+@dataclass(frozen=True)
+class ImitationRecord:
+    """What unlearning the imitation learner did: ``arm``, the new output ``argmax_a N'(a)``, and
+    ``n_deleted``, the request's size.  The guarantee is exact, (0, 0), against the literal reference
+    (the learner on ``D \\ U``): the new state equals ``fit_imitation(D \\ U)``."""
+
+    arm: int
+    n_deleted: int
+    reference: str = "literal"
+
+    def __post_init__(self):
+        check_int(self.arm, "arm", 0), check_int(self.n_deleted, "n_deleted", 1)
+        if self.reference != "literal":
+            raise ValueError(f"reference must be 'literal' (the learner on D minus U), got {self.reference!r}")
+
+
+def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None) -> tuple:
+    """Algorithm 6, unlearning: ``N'(a) = N(a) - k_a``; returns ``(new_state, ImitationRecord)``.
+
+    ``request``: a ``DeletionRequest`` or ``DeletionCounts``.  Nothing is drawn (``rng`` is ignored
+    once checked) and there are no options (``options`` must be ``None``).  Raises ``ValueError`` (and
     changes nothing) if an arm loses more points than it holds or if every point would be deleted.
     Equals ``fit_imitation(D \\ U)``: (0, 0)-unlearning.
     """
-    if not isinstance(state, ImitationState):
-        raise TypeError(f"state must be an ImitationState, got {type(state).__name__}")
-    k = deletion_counts(request, state.n_arms)
+    check_instance(state, ImitationState, "state")
+    if options is not None:
+        raise TypeError(f"the imitation learner has no options: options must be None, got {type(options).__name__}")
+    if rng is not None:
+        as_generator(rng)
+    k = deletion_counts(request.k if isinstance(request, DeletionCounts) else request, state.n_arms)
     over = np.flatnonzero(k > state.counts)
     if over.size:
         a = int(over[0])
@@ -205,7 +245,12 @@ def unlearn_imitation(state: ImitationState, request) -> ImitationState:
                          f"{int(state.counts[a])} (more deletions than the arm holds)")
     if k.sum() == state.n:
         raise ValueError("count rule undefined: the request deletes every point of the dataset")
-    return ImitationState(state.counts - k)
+    new = ImitationState(state.counts - k)
+    return new, ImitationRecord(new.arm, int(k.sum()))
+
+
+register_unlearn(ImitationState, DeletionRequest)(_unlearn_imitation)
+register_unlearn(ImitationState, DeletionCounts)(_unlearn_imitation)
 
 
 # %% [markdown]
@@ -380,20 +425,23 @@ def instance_failure_bounds(n: int, k: int, behavior, best_arm: int = 0) -> np.n
 
 # %%
 from bandit_unlearning.mab.imitation import *  # noqa: F403  (the module generated from the cells above)
+from bandit_unlearning.protocol import unlearn
+
+
 
 D = OfflineDataset(arms=[0, 1, 1, 2, 0, 1, 0], rewards=[1, 0, 0, 1, 1, 0, 0], n_arms=3)
 state = fit_imitation(D)
 print("N(a) =", state.counts, " output:", state.arm)
 U = DeletionRequest.from_indices(D, [0, 4])             # two points of arm 0
-print("after deleting two points of arm 0:", unlearn_imitation(state, U).counts, "->", unlearn_imitation(state, U).arm)
-print("same request as counts k = [2, 0, 0]:", unlearn_imitation(state, [2, 0, 0]).arm,
+print("after deleting two points of arm 0:", unlearn(state, U)[0].counts, "->", unlearn(state, U)[0].arm)
+print("same request as counts k = [2, 0, 0]:", unlearn(state, DeletionCounts([2, 0, 0]))[0].arm,
       "; ties go to the lowest arm: N' = [1, 3, 1] -> 1, [3, 3, 1] ->", most_frequent_arm([3, 3, 1]))
 for name, bad in [("empty dataset", lambda: fit_imitation(OfflineDataset([], [], 3))),
-                  ("too many deletions", lambda: unlearn_imitation(state, [4, 0, 0])),
-                  ("unknown arm", lambda: unlearn_imitation(state, [0, 0, 0, 1])),
-                  ("unknown arm (request)", lambda: unlearn_imitation(state, DeletionRequest([5], [0.0]))),
-                  ("negative count", lambda: unlearn_imitation(state, [-1, 0, 0])),
-                  ("delete everything", lambda: unlearn_imitation(state, [3, 3, 1]))]:
+                  ("too many deletions", lambda: unlearn(state, DeletionCounts([4, 0, 0]))[0]),
+                  ("unknown arm", lambda: unlearn(state, DeletionCounts([0, 0, 0, 1]))[0]),
+                  ("unknown arm (request)", lambda: unlearn(state, DeletionRequest([5], [0.0]))[0]),
+                  ("negative count", lambda: unlearn(state, DeletionCounts([-1, 0, 0]))[0]),
+                  ("delete everything", lambda: unlearn(state, DeletionCounts([3, 3, 1]))[0])]:
     try:
         bad()
     except ValueError as err:
@@ -442,7 +490,7 @@ def audit_all_small(unlearn, m=3, n_max=9):
     return worst, pairs
 
 
-worst, pairs = audit_all_small(lambda s, u: unlearn_imitation(s, u).arm)
+worst, pairs = audit_all_small(lambda s, u: unlearn(s, u)[1].arm)
 print(f"Algorithm 6: {pairs} (dataset, request) pairs, worst delta at eps=0: {worst}")
 assert worst == 0.0
 
@@ -662,7 +710,7 @@ plt.show()
 # %% [markdown]
 # ## Summary
 # - `bandit_unlearning.mab.imitation`: `ImitationState`, `fit_imitation`, `most_frequent_arm`,
-#   `unlearn_imitation` (accepts a `DeletionRequest` or per-arm counts `k`), the vectorised
+#   `unlearn(state, request)` for an `ImitationState` (a `DeletionRequest` or `DeletionCounts(k)`), the vectorised
 #   `unlearned_arms` and `source_request_counts`, exact enumeration helpers (`count_vectors`,
 #   `multinomial_pmf`, `output_distributions_uniform_deletion`), and Theorem 3.11's
 #   `theorem311_condition`, `theorem311_expression` (paper, constant-free), `theorem311_failure_bound`

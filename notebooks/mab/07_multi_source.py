@@ -39,9 +39,9 @@ from bandit_unlearning.mab.data import sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
-    UnlearnOptions, noisy_argmax_distribution, output_distributions,
-    plan_unlearning, reference, unlearn, unlearn_batch,
+    noisy_argmax_distribution, output_distributions, plan_unlearning, reference, unlearn_batch, UnlearnOptions,
 )
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import (
@@ -116,8 +116,8 @@ U = DeletionRequest([0] * 20 + [1] * 20, [1.0] * 20 + [0.0] * 20)     # 20 point
 print(f"a_hat = {state.arm}, f(D) = {np.round(state.scores, 4)}, f(D \\ U) = {np.round(rollback(state, U).scores, 4)}")
 for method, kw in (("adaptive", dict(gamma=0.5)), ("adaptive", dict(gamma=5.0)), ("gaussian", dict(gamma=0.5)),
                    ("rollback", dict()), ("adaptive", dict(gamma=0.5, threshold="exact"))):
-    res = unlearn(state, U, method, rng=rng, **kw)
-    p_u, p_r = output_distributions(state, U, method, **kw)
+    res = unlearn(state, U, options=UnlearnOptions(method=method, **kw), rng=rng)[1]
+    p_u, p_r = output_distributions(state, U, options=UnlearnOptions(method=method, **kw))
     print(f"{method:8} {str(kw):36} gamma0' = {res.gamma0:.3f}  branches {res.branches}  "
           f"sigmas {[round(p.sigma, 4) for p in res.plans]}  P_unl = {np.round(p_u, 4)}  P_ref = {np.round(p_r, 4)}")
 
@@ -144,7 +144,7 @@ bad = {
 }
 for rule, (st_, req_, method, kw) in bad.items():
     try:
-        unlearn(st_, req_, method, rng=rng_probe, fallback="refuse", **kw)
+        unlearn(st_, req_, options=UnlearnOptions(method=method, fallback="refuse", **kw), rng=rng_probe)[1]
         raise AssertionError(rule)
     except ValueError as err:
         print(f"{rule:24}: {err}")
@@ -161,7 +161,7 @@ for rule, kw in {"repeated source arms": dict(arm=[0, 0], k=[20, 20], deleted_su
 assert rng_probe.bit_generator.state == before
 print("\nby default (fallback='rollback'):")
 for rule, (st_, req_, method, kw) in list(bad.items())[1:]:
-    res = unlearn(st_, req_, method, rng=rng_probe, **kw)
+    res = unlearn(st_, req_, options=UnlearnOptions(method=method, **kw), rng=rng_probe)[1]
     print(f"{rule:24}: branches {res.branches}, reason {res.reason!r}, holds against the {res.reference} reference")
     assert res.fell_back and all(p.branch == "rollback" for p in res.plans if p.fell_back)
 
@@ -216,7 +216,7 @@ for _ in range(n_cases):
     req = DeletionRequest(arms_, rewards_)
     g_ = float(rng.choice([0.05, 0.3, 1.0, 3.0]))
     seed = int(rng.integers(2**32))
-    res = unlearn(st, req, "adaptive", gamma=g_, rng=np.random.default_rng(seed))
+    res = unlearn(st, req, options=UnlearnOptions(method="adaptive", gamma=g_), rng=np.random.default_rng(seed))[1]
     assert res.arm == algorithm7_loop(st, req, g_, np.random.default_rng(seed)), (counts, sums, arms_, g_)
     assert sum(p.noised for p in res.plans) <= 1
     by_l[len(set(arms_))] += 1
@@ -246,8 +246,8 @@ for method, opts in (("adaptive", dict(gamma=0.8)), ("adaptive", dict(gamma=0.4,
             g = np.random.default_rng(seeds[r])
             if noised_b[r].sum() == 1 and noised_b[r][1]:
                 g.standard_normal()                      # arm 0 not noised: skip its draw so arm 1 gets z[r, 1]
-            res = (unlearn(st, req, method, rng=g, **opts) if world == "unlearned"
-                   else reference(rollback(st, req), req, method, learner_arm=st.arm, rng=g, **opts))
+            res = (unlearn(st, req, options=UnlearnOptions(method=method, **opts), rng=g)[1] if world == "unlearned"
+                   else reference(rollback(st, req), req, options=UnlearnOptions(method=method, **opts), learner_arm=st.arm, rng=g))
             assert res.arm == arms_b[r] and [p.noised for p in res.plans] == list(noised_b[r])
             assert [p.sigma for p in res.plans] == list(sigma_b[r])
             n_compared += 1
@@ -288,7 +288,7 @@ import numpy as np
 from scipy import integrate, special, stats
 
 from bandit_unlearning.checks import as_array, check_real, check_real_array
-from bandit_unlearning.mab.unlearn import noisy_argmax_distribution
+from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, UnlearnOptions
 
 SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -367,7 +367,7 @@ for name, f_, s_ in mc_cases:
         opts = UnlearnOptions("gaussian", gamma=0.5)
         plans, _ = plan_unlearning(state.arm, state.counts, U.deleted_counts(3), state.log_term, opts)
         f_, s_ = state.scores.copy(), np.array([plans[0].sigma, plans[1].sigma, 0.0])
-        p = output_distributions(state, U, "gaussian", gamma=0.5)[0]
+        p = output_distributions(state, U, options=UnlearnOptions(method="gaussian", gamma=0.5))[0]
         arms_mc = unlearn_batch(np.tile(state.counts, (n_mc, 1)), np.tile(state.reward_sums, (n_mc, 1)), state.tau,
                                 [0, 1], 20, np.tile([20.0, 0.0], (n_mc, 1)), "gaussian", gamma=0.5, rng=rng)[0]
     else:
@@ -455,8 +455,7 @@ def per_arm_distributions(st, req, calibration):
 
 
 def joint_distributions(st, req, calibration):
-    return output_distributions(st, req, "gaussian", epsilon=EPS_J, delta=DELTA_J, calibration=calibration,
-                                sensitivity="exact")
+    return output_distributions(st, req, options=UnlearnOptions(method="gaussian", epsilon=EPS_J, delta=DELTA_J, calibration=calibration, sensitivity="exact"))
 
 
 def worst_arm_delta(l, calibration, distributions):
@@ -480,8 +479,7 @@ for cal in ("analytic", "classic"):
     for l in (4, 8, 16):
         st_l, req_l = spread(l, 0.5)
         delta_a = exact_sensitivity(N_J, K_J, st_l.log_term)
-        res_l = unlearn(st_l, req_l, "gaussian", epsilon=EPS_J, delta=DELTA_J, calibration=cal, sensitivity="exact",
-                        rng=np.random.default_rng(0))
+        res_l = unlearn(st_l, req_l, options=UnlearnOptions(method="gaussian", epsilon=EPS_J, delta=DELTA_J, calibration=cal, sensitivity="exact"), rng=np.random.default_rng(0))[1]
         assert abs(res_l.sigma / (UNIT[cal] * np.sqrt(l) * delta_a) - 1) < 1e-14      # one sigma, joint shift
         broken_arm = worst_arm_delta(l, cal, per_arm_distributions)
         fixed_arm = worst_arm_delta(l, cal, joint_distributions)
@@ -537,7 +535,7 @@ print(f"request: k_i = {U.deleted_counts(3)} points of arms 0, 1, 2, with delete
 print(f"f(D) = {np.round(state.scores, 4)}  (a_hat = {state.arm});  f(D \\ U) = {np.round(rollback(state, U).scores, 4)}")
 print(f"gamma = {gaussian_gamma(eps_d, delta_d):.3f}, gamma0' = {4 / 3 * np.sqrt(np.pi * state.log_term / (100 - 20)):.3f}")
 p_lit, q_lit = literal_algorithm7_distributions(state, U, epsilon=eps_d, delta=delta_d)
-p_cor, q_cor = output_distributions(state, U, "adaptive", epsilon=eps_d, delta=delta_d)
+p_cor, q_cor = output_distributions(state, U, options=UnlearnOptions(method="adaptive", epsilon=eps_d, delta=delta_d))
 d_lit, d_cor = hockey_stick_delta(p_lit, q_lit, eps_d), hockey_stick_delta(p_cor, q_cor, eps_d)
 print(f"literal  : P_unlearned = {p_lit}, P_reference = {q_lit} -> delta(eps={eps_d}) = {d_lit:g} > delta = {delta_d:g}")
 print(f"corrected: P_unlearned = {p_cor}, P_reference = {q_cor} -> delta(eps={eps_d}) = {d_cor:g}")
@@ -703,7 +701,7 @@ for j in picks:
                       1 / (n0 + n1 + n2))
         req = DeletionRequest([0] * k0 + [1] * k1, [fd0] * k0 + [fd1] * k1)
         kw = dict(epsilon=eps, delta=delta, calibration=cal, sensitivity=sens, threshold=thr, threshold_scale=scale)
-        p, q = (output_distributions(st, req, "adaptive", **kw) if rule == "corrected"
+        p, q = (output_distributions(st, req, options=UnlearnOptions(method="adaptive", **kw)) if rule == "corrected"
                 else literal_algorithm7_distributions(st, req, **kw))
         exact = hockey_stick_delta(p, q, eps)
         max_gap = max(max_gap, abs(exact - d_grid) / delta)
@@ -923,12 +921,12 @@ kw = dict(epsilon=2.0, delta=1e-3, calibration="analytic", sensitivity="exact", 
 ms = {}
 for rule in ("conditional", "literal"):
     for against in ("conditional", "literal"):
-        p_u, p_r = output_distributions(ms_state, ms_request, "adaptive", reference=rule, against=against, **kw)
+        p_u, p_r = output_distributions(ms_state, ms_request, options=UnlearnOptions(method="adaptive", reference=rule, **kw), against=against)
         ms[rule, against] = float(hockey_stick_delta(p_u, p_r, 2.0))
         print(f"rule {rule:11} vs {against:11} reference: delta(2) = {ms[rule, against]:.2e} (claimed 1e-3)")
 assert ms["conditional", "conditional"] <= 1e-3 * (1 + 1e-9) and ms["conditional", "literal"] > 0.1
 assert ms["literal", "literal"] <= 1e-3 * (1 + 1e-9)
-res = unlearn(ms_state, ms_request, "adaptive", reference="literal", rng=rng, **kw)
+res = unlearn(ms_state, ms_request, options=UnlearnOptions(method="adaptive", reference="literal", **kw), rng=rng)[1]
 print(f"literal rule: branches {res.branches}, one sigma {res.sigma:.4f} for Delta = {res.delta_f:.4f} (joint), "
       f"holds against the {res.reference} reference")
 

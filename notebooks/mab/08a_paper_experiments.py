@@ -662,7 +662,8 @@ from bandit_unlearning.experiments.paper_a import *  # noqa: F403
 # %%
 from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.mab.unlearn import output_distributions, unlearn
+from bandit_unlearning.mab.unlearn import output_distributions, UnlearnOptions
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.montecarlo import hoeffding_margin
 
 
@@ -679,12 +680,11 @@ def loop_oracle(arms_raw, rewards_raw, n, source, k, starts, gamma, method, prot
             if method == "Oracle":
                 out.append(mu.max() - mu[state.arm])
             elif method == "Rollback":
-                res = unlearn(state, request, "rollback", rng=np.random.default_rng(0))
+                res = unlearn(state, request, options=UnlearnOptions(method="rollback"), rng=np.random.default_rng(0))[1]
                 out.append(mu.max() - mu[res.arm])
             else:
                 name = {"Gaussian": "gaussian", "Alg2": "adaptive"}[method]
-                p, _ = output_distributions(state, request, name, gamma=gamma,
-                                            threshold_scale=protocol.threshold_scale)
+                p, _ = output_distributions(state, request, options=UnlearnOptions(method=name, gamma=gamma, threshold_scale=protocol.threshold_scale))
                 out.append(float(p @ (mu.max() - mu)))
     return np.array(out)
 

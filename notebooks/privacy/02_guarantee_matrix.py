@@ -73,6 +73,7 @@
 import numpy as np
 
 from bandit_unlearning.mab.unlearn import UnlearnOptions, output_distributions
+from bandit_unlearning.protocol import unlearn
 
 rng = np.random.default_rng(20261201)
 
@@ -103,12 +104,13 @@ import numpy as np
 from scipy import special
 
 from bandit_unlearning.checks import check_count, check_callable, check_choice, check_int, check_real_array
-from bandit_unlearning.mab.imitation import ImitationState, most_frequent_arm, unlearn_imitation
+from bandit_unlearning.mab.imitation import DeletionCounts, ImitationState, most_frequent_arm
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
 from bandit_unlearning.mab.unlearn import UnlearnOptions, noisy_argmax_distribution, plan_unlearning
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import gaussian_delta
+from bandit_unlearning.protocol import unlearn
 
 KINDS = ("deleted 1, kept 0", "deleted 0, kept 1")
 REFERENCES = ("conditional", "literal")
@@ -347,7 +349,7 @@ def _imitation_row(setting: Setting, variant: str) -> AuditRow:
         counts = np.array([n] * l + [n - k + lead], dtype=np.int64)
         state = ImitationState(counts)
         deleted = np.array([k] * l + [0], dtype=np.int64)
-        unlearned = unlearn_imitation(state, deleted).arm if variant != "forgets k" else state.arm
+        unlearned = unlearn(state, DeletionCounts(deleted))[1].arm if variant != "forgets k" else state.arm
         retrained = int(most_frequent_arm(counts - deleted))
         worst = max(worst, 0.0 if unlearned == retrained else 1.0)
     return AuditRow(setting, variant, worst, worst, False, None, worst, worst)   # the vote reads no pi(D)
@@ -635,8 +637,7 @@ for name, (eps, claim, kw) in cx_calls.items():
     line = []
     for rule in ("conditional", "literal"):
         for against in ("conditional", "literal"):
-            d = float(hockey_stick_delta(*output_distributions(cx_state, cx_request, method, reference=rule,
-                                                               against=against, **kw), eps))
+            d = float(hockey_stick_delta(*output_distributions(cx_state, cx_request, options=UnlearnOptions(method=method, reference=rule, **kw), against=against), eps))
             line.append(f"{rule[:4]}. rule vs {against[:4]}. ref {d:.4f}")
             if claim is not None:
                 assert (d <= claim * (1 + TOLERANCE)) == (rule == "literal" or against == "conditional"), (name, rule, against)
@@ -698,8 +699,7 @@ for s in sample:
         sig[p.arm] = p.sigma
     n_several += int((sig > 0).sum() > 1)
     audit = np.concatenate([released_arm_distributions(base_u, sig)[0], released_arm_distributions(base_r, sig)[0]])
-    public = output_distributions(state, request, s.path, epsilon=s.epsilon, delta=s.delta,
-                                  calibration=s.calibration, sensitivity=s.sensitivity, eta=s.eta)
+    public = output_distributions(state, request, options=UnlearnOptions(method=s.path, epsilon=s.epsilon, delta=s.delta, calibration=s.calibration, sensitivity=s.sensitivity, eta=s.eta))
     gap = max(gap, float(np.max(np.abs(audit - np.concatenate(public)))))
 print(f"{len(sample)} sampled (setting, dataset, competitor), {n_several} with several noised arms:")
 print(f"  audit distributions == output_distributions to 1e-12: {gap <= 1e-12}")

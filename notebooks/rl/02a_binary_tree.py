@@ -435,7 +435,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 #
 # Since an accepted node's noisy value does not change by a single bit, neither does any noisy
 # prefix sum that does not involve a rejected node: models computed before an unlearning request
-# stay exactly consistent with the tree after it (`verify_run` checks this).  Statistics enter as
+# stay exactly consistent with the tree after it (`verify` checks this).  Statistics enter as
 # dense vectors of shape `(d,)` or as a `SparseStatistic(indices, values)` (distinct indices; RL
 # episodes have at most $3H$ non-zeros); $-0.0$ is stored as $+0.0$.
 

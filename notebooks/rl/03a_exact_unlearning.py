@@ -14,7 +14,7 @@
 # Chapter B1 built the maximal coupling of two Gaussians and chapter B2 the binary tree.  This
 # chapter assembles them into a **generic learner** defined by two functions — an environment
 # oracle and an update rule — that runs over **replayable users** with the tree as meta-data, and
-# an `unlearn(run, t, rng)` that deletes user $t$ *exactly*: the unlearned run has the same
+# an `unlearn(run, DeleteStep(t))` that deletes user $t$ *exactly*: the unlearned run has the same
 # distribution as a run that never saw user $t$ (a dummy user in its place).  The derivation of
 # exactness is below; chapter B4 tests it statistically.  [Chapter B3b](03b_online_bandit.ipynb)
 # gives the framework its first instance — the simplest learner that fits: UCB for an online
@@ -115,7 +115,7 @@
 #   small by.  A number computed from $x_t$ is not one coin with bounded bias: it is exact.
 #
 # The data-dependent numbers are useful to *experiments* — chapter B4 compares measured costs with
-# the exact per-request formulas — so `unlearn(..., diagnostics=True)` adds them
+# the exact per-request formulas — so `unlearn(..., options=ExactOptions(diagnostics=True))` adds them
 # (`record.diagnostics`; `record.shift_norm` etc. read them and raise `AttributeError` without).
 # The switch is off by default and meant for research runs on data one may look at.
 #
@@ -136,11 +136,11 @@
 # | `PrefixSumLearner(d, sigma, oracle, update, initial_model, B=None, tree_factory=LightTree, name=...)` | frozen config: `oracle(user, t, model) -> x_t` (shape `(d,)`), `update(u_tilde_t, t, model_t) -> model_{t+1}`, $w_1$ = `initial_model` |
 # | `train(learner, users, rng=None, capacity=None) -> Run` | Algorithm 2 over $T$ = `len(users)` steps |
 # | `extend(run, users, rng=None) -> Run` | continue a run with more users (anytime) |
-# | `unlearn(run, t, rng=None, dummy=ZERO_USER, diagnostics=False) -> (Run, UnlearnRecord)` | Algorithm 3 |
+# | `unlearn(run, DeleteStep(t), *, options=None, rng=None) -> (Run, UnlearnRecord)` | Algorithm 3, the package's one protocol (`bandit_unlearning.protocol`); `options`: `ExactOptions(dummy=ZERO_USER, diagnostics=False, ...)` or `None` for these defaults |
 # | `Run` | immutable (also after unpickling): `learner`, `users`, `models` ($w_1..w_{T+1}$), frozen `tree`, `deleted`; `T`, `model(t)`, `final_model`, `statistics()`, `noisy_prefix_sum(t)` |
 # | `UnlearnRecord` | `t`, `T`, `B`, `sigma`, `path`, `accepted`, `rejected`, `regenerated`, `restart`, `steps_recomputed`, worst-case `tv_bound`, `retrain_probability_bound`, `expected_steps_bound`; `diagnostics` (`UnlearnDiagnostics`: `shift_norm`, `tv_per_node`, `retrain_probability`, `expected_steps_recomputed`) only on request |
 # | `path_retrain_probability(tv, path)`, `path_expected_steps(tv, path, T)` | cost of coupling a path whose nodes have TV `tv` |
-# | `verify_run(run)` | replays a run deterministically and checks every statistic, model and node sum |
+# | `verify(run)` | replays a run deterministically and checks every statistic, model and node sum |
 # | `ReplayableUser(key)`, `replayable_users(seed, n)` | users as keyed counter-based generators (E10); `seed=None`: independent keys from OS entropy |
 # | `ZERO_USER` | the default dummy: zero statistics, whatever the model |
 #
@@ -165,14 +165,15 @@ A learner is ``PrefixSumLearner(d, sigma, oracle, update, initial_model, B, tree
   the noisy prefix sum of ``x_1 .. x_t`` from the tree and ``model`` is ``w_t``;
 * ``initial_model``: ``w_1``.
 
-``train`` runs Algorithm 2, ``unlearn`` Algorithm 3 (replacing a user by a dummy, ``ZERO_USER`` by
-default: zero statistics), ``verify_run`` replays a run and checks it.  Runs are immutable (also
+``train`` runs Algorithm 2; the package's protocol (``bandit_unlearning.protocol``) serves a run:
+``unlearn(run, DeleteStep(t), options=ExactOptions(...), rng=...)`` is Algorithm 3 (replacing a user by
+a dummy, ``ZERO_USER`` by default: zero statistics) and ``verify(run)`` replays a run and checks it.  Runs are immutable (also
 after a pickle round trip).
 
 Secrets: every ``rng`` defaults to ``None``, a generator seeded from the operating system's entropy;
 passing a seeded generator is an opt-in for reproducibility, and its seed is then key material (it
 regenerates the tree's noise).  What ``unlearn`` returns carries nothing computed from the deleted
-user's statistic unless ``diagnostics=True`` is asked for.  A ``Run`` holds its tree's key material, so
+user's statistic unless ``ExactOptions(diagnostics=True)`` is asked for.  A ``Run`` holds its tree's key material, so
 pickling one is refused unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a);
 records, learners and users pickle freely.
 """
@@ -187,6 +188,7 @@ from bandit_unlearning.checks import check_count, as_real_array, as_generator, c
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.protocol import DeleteStep, register_unlearn, register_verify
 from bandit_unlearning.secrecy import check_pickle_allowed
 
 
@@ -453,7 +455,7 @@ class UnlearnRecord:
     coupling's outcomes, part of what the algorithm visibly does: ``accepted`` / ``rejected`` /
     ``regenerated`` as in ``PathCoupling``, ``restart`` (steps ``restart+1 .. T`` were re-run,
     ``steps_recomputed`` of them).  ``diagnostics``: an ``UnlearnDiagnostics`` only if ``unlearn`` was
-    called with ``diagnostics=True``; its fields are also attributes of the record
+    called with ``options=ExactOptions(diagnostics=True)``; its fields are also attributes of the record
     (``record.shift_norm``, ...), which raise ``AttributeError`` without it.
     Which reference world the guarantee holds against: exact unlearning is a statement about the
     distribution of the new run over all of the algorithm's randomness (the original run's included) --
@@ -489,7 +491,7 @@ class UnlearnRecord:
     def _diagnostic(self, name: str) -> float:
         if self.diagnostics is None:
             raise AttributeError(f"{name} is computed from the deleted user's statistic and is not "
-                                 "recorded by default: call unlearn(..., diagnostics=True)")
+                                 "recorded by default: call unlearn(..., options=ExactOptions(diagnostics=True))")
         return getattr(self.diagnostics, name)
 
     shift_norm = property(lambda self: self._diagnostic("shift_norm"))
@@ -499,7 +501,8 @@ class UnlearnRecord:
 
 
 # %% [markdown]
-# Algorithms 2 and 3.  `train` and `extend` run Algorithm 2; `unlearn` copies the tree, couples the
+# Algorithms 2 and 3.  `train` and `extend` run Algorithm 2; `unlearn(run, DeleteStep(t))` — the
+# package's one protocol (`bandit_unlearning.protocol`), registered here for a `Run` — copies the tree, couples the
 # path (`tree.unlearn_leaf`, chapter B2b) and re-runs what must be re-run, after validating the request
 # and the dummy's statistics — a refused request changes nothing.
 
@@ -555,21 +558,56 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO_USER,
-            diagnostics: bool = False):
-    """Algorithm 3: delete user ``t`` (1-based) by replacing it with ``dummy``.
+@dataclass(frozen=True, eq=False)
+class ExactOptions:
+    """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
+
+    ``dummy``: the user put in place of a deleted one (default ``ZERO_USER``: zero statistics);
+    ``diagnostics``: for a ``DeleteStep``, also record numbers computed from the deleted statistic
+    (``UnlearnDiagnostics``: its shift norm, TV and the exact retraining probability -- for cost
+    experiments; they reveal the deleted statistic's norm); ``retrain_if_cheaper`` and ``node_cost``:
+    for ``DeleteSteps`` / ``DeleteUser`` (chapter B11), retrain from scratch when the one-pass
+    deletion's worst case (``worst_case_cost`` with ``node_cost``, default ``NODE_COST``) exceeds a
+    training.  ``ExactOptions()`` is what ``options=None`` means."""
+
+    dummy: Any = ZERO_USER
+    diagnostics: bool = False
+    retrain_if_cheaper: bool = True
+    node_cost: float | None = None
+
+    def __post_init__(self):
+        check_instance(self.diagnostics, bool, "diagnostics")
+        check_instance(self.retrain_if_cheaper, bool, "retrain_if_cheaper")
+        if self.node_cost is not None and (isinstance(self.node_cost, bool) or not isinstance(self.node_cost, (int, float))
+                                           or not 0 < self.node_cost < float("inf")):
+            raise ValueError(f"node_cost must be a finite number > 0 or None, got {self.node_cost!r}")
+
+
+def exact_options(options) -> ExactOptions:
+    """``options`` of a run's ``unlearn``: ``None`` (the defaults, ``ExactOptions()``) or an ``ExactOptions``."""
+    return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
+
+
+@register_unlearn(Run, DeleteStep)
+def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
+                  rng: np.random.Generator | None = None):
+    """Algorithm 3, ``unlearn(run, DeleteStep(t), options=ExactOptions(...), rng=...)``: delete user ``t``
+    (1-based) by replacing it with ``options.dummy``.
 
     Couples the path of leaf ``t`` node by node (``tree.unlearn_leaf``); on a rejection at node ``b``
     re-runs steps ``r_b + 1 .. T`` with the same users and the new models (fresh noise from ``rng``,
     default: OS entropy).  Returns ``(new_run, UnlearnRecord)``; ``run`` itself is never modified.
-    The record carries nothing computed from the deleted statistic unless ``diagnostics=True``
+    The record carries nothing computed from the deleted statistic unless ``options.diagnostics``
     (then ``record.diagnostics`` holds the shift norm, its TV and the exact retraining probability and
     expected cost of this request -- for cost experiments; they reveal the deleted statistic's norm).
     Raises ``ValueError`` for a step outside ``[1, T]``, an already deleted step, or invalid dummy
-    statistics, and ``TypeError`` for a bad ``rng``.
+    statistics, and ``TypeError`` for a bad ``rng`` or ``options``.
     """
     check_instance(run, Run, "run")
-    t = check_int(t, "t", 1, run.T)
+    check_instance(request, DeleteStep, "request")
+    options = exact_options(options)
+    dummy, diagnostics = options.dummy, options.diagnostics
+    t = check_int(request.t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
     rng = resolve_rng(rng)
@@ -609,7 +647,7 @@ def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO
 
 
 # %% [markdown]
-# Checking a run: `verify_run` replays it deterministically from its users and its tree, and compares
+# Checking a run: `verify(run)` (the protocol's check, registered here for a `Run`) replays it deterministically from its users and its tree, and compares
 # every statistic, model and node sum exactly (`same_model`).
 
 # %% tags=["export"]
@@ -631,8 +669,9 @@ def same_model(a, b) -> bool:
                         "a single truth value (use arrays, numbers, tuples, lists, dicts or dataclasses)") from None
 
 
-def verify_run(run: Run) -> None:
-    """Replay ``run`` deterministically; raise ``ValueError`` at the first inconsistency.
+@register_verify(Run)
+def _verify_run(run: Run) -> None:
+    """``verify(run)``: replay ``run`` deterministically; raise ``ValueError`` at the first inconsistency.
 
     Checks every statistic ``x_t == oracle(z_t, t, w_t)``, every model
     ``w_{t+1} == update(u~_t, t, w_t)`` (from the tree's noisy prefix sums) and every internal node's
@@ -663,6 +702,7 @@ def verify_run(run: Run) -> None:
 
 # %%
 from bandit_unlearning.exact.learner import *  # noqa: F403  (the module generated from the cell above)
+from bandit_unlearning.protocol import DeleteStep, unlearn
 
 # %% [markdown]
 # ## 4. What the computation of a deletion reveals
@@ -765,7 +805,7 @@ for r in SIDE_REWARDS:
     for _ in range(N_SIDE):
         run = train(side_learner, users, side_rng)
         start = time.perf_counter()
-        _, record = unlearn(run, SIDE_STEP, side_rng)
+        _, record = unlearn(run, DeleteStep(SIDE_STEP), rng=side_rng)
         seconds.append(time.perf_counter() - start)
         flags.append(record.retrained)
     side_trials[r] = (np.array(flags), np.array(seconds))
@@ -804,8 +844,9 @@ for r in SIDE_REWARDS:
 
 # %% [markdown]
 # ## Summary
-# - `bandit_unlearning.exact.learner`: `PrefixSumLearner`, `train`, `extend`, `unlearn`
-#   (Algorithm 3, returning a new immutable `Run` and an `UnlearnRecord`), `verify_run`,
+# - `bandit_unlearning.exact.learner`: `PrefixSumLearner`, `train`, `extend`, `ExactOptions`, and
+#   the protocol's `unlearn(run, DeleteStep(t))` (Algorithm 3, returning a new immutable `Run` and an
+#   `UnlearnRecord`) and `verify(run)` for a `Run`,
 #   `same_model`, `ReplayableUser`, `replayable_users`, `ZERO_USER`.
 # - Exactness (Theorem 3.3 (1)) is derived by induction over post-order: a sequential maximal
 #   coupling of conditionally Gaussian node values, with everything after the first rejection

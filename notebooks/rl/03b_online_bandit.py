@@ -26,6 +26,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from bandit_unlearning.exact.learner import *  # noqa: F403  (chapter B3a)
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 
 rng = np.random.default_rng(20260603)
 
@@ -63,7 +64,7 @@ from functools import partial
 import numpy as np
 
 from bandit_unlearning.checks import check_count, as_array, as_real_array, check_instance, check_real, check_real_array
-from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
+from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, replayable_users, Run
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import check_int
 
@@ -184,14 +185,14 @@ from bandit_unlearning.exact.bandit import *  # noqa: F403  (the module generate
 #
 # Three arms, $T = 64$ users, $\sigma = 3$ (small enough that a deletion often triggers retraining,
 # so that both branches show).  We delete user 20, then user 7 from the result, and print the records.
-# `verify_run` replays every run: each statistic, model and node sum must match exactly.
+# `verify` replays every run: each statistic, model and node sum must match exactly.
 
 # %%
 means = np.array([0.7, 0.5, 0.3])
 users = bandit_users(means, 64, seed=11)
 learner = ucb_bandit_learner(3, sigma=3.0)
 run = train(learner, users, rng)
-verify_run(run)
+verify(run)
 print(learner.name, "| d =", learner.d, "| B =", round(learner.B, 4), "| T =", run.T)
 print("arms pulled:", "".join(map(str, actions(run))))
 
@@ -204,11 +205,11 @@ def describe(rec):
             f"E[steps] <= {rec.expected_steps_bound:.1f})")
 
 
-run1, rec1 = unlearn(run, 20, rng)
-run2, rec2 = unlearn(run1, 7, rng)
+run1, rec1 = unlearn(run, DeleteStep(20), rng=rng)
+run2, rec2 = unlearn(run1, DeleteStep(7), rng=rng)
 for r_, rec in ((run1, rec1), (run2, rec2)):
     print(describe(rec))
-    verify_run(r_)
+    verify(r_)
 print("deleted:", sorted(run2.deleted), "| users 7 and 20 are now", run2.users[6], run2.users[19])
 print("arms pulled after both deletions:", "".join(map(str, actions(run2))))
 assert run2.deleted == {7, 20} and run.deleted == frozenset()
@@ -225,7 +226,7 @@ try:
     rec1.shift_norm
 except AttributeError as err:
     print("rec1.shift_norm ->", err)
-_, rec_diag = unlearn(run, 20, np.random.default_rng(0), diagnostics=True)
+_, rec_diag = unlearn(run, DeleteStep(20), options=ExactOptions(diagnostics=True), rng=np.random.default_rng(0))
 arm20 = chosen_arm(run.models[19])
 reward_back = np.sqrt(rec_diag.shift_norm ** 2 - 1)
 print(f"with diagnostics=True: shift {rec_diag.shift_norm:.4f}, TV/node {rec_diag.tv_per_node:.3f}, exact "
@@ -238,13 +239,13 @@ assert rec_diag.retrain_probability <= rec_diag.retrain_probability_bound
 # **Checks of the mechanics** (exact, no sampling):
 # 1. with $\sigma = 0$ the learner is plain UCB: its run equals a hand-written loop, pull for pull;
 # 2. over 300 deletions at random positions (both branches occur), every unlearned run passes
-#    `verify_run`; when nothing is rejected the models are the *same objects* and 0 steps are
+#    `verify`; when nothing is rejected the models are the *same objects* and 0 steps are
 #    recomputed; when node $b$ is rejected, $w_1..w_{r_b}$ are unchanged and exactly
 #    $T - r_b$ steps were recomputed;
 # 3. the original run is untouched by all of this (its tree is frozen and still verifies).
 #
 # And the check can fail: a broken `unlearn` that reflects but *forgets to retrain* (keeps the old
-# models after a rejection) produces runs that `verify_run` refuses.
+# models after a rejection) produces runs that `verify` refuses.
 
 # %%
 def plain_ucb(users, means_len, T):
@@ -267,8 +268,8 @@ print("sigma = 0: identical to plain UCB over", exact_run.T, "steps")
 outcomes = {"accepted": 0, "retrained": 0}
 for _ in range(300):
     t = int(rng.integers(1, run.T + 1))
-    new, rec = unlearn(run, t, rng)
-    verify_run(new)
+    new, rec = unlearn(run, DeleteStep(t), rng=rng)
+    verify(new)
     if rec.rejected is None:
         assert rec.steps_recomputed == 0 and all(a is b for a, b in zip(new.models, run.models))
         outcomes["accepted"] += 1
@@ -277,7 +278,7 @@ for _ in range(300):
         assert rec.steps_recomputed == run.T - r_b
         assert all(a is b for a, b in zip(new.models[:r_b], run.models[:r_b]))
         outcomes["retrained"] += 1
-verify_run(run)
+verify(run)
 assert run.tree.frozen and run.deleted == frozenset()
 print("300 random deletions:", outcomes, "- every unlearned run verified; the original run unchanged")
 
@@ -297,12 +298,12 @@ for _ in range(50):
     broken, rec = unlearn_forgetting_retraining(run, int(rng.integers(1, 40)), rng)
     if rec.rejected is not None:
         try:
-            verify_run(broken)
+            verify(broken)
         except ValueError:
             caught += 1
         else:
-            raise AssertionError("verify_run accepted a run that was not retrained")
-print(f"forgetting to retrain: verify_run refused all {caught} runs with a rejection")
+            raise AssertionError("verify accepted a run that was not retrained")
+print(f"forgetting to retrain: verify refused all {caught} runs with a rejection")
 assert caught > 0
 
 # %% [markdown]
@@ -322,11 +323,11 @@ bad_oracle = dataclasses.replace(learner, oracle=lambda user, t, model: np.zeros
 nan_oracle = dataclasses.replace(learner, oracle=lambda user, t, model: np.full(6, np.nan))
 bad_dummy = BanditUser(np.ones(4))
 cases = {
-    "step that does not exist (0)": lambda: unlearn(run2, 0, rng),
-    "step that does not exist (T+1)": lambda: unlearn(run2, 65, rng),
-    "step already deleted": lambda: unlearn(run2, 7, rng),
-    "non-integer step": lambda: unlearn(run2, 3.0, rng),
-    "dummy of the wrong kind": lambda: unlearn(run2, 3, rng, dummy=bad_dummy),
+    "step that does not exist (0)": lambda: unlearn(run2, DeleteStep(0), rng=rng),
+    "step that does not exist (T+1)": lambda: unlearn(run2, DeleteStep(65), rng=rng),
+    "step already deleted": lambda: unlearn(run2, DeleteStep(7), rng=rng),
+    "non-integer step": lambda: unlearn(run2, DeleteStep(3.0), rng=rng),
+    "dummy of the wrong kind": lambda: unlearn(run2, DeleteStep(3), options=ExactOptions(dummy=bad_dummy), rng=rng),
     "statistics of the wrong dimension": lambda: train(bad_oracle, users, rng),
     "non-finite statistics": lambda: train(nan_oracle, users, rng),
     "T < 1 (no users)": lambda: train(learner, [], rng),
@@ -338,7 +339,7 @@ cases = {
 for name, call in cases.items():
     print(f"{name:36s} -> {refused(call)}")
 assert rng.bit_generator.state == state
-verify_run(run2)
+verify(run2)
 assert run2.deleted == {7, 20}
 print("nothing changed")
 
@@ -368,7 +369,7 @@ ax0.legend(fontsize=8)
 T_COST = 1000
 lrn = ucb_bandit_learner(3, sigma=sigma_paper(0.5, np.sqrt(2), T_COST))
 base_run = train(lrn, users_fig[:T_COST], rng)
-costs = np.array([unlearn(base_run, int(t), rng)[1].steps_recomputed for t in rng.integers(1, T_COST + 1, size=300)])
+costs = np.array([unlearn(base_run, DeleteStep(int(t)), rng=rng)[1].steps_recomputed for t in rng.integers(1, T_COST + 1, size=300)])
 ax1.hist(costs, bins=np.linspace(0, T_COST, 41), color="C0")
 ax1.set(yscale="log", xlabel="steps recomputed by one deletion", ylabel="requests (of 300)",
         title=rf"Cost of unlearning, $\rho$ = 0.5, T = {T_COST}")

@@ -33,7 +33,8 @@ import matplotlib.pyplot as plt
 from scipy import stats
 
 from bandit_unlearning.exact.bandit import actions, bandit_users, chosen_arm, ucb_bandit_learner
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn
+from bandit_unlearning.exact.learner import ExactOptions, train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, leaf_path, path_length, postorder_position, sigma_exact, sigma_paper,
 )
@@ -177,7 +178,7 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
 import dataclasses
 
 from bandit_unlearning.checks import check_instance
-from bandit_unlearning.exact.learner import Run
+from bandit_unlearning.exact.learner import ExactOptions, Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
     statistic_dense,
@@ -275,11 +276,11 @@ for t in POSITIONS:
     for _ in range(R_EX):
         samples[t]["D"].append(run_statistics(train(LEARNER, dummy_users, rng), t))
         original = train(LEARNER, USERS, rng)
-        unlearned, rec = unlearn(original, t, rng, diagnostics=True)
+        unlearned, rec = unlearn(original, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)
         samples[t]["U"].append(run_statistics(unlearned, t))
         records[t].append(rec)
         for bug, cls in VARIANTS.items():
-            samples[t][bug].append(run_statistics(unlearn(with_tree_class(original, cls), t, rng)[0], t))
+            samples[t][bug].append(run_statistics(unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t))
 
 pvals = {t: battery(samples[t]["U"], samples[t]["D"], CATEGORICAL) for t in POSITIONS}
 print(f"{len(POSITIONS) * N_STATS} tests, per-test level {LEVEL_EX:.1e} (overall 1e-6); R = {R_EX} runs per world")
@@ -384,7 +385,7 @@ for t in POSITIONS:
     assert abs(retrained.mean() - exact.mean()) <= margin_fresh
 
 R_FRESH, learner3 = 2000, ucb_bandit_learner(2, sigma=3.0)
-fresh = [unlearn(train(learner3, USERS, rng), int(rng.integers(1, T_EX + 1)), rng, diagnostics=True)[1]
+fresh = [unlearn(train(learner3, USERS, rng), DeleteStep(int(rng.integers(1, T_EX + 1))), options=ExactOptions(diagnostics=True), rng=rng)[1]
          for _ in range(R_FRESH)]
 measured_p = np.mean([r.retrained for r in fresh])
 exact_p = np.mean([r.retrain_probability for r in fresh])
@@ -425,7 +426,7 @@ from matplotlib.axes import Axes
 from bandit_unlearning.checks import (check_count,
     as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
 )
-from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
+from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, Run, train
 from bandit_unlearning.exact.tree import check_int, leaf_path
 
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
@@ -457,7 +458,7 @@ def conditional_retraining(run, t: int, dummy=None):
     ``P = 1 - prod_b a_b`` with ``a_b = min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))`` along the path.
     Averaged over runs these equal ``UnlearnRecord.retrain_probability`` and
     ``expected_steps_recomputed``.  ``dummy`` defaults to ``ZERO_USER``."""
-    from bandit_unlearning.exact.learner import ZERO_USER
+    from bandit_unlearning.exact.learner import ExactOptions, ZERO_USER
     from bandit_unlearning.privacy.coupling import coupling_log_ratio
 
     check_instance(run, Run, "run")
@@ -497,7 +498,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
         run = train(learner, users, rng)
         for t in rng.integers(1, run.T + 1, size=requests_per_run):
             p_cond, steps_cond = conditional_retraining(run, int(t))
-            rec = unlearn(run, int(t), rng, diagnostics=True)[1]
+            rec = unlearn(run, DeleteStep(int(t)), options=ExactOptions(diagnostics=True), rng=rng)[1]
             for k, v in zip(keys, (rec.retrained, rec.steps_recomputed / run.T, p_cond, steps_cond / run.T,
                                    rec.retrain_probability, rec.expected_steps_recomputed / run.T, rec.shift_norm)):
                 out[k].append(v)

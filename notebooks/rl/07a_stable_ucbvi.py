@@ -33,7 +33,8 @@ import math
 
 import numpy as np
 
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.exact.tree import path_length, path_tv, sigma_exact, sigma_paper
 from bandit_unlearning.rl.envs import gridworld, riverswim
 from bandit_unlearning.rl.mdp import regret
@@ -140,7 +141,7 @@ the oracle ``EpisodeOracle`` plays one episode of a replayable user (erratum E10
 statistics (Paper B §4, dense ``d = 2SAH + S^2AH``; ``EpisodeOracle.sparse`` gives the ``3H``
 non-zeros); the update ``PolicyUpdate`` is ``ucbvi_update`` of ``bandit_unlearning.rl.ucbvi`` on the
 tree's noisy prefix sum, with the tree's sigma in its config.  ``train``, ``unlearn`` (Algorithm 3)
-and ``verify_run`` of the framework apply unchanged.  Sensitivity ``B = sqrt(3H)`` against the zero
+and ``verify`` of the framework apply unchanged.  Sensitivity ``B = sqrt(3H)`` against the zero
 dummy user (erratum E8).
 
 Users are ``EpisodeUser(key)``: each its own 64-bit key, kept only in the run's ``users`` (the oracle

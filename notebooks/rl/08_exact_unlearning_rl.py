@@ -29,7 +29,8 @@ import math
 import numpy as np
 import matplotlib.pyplot as plt
 
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, DeleteSteps, unlearn, verify
 from bandit_unlearning.exact.tree import leaf_path, path_length, sigma_paper
 from bandit_unlearning.experiments.exactness import VARIANTS, battery, power_subbatches, with_tree_class
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning, plot_unlearning_cost
@@ -223,12 +224,12 @@ for t in POSITIONS:
     for _ in range(R_EX):
         samples[t]["D"].append(rl_run_statistics(train(LEARNER, dummy_users, rng), t, cache))
         original = train(LEARNER, USERS, rng)
-        unlearned, rec = unlearn(original, t, rng)
+        unlearned, rec = unlearn(original, DeleteStep(t), rng=rng)
         samples[t]["U"].append(rl_run_statistics(unlearned, t, cache))
         records[t].append(rec)
         for bug, cls in VARIANTS.items():
-            samples[t][bug].append(rl_run_statistics(unlearn(with_tree_class(original, cls), t, rng)[0], t, cache))
-    verify_run(unlearned)                                   # the last unlearned run of each position replays exactly
+            samples[t][bug].append(rl_run_statistics(unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t, cache))
+    verify(unlearned)                                   # the last unlearned run of each position replays exactly
 
 pvals = {t: battery(samples[t]["U"], samples[t]["D"], CATEGORICAL) for t in POSITIONS}
 print(f"\n{len(POSITIONS) * N_STATS} tests, per-test level {LEVEL_EX:.1e} (overall 1e-6); R = {R_EX} runs per world")
@@ -296,7 +297,7 @@ assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
 # %%
 t_del, H_EX = 6, MDP_EX.H
 original = train(LEARNER, USERS, rng)
-unlearned, rec = unlearn(original, t_del, rng)
+unlearned, rec = unlearn(original, DeleteStep(t_del), rng=rng)
 x_del, pi_del = original.tree.leaf(t_del), original.models[t_del - 1]
 episode_return = int(round(float(x_del @ x_del))) - 2 * H_EX
 assert unlearned.users[t_del - 1] is ZERO_USER and not hasattr(rec, "shift_norm")
@@ -321,7 +322,7 @@ print("population users (opt-in): the first kept key gives the seed, the seed re
 
 default_users = episode_users(T_EX)                          # independent keys from OS entropy
 run_default = train(LEARNER, default_users)                  # and tree noise from OS entropy
-unlearned_default, _ = unlearn(run_default, t_del)
+unlearned_default, _ = unlearn(run_default, DeleteStep(t_del))
 kept = {u.key for u in unlearned_default.users if u is not ZERO_USER}
 found = sum(u.key == default_users[t_del - 1].key for u in rebuilt_from_kept_keys(unlearned_default, t_del))
 assert default_users[t_del - 1].key not in kept and found == 0
@@ -408,7 +409,7 @@ for T in TS:
 # calls a deletion never exceeds one training, and that is asserted; its CPU time against the
 # training's is measured below (timings are machine-dependent and not stored as claims;
 # `benchmarks/deletion_cost.py` measures them over $\rho$, $T$ and returning users, for three
-# learners).  Checking is dearer than deleting: `verify_run` replays all $T$ episodes and planning
+# learners).  Checking is dearer than deleting: `verify` replays all $T$ episodes and planning
 # steps and recomputes every earlier noisy prefix sum (the light tree regenerates their noise) and
 # every node's sum — one to three trainings (a practitioner measured 90 s on Taxi with $T = 16$).
 # `verify_unlearned(before, after, record)` (chapter B11) checks a deletion against the run it
@@ -418,7 +419,7 @@ for T in TS:
 # NBVAL_IGNORE_OUTPUT
 import time
 
-from bandit_unlearning.exact.registry import unlearn_steps, verify_unlearned
+from bandit_unlearning.exact.registry import verify_unlearned
 
 T_TIME = 256
 time_learner = stable_ucbvi(MDP_COST, T_TIME, 0.3)
@@ -434,12 +435,12 @@ def cpu(f):
 base_run = train(time_learner, time_users, rng)
 for t in (1, 2, 100, 256):
     trained_s = cpu(lambda: train(time_learner, time_users[: t - 1] + (ZERO_USER,) + time_users[t:], rng))[0]
-    deleted_s, (after, rec) = cpu(lambda: unlearn_steps(base_run, (t,), rng))
+    deleted_s, (after, rec) = cpu(lambda: unlearn(base_run, DeleteSteps((t,)), rng=rng))
     assert rec.steps_recomputed <= T_TIME - t + (rec.method == "retrain") * t    # learner calls: at most one training
-    full_s = cpu(lambda: verify_run(after))[0]
+    full_s = cpu(lambda: verify(after))[0]
     suffix_s = cpu(lambda: verify_unlearned(base_run, after, rec))[0]
     print(f"delete t = {t:3d} ({rec.method}, {rec.steps_recomputed:3d} episodes recomputed): "
-          f"{deleted_s / trained_s:.2f} x training; verify_run {full_s / trained_s:.2f} x, "
+          f"{deleted_s / trained_s:.2f} x training; verify {full_s / trained_s:.2f} x, "
           f"verify_unlearned {suffix_s / trained_s:.2f} x")
 
 # %% [markdown]
@@ -456,7 +457,7 @@ for t in (1, 2, 100, 256):
 #   fraction of the episodes that shrinks with $\rho$, below the paper's $\rho\sqrt{\ln T}$ estimate
 #   (table and figure); every shift was at most $B = \sqrt{3H}$ (E8).  In learner calls a deletion
 #   never exceeds one training (steps $t \le 4$ are retrained from scratch, where the pass could
-#   cost more in the worst case); `verify_run` costs one to three trainings, `verify_unlearned`
+#   cost more in the worst case); `verify` costs one to three trainings, `verify_unlearned`
 #   (chapter B11) replays only what the deletion recomputed.
 # - `bandit_unlearning.experiments.rl_unlearning`: `rl_run_statistics`, `policy_code`,
 #   `policy_regret`, `rl_unlearning_cost`.

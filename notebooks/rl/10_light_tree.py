@@ -42,7 +42,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from bandit_unlearning.exact.bandit import actions, bandit_users, chosen_arm, ucb_bandit_learner
-from bandit_unlearning.exact.learner import ZERO_USER, same_model, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import same_model, train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.tree import (
     BinaryTree, Node, SparseStatistic, dyadic_decomposition, leaf_path, n_nodes, node_at, node_noise,
     postorder_position,
@@ -118,7 +119,7 @@ rng = np.random.default_rng(20260610)
 # nodes completed at $t$ (the leaf and its ancestors below level $\nu_2(t)$) are never read by a
 # later prefix sum, and their keys are kept for unlearning.  Per step: one noise vector, one
 # `bincount` over $2^{\nu_2(t)}$ leaves, two additions — $O(d)$ plus $O(\text{nnz}\log T)$ amortised.
-# A prefix sum of an earlier step $t < n$ (used by `verify_run`) recomputes its
+# A prefix sum of an earlier step $t < n$ (used by `verify`) recomputes its
 # $\mathrm{popcount}(t)$ noisy values.
 #
 # ### 2c. Unlearning: shift, flip — and why the corrections are not stored
@@ -694,7 +695,7 @@ for kinds in (("sparse integer",), ("dense real",)):
 #
 # The online UCB bandit (three arms, $T = 200$, $\sigma = 2$) trained with each tree from the same
 # seed, then 20 sequential deletions (each request on the previous unlearned run, both trees fed
-# the same seeds): identical models, identical records, and `verify_run` accepts every light run.
+# the same seeds): identical models, identical records, and `verify` accepts every light run.
 # `LightTree.to_dense()` converts a light tree into a `BinaryTree` with the same numbers (chapter
 # B4's broken variants, which are `BinaryTree` subclasses, use it); the two continue identically.
 
@@ -705,11 +706,11 @@ runs = {cls: train(ucb_bandit_learner(3, 2.0, tree_factory=cls), users_b, np.ran
 order = np.random.default_rng(6).permutation(200)[:20] + 1
 retrained = 0
 for i, t in enumerate(order):
-    new = {cls: unlearn(run, int(t), np.random.default_rng(100 + i)) for cls, run in runs.items()}
+    new = {cls: unlearn(run, DeleteStep(int(t)), rng=np.random.default_rng(100 + i)) for cls, run in runs.items()}
     (run_d, rec_d), (run_l, rec_l) = new[BinaryTree], new[LightTree]
     assert rec_d == rec_l
     assert all(same_model(a, b) for a, b in zip(run_d.models, run_l.models))
-    verify_run(run_l)
+    verify(run_l)
     retrained += rec_l.retrained
     runs = {BinaryTree: run_d, LightTree: run_l}
 assert identical(runs[BinaryTree].tree, runs[LightTree].tree)
@@ -870,7 +871,7 @@ class ForgetsTheShift(LightTree):
 def forgets_the_shift(run, t, rng):
     tree = run.tree.copy()
     tree.__class__ = ForgetsTheShift
-    return unlearn(dataclasses.replace(run, tree=tree.freeze()), t, rng)[0]
+    return unlearn(dataclasses.replace(run, tree=tree.freeze()), DeleteStep(t), rng=rng)[0]
 
 
 def run_statistics(run, t):
@@ -899,7 +900,7 @@ for t in POSITIONS:
     for _ in range(R_LIGHT):
         samples["dummy world"].append(run_statistics(train(learner_ex, dummy_users, rng), t))
         original = train(learner_ex, users_ex, rng)
-        samples["correct"].append(run_statistics(unlearn(original, t, rng)[0], t))
+        samples["correct"].append(run_statistics(unlearn(original, DeleteStep(t), rng=rng)[0], t))
         samples["forgets the shift"].append(run_statistics(forgets_the_shift(original, t, rng), t))
     for name in ("correct", "forgets the shift"):
         pv = battery(samples[name], samples["dummy world"], categorical=("arms at T, T+1",))

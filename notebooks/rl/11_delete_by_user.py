@@ -9,8 +9,9 @@
 #
 # *Paper B's Algorithm 3 deletes the user of one step $t$.  A person who came back several times is
 # several steps; a deletion request names the person.  This chapter exports
-# `bandit_unlearning.exact.registry`: `user_steps` (where a user is in a run), `unlearn_steps` and
-# `unlearn_user` (delete every step of a user in **one** coupling pass, retraining at most once) and
+# `bandit_unlearning.exact.registry`: `user_steps` (where a user is in a run), the protocol's
+# `unlearn(run, DeleteSteps(steps))` and `unlearn(run, DeleteUser(user))` (registered here: delete every
+# step of a user in **one** coupling pass, retraining at most once) and
 # `verify_unlearned` (check an unlearned run against the run it came from, replaying only what was
 # recomputed).  It checks that the result is exactly a run trained with that user replaced by the
 # dummy everywhere, and that a deletion never recomputes more than one retraining would.*
@@ -22,7 +23,7 @@
 # a user with 5 steps): 2.2–2.6 $T$ steps recomputed, 1.28 s against 0.15 s for retraining.
 #
 # **Statement.** Let a run be trained on users $z_1, \dots, z_T$ (chapter B3a) and let user $u$ occupy
-# the steps $t_1 < \dots < t_r$.  `unlearn_user(run, u)` visits the complete tree nodes containing
+# the steps $t_1 < \dots < t_r$.  `unlearn(run, DeleteUser(u))` visits the complete tree nodes containing
 # at least one $t_i$ in completion order (post-order: by last leaf, smaller first), couples each once
 # and stops at the first rejection, at node $b$; it then reflects $b$, gives the ancestors of $b$
 # ending at the same leaf fresh noise, and retrains steps $r_b + 1, \dots, T$ once ($r_b$ = last leaf of
@@ -30,7 +31,7 @@
 # $z_{t_i}$ replaced by the dummy for every $i$; at most $T - t_1$ steps are recomputed (one
 # retraining or less); for $r = 1$ it is Algorithm 3 bit for bit.  When the pass's worst case,
 # tree work included, would exceed one training (`worst_case_cost`, a function of the request
-# alone), `unlearn_user` retrains from scratch instead — exact as well (see **Cost**).
+# alone), `unlearn(run, DeleteUser(u))` retrains from scratch instead — exact as well (see **Cost**).
 #
 # **Derivation (the maximal-coupling argument of Algorithm 3, chapter B3a, for several leaves).**
 # Order all complete nodes $b_1, b_2, \dots$ of the tree by completion.  Under training on a user
@@ -66,7 +67,7 @@
 # $0.6$–$0.7$ for LinUCB and UCB-VI, so `NODE_COST` $= 2$), a rejection at the $k$-th coupled node
 # costs $ck + (T - r_k)$, which exceeds $T$ when a user has many steps early in the run.
 # `worst_case_cost(steps, T)` $= \max(c|\text{nodes}|, \max_k (ck + T - r_k))$ is that worst case;
-# when it exceeds $T$, `unlearn_steps` retrains from
+# when it exceeds $T$, `DeleteSteps` retrains from
 # scratch instead (`retrain_if_cheaper=True`, the default; `record.method == "retrain"`).  This is
 # exact too — a fresh training on $Z'$ *is* the target law — and the choice depends on the request
 # alone (its steps and $T$), never on the data or the noise, so mixing the two branches cannot bias
@@ -79,7 +80,7 @@
 # $\sum_i (T - t_i)$ steps.  `benchmarks/deletion_cost.py` measures both against retraining
 # (time ratios in the same run; see the closing note).
 #
-# **Checking a run.**  `verify_run` (chapter B3a) replays all $T$ steps, recomputes every earlier
+# **Checking a run.**  `verify` (chapter B3a) replays all $T$ steps, recomputes every earlier
 # noisy prefix sum from the tree (the light tree regenerates their noise) and sums every node's
 # leaves densely: measured about one to three trainings (on Taxi, $T = 16$: 90 s).
 # `verify_unlearned(before, after, record)` checks a deletion against the run it came from instead:
@@ -93,7 +94,8 @@ import time
 import numpy as np
 
 from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner
-from bandit_unlearning.exact.learner import ZERO_USER, same_model, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import ExactOptions, same_model, train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, unlearn, verify
 from bandit_unlearning.exact.tree import BinaryTree
 from bandit_unlearning.experiments.exactness import battery
 
@@ -113,13 +115,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_instance
-from bandit_unlearning.exact.learner import ZERO_USER, Run, _run_steps, same_model, train, unlearn
+from bandit_unlearning.exact.learner import ZERO_USER, ExactOptions, Run, _run_steps, exact_options, same_model, train
 from bandit_unlearning.exact.light_tree import LightTree, _readonly
 from bandit_unlearning.exact.tree import (
     BinaryTree, Node, _decomposition_rows, check_int, coupling_accepts, draw_node_keys, leaf_path, n_nodes,
     node_at, node_noise, postorder_position, resolve_rng, statistic_dense, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import tv_gaussians
+from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, register_unlearn, unlearn
 
 
 def user_steps(run: Run, user, key=None) -> tuple:
@@ -406,9 +409,20 @@ def worst_case_cost(steps, T: int, node_cost: float = NODE_COST) -> float:
     return float(max([node_cost * len(nodes)] + [node_cost * k + T - b.end for k, b in enumerate(nodes, start=1)]))
 
 
-def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy=ZERO_USER,
-                  retrain_if_cheaper: bool = True, node_cost: float = NODE_COST):
-    """Delete the users of ``steps`` (1-based, distinct) in one maximal-coupling pass.
+def _exact_request_options(options) -> tuple:
+    """``(dummy, retrain_if_cheaper, node_cost)`` of a ``DeleteSteps`` / ``DeleteUser`` request's options;
+    ``diagnostics`` are recorded for a ``DeleteStep`` only."""
+    options = exact_options(options)
+    if options.diagnostics:
+        raise ValueError("diagnostics are recorded for a DeleteStep request only (Algorithm 3)")
+    return options.dummy, options.retrain_if_cheaper, NODE_COST if options.node_cost is None else options.node_cost
+
+
+@register_unlearn(Run, DeleteSteps)
+def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | None = None,
+                   rng: np.random.Generator | None = None):
+    """``unlearn(run, DeleteSteps(steps), options=ExactOptions(...), rng=...)``: delete the users of
+    ``steps`` (1-based, distinct) in one maximal-coupling pass.
 
     Walks the steps in time order: every node containing one of them is coupled once (its clean
     value with all the new statistics it holds, each new statistic ``EO_t(dummy; w_t)`` at the
@@ -423,8 +437,9 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
     ``rng`` or ``retrain_if_cheaper``.
     """
     check_instance(run, Run, "run")
-    steps = _check_steps(run, steps)
-    check_instance(retrain_if_cheaper, bool, "retrain_if_cheaper")
+    check_instance(request, DeleteSteps, "request")
+    dummy, retrain_if_cheaper, node_cost = _exact_request_options(options)
+    steps = _check_steps(run, request.steps)
     rng = resolve_rng(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
@@ -469,19 +484,23 @@ def _user_request(run, user, dummy, key) -> tuple:
     return steps
 
 
-def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None, retrain_if_cheaper: bool = True,
-                 node_cost: float = NODE_COST):
-    """Delete every step of ``user`` from ``run`` in one coupling pass (``unlearn_steps``).
+@register_unlearn(Run, DeleteUser)
+def _unlearn_user(run: Run, request: DeleteUser, *, options: ExactOptions | None = None,
+                  rng: np.random.Generator | None = None):
+    """``unlearn(run, DeleteUser(user, key=...), options=ExactOptions(...), rng=...)``: delete every step of
+    ``user`` from ``run`` in one coupling pass (as ``DeleteSteps`` of its steps).
 
     Returns ``(new_run, UserUnlearnRecord)``; ``run`` is never modified.  ``ValueError`` if the user
-    is in no step (unknown, or already deleted) or is the dummy itself; ``rng`` as in ``unlearn``
+    is in no step (unknown, or already deleted) or is the dummy itself; ``rng`` as for ``DeleteStep``
     (default: OS entropy), resolved before anything is computed.  At most one retraining: of at most
     ``T - steps[0]`` steps, or from scratch when that is cheaper in the worst case
-    (``retrain_if_cheaper``, see ``unlearn_steps``)."""
+    (``ExactOptions.retrain_if_cheaper``, see ``DeleteSteps``)."""
+    check_instance(request, DeleteUser, "request")
+    dummy, _, _ = _exact_request_options(options)
+    user, key = request.user, request.key
     steps = _user_request(run, user, dummy, key)
     rng = resolve_rng(rng)
-    new, record = unlearn_steps(run, steps, rng, dummy=dummy, retrain_if_cheaper=retrain_if_cheaper,
-                                node_cost=node_cost)
+    new, record = _unlearn_steps(run, DeleteSteps(steps), options=options, rng=rng)
     if user_steps(new, user, key):                 # the registry must have forgotten the user
         raise RuntimeError("the user is still in the run after deletion")
     return new, record
@@ -495,7 +514,7 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
     rng = resolve_rng(rng)
     records = []
     for t in steps:
-        run, record = unlearn(run, t, rng, dummy=dummy)
+        run, record = unlearn(run, DeleteStep(t), options=ExactOptions(dummy=dummy), rng=rng)
         records.append(record)
     if user_steps(run, user, key):
         raise RuntimeError("the user is still in the run after deletion")
@@ -527,7 +546,7 @@ def _kept_noisy(before, after, p: int, coupled: set) -> bool:
 
 
 def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None:
-    """Check ``after, record = unlearn_steps(before, ...)`` (or ``unlearn_user``) against ``before``,
+    """Check ``after, record = unlearn(before, DeleteSteps(...))`` (or ``DeleteUser``) against ``before``,
     replaying only what the deletion recomputed; ``ValueError`` at the first inconsistency.
 
     Checks, with ``r = record.restart``: the users are ``before``'s with one dummy exactly at
@@ -535,13 +554,13 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
     the deleted ones, which are the dummy's statistics at the recorded model; every node ending by
     ``r`` keeps ``before``'s noisy value, except the rejected one, which holds the reflection
     ``v_b + v'_b - v~_b``, and its regenerated ancestors; then the recomputed suffix is replayed as
-    ``verify_run`` does: ``w_{r+1} = UPDATE(u~_r)`` and, for ``t > r``, ``x_t`` from the oracle and
+    ``verify`` does: ``w_{r+1} = UPDATE(u~_r)`` and, for ``t > r``, ``x_t`` from the oracle and
     ``w_{t+1}`` from ``UPDATE`` (noisy prefix sums built incrementally, each node's noise once).
     If nothing was rejected, ``w_{T+1}`` must be ``before``'s.
 
     Cost: the ``T - r`` recomputed steps (one oracle and one update call each, plus one), sparse leaf
     comparisons, and the noisy values of the coupled nodes -- the kept prefix's users are not
-    replayed.  ``verify_run`` instead replays all ``T`` steps, recomputes every earlier noisy prefix
+    replayed.  ``verify`` instead replays all ``T`` steps, recomputes every earlier noisy prefix
     sum from scratch and sums every node's leaves densely (measured: one to three trainings).
     """
     check_instance(before, Run, "before")
@@ -609,15 +628,14 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
 # %% [markdown]
 # ## Checks
 #
-# **One step: Algorithm 3 bit for bit.**  With the same generator, the pass `unlearn_steps(run, (t,))`
+# **One step: Algorithm 3 bit for bit.**  With the same generator, the pass `unlearn(run, DeleteSteps((t,)))`
 # (forced with `retrain_if_cheaper=False` for $t \le 4$) gives
 # the same models, tree and coupling outcomes as `unlearn(run, t)`, for every $t$, on the light
 # tree and on the dense one; on several steps the two trees agree with each other bit for bit.
 
 # %%
 from bandit_unlearning.exact.registry import (
-    coupled_nodes, unlearn_steps, unlearn_user, unlearn_user_sequential, user_steps, verify_unlearned,
-    worst_case_cost,
+    coupled_nodes, unlearn_user_sequential, user_steps, verify_unlearned, worst_case_cost,
 )
 
 MEANS = np.array([0.7, 0.4])
@@ -644,23 +662,21 @@ for seed in range(10):
         run = train(learner, USERS, np.random.default_rng(seed))
         for t in range(1, T + 1):
             a, ra = unlearn(run, t, np.random.default_rng(1000 + seed))
-            b, rb = unlearn_steps(run, (t,), np.random.default_rng(1000 + seed), retrain_if_cheaper=False)
+            b, rb = unlearn(run, DeleteSteps((t,)), options=ExactOptions(retrain_if_cheaper=False), rng=np.random.default_rng(1000 + seed))
             assert same_model(a.models, b.models) and same_tree(a.tree, b.tree) and a.users == b.users
             assert (ra.accepted, ra.rejected, ra.regenerated, ra.restart) == (rb.accepted, rb.rejected, rb.regenerated, rb.restart)
             retrained += ra.retrained
-    light = unlearn_user(train(LEARNER, USERS, np.random.default_rng(seed)), returning, np.random.default_rng(seed + 7),
-                         retrain_if_cheaper=False)
-    dense = unlearn_user(train(DENSE, USERS, np.random.default_rng(seed)), returning, np.random.default_rng(seed + 7),
-                         retrain_if_cheaper=False)
+    light = unlearn(train(LEARNER, USERS, np.random.default_rng(seed)), DeleteUser(returning), options=ExactOptions(retrain_if_cheaper=False), rng=np.random.default_rng(seed + 7))
+    dense = unlearn(train(DENSE, USERS, np.random.default_rng(seed)), DeleteUser(returning), options=ExactOptions(retrain_if_cheaper=False), rng=np.random.default_rng(seed + 7))
     assert same_model(light[0].models, dense[0].models) and same_tree(light[0].tree, dense[0].tree)
     assert light[1].restart == dense[1].restart
-print(f"unlearn_steps of one step == unlearn, bit for bit: {10 * 2 * T} requests ({retrained} of them retrained)")
+print(f"DeleteSteps of one step == DeleteStep, bit for bit: {10 * 2 * T} requests ({retrained} of them retrained)")
 
 # %% [markdown]
 # **What the pass does, and refusals.**  The run is never modified; the user is gone from the
 # registry; each coupled node is in `coupled_nodes` (the union of the steps' paths) and is coupled
 # once; at most one retraining, from a step $\ge t_1$; the deletion checks with `verify_unlearned`
-# and with `verify_run`; a second request for the same user, a request for someone who never came
+# and with `verify`; a second request for the same user, a request for someone who never came
 # and for the dummy are refused.
 
 # %%
@@ -669,12 +685,12 @@ steps = user_steps(run, returning)
 print(f"worst case of the pass for steps {steps}: {worst_case_cost(steps, T)} (T = {T}); "
       f"counting a node as one step: {worst_case_cost(steps, T, node_cost=1)}")
 early = (1, 2, 3, 5)
-full, frec = unlearn_steps(run, early, np.random.default_rng(2))
+full, frec = unlearn(run, DeleteSteps(early), rng=np.random.default_rng(2))
 print(f"worst case for steps {early}: {worst_case_cost(early, T)} > T: {frec.method}, "
       f"{frec.steps_recomputed} steps recomputed")
 assert frec.method == "retrain" and frec.steps_recomputed == T and full.deleted == frozenset(early)
 verify_unlearned(run, full, frec)
-mine, record = unlearn_user(run, returning, np.random.default_rng(2), retrain_if_cheaper=False)
+mine, record = unlearn(run, DeleteUser(returning), options=ExactOptions(retrain_if_cheaper=False), rng=np.random.default_rng(2))
 print("coupled nodes:", [tuple(b) for b in record.nodes])
 print(f"checks {record.coupling_checks}, rejected {record.rejected and tuple(record.rejected)}, "
       f"restart {record.restart}, steps recomputed {record.steps_recomputed}")
@@ -682,10 +698,10 @@ assert record.nodes == coupled_nodes(steps, T) and record.steps == steps
 assert len(set(record.nodes)) == len(record.nodes) and record.steps_recomputed <= T - steps[0]
 assert returning in run.users and returning not in mine.users and mine.deleted == frozenset(steps)
 verify_unlearned(run, mine, record)
-verify_run(mine)
+verify(mine)
 for bad in (returning, bandit_users(MEANS, 1, seed=99)[0], ZERO_USER):
     try:
-        unlearn_user(mine, bad, np.random.default_rng(3))
+        unlearn(mine, DeleteUser(bad), rng=np.random.default_rng(3))
     except ValueError as err:
         print("refused:", err)
     else:
@@ -704,7 +720,7 @@ caught = {"no retrain": 0, "user left": 0, "prefix tampered": 0}
 wrong = dict(caught)
 for seed in range(120):
     run = train(LEARNER, USERS, np.random.default_rng(seed))
-    new, rec = unlearn_user(run, returning, np.random.default_rng(seed + 1), retrain_if_cheaper=seed % 4 == 0)
+    new, rec = unlearn(run, DeleteUser(returning), options=ExactOptions(retrain_if_cheaper=seed % 4 == 0), rng=np.random.default_rng(seed + 1))
     verify_unlearned(run, new, rec)
     variants = {"user left": dataclasses.replace(new, users=run.users)}
     if rec.retrained and not same_model(new.models, run.models):
@@ -739,7 +755,7 @@ assert caught == wrong and min(wrong.values()) > 20
 
 # %%
 from bandit_unlearning.exact.registry import couple_steps
-from bandit_unlearning.exact.learner import Run
+from bandit_unlearning.exact.learner import ExactOptions, Run
 
 
 def one_pass_no_retrain(run, steps, rng):
@@ -764,13 +780,13 @@ def stats_of(r):
             "arm at T+1": int(np.argmax(r.final_model))}
 
 
-names = ("unlearn_user (one pass)", "sequential loop", "first step only", "one pass, no retrain")
+names = ("DeleteUser (one pass)", "sequential loop", "first step only", "one pass, no retrain")
 sample = {name: [] for name in ("reference",) + names}
 for _ in range(R):
     sample["reference"].append(stats_of(train(LEARNER, dummy_world, rng)))
     original = train(LEARNER, USERS, rng)
     st = user_steps(original, returning)
-    sample[names[0]].append(stats_of(unlearn_user(original, returning, rng, retrain_if_cheaper=False)[0]))
+    sample[names[0]].append(stats_of(unlearn(original, DeleteUser(returning), options=ExactOptions(retrain_if_cheaper=False), rng=rng)[0]))
     sample[names[1]].append(stats_of(unlearn_user_sequential(original, returning, rng)[0]))
     sample[names[2]].append(stats_of(unlearn(original, st[0], rng)[0]))
     sample[names[3]].append(stats_of(one_pass_no_retrain(original, st, rng)))
@@ -805,7 +821,7 @@ cache, rl_sample = {}, {"reference": [], "one pass": [], "one pass, no retrain":
 for _ in range(R_RL):
     rl_sample["reference"].append(rl_run_statistics(train(RL_LEARNER, rl_dummy_world, rng), 9, cache))
     original = train(RL_LEARNER, rl_users, rng)
-    rl_sample["one pass"].append(rl_run_statistics(unlearn_user(original, rl_person, rng, retrain_if_cheaper=False)[0], 9, cache))
+    rl_sample["one pass"].append(rl_run_statistics(unlearn(original, DeleteUser(rl_person), options=ExactOptions(retrain_if_cheaper=False), rng=rng)[0], 9, cache))
     rl_sample["one pass, no retrain"].append(rl_run_statistics(one_pass_no_retrain(original, (3, 9, 14), rng), 9, cache))
     rl_sample["first step only"].append(rl_run_statistics(unlearn(original, 3, rng)[0], 9, cache))
 RL_LEVEL = 1e-6 / 14
@@ -840,7 +856,7 @@ for i in range(40):
         pop[t] = pop[where[0]]                                  # one person, five visits
     run = train(LIN, pop, g)
     seq.append(sum(r.steps_recomputed for r in unlearn_user_sequential(run, pop[where[0]], g)[1]))
-    new, rec = unlearn_user(run, pop[where[0]], g, retrain_if_cheaper=False)
+    new, rec = unlearn(run, DeleteUser(pop[where[0]]), options=ExactOptions(retrain_if_cheaper=False), rng=g)
     assert rec.steps_recomputed <= T_LIN - (where[0] + 1)
     one.append(rec.steps_recomputed)
     worst.append(worst_case_cost(rec.steps, T_LIN))

@@ -20,7 +20,7 @@
 #    (in the spirit of Shariff & Sheffet 2018, *Differentially private contextual linear bandits*),
 #    and check the bound by Monte Carlo;
 # 3. the learner as a `PrefixSumLearner` on the existing tree, so that `train`, `unlearn`,
-#    `verify_run` and the light tree (chapter B10, sparse leaves: only the chosen arm's block) apply
+#    `verify` and the light tree (chapter B10, sparse leaves: only the chosen arm's block) apply
 #    unchanged;
 # 4. checks: zero noise is plain LinUCB decision for decision; the exactness battery of chapters
 #    B4/B8 with power against broken variants; the cost of a deletion against retraining; and real
@@ -34,7 +34,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from bandit_unlearning.exact.learner import ZERO_USER, train, unlearn, verify_run
+from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.tree import leaf_path, path_length, sigma_paper
 from bandit_unlearning.experiments.exactness import VARIANTS, battery, power_subbatches, with_tree_class
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
@@ -182,7 +183,7 @@ probability, and a confidence radius widened to match.
 A user is ``LinUCBUser(context, rewards)``: a context ``x`` with ``||x|| <= 1`` and a reward in
 ``[0, 1]`` for every arm (replayable: the same user answers every arm the same way, every time).
 ``linucb_learner(n_arms, dim, sigma, alpha, l2, ...)`` is a ``PrefixSumLearner``; ``train``,
-``unlearn``, ``verify_run`` and the light tree of ``bandit_unlearning.exact`` apply unchanged.
+``unlearn``, ``verify`` and the light tree of ``bandit_unlearning.exact`` apply unchanged.
 """
 
 import math
@@ -588,7 +589,7 @@ print(f"sigma = 0: {np.sum(linucb_arms(run0) == loop_arms)} of {run0.T} decision
       f"largest score difference below 1e-9: {np.abs(our_scores - loop_scores).max() < 1e-9}")
 assert np.array_equal(linucb_arms(run0), loop_arms)
 assert np.abs(our_scores - loop_scores).max() < 1e-9
-verify_run(run0)
+verify(run0)
 
 # %% [markdown]
 # ### 4c. The shift: Monte Carlo check of the spectral bound
@@ -695,10 +696,10 @@ for t in POSITIONS:
     samples[t] = {name: [] for name in ("U", "D") + tuple(VARIANTS)}
     for _ in range(R_EX):
         original = train(LEARNER_EX, USERS_EX, rng)
-        samples[t]["U"].append(run_statistics(unlearn(original, t, rng)[0], t))
+        samples[t]["U"].append(run_statistics(unlearn(original, DeleteStep(t), rng=rng)[0], t))
         samples[t]["D"].append(run_statistics(train(LEARNER_EX, dummy_users, rng), t))
         for name, cls in VARIANTS.items():
-            samples[t][name].append(run_statistics(unlearn(with_tree_class(original, cls), t, rng)[0], t))
+            samples[t][name].append(run_statistics(unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t))
 N_TESTS = sum(len(samples[t]["U"][0]) for t in POSITIONS)
 LEVEL_EX = 1e-6 / N_TESTS
 CATEGORICAL = ("final decisions",)
@@ -770,7 +771,7 @@ assert curves[10.0][-1] > curves[1.0][-1]
 
 # %% [markdown]
 # **A deletion stream.**  At $\rho = 1$ we delete 6 users one after the other (random positions), check
-# every unlearned run with `verify_run` (every statistic, model and node sum replayed exactly) and
+# every unlearned run with `verify` (every statistic, model and node sum replayed exactly) and
 # record the steps each deletion recomputed, against $T$ for retraining from scratch.  Then the cost
 # of a deletion as a fraction of retraining over $\rho$, with the chapter B4 machinery
 # (`measure_unlearning`, requests at uniformly random positions on prefixes $T \in \{256, 1024\}$ of
@@ -782,8 +783,8 @@ assert curves[10.0][-1] > curves[1.0][-1]
 run_s = train(linucb_learner(CFG_DIG, digit_sigma(1.0)), DIGIT_USERS, rng)
 steps = []
 for t in rng.choice(T_DIG, size=6, replace=False) + 1:
-    run_s, rec = unlearn(run_s, int(t), rng)
-    verify_run(run_s)
+    run_s, rec = unlearn(run_s, DeleteStep(int(t)), rng=rng)
+    verify(run_s)
     steps.append(rec.steps_recomputed)
     assert rec.diagnostics is None and not hasattr(rec, "shift_norm")
 print(f"6 deletions at rho = 1: each verified; steps recomputed {steps} (retraining: {T_DIG} each); "
@@ -864,7 +865,7 @@ assert rng.bit_generator.state == state
 #   (`linucb_learner(LinUCBConfig(K, d, alpha, l2, theta_bound, delta), sigma)`), its users
 #   (`LinUCBUser`, `linear_users`, `classification_users`, `unit_ball`), statistics (`linucb_statistics`,
 #   `unpack`), noise bounds (`gram_shift`, `vector_bound`, `widened_radius`) and readers
-#   (`linucb_arms`, `linucb_rewards`).  `train`, `unlearn`, `verify_run` and the light tree apply unchanged.
+#   (`linucb_arms`, `linucb_rewards`).  `train`, `unlearn`, `verify` and the light tree apply unchanged.
 # - **Sensitivity.**  The per-user statistic $(\mathrm{vech}_{\sqrt2}(xx^\top), rx)$ in the chosen arm's
 #   block has $B_0 = \sqrt 2$ against the zero dummy (the learner's $B$) and $3/\sqrt 2 \approx 2.12$
 #   between two users (same arm, contexts at 120°, rewards 1) — more than two disjoint blocks (2).
