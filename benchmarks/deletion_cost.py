@@ -8,13 +8,13 @@ Gymnasium is installed, else RiverSwim) -- over ``rho`` (tree noise ``sigma_pape
 
 * ``retrain_s``: CPU time of ``train`` on the users with the dummy at the user's steps (what
   retraining from scratch costs), measured right before each deletion;
-* ``one_pass``: ``unlearn_user`` (one coupling pass, at most one retraining; the default
+* ``one_pass``: ``unlearn(run, DeleteUser(user))`` (one coupling pass, at most one retraining; the default
   ``retrain_if_cheaper``), over ``--requests`` deletions of the same trained run with independent
   generators: each deletion's CPU time over the retraining timed just before it (mean, median,
   max of these ratios), mean / max steps recomputed over ``T``, the fraction that retrained and
   the fraction served by retraining from scratch;
 * ``sequential``: the earlier loop ``unlearn_user_sequential`` (Algorithm 3 per step), same numbers;
-* ``verify_run_s`` and ``verify_unlearned_s`` on one unlearned run, as ratios to ``retrain_s``.
+* ``verify_run_s`` (``verify(run)``) and ``verify_unlearned_s`` on one unlearned run, as ratios to ``retrain_s``.
 
 CPU time (``time.process_time``) is used because the machine is shared; BLAS is single-threaded.
 Pairing each deletion with a retraining timed just before it cancels most of the drift of a
@@ -43,12 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner  # noqa: E402
-from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.exact.learner import train, ZERO_USER  # noqa: E402
 from bandit_unlearning.protocol import DeleteUser, unlearn, verify  # noqa: E402
 from bandit_unlearning.exact.linucb import (  # noqa: E402
     SENSITIVITY_ZERO_DUMMY, LinUCBConfig, linear_users, linucb_learner,
 )
-from bandit_unlearning.exact.registry import unlearn_user_sequential, verify_unlearned
+from bandit_unlearning.exact.registry import unlearn_user_sequential, verify_unlearned  # noqa: E402
 from bandit_unlearning.exact.tree import sigma_paper  # noqa: E402
 from bandit_unlearning.rl.stable import episode_users, stable_ucbvi  # noqa: E402
 
@@ -100,7 +100,7 @@ def _case(learner, population, T: int, k: int, first: bool, requests: int, rng, 
     dummy_world = [ZERO_USER if i in where else u for i, u in enumerate(users)]
     run = train(learner, users, rng)
     out = {"k": len(where), "positions": "step 1" if first else "random"}
-    kinds = {"one_pass": unlearn_user}
+    kinds = {"one_pass": lambda run, person, rng: unlearn(run, DeleteUser(person), rng=rng)}
     if sequential:
         kinds["sequential"] = unlearn_user_sequential
     retrains = []

@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.exact.learner import train, ZERO_USER  # noqa: E402
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify  # noqa: E402
 from bandit_unlearning.experiments.exactness import VARIANTS, battery, with_tree_class  # noqa: E402
 from bandit_unlearning.experiments.rl_unlearning import rl_run_statistics  # noqa: E402

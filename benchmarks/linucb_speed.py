@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bandit_unlearning.exact.learner import train
+from bandit_unlearning.exact.learner import train  # noqa: E402
 from bandit_unlearning.protocol import DeleteStep, unlearn  # noqa: E402
 from bandit_unlearning.exact.linucb import (  # noqa: E402
     SENSITIVITY_ZERO_DUMMY, LinUCBConfig, linear_users, linucb_learner,

@@ -44,7 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bandit_unlearning.exact.learner import ExactOptions, train
+from bandit_unlearning.exact.learner import ExactOptions, train  # noqa: E402
 from bandit_unlearning.protocol import DeleteStep, unlearn  # noqa: E402
 from bandit_unlearning.exact.light_tree import LightTree  # noqa: E402
 from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform  # noqa: E402

@@ -222,7 +222,7 @@ plt.show()
 # for its state type (and request types) with `register_unlearn` / `register_verify`, next to the
 # algorithm it implements, so this module knows no learner.  A registration is looked up by the
 # state's and the request's types (subclasses included); when none is found, the modules that
-# register implementations (`IMPLEMENTATIONS`) are imported once and the lookup is tried again, so
+# register implementations (`IMPLEMENTATIONS`) are imported and the lookup is tried again, so
 # `unlearn` works whichever module the state came from.
 
 # %% tags=["export"]
@@ -243,9 +243,7 @@ from typing import Any, Callable
 
 from bandit_unlearning.checks import check_callable, check_instance, check_int
 
-IMPLEMENTATIONS = ("bandit_unlearning.mab.unlearn", "bandit_unlearning.mab.imitation",
-                   "bandit_unlearning.mab.model", "bandit_unlearning.exact.learner",
-                   "bandit_unlearning.exact.registry")
+IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "exact.learner", "exact.registry")
 _UNLEARN: dict = {}          # (state type, request type) -> implementation
 _VERIFY: dict = {}           # state type -> check
 
@@ -309,14 +307,24 @@ def register_verify(state_type: type):
     return add
 
 
+def _load_implementations() -> None:
+    """Import the modules of ``IMPLEMENTATIONS`` (names relative to this module's package, so a copy of
+    the package under another name loads its own); a module absent from a partial copy is skipped."""
+    package = __name__.rpartition(".")[0] or "bandit_unlearning"
+    for name in IMPLEMENTATIONS:
+        try:
+            importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{package}.{name}":
+                raise
+
+
 def _find(table: dict, key_of):
-    for _ in range(2):
+    found = key_of(table)
+    if found is None:                                 # a miss: load the implementing modules, look again
+        _load_implementations()
         found = key_of(table)
-        if found is not None:
-            return found
-        for name in IMPLEMENTATIONS:                  # first miss: load the implementing modules once
-            importlib.import_module(name)
-    return None
+    return found
 
 
 def _unlearn_key(state, request):
@@ -373,8 +381,7 @@ def implementations() -> tuple:
     -------
     tuple of (type, type), sorted by name.
     """
-    for name in IMPLEMENTATIONS:
-        importlib.import_module(name)
+    _load_implementations()
     return tuple(sorted(_UNLEARN, key=lambda p: (p[0].__name__, p[1].__name__)))
 
 

@@ -63,7 +63,7 @@ CALLS = {
         import numpy as np
         from mylib.mab.lcb import LCBState, lcb_scores
         from mylib.mab.mechanisms import DeletionRequest
-        from mylib.mab.unlearn import unlearn
+        from mylib.protocol import unlearn
         import mylib.mab.unlearn as u
         assert u.__name__ == "mylib.mab.unlearn"
         print(sorted(u.__all__)[:3])
@@ -112,14 +112,15 @@ def test_the_copy_of_unlearn_does_a_deletion(bare_python, tmp_path):
         import numpy as np
         from mylib.mab.data import fixed_sample_dataset
         from mylib.mab.lcb import fit_lcb
-        from mylib.mab.unlearn import unlearn
+        from mylib.mab.unlearn import UnlearnOptions
         from mylib.mab.mechanisms import DeletionRequest
+        from mylib.protocol import unlearn
         rng = np.random.default_rng(0)
         D = fixed_sample_dataset([0.1, 0.08, 0.06], counts=[300] * 3, rng=rng)
         state = fit_lcb(D)
         request = DeletionRequest(arms=np.zeros(5, dtype=int), rewards=np.array([1.0, 0, 0, 0, 0]))
-        out = unlearn(state, request, method="rollback", rng=rng)
-        assert out.rolled_back == tuple(range(5)) and out.arm in (0, 1, 2), out
+        new, out = unlearn(state, request, options=UnlearnOptions(method="rollback"), rng=rng)
+        assert new.n == state.n - 5 and out.rolled_back == tuple(range(5)) and out.arm in (0, 1, 2), out
         print(type(out).__name__)
     """
     env = dict(env, PYTHONPATH=env["PYTHONPATH"] + ":" + str(tmp_path / "vendor"))

@@ -241,7 +241,7 @@ def deletions_recovered_by_seed(make_run, n_runs: int = 3, per_run: int = 4) -> 
         run = make_run(users)
         for t in data_rng.choice(np.arange(2, 33), size=per_run, replace=False):
             t = int(t)
-            new, _ = unlearn(run, t, *make_run.unlearn_args)
+            new, _ = unlearn(run, DeleteStep(t), **make_run.unlearn_args)
             unpickled = pickle.loads(pickle.dumps(new))
             recovered += seed_attack(new, t, run.tree.leaf(t)) or seed_attack(unpickled, t, run.tree.leaf(t))
     return recovered
@@ -254,7 +254,7 @@ def test_default_keys_cannot_be_regenerated_from_a_guessed_seed(tree_factory):
     def make_run(users):
         return train(learner, users)                         # the default: no generator given
 
-    make_run.unlearn_args = ()
+    make_run.unlearn_args = {}
     assert deletions_recovered_by_seed(make_run) == 0
 
 
@@ -266,7 +266,7 @@ def test_opt_in_seed_is_key_material():
     def make_run(users):
         return train(learner, users, np.random.default_rng(next(seeds)))
 
-    make_run.unlearn_args = (np.random.default_rng(99),)
+    make_run.unlearn_args = {"rng": np.random.default_rng(99)}
     assert deletions_recovered_by_seed(make_run) >= 6          # of 12: every deletion whose path kept a node
 
 

@@ -244,7 +244,7 @@ def test_gaussian_on_several_arms_is_calibrated_to_the_joint_shift(l, calibratio
     eps, delta = 0.5, 1e-5
     kw = dict(epsilon=eps, delta=delta, calibration=calibration, sensitivity="exact")
     unit = (analytic_gaussian_sigma if calibration == "analytic" else classic_gaussian_sigma)(1.0, eps, delta)
-    exact = [hockey_stick_delta(*output_distributions(*spread_request(l, mean), "gaussian", **kw), eps)
+    exact = [hockey_stick_delta(*output_distributions(*spread_request(l, mean), options=UnlearnOptions("gaussian", **kw)), eps)
              for mean in BYSTANDERS[l]]
     assert max(exact) <= delta * (1 + 1e-9), exact
     for mean in BYSTANDERS[l]:

@@ -450,20 +450,32 @@ def test_bounds_bad_input(call):
         call()
 
 
-def test_options_object_and_keywords_say_the_same_thing():
+def test_options_are_said_one_way():
+    """One UnlearnOptions object, ``options=``: the method as a positional or the fields as keywords are
+    refused (no second way), and equal options give equal releases and distributions."""
     from bandit_unlearning.mab.lcb import LCBState
-    from bandit_unlearning.mab.mechanisms import DeletionRequest
-    from bandit_unlearning.mab.unlearn import output_distributions, UnlearnOptions
+    from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
+    from bandit_unlearning.mab.unlearn import output_distributions, reference, UnlearnOptions
     state = LCBState([200, 150, 100], [120.0, 60.0, 30.0], 1 / 450)
     request = DeletionRequest([0] * 10, [1.0] * 10)
     opts = UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic")
-    by_object = unlearn(state, request, options=opts, rng=np.random.default_rng(3))[1]
-    by_keywords = unlearn(state, request, options=UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic"), rng=np.random.default_rng(3))[1]
-    assert by_object.options == by_keywords.options == opts
-    assert np.array_equal(by_object.scores, by_keywords.scores) and by_object.sigma == by_keywords.sigma > 0
+    again = UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic")
+    new, by_object = unlearn(state, request, options=opts, rng=np.random.default_rng(3))
+    _, by_equal = unlearn(state, request, options=again, rng=np.random.default_rng(3))
+    assert by_object.options == by_equal.options == opts
+    assert np.array_equal(by_object.scores, by_equal.scores) and by_object.sigma == by_equal.sigma > 0
+    assert np.array_equal(new.counts, rollback(state, request).counts) and np.array_equal(state.counts, [200, 150, 100])
     p_obj = output_distributions(state, request, options=opts)
-    p_kw = output_distributions(state, request, options=UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-5, calibration="analytic"))
-    assert all(np.array_equal(a, b) for a, b in zip(p_obj, p_kw))
+    p_eq = output_distributions(state, request, options=again)
+    assert all(np.array_equal(a, b) for a, b in zip(p_obj, p_eq))
+    with pytest.raises(TypeError):
+        unlearn(state, request, "gaussian", epsilon=0.5, delta=1e-5)
+    with pytest.raises(TypeError):
+        unlearn(state, request, options=opts, gamma=0.5)
+    with pytest.raises(TypeError):
+        output_distributions(state, request, "gaussian", epsilon=0.5, delta=1e-5)
+    with pytest.raises(TypeError):
+        reference(state, request, "gaussian", learner_arm=0, epsilon=0.5, delta=1e-5)
 
 
 def test_mixing_k_prime_is_rounded_half_up_everywhere():

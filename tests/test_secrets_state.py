@@ -439,7 +439,7 @@ def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
     """Teeth: with the refusal removed (trees and runs pickled like any object, as before) the pickle of
     every unlearned run holds key material -- node keys, or a dense tree's noise -- without anyone
     having opted in."""
-    from bandit_unlearning.exact.learner import ExactOptions, Run
+    from bandit_unlearning.exact.learner import Run
 
     for cls in (LightTree, BinaryTree, Run):
         monkeypatch.setattr(cls, "__getstate__", lambda self: self.__dict__.copy())

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from bandit_unlearning.checks import as_generator, check_count, check_int, check_real, check_instance
-from bandit_unlearning.exact.learner import ExactOptions, Run
+from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
     statistic_dense,

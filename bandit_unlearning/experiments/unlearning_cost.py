@@ -27,6 +27,7 @@ from bandit_unlearning.checks import (check_count,
     as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, Run, train
+from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.tree import check_int, leaf_path
 
 
@@ -60,7 +61,7 @@ def conditional_retraining(run, t: int, dummy=None):
     ``P = 1 - prod_b a_b`` with ``a_b = min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))`` along the path.
     Averaged over runs these equal ``UnlearnRecord.retrain_probability`` and
     ``expected_steps_recomputed``.  ``dummy`` defaults to ``ZERO_USER``."""
-    from bandit_unlearning.exact.learner import ExactOptions, ZERO_USER
+    from bandit_unlearning.exact.learner import ZERO_USER
     from bandit_unlearning.privacy.coupling import coupling_log_ratio
 
     check_instance(run, Run, "run")

@@ -76,7 +76,7 @@ from bandit_unlearning.mab.mechanisms import (
 from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
 )
-from bandit_unlearning.protocol import register_unlearn, unlearn
+from bandit_unlearning.protocol import register_unlearn
 
 
 # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 204): "3. Implementation: one entry point, plans per source arm" ---
@@ -792,7 +792,7 @@ def _released_distribution(base, plans):
     return multi_noisy_argmax_distribution(base, sigmas)
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 8 (line 184): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 8 (line 183): "2. The mechanism on many replicates at once" ---
 def _source_arms_and_k(arm, k, m):
     """(single, arms, ks) for unlearn_batch: ``arm`` an int (single-source) or a sequence of distinct arms."""
     single = isinstance(arm, (int, np.integer)) and not isinstance(arm, bool)
@@ -817,7 +817,7 @@ def _source_arms_and_k(arm, k, m):
     return single, arms.astype(np.int64), ks.astype(np.int64)
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 9 (line 211): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 9 (line 210): "2. The mechanism on many replicates at once" ---
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
                   options: UnlearnOptions | None = None, world: str = "unlearned",
                   rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):

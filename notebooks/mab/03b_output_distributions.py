@@ -114,7 +114,6 @@ from bandit_unlearning.mab.lcb import LCBState
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
 from bandit_unlearning.checks import check_choice
 from bandit_unlearning.mab.unlearn import UnlearnOptions, _check_call, check_options, plan_unlearning
-from bandit_unlearning.protocol import unlearn
 
 
 def output_distributions(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
@@ -362,6 +361,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
 
 # %%
 from bandit_unlearning.mab.unlearn import *  # noqa: F403
+from bandit_unlearning.protocol import unlearn
 
 # %% [markdown]
 # **Checks.**

@@ -178,7 +178,7 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
 import dataclasses
 
 from bandit_unlearning.checks import check_instance
-from bandit_unlearning.exact.learner import ExactOptions, Run
+from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
     statistic_dense,
@@ -427,6 +427,7 @@ from bandit_unlearning.checks import (check_count,
     as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, Run, train
+from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.tree import check_int, leaf_path
 
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
@@ -458,7 +459,7 @@ def conditional_retraining(run, t: int, dummy=None):
     ``P = 1 - prod_b a_b`` with ``a_b = min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))`` along the path.
     Averaged over runs these equal ``UnlearnRecord.retrain_probability`` and
     ``expected_steps_recomputed``.  ``dummy`` defaults to ``ZERO_USER``."""
-    from bandit_unlearning.exact.learner import ExactOptions, ZERO_USER
+    from bandit_unlearning.exact.learner import ZERO_USER
     from bandit_unlearning.privacy.coupling import coupling_log_ratio
 
     check_instance(run, Run, "run")
