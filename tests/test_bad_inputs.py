@@ -1770,6 +1770,18 @@ from bandit_unlearning.mab import model as mmodel  # noqa: E402
 MMODEL = mmodel.LCBModel.fit(["a", "b", "a", "b"], [1.0, 0.0, 1.0, 0.5], users=["u", "v", "w", "u"],
                              rng=np.random.default_rng(7))
 MODEL_FILE = Path(_TMP.name) / "model.npz"
+RSTATE = MMODEL.release_state
+_RS = {f.name: getattr(RSTATE, f.name) for f in dataclasses.fields(RSTATE)}
+V("method must be one of", mmodel.ReleaseState, **(_RS | {"method": "gaussian"}))
+V("reference must be one of", mmodel.ReleaseState, **(_RS | {"reference": "world"}))
+T("labels must be a tuple", mmodel.ReleaseState, **(_RS | {"labels": ["a", "b"]}))
+V(r"counts must have one entry per arm \(2\)", mmodel.ReleaseState, **(_RS | {"counts": [1, 1, 1]}))
+V(r"policy must lie in \[0, 1\]", mmodel.ReleaseState, **(_RS | {"policy": 2}))
+T("n_requests must be an integer", mmodel.ReleaseState, **(_RS | {"n_requests": 1.5}))
+T("a model's options are fixed at fit", unlearn, RSTATE, mech.DeletionRequest([0], [1.0]), options=OPTS)
+V("request names unknown arm 5", unlearn, RSTATE, mech.DeletionRequest([5], [1.0]))
+V("more deletions than the arm holds", unlearn, RSTATE, mech.DeletionRequest([0, 0, 0], [1.0, 1.0, 1.0]))
+T("rng must be a numpy.random.Generator", unlearn, RSTATE, mech.DeletionRequest([0], [1.0]), rng="7")
 T("rng must be a numpy.random.Generator", mmodel.make_rng, "rng")
 V("rng as a seed must be an integer >= 0", mmodel.make_rng, -3)
 V("epsilon must", mmodel.gdp_budget, 0.0, 1e-5)

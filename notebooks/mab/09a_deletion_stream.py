@@ -176,6 +176,7 @@ import sys
 import tempfile
 import warnings
 import zipfile
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,8 +185,9 @@ from bandit_unlearning.checks import (
     as_generator, check_bool, check_choice, check_instance, check_int, check_positive, check_real, check_real_array,
 )
 from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
-from bandit_unlearning.mab.mechanisms import exact_sensitivity
+from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_delta, check_epsilon, gaussian_delta
+from bandit_unlearning.protocol import register_unlearn, unlearn
 
 
 def make_rng(rng) -> np.random.Generator:
@@ -592,6 +594,140 @@ def _rounded(total: int) -> float:
 
 
 # %% [markdown]
+# **One release, through the package's protocol.**  What a request changes — the exact statistic of
+# the live rows, the released-from statistic, the pending counts and ids, the accountant's shifts and
+# the served arm — is one immutable `ReleaseState`; a request is the deleted rows themselves, a
+# `DeletionRequest` of chapter A2 (arm indices and rewards).  `unlearn(state, request, rng=...)`
+# (`bandit_unlearning.protocol`, registered here) plans the release with `plan_release`, makes it and
+# returns `(new_state, DeletionRecord)`; the model below only finds the rows (by id or by user),
+# calls it, and commits: the new state, the row store wiped, the record logged.  The model's options
+# were fixed at fit, so `options` must be `None`.
+
+# %% tags=["export"]
+@dataclass(frozen=True, eq=False)
+class ReleaseState:
+    """What one deletion of an ``LCBModel`` changes, immutable: ``labels``, ``tau``, ``method``,
+    ``epsilon``, ``delta``, ``sigma``, ``mu_budget`` and ``reference`` (fixed at fit); ``counts``,
+    ``sums`` and ``exact_sums`` (the live rows' statistic, the sums also exactly, in units of
+    ``2**-1127``); ``pub_counts``, ``pub_sums``, ``pub_exact`` (the released-from statistic);
+    ``pending_counts``, ``pending_ids``; ``release_mus`` (every release's shift); ``policy`` (the arm
+    index served); ``n_requests`` (requests so far).  Arrays are read-only copies."""
+
+    labels: tuple
+    tau: float
+    method: str
+    epsilon: float | None
+    delta: float | None
+    sigma: float | None
+    mu_budget: float | None
+    reference: str
+    counts: np.ndarray
+    sums: np.ndarray
+    exact_sums: tuple
+    pub_counts: np.ndarray
+    pub_sums: np.ndarray
+    pub_exact: tuple
+    pending_counts: np.ndarray
+    pending_ids: tuple
+    release_mus: tuple
+    policy: int
+    n_requests: int
+
+    def __post_init__(self):
+        check_choice(self.method, "method", METHODS), check_choice(self.reference, "reference", REFERENCES)
+        m = len(check_instance(self.labels, tuple, "labels"))
+        for name, dtype in (("counts", np.int64), ("sums", float), ("pub_counts", np.int64), ("pub_sums", float),
+                            ("pending_counts", np.int64)):
+            a = np.array(getattr(self, name), dtype=dtype)
+            if a.shape != (m,):
+                raise ValueError(f"{name} must have one entry per arm ({m}), got shape {a.shape}")
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+        for name in ("exact_sums", "pub_exact", "pending_ids", "release_mus"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
+
+
+@register_unlearn(ReleaseState, DeletionRequest)
+def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
+    """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
+    ``request`` (its points' arm indices and rewards, every point live), make it, and return
+    ``(new_state, DeletionRecord)``; the record's ``rows`` are ``None`` (the caller, who knows the row
+    ids, fills them in).  ``rng``: the noise of a Gaussian release (``None``: fresh OS entropy).  Refused
+    (nothing drawn): ``options`` other than ``None``, an arm the state does not have, more points of an
+    arm than it holds."""
+    check_instance(state, ReleaseState, "state")
+    check_instance(request, DeletionRequest, "request")
+    if options is not None:
+        raise TypeError(f"a model's options are fixed at fit: options must be None, got {type(options).__name__}")
+    m = len(state.labels)
+    req_counts = request.deleted_counts(m)                        # refuses unknown arms
+    over = np.flatnonzero(req_counts > state.counts)
+    if over.size:
+        raise ValueError(f"request deletes {int(req_counts[over[0]])} rows of arm {int(over[0])}, which has only "
+                         f"{int(state.counts[over[0]])} live rows (more deletions than the arm holds)")
+    rng = as_generator(rng)
+    req_arms = request.arms
+    on_policy = bool(np.all(req_arms == state.policy))
+    plan = plan_release(state.pub_counts, state.pending_counts, req_counts, on_policy, list(state.release_mus),
+                        log_term=float(np.log(m / state.tau)), sigma=state.sigma, mu_budget=state.mu_budget,
+                        method=state.method, reference=state.reference)
+    request_id = state.n_requests
+    touched = np.flatnonzero(req_counts)
+    removed = [0] * m                                         # exact: no fl(S - r) residue
+    for a, r in zip(req_arms.tolist(), request.rewards.tolist()):
+        removed[a] += _exact(r)
+    exact = list(state.exact_sums)
+    counts, sums = state.counts - req_counts, state.sums.copy()
+    for a in touched.tolist():
+        exact[a] -= removed[a]
+        sums[a] = _rounded(exact[a])                          # what the remaining rows sum to
+    pub_exact = list(state.pub_exact)
+    pub_counts, pub_sums = state.pub_counts.copy(), state.pub_sums.copy()
+    pending_counts, pending_ids = state.pending_counts.copy(), state.pending_ids
+    rolled = ()
+    if plan.noise_request:
+        pending_counts = pending_counts + req_counts
+        pending_ids = pending_ids + (request_id,)
+    else:
+        rolled = (request_id,)
+        for a in touched.tolist():                            # other rows of the arm may stay pending
+            pub_exact[a] -= removed[a]
+            pub_sums[a] = _rounded(pub_exact[a])
+            pub_counts[a] = counts[a] + pending_counts[a]
+    if plan.rollback_pending:
+        rolled = pending_ids + rolled
+        pending_counts, pending_ids = np.zeros(m, dtype=np.int64), ()
+        pub_counts, pub_sums, pub_exact = counts.copy(), sums.copy(), list(exact)
+    scores = lcb_scores(pub_counts, np.clip(pub_sums, 0.0, pub_counts), state.tau)[2]
+    if plan.noised_arms:
+        arms = np.array(plan.noised_arms)
+        scores = scores.copy()
+        scores[arms] += state.sigma * (np.random.default_rng() if rng is None else rng).standard_normal(arms.size)
+    policy = int(np.argmax(scores))
+    del scores, removed
+    release_mus = state.release_mus + (plan.mu,)
+    mu_max = float(request_mus(release_mus)[0])
+    if state.method == "rollback" or plan.noise_request:
+        reason = "requested"
+    elif plan.rollback_pending:
+        reason = "budget"
+    else:
+        reason = "branch_rule"
+    record = DeletionRecord(
+        request_id=request_id, rows=None, n_rows=request.k,
+        method="gaussian" if plan.noise_request else "rollback", rolled_back=rolled,
+        noised_arms=tuple(state.labels[a] for a in plan.noised_arms),
+        sigma=float(state.sigma) if plan.noised_arms else 0.0, mu_release=plan.mu, mu_max=mu_max,
+        delta_at_target=0.0 if state.method == "rollback" else gdp_delta(mu_max, state.epsilon),
+        policy=state.labels[policy], reason=reason, reference=state.reference)
+    new = ReleaseState(state.labels, state.tau, state.method, state.epsilon, state.delta, state.sigma,
+                       state.mu_budget, state.reference, counts, sums, exact, pub_counts, pub_sums, pub_exact,
+                       pending_counts, pending_ids, release_mus, policy, request_id + 1)
+    return new, record
+
+
+# %% [markdown]
 # The model with a lifecycle: `LCBModel` keeps the exact statistic of what remains, applies each
 # request with the mechanism chosen at fit time, records it in its log, and releases one arm
 # label per request (Section 1's promise, audited exactly in chapter A9b, Section 2).
@@ -955,63 +1091,10 @@ class LCBModel:
         Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
         user, a row named twice, both or neither of ``user`` and ``rows``."""
         rows = self._rows_of(user, rows)
-        m = len(self._labels)
-        req_arms = self._arms[rows]
-        req_counts = np.bincount(req_arms, minlength=m)
-        on_policy = bool(np.all(req_arms == self._policy))
-        plan = plan_release(self._pub_counts, self._pending_counts, req_counts, on_policy, self._release_mus,
-                            log_term=float(np.log(m / self._tau)), sigma=self._sigma,
-                            mu_budget=self._mu_budget, method=self._method, reference=self._reference)
-        # everything below only computes new values; they are committed together at the end
-        request_id = len(self._log)
-        touched = np.flatnonzero(req_counts)
-        removed = [0] * m                                         # exact: no fl(S - r) residue
-        for a, r in zip(req_arms.tolist(), self._rewards[rows].tolist()):
-            removed[a] += _exact(r)
-        exact = list(self._exact_sums)
-        counts, sums = self._counts - req_counts, self._sums.copy()
-        for a in touched.tolist():
-            exact[a] -= removed[a]
-            sums[a] = _rounded(exact[a])                          # what the remaining rows sum to
-        pub_exact = list(self._pub_exact)
-        pub_counts, pub_sums = self._pub_counts.copy(), self._pub_sums.copy()
-        pending_counts, pending_ids = self._pending_counts.copy(), self._pending_ids
-        rolled = ()
-        if plan.noise_request:
-            pending_counts = pending_counts + req_counts
-            pending_ids = pending_ids + (request_id,)
-        else:
-            rolled = (request_id,)
-            for a in touched.tolist():                            # other rows of the arm may stay pending
-                pub_exact[a] -= removed[a]
-                pub_sums[a] = _rounded(pub_exact[a])
-                pub_counts[a] = counts[a] + pending_counts[a]
-        if plan.rollback_pending:
-            rolled = pending_ids + rolled
-            pending_counts, pending_ids = np.zeros(m, dtype=np.int64), ()
-            pub_counts, pub_sums, pub_exact = counts.copy(), sums.copy(), list(exact)
-        scores = lcb_scores(pub_counts, np.clip(pub_sums, 0.0, pub_counts), self._tau)[2]
-        if plan.noised_arms:
-            arms = np.array(plan.noised_arms)
-            scores = scores.copy()
-            scores[arms] += self._sigma * self._rng.standard_normal(arms.size)
-        policy = int(np.argmax(scores))
-        del scores
-        release_mus = self._release_mus + [plan.mu]
-        mu_max = float(request_mus(release_mus)[0])
-        if self._method == "rollback" or plan.noise_request:
-            reason = "requested"
-        elif plan.rollback_pending:
-            reason = "budget"
-        else:
-            reason = "branch_rule"
-        record = DeletionRecord(
-            request_id=request_id, rows=tuple(rows.tolist()),
-            method="gaussian" if plan.noise_request else "rollback", rolled_back=rolled,
-            noised_arms=tuple(self._labels[a] for a in plan.noised_arms),
-            sigma=float(self._sigma) if plan.noised_arms else 0.0, mu_release=plan.mu, mu_max=mu_max,
-            delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon),
-            policy=self._labels[policy], reason=reason, reference=self._reference)
+        request = DeletionRequest(self._arms[rows], self._rewards[rows])
+        new, record = unlearn(self.release_state, request, rng=self._rng)
+        record = dataclasses.replace(record, rows=tuple(rows.tolist()))
+        del request
         # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
         self._alive[rows] = False
         self._arms[rows], self._rewards[rows] = -1, 0.0
@@ -1024,13 +1107,20 @@ class LCBModel:
                 if self._user_of is not None:
                     del self._user_of[self._user_ids[c]]
                 self._user_ids[c] = None
-        self._counts, self._sums, self._exact_sums = counts, sums, exact
-        self._pub_counts, self._pub_sums, self._pub_exact = pub_counts, pub_sums, pub_exact
-        del removed
-        self._pending_counts, self._pending_ids = pending_counts, pending_ids
-        self._release_mus, self._policy = release_mus, policy
+        self._counts, self._sums, self._exact_sums = new.counts.copy(), new.sums.copy(), list(new.exact_sums)
+        self._pub_counts, self._pub_sums, self._pub_exact = new.pub_counts.copy(), new.pub_sums.copy(), list(new.pub_exact)
+        self._pending_counts, self._pending_ids = new.pending_counts.copy(), new.pending_ids
+        self._release_mus, self._policy = list(new.release_mus), new.policy
         self._log.append(record)
         return record
+
+    @property
+    def release_state(self) -> "ReleaseState":
+        """The model's immutable ``ReleaseState`` now: what ``unlearn`` of the next request starts from."""
+        return ReleaseState(self._labels, self._tau, self._method, self._epsilon, self._delta, self._sigma,
+                            self._mu_budget, self._reference, self._counts, self._sums, self._exact_sums,
+                            self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
+                            self._pending_ids, self._release_mus, self._policy, len(self._log))
 
 
 # %% [markdown]
