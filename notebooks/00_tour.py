@@ -399,7 +399,7 @@ from bandit_unlearning.mab.mechanisms import DeletionRequest  # noqa: E402
 from bandit_unlearning.mab.unlearn import UnlearnOptions  # noqa: E402
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify  # noqa: E402,F811
 
-state = fit_lcb(OfflineDataset(np.array([0, 0, 0, 0, 1, 1, 1]), np.array([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0])))
+state = fit_lcb(OfflineDataset(np.array([0, 0, 0, 0, 1, 1, 1]), np.array([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]), 2))
 after, release = unlearn(state, DeletionRequest([0, 0, 0], [1.0, 1.0, 0.0]), options=UnlearnOptions(method="rollback"))
 print("Paper A:", type(after).__name__, after.counts.tolist(), "| record:", type(release).__name__,
       release.branch, "| input unchanged:", state.counts.tolist())
