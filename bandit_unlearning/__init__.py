@@ -9,6 +9,8 @@ Subpackages (most modules are generated from the chapters under ``notebooks/``):
   their exact unlearning;
 * ``bandit_unlearning.rl`` -- Paper B's RL instance: tabular MDPs, UCB-VI and TV-stable UCB-VI;
 * ``bandit_unlearning.experiments`` -- paper reproductions and the runner behind the CLI;
+* ``bandit_unlearning.protocol`` -- the one unlearning protocol of both papers: ``unlearn(state, request, *,
+  options=None, rng=None) -> (new_state, record)``, ``verify(state)`` and the typed requests (tour, section 3);
 * ``bandit_unlearning.montecarlo`` -- sizing helpers for Monte Carlo checks;
 * ``bandit_unlearning.checks`` -- the argument checks every public function uses (TypeError for a wrong
   type, ValueError for a bad value, nothing drawn or changed before they pass) and the one rule for

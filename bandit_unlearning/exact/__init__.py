@@ -16,9 +16,10 @@ Modules (generated from ``notebooks/rl/02a_binary_tree.py``, ``notebooks/rl/02b_
   per-node keys instead of noise vectors, the current decomposition maintained incrementally); the
   default ``tree_factory``;
 * ``bandit_unlearning.exact.learner`` -- ``PrefixSumLearner(d, sigma, oracle, update, initial_model,
-  B, tree_factory)``, ``train``, ``extend``, ``unlearn`` (Algorithm 3) returning an immutable ``Run`` and
-  an ``UnlearnRecord`` (data-independent by default; ``diagnostics=True`` adds the deleted statistic's
-  shift and exact cost), ``verify_run``, replayable users (``ReplayableUser``, ``replayable_users``) and
+  B, tree_factory)``, ``train``, ``extend``, ``ExactOptions`` and the protocol's
+  ``unlearn(run, DeleteStep(t))`` (Algorithm 3, ``bandit_unlearning.protocol``) returning an immutable
+  ``Run`` and an ``UnlearnRecord`` (data-independent by default; ``ExactOptions(diagnostics=True)`` adds
+  the deleted statistic's shift and exact cost), ``verify(run)``, replayable users (``ReplayableUser``, ``replayable_users``) and
   the default dummy ``ZERO_USER``.  Every ``rng`` defaults to fresh OS entropy; a seeded generator is
   an opt-in whose seed is key material;
 * ``bandit_unlearning.exact.bandit`` -- the first instance: UCB for an online multi-armed bandit;
@@ -26,8 +27,8 @@ Modules (generated from ``notebooks/rl/02a_binary_tree.py``, ``notebooks/rl/02b_
   per-user statistics ``x x^T`` and ``r x`` in the chosen arm's block, the noisy Gram matrix shifted by a
   spectral-norm bound, a widened confidence radius;
 * ``bandit_unlearning.exact.registry`` -- deleting a user, not a step (chapter B11,
-  ``notebooks/rl/11_delete_by_user.py``): ``user_steps``, ``unlearn_steps`` / ``unlearn_user`` (every step of
-  a user in one coupling pass, at most one retraining), ``verify_unlearned`` (replays only the recomputed suffix).
+  ``notebooks/rl/11_delete_by_user.py``): ``user_steps``, the protocol's ``DeleteSteps`` / ``DeleteUser``
+  requests on a run (every step of a user in one coupling pass, at most one retraining), ``verify_unlearned`` (replays only the recomputed suffix).
 
 The TV distance and the maximal coupling of Gaussians live in ``bandit_unlearning.privacy.coupling``;
 cost measurements in ``bandit_unlearning.experiments.unlearning_cost``; the exactness battery in

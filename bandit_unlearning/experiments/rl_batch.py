@@ -67,7 +67,7 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
 
 # --- from notebooks/rl/13_many_runs.py, cell 14 (line 494): "3. The engine" ---
 def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
-    """What ``unlearn(run, t, rng, diagnostics=True)`` records about its cost, with the same draws
+    """What ``unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)`` records about its cost, with the same draws
     from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the
     raw words its node keys would take."""
     learner = run.learner

@@ -88,7 +88,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     ``retrained`` and ``cost`` (steps recomputed / T) as measured; ``conditional_probability`` and
     ``conditional_cost`` (exact given the run); ``retrain_probability`` and ``expected_cost``
     (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  A cost experiment: the
-    exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
+    exact values are computed from the deleted statistics (``unlearn(..., options=ExactOptions(diagnostics=True))``), so
     the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     check_instance(learner, PrefixSumLearner, "learner")
     n_runs = check_count(n_runs, "n_runs", 1)

@@ -3,7 +3,7 @@
 """Mixing (Algorithm 4) -- the utility side: Theorem A.10's bound and where it is minimised
 (Paper A, Appendix A; Paper A Algorithms 4-5).
 
-The mechanism itself is ``unlearn(..., method="mixing", k_prime=... or eta=...)`` (and ``reference``,
+The mechanism itself is ``unlearn(state, request, options=UnlearnOptions(method="mixing", k_prime=... or eta=...))`` (and ``reference``,
 ``output_distributions``, ``unlearn_batch``) in ``bandit_unlearning.mab.unlearn``.
 
 - ``theorem_a10_bound``: ``sqrt(2 ln(Nm)/(N(a0)-k')) + 3(k-k') gamma/(2 sqrt(2 pi)(N(a0)-k')) + 4/N``.

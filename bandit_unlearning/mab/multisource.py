@@ -2,7 +2,7 @@
 # then run `make export`.
 """Multi-source unlearning under M_f: Theorem 3.13's bound (Paper A, Section 3.5; Paper A Algorithm 7, E5).
 
-The mechanism is ``unlearn(state, request, "adaptive", ...)`` in ``bandit_unlearning.mab.unlearn`` with a
+The mechanism is ``unlearn(state, request, options=UnlearnOptions(method="adaptive", ...))`` (registered in ``bandit_unlearning.mab.unlearn``) with a
 request from several arms: Algorithm 7 with the corrected rule of erratum E5 (noise on a source arm iff it
 is the learner's arm and gamma < gamma0', rollback otherwise); ``unlearn_batch`` takes ``arm``, ``k`` and
 ``deleted_sums`` per source arm.

@@ -12,8 +12,8 @@ Modules (generated from the chapters under ``notebooks/rl/``):
 * ``ucbvi`` -- episode statistics (Paper B §4), the planner of Algorithm 4 from (noisy) prefix sums
   (``plan_from_statistics``) and the fast non-private driver ``run_ucbvi`` (chapter B6);
 * ``stable`` -- TV-stable UCB-VI (Algorithm 4, Theorem 4.1) as a prefix-sum learner of
-  ``bandit_unlearning.exact.learner``: ``stable_ucbvi(mdp, T, rho)``, whose runs ``train``, ``unlearn``
-  (Algorithm 3) and ``verify_run`` handle unchanged; its users carry their own keys
+  ``bandit_unlearning.exact.learner``: ``stable_ucbvi(mdp, T, rho)``, whose runs ``train`` and the
+  protocol's ``unlearn`` (Algorithm 3) and ``verify`` handle unchanged; its users carry their own keys
   (``EpisodeUser``, ``episode_users``, ``population_users``) (chapter B7a).
 
 Experiments on these learners live in ``bandit_unlearning.experiments`` (``rl_regret``, ``rl_stable``,

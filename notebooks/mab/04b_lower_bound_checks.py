@@ -321,7 +321,7 @@ for pair, eps in [(fixed_sample_pair(21, 20), 0.5), (fixed_sample_pair(22, 20), 
 # %% [markdown]
 # ## 3. The check: every unlearning algorithm of the package lies above the bounds
 #
-# **What is run.**  Algorithm 2 (`unlearn_batch(..., "adaptive")`, paper threshold $\gamma_0$), the
+# **What is run.**  Algorithm 2 (`unlearn_batch` with method `"adaptive"`, paper threshold $\gamma_0$), the
 # Gaussian mechanism (`"gaussian"`) and rollback (`"rollback"`), each on the constructions of chapter A4a with
 # single-source requests.  The privacy level must be one the algorithm *provably achieves*: the noise
 # uses `calibration="analytic"` (Balle & Wang: exactly $(\varepsilon, \delta)$ for every $\varepsilon$, erratum E1)

@@ -103,7 +103,7 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 #
 # ## 3. Using it: the same entry point
 #
-# `unlearn(state, request, "adaptive", ...)` with a request from several arms is Algorithm 7
+# `unlearn(state, request, options=UnlearnOptions(method="adaptive", ...))` with a request from several arms is Algorithm 7
 # (corrected); `"gaussian"` noises every source arm, `"rollback"` rolls all of them back.  With `gamma`
 # alone, `"gaussian"` is the paper's baseline (each arm with $\sigma_i = \Delta_i\gamma$,
 # $\Delta_i = 3k_i/2N(a_i)$, no $(\varepsilon, \delta)$ claimed); with `epsilon` and `delta` every noised arm
@@ -170,7 +170,7 @@ for rule, (st_, req_, method, kw) in list(bad.items())[1:]:
 #
 # An independent transcription of the (corrected) pseudo-code — a Python loop over source arms,
 # paper threshold, calibration and sensitivity, written from Section 1 and not from the package —
-# must release the same arm as `unlearn(..., "adaptive")` for the same generator: on 2,000 random
+# must release the same arm as `unlearn` with method `"adaptive"` for the same generator: on 2,000 random
 # small datasets with requests from 1, 2 or 3 arms.  With **one** source arm the loop body is
 # Algorithm 2's steps 2–3 verbatim, so agreement there is the statement "multi-source with one source
 # arm is exactly Algorithm 2".  Then `unlearn_batch` with several source arms against the scalar
@@ -730,7 +730,7 @@ print(f"40 grid settings (20 with a reachable noised arm, 10 where the literal r
 # %% tags=["export"]
 """Multi-source unlearning under M_f: Theorem 3.13's bound (Paper A, Section 3.5; Paper A Algorithm 7, E5).
 
-The mechanism is ``unlearn(state, request, "adaptive", ...)`` in ``bandit_unlearning.mab.unlearn`` with a
+The mechanism is ``unlearn(state, request, options=UnlearnOptions(method="adaptive", ...))`` (registered in ``bandit_unlearning.mab.unlearn``) with a
 request from several arms: Algorithm 7 with the corrected rule of erratum E5 (noise on a source arm iff it
 is the learner's arm and gamma < gamma0', rollback otherwise); ``unlearn_batch`` takes ``arm``, ``k`` and
 ``deleted_sums`` per source arm.

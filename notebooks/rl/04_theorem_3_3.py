@@ -354,7 +354,7 @@ assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
 # independently, and $P[\text{retrain}] = 1 - \prod_b (1 - \mathrm{TV}_b)$.  For the bandit
 # $\lVert\delta\rVert = \sqrt{1 + r_t^2} \in \{1, \sqrt 2\}$ depends on the run (the arm pulled and
 # its reward), so each deletion has its own exact probability $p_i$ — a function of the deleted
-# reward, which a record carries only when asked (`unlearn(..., diagnostics=True)`; by default it
+# reward, which a record carries only when asked (`unlearn(..., options=ExactOptions(diagnostics=True))`; by default it
 # carries the worst case for the shift $B$ instead).
 #
 # **A trap when measuring it.** This probability is over the noise of the run *and* the coupling's
@@ -486,7 +486,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     ``retrained`` and ``cost`` (steps recomputed / T) as measured; ``conditional_probability`` and
     ``conditional_cost`` (exact given the run); ``retrain_probability`` and ``expected_cost``
     (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  A cost experiment: the
-    exact values are computed from the deleted statistics (``unlearn(..., diagnostics=True)``), so
+    exact values are computed from the deleted statistics (``unlearn(..., options=ExactOptions(diagnostics=True))``), so
     the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
     check_instance(learner, PrefixSumLearner, "learner")
     n_runs = check_count(n_runs, "n_runs", 1)

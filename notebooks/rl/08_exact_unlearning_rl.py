@@ -14,7 +14,7 @@
 #
 # Chapter B4 tested Theorem 3.3 on the online bandit of chapter B3b.  Nothing in the framework is
 # specific to bandits, so the same tests apply to TV-stable UCB-VI (chapter B7a): the learner is a
-# `PrefixSumLearner`, its users are replayable episodes (erratum E10), and `unlearn(run, t, rng)` replaces
+# `PrefixSumLearner`, its users are replayable episodes (erratum E10), and `unlearn(run, DeleteStep(t))` replaces
 # episode $t$ by the zero dummy.  This chapter repeats chapter B4's checks with the RL learner —
 # reusing its exported battery and broken variants (`bandit_unlearning.experiments.exactness`):
 # 1. **exactness**: policies and statistics after unlearning have the law of a run with the dummy

@@ -630,7 +630,7 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
 #
 # **One step: Algorithm 3 bit for bit.**  With the same generator, the pass `unlearn(run, DeleteSteps((t,)))`
 # (forced with `retrain_if_cheaper=False` for $t \le 4$) gives
-# the same models, tree and coupling outcomes as `unlearn(run, t)`, for every $t$, on the light
+# the same models, tree and coupling outcomes as `unlearn(run, DeleteStep(t))`, for every $t$, on the light
 # tree and on the dense one; on several steps the two trees agree with each other bit for bit.
 
 # %%
@@ -661,7 +661,7 @@ for seed in range(10):
     for learner in (LEARNER, DENSE):
         run = train(learner, USERS, np.random.default_rng(seed))
         for t in range(1, T + 1):
-            a, ra = unlearn(run, t, np.random.default_rng(1000 + seed))
+            a, ra = unlearn(run, DeleteStep(t), rng=np.random.default_rng(1000 + seed))
             b, rb = unlearn(run, DeleteSteps((t,)), options=ExactOptions(retrain_if_cheaper=False), rng=np.random.default_rng(1000 + seed))
             assert same_model(a.models, b.models) and same_tree(a.tree, b.tree) and a.users == b.users
             assert (ra.accepted, ra.rejected, ra.regenerated, ra.restart) == (rb.accepted, rb.rejected, rb.regenerated, rb.restart)
@@ -788,7 +788,7 @@ for _ in range(R):
     st = user_steps(original, returning)
     sample[names[0]].append(stats_of(unlearn(original, DeleteUser(returning), options=ExactOptions(retrain_if_cheaper=False), rng=rng)[0]))
     sample[names[1]].append(stats_of(unlearn_user_sequential(original, returning, rng)[0]))
-    sample[names[2]].append(stats_of(unlearn(original, st[0], rng)[0]))
+    sample[names[2]].append(stats_of(unlearn(original, DeleteStep(st[0]), rng=rng)[0]))
     sample[names[3]].append(stats_of(one_pass_no_retrain(original, st, rng)))
 pvals = {name: battery(sample[name], sample["reference"], ("arm at T+1",)) for name in names}
 for name, p in pvals.items():
@@ -823,7 +823,7 @@ for _ in range(R_RL):
     original = train(RL_LEARNER, rl_users, rng)
     rl_sample["one pass"].append(rl_run_statistics(unlearn(original, DeleteUser(rl_person), options=ExactOptions(retrain_if_cheaper=False), rng=rng)[0], 9, cache))
     rl_sample["one pass, no retrain"].append(rl_run_statistics(one_pass_no_retrain(original, (3, 9, 14), rng), 9, cache))
-    rl_sample["first step only"].append(rl_run_statistics(unlearn(original, 3, rng)[0], 9, cache))
+    rl_sample["first step only"].append(rl_run_statistics(unlearn(original, DeleteStep(3), rng=rng)[0], 9, cache))
 RL_LEVEL = 1e-6 / 14
 rl_p = {name: battery(rl_sample[name], rl_sample["reference"], ("final policy",)) for name in list(rl_sample)[1:]}
 for name, p in rl_p.items():
