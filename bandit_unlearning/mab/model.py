@@ -464,6 +464,7 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 655): "2.3 The model" ---
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -543,7 +544,7 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
     return new, record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 743): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 748): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -615,6 +616,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 826): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -690,6 +692,7 @@ class LCBModel:
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 917): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -747,6 +750,7 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 986): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def labels(self) -> tuple:
@@ -790,6 +794,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 1054): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -827,6 +832,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 1114): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -850,6 +856,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 1151): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -925,8 +932,42 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 2050): "2.5 Loading: every entry checked before it is used" ---
+    def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
+        """Write the model to ``path`` (``.npz``) atomically, as ``save_model`` does.
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1138): "2.3 The model" ---
+        Parameters
+        ----------
+        path : the file to write (its folder must exist).
+        keep_row_ids : also write the deleted row ids of every request (default: only their number).
+        key : optional secret (bytes, at least 16) for an HMAC-SHA256 tag; ``load`` then needs it.
+        progress : None (a bar on a terminal for a large model), False, or ``callable(stage, done, total)``.
+
+        Returns
+        -------
+        None
+        """
+        save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
+
+    @staticmethod
+    def load(path, rng=None, *, key=None, progress=None) -> "LCBModel":
+        """Read a model written by ``save``, after checking every section (``load_model``).
+
+        Parameters
+        ----------
+        path : the file.
+        rng : the noise generator of the loaded model, as in ``fit`` (the file holds none).
+        key : the HMAC key the file was saved with (required for an authenticated file).
+        progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
+
+        Returns
+        -------
+        LCBModel
+        """
+        return load_model(path, rng, key=key, progress=progress)
+
+
+# --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1248): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1066,7 +1107,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1331): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1441): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1285,7 +1326,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 1558): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1668): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1661,12 +1702,3 @@ def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
                     rng=rng, exact_sums=exact, reference=meta.get("reference", "conditional"))
     stages.step("model")
     return model
-
-
-def _save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
-    save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
-
-
-_save.__name__, _save.__qualname__, _save.__doc__ = "save", "LCBModel.save", save_model.__doc__
-LCBModel.save = _save
-LCBModel.load = staticmethod(load_model)

@@ -648,6 +648,11 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
+# %% [markdown]
+# The release itself, as the function the protocol calls: Section 2.2's plan, the exact sums (no
+# rounding residue), the noise on the noised arms, and a record that names why.
+
+# %% tags=["export"]
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -812,315 +817,420 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
-    def __getstate__(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
-        state["_log"] = [r.without_rows() for r in self._log]
-        return state
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._user_rows = self._user_of = None
-        self._rng = np.random.default_rng()        # fresh OS entropy: the pickle held no key material
+# %% [markdown]
+# Pickling follows the saving contract (no generator, no row ids in the log), and the constructors:
+# `fit` checks the arguments and numbers the labels; `_fit` (shared with `from_csv`, which numbers
+# labels while it reads) checks the rewards, the users, tau and the method's parameters.
 
-    # -- constructors ---------------------------------------------------------------------------
-    @classmethod
-    def fit(cls, arms, rewards, *, users=None, labels=None, tau=None, method: str = "rollback",
-            epsilon=None, delta=None, sigma=None, rng=None, reference: str = "conditional") -> "LCBModel":
-        """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
 
-        Parameters
-        ----------
-        arms : sequence or 1-D array of hashable arm labels (integer arrays are numbered by counting).
-        rewards : sequence of real numbers in [0, 1], one per row (NaN / infinities refused by name).
-        users : optional sequence of user ids (str or int), one per row.
-        labels : optional sequence of every arm label (arms without rows included), in arm order.
-        tau : the confidence level, default ``1/N``, fixed for the model's life.
-        method : ``"rollback"`` (exact) or ``"adaptive"`` (needs ``epsilon``, ``delta``, ``sigma``).
-        rng : the noise generator (``None``: fresh OS entropy).
-        reference : for ``method="adaptive"``, the reference world the promise holds against.
-            ``"conditional"`` (default, Paper A's rule): a request is noised only when it sits on the
-            served arm, so the promise holds given the releases already made (the served arm depends
-            on the deleted rewards).  ``"literal"``: every request is noised while the accountant
-            admits it, a decision from counts alone, so the promise holds against a model that never
-            saw the deleted rows (chapter A9a, section 1).  ``method="rollback"`` is literal either way.
 
-        Returns
-        -------
-        LCBModel
-        """
-        check_choice(method, "method", METHODS)
-        check_choice(reference, "reference", REFERENCES)
-        for name, value in (("arms", arms), ("rewards", rewards), ("users", users)):
-            if isinstance(value, np.ma.MaskedArray):
-                raise TypeError(f"{name} must not be a masked array (its mask would be dropped silently)")
-        labels, idx = _labels_and_index(arms, labels)
-        return cls._fit(labels, idx, rewards, users=users, tau=tau, method=method, epsilon=epsilon, delta=delta,
-                        sigma=sigma, rng=rng, reference=reference)
+# -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
+@add_to_class(LCBModel)
+def __getstate__(self):
+    state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
+    state["_log"] = [r.without_rows() for r in self._log]
+    return state
 
-    @classmethod
-    def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng, reference="conditional"):
-        check_choice(method, "method", METHODS)
-        check_choice(reference, "reference", REFERENCES)
-        rewards = _check_rewards(rewards, idx.size)
-        if users is not None and not (isinstance(users, tuple) and len(users) == 2 and users[0] is _FACTORED):
-            users = _factor_users(users, idx.size)
-        elif users is not None:
-            users = users[1]
-        n = idx.size
-        if tau is None:
-            if n < 2:
-                raise ValueError(f"tau defaults to 1/N, which needs N >= 2, got N = {n}")
-            tau = 1.0 / n
-        tau = check_tau(tau)
-        if method == "adaptive":
-            if sigma is None or epsilon is None or delta is None:
-                raise ValueError("method 'adaptive' needs epsilon, delta and sigma")
-            check_epsilon(epsilon), check_delta(delta)
-            sigma = check_positive(sigma, "sigma")
-            epsilon, delta = float(epsilon), float(delta)
-        elif not (epsilon is None and delta is None and sigma is None):
-            raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
-        rng = make_rng(rng)
-        return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
-                   users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
-                   pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
-                   delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    @classmethod
-    def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
-                 progress=None, **options) -> "LCBModel":
-        """Fit on a CSV file with a header row.
+@add_to_class(LCBModel)
+def __setstate__(self, state):
+    self.__dict__.update(state)
+    self._user_rows = self._user_of = None
+    self._rng = np.random.default_rng()        # fresh OS entropy: the pickle held no key material
 
-        Parameters
-        ----------
-        path : the CSV file.
-        arm, reward, user : the column names (``user`` optional).
-        progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
-        **options : as in ``fit``.
 
-        Arm labels are integers when every label in the file is a canonical decimal integer
-        (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
-        is installed, with numpy's reader otherwise: the same model either way.
-        """
-        size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
-        stages = _Stages(progress, ("read", "fit"), "from_csv", size)
-        cols = read_csv_columns(path, [c for c in (arm, reward, user) if c is not None], reward=reward,
-                                unsorted=() if user is None else (user,))
-        stages.step("read")
-        users = None
-        if user is not None:
-            ids, codes = cols[user]
-            if ids.dtype.kind == "f":
-                raise TypeError(f"user ids must be str or int (what a saved file holds); column {user!r} holds "
-                                f"numbers that are not integers")
-            users = (_FACTORED, (ids.tolist(), codes))            # typed: all int or all str
-        values, codes = cols[arm]
-        if "labels" in options:
-            model = cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
-                            **options)
-        else:
-            unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng", "reference"}
-            if unknown:
-                raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
-            opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None,
-                    "reference": "conditional",
-                    **options}
-            model = cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
-        stages.step("fit")
-        return model
+# -- constructors ---------------------------------------------------------------------------
+@add_to_class(LCBModel)
+@classmethod
+def fit(cls, arms, rewards, *, users=None, labels=None, tau=None, method: str = "rollback",
+        epsilon=None, delta=None, sigma=None, rng=None, reference: str = "conditional") -> "LCBModel":
+    """Fit on rows ``(arms[i], rewards[i])`` (optionally ``users[i]``).
 
-    @classmethod
-    def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
-                   **options) -> "LCBModel":
-        """Fit on a pandas DataFrame (or any mapping of column name -> sequence); labels keep their type."""
-        names = list(frame.keys()) if hasattr(frame, "keys") else []
-        missing = [c for c in (arm, reward, user) if c is not None and c not in names]
-        if missing:
-            raise ValueError(f"the frame has no column {missing[0]!r}; its columns are {names}")
-        arms = frame[arm]
-        arms = np.asarray(arms) if getattr(np.asarray(arms), "dtype", None) is not None and \
-            np.asarray(arms).dtype.kind in "biuf" else list(arms)
-        return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
-                       **options)
+    Parameters
+    ----------
+    arms : sequence or 1-D array of hashable arm labels (integer arrays are numbered by counting).
+    rewards : sequence of real numbers in [0, 1], one per row (NaN / infinities refused by name).
+    users : optional sequence of user ids (str or int), one per row.
+    labels : optional sequence of every arm label (arms without rows included), in arm order.
+    tau : the confidence level, default ``1/N``, fixed for the model's life.
+    method : ``"rollback"`` (exact) or ``"adaptive"`` (needs ``epsilon``, ``delta``, ``sigma``).
+    rng : the noise generator (``None``: fresh OS entropy).
+    reference : for ``method="adaptive"``, the reference world the promise holds against.
+        ``"conditional"`` (default, Paper A's rule): a request is noised only when it sits on the
+        served arm, so the promise holds given the releases already made (the served arm depends
+        on the deleted rewards).  ``"literal"``: every request is noised while the accountant
+        admits it, a decision from counts alone, so the promise holds against a model that never
+        saw the deleted rows (chapter A9a, section 1).  ``method="rollback"`` is literal either way.
 
-    # -- what the model shows -------------------------------------------------------------------
-    @property
-    def labels(self) -> tuple:
-        return self._labels
+    Returns
+    -------
+    LCBModel
+    """
+    check_choice(method, "method", METHODS)
+    check_choice(reference, "reference", REFERENCES)
+    for name, value in (("arms", arms), ("rewards", rewards), ("users", users)):
+        if isinstance(value, np.ma.MaskedArray):
+            raise TypeError(f"{name} must not be a masked array (its mask would be dropped silently)")
+    labels, idx = _labels_and_index(arms, labels)
+    return cls._fit(labels, idx, rewards, users=users, tau=tau, method=method, epsilon=epsilon, delta=delta,
+                    sigma=sigma, rng=rng, reference=reference)
 
-    @property
-    def tau(self) -> float:
-        """The confidence level, fixed at fit."""
-        return self._tau
 
-    @property
-    def n_fit(self) -> int:
-        return self._n_fit
+@add_to_class(LCBModel)
+@classmethod
+def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng, reference="conditional"):
+    check_choice(method, "method", METHODS)
+    check_choice(reference, "reference", REFERENCES)
+    rewards = _check_rewards(rewards, idx.size)
+    if users is not None and not (isinstance(users, tuple) and len(users) == 2 and users[0] is _FACTORED):
+        users = _factor_users(users, idx.size)
+    elif users is not None:
+        users = users[1]
+    n = idx.size
+    if tau is None:
+        if n < 2:
+            raise ValueError(f"tau defaults to 1/N, which needs N >= 2, got N = {n}")
+        tau = 1.0 / n
+    tau = check_tau(tau)
+    if method == "adaptive":
+        if sigma is None or epsilon is None or delta is None:
+            raise ValueError("method 'adaptive' needs epsilon, delta and sigma")
+        check_epsilon(epsilon), check_delta(delta)
+        sigma = check_positive(sigma, "sigma")
+        epsilon, delta = float(epsilon), float(delta)
+    elif not (epsilon is None and delta is None and sigma is None):
+        raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
+    rng = make_rng(rng)
+    return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
+               users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
+               pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
+               delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    @property
-    def method(self) -> str:
-        return self._method
 
-    @property
-    def reference(self) -> str:
-        """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
-        adaptive models fitted with ``reference="literal"``) or ``"conditional"``."""
-        return self._reference
+# %% [markdown]
+# Fitting from a file or a data frame: `from_csv` reads the columns it needs in one pass (labels
+# typed as pandas types them), `from_frame` takes any object with named columns.
 
-    @property
-    def policy(self):
-        """The arm label of the latest release."""
-        return self._labels[self._policy]
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
 
-    @property
-    def policy_index(self) -> int:
-        return self._policy
 
-    @property
-    def statistics(self) -> LCBState:
-        """The exact statistic of the rows not yet deleted (tau fixed at fit): bit for bit ``fit`` on them."""
-        return LCBState(self._counts, self._sums, self._tau)
+@add_to_class(LCBModel)
+@classmethod
+def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
+             progress=None, **options) -> "LCBModel":
+    """Fit on a CSV file with a header row.
 
-    @property
-    def released_from(self) -> LCBState:
-        """The statistic releases are computed from: the live rows and the pending ones."""
-        return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
+    Parameters
+    ----------
+    path : the CSV file.
+    arm, reward, user : the column names (``user`` optional).
+    progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
+    **options : as in ``fit``.
 
-    @property
-    def log(self) -> tuple:
-        return tuple(self._log)
+    Arm labels are integers when every label in the file is a canonical decimal integer
+    (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
+    is installed, with numpy's reader otherwise: the same model either way.
+    """
+    size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
+    stages = _Stages(progress, ("read", "fit"), "from_csv", size)
+    cols = read_csv_columns(path, [c for c in (arm, reward, user) if c is not None], reward=reward,
+                            unsorted=() if user is None else (user,))
+    stages.step("read")
+    users = None
+    if user is not None:
+        ids, codes = cols[user]
+        if ids.dtype.kind == "f":
+            raise TypeError(f"user ids must be str or int (what a saved file holds); column {user!r} holds "
+                            f"numbers that are not integers")
+        users = (_FACTORED, (ids.tolist(), codes))            # typed: all int or all str
+    values, codes = cols[arm]
+    if "labels" in options:
+        model = cls.fit(values[codes], cols[reward], users=None if users is None else ids[cols[user][1]].tolist(),
+                        **options)
+    else:
+        unknown = set(options) - {"tau", "method", "epsilon", "delta", "sigma", "rng", "reference"}
+        if unknown:
+            raise TypeError(f"from_csv got an unexpected option {sorted(unknown)[0]!r}")
+        opts = {"tau": None, "method": "rollback", "epsilon": None, "delta": None, "sigma": None, "rng": None,
+                "reference": "conditional",
+                **options}
+        model = cls._fit(tuple(values.tolist()), codes, cols[reward], users=users, **opts)
+    stages.step("fit")
+    return model
 
-    @property
-    def pending(self) -> tuple:
-        """Ids of the requests whose rows are still inside the released-from statistic."""
-        return self._pending_ids
 
-    @property
-    def pending_counts(self) -> np.ndarray:
-        """Per-arm number of pending rows (public: ``plan_release`` can be replayed from it)."""
-        return _frozen(self._pending_counts)
+@add_to_class(LCBModel)
+@classmethod
+def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
+               **options) -> "LCBModel":
+    """Fit on a pandas DataFrame (or any mapping of column name -> sequence); labels keep their type."""
+    names = list(frame.keys()) if hasattr(frame, "keys") else []
+    missing = [c for c in (arm, reward, user) if c is not None and c not in names]
+    if missing:
+        raise ValueError(f"the frame has no column {missing[0]!r}; its columns are {names}")
+    arms = frame[arm]
+    arms = np.asarray(arms) if getattr(np.asarray(arms), "dtype", None) is not None and \
+        np.asarray(arms).dtype.kind in "biuf" else list(arms)
+    return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
+                   **options)
 
-    @property
-    def mu_budget(self):
-        return self._mu_budget
 
-    @property
-    def mu_max(self) -> float:
-        """The largest composed ``mu_{j:t}`` over the requests so far."""
-        return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
+# %% [markdown]
+# What the model shows: its fixed parameters, the served arm, the exact statistic of what remains and
+# the released-from one.
 
-    @property
-    def budget_left(self):
-        """How much Gaussian budget is left, as ``mu``: ``sqrt(mu_budget^2 - mu_max^2)`` (None for rollback)."""
-        if self._mu_budget is None:
-            return None
-        return float(np.sqrt(max(self._mu_budget ** 2 - self.mu_max ** 2, 0.0)))
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
 
-    @property
-    def row_ids(self) -> np.ndarray:
-        return _frozen(np.flatnonzero(self._alive))
 
-    def __len__(self) -> int:
-        return self._n_live
+# -- what the model shows -------------------------------------------------------------------
+@add_to_class(LCBModel)
+@property
+def labels(self) -> tuple:
+    return self._labels
 
-    def summary(self) -> dict:
-        """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
-        out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
-               "arms": len(self._labels), "policy": self.policy, "tau": self._tau,
-               "requests": len(self._log), "rows_deleted": self._n_fit - self._n_live,
-               "pending_requests": len(self._pending_ids), "pending_rows": int(self._pending_counts.sum()),
-               "users": None if self._user_ids is None else int(np.count_nonzero(self._user_live))}
-        if self._method == "adaptive":
-            out.update(epsilon=self._epsilon, delta=self._delta, sigma=self._sigma, mu_budget=self._mu_budget,
-                       mu_max=self.mu_max, budget_left=self.budget_left,
-                       delta_spent=gdp_delta(self.mu_max, self._epsilon))
-        return out
 
-    def __repr__(self) -> str:
-        s = self.summary()
-        text = (f"LCBModel({s['method']}: {s['rows']:,} rows of {s['rows_at_fit']:,}, {s['arms']} arms, "
-                f"serving {s['policy']!r}; {s['requests']} requests, {s['rows_deleted']:,} rows deleted, "
-                f"{s['pending_requests']} pending ({s['pending_rows']} rows)")
-        if self._method == "adaptive":
-            text += (f"; eps = {self._epsilon:g}, delta = {self._delta:g}, mu {s['mu_max']:.3g} of "
-                     f"{s['mu_budget']:.3g} spent")
-        return text + ")"
+@add_to_class(LCBModel)
+@property
+def tau(self) -> float:
+    """The confidence level, fixed at fit."""
+    return self._tau
 
-    # -- deletion -------------------------------------------------------------------------------
-    def _rows_of(self, user, rows):
-        if (user is None) == (rows is None):
-            raise ValueError("pass exactly one of user=... or rows=...")
-        if user is not None:
-            if self._user_ids is None:
-                raise ValueError("the model was fitted without user ids: delete by rows=...")
-            lookup = self._user_of                  # caches are kept only once the request is accepted
-            if lookup is None:
-                lookup = {u: i for i, u in enumerate(self._user_ids) if u is not None}
-            try:
-                code = lookup.get(user)
-            except TypeError:
-                raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
-            if code is None:
-                raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
-            self._user_of = lookup
-            if self._user_rows is None:
-                order = np.argsort(self._user_codes, kind="stable")
-                dead = int(np.sum(self._user_codes < 0))
-                order = order[dead:]
-                offsets = np.concatenate([[0], np.cumsum(np.bincount(self._user_codes[order],
-                                                                     minlength=len(self._user_ids)))])
-                self._user_rows = (order.astype(np.int64), offsets)
-            order, offsets = self._user_rows
-            found = order[offsets[code]:offsets[code + 1]]
-            return np.sort(found[self._alive[found]])
-        return check_row_ids(rows, self._n_fit, self._alive)
 
-    def delete(self, *, user=None, rows=None) -> DeletionRecord:
-        """Delete one user's rows or the given rows, then make one release (the new ``policy``).
+@add_to_class(LCBModel)
+@property
+def n_fit(self) -> int:
+    return self._n_fit
 
-        Parameters
-        ----------
-        user : a user id of the fitted data (all its live rows are deleted), or
-        rows : a 1-D sequence of live row ids (exactly one of the two).
 
-        Returns
-        -------
-        DeletionRecord
+@add_to_class(LCBModel)
+@property
+def method(self) -> str:
+    return self._method
 
-        Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
-        user, a row named twice, both or neither of ``user`` and ``rows``."""
-        rows = self._rows_of(user, rows)
-        request = DeletionRequest(self._arms[rows], self._rewards[rows])
-        new, record = unlearn(self.release_state, request, rng=self._rng)
-        record = dataclasses.replace(record, rows=tuple(rows.tolist()))
-        del request
-        # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
-        self._alive[rows] = False
-        self._arms[rows], self._rewards[rows] = -1, 0.0
-        self._n_live -= int(rows.size)
-        if self._user_ids is not None:
-            codes = self._user_codes[rows]
-            self._user_codes[rows] = -1
-            np.subtract.at(self._user_live, codes, 1)
-            for c in np.unique(codes[self._user_live[codes] == 0]).tolist():
-                if self._user_of is not None:
-                    del self._user_of[self._user_ids[c]]
-                self._user_ids[c] = None
-        self._counts, self._sums, self._exact_sums = new.counts.copy(), new.sums.copy(), list(new.exact_sums)
-        self._pub_counts, self._pub_sums, self._pub_exact = new.pub_counts.copy(), new.pub_sums.copy(), list(new.pub_exact)
-        self._pending_counts, self._pending_ids = new.pending_counts.copy(), new.pending_ids
-        self._release_mus, self._policy = list(new.release_mus), new.policy
-        self._log.append(record)
-        return record
 
-    @property
-    def release_state(self) -> "ReleaseState":
-        """The model's immutable ``ReleaseState`` now: what ``unlearn`` of the next request starts from."""
-        return ReleaseState(self._labels, self._tau, self._method, self._epsilon, self._delta, self._sigma,
-                            self._mu_budget, self._reference, self._counts, self._sums, self._exact_sums,
-                            self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
-                            self._pending_ids, self._release_mus, self._policy, len(self._log))
+@add_to_class(LCBModel)
+@property
+def reference(self) -> str:
+    """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
+    adaptive models fitted with ``reference="literal"``) or ``"conditional"``."""
+    return self._reference
+
+
+@add_to_class(LCBModel)
+@property
+def policy(self):
+    """The arm label of the latest release."""
+    return self._labels[self._policy]
+
+
+@add_to_class(LCBModel)
+@property
+def policy_index(self) -> int:
+    return self._policy
+
+
+@add_to_class(LCBModel)
+@property
+def statistics(self) -> LCBState:
+    """The exact statistic of the rows not yet deleted (tau fixed at fit): bit for bit ``fit`` on them."""
+    return LCBState(self._counts, self._sums, self._tau)
+
+
+@add_to_class(LCBModel)
+@property
+def released_from(self) -> LCBState:
+    """The statistic releases are computed from: the live rows and the pending ones."""
+    return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
+
+
+# %% [markdown]
+# The deletion log, the pending requests, and the accountant's budget (as a Gaussian-DP $\mu$).
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+@add_to_class(LCBModel)
+@property
+def log(self) -> tuple:
+    return tuple(self._log)
+
+
+@add_to_class(LCBModel)
+@property
+def pending(self) -> tuple:
+    """Ids of the requests whose rows are still inside the released-from statistic."""
+    return self._pending_ids
+
+
+@add_to_class(LCBModel)
+@property
+def pending_counts(self) -> np.ndarray:
+    """Per-arm number of pending rows (public: ``plan_release`` can be replayed from it)."""
+    return _frozen(self._pending_counts)
+
+
+@add_to_class(LCBModel)
+@property
+def mu_budget(self):
+    return self._mu_budget
+
+
+@add_to_class(LCBModel)
+@property
+def mu_max(self) -> float:
+    """The largest composed ``mu_{j:t}`` over the requests so far."""
+    return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
+
+
+@add_to_class(LCBModel)
+@property
+def budget_left(self):
+    """How much Gaussian budget is left, as ``mu``: ``sqrt(mu_budget^2 - mu_max^2)`` (None for rollback)."""
+    if self._mu_budget is None:
+        return None
+    return float(np.sqrt(max(self._mu_budget ** 2 - self.mu_max ** 2, 0.0)))
+
+
+@add_to_class(LCBModel)
+@property
+def row_ids(self) -> np.ndarray:
+    return _frozen(np.flatnonzero(self._alive))
+
+
+@add_to_class(LCBModel)
+def __len__(self) -> int:
+    return self._n_live
+
+
+# %% [markdown]
+# The model in numbers, and its `repr`.
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+@add_to_class(LCBModel)
+def summary(self) -> dict:
+    """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
+    out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
+           "arms": len(self._labels), "policy": self.policy, "tau": self._tau,
+           "requests": len(self._log), "rows_deleted": self._n_fit - self._n_live,
+           "pending_requests": len(self._pending_ids), "pending_rows": int(self._pending_counts.sum()),
+           "users": None if self._user_ids is None else int(np.count_nonzero(self._user_live))}
+    if self._method == "adaptive":
+        out.update(epsilon=self._epsilon, delta=self._delta, sigma=self._sigma, mu_budget=self._mu_budget,
+                   mu_max=self.mu_max, budget_left=self.budget_left,
+                   delta_spent=gdp_delta(self.mu_max, self._epsilon))
+    return out
+
+
+@add_to_class(LCBModel)
+def __repr__(self) -> str:
+    s = self.summary()
+    text = (f"LCBModel({s['method']}: {s['rows']:,} rows of {s['rows_at_fit']:,}, {s['arms']} arms, "
+            f"serving {s['policy']!r}; {s['requests']} requests, {s['rows_deleted']:,} rows deleted, "
+            f"{s['pending_requests']} pending ({s['pending_rows']} rows)")
+    if self._method == "adaptive":
+        text += (f"; eps = {self._epsilon:g}, delta = {self._delta:g}, mu {s['mu_max']:.3g} of "
+                 f"{s['mu_budget']:.3g} spent")
+    return text + ")"
+
+
+# %% [markdown]
+# Deleting: `delete` finds the rows (by id, or every live row of a user), builds the
+# `DeletionRequest` of their arms and rewards and calls the protocol's `unlearn` on the model's
+# `release_state`; then it commits — the new state, the rows wiped, their users forgotten, the record
+# (with its row ids) logged.  A refused request raises before anything is committed.
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+# -- deletion -------------------------------------------------------------------------------
+@add_to_class(LCBModel)
+def _rows_of(self, user, rows):
+    if (user is None) == (rows is None):
+        raise ValueError("pass exactly one of user=... or rows=...")
+    if user is not None:
+        if self._user_ids is None:
+            raise ValueError("the model was fitted without user ids: delete by rows=...")
+        lookup = self._user_of                  # caches are kept only once the request is accepted
+        if lookup is None:
+            lookup = {u: i for i, u in enumerate(self._user_ids) if u is not None}
+        try:
+            code = lookup.get(user)
+        except TypeError:
+            raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
+        if code is None:
+            raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
+        self._user_of = lookup
+        if self._user_rows is None:
+            order = np.argsort(self._user_codes, kind="stable")
+            dead = int(np.sum(self._user_codes < 0))
+            order = order[dead:]
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(self._user_codes[order],
+                                                                 minlength=len(self._user_ids)))])
+            self._user_rows = (order.astype(np.int64), offsets)
+        order, offsets = self._user_rows
+        found = order[offsets[code]:offsets[code + 1]]
+        return np.sort(found[self._alive[found]])
+    return check_row_ids(rows, self._n_fit, self._alive)
+
+
+@add_to_class(LCBModel)
+def delete(self, *, user=None, rows=None) -> DeletionRecord:
+    """Delete one user's rows or the given rows, then make one release (the new ``policy``).
+
+    Parameters
+    ----------
+    user : a user id of the fitted data (all its live rows are deleted), or
+    rows : a 1-D sequence of live row ids (exactly one of the two).
+
+    Returns
+    -------
+    DeletionRecord
+
+    Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
+    user, a row named twice, both or neither of ``user`` and ``rows``."""
+    rows = self._rows_of(user, rows)
+    request = DeletionRequest(self._arms[rows], self._rewards[rows])
+    new, record = unlearn(self.release_state, request, rng=self._rng)
+    record = dataclasses.replace(record, rows=tuple(rows.tolist()))
+    del request
+    # commit: wipe the rows, forget their users, then the statistics, the accountant and the log
+    self._alive[rows] = False
+    self._arms[rows], self._rewards[rows] = -1, 0.0
+    self._n_live -= int(rows.size)
+    if self._user_ids is not None:
+        codes = self._user_codes[rows]
+        self._user_codes[rows] = -1
+        np.subtract.at(self._user_live, codes, 1)
+        for c in np.unique(codes[self._user_live[codes] == 0]).tolist():
+            if self._user_of is not None:
+                del self._user_of[self._user_ids[c]]
+            self._user_ids[c] = None
+    self._counts, self._sums, self._exact_sums = new.counts.copy(), new.sums.copy(), list(new.exact_sums)
+    self._pub_counts, self._pub_sums, self._pub_exact = new.pub_counts.copy(), new.pub_sums.copy(), list(new.pub_exact)
+    self._pending_counts, self._pending_ids = new.pending_counts.copy(), new.pending_ids
+    self._release_mus, self._policy = list(new.release_mus), new.policy
+    self._log.append(record)
+    return record
+
+
+@add_to_class(LCBModel)
+@property
+def release_state(self) -> "ReleaseState":
+    """The model's immutable ``ReleaseState`` now: what ``unlearn`` of the next request starts from."""
+    return ReleaseState(self._labels, self._tau, self._method, self._epsilon, self._delta, self._sigma,
+                        self._mu_budget, self._reference, self._counts, self._sums, self._exact_sums,
+                        self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
+                        self._pending_ids, self._release_mus, self._policy, len(self._log))
 
 
 # %% [markdown]
@@ -1933,13 +2043,49 @@ def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     return model
 
 
-def _save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
+
+# %% [markdown]
+# `save` and `load` are the model's own methods; `save_model` and `load_model` above do the work.
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+@add_to_class(LCBModel)
+def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
+    """Write the model to ``path`` (``.npz``) atomically, as ``save_model`` does.
+
+    Parameters
+    ----------
+    path : the file to write (its folder must exist).
+    keep_row_ids : also write the deleted row ids of every request (default: only their number).
+    key : optional secret (bytes, at least 16) for an HMAC-SHA256 tag; ``load`` then needs it.
+    progress : None (a bar on a terminal for a large model), False, or ``callable(stage, done, total)``.
+
+    Returns
+    -------
+    None
+    """
     save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
 
 
-_save.__name__, _save.__qualname__, _save.__doc__ = "save", "LCBModel.save", save_model.__doc__
-LCBModel.save = _save
-LCBModel.load = staticmethod(load_model)
+@add_to_class(LCBModel)
+@staticmethod
+def load(path, rng=None, *, key=None, progress=None) -> "LCBModel":
+    """Read a model written by ``save``, after checking every section (``load_model``).
+
+    Parameters
+    ----------
+    path : the file.
+    rng : the noise generator of the loaded model, as in ``fit`` (the file holds none).
+    key : the HMAC key the file was saved with (required for an authenticated file).
+    progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
+
+    Returns
+    -------
+    LCBModel
+    """
+    return load_model(path, rng, key=key, progress=progress)
 
 
 # %% [markdown]
