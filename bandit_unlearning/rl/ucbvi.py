@@ -218,13 +218,6 @@ class UCBVIConfig:
     def layout(self) -> StatsLayout:
         return StatsLayout(self.S, self.A, self.H)
 
-    def eps_app(self, delta: float) -> float:
-        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
-        delta = check_real(delta, "delta", 0, 1, low_open=True)
-        S, A, H, T = self.S, self.A, self.H, self.T
-        d = S * S * A * H + 2 * S * A * H
-        return float(self.sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / delta))))
-
     @cached_property
     def eps_unexplored(self) -> float:
         """``eps_app(delta/4)`` (``sqrt(H)`` times that when pooled): pairs with ``N~ <= eps_unexplored``
@@ -237,6 +230,24 @@ class UCBVIConfig:
         """``ln(8SAHT/delta)``."""
         return float(np.log(8 * self.S * self.A * self.H * self.T / self.delta))
 
+    @cached_property
+    def union_log_term(self) -> float:
+        """``L_c = ln(c SAH n_max / delta)`` of the ``"hoeffding"`` (c = 2) and ``"bernstein"`` (c = 6)
+        kinds, ``n_max = T`` (``HT`` pooled); 0 for the kinds without one."""
+        c = {"hoeffding": 2, "bernstein": 6}.get(self.bonus_kind)
+        if c is None:
+            return 0.0
+        n_max = self.T * (self.H if self.pooled else 1)
+        return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
+
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 11 (line 469): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+    def eps_app(self, delta: float) -> float:
+        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
+        delta = check_real(delta, "delta", 0, 1, low_open=True)
+        S, A, H, T = self.S, self.A, self.H, self.T
+        d = S * S * A * H + 2 * S * A * H
+        return float(self.sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / delta))))
+
     def bonus(self, n) -> np.ndarray:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
         says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
@@ -247,16 +258,6 @@ class UCBVIConfig:
     def needs_next_variance(self) -> bool:
         """Whether ``step_bonus`` reads ``next_variance`` (only the ``"bernstein"`` kind does)."""
         return self.bonus_kind == "bernstein"
-
-    @cached_property
-    def union_log_term(self) -> float:
-        """``L_c = ln(c SAH n_max / delta)`` of the ``"hoeffding"`` (c = 2) and ``"bernstein"`` (c = 6)
-        kinds, ``n_max = T`` (``HT`` pooled); 0 for the kinds without one."""
-        c = {"hoeffding": 2, "bernstein": 6}.get(self.bonus_kind)
-        if c is None:
-            return 0.0
-        n_max = self.T * (self.H if self.pooled else 1)
-        return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
 
     def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
         """The bonus of ``bonus_kind`` at step ``h`` (0-based) for counts ``n`` (any shape; every
@@ -296,6 +297,7 @@ class UCBVIConfig:
         return self.bonus_scale * b
 
 
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 13 (line 542): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
     (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
@@ -335,6 +337,7 @@ class OptimisticPlan:
 Q_TIE_TOLERANCE = 1e-9
 
 
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 15 (line 586): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = Q_h(policy_h)``,
     ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
@@ -389,6 +392,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
     return out
 
 
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 645): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~``, the explored mask and
     the counts ``n``, from ``N, R [...]``, ``Nsas [..., S]`` and the steps ``h`` (an int array
