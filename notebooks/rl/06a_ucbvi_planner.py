@@ -620,7 +620,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
         out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
     policy, Q, V = out
     V[H] = 0.0
-    rows = np.arange(0, S * A, A)
+    rows, first = np.arange(0, S * A, A), np.empty(S, dtype=np.int64)
     for h in range(H - 1, -1, -1):
         q = Q[h]
         np.dot(P[h], V[h + 1], out=q)
@@ -632,7 +632,9 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
         qs = q.reshape(S, A)
-        best = (qs >= qs.max(axis=1, keepdims=True) - Q_TIE_TOLERANCE).argmax(axis=1)
+        # max_a Q_h(s, a), read at the first maximiser (a reduction along a short axis is slow in numpy)
+        top = q.take(np.add(qs.argmax(axis=1), rows, out=first))
+        best = (qs >= np.subtract(top, Q_TIE_TOLERANCE, out=top)[:, None]).argmax(axis=1)
         policy[h] = best
         q.take(np.add(best, rows, out=best), out=V[h])
     return out
@@ -667,30 +669,47 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
     non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
     of step ``h`` is ``config.step_bonus(h, n_h, var_h)``."""
+    u, layout = _checked_statistics(u, config)
+    policy, Q, V, explored = _plan(u, config, layout)
+    return OptimisticPlan(policy, Q, V, explored)
+
+
+def _checked_statistics(u, config):
+    """``(u as float [d], config.layout)``, or the error naming what is wrong.  Finiteness is read off
+    the sum first (a finite sum has no nan or infinite term), element by element only if it is not."""
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
     u = as_array(u, "u").astype(float, copy=False)
     if u.shape != (layout.d,):
         raise ValueError(f"u must have shape ({layout.d},) (d = 2SAH + S^2AH), got {u.shape}")
-    if not np.all(np.isfinite(u)):
+    if not (np.isfinite(u.sum()) or np.all(np.isfinite(u))):
         raise ValueError("u must be finite")
+    return u, layout
+
+
+def _plan(u, config: UCBVIConfig, layout: StatsLayout):
+    """``plan_from_statistics`` on a checked float ``u [d]`` (no checks: the drivers' hot path);
+    returns the plan's ``(policy, Q, V, explored)``."""
     S, A, H = config.S, config.A, config.H
     N, R, Nsas = layout.unpack(u)
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
     if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)
         from bandit_unlearning.rl.bernstein import noisy_bernstein_plan
-        return noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
+        plan = noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
+        return plan.policy, plan.Q, plan.V, plan.explored
     base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
                                       np.arange(H)[:, None])
     policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)
-    return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
+    return policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A)
 
 
 def ucbvi_update(u, config: UCBVIConfig) -> np.ndarray:
-    """``UPDATE(u_t)`` of Algorithm 1 for (TV-stable) UCB-VI: the next policy ``[H, S]``."""
-    return plan_from_statistics(u, config).policy
+    """``UPDATE(u_t)`` of Algorithm 1 for (TV-stable) UCB-VI: the next policy ``[H, S]`` (the policy of
+    ``plan_from_statistics``, without building the rest of the plan's record)."""
+    u, layout = _checked_statistics(u, config)
+    return _plan(u, config, layout)[0]
 
 
 # %% [markdown]
