@@ -150,3 +150,36 @@ def test_paper_statements_verdicts_at_quick_scale():
     assert rows["figure3-hard-2000"]["verdict"] == "differs"
     text = paper_comparison_markdown(res)
     assert "not necessarily every" in text and text.count("| differs |") == 3
+
+
+def _prefix_tables_onehot(arms, rewards, prefixes, m):
+    """The one-hot construction of the prefix tables (the reference of the counting sort)."""
+    n_rep = arms.shape[0]
+    onehot = arms[:, :, None] == np.arange(m)
+    counts = np.concatenate([np.zeros((n_rep, 1, m), np.int64), np.cumsum(onehot, axis=1)], axis=1)
+    order = np.argsort(~onehot, axis=1, kind="stable")
+    per_arm = np.take_along_axis(rewards[:, :, None] * onehot, order, axis=1)
+    occurrence = np.concatenate([np.zeros((n_rep, 1, m)), np.cumsum(per_arm, axis=1)], axis=1)
+    return counts[:, prefixes, :], np.ascontiguousarray(occurrence.transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize("n_rep, n_max, m", [(5, 600, 5), (3, 300, 130), (2, 40, 1), (0, 9, 3), (3, 2, 40)])
+def test_prefix_tables_equal_the_one_hot_construction_bit_for_bit(n_rep, n_max, m):
+    rng = np.random.default_rng(n_max + m)
+    arms = rng.integers(0, m, size=(n_rep, n_max))
+    rewards = rng.random((n_rep, n_max))
+    prefixes = np.array([n_max, 1, max(1, n_max // 2), n_max])
+    t = trajectories_from_samples(np.linspace(0.9, 0.1, m) if m > 1 else [0.5], "Md", arms, rewards, prefixes)
+    ref_counts, ref_occ = _prefix_tables_onehot(arms, rewards, prefixes, m)
+    assert t.arm_counts.dtype == ref_counts.dtype and np.array_equal(t.arm_counts, ref_counts)
+    assert t.occurrence_sums.shape == ref_occ.shape and t.occurrence_sums.tobytes() == ref_occ.tobytes()
+
+
+def test_simulated_trajectories_equal_the_one_hot_construction():
+    traj = simulate_trajectories(PAPER_MEANS, "Md", [300, 100], 4, np.random.default_rng(5))
+    rng = np.random.default_rng(5)                                   # the same draws, in the same order
+    from bandit_unlearning.mab.data import concentrability_behavior
+    arms = rng.choice(5, size=(4, 300), p=concentrability_behavior(5, 5.0, 0))
+    rewards = (rng.random((4, 300)) < np.asarray(PAPER_MEANS)[arms]).astype(float)
+    ref_counts, ref_occ = _prefix_tables_onehot(arms, rewards, np.array([300, 100]), 5)
+    assert np.array_equal(traj.arm_counts, ref_counts) and traj.occurrence_sums.tobytes() == ref_occ.tobytes()

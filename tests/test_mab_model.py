@@ -264,3 +264,30 @@ def test_fit_from_numpy_arrays_matches_list_path():
     assert c.statistics.counts.tolist() == [3, 1, 2, 0]
     with pytest.raises(ValueError):
         LCBModel.fit(arms, rewards, labels=[1, 2])
+
+
+@pytest.mark.parametrize("arms", [
+    np.array(list("jihgfedcba"))[np.random.default_rng(0).integers(0, 10, 500)],
+    np.array(["", "a", "\x00b", "ab", "a\x00", "zz", "\u00e9", "\U0001f600x", "x\U0001f600"])[
+        np.random.default_rng(1).integers(0, 9, 300)],
+    np.array(["b", "a", "b"], dtype="<U1"),
+])
+def test_short_string_labels_are_numbered_as_unique_numbers_them(arms):
+    from bandit_unlearning.mab import model as mm
+    labels, idx = mm._labels_and_index(arms, None)
+    uniq, inverse = np.unique(arms, return_inverse=True)
+    assert labels == tuple(uniq.tolist()) and np.array_equal(idx, inverse) and idx.dtype == np.int64
+    assert all(type(x) is str for x in labels)
+
+
+@pytest.mark.parametrize("arms", [["b", "a", "b", "c"], [3, 1, 2, 3], [True, 1, 0], [1.0, 1, 2],
+                                  [np.int64(3), 3, 1], [(1, "a"), 3, (1, "a")], [np.str_("x"), "y"]])
+@pytest.mark.parametrize("given", [False, True])
+def test_sequence_labels_equal_the_label_by_label_path(arms, given):
+    from bandit_unlearning.mab import model as mm
+    labels = None
+    if given:
+        labels = list(mm._labels_and_index_slow(arms, None)[0])[::-1] + ["extra"]
+    fast, slow = mm._labels_and_index(arms, labels), mm._labels_and_index_slow(arms, labels)
+    assert fast[0] == slow[0] and [type(x) for x in fast[0]] == [type(x) for x in slow[0]]
+    assert np.array_equal(fast[1], slow[1]) and fast[1].dtype == np.int64

@@ -29,7 +29,7 @@ from bandit_unlearning.checks import (check_count,
 from bandit_unlearning.mab.data import check_distribution, check_means, concentrability_behavior
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 4 (line 71): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 4 (line 76): "1. Trajectories with prefix sharing" ---
 PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
 
 
@@ -72,6 +72,11 @@ class Trajectories:
         a = np.arange(self.means.size)[None, None, :]
         return self.occurrence_sums[r, a, self.arm_counts]
 
+    def _prefix_reward_sums(self, prefix: int) -> np.ndarray:
+        """``reward_sums()[:, prefix, :]`` without the other prefixes (``prefix`` a valid index)."""
+        r = np.arange(self.n_replicates)[:, None]
+        return self.occurrence_sums[r, np.arange(self.means.size)[None, :], self.arm_counts[:, prefix, :]]
+
 
 def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Trajectories:
     """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``)."""
@@ -85,16 +90,37 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
         raise ValueError(f"arms and rewards must have the same shape (R, n_max), got {arms.shape}, {rewards.shape}")
     if prefixes.ndim != 1 or prefixes.size == 0 or np.any(prefixes < 1) or np.any(prefixes > arms.shape[1]):
         raise ValueError(f"prefixes must be integers in [1, {arms.shape[1]}], got {prefixes}")
-    n_rep = arms.shape[0]
-    onehot = arms[:, :, None] == np.arange(m)                            # (R, n_max, m)
-    counts = np.concatenate([np.zeros((n_rep, 1, m), np.int64), np.cumsum(onehot, axis=1)], axis=1)
-    # occurrence_sums[r, a, j] = sum of the first j rewards of arm a: move each arm's samples to the
-    # front (a stable sort keeps them in time order) and take cumulative sums.
-    order = np.argsort(~onehot, axis=1, kind="stable")
-    per_arm = np.take_along_axis(rewards[:, :, None] * onehot, order, axis=1)
-    occurrence = np.concatenate([np.zeros((n_rep, 1, m)), np.cumsum(per_arm, axis=1)], axis=1)
-    return Trajectories(means, model, prefixes, counts[:, prefixes, :],
-                        np.ascontiguousarray(occurrence.transpose(0, 2, 1)))
+    counts, occurrence = _prefix_tables(arms, rewards, prefixes, m)
+    return Trajectories(means, model, prefixes, counts, occurrence)
+
+
+def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, m: int):
+    """``(arm_counts, occurrence_sums)`` of validated int64 ``arms`` in ``[0, m)``, float ``rewards``
+    (both ``(R, n_max)``) and ``prefixes`` in ``[1, n_max]``; unchecked (``trajectories_from_samples``
+    checks).  O(R n_max) work: a stable counting sort of each row by arm, no ``(R, n_max, m)`` one-hot."""
+    n_rep, n_max = arms.shape
+    key = arms + (np.arange(n_rep, dtype=np.int64) * m)[:, None]        # (replicate, arm) -> one bin
+    # arm counts of each prefix: counts of the stretches between consecutive distinct prefixes, summed
+    cuts = np.unique(prefixes)
+    stretch = np.empty((cuts.size, n_rep * m), np.int64)
+    for i, (lo, hi) in enumerate(zip(np.concatenate([[0], cuts[:-1]]), cuts)):
+        stretch[i] = np.bincount(key[:, lo:hi].ravel(), minlength=n_rep * m)
+    np.cumsum(stretch, axis=0, out=stretch)
+    counts = stretch.reshape(cuts.size, n_rep, m).transpose(1, 0, 2)[:, np.searchsorted(cuts, prefixes), :]
+    # occurrence sums: each row's samples grouped by arm in time order (numpy's stable sort of a small
+    # integer type is a radix sort), written to their arm's slot 1, 2, ... and summed left to right --
+    # the same additions in the same order as a cumulative sum over the arm's samples alone
+    order = np.argsort(arms.astype(np.int8 if m <= 127 else np.int16 if m <= 32767 else np.int64), axis=1,
+                       kind="stable")
+    grouped = np.take_along_axis(arms, order, axis=1)
+    total = np.bincount(key.ravel(), minlength=n_rep * m).reshape(n_rep, m)
+    first = np.cumsum(total, axis=1) - total                            # where each arm's group starts
+    rank = np.arange(n_max) - np.take_along_axis(first, grouped, axis=1)
+    occurrence = np.zeros((n_rep, m, n_max + 1))
+    slot = (np.arange(n_rep)[:, None] * m + grouped) * (n_max + 1) + 1 + rank
+    occurrence.reshape(-1)[slot.ravel()] = np.take_along_axis(rewards, order, axis=1).ravel()
+    np.cumsum(occurrence[:, :, 1:], axis=2, out=occurrence[:, :, 1:])
+    return counts, occurrence
 
 
 def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: np.random.Generator,
@@ -124,10 +150,11 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     else:
         raise ValueError(f"model must be 'Mf' or 'Md', got {model!r}")
     rewards = (rng.random((n_replicates, n_max)) < means[arms]).astype(float)
-    return trajectories_from_samples(means, model, arms, rewards, prefixes)
+    counts, occurrence = _prefix_tables(arms, rewards, prefixes, m)      # drawn here: valid by construction
+    return Trajectories(means, model, prefixes, counts, occurrence)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 190): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 222): "1. Trajectories with prefix sharing" ---
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).
@@ -145,7 +172,11 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     arm = check_int(arm, "arm", 0, traj.means.size - 1)
     align, k = check_int(align, "align", 1), check_int(k, "k", 0)
     n_requests = check_count(n_requests, "n_requests", 1)
-    rng = as_generator(rng)
+    return _deletion_starts(traj, prefix, arm, k, n_requests, as_generator(rng), align)
+
+
+def _deletion_starts(traj, prefix, arm, k, n_requests, rng, align):
+    """``consecutive_deletions`` on validated arguments (no checks: the engine's inner loop)."""
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -163,6 +194,11 @@ def run_sums(traj: Trajectories, arm: int, start, length):
     length = check_int(length, "length", 0)
     if start.ndim < 1 or start.shape[0] != traj.n_replicates:
         raise ValueError(f"start must have shape (R, ...) with R = {traj.n_replicates}, got {start.shape}")
+    return _run_sums(traj, arm, start, length)
+
+
+def _run_sums(traj, arm, start, length):
+    """``run_sums`` on validated arguments (int64 ``start`` of shape ``(R, ...)``; no checks)."""
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)

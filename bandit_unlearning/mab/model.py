@@ -172,7 +172,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 349): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 351): "2.3 The model" ---
 METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
@@ -242,13 +242,36 @@ def _integer_labels(arms):
     return present + lo, table[shifted]
 
 
+def _code_point_labels(arms):
+    """(sorted distinct labels, index of each row) of a 1-D ``<U1`` or ``<U2`` string array, as
+    ``np.unique(..., return_inverse=True)`` gives them: each string read as the integer of its code
+    points (one or two 32-bit units, first unit most significant), whose numeric order is numpy's
+    string order (code points compared in turn, a missing one counting as 0), then numbered by
+    ``_integer_labels``."""
+    units = arms.view(np.uint32).reshape(arms.size, -1).astype(np.int64)
+    codes = units[:, 0] if units.shape[1] == 1 else (units[:, 0] << 32) | units[:, 1]
+    uniq, inverse = _integer_labels(codes)
+    if units.shape[1] == 1:
+        back = uniq.astype(np.uint32)
+    else:
+        back = np.stack([uniq >> 32, uniq & 0xFFFFFFFF], axis=1).astype(np.uint32)
+    return np.ascontiguousarray(back).view(arms.dtype).reshape(-1), inverse
+
+
 def _labels_and_index(arms, labels):
+    """(arm labels, int64 index of each row's label) for ``LCBModel.fit``.
+
+    Arrays of integers are numbered by counting; ``<U1``/``<U2`` strings by their code points; other
+    arrays by ``np.unique``: all give the sorted distinct values.  Sequences: distinct labels by
+    hashing, sorted if they can be; each row's index by one dictionary look-up (no Python loop)."""
     if isinstance(arms, np.ndarray) and arms.ndim == 1 and arms.size and arms.dtype.kind in "fc":
         if not np.all(np.isfinite(arms)):
             raise ValueError("arms must not hold NaN or infinite labels")
     if isinstance(arms, np.ndarray) and arms.ndim == 1 and arms.dtype.kind in "biuUSf" and arms.size:
         if arms.dtype.kind in "iu":
             uniq, inverse = _integer_labels(arms)
+        elif arms.dtype.kind == "U" and arms.dtype.itemsize in (4, 8) and arms.dtype.isnative:
+            uniq, inverse = _code_point_labels(arms)
         else:
             uniq, inverse = np.unique(arms, return_inverse=True)
             inverse = inverse.astype(np.int64)
@@ -257,6 +280,37 @@ def _labels_and_index(arms, labels):
         arms = uniq.tolist()
         labels, table = _labels_and_index(arms, labels)
         return labels, table[inverse]
+    if not isinstance(arms, (list, tuple)):
+        arms = list(arms)
+    try:
+        distinct = dict.fromkeys(arms)                 # hashes every label once (C speed)
+    except TypeError:
+        distinct = None
+    if distinct is None or any(isinstance(a, np.generic) for a in distinct):
+        return _labels_and_index_slow(arms, labels)   # the error of the first bad label; numpy scalars
+    for a in distinct:
+        if isinstance(a, float) and not np.isfinite(a):
+            raise ValueError("arms must not hold NaN or infinite labels")
+    if labels is None:
+        uniq = list(distinct)
+        try:
+            uniq = sorted(uniq)
+        except TypeError:
+            pass
+        labels = uniq
+    labels = tuple(labels)
+    if len(set(labels)) != len(labels) or not labels:
+        raise ValueError("labels must be a non-empty sequence of distinct hashable arm labels")
+    where = {lab: i for i, lab in enumerate(labels)}
+    unknown = [a for a in distinct if a not in where]
+    if unknown:
+        raise ValueError(f"arms holds labels not in labels, e.g. {next(a for a in arms if a not in where)!r}")
+    return labels, np.fromiter(map(where.__getitem__, arms), dtype=np.int64, count=len(arms))
+
+
+def _labels_and_index_slow(arms, labels):
+    """``_labels_and_index`` of a sequence label by label (numpy scalars become Python scalars; the
+    first unhashable or non-finite label is the one named)."""
     arms = [a.item() if isinstance(a, np.generic) else a for a in arms]
     for a in arms:
         hash(a)
@@ -419,7 +473,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 606): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 662): "2.3 The model" ---
 @dataclass(frozen=True, eq=False)
 class ReleaseState:
     """What one deletion of an ``LCBModel`` changes, immutable: ``labels``, ``tau``, ``method``,
@@ -464,7 +518,7 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 655): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 711): "2.3 The model" ---
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -544,7 +598,7 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
     return new, record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 748): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 804): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -616,7 +670,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 826): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 882): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -692,7 +746,7 @@ class LCBModel:
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 917): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 973): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -750,7 +804,7 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 986): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 1042): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def labels(self) -> tuple:
@@ -794,7 +848,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 1054): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 1110): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -832,7 +886,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 1114): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 1170): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -856,7 +910,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 1151): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 1207): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -932,7 +986,7 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 2050): "2.5 Loading: every entry checked before it is used" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 2106): "2.5 Loading: every entry checked before it is used" ---
     def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
         """Write the model to ``path`` (``.npz``) atomically, as ``save_model`` does.
 
@@ -967,7 +1021,7 @@ class LCBModel:
         return load_model(path, rng, key=key, progress=progress)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1248): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1304): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1107,7 +1161,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1441): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1497): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1326,7 +1380,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1668): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1724): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 

@@ -218,13 +218,6 @@ class UCBVIConfig:
     def layout(self) -> StatsLayout:
         return StatsLayout(self.S, self.A, self.H)
 
-    def eps_app(self, delta: float) -> float:
-        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
-        delta = check_real(delta, "delta", 0, 1, low_open=True)
-        S, A, H, T = self.S, self.A, self.H, self.T
-        d = S * S * A * H + 2 * S * A * H
-        return float(self.sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / delta))))
-
     @cached_property
     def eps_unexplored(self) -> float:
         """``eps_app(delta/4)`` (``sqrt(H)`` times that when pooled): pairs with ``N~ <= eps_unexplored``
@@ -237,6 +230,24 @@ class UCBVIConfig:
         """``ln(8SAHT/delta)``."""
         return float(np.log(8 * self.S * self.A * self.H * self.T / self.delta))
 
+    @cached_property
+    def union_log_term(self) -> float:
+        """``L_c = ln(c SAH n_max / delta)`` of the ``"hoeffding"`` (c = 2) and ``"bernstein"`` (c = 6)
+        kinds, ``n_max = T`` (``HT`` pooled); 0 for the kinds without one."""
+        c = {"hoeffding": 2, "bernstein": 6}.get(self.bonus_kind)
+        if c is None:
+            return 0.0
+        n_max = self.T * (self.H if self.pooled else 1)
+        return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
+
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 11 (line 469): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+    def eps_app(self, delta: float) -> float:
+        """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
+        delta = check_real(delta, "delta", 0, 1, low_open=True)
+        S, A, H, T = self.S, self.A, self.H, self.T
+        d = S * S * A * H + 2 * S * A * H
+        return float(self.sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / delta))))
+
     def bonus(self, n) -> np.ndarray:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
         says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
@@ -247,16 +258,6 @@ class UCBVIConfig:
     def needs_next_variance(self) -> bool:
         """Whether ``step_bonus`` reads ``next_variance`` (only the ``"bernstein"`` kind does)."""
         return self.bonus_kind == "bernstein"
-
-    @cached_property
-    def union_log_term(self) -> float:
-        """``L_c = ln(c SAH n_max / delta)`` of the ``"hoeffding"`` (c = 2) and ``"bernstein"`` (c = 6)
-        kinds, ``n_max = T`` (``HT`` pooled); 0 for the kinds without one."""
-        c = {"hoeffding": 2, "bernstein": 6}.get(self.bonus_kind)
-        if c is None:
-            return 0.0
-        n_max = self.T * (self.H if self.pooled else 1)
-        return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
 
     def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
         """The bonus of ``bonus_kind`` at step ``h`` (0-based) for counts ``n`` (any shape; every
@@ -296,6 +297,7 @@ class UCBVIConfig:
         return self.bonus_scale * b
 
 
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 13 (line 542): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
     (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
@@ -335,6 +337,7 @@ class OptimisticPlan:
 Q_TIE_TOLERANCE = 1e-9
 
 
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 15 (line 586): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = Q_h(policy_h)``,
     ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
@@ -371,7 +374,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
         out = (np.empty((H, S), dtype=np.int64), np.empty((H, S * A)), np.zeros((H + 1, S)))
     policy, Q, V = out
     V[H] = 0.0
-    rows = np.arange(0, S * A, A)
+    rows, first = np.arange(0, S * A, A), np.empty(S, dtype=np.int64)
     for h in range(H - 1, -1, -1):
         q = Q[h]
         np.dot(P[h], V[h + 1], out=q)
@@ -383,12 +386,15 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
         np.minimum(q, H - h, out=q)
         np.maximum(q, 0.0, out=q)
         qs = q.reshape(S, A)
-        best = (qs >= qs.max(axis=1, keepdims=True) - Q_TIE_TOLERANCE).argmax(axis=1)
+        # max_a Q_h(s, a), read at the first maximiser (a reduction along a short axis is slow in numpy)
+        top = q.take(np.add(qs.argmax(axis=1), rows, out=first))
+        best = (qs >= np.subtract(top, Q_TIE_TOLERANCE, out=top)[:, None]).argmax(axis=1)
         policy[h] = best
         q.take(np.add(best, rows, out=best), out=V[h])
     return out
 
 
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 647): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~``, the explored mask and
     the counts ``n``, from ``N, R [...]``, ``Nsas [..., S]`` and the steps ``h`` (an int array
@@ -413,30 +419,47 @@ def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
     non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
     of step ``h`` is ``config.step_bonus(h, n_h, var_h)``."""
+    u, layout = _checked_statistics(u, config)
+    policy, Q, V, explored = _plan(u, config, layout)
+    return OptimisticPlan(policy, Q, V, explored)
+
+
+def _checked_statistics(u, config):
+    """``(u as float [d], config.layout)``, or the error naming what is wrong.  Finiteness is read off
+    the sum first (a finite sum has no nan or infinite term), element by element only if it is not."""
     if not isinstance(config, UCBVIConfig):
         raise TypeError(f"config must be a UCBVIConfig, got {type(config).__name__}")
     layout = config.layout
     u = as_array(u, "u").astype(float, copy=False)
     if u.shape != (layout.d,):
         raise ValueError(f"u must have shape ({layout.d},) (d = 2SAH + S^2AH), got {u.shape}")
-    if not np.all(np.isfinite(u)):
+    if not (np.isfinite(u.sum()) or np.all(np.isfinite(u))):
         raise ValueError("u must be finite")
+    return u, layout
+
+
+def _plan(u, config: UCBVIConfig, layout: StatsLayout):
+    """``plan_from_statistics`` on a checked float ``u [d]`` (no checks: the drivers' hot path);
+    returns the plan's ``(policy, Q, V, explored)``."""
     S, A, H = config.S, config.A, config.H
     N, R, Nsas = layout.unpack(u)
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
     if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)
         from bandit_unlearning.rl.bernstein import noisy_bernstein_plan
-        return noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
+        plan = noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
+        return plan.policy, plan.Q, plan.V, plan.explored
     base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
                                       np.arange(H)[:, None])
     policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)
-    return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
+    return policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A)
 
 
 def ucbvi_update(u, config: UCBVIConfig) -> np.ndarray:
-    """``UPDATE(u_t)`` of Algorithm 1 for (TV-stable) UCB-VI: the next policy ``[H, S]``."""
-    return plan_from_statistics(u, config).policy
+    """``UPDATE(u_t)`` of Algorithm 1 for (TV-stable) UCB-VI: the next policy ``[H, S]`` (the policy of
+    ``plan_from_statistics``, without building the rest of the plan's record)."""
+    u, layout = _checked_statistics(u, config)
+    return _plan(u, config, layout)[0]
 
 
 # --- from notebooks/rl/06b_ucbvi_regret.py, cell 4 (line 57): "1. Non-private UCB-VI: the fast incremental driver" ---

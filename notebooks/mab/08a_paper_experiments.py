@@ -66,7 +66,12 @@ rng = np.random.default_rng(20260808)
 # For a trajectory $(a_i, r_i)_{i \le N_{\max}}$ we keep two prefix-sum tables: the arm counts of
 # every prefix used, and for every arm the cumulative reward of its first $j$ samples
 # (`occurrence_sums`).  Then the statistics of a prefix ($N(a)$, $\sum r$), and the reward sum of any
-# run of consecutive samples of one arm — a deletion request — cost $O(1)$ per replicate.
+# run of consecutive samples of one arm — a deletion request — cost $O(1)$ per replicate.  Building
+# the tables costs $O(R\,N_{\max})$: one stable counting sort of each trajectory's arm labels
+# groups every arm's samples in time order (checked bit for bit against a one-hot construction
+# below).  The engine's inner calls (`_deletion_starts`, `_run_sums`, `_request_losses`) skip the
+# argument checks of their public twins: `evaluate` checks once, and everything it passes on is
+# valid by construction.
 
 # %% tags=["export:bandit_unlearning.experiments.protocol"]
 """Paper A's experimental protocol (Paper A §5): trajectories with prefix sharing, per-arm prefix sums,
@@ -128,6 +133,11 @@ class Trajectories:
         a = np.arange(self.means.size)[None, None, :]
         return self.occurrence_sums[r, a, self.arm_counts]
 
+    def _prefix_reward_sums(self, prefix: int) -> np.ndarray:
+        """``reward_sums()[:, prefix, :]`` without the other prefixes (``prefix`` a valid index)."""
+        r = np.arange(self.n_replicates)[:, None]
+        return self.occurrence_sums[r, np.arange(self.means.size)[None, :], self.arm_counts[:, prefix, :]]
+
 
 def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Trajectories:
     """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``)."""
@@ -141,16 +151,37 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
         raise ValueError(f"arms and rewards must have the same shape (R, n_max), got {arms.shape}, {rewards.shape}")
     if prefixes.ndim != 1 or prefixes.size == 0 or np.any(prefixes < 1) or np.any(prefixes > arms.shape[1]):
         raise ValueError(f"prefixes must be integers in [1, {arms.shape[1]}], got {prefixes}")
-    n_rep = arms.shape[0]
-    onehot = arms[:, :, None] == np.arange(m)                            # (R, n_max, m)
-    counts = np.concatenate([np.zeros((n_rep, 1, m), np.int64), np.cumsum(onehot, axis=1)], axis=1)
-    # occurrence_sums[r, a, j] = sum of the first j rewards of arm a: move each arm's samples to the
-    # front (a stable sort keeps them in time order) and take cumulative sums.
-    order = np.argsort(~onehot, axis=1, kind="stable")
-    per_arm = np.take_along_axis(rewards[:, :, None] * onehot, order, axis=1)
-    occurrence = np.concatenate([np.zeros((n_rep, 1, m)), np.cumsum(per_arm, axis=1)], axis=1)
-    return Trajectories(means, model, prefixes, counts[:, prefixes, :],
-                        np.ascontiguousarray(occurrence.transpose(0, 2, 1)))
+    counts, occurrence = _prefix_tables(arms, rewards, prefixes, m)
+    return Trajectories(means, model, prefixes, counts, occurrence)
+
+
+def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, m: int):
+    """``(arm_counts, occurrence_sums)`` of validated int64 ``arms`` in ``[0, m)``, float ``rewards``
+    (both ``(R, n_max)``) and ``prefixes`` in ``[1, n_max]``; unchecked (``trajectories_from_samples``
+    checks).  O(R n_max) work: a stable counting sort of each row by arm, no ``(R, n_max, m)`` one-hot."""
+    n_rep, n_max = arms.shape
+    key = arms + (np.arange(n_rep, dtype=np.int64) * m)[:, None]        # (replicate, arm) -> one bin
+    # arm counts of each prefix: counts of the stretches between consecutive distinct prefixes, summed
+    cuts = np.unique(prefixes)
+    stretch = np.empty((cuts.size, n_rep * m), np.int64)
+    for i, (lo, hi) in enumerate(zip(np.concatenate([[0], cuts[:-1]]), cuts)):
+        stretch[i] = np.bincount(key[:, lo:hi].ravel(), minlength=n_rep * m)
+    np.cumsum(stretch, axis=0, out=stretch)
+    counts = stretch.reshape(cuts.size, n_rep, m).transpose(1, 0, 2)[:, np.searchsorted(cuts, prefixes), :]
+    # occurrence sums: each row's samples grouped by arm in time order (numpy's stable sort of a small
+    # integer type is a radix sort), written to their arm's slot 1, 2, ... and summed left to right --
+    # the same additions in the same order as a cumulative sum over the arm's samples alone
+    order = np.argsort(arms.astype(np.int8 if m <= 127 else np.int16 if m <= 32767 else np.int64), axis=1,
+                       kind="stable")
+    grouped = np.take_along_axis(arms, order, axis=1)
+    total = np.bincount(key.ravel(), minlength=n_rep * m).reshape(n_rep, m)
+    first = np.cumsum(total, axis=1) - total                            # where each arm's group starts
+    rank = np.arange(n_max) - np.take_along_axis(first, grouped, axis=1)
+    occurrence = np.zeros((n_rep, m, n_max + 1))
+    slot = (np.arange(n_rep)[:, None] * m + grouped) * (n_max + 1) + 1 + rank
+    occurrence.reshape(-1)[slot.ravel()] = np.take_along_axis(rewards, order, axis=1).ravel()
+    np.cumsum(occurrence[:, :, 1:], axis=2, out=occurrence[:, :, 1:])
+    return counts, occurrence
 
 
 def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: np.random.Generator,
@@ -180,7 +211,8 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     else:
         raise ValueError(f"model must be 'Mf' or 'Md', got {model!r}")
     rewards = (rng.random((n_replicates, n_max)) < means[arms]).astype(float)
-    return trajectories_from_samples(means, model, arms, rewards, prefixes)
+    counts, occurrence = _prefix_tables(arms, rewards, prefixes, m)      # drawn here: valid by construction
+    return Trajectories(means, model, prefixes, counts, occurrence)
 
 
 # %% [markdown]
@@ -205,7 +237,11 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     arm = check_int(arm, "arm", 0, traj.means.size - 1)
     align, k = check_int(align, "align", 1), check_int(k, "k", 0)
     n_requests = check_count(n_requests, "n_requests", 1)
-    rng = as_generator(rng)
+    return _deletion_starts(traj, prefix, arm, k, n_requests, as_generator(rng), align)
+
+
+def _deletion_starts(traj, prefix, arm, k, n_requests, rng, align):
+    """``consecutive_deletions`` on validated arguments (no checks: the engine's inner loop)."""
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -223,6 +259,11 @@ def run_sums(traj: Trajectories, arm: int, start, length):
     length = check_int(length, "length", 0)
     if start.ndim < 1 or start.shape[0] != traj.n_replicates:
         raise ValueError(f"start must have shape (R, ...) with R = {traj.n_replicates}, got {start.shape}")
+    return _run_sums(traj, arm, start, length)
+
+
+def _run_sums(traj, arm, start, length):
+    """``run_sums`` on validated arguments (int64 ``start`` of shape ``(R, ...)``; no checks)."""
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)
@@ -263,6 +304,63 @@ print(f"{checked} run sums and {6 * len(prefixes)} prefixes checked, mismatches:
 assert mismatches == 0
 
 # %% [markdown]
+# **Check: the counting sort gives the same bits as the one-hot construction.**  `_prefix_tables`
+# groups each trajectory's samples by arm with a stable sort of the arm labels (a radix sort for
+# small integer types: $O(R\,N_{\max})$ work) instead of sorting an $(R, N_{\max}, m)$ one-hot
+# array.  The reference below is that one-hot construction — a cumulative sum over time of the
+# one-hot counts, and for every arm a stable sort of the samples of that arm to the front, summed
+# left to right.  Both add the same rewards in the same order, so the tables must be equal bit for
+# bit, which we check on real-valued rewards (where any other summation order would show in the
+# last bits), on many arms, and on prefixes given unsorted and repeated.  A variant whose sort is not
+# stable (`kind="quicksort"`) sums each arm's rewards out of time order and is rejected.
+
+# %%
+def prefix_tables_onehot(arms, rewards, prefixes, m):
+    """The one-hot construction (reference for ``_prefix_tables``)."""
+    n_rep = arms.shape[0]
+    onehot = arms[:, :, None] == np.arange(m)                            # (R, n_max, m)
+    counts = np.concatenate([np.zeros((n_rep, 1, m), np.int64), np.cumsum(onehot, axis=1)], axis=1)
+    order = np.argsort(~onehot, axis=1, kind="stable")
+    per_arm = np.take_along_axis(rewards[:, :, None] * onehot, order, axis=1)
+    occurrence = np.concatenate([np.zeros((n_rep, 1, m)), np.cumsum(per_arm, axis=1)], axis=1)
+    return counts[:, prefixes, :], np.ascontiguousarray(occurrence.transpose(0, 2, 1))
+
+
+def prefix_tables_unstable(arms, rewards, prefixes, m):
+    """Deliberately broken: the samples of an arm grouped by an unstable sort."""
+    counts, _ = prefix_tables_onehot(arms, rewards, prefixes, m)
+    order = np.argsort(arms, axis=1, kind="quicksort")
+    grouped, r_sorted = np.take_along_axis(arms, order, axis=1), np.take_along_axis(rewards, order, axis=1)
+    occurrence = np.zeros((arms.shape[0], m, arms.shape[1] + 1))
+    for r in range(arms.shape[0]):
+        for a in range(m):
+            run = r_sorted[r, grouped[r] == a]
+            occurrence[r, a, 1:run.size + 1] = np.cumsum(run)
+            occurrence[r, a, run.size + 1:] = occurrence[r, a, run.size]
+    return counts, occurrence
+
+
+from bandit_unlearning.experiments.protocol import _prefix_tables
+
+cases = [(6, 400, 5), (4, 1000, 3), (3, 250, 150), (2, 7, 1)]
+rng_tables = np.random.default_rng(8)                  # its own stream: the chapter's `rng` draws as before
+broken_rejected = 0
+for n_rep, n_max, m_arms in cases:
+    a_t = rng_tables.integers(0, m_arms, size=(n_rep, n_max))
+    r_t = rng_tables.random((n_rep, n_max))                                     # real-valued rewards in [0, 1)
+    pre = np.array([n_max, 1, max(1, n_max // 3), n_max])                # unsorted, repeated
+    ref_c, ref_o = prefix_tables_onehot(a_t, r_t, pre, m_arms)
+    got_c, got_o = _prefix_tables(a_t, r_t, pre, m_arms)
+    assert got_c.dtype == ref_c.dtype and np.array_equal(got_c, ref_c)
+    assert got_o.dtype == ref_o.dtype and got_o.shape == ref_o.shape and got_o.tobytes() == ref_o.tobytes()
+    if n_max > 16:                     # (numpy sorts tiny rows by insertion: stable even as "quicksort")
+        bad_c, bad_o = prefix_tables_unstable(a_t, r_t, pre, m_arms)
+        broken_rejected += bad_o.tobytes() != ref_o.tobytes()
+print(f"{len(cases)} cases: tables equal to the one-hot construction bit for bit; "
+      f"the unstable-sort variant rejected in {broken_rejected} of {len(cases) - 1} long cases")
+assert broken_rejected == len(cases) - 1
+
+# %% [markdown]
 # ## 2. The engine
 #
 # Every method is computed by the package's own mechanisms: `unlearn_batch` (Algorithms 2, 4, 7 and
@@ -285,8 +383,9 @@ import numpy as np
 from bandit_unlearning.checks import (
     as_generator, check_bool, check_choice, check_instance, check_int, check_int_array, check_real,
 )
-from bandit_unlearning.experiments.protocol import (
-    PAPER_MEANS, Trajectories, consecutive_deletions, run_sums, simulate_trajectories,
+from bandit_unlearning.experiments.protocol import (  # noqa: F401  (public names re-exported)
+    PAPER_MEANS, Trajectories, _deletion_starts, _run_sums, consecutive_deletions, run_sums,
+    simulate_trajectories,
 )
 from bandit_unlearning.mab.data import check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
@@ -465,13 +564,18 @@ def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gam
         if s.shape[0] != traj.n_replicates or np.any(s + k > traj.arm_counts[:, prefix, a][:, None]):
             raise ValueError(f"starts must have shape (R = {traj.n_replicates}, n_requests) and leave k = {k} "
                              f"samples of arm {a} in every replicate")
+    return _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, protocol)
+
+
+def _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, protocol):
+    """``request_losses`` on validated arguments (no checks: ``evaluate``'s inner call)."""
     means = np.asarray(traj.means)
     tau = 1.0 / int(traj.prefixes[prefix])                               # fixed at training (E12)
     n_req = starts[0].shape[1]
     counts = np.repeat(traj.arm_counts[:, prefix, :], n_req, axis=0)
-    sums = np.repeat(traj.reward_sums()[:, prefix, :], n_req, axis=0)
-    deleted = [run_sums(traj, a, s, k).ravel() for a, s in zip(sources, starts)]
-    rolled = lambda kp: [run_sums(traj, a, s, kp).ravel() for a, s in zip(sources, starts)]  # noqa: E731
+    sums = np.repeat(traj._prefix_reward_sums(prefix), n_req, axis=0)
+    deleted = [_run_sums(traj, a, s, k).ravel() for a, s in zip(sources, starts)]
+    rolled = lambda kp: [_run_sums(traj, a, s, kp).ravel() for a, s in zip(sources, starts)]  # noqa: E731
     losses, n_exact = {}, 0
     for method in methods:
         arms, n = _outputs(method, counts, sums, tau, list(sources), [k] * len(sources), deleted, rolled,
@@ -492,14 +596,13 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
     methods = _check_methods(methods)
     align = protocol.block // len(traj.means) if traj.model == "Mf" else 1
-    starts, valid = zip(*(consecutive_deletions(traj, prefix, a, k, protocol.n_requests, rng, align=align)
-                          for a in sources))
+    starts, valid = zip(*(_deletion_starts(traj, prefix, a, k, protocol.n_requests, rng, align) for a in sources))
     keep = np.logical_and.reduce([v[:, 0] for v in valid])               # per trajectory
     if not keep.all():
         traj = Trajectories(traj.means, traj.model, traj.prefixes, traj.arm_counts[keep],
                             traj.occurrence_sums[keep])
         starts = [s[keep] for s in starts]
-    losses, n_exact = request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, protocol)
+    losses, n_exact = _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, protocol)
     out = {m: float(v.mean()) for m, v in losses.items()}
     out["_excluded"] = int((~keep).sum()) * protocol.n_requests
     out["_exact_sensitivity"] = n_exact
