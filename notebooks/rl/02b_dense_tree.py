@@ -153,9 +153,10 @@ class BinaryTree:
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
         x = statistic_dense(x, self._d, "x")
-        rng = as_generator(rng)
+        if type(rng) is not np.random.Generator:
+            rng = as_generator(rng)
         t = self._n + 1
-        first, k = n_nodes(t - 1), (t & -t).bit_length()
+        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
         keys = draw_node_keys(rng, k)
         self._reserve(first + k)
         clean, noisy = self._clean, self._noisy
@@ -170,10 +171,16 @@ class BinaryTree:
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
-        summed largest node first (``popcount(t)`` rows); ``t = 0`` gives zeros."""
-        t = check_int(t, "t", 0, self._n)
+        summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
+        if type(t) is not int or not 0 <= t <= self._n:
+            t = check_int(t, "t", 0, self._n)
         rows = _decomposition_rows(t)
-        return fold_rows([self._noisy[r] for r in rows]) if rows else np.zeros(self._d)
+        if not rows:
+            return np.zeros(self._d)
+        acc = self._noisy[rows[0]].copy()
+        for r in rows[1:]:
+            acc += self._noisy[r]
+        return acc
 
     def clean_prefix_sum(self, t: int) -> np.ndarray:
         """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""

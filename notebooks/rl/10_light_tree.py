@@ -363,9 +363,10 @@ class LightTree:
         ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated."""
         self._check_mutable()
         idx, val = statistic_sparse(x, self._d, "x")
-        rng = as_generator(rng)
+        if type(rng) is not np.random.Generator:
+            rng = as_generator(rng)
         t = self._n + 1
-        first, k = n_nodes(t - 1), (t & -t).bit_length()
+        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
         keys = draw_node_keys(rng, k)
         start = int(self._ptr[t - 1])
         self._reserve(t, start + idx.size, first + k)
@@ -376,7 +377,10 @@ class LightTree:
         self._n = t
         if k > 1:
             del self._stack[1 - k:]                      # the nodes merged into the new one
-        noisy = self._running_sum(t - (1 << (k - 1)) + 1, t)
+            noisy = self._running_sum(t - (1 << (k - 1)) + 1, t)
+        else:                                            # the leaf alone: its entries added to zeros
+            noisy = np.zeros(self._d)
+            noisy[idx] = val
         noisy += node_noise(keys[k - 1], self._d, self._sigma)
         noisy = _readonly(noisy)
         partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
@@ -385,7 +389,8 @@ class LightTree:
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum in the canonical order (``t = n``: a copy of the maintained sum;
         ``t < n``: the decomposition's noisy values are recomputed)."""
-        t = check_int(t, "t", 0, self._n)
+        if type(t) is not int or not 0 <= t <= self._n:
+            t = check_int(t, "t", 0, self._n)
         if t == 0:
             return np.zeros(self._d)
         if t == self._n:
