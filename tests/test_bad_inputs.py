@@ -2016,6 +2016,12 @@ T("outcomes_a must not be a masked array", audit.audit_epsilon, np.ma.masked_arr
 T("theta must be an array of numbers", linucb.linear_users, [["a", "b"]], 3)
 T("user must be an integer key, not a masked array", rusers.rollout, RIVER, PI, np.ma.masked_array(0, mask=True))
 T("sigma must be a real number", linucb.gram_shift, "1", 2, 8, 2, 0.01)
+
+# --- bandit_unlearning.literate (the decorator that writes a class over several cells)
+from bandit_unlearning.literate import add_to_class  # noqa: E402
+
+T("cls must be a class", add_to_class, "LightTree")
+T("cls must be a class", add_to_class, 3)
 V(r"delta must lie in \(0, 1\)", linucb.vector_bound, 1.0, 2, 8, 2, 0.0)
 
 

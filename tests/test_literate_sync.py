@@ -1,6 +1,7 @@
 """The literate pipeline's own checks: they pass on the tree and fail on tampered copies."""
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -201,9 +202,10 @@ def test_markers_of_the_real_package_point_at_their_cells():
     for path in sorted(export.generated_on_disk(ROOT)):
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines[:-1], start=1):
-            if line.startswith(export.MARKER) and lines[i].strip():
+            if line.lstrip().startswith(export.MARKER) and lines[i].strip():
                 chapter, at = export.locate(ROOT, path, i + 1, modules)
-                assert (ROOT / chapter).read_text().splitlines()[at - 1] == lines[i], (path, i + 1)
+                indent = line[: len(line) - len(line.lstrip())]     # a method added from a later cell: 4 spaces
+                assert indent + (ROOT / chapter).read_text().splitlines()[at - 1] == lines[i], (path, i + 1)
                 cell = int(line.split(", cell ")[1].split()[0])
                 assert export._cell_lines(ROOT / chapter)[cell - 1] < at
                 checked += 1
@@ -237,3 +239,91 @@ def test_identical_imports_merge_and_keep_the_module_importable(tmp_path):
     assert text.count("import numpy as np") == 1 and text.count("from math import") == 1
     assert "from math import sqrt, pi, tau" in text
     assert load(root / "bandit_unlearning" / "demo.py")["circumference"](1.0) == pytest.approx(2 * np.pi)
+
+
+# --- methods from later cells: add_to_class ------------------------------------------------------------
+
+CLASS_FIRST = HEADER.format(module="bandit_unlearning.demo") + (
+    '# %% [markdown]\n# # A class in three cells\n\n'
+    '# %% tags=["export"]\n"""The demo module."""\n\nimport math\n\n\nclass Circle:\n'
+    '    """A circle."""\n\n    def __init__(self, r):\n        self._r = r\n\n\nUNIT = 1.0\n\n'
+    '# %% [markdown]\n# ## 2. Its area\n\n'
+    '# %% tags=["export"]\nfrom bandit_unlearning.literate import add_to_class\n\n\n'
+    '# the area, from the radius\n@add_to_class(Circle)\ndef area(self):\n    """pi r^2."""\n'
+    '    return math.pi * self._r ** 2\n\n\n@add_to_class(Circle)\n@property\ndef r(self):\n    return self._r\n\n'
+    '# %% [markdown]\n# ## 3. A setter\n\n'
+    '# %% tags=["export"]\n@add_to_class(Circle)\n@Circle.r.setter\ndef r(self, value):\n    self._r = value\n'
+)
+
+
+def test_methods_from_later_cells_land_inside_their_class(tmp_path):
+    root = small_tree(tmp_path, {"a_part/01_circle.py": CLASS_FIRST})
+    export.write(root)
+    path = root / "bandit_unlearning" / "demo.py"
+    text = path.read_text()
+    assert "add_to_class" not in text and "literate" not in text
+    # the methods sit in the class body, before the module-level code that followed the class
+    assert text.index("class Circle") < text.index("    def area(self):") < text.index("    def r(self, value)") \
+        < text.index("UNIT = 1.0")
+    assert "    # the area, from the radius\n    def area" in text and "    @r.setter\n" in text and "    @property\n    def r(self)" in text
+    ns = load(path)
+    assert ns["__all__"] == ["Circle", "UNIT"]
+    c = ns["Circle"](2.0)
+    assert c.area() == pytest.approx(4 * math.pi) and c.r == 2.0
+    c.r = 3.0
+    assert c.area() == pytest.approx(9 * math.pi)
+    # the same class in the notebook's own namespace (the decorator runs there)
+    nb_ns: dict = {}
+    source = (root / "notebooks/a_part/01_circle.py").read_text()
+    exec(compile(source, "chapter", "exec"), nb_ns)
+    assert nb_ns["Circle"](2.0).area() == pytest.approx(4 * math.pi)
+    assert nb_ns["Circle"].area.__qualname__ == "Circle.area"
+    # every copied line leads back to its chapter line, the moved methods' lines too
+    lines = text.splitlines()
+    mapped = 0
+    for i, line in enumerate(lines, start=1):
+        try:
+            chapter, at = export.locate(root, path, i)
+        except ValueError:
+            continue
+        expected = (root / chapter).read_text().splitlines()[at - 1]
+        # moved lines are indented into the class body; the setter is named as the body names it
+        assert line in (expected, "    " + expected, "    " + expected.replace("@Circle.", "@")), (i, line, expected)
+        mapped += 1
+    assert mapped >= 12
+    assert export.drift(root) == []
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("@add_to_class(Circle)\ndef area(self):\n    return 1\n\n\nTWO = 2\n", "must hold only such functions"),
+    ("@add_to_class(Square)\ndef area(self):\n    return 1\n", "names no class"),
+    ("@add_to_class(Circle)\ndef __init__(self):\n    pass\n", "Circle.__init__ is already defined"),
+    ("@property\n@add_to_class(Circle)\ndef area(self):\n    return 1\n", "must be the outermost decorator"),
+    ("@add_to_class(Circle, 2)\ndef area(self):\n    return 1\n", "takes one argument"),
+])
+def test_bad_method_cells_are_refused(tmp_path, cell, message):
+    chapter = CLASS_FIRST.split("# %% [markdown]\n# ## 2.")[0] + '# %% tags=["export"]\n' + cell
+    root = small_tree(tmp_path, {"a_part/01_circle.py": chapter})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        export.write(root)
+    assert not (root / "bandit_unlearning" / "demo.py").exists()
+
+
+def test_add_to_class_at_run_time():
+    from bandit_unlearning.literate import add_to_class
+
+    class Box:
+        pass
+
+    @add_to_class(Box)
+    def size(self):
+        return 3
+
+    @add_to_class(Box)
+    @staticmethod
+    def kind():
+        return "box"
+
+    assert Box().size() == 3 and Box.kind() == "box" and Box.size.__qualname__.endswith("Box.size")
+    with pytest.raises(TypeError, match="cls must be a class"):
+        add_to_class(Box())

@@ -1,0 +1,70 @@
+"""Writing a class over several cells (a plain module: no chapter exports it).
+
+A chapter explains a class method by method, so its code should sit beside the prose of each method,
+not in one cell of a few hundred lines.  ``add_to_class`` lets a later cell add a method::
+
+    # %% tags=["export"]
+    @add_to_class(LightTree)
+    def append(self, value):
+        ...
+
+In the notebook the decorator runs: it sets ``LightTree.append`` and the class is complete after the
+cell.  In the package the decorator never runs: ``tools/export.py`` moves such a function into the
+body of the class it names (in the same generated module) and drops the decorator, so the module
+reads as one ordinary class definition and ``import`` gives the same class the notebook built.
+
+Rules (the exporter refuses a cell that breaks the first two):
+
+* a cell that adds methods holds only such functions (after its leading imports and comments);
+* the class lives in the same module as the cell exports to;
+* the decorator is the outermost one; others (``@property``, ``@staticmethod``, ``@x.setter`` ...)
+  come after it and stay;
+* no zero-argument ``super()`` and no ``__double_underscore`` names inside an added method: both
+  depend on the function being written inside the class body, which it is only in the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["add_to_class"]
+
+
+def _function_of(member: Any) -> Any:
+    """The plain function behind a method, property, staticmethod or classmethod."""
+    if isinstance(member, property):
+        return member.fget
+    return getattr(member, "__func__", member)
+
+
+def add_to_class(cls: type) -> Callable[[Any], Any]:
+    """Decorator: add the decorated function (or property, staticmethod, ...) to ``cls``.
+
+    Parameters
+    ----------
+    cls : type
+        The class that receives the member, under the function's own name.
+
+    Returns
+    -------
+    callable
+        A decorator that sets the attribute on ``cls`` and returns the member unchanged.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"add_to_class: cls must be a class, got {type(cls).__name__}")
+
+    def decorate(member: Any) -> Any:
+        function = _function_of(member)
+        name = getattr(function, "__name__", None)
+        if not isinstance(name, str):
+            raise TypeError(f"add_to_class: cannot name {member!r} (decorate a def)")
+        if callable(function) and hasattr(function, "__qualname__"):
+            function.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, member)
+        set_name = getattr(member, "__set_name__", None)
+        if set_name is not None:
+            set_name(cls, name)
+        return member
+
+    return decorate
