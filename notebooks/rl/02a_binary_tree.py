@@ -104,7 +104,7 @@ from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning import checks as _checks
-from bandit_unlearning.checks import as_array, as_generator, as_real_array, check_real
+from bandit_unlearning.checks import as_array, as_generator, as_real_array, check_int, check_positive, check_real
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
@@ -138,26 +138,20 @@ class Node(_NodeFields):
         """Last leaf ``r_b`` (the step that completes the node)."""
         return (self.index + 1) * self.size
 
+# %% [markdown]
+# Counting and placing complete nodes: after $n$ steps there are $N(n) = 2n - \mathrm{popcount}(n)$ of them,
+# and a node's post-order position depends only on the node, not on the size of the tree.
 
-def check_int(value, name: str, low: int = 1, high: int | None = None) -> int:
-    """Validate an integer argument in ``[low, high]`` (``high=None``: no upper limit): the package's
-    ``bandit_unlearning.checks.check_int`` with ``low = 1`` by default."""
-    return _checks.check_int(value, name, low, high)
-
-
-def check_positive(value, name: str) -> float:
-    """Validate a finite real number ``> 0`` (``bandit_unlearning.checks.check_positive``)."""
-    return _checks.check_positive(value, name)
-
-
+# %% tags=["export"]
 def n_nodes(n_leaves: int) -> int:
     """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``."""
     n = check_int(n_leaves, "n_leaves", 0)
     return 2 * n - n.bit_count()
 
 
-def _as_node(node) -> Node:
-    """A ``Node`` from a ``(level, index)`` pair; anything else is a ``TypeError``."""
+def as_node(node) -> Node:
+    """A ``Node`` from a ``(level, index)`` pair (a ``Node`` itself is returned as is); anything else
+    is a ``TypeError``, and a negative or non-integer level or index the errors of ``Node``."""
     if not isinstance(node, tuple) or len(node) != 2:
         raise TypeError(f"node must be a Node (level, index), got {node!r}")
     return node if type(node) is Node else Node(*node)
@@ -165,7 +159,7 @@ def _as_node(node) -> Node:
 
 def postorder_position(node: Node) -> int:
     """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size)."""
-    level, index = _as_node(node)
+    level, index = as_node(node)
     r = (index + 1) << level
     return 2 * (r - 1) - (r - 1).bit_count() + level
 
@@ -182,7 +176,6 @@ def node_at(position: int) -> Node:
             lo = mid + 1
     level = p - (2 * (lo - 1) - (lo - 1).bit_count())
     return Node(level, (lo >> level) - 1)
-
 
 # %% [markdown]
 # Which nodes step $t$ completes, the dyadic decomposition $\mathcal D(t)$ that a prefix sum reads,
@@ -210,8 +203,11 @@ def dyadic_decomposition(t: int) -> tuple:
     return tuple(out)
 
 
-def _decomposition_rows(t: int) -> list:
-    """Post-order rows of ``dyadic_decomposition(t)`` (no validation; the hot path of prefix sums)."""
+def decomposition_rows(t: int) -> list:
+    """Post-order positions of the nodes of ``dyadic_decomposition(t)``, left to right: the rows a
+    noisy prefix sum reads (``[]`` for ``t = 0``).  ``t``: an integer >= 0."""
+    if type(t) is not int or t < 0:
+        t = check_int(t, "t", 0)
     rows, start = [], 0
     for h in range(t.bit_length() - 1, -1, -1):
         if t >> h & 1:
@@ -235,7 +231,6 @@ def path_length(T: int) -> int:
     """Largest number of complete nodes on one leaf's path when ``T`` leaves exist:
     ``floor(log2 T) + 1``."""
     return check_int(T, "T", 1).bit_length()
-
 
 # %% [markdown]
 # ## 3. Noise calibration: the paper's $\sigma$ and an exact one
@@ -341,7 +336,6 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     counts = np.bincount(np.bitwise_count(np.arange(1, T + 1, dtype=np.uint64)).astype(np.int64))
     k = np.arange(counts.size)[1:]
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
-
 
 # %% [markdown]
 # ## 4. The tree
@@ -462,7 +456,13 @@ class SparseStatistic(_SparseFields):
                              f"shapes {idx.shape} and {val.shape}")
         return tuple.__new__(cls, (indices, values))
 
+# %% [markdown]
+# Validating a statistic against the tree's dimension $d$.  The usual inputs -- a float vector of shape
+# $(d,)$, or a `SparseStatistic` with increasing integer indices and float values -- are accepted after a
+# few whole-array tests; anything else goes through the general path, which gives the same result or
+# names the rule it breaks.
 
+# %% tags=["export"]
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every entry of the float array ``a`` is finite: one dot product (a NaN or an infinity
     makes it non-finite), and the entry-wise test only when that overflowed or failed."""
@@ -539,7 +539,6 @@ def statistic_sparse(x, d: int, name: str = "x"):
     idx = np.flatnonzero(x)
     return idx, x[idx]
 
-
 # %% [markdown]
 # Node keys and node noise (*node keys* and *keys are secrets* above): `resolve_rng` gives fresh
 # operating-system entropy by default, `draw_node_keys` hashes three fresh words of the generator per
@@ -598,7 +597,11 @@ def _node_key(key) -> np.ndarray:
         raise ValueError(f"key must hold {KEY_WORDS} integers in [0, 2**64), got {key!r}")
     return k.astype(np.uint64)
 
+# %% [markdown]
+# A node's noise from its key: numpy's SFC64 seeded with the key's three words, built and dropped
+# inside the call.
 
+# %% tags=["export"]
 class _KeyWords(ISeedSequence):
     """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
     the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s
@@ -632,7 +635,6 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     z = np.random.Generator(np.random.SFC64(_KeyWords(key))).standard_normal(d)   # locals of this call
     z *= sigma
     return z
-
 
 # %% [markdown]
 # Algorithm 3's arithmetic on one node, in the canonical order above: the acceptance test
@@ -709,7 +711,6 @@ class PathCoupling:
     @property
     def steps_recomputed(self) -> int:
         return self.n_leaves - self.restart
-
 
 # %% [markdown]
 # ## 5. Check: bookkeeping, against obviously-correct loops (exhaustive for small sizes)

@@ -426,7 +426,8 @@ from bandit_unlearning.checks import (check_count,
     as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
 )
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, train, unlearn
-from bandit_unlearning.exact.tree import check_int, leaf_path
+from bandit_unlearning.checks import check_int
+from bandit_unlearning.exact.tree import leaf_path
 
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
