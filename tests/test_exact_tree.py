@@ -216,3 +216,64 @@ def test_bad_statistics_leave_tree_unchanged():
     assert tree.n_leaves == 6 and rng.bit_generator.state == state
     for a, b in zip(before, tree.values()):
         assert np.array_equal(a, b)
+
+
+# --- the key and noise derivations, pinned against their definitions -------------------------------
+def _reference_keys(rng, k):
+    """Chapter B2a's definition, one step at a time: BLAKE2b (24 bytes, personalised "node key") of
+    each three little-endian raw words of the generator."""
+    import hashlib
+
+    raw = rng.bit_generator.random_raw(3 * k).astype("<u8").tobytes()
+    return np.array([np.frombuffer(hashlib.blake2b(raw[24 * i:24 * (i + 1)], digest_size=24,
+                                                   person=b"node key").digest(), dtype="<u8")
+                     for i in range(k)], dtype=np.uint64).reshape(k, 3)
+
+
+def _reference_noise(key, d, sigma):
+    """SFC64 with its state set to (a, b, c, 1), 12 outputs discarded, then d standard normals."""
+    bits = np.random.SFC64(0)
+    bits.state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+                  "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+    bits.random_raw(12)
+    z = np.random.Generator(bits).standard_normal(d)
+    z *= sigma
+    return z
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 5])
+def test_draw_node_keys_is_the_hash_of_raw_words_and_uses_them_only(k):
+    from bandit_unlearning.exact.tree import draw_node_keys
+
+    a, b = np.random.default_rng(7), np.random.default_rng(7)
+    keys = draw_node_keys(a, k)
+    assert keys.dtype == np.uint64 and keys.shape == (k, 3) and keys.flags.writeable
+    assert np.array_equal(keys, _reference_keys(b, k))
+    assert a.bit_generator.state == b.bit_generator.state               # exactly 3k words drawn
+
+
+def test_node_noise_is_sfc64_seeded_with_the_key_bit_for_bit():
+    from bandit_unlearning.exact.tree import draw_node_keys, node_noise
+
+    keys = draw_node_keys(np.random.default_rng(3), 200)
+    keys[0] = [0, 0, 0]
+    keys[1] = [2**64 - 1] * 3
+    for i, key in enumerate(keys):
+        d, sigma = 1 + i % 37, 0.25 + i / 50
+        assert np.array_equal(node_noise(key, d, sigma).view(np.uint64), _reference_noise(key, d, sigma).view(np.uint64))
+    # keys that are not contiguous uint64 rows take the general path, with the same result
+    strided = np.ascontiguousarray(np.repeat(keys[:3], 2, axis=1))[:, ::2]
+    assert not strided[0].flags.c_contiguous
+    for key in strided:
+        assert np.array_equal(node_noise(key, 5, 1.0), _reference_noise(key, 5, 1.0))
+    assert np.array_equal(node_noise([1, 2, 2**40], 4, 2.0), _reference_noise(np.array([1, 2, 2**40], np.uint64), 4, 2.0))
+
+
+def test_the_broken_noise_derivation_is_caught():
+    """The check above against a deliberately wrong derivation (no outputs discarded) fails."""
+    key = np.array([1, 2, 3], dtype=np.uint64)
+    bits = np.random.SFC64(0)
+    bits.state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
+                  "state": {"state": np.array([1, 2, 3, 1], dtype=np.uint64)}}
+    wrong = np.random.Generator(bits).standard_normal(8)
+    assert not np.array_equal(wrong, _reference_noise(key, 8, 1.0))

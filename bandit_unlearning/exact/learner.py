@@ -50,9 +50,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import check_count, as_real_array, as_generator, check_callable, check_instance, check_real
+from bandit_unlearning.checks import (
+    check_count, as_real_array, as_generator, check_callable, check_instance, check_real, check_int,
+    check_positive,
+)
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
+from bandit_unlearning.exact.tree import n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 from bandit_unlearning.protocol import DeleteStep, register_unlearn, register_verify
 from bandit_unlearning.secrecy import check_pickle_allowed
@@ -143,7 +146,7 @@ def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
     return tuple(users)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 289): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 290): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
@@ -256,7 +259,7 @@ class Run:
         _freeze_arrays(self.models)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 408): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 409): "3. Implementation: the framework" ---
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
@@ -351,7 +354,7 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 509): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 510): "3. Implementation: the framework" ---
 def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Steps ``tree.n_leaves + 1 .. len(users)``; ``models`` holds ``w_1 .. w_{n+1}`` on entry."""
     for t in range(tree.n_leaves + 1, len(users) + 1):
@@ -491,7 +494,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 653): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 654): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

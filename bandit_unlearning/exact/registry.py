@@ -27,12 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.checks import as_generator, check_instance
+from bandit_unlearning.checks import as_generator, check_instance, check_int
 from bandit_unlearning.exact.learner import ZERO_USER, ExactOptions, Run, _run_steps, exact_options, same_model, train
 from bandit_unlearning.exact.light_tree import LightTree, _readonly
 from bandit_unlearning.exact.tree import (
-    BinaryTree, Node, _decomposition_rows, check_int, coupling_accepts, draw_node_keys, leaf_path, n_nodes,
-    node_at, node_noise, postorder_position, resolve_rng, statistic_dense, statistic_sparse,
+    BinaryTree, Node, decomposition_rows, coupling_accepts, draw_node_keys, leaf_path, n_nodes, node_at,
+    node_noise, postorder_position, resolve_rng, statistic_dense, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, register_unlearn, unlearn
@@ -526,7 +526,7 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
             x = learner.statistics(after.users[t - 1], t, after.models[t - 1])
             if not np.array_equal(after.tree.leaf(t), x):
                 raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
-        rows = _decomposition_rows(t)
+        rows = decomposition_rows(t)
         keep = 0
         while keep < min(len(stack), len(rows)) and stack[keep][0] == rows[keep]:
             keep += 1

@@ -30,13 +30,13 @@ vectors of shape ``(d,)`` or ``SparseStatistic(indices, values)``.
 
 __all__ = [
     "Node",
-    "check_int",
-    "check_positive",
     "n_nodes",
+    "as_node",
     "postorder_position",
     "node_at",
     "nodes_completed_at",
     "dyadic_decomposition",
+    "decomposition_rows",
     "leaf_path",
     "path_length",
     "sigma_paper",
@@ -55,6 +55,7 @@ __all__ = [
     "coupling_accepts",
     "fold_rows",
     "PathCoupling",
+    "BaseTree",
     "BinaryTree",
 ]
 
@@ -70,7 +71,9 @@ from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning import checks as _checks
-from bandit_unlearning.checks import as_array, as_generator, as_real_array, check_real, check_count
+from bandit_unlearning.checks import (
+    as_array, as_generator, as_real_array, check_int, check_positive, check_real, check_count,
+)
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 from bandit_unlearning.secrecy import check_pickle_allowed
 
@@ -107,25 +110,16 @@ class Node(_NodeFields):
         return (self.index + 1) * self.size
 
 
-def check_int(value, name: str, low: int = 1, high: int | None = None) -> int:
-    """Validate an integer argument in ``[low, high]`` (``high=None``: no upper limit): the package's
-    ``bandit_unlearning.checks.check_int`` with ``low = 1`` by default."""
-    return _checks.check_int(value, name, low, high)
-
-
-def check_positive(value, name: str) -> float:
-    """Validate a finite real number ``> 0`` (``bandit_unlearning.checks.check_positive``)."""
-    return _checks.check_positive(value, name)
-
-
+# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 145): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def n_nodes(n_leaves: int) -> int:
     """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``."""
     n = check_int(n_leaves, "n_leaves", 0)
     return 2 * n - n.bit_count()
 
 
-def _as_node(node) -> Node:
-    """A ``Node`` from a ``(level, index)`` pair; anything else is a ``TypeError``."""
+def as_node(node) -> Node:
+    """A ``Node`` from a ``(level, index)`` pair (a ``Node`` itself is returned as is); anything else
+    is a ``TypeError``, and a negative or non-integer level or index the errors of ``Node``."""
     if not isinstance(node, tuple) or len(node) != 2:
         raise TypeError(f"node must be a Node (level, index), got {node!r}")
     return node if type(node) is Node else Node(*node)
@@ -133,7 +127,7 @@ def _as_node(node) -> Node:
 
 def postorder_position(node: Node) -> int:
     """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size)."""
-    level, index = _as_node(node)
+    level, index = as_node(node)
     r = (index + 1) << level
     return 2 * (r - 1) - (r - 1).bit_count() + level
 
@@ -152,7 +146,7 @@ def node_at(position: int) -> Node:
     return Node(level, (lo >> level) - 1)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 195): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 188): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def nodes_completed_at(t: int) -> tuple:
     """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order)."""
     t = check_int(t, "t", 1)
@@ -170,8 +164,11 @@ def dyadic_decomposition(t: int) -> tuple:
     return tuple(out)
 
 
-def _decomposition_rows(t: int) -> list:
-    """Post-order rows of ``dyadic_decomposition(t)`` (no validation; the hot path of prefix sums)."""
+def decomposition_rows(t: int) -> list:
+    """Post-order positions of the nodes of ``dyadic_decomposition(t)``, left to right: the rows a
+    noisy prefix sum reads (``[]`` for ``t = 0``).  ``t``: an integer >= 0."""
+    if type(t) is not int or t < 0:
+        t = check_int(t, "t", 0)
     rows, start = [], 0
     for h in range(t.bit_length() - 1, -1, -1):
         if t >> h & 1:
@@ -197,7 +194,7 @@ def path_length(T: int) -> int:
     return check_int(T, "T", 1).bit_length()
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 281): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 276): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
 def sigma_paper(rho: float, B: float, T: int) -> float:
     """Paper B's noise scale ``sigma = B sqrt(log2 T) / (sqrt(2) rho)`` (Algorithm 2, Theorem 4.1).
 
@@ -262,7 +259,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 442): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 436): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -286,7 +283,24 @@ class SparseStatistic(_SparseFields):
         return tuple.__new__(cls, (indices, values))
 
 
+# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 465): "4a. Randomness and arithmetic, pinned down" ---
+def _all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of the float array ``a`` is finite: one dot product (a NaN or an infinity
+    makes it non-finite), and the entry-wise test only when that overflowed or failed."""
+    return math.isfinite(a.dot(a)) or bool(np.isfinite(a).all())
+
+
 def _sparse_parts(x: SparseStatistic, d: int, name: str):
+    idx, val = x.indices, x.values
+    if (type(idx) is np.ndarray and type(val) is np.ndarray and idx.dtype.kind in "iu" and val.dtype == np.float64
+            and idx.ndim == 1 and val.shape == idx.shape):
+        # the usual case, checked in a few whole-array operations: increasing indices are distinct and
+        # already in order, so their range is their first and last entry; anything else takes the
+        # general path below, which gives the same result or names the broken rule
+        idx = idx if idx.dtype == np.int64 else idx.astype(np.int64)
+        if idx.size == 0 or (idx[0] >= 0 and idx[-1] < d and (idx[1:] > idx[:-1]).all() and _all_finite(val)):
+            keep = val != 0
+            return idx[keep], val[keep]
     idx, val = as_array(x.indices, f"{name} indices"), as_real_array(x.values, f"{name} values")
     if idx.ndim != 1 or val.shape != idx.shape:
         raise ValueError(f"{name}: indices and values must be 1-D arrays of the same length")
@@ -305,11 +319,18 @@ def _sparse_parts(x: SparseStatistic, d: int, name: str):
     return idx[keep], val[keep]
 
 
+def _dense_float(x, d: int) -> bool:
+    """Whether ``x`` is already a finite float64 vector of shape ``(d,)`` (the usual case)."""
+    return type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,) and _all_finite(x)
+
+
 def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
     (``-0.0`` stored as ``+0.0``)."""
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
+    if _dense_float(x, d):
+        return x + 0.0
     if isinstance(x, SparseStatistic):
         idx, val = _sparse_parts(x, d, name)
         out = np.zeros(d)
@@ -330,22 +351,23 @@ def statistic_sparse(x, d: int, name: str = "x"):
         d = check_count(d, "d", 1)
     if isinstance(x, SparseStatistic):
         return _sparse_parts(x, d, name)
-    x = as_real_array(x, name)
-    if x.shape != (d,):
-        raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} must be finite")
+    if not _dense_float(x, d):
+        x = as_real_array(x, name)
+        if x.shape != (d,):
+            raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
+        if not np.isfinite(x).all():
+            raise ValueError(f"{name} must be finite")
     idx = np.flatnonzero(x)
     return idx, x[idx]
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 524): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 15 (line 547): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
 _KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
 
 
 class _BlankSeed(ISeedSequence):
-    """Zero words for a bit generator whose state is set from a key right after (``node_noise``):
+    """Zero words for a bit generator whose state is set from a key right after (the batched engine):
     building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
 
     def generate_state(self, n_words, dtype=np.uint32):
@@ -360,18 +382,27 @@ def resolve_rng(rng) -> np.random.Generator:
     return as_generator(rng, "rng")
 
 
+_KEY_HASH = hashlib.blake2b(digest_size=8 * KEY_WORDS, person=_KEY_PERSON)   # empty: copied, never fed
+
+
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
     (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
     ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
     the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
-    k = _checks.check_count(k, "k", 0)
-    rng = as_generator(rng)
+    if type(k) is not int or not 0 <= k <= _checks.SIZE_LIMIT:
+        k = _checks.check_count(k, "k", 0)
+    if type(rng) is not np.random.Generator:
+        rng = as_generator(rng)
     width = 8 * KEY_WORDS
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
-    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=_KEY_PERSON).digest()
-                       for i in range(0, len(raw), width))
-    return np.frombuffer(digests, dtype="<u8").astype(np.uint64).reshape(k, KEY_WORDS)
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8", copy=False).tobytes()
+    digests = bytearray()
+    for i in range(0, len(raw), width):
+        h = _KEY_HASH.copy()                 # the personalised empty hash, then this key's words
+        h.update(raw[i:i + width])
+        digests += h.digest()
+    keys = np.frombuffer(digests, dtype="<u8").reshape(k, KEY_WORDS)        # writeable: a bytearray's
+    return keys if keys.dtype == np.uint64 else keys.astype(np.uint64)
 
 
 def _node_key(key) -> np.ndarray:
@@ -384,30 +415,43 @@ def _node_key(key) -> np.ndarray:
     return k.astype(np.uint64)
 
 
+# --- from notebooks/rl/02a_binary_tree.py, cell 17 (line 604): "4a. Randomness and arithmetic, pinned down" ---
+class _KeyWords(ISeedSequence):
+    """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
+    the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s
+    hashing).  Made and dropped inside one ``node_noise`` call."""
+
+    __slots__ = ("words",)
+
+    def __init__(self, words: np.ndarray):
+        self.words = words                  # contiguous uint64, shape (KEY_WORDS,): node_noise checks
+
+    def generate_state(self, n_words, dtype=np.uint32):
+        if n_words != KEY_WORDS or np.dtype(dtype) != np.uint64:
+            raise ValueError(f"a node key seeds {KEY_WORDS} uint64 words, asked for {n_words} of {dtype}")
+        return self.words
+
+
 def node_noise(key, d: int, sigma: float) -> np.ndarray:
     """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
     normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
     discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key.  The SFC64
     is a local of the call: run back, its state would give the key, so none outlives the call."""
-    if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)):
-        key = _node_key(key)
+    if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)
+            and key.flags.c_contiguous):
+        key = np.ascontiguousarray(_node_key(key))
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
     if type(sigma) is not float or not 0 <= sigma < math.inf:
         sigma = check_sigma(sigma)
     if sigma == 0:
         return np.zeros(d)
-    state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
-             "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
-    bits = np.random.SFC64(_BlankSeed())                  # a local of this call (see the docstring)
-    bits.state = state
-    bits.random_raw(12)
-    z = np.random.Generator(bits).standard_normal(d)
+    z = np.random.Generator(np.random.SFC64(_KeyWords(key))).standard_normal(d)   # locals of this call
     z *= sigma
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 597): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 19 (line 644): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
@@ -480,7 +524,64 @@ class PathCoupling:
 
 
 # --- from notebooks/rl/02b_dense_tree.py, cell 4 (line 60): "1. The dense tree" ---
-class BinaryTree:
+class BaseTree:
+    """What the dense tree and the memory-light tree (chapter B10) share: the read-only attributes
+    ``d``, ``sigma``, ``n_leaves``, ``n_nodes`` and ``frozen``, the refusal to change a frozen tree,
+    the post-order row of a complete node, and in-memory copies (``copy.copy`` and ``copy.deepcopy``
+    give ``copy()``, frozen again if this tree is; no opt-in needed, nothing is persisted).  A
+    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("BaseTree is the part BinaryTree and LightTree share, not a tree: construct one of those")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(d={self._d}, sigma={self._sigma:g}, n_leaves={self._n})"
+
+    @property
+    def d(self) -> int:
+        """Dimension of the statistics."""
+        return self._d
+
+    @property
+    def sigma(self) -> float:
+        """Noise scale (``0``: no noise)."""
+        return self._sigma
+
+    @property
+    def n_leaves(self) -> int:
+        """Number of steps (leaves) appended so far."""
+        return self._n
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of complete nodes (``2 n - popcount(n)``)."""
+        return n_nodes(self._n)
+
+    @property
+    def frozen(self) -> bool:
+        """Whether this tree refuses every change (``freeze()``)."""
+        return self._frozen
+
+    def _check_mutable(self):
+        if self._frozen:
+            raise ValueError("this tree is frozen (it belongs to a recorded run); mutate a copy()")
+
+    def _row(self, node: Node) -> int:
+        if node.end > self._n:
+            raise ValueError(f"node {tuple(node)} is not complete: it ends at leaf {node.end} > {self._n}")
+        return postorder_position(node)
+
+    def __deepcopy__(self, memo):
+        """An in-memory copy (no opt-in needed): ``copy()``, frozen again if this tree is."""
+        new = self.copy()
+        return new.freeze() if self._frozen else new
+
+    def __copy__(self):
+        return self.__deepcopy__({})
+
+
+# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 132): "1. The dense tree" ---
+class BinaryTree(BaseTree):
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
 
@@ -503,48 +604,12 @@ class BinaryTree:
         self._n = 0
         self._frozen = False
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(d={self._d}, sigma={self._sigma:g}, n_leaves={self._n})"
-
-    # --- read-only properties -------------------------------------------------------------------
-    @property
-    def d(self) -> int:
-        return self._d
-
-    @property
-    def sigma(self) -> float:
-        return self._sigma
-
-    @property
-    def n_leaves(self) -> int:
-        """Number of steps (leaves) appended so far."""
-        return self._n
-
-    @property
-    def n_nodes(self) -> int:
-        """Number of complete nodes (rows in use)."""
-        return n_nodes(self._n)
-
-    @property
-    def frozen(self) -> bool:
-        return self._frozen
-
     @property
     def nbytes(self) -> int:
         """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
         return self._clean.nbytes + self._noisy.nbytes
 
-    # --- validation -----------------------------------------------------------------------------
-    def _check_mutable(self):
-        if self._frozen:
-            raise ValueError("this tree is frozen (it belongs to a recorded run); mutate a copy()")
-
-    def _row(self, node: Node) -> int:
-        if node.end > self._n:
-            raise ValueError(f"node {tuple(node)} is not complete: it ends at leaf {node.end} > {self._n}")
-        return postorder_position(node)
-
-    # --- Algorithm 2: TreeUpdate and GetNoisyPrefixSum ------------------------------------------
+    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 166): "1. The dense tree" ---
     def _reserve(self, rows: int):
         if rows > self._clean.shape[0]:
             new_rows, used = max(rows, 2 * self._clean.shape[0]), self.n_nodes
@@ -561,14 +626,16 @@ class BinaryTree:
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
+    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 193): "1. The dense tree" ---
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
         x = statistic_dense(x, self._d, "x")
-        rng = as_generator(rng)
+        if type(rng) is not np.random.Generator:
+            rng = as_generator(rng)
         t = self._n + 1
-        first, k = n_nodes(t - 1), (t & -t).bit_length()
+        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
         keys = draw_node_keys(rng, k)
         self._reserve(first + k)
         clean, noisy = self._clean, self._noisy
@@ -583,17 +650,23 @@ class BinaryTree:
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
-        summed largest node first (``popcount(t)`` rows); ``t = 0`` gives zeros."""
-        t = check_int(t, "t", 0, self._n)
-        rows = _decomposition_rows(t)
-        return fold_rows([self._noisy[r] for r in rows]) if rows else np.zeros(self._d)
+        summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
+        if type(t) is not int or not 0 <= t <= self._n:
+            t = check_int(t, "t", 0, self._n)
+        rows = decomposition_rows(t)
+        if not rows:
+            return np.zeros(self._d)
+        acc = self._noisy[rows[0]].copy()
+        for r in rows[1:]:
+            acc += self._noisy[r]
+        return acc
 
     def clean_prefix_sum(self, t: int) -> np.ndarray:
         """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- access ---------------------------------------------------------------------------------
+    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 241): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy)."""
         t = check_int(t, "t", 1, self._n)
@@ -606,11 +679,11 @@ class BinaryTree:
 
     def clean(self, node: Node) -> np.ndarray:
         """Clean value ``v_b`` of a complete node (a copy)."""
-        return self._clean[self._row(_as_node(node))].copy()
+        return self._clean[self._row(as_node(node))].copy()
 
     def noisy(self, node: Node) -> np.ndarray:
         """Noisy value ``v~_b`` of a complete node (a copy)."""
-        return self._noisy[self._row(_as_node(node))].copy()
+        return self._noisy[self._row(as_node(node))].copy()
 
     def values(self):
         """``(clean, noisy)``: read-only views of shape ``(n_nodes, d)``, rows in post-order."""
@@ -621,7 +694,7 @@ class BinaryTree:
             out.append(v)
         return tuple(out)
 
-    # --- copies, freezing, truncation -----------------------------------------------------------
+    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 283): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -646,14 +719,6 @@ class BinaryTree:
         check_pickle_allowed(self, "the noise of every node (noisy minus clean values)")
         return self.__dict__.copy()
 
-    def __deepcopy__(self, memo):
-        """An in-memory copy (no opt-in needed): ``copy()``, frozen again if this tree is."""
-        new = self.copy()
-        return new.freeze() if self._frozen else new
-
-    def __copy__(self):
-        return self.__deepcopy__({})
-
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
         self.__dict__.update(state)
@@ -673,7 +738,7 @@ class BinaryTree:
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- the tree's half of Algorithm 3 ---------------------------------------------------------
+    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 341): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

@@ -18,12 +18,13 @@ __all__ = [
 
 import numpy as np
 
-from bandit_unlearning.checks import (check_count,
-    as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
+from bandit_unlearning.checks import (
+    check_count, as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
+    check_int,
 )
 from bandit_unlearning.exact.learner import ZERO_USER, Run, path_expected_steps, path_retrain_probability, train
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import KEY_WORDS, check_int, n_nodes
+from bandit_unlearning.exact.tree import KEY_WORDS, n_nodes
 from bandit_unlearning.experiments.rl_stable import safe_slope
 from bandit_unlearning.experiments.unlearning_cost import conditional_retraining
 from bandit_unlearning.privacy.coupling import tv_gaussians
@@ -65,7 +66,7 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
     return out
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 14 (line 494): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 14 (line 495): "3. The engine" ---
 def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
     """What ``unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)`` records about its cost, with the same draws
     from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the

@@ -33,9 +33,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from bandit_unlearning.checks import check_bool, check_callable, check_instance
+from bandit_unlearning.checks import check_bool, check_callable, check_instance, check_int
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int
 from bandit_unlearning.experiments.rl_batch import stable_regret_curves, unlearning_cost
 from bandit_unlearning.experiments.rl_lower_bound import first_correct_episode, lower_bound_shape, summarize_by_rho
 from bandit_unlearning.experiments.rl_stable import summarize_curves

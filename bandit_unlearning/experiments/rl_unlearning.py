@@ -19,12 +19,13 @@ __all__ = [
 
 import numpy as np
 
-from bandit_unlearning.checks import (check_count,
-    as_array, as_generator, check_callable, check_instance, check_int_array, check_real, check_real_array,
+from bandit_unlearning.checks import (
+    check_count, as_array, as_generator, check_callable, check_instance, check_int_array, check_real,
+    check_real_array, check_int,
 )
 from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, leaf_path
+from bandit_unlearning.exact.tree import leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.stable import (

@@ -23,12 +23,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from bandit_unlearning.checks import (check_count,
-    as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
+from bandit_unlearning.checks import (
+    check_count, as_generator, check_callable, check_instance, check_positive, check_real, check_real_array,
+    check_int,
 )
 from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, Run, train
 from bandit_unlearning.protocol import DeleteStep, unlearn
-from bandit_unlearning.exact.tree import check_int, leaf_path
+from bandit_unlearning.exact.tree import leaf_path
 
 
 # --- from notebooks/rl/04_theorem_3_3.py, cell 18 (line 411): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---

@@ -47,10 +47,13 @@ from typing import Callable
 
 import numpy as np
 
-from bandit_unlearning.checks import check_count, as_real_array, as_generator, check_choice, check_instance, check_real
+from bandit_unlearning.checks import (
+    check_count, as_real_array, as_generator, check_choice, check_instance, check_real, check_int,
+    check_positive,
+)
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
+from bandit_unlearning.exact.tree import sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
 from bandit_unlearning.rl.users import _GAMMA, _MASK, N_STREAMS, _check_noise, _rollout_lists, check_seed
@@ -79,7 +82,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     return sigma_paper(rho, B, T) if calibration == "paper" else sigma_exact(rho, B, T)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 211): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 212): "3. Implementation" ---
 @dataclass(frozen=True)
 class EpisodeUser:
     """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
@@ -131,7 +134,7 @@ def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tupl
     return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 268): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 269): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
     """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (Paper B §4).
@@ -222,7 +225,7 @@ class PolicyUpdate:
         return pi
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 11 (line 380): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 11 (line 381): "3. Implementation" ---
 DEFAULT_MAX_MEMORY = 2 * 1024**3
 _WARN_MEMORY = 256 * 1024**2
 _SECONDS_FACTOR = 2.5
@@ -301,7 +304,7 @@ def _check_budget(mdp: TabularMDP, T: int, tree_factory, max_memory) -> None:
         warnings.warn(str(training_cost(mdp, T, tree_factory, timed=True)), ResourceWarning, stacklevel=3)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 459): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 460): "3. Implementation" ---
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, reward_noise: str = "bernoulli",

@@ -104,7 +104,7 @@ from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning import checks as _checks
-from bandit_unlearning.checks import as_array, as_generator, as_real_array, check_real
+from bandit_unlearning.checks import as_array, as_generator, as_real_array, check_int, check_positive, check_real
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 
 
@@ -138,26 +138,20 @@ class Node(_NodeFields):
         """Last leaf ``r_b`` (the step that completes the node)."""
         return (self.index + 1) * self.size
 
+# %% [markdown]
+# Counting and placing complete nodes: after $n$ steps there are $N(n) = 2n - \mathrm{popcount}(n)$ of them,
+# and a node's post-order position depends only on the node, not on the size of the tree.
 
-def check_int(value, name: str, low: int = 1, high: int | None = None) -> int:
-    """Validate an integer argument in ``[low, high]`` (``high=None``: no upper limit): the package's
-    ``bandit_unlearning.checks.check_int`` with ``low = 1`` by default."""
-    return _checks.check_int(value, name, low, high)
-
-
-def check_positive(value, name: str) -> float:
-    """Validate a finite real number ``> 0`` (``bandit_unlearning.checks.check_positive``)."""
-    return _checks.check_positive(value, name)
-
-
+# %% tags=["export"]
 def n_nodes(n_leaves: int) -> int:
     """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``."""
     n = check_int(n_leaves, "n_leaves", 0)
     return 2 * n - n.bit_count()
 
 
-def _as_node(node) -> Node:
-    """A ``Node`` from a ``(level, index)`` pair; anything else is a ``TypeError``."""
+def as_node(node) -> Node:
+    """A ``Node`` from a ``(level, index)`` pair (a ``Node`` itself is returned as is); anything else
+    is a ``TypeError``, and a negative or non-integer level or index the errors of ``Node``."""
     if not isinstance(node, tuple) or len(node) != 2:
         raise TypeError(f"node must be a Node (level, index), got {node!r}")
     return node if type(node) is Node else Node(*node)
@@ -165,7 +159,7 @@ def _as_node(node) -> Node:
 
 def postorder_position(node: Node) -> int:
     """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size)."""
-    level, index = _as_node(node)
+    level, index = as_node(node)
     r = (index + 1) << level
     return 2 * (r - 1) - (r - 1).bit_count() + level
 
@@ -182,7 +176,6 @@ def node_at(position: int) -> Node:
             lo = mid + 1
     level = p - (2 * (lo - 1) - (lo - 1).bit_count())
     return Node(level, (lo >> level) - 1)
-
 
 # %% [markdown]
 # Which nodes step $t$ completes, the dyadic decomposition $\mathcal D(t)$ that a prefix sum reads,
@@ -210,8 +203,11 @@ def dyadic_decomposition(t: int) -> tuple:
     return tuple(out)
 
 
-def _decomposition_rows(t: int) -> list:
-    """Post-order rows of ``dyadic_decomposition(t)`` (no validation; the hot path of prefix sums)."""
+def decomposition_rows(t: int) -> list:
+    """Post-order positions of the nodes of ``dyadic_decomposition(t)``, left to right: the rows a
+    noisy prefix sum reads (``[]`` for ``t = 0``).  ``t``: an integer >= 0."""
+    if type(t) is not int or t < 0:
+        t = check_int(t, "t", 0)
     rows, start = [], 0
     for h in range(t.bit_length() - 1, -1, -1):
         if t >> h & 1:
@@ -235,7 +231,6 @@ def path_length(T: int) -> int:
     """Largest number of complete nodes on one leaf's path when ``T`` leaves exist:
     ``floor(log2 T) + 1``."""
     return check_int(T, "T", 1).bit_length()
-
 
 # %% [markdown]
 # ## 3. Noise calibration: the paper's $\sigma$ and an exact one
@@ -342,7 +337,6 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     k = np.arange(counts.size)[1:]
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
-
 # %% [markdown]
 # ## 4. The tree
 #
@@ -387,7 +381,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 #   a node on the deleted leaf's path, and that node's kept noisy value minus the regenerated noise
 #   minus its new clean value is the deleted statistic $x_t$.  So the package keeps no generator, key,
 #   cache or intermediate derived from a key or from the data at module level: `node_noise`'s
-#   generator is a local of the call (built from blank seed words, a new one costs about a microsecond), and
+#   generator is a local of the call (seeded with the key's words directly, a new one costs about a microsecond), and
 #   `tests/test_secrets_state.py` walks every module of the package after every deletion path and
 #   runs this attack (it recovers deleted statistics against the old module-level generator, and
 #   none now).
@@ -462,8 +456,30 @@ class SparseStatistic(_SparseFields):
                              f"shapes {idx.shape} and {val.shape}")
         return tuple.__new__(cls, (indices, values))
 
+# %% [markdown]
+# Validating a statistic against the tree's dimension $d$.  The usual inputs -- a float vector of shape
+# $(d,)$, or a `SparseStatistic` with increasing integer indices and float values -- are accepted after a
+# few whole-array tests; anything else goes through the general path, which gives the same result or
+# names the rule it breaks.
+
+# %% tags=["export"]
+def _all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of the float array ``a`` is finite: one dot product (a NaN or an infinity
+    makes it non-finite), and the entry-wise test only when that overflowed or failed."""
+    return math.isfinite(a.dot(a)) or bool(np.isfinite(a).all())
+
 
 def _sparse_parts(x: SparseStatistic, d: int, name: str):
+    idx, val = x.indices, x.values
+    if (type(idx) is np.ndarray and type(val) is np.ndarray and idx.dtype.kind in "iu" and val.dtype == np.float64
+            and idx.ndim == 1 and val.shape == idx.shape):
+        # the usual case, checked in a few whole-array operations: increasing indices are distinct and
+        # already in order, so their range is their first and last entry; anything else takes the
+        # general path below, which gives the same result or names the broken rule
+        idx = idx if idx.dtype == np.int64 else idx.astype(np.int64)
+        if idx.size == 0 or (idx[0] >= 0 and idx[-1] < d and (idx[1:] > idx[:-1]).all() and _all_finite(val)):
+            keep = val != 0
+            return idx[keep], val[keep]
     idx, val = as_array(x.indices, f"{name} indices"), as_real_array(x.values, f"{name} values")
     if idx.ndim != 1 or val.shape != idx.shape:
         raise ValueError(f"{name}: indices and values must be 1-D arrays of the same length")
@@ -482,11 +498,18 @@ def _sparse_parts(x: SparseStatistic, d: int, name: str):
     return idx[keep], val[keep]
 
 
+def _dense_float(x, d: int) -> bool:
+    """Whether ``x`` is already a finite float64 vector of shape ``(d,)`` (the usual case)."""
+    return type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,) and _all_finite(x)
+
+
 def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
     (``-0.0`` stored as ``+0.0``)."""
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
+    if _dense_float(x, d):
+        return x + 0.0
     if isinstance(x, SparseStatistic):
         idx, val = _sparse_parts(x, d, name)
         out = np.zeros(d)
@@ -507,14 +530,14 @@ def statistic_sparse(x, d: int, name: str = "x"):
         d = check_count(d, "d", 1)
     if isinstance(x, SparseStatistic):
         return _sparse_parts(x, d, name)
-    x = as_real_array(x, name)
-    if x.shape != (d,):
-        raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} must be finite")
+    if not _dense_float(x, d):
+        x = as_real_array(x, name)
+        if x.shape != (d,):
+            raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
+        if not np.isfinite(x).all():
+            raise ValueError(f"{name} must be finite")
     idx = np.flatnonzero(x)
     return idx, x[idx]
-
 
 # %% [markdown]
 # Node keys and node noise (*node keys* and *keys are secrets* above): `resolve_rng` gives fresh
@@ -527,7 +550,7 @@ _KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node
 
 
 class _BlankSeed(ISeedSequence):
-    """Zero words for a bit generator whose state is set from a key right after (``node_noise``):
+    """Zero words for a bit generator whose state is set from a key right after (the batched engine):
     building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
 
     def generate_state(self, n_words, dtype=np.uint32):
@@ -542,18 +565,27 @@ def resolve_rng(rng) -> np.random.Generator:
     return as_generator(rng, "rng")
 
 
+_KEY_HASH = hashlib.blake2b(digest_size=8 * KEY_WORDS, person=_KEY_PERSON)   # empty: copied, never fed
+
+
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
     (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
     ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
     the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
-    k = _checks.check_count(k, "k", 0)
-    rng = as_generator(rng)
+    if type(k) is not int or not 0 <= k <= _checks.SIZE_LIMIT:
+        k = _checks.check_count(k, "k", 0)
+    if type(rng) is not np.random.Generator:
+        rng = as_generator(rng)
     width = 8 * KEY_WORDS
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
-    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=_KEY_PERSON).digest()
-                       for i in range(0, len(raw), width))
-    return np.frombuffer(digests, dtype="<u8").astype(np.uint64).reshape(k, KEY_WORDS)
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8", copy=False).tobytes()
+    digests = bytearray()
+    for i in range(0, len(raw), width):
+        h = _KEY_HASH.copy()                 # the personalised empty hash, then this key's words
+        h.update(raw[i:i + width])
+        digests += h.digest()
+    keys = np.frombuffer(digests, dtype="<u8").reshape(k, KEY_WORDS)        # writeable: a bytearray's
+    return keys if keys.dtype == np.uint64 else keys.astype(np.uint64)
 
 
 def _node_key(key) -> np.ndarray:
@@ -565,29 +597,44 @@ def _node_key(key) -> np.ndarray:
         raise ValueError(f"key must hold {KEY_WORDS} integers in [0, 2**64), got {key!r}")
     return k.astype(np.uint64)
 
+# %% [markdown]
+# A node's noise from its key: numpy's SFC64 seeded with the key's three words, built and dropped
+# inside the call.
+
+# %% tags=["export"]
+class _KeyWords(ISeedSequence):
+    """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
+    the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s
+    hashing).  Made and dropped inside one ``node_noise`` call."""
+
+    __slots__ = ("words",)
+
+    def __init__(self, words: np.ndarray):
+        self.words = words                  # contiguous uint64, shape (KEY_WORDS,): node_noise checks
+
+    def generate_state(self, n_words, dtype=np.uint32):
+        if n_words != KEY_WORDS or np.dtype(dtype) != np.uint64:
+            raise ValueError(f"a node key seeds {KEY_WORDS} uint64 words, asked for {n_words} of {dtype}")
+        return self.words
+
 
 def node_noise(key, d: int, sigma: float) -> np.ndarray:
     """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
     normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
     discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key.  The SFC64
     is a local of the call: run back, its state would give the key, so none outlives the call."""
-    if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)):
-        key = _node_key(key)
+    if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)
+            and key.flags.c_contiguous):
+        key = np.ascontiguousarray(_node_key(key))
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
     if type(sigma) is not float or not 0 <= sigma < math.inf:
         sigma = check_sigma(sigma)
     if sigma == 0:
         return np.zeros(d)
-    state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
-             "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
-    bits = np.random.SFC64(_BlankSeed())                  # a local of this call (see the docstring)
-    bits.state = state
-    bits.random_raw(12)
-    z = np.random.Generator(bits).standard_normal(d)
+    z = np.random.Generator(np.random.SFC64(_KeyWords(key))).standard_normal(d)   # locals of this call
     z *= sigma
     return z
-
 
 # %% [markdown]
 # Algorithm 3's arithmetic on one node, in the canonical order above: the acceptance test
@@ -664,7 +711,6 @@ class PathCoupling:
     @property
     def steps_recomputed(self) -> int:
         return self.n_leaves - self.restart
-
 
 # %% [markdown]
 # ## 5. Check: bookkeeping, against obviously-correct loops (exhaustive for small sizes)

@@ -60,14 +60,77 @@ rng = np.random.default_rng(20260602)
 # %% tags=["export"]
 import numpy as np
 
-from bandit_unlearning.checks import check_count, as_generator
-from bandit_unlearning.exact.tree import (Node, PathCoupling, _as_node, _decomposition_rows, check_int,
-                                          coupling_accepts, draw_node_keys, fold_rows, leaf_path, n_nodes,
-                                          node_noise, postorder_position, statistic_dense)
+from bandit_unlearning.checks import as_generator, check_count, check_int
+from bandit_unlearning.exact.tree import (
+    Node, PathCoupling, as_node, coupling_accepts, decomposition_rows, draw_node_keys, leaf_path, n_nodes,
+    node_noise, postorder_position, statistic_dense,
+)
+from bandit_unlearning.literate import add_to_class
 from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
 
-class BinaryTree:
+
+class BaseTree:
+    """What the dense tree and the memory-light tree (chapter B10) share: the read-only attributes
+    ``d``, ``sigma``, ``n_leaves``, ``n_nodes`` and ``frozen``, the refusal to change a frozen tree,
+    the post-order row of a complete node, and in-memory copies (``copy.copy`` and ``copy.deepcopy``
+    give ``copy()``, frozen again if this tree is; no opt-in needed, nothing is persisted).  A
+    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("BaseTree is the part BinaryTree and LightTree share, not a tree: construct one of those")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(d={self._d}, sigma={self._sigma:g}, n_leaves={self._n})"
+
+    @property
+    def d(self) -> int:
+        """Dimension of the statistics."""
+        return self._d
+
+    @property
+    def sigma(self) -> float:
+        """Noise scale (``0``: no noise)."""
+        return self._sigma
+
+    @property
+    def n_leaves(self) -> int:
+        """Number of steps (leaves) appended so far."""
+        return self._n
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of complete nodes (``2 n - popcount(n)``)."""
+        return n_nodes(self._n)
+
+    @property
+    def frozen(self) -> bool:
+        """Whether this tree refuses every change (``freeze()``)."""
+        return self._frozen
+
+    def _check_mutable(self):
+        if self._frozen:
+            raise ValueError("this tree is frozen (it belongs to a recorded run); mutate a copy()")
+
+    def _row(self, node: Node) -> int:
+        if node.end > self._n:
+            raise ValueError(f"node {tuple(node)} is not complete: it ends at leaf {node.end} > {self._n}")
+        return postorder_position(node)
+
+    def __deepcopy__(self, memo):
+        """An in-memory copy (no opt-in needed): ``copy()``, frozen again if this tree is."""
+        new = self.copy()
+        return new.freeze() if self._frozen else new
+
+    def __copy__(self):
+        return self.__deepcopy__({})
+
+# %% [markdown]
+# The class itself: its two arrays of node values, preallocated for `capacity` steps.  The attributes
+# and copies it shares with the memory-light tree come from `BaseTree` above.
+
+# %% tags=["export"]
+class BinaryTree(BaseTree):
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
 
@@ -90,216 +153,231 @@ class BinaryTree:
         self._n = 0
         self._frozen = False
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(d={self._d}, sigma={self._sigma:g}, n_leaves={self._n})"
-
-    # --- read-only properties -------------------------------------------------------------------
-    @property
-    def d(self) -> int:
-        return self._d
-
-    @property
-    def sigma(self) -> float:
-        return self._sigma
-
-    @property
-    def n_leaves(self) -> int:
-        """Number of steps (leaves) appended so far."""
-        return self._n
-
-    @property
-    def n_nodes(self) -> int:
-        """Number of complete nodes (rows in use)."""
-        return n_nodes(self._n)
-
-    @property
-    def frozen(self) -> bool:
-        return self._frozen
-
     @property
     def nbytes(self) -> int:
         """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
         return self._clean.nbytes + self._noisy.nbytes
 
-    # --- validation -----------------------------------------------------------------------------
-    def _check_mutable(self):
-        if self._frozen:
-            raise ValueError("this tree is frozen (it belongs to a recorded run); mutate a copy()")
+# %% [markdown]
+# **Storage.** `_reserve` doubles both arrays when a step needs more rows than they have;
+# `_running_sum` is the canonical clean sum of a range of leaves (each leaf sits at row $N(s - 1)$), and
+# continues a sum already started, which is how `append` builds a node from its left child.
 
-    def _row(self, node: Node) -> int:
-        if node.end > self._n:
-            raise ValueError(f"node {tuple(node)} is not complete: it ends at leaf {node.end} > {self._n}")
-        return postorder_position(node)
-
-    # --- Algorithm 2: TreeUpdate and GetNoisyPrefixSum ------------------------------------------
-    def _reserve(self, rows: int):
-        if rows > self._clean.shape[0]:
-            new_rows, used = max(rows, 2 * self._clean.shape[0]), self.n_nodes
-            for name in ("_clean", "_noisy"):
-                grown = np.zeros((new_rows, self._d))
-                grown[:used] = getattr(self, name)[:used]
-                setattr(self, name, grown)
-
-    def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
-        """``((0 + x_first) + ...) + x_last``: the canonical clean sum of leaves ``first .. last``;
-        if ``out`` holds the sum up to some leaf ``m``, pass ``first = m + 1`` to continue it."""
-        acc = np.zeros(self._d) if out is None else out
-        for s in range(first - 1, last):
-            acc += self._clean[2 * s - s.bit_count()]
-        return acc
-
-    def append(self, x, rng: np.random.Generator | None = None) -> None:
-        """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
-        (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
-        self._check_mutable()
-        x = statistic_dense(x, self._d, "x")
-        rng = as_generator(rng)
-        t = self._n + 1
-        first, k = n_nodes(t - 1), (t & -t).bit_length()
-        keys = draw_node_keys(rng, k)
-        self._reserve(first + k)
-        clean, noisy = self._clean, self._noisy
-        clean[first] = x
-        self._n = t
-        for h in range(1, k):
-            p = first + h
-            clean[p] = clean[p - (1 << h)]                       # left child's running sum ...
-            self._running_sum(t - (1 << (h - 1)) + 1, t, out=clean[p])   # ... continued
-        for i in range(k):
-            np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
-
-    def noisy_prefix_sum(self, t: int) -> np.ndarray:
-        """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
-        summed largest node first (``popcount(t)`` rows); ``t = 0`` gives zeros."""
-        t = check_int(t, "t", 0, self._n)
-        rows = _decomposition_rows(t)
-        return fold_rows([self._noisy[r] for r in rows]) if rows else np.zeros(self._d)
-
-    def clean_prefix_sum(self, t: int) -> np.ndarray:
-        """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
-        t = check_int(t, "t", 0, self._n)
-        return self._running_sum(1, t)
-
-    # --- access ---------------------------------------------------------------------------------
-    def leaf(self, t: int) -> np.ndarray:
-        """The statistic ``x_t`` (a copy)."""
-        t = check_int(t, "t", 1, self._n)
-        return self._clean[n_nodes(t - 1)].copy()
-
-    def leaves(self) -> np.ndarray:
-        """All statistics ``x_1 .. x_n``, shape ``(n_leaves, d)`` (a copy)."""
-        rows = [n_nodes(t) for t in range(self._n)]
-        return self._clean[rows].copy()
-
-    def clean(self, node: Node) -> np.ndarray:
-        """Clean value ``v_b`` of a complete node (a copy)."""
-        return self._clean[self._row(_as_node(node))].copy()
-
-    def noisy(self, node: Node) -> np.ndarray:
-        """Noisy value ``v~_b`` of a complete node (a copy)."""
-        return self._noisy[self._row(_as_node(node))].copy()
-
-    def values(self):
-        """``(clean, noisy)``: read-only views of shape ``(n_nodes, d)``, rows in post-order."""
-        out = []
-        for a in (self._clean, self._noisy):
-            v = a[: self.n_nodes].view()
-            v.setflags(write=False)
-            out.append(v)
-        return tuple(out)
-
-    # --- copies, freezing, truncation -----------------------------------------------------------
-    def copy(self) -> "BinaryTree":
-        """A mutable deep copy (same class, same buffer size)."""
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        used = self.n_nodes
+# %% tags=["export"]
+@add_to_class(BinaryTree)
+def _reserve(self, rows: int):
+    if rows > self._clean.shape[0]:
+        new_rows, used = max(rows, 2 * self._clean.shape[0]), self.n_nodes
         for name in ("_clean", "_noisy"):
-            buf = np.zeros_like(getattr(self, name))
-            buf[:used] = getattr(self, name)[:used]
-            setattr(new, name, buf)
-        new._frozen = False
-        return new
+            grown = np.zeros((new_rows, self._d))
+            grown[:used] = getattr(self, name)[:used]
+            setattr(self, name, grown)
 
-    def freeze(self) -> "BinaryTree":
-        """Make this tree immutable (in place); returns it."""
-        self._frozen = True
-        self._clean.setflags(write=False)
-        self._noisy.setflags(write=False)
-        return self
 
-    def __getstate__(self):
-        """Pickling is saving: refused without ``allow_secrets()`` (noisy minus clean is the noise)."""
-        check_pickle_allowed(self, "the noise of every node (noisy minus clean values)")
-        return self.__dict__.copy()
+@add_to_class(BinaryTree)
+def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
+    """``((0 + x_first) + ...) + x_last``: the canonical clean sum of leaves ``first .. last``;
+    if ``out`` holds the sum up to some leaf ``m``, pass ``first = m + 1`` to continue it."""
+    acc = np.zeros(self._d) if out is None else out
+    for s in range(first - 1, last):
+        acc += self._clean[2 * s - s.bit_count()]
+    return acc
 
-    def __deepcopy__(self, memo):
-        """An in-memory copy (no opt-in needed): ``copy()``, frozen again if this tree is."""
-        new = self.copy()
-        return new.freeze() if self._frozen else new
+# %% [markdown]
+# **Algorithm 2.** `append` validates $x$ and the generator before it draws or writes anything,
+# takes the keys of the $\nu_2(t) + 1$ nodes that step $t$ completes in one draw, and writes their
+# clean and noisy values; `noisy_prefix_sum` folds the rows of $\mathcal D(t)$, largest node first
+# (`fold_rows`' order, without re-validating rows the tree wrote itself).  Both check their arguments
+# once, at the boundary, and then run unchecked arithmetic.
 
-    def __copy__(self):
-        return self.__deepcopy__({})
-
-    def __setstate__(self, state):
-        """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
-        self.__dict__.update(state)
-        if self._frozen:
-            self.freeze()
-
-    def _cut(self, n: int) -> None:
-        """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
-        rows, used = n_nodes(n), self.n_nodes
-        self._clean[rows:used] = 0
-        self._noisy[rows:used] = 0
-        self._n = n
-
-    def truncate(self, n_leaves: int) -> None:
-        """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
-        others); steps appended later complete their nodes afresh (new keys)."""
-        self._check_mutable()
-        self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
-
-    # --- the tree's half of Algorithm 3 ---------------------------------------------------------
-    def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
-        """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
-
-        Each complete path node gets its new clean value ``v'_b`` (running sum of its new leaves) and
-        keeps its noisy value with probability ``min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))``
-        (``coupling_accepts``).  At the first rejection the noisy value is reflected
-        (``v~_b <- (v_b + v'_b) - v~_b``), the ancestors ending at the same leaf get fresh noise, and
-        the tree is truncated to ``rejected.end`` steps (the caller re-runs the later steps).
-        Mutates this tree; call ``copy()`` first to keep it.
-        """
-        self._check_mutable()
-        t = check_int(t, "t", 1, self._n)
-        x_new = statistic_dense(x_new, self._d, "x_new")
+# %% tags=["export"]
+@add_to_class(BinaryTree)
+def append(self, x, rng: np.random.Generator | None = None) -> None:
+    """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
+    (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
+    self._check_mutable()
+    x = statistic_dense(x, self._d, "x")
+    if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
-        n_before = self._n
-        path = leaf_path(t, n_before)
-        clean, noisy = self._clean, self._noisy
-        x_old = clean[n_nodes(t - 1)].copy()
-        S = np.flatnonzero(x_old - x_new)
-        accepted = []
-        for k, b in enumerate(path):                             # the leaf first: the sums above read it
-            p = postorder_position(b)
-            old = clean[p].copy()
-            clean[p] = x_new if b.level == 0 else self._running_sum(b.start, b.end)
-            new = clean[p]
-            if coupling_accepts(noisy[p, S], old[S], new[S], self._sigma, rng.random()):
-                accepted.append(b)
-                continue
-            noisy[p] = (old + new) - noisy[p]                    # reflection
-            regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
-            keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
-            for a, key in zip(regenerated, keys):
-                q = postorder_position(a)
-                clean[q] = self._running_sum(a.start, a.end)
-                np.add(clean[q], node_noise(key, self._d, self._sigma), out=noisy[q])
-            self._cut(b.end)
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
+    t = self._n + 1
+    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    keys = draw_node_keys(rng, k)
+    self._reserve(first + k)
+    clean, noisy = self._clean, self._noisy
+    clean[first] = x
+    self._n = t
+    for h in range(1, k):
+        p = first + h
+        clean[p] = clean[p - (1 << h)]                       # left child's running sum ...
+        self._running_sum(t - (1 << (h - 1)) + 1, t, out=clean[p])   # ... continued
+    for i in range(k):
+        np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
+
+@add_to_class(BinaryTree)
+def noisy_prefix_sum(self, t: int) -> np.ndarray:
+    """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
+    summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
+    if type(t) is not int or not 0 <= t <= self._n:
+        t = check_int(t, "t", 0, self._n)
+    rows = decomposition_rows(t)
+    if not rows:
+        return np.zeros(self._d)
+    acc = self._noisy[rows[0]].copy()
+    for r in rows[1:]:
+        acc += self._noisy[r]
+    return acc
+
+
+@add_to_class(BinaryTree)
+def clean_prefix_sum(self, t: int) -> np.ndarray:
+    """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
+    t = check_int(t, "t", 0, self._n)
+    return self._running_sum(1, t)
+
+# %% [markdown]
+# **Access** to leaves and node values: copies, or read-only views, never the tree's own buffers.
+
+# %% tags=["export"]
+@add_to_class(BinaryTree)
+def leaf(self, t: int) -> np.ndarray:
+    """The statistic ``x_t`` (a copy)."""
+    t = check_int(t, "t", 1, self._n)
+    return self._clean[n_nodes(t - 1)].copy()
+
+
+@add_to_class(BinaryTree)
+def leaves(self) -> np.ndarray:
+    """All statistics ``x_1 .. x_n``, shape ``(n_leaves, d)`` (a copy)."""
+    rows = [n_nodes(t) for t in range(self._n)]
+    return self._clean[rows].copy()
+
+
+@add_to_class(BinaryTree)
+def clean(self, node: Node) -> np.ndarray:
+    """Clean value ``v_b`` of a complete node (a copy)."""
+    return self._clean[self._row(as_node(node))].copy()
+
+
+@add_to_class(BinaryTree)
+def noisy(self, node: Node) -> np.ndarray:
+    """Noisy value ``v~_b`` of a complete node (a copy)."""
+    return self._noisy[self._row(as_node(node))].copy()
+
+
+@add_to_class(BinaryTree)
+def values(self):
+    """``(clean, noisy)``: read-only views of shape ``(n_nodes, d)``, rows in post-order."""
+    out = []
+    for a in (self._clean, self._noisy):
+        v = a[: self.n_nodes].view()
+        v.setflags(write=False)
+        out.append(v)
+    return tuple(out)
+
+# %% [markdown]
+# **Copies, freezing, pickling and truncation.** A frozen tree stays frozen through a pickle round
+# trip; pickling itself is refused outside `allow_secrets()` (noisy minus clean is the noise).
+# Truncation zeroes the rows it forgets rather than abandoning them.
+
+# %% tags=["export"]
+@add_to_class(BinaryTree)
+def copy(self) -> "BinaryTree":
+    """A mutable deep copy (same class, same buffer size)."""
+    new = object.__new__(type(self))
+    new.__dict__.update(self.__dict__)
+    used = self.n_nodes
+    for name in ("_clean", "_noisy"):
+        buf = np.zeros_like(getattr(self, name))
+        buf[:used] = getattr(self, name)[:used]
+        setattr(new, name, buf)
+    new._frozen = False
+    return new
+
+
+@add_to_class(BinaryTree)
+def freeze(self) -> "BinaryTree":
+    """Make this tree immutable (in place); returns it."""
+    self._frozen = True
+    self._clean.setflags(write=False)
+    self._noisy.setflags(write=False)
+    return self
+
+
+@add_to_class(BinaryTree)
+def __getstate__(self):
+    """Pickling is saving: refused without ``allow_secrets()`` (noisy minus clean is the noise)."""
+    check_pickle_allowed(self, "the noise of every node (noisy minus clean values)")
+    return self.__dict__.copy()
+
+
+@add_to_class(BinaryTree)
+def __setstate__(self, state):
+    """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
+    self.__dict__.update(state)
+    if self._frozen:
+        self.freeze()
+
+
+@add_to_class(BinaryTree)
+def _cut(self, n: int) -> None:
+    """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
+    rows, used = n_nodes(n), self.n_nodes
+    self._clean[rows:used] = 0
+    self._noisy[rows:used] = 0
+    self._n = n
+
+
+@add_to_class(BinaryTree)
+def truncate(self, n_leaves: int) -> None:
+    """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
+    others); steps appended later complete their nodes afresh (new keys)."""
+    self._check_mutable()
+    self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
+
+# %% [markdown]
+# **The tree's half of Algorithm 3**, as described at the top of this section.
+
+# %% tags=["export"]
+@add_to_class(BinaryTree)
+def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
+    """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
+
+    Each complete path node gets its new clean value ``v'_b`` (running sum of its new leaves) and
+    keeps its noisy value with probability ``min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))``
+    (``coupling_accepts``).  At the first rejection the noisy value is reflected
+    (``v~_b <- (v_b + v'_b) - v~_b``), the ancestors ending at the same leaf get fresh noise, and
+    the tree is truncated to ``rejected.end`` steps (the caller re-runs the later steps).
+    Mutates this tree; call ``copy()`` first to keep it.
+    """
+    self._check_mutable()
+    t = check_int(t, "t", 1, self._n)
+    x_new = statistic_dense(x_new, self._d, "x_new")
+    rng = as_generator(rng)
+    n_before = self._n
+    path = leaf_path(t, n_before)
+    clean, noisy = self._clean, self._noisy
+    x_old = clean[n_nodes(t - 1)].copy()
+    S = np.flatnonzero(x_old - x_new)
+    accepted = []
+    for k, b in enumerate(path):                             # the leaf first: the sums above read it
+        p = postorder_position(b)
+        old = clean[p].copy()
+        clean[p] = x_new if b.level == 0 else self._running_sum(b.start, b.end)
+        new = clean[p]
+        if coupling_accepts(noisy[p, S], old[S], new[S], self._sigma, rng.random()):
+            accepted.append(b)
+            continue
+        noisy[p] = (old + new) - noisy[p]                    # reflection
+        regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
+        keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
+        for a, key in zip(regenerated, keys):
+            q = postorder_position(a)
+            clean[q] = self._running_sum(a.start, a.end)
+            np.add(clean[q], node_noise(key, self._d, self._sigma), out=noisy[q])
+        self._cut(b.end)
+        return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
+    return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
 
 # %%
 from bandit_unlearning.exact.tree import *  # noqa: F403  (the module generated from the cells above)

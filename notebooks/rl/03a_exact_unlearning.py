@@ -186,7 +186,8 @@ import numpy as np
 
 from bandit_unlearning.checks import check_count, as_real_array, as_generator, check_callable, check_instance, check_real
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
+from bandit_unlearning.checks import check_int, check_positive
+from bandit_unlearning.exact.tree import n_nodes, node_at, resolve_rng
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 from bandit_unlearning.protocol import DeleteStep, register_unlearn, register_verify
 from bandit_unlearning.secrecy import check_pickle_allowed

@@ -66,7 +66,7 @@ import numpy as np
 from bandit_unlearning.checks import check_count, as_array, as_real_array, check_instance, check_real, check_real_array
 from bandit_unlearning.exact.learner import PrefixSumLearner, replayable_users, Run
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int
+from bandit_unlearning.checks import check_int
 
 
 @dataclass(frozen=True, eq=False)

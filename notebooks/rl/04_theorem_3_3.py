@@ -428,7 +428,8 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.exact.learner import ExactOptions, PrefixSumLearner, Run, train
 from bandit_unlearning.protocol import DeleteStep, unlearn
-from bandit_unlearning.exact.tree import check_int, leaf_path
+from bandit_unlearning.checks import check_int
+from bandit_unlearning.exact.tree import leaf_path
 
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 

@@ -164,7 +164,8 @@ import numpy as np
 from bandit_unlearning.checks import check_count, as_real_array, as_generator, check_choice, check_instance, check_real
 from bandit_unlearning.exact.learner import ZERO_USER, PrefixSumLearner, Run
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, check_positive, sigma_exact, sigma_paper
+from bandit_unlearning.checks import check_int, check_positive
+from bandit_unlearning.exact.tree import sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
 from bandit_unlearning.rl.users import _GAMMA, _MASK, N_STREAMS, _check_noise, _rollout_lists, check_seed

@@ -86,7 +86,7 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.exact.learner import train
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int
+from bandit_unlearning.checks import check_int
 from bandit_unlearning.experiments.rl_regret import loglog_slope
 from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.stable import population_users, run_policies, stable_sigma, stable_ucbvi, theorem_41_terms

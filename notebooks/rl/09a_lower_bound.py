@@ -104,7 +104,7 @@ from matplotlib.axes import Axes
 from bandit_unlearning.checks import (check_count,
     as_array, as_real_array, as_generator, check_bool, check_instance, check_int_array, check_real, check_real_array, check_size,
 )
-from bandit_unlearning.exact.tree import check_int, check_positive
+from bandit_unlearning.checks import check_int, check_positive
 from bandit_unlearning.experiments.rl_stable import stable_regret_curve
 from bandit_unlearning.rl.envs import independent_bandits
 from bandit_unlearning.rl.stable import stable_sigma

@@ -195,7 +195,7 @@ import numpy as np
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.checks import check_count, check_instance, check_real, check_real_array
-from bandit_unlearning.exact.tree import check_int, check_positive
+from bandit_unlearning.checks import check_int, check_positive
 
 TIE_TOLERANCE = 1e-9
 SQRT2 = math.sqrt(2.0)

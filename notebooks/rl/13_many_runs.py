@@ -437,7 +437,8 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.exact.learner import ZERO_USER, Run, path_expected_steps, path_retrain_probability, train
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import KEY_WORDS, check_int, n_nodes
+from bandit_unlearning.checks import check_int
+from bandit_unlearning.exact.tree import KEY_WORDS, n_nodes
 from bandit_unlearning.experiments.rl_stable import safe_slope
 from bandit_unlearning.experiments.unlearning_cost import conditional_retraining
 from bandit_unlearning.privacy.coupling import tv_gaussians
