@@ -66,7 +66,7 @@ lint: lint-format
 
 test: check lint
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || echo "*** $(CHROMIUM_HINT)"
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_NBVAL) tests notebooks
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_NBVAL) tests notebooks
 	$(BIN)/python tools/portability.py
 
 # A harsher, optional stress test of the stored outputs (not part of `make test`): replay the notebooks

@@ -14,6 +14,37 @@ matplotlib.use("Agg")
 SIMD_INDEPENDENT = {
     "test_bad_inputs.py", "test_book.py", "test_dask.py", "test_forensics.py", "test_literate_sync.py",
     "test_portability.py", "test_cli_edges.py", "test_copy.py",
+    # the forensic attack on what a deletion leaves behind: noise regenerated in this process compared
+    # with the tree's kept values (as test_forensics.py); the import graph read as text (ast); the task
+    # runner on integers (squares, chunks, progress lines, executors)
+    "test_secrets_state.py", "test_private_imports.py", "test_runner.py",
+}
+# Single tests of other files that check bytes and messages only: the model file's format (tamper
+# table, checksums, keys, sizes checked before allocation, sections read, temporary files), CSV labels
+# and their errors, refusals of fit, progress lines.  The file's numerical tests (rounding residue after
+# a rollback, exact sums, labelling) stay in both passes.
+SIMD_INDEPENDENT_TESTS = {
+    f"test_model_files.py::{name}" for name in (
+        "test_tamper_table_resealed_files_are_refused", "test_undetectable_without_key_refused_with_it",
+        "test_checksums_bind_sections_of_one_save", "test_authenticated_file_needs_its_key",
+        "test_sizes_checked_before_any_allocation", "test_load_statistics_reads_only_the_statistics_section",
+        "test_stale_temporary_file_of_a_killed_save_is_removed", "test_csv_and_frame_errors_name_what_is_wrong",
+        "test_csv_labels_keep_type_and_order_with_or_without_pandas", "test_fit_refuses_what_it_cannot_keep",
+        "test_progress_reports_every_stage",
+    )
+}
+
+# Longest first.  `make test` hands whole files to its two workers (`--dist loadfile`, in collection
+# order: `--no-loadscope-reorder`); a long file handed out last leaves one core idle while it runs.
+# So the files below go first, the longest first: the book (its Sphinx build and its browser test start
+# at once), then the chapters and test files with the most CPU time (seconds on the shared machine,
+# nbval and pytest --durations); every other file follows, larger files (more tests) first.
+LONGEST_FIRST = {
+    "test_book.py": 200, "12_linucb.ipynb": 198, "08_exact_unlearning_rl.ipynb": 162,
+    "test_literate_sync.py": 130, "04_theorem_3_3.ipynb": 113, "test_cli_edges.py": 110,
+    "06b_ucbvi_regret.ipynb": 100, "test_portability.py": 100, "07b_stable_ucbvi_regret.ipynb": 75,
+    "test_copy.py": 75, "02_guarantee_matrix.ipynb": 59, "05_mixing.ipynb": 59, "test_dask.py": 45,
+    "test_secrets_state.py": 40, "test_rl_lower_bound.py": 40,
 }
 
 
@@ -39,8 +70,7 @@ SLOW_TESTS = {
 
 
 def _is_slow(item) -> bool:
-    name = f"{item.path.name}::{getattr(item, 'originalname', None) or item.name}"
-    return (item.path.name in SLOW_FILES or name in SLOW_TESTS
+    return (item.path.name in SLOW_FILES or _test_name(item) in SLOW_TESTS
             or bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))))
 
 
@@ -57,9 +87,18 @@ def pytest_configure(config):
                                        "(skipped by the portability pass)")
 
 
+def _test_name(item) -> str:
+    return f"{item.path.name}::{getattr(item, 'originalname', None) or item.name}"
+
+
 def pytest_collection_modifyitems(config, items):
+    count: dict = {}
     for item in items:
-        if item.path.name in SIMD_INDEPENDENT:
+        count[item.path] = count.get(item.path, 0) + 1
+    # stable sort: a file's own tests (a notebook's cells) keep their order
+    items.sort(key=lambda item: (-LONGEST_FIRST.get(item.path.name, 0), -count[item.path]))
+    for item in items:
+        if item.path.name in SIMD_INDEPENDENT or _test_name(item) in SIMD_INDEPENDENT_TESTS:
             item.add_marker(pytest.mark.simd_independent)
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)

@@ -237,12 +237,21 @@ def recover_deleted_statistic(tree, t: int, x_t: np.ndarray, keys) -> bool:
     if not np.any(x_t):
         return False
     nodes = leaf_path(t, tree.n_leaves) if t <= tree.n_leaves else ()
-    kept = [(tree.noisy(b), tree.clean(b)) for b in nodes]
+    if not nodes:
+        return False
+    # every kept node at once (rows), the same arithmetic as node by node: (noisy - z) - clean
+    noisy = np.array([tree.noisy(b) for b in nodes], dtype=float).reshape(len(nodes), -1)
+    clean = np.array([tree.clean(b) for b in nodes], dtype=float).reshape(len(nodes), -1)
+    x_t = x_t.reshape(1, -1)
+    tried = set()
     for key in keys:
-        z = node_noise(np.asarray(key, dtype=np.uint64), tree.d, tree.sigma)
-        for noisy, clean in kept:
-            if np.allclose(noisy - z - clean, x_t, rtol=0, atol=1e-9):
-                return True
+        key = np.asarray(key, dtype=np.uint64)
+        if (k := key.tobytes()) in tried:       # the same key gives the same noise: tried once
+            continue
+        tried.add(k)
+        z = node_noise(key, tree.d, tree.sigma).reshape(1, -1)
+        if np.any(np.all(np.abs(noisy - z - clean - x_t) <= 1e-9, axis=1)):
+            return True
     return False
 
 

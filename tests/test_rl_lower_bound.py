@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -75,13 +76,20 @@ def _no_nan(value):
     raise ValueError(f"non-standard JSON constant {value}")
 
 
-def test_reproduce_rl_tiny(tmp_path):
-    result = reproduce_rl(tmp_path / "a", "quick", seed=3, protocol=TINY)
+@pytest.fixture(scope="module")
+def tiny_rl(tmp_path_factory):
+    """One tiny reproduction (folder, returned dict), shared by the tests that read it."""
+    out = tmp_path_factory.mktemp("tiny_rl")
+    return out, reproduce_rl(out, "quick", seed=3, protocol=TINY)
+
+
+def test_reproduce_rl_tiny(tiny_rl, tmp_path):
+    out, result = tiny_rl
     assert result["experiment"] == "rl" and result["protocol"]["scale"] == "quick"
     for stem in ("rl_regret", "rl_unlearning_cost", "rl_lower_bound"):
         for ext in ("json", "png", "pdf"):
-            assert (tmp_path / "a" / f"{stem}.{ext}").stat().st_size > 0
-        doc = json.loads((tmp_path / "a" / f"{stem}.json").read_text(), parse_constant=_no_nan)
+            assert (out / f"{stem}.{ext}").stat().st_size > 0
+        doc = json.loads((out / f"{stem}.json").read_text(), parse_constant=_no_nan)
         assert doc["experiment"] == stem and doc["panels"]
     for panel in result["panels"]:
         assert set(panel) >= {"id", "vary", "x", "methods", "stderr"}
@@ -121,11 +129,11 @@ def test_delta_named_in_the_figures_is_the_one_the_runs_use():
     assert inspect.signature(stable_ucbvi).parameters["delta"].default == DELTA           # cost runs
 
 
-def test_rl_summary_explains_each_part(tmp_path):
+def test_rl_summary_explains_each_part(tiny_rl, tmp_path):
     from bandit_unlearning.cli import write_summary
 
-    reproduce_rl(tmp_path, "quick", seed=3, protocol=TINY, progress=False)
-    text = write_summary(tmp_path).read_text()
+    out = shutil.copytree(tiny_rl[0], tmp_path / "results")      # the shared run's files, summarised here
+    text = write_summary(out).read_text()
     for title in ("regret of TV-stable UCB-VI", "cost of exact unlearning", "the lower bound illustrated"):
         assert title in text
     assert text.count("What it shows:") == 3 and text.count("Units:") == 3 and text.count("Protocol:") == 3

@@ -280,7 +280,7 @@ def test_rl_speed_benchmark_writes_the_issue_keys(tmp_path):
 
     bench = runpy.run_path(str(Path(__file__).resolve().parents[1] / "benchmarks" / "rl_speed.py"))
     out = tmp_path / "rl_speed.json"
-    assert bench["main"](["--T", "40", "--repeats", "1", "--out", str(out)]) == 0
+    assert bench["main"](["--T", "40", "--repeats", "1", "--batch-T", "40", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     keys = {"stable_episodes_per_s", "ucbvi_episodes_per_s", "peak_memory_mb", "unlearning_cost_fraction",
             "S", "A", "H", "T", "rho"}
@@ -289,6 +289,8 @@ def test_rl_speed_benchmark_writes_the_issue_keys(tmp_path):
         assert result[env]["ucbvi_episodes_per_s"] > 0 and result[env]["stable_episodes_per_s"] > 0
         assert 0 <= result[env]["unlearning_cost_fraction"] <= 1 and result[env]["rho"] == 1.0
         assert result[env]["stable_T"] == 40 and result[env]["d"] == (2 + S) * S * result[env]["A"] * result[env]["H"]
+    for key, T in (("riverswim_H10", 40), ("gridworld_H10", 8)):      # the batched sweep, tiny too
+        assert result["batch"][key]["T"] == T and result["batch"][key]["single_runs_equal_batch_rows"] is True
 
 
 def test_near_ties_in_q_go_to_the_lowest_action():

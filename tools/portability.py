@@ -34,7 +34,7 @@ VARIABLE = "NPY_DISABLE_CPU_FEATURES"
 PYTEST_NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # Every notebook and every test except those marked simd_independent in tests/conftest.py (text, validation
 # and same-process comparisons, which lowering SIMD cannot change).
-DEFAULT_PYTEST = ["-n", "2", "--dist", "loadfile", "-m", "not simd_independent", *PYTEST_NBVAL, "tests", "notebooks"]
+DEFAULT_PYTEST = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "-m", "not simd_independent", *PYTEST_NBVAL, "tests", "notebooks"]
 
 _PROBE = """
 import json
