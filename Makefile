@@ -64,6 +64,8 @@ lint: lint-format
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# Files go to the two workers whole (--dist loadfile) and longest first, in the order tests/conftest.py
+# gives them (LONGEST_FIRST; --no-loadscope-reorder keeps it), so that both workers finish together.
 test: check lint
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || echo "*** $(CHROMIUM_HINT)"
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_NBVAL) tests notebooks
