@@ -890,6 +890,18 @@ for name in ("U",) + tuple(VARIANTS):
 # the fraction of correct arms; a policy that ignores the context gets at most the majority class's share.
 # Note that $\rho \ge 1$ gives **no** TV-stability guarantee (a TV distance is at most 1); $\rho$ only
 # calibrates the noise here, as it does the cost of a deletion.
+#
+# **What is asserted, and how it was sized.**  Accuracy varies from run to run (fresh tree noise);
+# `benchmarks/linucb_accuracy.py` (5 runs per point, `benchmarks/measured/linucb_accuracy.json`) measured
+# the spread.  The chapter asserts only claims whose margin is at least about 5 standard deviations of
+# the mean it tests (a failure probability below about $10^{-6}$ under a normal approximation): digits
+# without noise and at $\rho = 100$ above 0.7 (runs 0.82-0.83, sd 0.008); digits at $\rho = 10$ at least
+# 0.1 above the first design (0.68 vs 0.45, sd 0.015 and 0.011 per run); iris at $\rho = 1$ at least 0.1
+# above the majority class (0.53 vs 0.33, sd 0.02); breast cancer at $\rho = 1$ above it (0.79 vs 0.63,
+# sd 0.05, mean of 3).  Digits and wine at $\rho = 1$ are reported, not asserted: with a per-run sd of
+# 0.04 and 0.06 an assertion sized like the others would need about ten runs of each.  In the benchmark
+# every one of the 5 digits runs at $\rho = 1$ scored 0.15-0.25 and every run of the first design
+# 0.11-0.13 (chance 0.10); wine 0.47 on average (0.37-0.53) against a majority class of 0.40.
 
 # %%
 import sklearn.datasets                                           # noqa: E402
@@ -965,12 +977,10 @@ for name, (users, _) in SETS.items():
     print(f"{name:>13} {len(users):5d} {users[0].rewards.size:2d} {accuracy[name, 'majority']:6.2f} "
           f"{accuracy[name, math.inf][0]:8.2f} |                   " + " ".join(f"{np.mean(accuracy[name, rho]):5.2f}" for rho in RHOS)
           + f" |                         {previous[name, 1.0]:5.2f} {previous[name, 10.0]:5.2f}")
-for name in SETS:
-    assert np.mean(accuracy[name, 1.0]) > accuracy[name, "majority"] + 0.05         # clearly above the majority class
-    assert np.mean(accuracy[name, 1.0]) > previous[name, 1.0]
-    assert np.mean(accuracy[name, 10.0]) > previous[name, 10.0]
 assert accuracy["digits", math.inf][0] > 0.7 and np.mean(accuracy["digits", 100.0]) > 0.7
-assert np.mean(accuracy["digits", 1.0]) > 0.15                                       # 1.5 x chance (0.10)
+assert np.mean(accuracy["digits", 10.0]) > previous["digits", 10.0] + 0.1
+assert np.mean(accuracy["iris", 1.0]) > accuracy["iris", "majority"] + 0.1
+assert np.mean(accuracy["breast_cancer", 1.0]) > accuracy["breast_cancer", "majority"]
 
 # %% [markdown]
 # **A deletion stream.**  At $\rho = 1$ on the first $T = 512$ digits users we delete 6 users one after
@@ -1101,13 +1111,13 @@ assert rng.bit_generator.state == state
 # - **Cost.**  On digits prefixes ($T = 256, 512$) the measured retraining frequency and cost match their
 #   exact values; a deletion recomputes a few percent of the steps at $\rho = 0.1$ and about a quarter at
 #   $\rho = 1$ (the table above).
-# - **Accuracy over $\rho$** (section 4e; the benchmark `benchmarks/linucb_accuracy.py` repeats it with
-#   5 runs per point): on digits ($T = 1797$, $K = 10$, $d = 12$, non-private 0.82) the learner reaches
-#   about 0.2 at $\rho = 1$ (chance 0.10; the first design: 0.10-0.12), about 0.5 at $\rho = 3$ and 0.7
-#   at $\rho = 10$ (first design: 0.45); on iris, wine and breast cancer it is above the majority class
-#   at $\rho = 1$ (the first design was at or below it).  At $\rho = 0.3$ digits and wine are still at
-#   chance: at these sizes the noise a meaningful $\rho$ needs swamps the Gram matrices; the price falls
-#   as $T$ grows (the shift grows like $\sqrt{\log T}$, the Gram matrices like $T$).
+# - **Accuracy over $\rho$** (section 4e; `benchmarks/linucb_accuracy.py`, 5 runs per point, the
+#   numbers here): on digits ($T = 1797$, $K = 10$, $d = 12$, non-private 0.82) 0.20 at $\rho = 1$ (runs
+#   0.15-0.25; the first design 0.12, chance 0.10), 0.47 at $\rho = 3$ (first design 0.20) and 0.68 at
+#   $\rho = 10$ (0.45); at $\rho = 1$ iris 0.53 (majority class 0.33, first design 0.43), wine 0.47 (0.40,
+#   0.39), breast cancer 0.79 (0.63, 0.69).  At $\rho = 0.3$ digits and wine are still at chance: at these
+#   sizes the noise a meaningful $\rho$ needs swamps the Gram matrices; the price falls as $T$ grows
+#   (the shift grows like $\sqrt{\log T}$, the Gram matrices like $T$).
 # - **Speed** (`benchmarks/linucb_speed.py`, JSON in `benchmarks/measured/linucb_speed.json`; one core,
 #   $K = 10$, $d = 16$, light tree): the loop validates once at the boundary and runs unchecked
 #   internals (outputs bit for bit those of the checked functions).  Against reference loops measured
