@@ -152,11 +152,12 @@ def _unpack(u: np.ndarray, n_arms: int, dim: int):
     _, _, down, full, full_down, _ = _layout(dim)
     m = down.size
     blocks = u.reshape(n_arms, m + dim)
-    G = (blocks[:, full] * full_down).reshape(n_arms, dim, dim)
-    return G, blocks[:, m:]
+    G = np.take(blocks, full, axis=1)
+    G *= full_down
+    return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 
-# --- from notebooks/rl/12_linucb.py, cell 7 (line 333): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 7 (line 334): "3. Implementation" ---
 SENSITIVITY_ZERO_DUMMY = SQRT2          # ||x_t - 0|| <= sqrt(||x||^4 + r^2 ||x||^2) <= sqrt 2
 SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x.x' = -1/2): sqrt(9/2)
 
@@ -255,7 +256,7 @@ def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, ga
                                  check_real(gamma, "gamma", 0)))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 9 (line 435): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 9 (line 436): "3. Implementation" ---
 @dataclass(frozen=True)
 class LinUCBConfig:
     """Disjoint LinUCB's parameters: ``n_arms`` (K), ``dim`` (d), ``alpha`` (the noiseless radius), ``l2``
@@ -410,7 +411,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 11 (line 592): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 11 (line 593): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
     check_instance(run, Run, "run")

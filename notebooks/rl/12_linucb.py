@@ -324,8 +324,9 @@ def _unpack(u: np.ndarray, n_arms: int, dim: int):
     _, _, down, full, full_down, _ = _layout(dim)
     m = down.size
     blocks = u.reshape(n_arms, m + dim)
-    G = (blocks[:, full] * full_down).reshape(n_arms, dim, dim)
-    return G, blocks[:, m:]
+    G = np.take(blocks, full, axis=1)
+    G *= full_down
+    return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 # %% [markdown]
 # The sensitivities, the noise bounds of section 2b and the widened radius of section 2c.
@@ -1121,9 +1122,9 @@ assert rng.bit_generator.state == state
 # - **Speed** (`benchmarks/linucb_speed.py`, JSON in `benchmarks/measured/linucb_speed.json`; one core,
 #   $K = 10$, $d = 16$, light tree): the loop validates once at the boundary and runs unchecked
 #   internals (outputs bit for bit those of the checked functions).  Against reference loops measured
-#   in the same run: 0.70 of a plain numpy loop of the same TV-stable algorithm (before: 0.49), and at
-#   $\sigma = 0$ 0.10 of a Sherman–Morrison loop of plain LinUCB (before: 0.08) — what remains is the
-#   batched inverse and the keyed tree.  The run keeps every model ($K d^2$ numbers per step), which
+#   in the same run: 0.7-0.8 of a plain numpy loop of the same TV-stable algorithm (before: 0.49), and at
+#   $\sigma = 0$ 0.08-0.10 of a Sherman–Morrison loop of plain LinUCB (before: 0.08) — what remains is
+#   the batched inverse and the keyed tree (`benchmarks/measured/README.md` has the profile).  The run keeps every model ($K d^2$ numbers per step), which
 #   the framework needs to restart from any step.
 # - **Not covered here**: a regret bound.  The radius adds to LinUCB's constant $\alpha$ exactly what the
 #   noise costs in OFUL's analysis (section 2c), but $\alpha$ itself stays a tuned constant, as in
