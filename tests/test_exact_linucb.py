@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bandit_unlearning.exact.linucb as lin
-from bandit_unlearning.exact.learner import train, ZERO_USER
+from bandit_unlearning.exact.learner import ZERO_USER, same_model, train
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.linucb import (
     SENSITIVITY_BETWEEN_USERS, SENSITIVITY_ZERO_DUMMY, TIE_TOLERANCE, LinUCBConfig, LinUCBModel, LinUCBUser,
@@ -84,28 +84,35 @@ def test_unit_ball_rows_pass_validation():
 def test_bounds_formulas_and_monotonicity():
     assert [noise_nodes(t) for t in (1, 2, 3, 7, 8, 255)] == [1, 1, 2, 3, 1, 8]
     c = gram_shift(1.0, 4, 3, 2, 0.1)
-    u = math.sqrt(2 * math.log(2 * 2 * 3 * 4 / 0.1))
-    assert c == pytest.approx(math.sqrt(2) * (4 + u))
+    u = math.sqrt(2 * math.log(3 * 2 * 3 * 4 / 0.1))
+    assert c == pytest.approx(math.sqrt(2) * (math.sqrt(8) + u))
     assert vector_bound(1.0, 4, 3, 2, 0.1) == pytest.approx(math.sqrt(2) * (2 + u))
     assert gram_shift(0.0, 4, 3, 2, 0.1) == 0.0
     assert widened_radius(0.7, 2.0, 1.0, 0.0, 0.0) == 0.7
-    assert widened_radius(0.7, 2.0, 1.0, 1.0, 1.0) == pytest.approx(0.7 + (2 - math.sqrt(2)) + 1 / math.sqrt(2))
+    assert widened_radius(0.7, 2.0, 1.0, 1.0, 1.0) == pytest.approx(0.7 + (math.sqrt(5) - math.sqrt(2)) + 1 / math.sqrt(3))
+    # sharper than the Gordon bound 2 sqrt(d) + sqrt(2 ln(2 K t (t+1) / delta)) for every d >= 2 at these t
+    for d in (2, 8, 16, 64):
+        for t in (1, 100, 10**6):
+            gordon = math.sqrt(t.bit_count()) * (2 * math.sqrt(d) + math.sqrt(2 * math.log(2 * 10 * t * (t + 1) / 0.01)))
+            assert gram_shift(1.0, d, t, 10, 0.01) < gordon
 
 
 def test_spectral_bound_monte_carlo():
-    """P[||N|| > 2 sqrt d + u] <= e^{-u^2/2} = 0.01: the count over 10,000 draws stays below the
-    1 - 1e-6 binomial quantile (so a correct bound fails with probability < 1e-6 per dimension)."""
+    """P[||N|| > sqrt(2d) + u] <= 2 e^{-u^2/2} = 0.01 (two tails): the count over 10,000 draws stays below
+    the 1 - 1e-6 binomial quantile (so a correct bound fails with probability < 1e-6 per dimension);
+    two too-small shifts (the expectation alone; one node's bound at t = 255) are rejected."""
     from scipy import stats
     n, q = 10000, 0.01
-    u = math.sqrt(2 * math.log(1 / q))
+    u = math.sqrt(2 * math.log(2 / q))
     limit = stats.binom.ppf(1 - 1e-6, n, q)
     g = np.random.default_rng(6)
     for dim in (3, 10):
         m = dim * (dim + 1) // 2
         mats = unpack(np.concatenate([g.standard_normal((n, m)), np.zeros((n, dim))], axis=1).ravel(), n, dim)[0]
         norms = np.abs(np.linalg.eigvalsh(mats)).max(axis=1)
-        assert np.sum(norms > 2 * math.sqrt(dim) + u) <= limit
-        assert np.sum(math.sqrt(8) * norms > 2 * math.sqrt(dim) + u) > limit      # one-node bound at t = 255 fails
+        assert np.sum(norms > math.sqrt(2 * dim) + u) <= limit
+        assert np.sum(norms > math.sqrt(2 * dim)) > limit                             # expectation alone fails
+        assert np.sum(math.sqrt(8) * norms > math.sqrt(2 * dim) + u) > limit          # one-node bound at t = 255 fails
 
 
 def test_shift_holds_through_the_tree(users):
@@ -116,6 +123,8 @@ def test_shift_holds_through_the_tree(users):
         Gc, bc = unpack(run.tree.clean_prefix_sum(t), K, D)
         assert np.abs(np.linalg.eigvalsh(Gn - Gc)).max() <= gram_shift(0.5, D, t, K, 1e-6)
         assert np.linalg.norm(bn - bc, axis=1).max() <= vector_bound(0.5, D, t, K, 1e-6)
+        c = gram_shift(0.5, D, t, K, 1e-6)
+        assert np.allclose(np.linalg.inv(run.models[t].Vinv), Gn + (1.0 + 2 * c) * np.eye(D))
         assert run.models[t].radius == widened_radius(0.5, 1.0, 1.0, gram_shift(0.5, D, t, K, 1e-6),
                                                       vector_bound(0.5, D, t, K, 1e-6))
 
@@ -178,6 +187,24 @@ def test_mabwiser_untrained_arms_with_l2_not_one(users):
 
     mabwiser_stream(users, alpha, l2, decide)
     assert seen == set(range(K))
+
+
+def test_loop_internals_equal_the_public_functions(users):
+    """The learner's loop calls unchecked internals; they give the public functions' results bit for bit."""
+    cfg = LinUCBConfig(K, D, alpha=0.5, delta=1e-3)
+    for sigma in (0.0, 0.7):
+        lrn = linucb_learner(cfg, sigma)
+        run = train(lrn, users[:40], np.random.default_rng(8))
+        for t in range(1, run.T + 1):
+            u, w = run.noisy_prefix_sum(t), run.models[t - 1]
+            public = linucb_update(u, t, w, cfg, sigma)
+            assert type(public) is LinUCBModel and same_model(public, run.models[t])
+            assert not run.models[t].theta.flags.writeable and not run.models[t].Vinv.flags.writeable
+            rebuilt = LinUCBModel(run.models[t].theta, run.models[t].Vinv, run.models[t].radius, run.models[t].shift)
+            assert np.array_equal(rebuilt.Vinv, run.models[t].Vinv) and rebuilt.shift == run.models[t].shift
+            user = run.users[t - 1]
+            arm = choose(linucb_scores(w, user.context))
+            assert np.array_equal(run.tree.leaf(t), linucb_statistics(arm, user.context, user.rewards[arm], K))
 
 
 def test_tie_rule():

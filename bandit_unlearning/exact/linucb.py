@@ -52,7 +52,7 @@ from bandit_unlearning.checks import (
 )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 5 (line 178): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 5 (line 206): "3. Implementation" ---
 TIE_TOLERANCE = 1e-9
 SQRT2 = math.sqrt(2.0)
 
@@ -103,16 +103,17 @@ def block_size(dim: int) -> int:
 @lru_cache(maxsize=None)
 def _layout(dim: int):
     """Index arrays for one block: the upper triangle's flat positions in a ``dim x dim`` matrix, the
-    ``sqrt 2`` scaling of its off-diagonal entries, and for every entry of the full matrix the index of
-    its triangle entry (read-only)."""
+    ``sqrt 2`` scaling of its off-diagonal entries, for every entry of the full matrix the index of its
+    triangle entry, that entry's ``1 / sqrt 2`` scaling, and the identity matrix (read-only)."""
     i, j = np.triu_indices(dim)
     upper = i * dim + j
     up = np.where(i == j, 1.0, SQRT2)
     down = np.where(i == j, 1.0, 1 / SQRT2)
-    full = np.zeros((dim, dim), dtype=np.int64)
-    full[i, j] = np.arange(i.size)
-    full[j, i] = np.arange(i.size)
-    arrays = (upper, up, down, full.ravel())
+    square = np.zeros((dim, dim), dtype=np.int64)
+    square[i, j] = np.arange(i.size)
+    square[j, i] = np.arange(i.size)
+    full = square.ravel()
+    arrays = (upper, up, down, full, down[full], np.eye(dim))
     for a in arrays:
         a.setflags(write=False)
     return arrays
@@ -124,10 +125,14 @@ def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarr
     n_arms = check_count(n_arms, "n_arms", 1)
     arm = check_int(arm, "arm", 0, n_arms - 1)
     x = check_real_array(context, "context", ndim=1, nonempty=True)
-    reward = check_real(reward, "reward", 0, 1)
+    return _statistics(arm, x, check_real(reward, "reward", 0, 1), n_arms)
+
+
+def _statistics(arm: int, x: np.ndarray, reward: float, n_arms: int) -> np.ndarray:
+    """``linucb_statistics`` on checked arguments (the learner's loop calls this)."""
     dim = x.size
-    upper, up, _, _ = _layout(dim)
-    p, m = block_size(dim), upper.size
+    upper, up = _layout(dim)[:2]
+    p, m = dim * (dim + 1) // 2 + dim, upper.size
     out = np.zeros(n_arms * p)
     out[arm * p: arm * p + m] = np.outer(x, x).ravel()[upper] * up
     out[arm * p + m: (arm + 1) * p] = reward * x
@@ -138,26 +143,35 @@ def unpack(u, n_arms: int, dim: int):
     """``(G, b)`` of shapes ``(n_arms, dim, dim)`` and ``(n_arms, dim)`` from a (noisy) prefix sum:
     symmetric Gram matrices (off-diagonal entries times ``1 / sqrt 2``) and reward-weighted sums."""
     n_arms, p = check_count(n_arms, "n_arms", 1), block_size(dim)
-    u = check_real_array(u, "u", shape=(n_arms * p,))
-    _, _, down, full = _layout(dim)
+    G, b = _unpack(check_real_array(u, "u", shape=(n_arms * p,)), n_arms, dim)
+    return G, b.copy()
+
+
+def _unpack(u: np.ndarray, n_arms: int, dim: int):
+    """``unpack`` on checked arguments; ``b`` is a view of ``u``.  Each Gram entry is its triangle entry
+    times its scaling: the same product, so the same bits, whether one scales before or after gathering."""
+    _, _, down, full, full_down, _ = _layout(dim)
     m = down.size
-    blocks = u.reshape(n_arms, p)
-    G = (blocks[:, :m] * down)[:, full].reshape(n_arms, dim, dim)
-    return G, blocks[:, m:].copy()
+    blocks = u.reshape(n_arms, m + dim)
+    G = np.take(blocks, full, axis=1)
+    G *= full_down
+    return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 
-# --- from notebooks/rl/12_linucb.py, cell 7 (line 295): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 7 (line 335): "3. Implementation" ---
 SENSITIVITY_ZERO_DUMMY = SQRT2          # ||x_t - 0|| <= sqrt(||x||^4 + r^2 ||x||^2) <= sqrt 2
 SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x.x' = -1/2): sqrt(9/2)
 
 
 def noise_nodes(t: int) -> int:
     """Number of tree nodes summed in the noisy prefix sum at step ``t``: ``popcount(t)``."""
-    return bin(check_int(t, "t", 1)).count("1")
+    return check_int(t, "t", 1).bit_count()
 
 
-def _log_term(t: int, n_arms: int, delta: float) -> float:
-    return math.sqrt(2 * math.log(2 * n_arms * t * (t + 1) / delta))
+def _deviation(t: int, n_arms: int, delta: float) -> float:
+    """``u_t = sqrt(2 ln(3 K t (t+1) / delta))``: ``e^{-u_t^2/2} = delta / (3 K t (t+1))`` for each of the
+    three events (two tails of the Gram noise, the vector noise) of every step and arm."""
+    return math.sqrt(2 * math.log(3 * n_arms * t * (t + 1) / delta))
 
 
 def _check_bound_arguments(sigma, dim, t, n_arms, delta):
@@ -166,31 +180,84 @@ def _check_bound_arguments(sigma, dim, t, n_arms, delta):
             check_int(n_arms, "n_arms", 1), check_real(delta, "delta", 0, 1, low_open=True, high_open=True))
 
 
+def _gram_shift(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
+    return sigma * math.sqrt(t.bit_count()) * (math.sqrt(2 * dim) + _deviation(t, n_arms, delta))
+
+
+def _vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
+    return sigma * math.sqrt(t.bit_count()) * (math.sqrt(dim) + _deviation(t, n_arms, delta))
+
+
 def gram_shift(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
-    """High-probability bound on the spectral norm of the noise of one arm's Gram matrix at step ``t``:
-    ``sigma sqrt(popcount t) (2 sqrt(dim) + sqrt(2 ln(2 K t (t+1) / delta)))``.  The noise is
-    ``s (G + G^T) / 2`` with ``G`` a standard Gaussian ``dim x dim`` matrix and ``s = sigma sqrt(popcount t)``:
-    ``E||.|| <= 2 s sqrt(dim)`` (Gordon) and the norm is ``s``-Lipschitz in the standard normals
-    (Gaussian concentration), so each (step, arm) fails with probability ``<= delta / (2 K t (t+1))``."""
-    sigma, dim, t, n_arms, delta = _check_bound_arguments(sigma, dim, t, n_arms, delta)
-    return float(sigma * math.sqrt(noise_nodes(t)) * (2 * math.sqrt(dim) + _log_term(t, n_arms, delta)))
+    """``c_t``, a high-probability bound on the spectral norm of the noise of one arm's Gram matrix at step
+    ``t``: ``s (sqrt(2 dim) + sqrt(2 ln(3 K t (t+1) / delta)))`` with ``s = sigma sqrt(popcount t)``.
+
+    The noise is ``s W / sqrt 2`` with ``W`` a GOE matrix, ``E lambda_max(W) <= 2 sqrt(dim)``
+    (Sudakov-Fernique), and each extreme eigenvalue is ``s``-Lipschitz in the standard normals (Gaussian
+    concentration): each tail fails with probability ``<= delta / (3 K t (t+1))``.
+
+    Parameters
+    ----------
+    sigma : float
+        The tree's noise scale (``>= 0``).
+    dim, t, n_arms : int
+        ``d``, the step (``>= 1``) and ``K``.
+    delta : float
+        Failure probability over all steps and arms, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        ``c_t`` (``0`` when ``sigma = 0``).
+    """
+    return float(_gram_shift(*_check_bound_arguments(sigma, dim, t, n_arms, delta)))
 
 
 def vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
-    """High-probability bound on the norm of the noise of one arm's ``sum r x`` at step ``t``:
-    ``sigma sqrt(popcount t) (sqrt(dim) + sqrt(2 ln(2 K t (t+1) / delta)))`` (same failure probability)."""
-    sigma, dim, t, n_arms, delta = _check_bound_arguments(sigma, dim, t, n_arms, delta)
-    return float(sigma * math.sqrt(noise_nodes(t)) * (math.sqrt(dim) + _log_term(t, n_arms, delta)))
+    """``gamma_t``, a high-probability bound on the norm of the noise of one arm's ``sum r x`` at step ``t``:
+    ``s (sqrt(dim) + sqrt(2 ln(3 K t (t+1) / delta)))`` (same failure probability as ``gram_shift``).
+
+    Parameters
+    ----------
+    sigma, dim, t, n_arms, delta
+        As for ``gram_shift``.
+
+    Returns
+    -------
+    float
+        ``gamma_t``.
+    """
+    return float(_vector_bound(*_check_bound_arguments(sigma, dim, t, n_arms, delta)))
+
+
+def _widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, gamma: float) -> float:
+    return alpha + theta_bound * (math.sqrt(l2 + 3 * shift) - math.sqrt(l2)) + gamma / math.sqrt(l2 + shift)
 
 
 def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, gamma: float) -> float:
-    """Confidence radius on the shifted noisy statistics: ``alpha + S (sqrt(l2 + 2 c) - sqrt(l2)) + gamma / sqrt(l2)``
-    (``= alpha`` without noise)."""
-    l2 = check_positive(l2, "l2")
-    return float(alpha + theta_bound * (math.sqrt(l2 + 2 * shift) - math.sqrt(l2)) + gamma / math.sqrt(l2))
+    """Confidence radius on the noisy statistics shifted by ``2 c``:
+    ``alpha + S (sqrt(l2 + 3 c) - sqrt(l2)) + gamma / sqrt(l2 + c)`` (``= alpha`` without noise).
+
+    Parameters
+    ----------
+    alpha : float
+        The noiseless radius (``>= 0``).
+    l2, theta_bound : float
+        The ridge ``lambda`` and ``S >= ||theta_a||`` (both ``> 0``).
+    shift, gamma : float
+        ``c_t`` and ``gamma_t`` (``>= 0``).
+
+    Returns
+    -------
+    float
+        ``alpha_t``.
+    """
+    return float(_widened_radius(check_real(alpha, "alpha", 0), check_positive(l2, "l2"),
+                                 check_positive(theta_bound, "theta_bound"), check_real(shift, "shift", 0),
+                                 check_real(gamma, "gamma", 0)))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 9 (line 342): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 9 (line 437): "3. Implementation" ---
 @dataclass(frozen=True)
 class LinUCBConfig:
     """Disjoint LinUCB's parameters: ``n_arms`` (K), ``dim`` (d), ``alpha`` (the noiseless radius), ``l2``
@@ -242,10 +309,24 @@ class LinUCBModel:
         self.Vinv.setflags(write=False)
 
 
+def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float) -> LinUCBModel:
+    """A ``LinUCBModel`` from arrays the update has just computed (fresh, finite, of matching shapes),
+    without re-validating them: the same object ``LinUCBModel(...)`` would build."""
+    model = object.__new__(LinUCBModel)
+    theta.setflags(write=False)
+    Vinv.setflags(write=False)
+    for name, value in (("theta", theta), ("Vinv", Vinv), ("radius", float(radius)), ("shift", float(shift))):
+        object.__setattr__(model, name, value)
+    return model
+
+
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
     """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0)."""
     check_instance(model, LinUCBModel, "model")
-    x = check_real_array(context, "context", shape=model.theta.shape[1:])
+    return _scores(model, check_real_array(context, "context", shape=model.theta.shape[1:]))
+
+
+def _scores(model: LinUCBModel, x: np.ndarray) -> np.ndarray:
     quad = (model.Vinv @ x) @ x
     return model.theta @ x + model.radius * np.sqrt(np.maximum(quad, 0.0))
 
@@ -253,8 +334,11 @@ def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
 def choose(scores) -> int:
     """The lowest arm whose score is within ``TIE_TOLERANCE`` (1e-9) of the best: decisions do not
     follow the last bits of floating point."""
-    scores = check_real_array(scores, "scores", ndim=1, nonempty=True)
-    return int(np.flatnonzero(scores >= scores.max() - TIE_TOLERANCE)[0])
+    return _choose(check_real_array(scores, "scores", ndim=1, nonempty=True))
+
+
+def _choose(scores: np.ndarray) -> int:
+    return int(np.argmax(scores >= scores.max() - TIE_TOLERANCE))        # the first arm within the tolerance
 
 
 def initial_model(config: LinUCBConfig) -> LinUCBModel:
@@ -267,21 +351,49 @@ def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np
     if not isinstance(user, LinUCBUser) or user.context.size != config.dim or user.rewards.size != config.n_arms:
         raise TypeError(f"step {t}: expected a LinUCBUser with a {config.dim}-dim context and "
                         f"{config.n_arms} rewards, got {user!r}")
-    arm = choose(linucb_scores(model, user.context))
-    return linucb_statistics(arm, user.context, user.rewards[arm], config.n_arms)
+    arm = _choose(_scores(model, user.context))                  # a LinUCBUser's arrays are checked
+    return _statistics(arm, user.context, float(user.rewards[arm]), config.n_arms)
 
 
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
-    """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + c_t) I``, ``theta_a = V_a^{-1} b~_a``,
-    radius widened for ``c_t = gram_shift`` and ``gamma_t = vector_bound`` (both 0 when ``sigma = 0``)."""
-    K, d = check_instance(config, LinUCBConfig, "config").n_arms, config.dim
-    G, b = unpack(u_tilde, K, d)
-    c = gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
-    gamma = vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
-    G += (config.l2 + c) * np.eye(d)
+    """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + 2 c_t) I``,
+    ``theta_a = V_a^{-1} b~_a``, radius ``widened_radius(alpha, l2, S, c_t, gamma_t)`` for
+    ``c_t = gram_shift`` and ``gamma_t = vector_bound`` (both 0 when ``sigma = 0``: plain LinUCB).
+
+    Parameters
+    ----------
+    u_tilde : array of shape (K (d (d+1)/2 + d),)
+        The tree's noisy prefix sum at step ``t``.
+    t : int
+        The step (``>= 1``).
+    model : LinUCBModel
+        ``w_t`` (unused: the update depends on ``u~_t`` and ``t`` only).
+    config : LinUCBConfig
+        The learner's parameters.
+    sigma : float
+        The tree's noise scale.
+
+    Returns
+    -------
+    LinUCBModel
+        ``w_{t+1}``.
+    """
+    check_instance(config, LinUCBConfig, "config")
+    K, d = config.n_arms, config.dim
+    u_tilde = check_real_array(u_tilde, "u", shape=(K * block_size(d),))
+    return _update(u_tilde, check_int(t, "t", 1), model, config, check_real(sigma, "sigma", 0))
+
+
+def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
+    """``linucb_update`` on checked arguments (the learner's loop calls this)."""
+    K, d = config.n_arms, config.dim
+    G, b = _unpack(u_tilde, K, d)
+    c = _gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
+    gamma = _vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
+    G += (config.l2 + 2 * c) * _layout(d)[5]
     Vinv = np.linalg.inv(G)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
-    return LinUCBModel(theta, Vinv, widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
+    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
 
 
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
@@ -294,19 +406,18 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     return PrefixSumLearner(
         d=config.n_arms * block_size(config.dim), sigma=sigma,
         oracle=partial(_linucb_oracle, config=config),
-        update=partial(linucb_update, config=config, sigma=sigma),
+        update=partial(_update, config=config, sigma=sigma),
         initial_model=initial_model(config), B=SENSITIVITY_ZERO_DUMMY, tree_factory=tree_factory,
         name=f"TV-stable LinUCB, K = {config.n_arms}, d = {config.dim}",
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 11 (line 454): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 11 (line 594): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
     check_instance(run, Run, "run")
-    out = []
-    for user, w in zip(run.users, run.models[:-1]):
-        out.append(choose(linucb_scores(w, user.context)) if isinstance(user, LinUCBUser) else -1)
+    out = [_choose(_scores(w, user.context)) if isinstance(user, LinUCBUser) else -1
+           for user, w in zip(run.users, run.models[:-1])]
     return np.array(out, dtype=np.int64)
 
 

@@ -15,16 +15,18 @@
 # LinUCB is one: its model is a ridge regression per arm, a function of $\sum x x^\top$ and
 # $\sum r x$.  This chapter shows a reader how to carry the framework to such a learner:
 # 1. the **per-user statistic** and its sensitivity $B$ (against the zero dummy and between users);
-# 2. a **noisy Gram matrix** that is not positive definite in general: we shift it by a
-#    high-probability bound on the noise's spectral norm and widen the confidence radius to match
-#    (in the spirit of Shariff & Sheffet 2018, *Differentially private contextual linear bandits*),
-#    and check the bound by Monte Carlo;
+# 2. a **noisy Gram matrix** that is not positive definite in general: we shift it by twice a
+#    high-probability bound on the noise's spectral norm (a GOE bound, $\sqrt 2$ sharper in its
+#    $\sqrt d$ term than the Gordon bound the chapter first used) and widen the confidence radius to
+#    match (as Shariff & Sheffet 2018, *Differentially private contextual linear bandits*, do), and
+#    check the bound by Monte Carlo, with two too-small shifts rejected;
 # 3. the learner as a `PrefixSumLearner` on the existing tree, so that `train`, `unlearn`,
 #    `verify` and the light tree (chapter B10, sparse leaves: only the chosen arm's block) apply
 #    unchanged;
 # 4. checks: zero noise is plain LinUCB decision for decision; the exactness battery of chapters
 #    B4/B8 with power against broken variants; the cost of a deletion against retraining; and real
-#    data (scikit-learn's handwritten digits as a 10-armed contextual bandit).
+#    data (scikit-learn's handwritten digits as a 10-armed contextual bandit, and three smaller bundled
+#    sets), accuracy over $\rho$ against non-private LinUCB and against the chapter's first design.
 
 # %%
 import dataclasses
@@ -110,53 +112,79 @@ rng = np.random.default_rng(20260611)
 #
 # The tree adds $\mathcal N(0, \sigma^2)$ to every coordinate of every node, and the prefix sum at step
 # $t$ is the sum of $m_t = \mathrm{popcount}(t)$ nodes: every coordinate of $\tilde u_t - u_t$ is
-# $\mathcal N(0, s_t^2)$, $s_t = \sigma\sqrt{m_t}$, independently.  Undoing the $\sqrt 2$ of the
-# off-diagonals, arm $a$'s Gram noise $N_a$ is symmetric with diagonal entries $\mathcal N(0, s_t^2)$ and
-# off-diagonal entries $\mathcal N(0, s_t^2/2)$ — exactly the law of $s_t (G + G^\top)/2$ for a $d\times d$
-# matrix $G$ of independent standard normals.  Hence
-# - $\mathbb E\lVert N_a\rVert \le s_t \mathbb E\lVert G\rVert \le 2 s_t\sqrt d$ (Gordon's inequality,
-#   $\mathbb E\lVert G\rVert \le \sqrt d + \sqrt d$);
-# - $\lVert N_a\rVert$ is $1$-Lipschitz in the vector of noise coordinates (spectral norm
-#   $\le$ Frobenius norm $=$ Euclidean norm of the vector, by the isometry), so by Gaussian
-#   concentration $P[\lVert N_a\rVert \ge 2s_t\sqrt d + s_t u] \le e^{-u^2/2}$.
+# $\mathcal N(0, s_t^2)$, $s_t = \sigma\sqrt{m_t}$, independently (a sum of $m_t$ independent symmetric
+# Gaussian matrices is one).  Undoing the $\sqrt 2$ of the off-diagonals, arm $a$'s Gram noise $N_a$ is
+# symmetric with diagonal entries $\mathcal N(0, s_t^2)$ and off-diagonal entries $\mathcal N(0, s_t^2/2)$:
+# $N_a = s_t W/\sqrt 2$ with $W$ a GOE matrix (off-diagonal variance 1, diagonal variance 2).
 #
-# The same argument for the $d$ noise coordinates $h_a$ of $b_a$ gives
-# $P[\lVert h_a\rVert \ge s_t\sqrt d + s_t u] \le e^{-u^2/2}$.  With
-# $u_t = \sqrt{2\ln(2K t(t+1)/\delta)}$ and a union bound over arms, steps ($\sum_t 1/(t(t+1)) = 1$)
-# and the two events, **with probability $\ge 1 - \delta$, for all $t$ and $a$**:
+# - **Expectation.**  $\mathbb E\,\lambda_{\max}(W) \le 2\sqrt d$ by the Sudakov–Fernique comparison: the
+#   process $X_v = v^\top W v$ over unit $v$ has $\mathbb E(X_v - X_w)^2 = 2\lVert vv^\top - ww^\top\rVert_F^2
+#   = 4(1 - (v\cdot w)^2) \le 4\lVert v - w\rVert^2$, the increments of $Y_v = 2\, g\cdot v$ ($g$ standard
+#   normal in $\mathbb R^d$), so $\mathbb E\sup X \le \mathbb E\sup Y = 2\,\mathbb E\lVert g\rVert \le 2\sqrt d$.
+#   Hence $\mathbb E\,\lambda_{\max}(N_a) \le s_t\sqrt{2d}$, and the same for $-N_a$.
+# - **Concentration.**  $\lambda_{\max}(N_a)$ is $s_t$-Lipschitz in the standard normals behind the noise
+#   (Weyl: $|\lambda_{\max}(A) - \lambda_{\max}(B)| \le \lVert A - B\rVert_F$, and the $\sqrt 2$-scaling is an
+#   isometry), so $P[\lambda_{\max}(N_a) \ge s_t(\sqrt{2d} + u)] \le e^{-u^2/2}$ (Gaussian concentration), and
+#   the same for $\lambda_{\max}(-N_a)$.
+#
+# The vector noise $h_a$ of $b_a$ ($d$ coordinates) has $\mathbb E\lVert h_a\rVert \le s_t\sqrt d$ and
+# $P[\lVert h_a\rVert \ge s_t(\sqrt d + u)] \le e^{-u^2/2}$.  With
+# $u_t = \sqrt{2\ln(3K t(t+1)/\delta)}$ each of these three events fails with probability
+# $\delta/(3Kt(t+1))$; a union bound over the three events, the $K$ arms and all steps
+# ($\sum_t 1/(t(t+1)) = 1$) gives: **with probability $\ge 1 - \delta$ over the tree's noise, simultaneously for all
+# $t \ge 1$ and all arms $a$**,
 # $$
-# \lVert N_a\rVert \le c_t := s_t(2\sqrt d + u_t), \qquad \lVert h_a\rVert \le \gamma_t := s_t(\sqrt d + u_t).
+# \lVert N_a\rVert \le c_t := s_t(\sqrt{2d} + u_t), \qquad \lVert h_a\rVert \le \gamma_t := s_t(\sqrt d + u_t).
 # $$
-# (Anytime: no horizon is needed.)  The learner uses
+# (Anytime: no horizon is needed.)  This is sharper than the bound the chapter used before,
+# $s_t(2\sqrt d + \sqrt{2\ln(2Kt(t+1)/\delta)})$ from $\mathbb E\lVert N_a\rVert \le s_t\,\mathbb E\lVert G\rVert$ and
+# Gordon's $\mathbb E\lVert G\rVert \le 2\sqrt d$ ($\sqrt 2$ smaller in the $\sqrt d$ term, a few percent larger in
+# the deviation term).
+#
+# **The shift.**  Following Shariff & Sheffet (2018), the learner shifts by *twice* the bound:
 # $$
-# \tilde V_a = \tilde G_a + (\lambda + c_t) I, \qquad \tilde\theta_a = \tilde V_a^{-1}\tilde b_a ,
+# \tilde V_a = \tilde G_a + (\lambda + 2c_t) I, \qquad \tilde\theta_a = \tilde V_a^{-1}\tilde b_a ,
 # $$
-# and on the event $V_a \preceq \tilde V_a \preceq V_a + 2c_t I$ with $V_a = \lambda I + G_a$: the
-# noisy matrix is positive definite, at least as large as the exact one, and not much larger.
+# so that on the event $V_a + c_t I \preceq \tilde V_a \preceq V_a + 3c_t I$ with $V_a = \lambda I + G_a$:
+# positive definite, at least the exact matrix plus $c_t I$ — a ridge that grows with the noise.  The
+# chapter's first version shifted by $c_t$ only ($V_a \preceq \tilde V_a$); section 2c shows why the extra
+# $c_t$ pays: it divides the vector noise's contribution by $\sqrt{\lambda + c_t}$ instead of $\sqrt\lambda$.
 #
 # ### 2c. The widened confidence radius
 #
 # Write $r_s = \theta_a^\top x_s + \eta_s$.  Then $b_a = (V_a - \lambda I)\theta_a + \sum_s \eta_s x_s$ and
 # $$
 # \tilde\theta_a - \theta_a = \tilde V_a^{-1}\Big(\textstyle\sum_s \eta_s x_s \;+\; h_a \;-\; P\theta_a\Big),
-# \qquad P = (\lambda + c_t) I + N_a ,
+# \qquad P = (\lambda + 2c_t) I + N_a ,
 # $$
 # so $|x^\top(\tilde\theta_a - \theta_a)| \le \lVert x\rVert_{\tilde V_a^{-1}}\,(T_1 + T_2 + T_3)$ with, on the event,
 # - $T_1 = \lVert\sum\eta x\rVert_{\tilde V_a^{-1}} \le \lVert\sum\eta x\rVert_{V_a^{-1}}$ (as $\tilde V_a \succeq V_a$):
 #   the noiseless self-normalised term of OFUL (Abbasi-Yadkori et al. 2011), unchanged;
-# - $T_2 = \lVert h_a\rVert_{\tilde V_a^{-1}} \le \gamma_t/\sqrt\lambda$ (as $\tilde V_a \succeq \lambda I$);
+# - $T_2 = \lVert h_a\rVert_{\tilde V_a^{-1}} \le \gamma_t/\sqrt{\lambda + c_t}$ (as $\tilde V_a \succeq (\lambda + c_t) I$);
 # - $T_3 = \lVert P\theta_a\rVert_{\tilde V_a^{-1}} \le \lVert P\theta_a\rVert_{P^{-1}} = \lVert\theta_a\rVert_P
-#   \le S\sqrt{\lambda + 2c_t}$ (as $\tilde V_a \succeq P \succeq \lambda I$ and $P \preceq (\lambda + 2c_t)I$), where $S \ge \lVert\theta_a\rVert$.
+#   \le S\sqrt{\lambda + 3c_t}$ (as $\tilde V_a \succeq P \succeq (\lambda + c_t)I$ and $P \preceq (\lambda + 3c_t)I$),
+#   where $S \ge \lVert\theta_a\rVert$.
 #
 # Noiseless OFUL's radius is $T_1$'s bound plus $S\sqrt\lambda$; LinUCB replaces it by a constant $\alpha$.
 # So the TV-stable learner uses
 # $$
-# \alpha_t = \alpha + S\big(\sqrt{\lambda + 2c_t} - \sqrt\lambda\big) + \gamma_t/\sqrt\lambda ,
+# \alpha_t = \alpha + S\big(\sqrt{\lambda + 3c_t} - \sqrt\lambda\big) + \gamma_t/\sqrt{\lambda + c_t} ,
 # $$
 # which equals $\alpha$ when $\sigma = 0$ ($c_t = \gamma_t = 0$): **at zero noise the learner is plain
-# LinUCB**.  Off the event (probability $\le \delta$) the matrix may be indefinite; the index then
-# clips $x^\top\tilde V_a^{-1}x$ at $0$ and the learner still runs (deterministically, so exactness is
-# untouched), only the confidence statement fails.  Exactness never depends on any of this.
+# LinUCB**.  (With the shift $c_t$ of the first version the last term was $\gamma_t/\sqrt\lambda$: at
+# $\rho = 1$ on the digits of section 4e, about 100 against a reward scale of 1, which made the index
+# explore almost uniformly.)
+#
+# **Where the probability statement enters.**  Only here: *if* $\alpha \ge T_1$'s bound $+ S\sqrt\lambda$
+# (as in OFUL; LinUCB tunes $\alpha$ instead), then on the event of section 2b — probability
+# $\ge 1 - \delta$ over the tree's noise, all steps and arms at once — every arm's confidence interval
+# $\tilde\theta_a^\top x \pm \alpha_t\lVert x\rVert_{\tilde V_a^{-1}}$ contains $\theta_a^\top x$ for every $x$.  Off
+# the event the matrix may be indefinite; the index then clips $x^\top\tilde V_a^{-1}x$ at $0$ and the
+# learner still runs (deterministically), only the confidence statement fails.  **Privacy and exactness
+# never depend on it**: the noise is $\sigma = B_0\sqrt{\log_2 T}/(\sqrt 2\rho)$ as before, and the shift and
+# the radius are deterministic functions of $(t, \sigma, d, K, \delta, \lambda, S, \alpha)$ applied to the
+# tree's noisy output — post-processing, which changes neither the TV-stability of the released models
+# nor Algorithm 3's exactness.
 
 # %% [markdown]
 # ## 3. Implementation
@@ -247,16 +275,17 @@ def block_size(dim: int) -> int:
 @lru_cache(maxsize=None)
 def _layout(dim: int):
     """Index arrays for one block: the upper triangle's flat positions in a ``dim x dim`` matrix, the
-    ``sqrt 2`` scaling of its off-diagonal entries, and for every entry of the full matrix the index of
-    its triangle entry (read-only)."""
+    ``sqrt 2`` scaling of its off-diagonal entries, for every entry of the full matrix the index of its
+    triangle entry, that entry's ``1 / sqrt 2`` scaling, and the identity matrix (read-only)."""
     i, j = np.triu_indices(dim)
     upper = i * dim + j
     up = np.where(i == j, 1.0, SQRT2)
     down = np.where(i == j, 1.0, 1 / SQRT2)
-    full = np.zeros((dim, dim), dtype=np.int64)
-    full[i, j] = np.arange(i.size)
-    full[j, i] = np.arange(i.size)
-    arrays = (upper, up, down, full.ravel())
+    square = np.zeros((dim, dim), dtype=np.int64)
+    square[i, j] = np.arange(i.size)
+    square[j, i] = np.arange(i.size)
+    full = square.ravel()
+    arrays = (upper, up, down, full, down[full], np.eye(dim))
     for a in arrays:
         a.setflags(write=False)
     return arrays
@@ -268,10 +297,14 @@ def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarr
     n_arms = check_count(n_arms, "n_arms", 1)
     arm = check_int(arm, "arm", 0, n_arms - 1)
     x = check_real_array(context, "context", ndim=1, nonempty=True)
-    reward = check_real(reward, "reward", 0, 1)
+    return _statistics(arm, x, check_real(reward, "reward", 0, 1), n_arms)
+
+
+def _statistics(arm: int, x: np.ndarray, reward: float, n_arms: int) -> np.ndarray:
+    """``linucb_statistics`` on checked arguments (the learner's loop calls this)."""
     dim = x.size
-    upper, up, _, _ = _layout(dim)
-    p, m = block_size(dim), upper.size
+    upper, up = _layout(dim)[:2]
+    p, m = dim * (dim + 1) // 2 + dim, upper.size
     out = np.zeros(n_arms * p)
     out[arm * p: arm * p + m] = np.outer(x, x).ravel()[upper] * up
     out[arm * p + m: (arm + 1) * p] = reward * x
@@ -282,12 +315,19 @@ def unpack(u, n_arms: int, dim: int):
     """``(G, b)`` of shapes ``(n_arms, dim, dim)`` and ``(n_arms, dim)`` from a (noisy) prefix sum:
     symmetric Gram matrices (off-diagonal entries times ``1 / sqrt 2``) and reward-weighted sums."""
     n_arms, p = check_count(n_arms, "n_arms", 1), block_size(dim)
-    u = check_real_array(u, "u", shape=(n_arms * p,))
-    _, _, down, full = _layout(dim)
+    G, b = _unpack(check_real_array(u, "u", shape=(n_arms * p,)), n_arms, dim)
+    return G, b.copy()
+
+
+def _unpack(u: np.ndarray, n_arms: int, dim: int):
+    """``unpack`` on checked arguments; ``b`` is a view of ``u``.  Each Gram entry is its triangle entry
+    times its scaling: the same product, so the same bits, whether one scales before or after gathering."""
+    _, _, down, full, full_down, _ = _layout(dim)
     m = down.size
-    blocks = u.reshape(n_arms, p)
-    G = (blocks[:, :m] * down)[:, full].reshape(n_arms, dim, dim)
-    return G, blocks[:, m:].copy()
+    blocks = u.reshape(n_arms, m + dim)
+    G = np.take(blocks, full, axis=1)
+    G *= full_down
+    return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 # %% [markdown]
 # The sensitivities, the noise bounds of section 2b and the widened radius of section 2c.
@@ -299,11 +339,13 @@ SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x
 
 def noise_nodes(t: int) -> int:
     """Number of tree nodes summed in the noisy prefix sum at step ``t``: ``popcount(t)``."""
-    return bin(check_int(t, "t", 1)).count("1")
+    return check_int(t, "t", 1).bit_count()
 
 
-def _log_term(t: int, n_arms: int, delta: float) -> float:
-    return math.sqrt(2 * math.log(2 * n_arms * t * (t + 1) / delta))
+def _deviation(t: int, n_arms: int, delta: float) -> float:
+    """``u_t = sqrt(2 ln(3 K t (t+1) / delta))``: ``e^{-u_t^2/2} = delta / (3 K t (t+1))`` for each of the
+    three events (two tails of the Gram noise, the vector noise) of every step and arm."""
+    return math.sqrt(2 * math.log(3 * n_arms * t * (t + 1) / delta))
 
 
 def _check_bound_arguments(sigma, dim, t, n_arms, delta):
@@ -312,28 +354,81 @@ def _check_bound_arguments(sigma, dim, t, n_arms, delta):
             check_int(n_arms, "n_arms", 1), check_real(delta, "delta", 0, 1, low_open=True, high_open=True))
 
 
+def _gram_shift(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
+    return sigma * math.sqrt(t.bit_count()) * (math.sqrt(2 * dim) + _deviation(t, n_arms, delta))
+
+
+def _vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
+    return sigma * math.sqrt(t.bit_count()) * (math.sqrt(dim) + _deviation(t, n_arms, delta))
+
+
 def gram_shift(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
-    """High-probability bound on the spectral norm of the noise of one arm's Gram matrix at step ``t``:
-    ``sigma sqrt(popcount t) (2 sqrt(dim) + sqrt(2 ln(2 K t (t+1) / delta)))``.  The noise is
-    ``s (G + G^T) / 2`` with ``G`` a standard Gaussian ``dim x dim`` matrix and ``s = sigma sqrt(popcount t)``:
-    ``E||.|| <= 2 s sqrt(dim)`` (Gordon) and the norm is ``s``-Lipschitz in the standard normals
-    (Gaussian concentration), so each (step, arm) fails with probability ``<= delta / (2 K t (t+1))``."""
-    sigma, dim, t, n_arms, delta = _check_bound_arguments(sigma, dim, t, n_arms, delta)
-    return float(sigma * math.sqrt(noise_nodes(t)) * (2 * math.sqrt(dim) + _log_term(t, n_arms, delta)))
+    """``c_t``, a high-probability bound on the spectral norm of the noise of one arm's Gram matrix at step
+    ``t``: ``s (sqrt(2 dim) + sqrt(2 ln(3 K t (t+1) / delta)))`` with ``s = sigma sqrt(popcount t)``.
+
+    The noise is ``s W / sqrt 2`` with ``W`` a GOE matrix, ``E lambda_max(W) <= 2 sqrt(dim)``
+    (Sudakov-Fernique), and each extreme eigenvalue is ``s``-Lipschitz in the standard normals (Gaussian
+    concentration): each tail fails with probability ``<= delta / (3 K t (t+1))``.
+
+    Parameters
+    ----------
+    sigma : float
+        The tree's noise scale (``>= 0``).
+    dim, t, n_arms : int
+        ``d``, the step (``>= 1``) and ``K``.
+    delta : float
+        Failure probability over all steps and arms, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        ``c_t`` (``0`` when ``sigma = 0``).
+    """
+    return float(_gram_shift(*_check_bound_arguments(sigma, dim, t, n_arms, delta)))
 
 
 def vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
-    """High-probability bound on the norm of the noise of one arm's ``sum r x`` at step ``t``:
-    ``sigma sqrt(popcount t) (sqrt(dim) + sqrt(2 ln(2 K t (t+1) / delta)))`` (same failure probability)."""
-    sigma, dim, t, n_arms, delta = _check_bound_arguments(sigma, dim, t, n_arms, delta)
-    return float(sigma * math.sqrt(noise_nodes(t)) * (math.sqrt(dim) + _log_term(t, n_arms, delta)))
+    """``gamma_t``, a high-probability bound on the norm of the noise of one arm's ``sum r x`` at step ``t``:
+    ``s (sqrt(dim) + sqrt(2 ln(3 K t (t+1) / delta)))`` (same failure probability as ``gram_shift``).
+
+    Parameters
+    ----------
+    sigma, dim, t, n_arms, delta
+        As for ``gram_shift``.
+
+    Returns
+    -------
+    float
+        ``gamma_t``.
+    """
+    return float(_vector_bound(*_check_bound_arguments(sigma, dim, t, n_arms, delta)))
+
+
+def _widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, gamma: float) -> float:
+    return alpha + theta_bound * (math.sqrt(l2 + 3 * shift) - math.sqrt(l2)) + gamma / math.sqrt(l2 + shift)
 
 
 def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, gamma: float) -> float:
-    """Confidence radius on the shifted noisy statistics: ``alpha + S (sqrt(l2 + 2 c) - sqrt(l2)) + gamma / sqrt(l2)``
-    (``= alpha`` without noise)."""
-    l2 = check_positive(l2, "l2")
-    return float(alpha + theta_bound * (math.sqrt(l2 + 2 * shift) - math.sqrt(l2)) + gamma / math.sqrt(l2))
+    """Confidence radius on the noisy statistics shifted by ``2 c``:
+    ``alpha + S (sqrt(l2 + 3 c) - sqrt(l2)) + gamma / sqrt(l2 + c)`` (``= alpha`` without noise).
+
+    Parameters
+    ----------
+    alpha : float
+        The noiseless radius (``>= 0``).
+    l2, theta_bound : float
+        The ridge ``lambda`` and ``S >= ||theta_a||`` (both ``> 0``).
+    shift, gamma : float
+        ``c_t`` and ``gamma_t`` (``>= 0``).
+
+    Returns
+    -------
+    float
+        ``alpha_t``.
+    """
+    return float(_widened_radius(check_real(alpha, "alpha", 0), check_positive(l2, "l2"),
+                                 check_positive(theta_bound, "theta_bound"), check_real(shift, "shift", 0),
+                                 check_real(gamma, "gamma", 0)))
 
 # %% [markdown]
 # The configuration, the model, the decision rule (ties within $10^{-9}$ to the lowest arm), the update
@@ -391,10 +486,24 @@ class LinUCBModel:
         self.Vinv.setflags(write=False)
 
 
+def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float) -> LinUCBModel:
+    """A ``LinUCBModel`` from arrays the update has just computed (fresh, finite, of matching shapes),
+    without re-validating them: the same object ``LinUCBModel(...)`` would build."""
+    model = object.__new__(LinUCBModel)
+    theta.setflags(write=False)
+    Vinv.setflags(write=False)
+    for name, value in (("theta", theta), ("Vinv", Vinv), ("radius", float(radius)), ("shift", float(shift))):
+        object.__setattr__(model, name, value)
+    return model
+
+
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
     """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0)."""
     check_instance(model, LinUCBModel, "model")
-    x = check_real_array(context, "context", shape=model.theta.shape[1:])
+    return _scores(model, check_real_array(context, "context", shape=model.theta.shape[1:]))
+
+
+def _scores(model: LinUCBModel, x: np.ndarray) -> np.ndarray:
     quad = (model.Vinv @ x) @ x
     return model.theta @ x + model.radius * np.sqrt(np.maximum(quad, 0.0))
 
@@ -402,8 +511,11 @@ def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
 def choose(scores) -> int:
     """The lowest arm whose score is within ``TIE_TOLERANCE`` (1e-9) of the best: decisions do not
     follow the last bits of floating point."""
-    scores = check_real_array(scores, "scores", ndim=1, nonempty=True)
-    return int(np.flatnonzero(scores >= scores.max() - TIE_TOLERANCE)[0])
+    return _choose(check_real_array(scores, "scores", ndim=1, nonempty=True))
+
+
+def _choose(scores: np.ndarray) -> int:
+    return int(np.argmax(scores >= scores.max() - TIE_TOLERANCE))        # the first arm within the tolerance
 
 
 def initial_model(config: LinUCBConfig) -> LinUCBModel:
@@ -416,21 +528,49 @@ def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np
     if not isinstance(user, LinUCBUser) or user.context.size != config.dim or user.rewards.size != config.n_arms:
         raise TypeError(f"step {t}: expected a LinUCBUser with a {config.dim}-dim context and "
                         f"{config.n_arms} rewards, got {user!r}")
-    arm = choose(linucb_scores(model, user.context))
-    return linucb_statistics(arm, user.context, user.rewards[arm], config.n_arms)
+    arm = _choose(_scores(model, user.context))                  # a LinUCBUser's arrays are checked
+    return _statistics(arm, user.context, float(user.rewards[arm]), config.n_arms)
 
 
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
-    """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + c_t) I``, ``theta_a = V_a^{-1} b~_a``,
-    radius widened for ``c_t = gram_shift`` and ``gamma_t = vector_bound`` (both 0 when ``sigma = 0``)."""
-    K, d = check_instance(config, LinUCBConfig, "config").n_arms, config.dim
-    G, b = unpack(u_tilde, K, d)
-    c = gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
-    gamma = vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
-    G += (config.l2 + c) * np.eye(d)
+    """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + 2 c_t) I``,
+    ``theta_a = V_a^{-1} b~_a``, radius ``widened_radius(alpha, l2, S, c_t, gamma_t)`` for
+    ``c_t = gram_shift`` and ``gamma_t = vector_bound`` (both 0 when ``sigma = 0``: plain LinUCB).
+
+    Parameters
+    ----------
+    u_tilde : array of shape (K (d (d+1)/2 + d),)
+        The tree's noisy prefix sum at step ``t``.
+    t : int
+        The step (``>= 1``).
+    model : LinUCBModel
+        ``w_t`` (unused: the update depends on ``u~_t`` and ``t`` only).
+    config : LinUCBConfig
+        The learner's parameters.
+    sigma : float
+        The tree's noise scale.
+
+    Returns
+    -------
+    LinUCBModel
+        ``w_{t+1}``.
+    """
+    check_instance(config, LinUCBConfig, "config")
+    K, d = config.n_arms, config.dim
+    u_tilde = check_real_array(u_tilde, "u", shape=(K * block_size(d),))
+    return _update(u_tilde, check_int(t, "t", 1), model, config, check_real(sigma, "sigma", 0))
+
+
+def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
+    """``linucb_update`` on checked arguments (the learner's loop calls this)."""
+    K, d = config.n_arms, config.dim
+    G, b = _unpack(u_tilde, K, d)
+    c = _gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
+    gamma = _vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
+    G += (config.l2 + 2 * c) * _layout(d)[5]
     Vinv = np.linalg.inv(G)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
-    return LinUCBModel(theta, Vinv, widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
+    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
 
 
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
@@ -443,7 +583,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     return PrefixSumLearner(
         d=config.n_arms * block_size(config.dim), sigma=sigma,
         oracle=partial(_linucb_oracle, config=config),
-        update=partial(linucb_update, config=config, sigma=sigma),
+        update=partial(_update, config=config, sigma=sigma),
         initial_model=initial_model(config), B=SENSITIVITY_ZERO_DUMMY, tree_factory=tree_factory,
         name=f"TV-stable LinUCB, K = {config.n_arms}, d = {config.dim}",
     )
@@ -455,9 +595,8 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
     check_instance(run, Run, "run")
-    out = []
-    for user, w in zip(run.users, run.models[:-1]):
-        out.append(choose(linucb_scores(w, user.context)) if isinstance(user, LinUCBUser) else -1)
+    out = [_choose(_scores(w, user.context)) if isinstance(user, LinUCBUser) else -1
+           for user, w in zip(run.users, run.models[:-1])]
     return np.array(out, dtype=np.int64)
 
 
@@ -528,11 +667,14 @@ gap = np.linalg.norm(linucb_statistics(0, x1, 1.0, 1) - linucb_statistics(0, x2,
 assert abs(gap - SENSITIVITY_BETWEEN_USERS) < 1e-12
 
 
+from bandit_unlearning.exact.linucb import _statistics  # noqa: E402  (linucb_statistics without its checks)
+
+
 def neg_sq_gap(v):
     xa, xb = v[:3], v[3:6]
     xa, xb = xa / max(1, np.linalg.norm(xa)), xb / max(1, np.linalg.norm(xb))
     ra, rb = np.clip(v[6:], 0, 1)
-    return -np.sum((linucb_statistics(0, xa, ra, 1) - linucb_statistics(0, xb, rb, 1)) ** 2)
+    return -np.sum((_statistics(0, xa, ra, 1) - _statistics(0, xb, rb, 1)) ** 2)
 
 
 best = max(-minimize(neg_sq_gap, rng.uniform(-1, 1, 8), method="Nelder-Mead",
@@ -540,7 +682,7 @@ best = max(-minimize(neg_sq_gap, rng.uniform(-1, 1, 8), method="Nelder-Mead",
 X = rng.normal(size=(20000, 2, 3))
 X /= np.maximum(1, np.linalg.norm(X, axis=2))[..., None]
 R = rng.random((20000, 2))
-diff_arms = max(np.linalg.norm(linucb_statistics(0, X[i, 0], R[i, 0], 2) - linucb_statistics(1, X[i, 1], R[i, 1], 2))
+diff_arms = max(np.linalg.norm(_statistics(0, X[i, 0], R[i, 0], 2) - _statistics(1, X[i, 1], R[i, 1], 2))
                 for i in range(20000))
 print(f"B0 = sqrt 2 = {SENSITIVITY_ZERO_DUMMY:.4f}; between users 3/sqrt 2 = {SENSITIVITY_BETWEEN_USERS:.4f}")
 print(f"largest squared gap found, same arm: {best:.4f} (bound 4.5); different arms: {diff_arms ** 2:.4f} (bound 4)")
@@ -596,16 +738,19 @@ verify(run0)
 #
 # **The bound itself.**  For $d \in \{2, 8, 16\}$ we draw $n = 20{,}000$ noise matrices exactly as the
 # tree makes them (a vector of $d(d+1)/2$ standard normals, `unpack`ed) and count how often
-# $\lVert N\rVert > 2\sqrt d + u$ with $u = \sqrt{2\ln 100}$: the derivation says at most $1\%$.  The
-# check asserts the count is at most the $1 - 10^{-6}$ quantile of Binomial$(n, 0.01)$, so a correct
-# bound fails with probability $< 10^{-6}$ per dimension; likewise for the vector bound
-# $\sqrt d + u$.  **It can fail**: a shift that forgets that a prefix sum adds the noise of
-# $\mathrm{popcount}(t)$ nodes (one node's bound, used at $t = 255$ where 8 nodes are summed:
-# the noise is $\sqrt 8$ times larger) is rejected by the same check.
+# $\lVert N\rVert > \sqrt{2d} + u$ with $u = \sqrt{2\ln(2/q)}$, $q = 1\%$: the two tails of section 2b each
+# fail with probability $\le q/2$, so the derivation says at most $1\%$.  The check asserts the count is at
+# most the $1 - 10^{-6}$ quantile of Binomial$(n, q)$ — the count of a correct bound is dominated by that
+# binomial, so a correct bound fails the check with probability $< 10^{-6}$ per dimension; likewise for the
+# vector bound $\sqrt d + \sqrt{2\ln(1/q)}$.  **It can fail**, shown on two deliberately too-small shifts:
+# the expectation alone ($\sqrt{2d}$, no deviation term), and a shift that forgets that a prefix sum adds
+# the noise of $\mathrm{popcount}(t)$ nodes (one node's bound, used at $t = 255$ where 8 nodes are summed:
+# the noise is $\sqrt 8$ times larger).  Both are rejected by the same check.  The previous (Gordon) bound
+# $2\sqrt d + \sqrt{2\ln(1/q)}$ is printed beside the new one.
 
 # %%
 N_MC, Q = 20000, 0.01
-u_q = math.sqrt(2 * math.log(1 / Q))
+u_two, u_one = math.sqrt(2 * math.log(2 / Q)), math.sqrt(2 * math.log(1 / Q))
 limit = int(stats.binom.ppf(1 - 1e-6, N_MC, Q))
 print(f"n = {N_MC}, level {Q}: allowed exceedances <= {limit}")
 for dim in (2, 8, 16):
@@ -614,19 +759,22 @@ for dim in (2, 8, 16):
     mats = unpack(np.concatenate([z, np.zeros((N_MC, dim))], axis=1).reshape(-1), N_MC, dim)[0]
     norms = np.abs(np.linalg.eigvalsh(mats)).max(axis=1)
     vec = np.linalg.norm(rng.standard_normal((N_MC, dim)), axis=1)
-    exceed, exceed_vec = int(np.sum(norms > 2 * math.sqrt(dim) + u_q)), int(np.sum(vec > math.sqrt(dim) + u_q))
-    broken = int(np.sum(math.sqrt(noise_nodes(255)) * norms > 2 * math.sqrt(dim) + u_q))
-    print(f"d = {dim:2d}: 99% quantile of ||N|| {np.quantile(norms, 0.99):5.2f} vs bound {2 * math.sqrt(dim) + u_q:5.2f} "
-          f"(exceeded {exceed}); ||h|| exceeded {exceed_vec}; one-node bound at t = 255 exceeded {broken} times")
+    bound = math.sqrt(2 * dim) + u_two
+    exceed, exceed_vec = int(np.sum(norms > bound)), int(np.sum(vec > math.sqrt(dim) + u_one))
+    mean_only = int(np.sum(norms > math.sqrt(2 * dim)))
+    one_node = int(np.sum(math.sqrt(noise_nodes(255)) * norms > bound))
+    print(f"d = {dim:2d}: 99% quantile of ||N|| {np.quantile(norms, 0.99):5.2f}, bound {bound:5.2f} (previous "
+          f"{2 * math.sqrt(dim) + u_one:5.2f}), exceeded {exceed}; ||h|| exceeded {exceed_vec}; too small: "
+          f"expectation alone exceeded {mean_only}, one-node bound at t = 255 {one_node}")
     assert exceed <= limit and exceed_vec <= limit
-    assert broken > limit
+    assert mean_only > limit and one_node > limit
 
 # %% [markdown]
 # **Through the tree.**  A run of the learner with $\sigma = 1$ ($K = 4$, $d = 5$, $T = 256$,
-# $\delta = 10^{-6}$): at every step and for every arm, the shifted noisy Gram matrix minus the exact
-# one, $N_a + c_t I$, must be positive semi-definite and $\lVert N_a\rVert \le c_t$, $\lVert h_a\rVert \le
-# \gamma_t$ — all of it holds with probability $\ge 1 - 10^{-6}$ by section 2b.  So
-# $\tilde V_a \succeq \lambda I$: positive definite.  We print how much of the shift was used.
+# $\delta = 10^{-6}$): at every step and for every arm, $\lVert N_a\rVert \le c_t$ and $\lVert h_a\rVert \le
+# \gamma_t$ — which holds with probability $\ge 1 - 10^{-6}$ by section 2b — and so the shifted noisy matrix
+# lies between $V_a + c_tI$ and $V_a + 3c_tI$ (checked on the eigenvalues of the difference).  We print how
+# much of the bound the noise used.
 
 # %%
 cfg_pd = LinUCBConfig(K4, D5, alpha=0.5, l2=1.0, delta=1e-6)
@@ -638,11 +786,14 @@ for t in range(1, run_pd.T + 1):
     c_t, g_t = gram_shift(1.0, D5, t, K4, 1e-6), vector_bound(1.0, D5, t, K4, 1e-6)
     spec = np.abs(np.linalg.eigvalsh(Gn - Gc)).max(axis=1)
     assert np.all(spec <= c_t) and np.all(np.linalg.norm(bn - bc, axis=1) <= g_t)
-    assert np.all(np.linalg.eigvalsh(Gn + (cfg_pd.l2 + c_t) * np.eye(D5)) >= cfg_pd.l2 - 1e-9)
+    gap = np.linalg.eigvalsh(Gn + 2 * c_t * np.eye(D5) - Gc)           # V~ - V, eigenvalues in [c_t, 3 c_t]
+    assert np.all(gap >= c_t * (1 - 1e-12)) and np.all(gap <= 3 * c_t * (1 + 1e-12))
     assert run_pd.models[t].shift == c_t
+    assert np.allclose(np.linalg.inv(run_pd.models[t].Vinv), Gn + (cfg_pd.l2 + 2 * c_t) * np.eye(D5))
     used.append(spec.max() / c_t)
-print(f"{run_pd.T} steps x {K4} arms: ||N_a|| <= c_t everywhere (largest ratio {max(used):.2f}), every shifted "
-      f"matrix >= lambda I; c_256 = {gram_shift(1.0, D5, 256, K4, 1e-6):.1f}, radius alpha_256 = {run_pd.final_model.radius:.1f}")
+print(f"{run_pd.T} steps x {K4} arms: ||N_a|| <= c_t everywhere (largest ratio {max(used):.2f}), "
+      f"V + c_t I <= V~ <= V + 3 c_t I; c_256 = {gram_shift(1.0, D5, 256, K4, 1e-6):.1f}, "
+      f"radius alpha_256 = {run_pd.final_model.radius:.1f}")
 
 # %% [markdown]
 # ### 4d. Exactness: the battery of chapters B4/B8 on this learner
@@ -724,74 +875,139 @@ for name in ("U",) + tuple(VARIANTS):
 # and `no retrain` leave the ancestors' noisy values with the original law (their clean Gram trace is
 # 1 larger), `no reflection` shows at the rejected node — almost always the leaf itself.
 #
-# ### 4e. Real data: handwritten digits as a 10-armed contextual bandit
+# ### 4e. Real data: handwritten digits and three small sets as contextual bandits
 #
 # The supervised-to-bandit conversion of the contextual-bandit bake-off (Bietti, Agarwal & Langford):
 # scikit-learn's `load_digits` (1,797 images of 8x8 pixels, 10 classes; it ships with scikit-learn,
 # no download) becomes a bandit with one arm per class and reward 1 for the right class.  Contexts:
 # the pixels centred and projected on their first $d = 12$ principal components (numpy's SVD), scaled
 # by the largest row norm into the unit ball.  Users are the rows in a fixed random order; a user's
-# reward is known for every arm, so users are exactly replayable.  $\alpha = 0.5$, $\lambda = 1$,
-# $\sigma = \sigma_{paper}(\rho, \sqrt 2, T)$ for $\rho \in \{\infty, 100, 10, 1\}$ (mean of 3 runs
-# each; $\rho = \infty$ is $\sigma = 0$, one run).  Accuracy is the fraction of correct arms, regret
-# the number of wrong ones (the best policy is always right).  Note that $\rho \ge 1$ gives **no**
-# TV-stability guarantee (a TV distance is at most 1); $\rho$ only calibrates the noise here, as it
-# does the cost of a deletion.
+# reward is known for every arm, so users are exactly replayable.  The same for three smaller bundled
+# sets — `load_iris` (150 rows, 3 classes), `load_wine` (178, 3), `load_breast_cancer` (569, 2) —
+# with standardised features and $d = 4$ principal components.  $\alpha = 0.5$, $\lambda = 1$,
+# $\sigma = \sigma_{paper}(\rho, \sqrt 2, T)$ for $\rho \in \{0.3, 1, 3, 10, 100\}$ (the calibration is the
+# chapter's, unchanged) and $\rho = \infty$ ($\sigma = 0$: non-private LinUCB, one run); mean of 2 runs
+# per $\rho$ on digits, 3 on the small sets.  Beside it, the chapter's **previous design** (Gordon bound,
+# shift $c_t$, radius term $\gamma_t/\sqrt\lambda$; one run) on the same noise calibration.  Accuracy is
+# the fraction of correct arms; a policy that ignores the context gets at most the majority class's share.
+# Note that $\rho \ge 1$ gives **no** TV-stability guarantee (a TV distance is at most 1); $\rho$ only
+# calibrates the noise here, as it does the cost of a deletion.
+#
+# **What is asserted, and how it was sized.**  Accuracy varies from run to run (fresh tree noise);
+# `benchmarks/linucb_accuracy.py` (5 runs per point, `benchmarks/measured/linucb_accuracy.json`) measured
+# the spread.  The chapter asserts only claims whose margin is at least about 5 standard deviations of
+# the mean it tests (a failure probability below about $10^{-6}$ under a normal approximation): digits
+# without noise and at $\rho = 100$ above 0.7 (runs 0.82-0.83, sd 0.008); digits at $\rho = 10$ at least
+# 0.1 above the first design (0.68 vs 0.45, sd 0.015 and 0.011 per run); iris at $\rho = 1$ at least 0.1
+# above the majority class (0.53 vs 0.33, sd 0.02); breast cancer at $\rho = 1$ above it (0.79 vs 0.63,
+# sd 0.05, mean of 3).  Digits and wine at $\rho = 1$ are reported, not asserted: with a per-run sd of
+# 0.04 and 0.06 an assertion sized like the others would need about ten runs of each.  In the benchmark
+# every one of the 5 digits runs at $\rho = 1$ scored 0.15-0.25 and every run of the first design
+# 0.11-0.13 (chance 0.10); wine 0.47 on average (0.37-0.53) against a majority class of 0.40.
 
 # %%
-from sklearn.datasets import load_digits
+import sklearn.datasets                                           # noqa: E402
 
-Xd, yd = load_digits(return_X_y=True)
-order = np.random.default_rng(11).permutation(len(yd))
-Xc = Xd - Xd.mean(axis=0)
-D_DIG = 12
-Z = Xc @ np.linalg.svd(Xc, full_matrices=False)[2][:D_DIG].T
-Z = Z / np.linalg.norm(Z, axis=1).max()
-DIGIT_USERS = classification_users(unit_ball(Z[order]), yd[order], 10)
-T_DIG = len(DIGIT_USERS)
+
+def pca_users(name, dim, standardise):
+    """Rows of a bundled scikit-learn set as LinUCB users: centred (and standardised) features on their
+    first ``dim`` principal components, scaled into the unit ball, in a fixed random order."""
+    X, y = getattr(sklearn.datasets, f"load_{name}")(return_X_y=True)
+    X = X - X.mean(axis=0)
+    if standardise:
+        X = X / np.maximum(X.std(axis=0), 1e-12)
+    Z = X @ np.linalg.svd(X, full_matrices=False)[2][:dim].T
+    order = np.random.default_rng(11).permutation(len(y))
+    return classification_users(unit_ball(Z[order] / np.linalg.norm(Z, axis=1).max()), y[order], int(y.max()) + 1)
+
+
+def previous_learner(config, sigma):
+    """The chapter's first design, for comparison: Gordon's bound, shift c_t, radius term gamma_t / sqrt(l2)."""
+    K, d = config.n_arms, config.dim
+
+    def oracle(user, t, model):
+        arm = choose(linucb_scores(model, user.context))
+        return linucb_statistics(arm, user.context, user.rewards[arm], K)
+
+    def update(u, t, model):
+        G, b = unpack(u, K, d)
+        s_t = sigma * math.sqrt(noise_nodes(t))
+        dev = math.sqrt(2 * math.log(2 * K * t * (t + 1) / config.delta))
+        c, g = s_t * (2 * math.sqrt(d) + dev), s_t * (math.sqrt(d) + dev)
+        Vinv = np.linalg.inv(G + (config.l2 + c) * np.eye(d))
+        radius = config.alpha + config.theta_bound * (math.sqrt(config.l2 + 2 * c) - math.sqrt(config.l2)) \
+            + g / math.sqrt(config.l2)
+        return LinUCBModel((Vinv @ b[:, :, None])[:, :, 0], Vinv, radius, c)
+
+    return PrefixSumLearner(d=K * block_size(d), sigma=sigma, oracle=oracle, update=update,
+                            initial_model=initial_model(config), B=SENSITIVITY_ZERO_DUMMY)
+
+
+from bandit_unlearning.exact.learner import PrefixSumLearner  # noqa: E402
+
+DIGIT_USERS = pca_users("digits", 12, standardise=False)
+D_DIG, T_DIG = 12, len(DIGIT_USERS)
 CFG_DIG = LinUCBConfig(10, D_DIG, alpha=0.5, l2=1.0)
-RHOS_DIG = (math.inf, 100.0, 10.0, 1.0)
+RHOS = (0.3, 1.0, 3.0, 10.0, 100.0)
+SETS = {"digits": (DIGIT_USERS, 2), "iris": (pca_users("iris", 4, True), 3),
+        "wine": (pca_users("wine", 4, True), 3), "breast_cancer": (pca_users("breast_cancer", 4, True), 3)}
 
 
 def digit_sigma(rho, T=T_DIG):
     return 0.0 if math.isinf(rho) else sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T)
 
 
-curves = {}
-for rho in RHOS_DIG:
-    reps = 1 if math.isinf(rho) else 3
-    lrn = linucb_learner(CFG_DIG, digit_sigma(rho))
-    curves[rho] = np.mean([np.cumsum(linucb_rewards(train(lrn, DIGIT_USERS, rng))) for _ in range(reps)], axis=0)
-print(f"digits: T = {T_DIG}, K = 10, d = {D_DIG}; chance level 0.100")
-print(f"{'rho':>5} {'sigma':>6} {'accuracy':>8} {'last 500':>8} {'regret':>7}")
-for rho, c in curves.items():
-    print(f"{rho:5g} {digit_sigma(rho):6.3f} {c[-1] / T_DIG:8.3f} {(c[-1] - c[-501]) / 500:8.3f} {T_DIG - c[-1]:7.0f}")
-assert curves[math.inf][-1] / T_DIG > 0.7 and curves[100.0][-1] / T_DIG > 0.7
-assert curves[10.0][-1] > curves[1.0][-1]
+accuracy, previous, curves = {}, {}, {}
+for name, (users, reps) in SETS.items():
+    T_set, K_set = len(users), users[0].rewards.size
+    cfg_set = LinUCBConfig(K_set, users[0].context.size, alpha=0.5, l2=1.0)
+    majority = max(np.mean([u.rewards[a] for u in users]) for a in range(K_set))
+    accuracy[name, math.inf] = [linucb_rewards(train(linucb_learner(cfg_set, 0.0), users, rng)).mean()]
+    for rho in RHOS:
+        lrn = linucb_learner(cfg_set, sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T_set))
+        rewards = [linucb_rewards(train(lrn, users, rng)) for _ in range(reps)]
+        accuracy[name, rho] = [r.mean() for r in rewards]
+        if name == "digits":
+            curves[rho] = np.mean([np.cumsum(r) for r in rewards], axis=0)
+    for rho in (1.0, 10.0):
+        prev = previous_learner(cfg_set, sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T_set))
+        previous[name, rho] = linucb_rewards(train(prev, users, rng)).mean()
+    accuracy[name, "majority"] = majority
+print(f"{'set':>13} {'T':>5} {'K':>2} {'major.':>6} {'non-priv':>8} | accuracy at rho = "
+      + " ".join(f"{rho:>5g}" for rho in RHOS) + " | previous design at rho = 1, 10")
+for name, (users, _) in SETS.items():
+    print(f"{name:>13} {len(users):5d} {users[0].rewards.size:2d} {accuracy[name, 'majority']:6.2f} "
+          f"{accuracy[name, math.inf][0]:8.2f} |                   " + " ".join(f"{np.mean(accuracy[name, rho]):5.2f}" for rho in RHOS)
+          + f" |                         {previous[name, 1.0]:5.2f} {previous[name, 10.0]:5.2f}")
+assert accuracy["digits", math.inf][0] > 0.7 and np.mean(accuracy["digits", 100.0]) > 0.7
+assert np.mean(accuracy["digits", 10.0]) > previous["digits", 10.0] + 0.1
+assert np.mean(accuracy["iris", 1.0]) > accuracy["iris", "majority"] + 0.1
+assert np.mean(accuracy["breast_cancer", 1.0]) > accuracy["breast_cancer", "majority"]
 
 # %% [markdown]
-# **A deletion stream.**  At $\rho = 1$ we delete 6 users one after the other (random positions), check
-# every unlearned run with `verify` (every statistic, model and node sum replayed exactly) and
-# record the steps each deletion recomputed, against $T$ for retraining from scratch.  Then the cost
-# of a deletion as a fraction of retraining over $\rho$, with the chapter B4 machinery
-# (`measure_unlearning`, requests at uniformly random positions on prefixes $T \in \{256, 1024\}$ of
-# the digits stream): measured retraining frequency and cost against their exact values given each
+# **A deletion stream.**  At $\rho = 1$ on the first $T = 512$ digits users we delete 6 users one after
+# the other (random positions), check every unlearned run with `verify` (every statistic, model and
+# node sum replayed exactly) and record the steps each deletion recomputed, against $T$ for retraining
+# from scratch.  Then the cost of a deletion as a fraction of retraining over $\rho$, with the chapter B4
+# machinery (`measure_unlearning`, 150 requests per $(\rho, T)$ at uniformly random positions on prefixes
+# $T \in \{256, 512\}$ of the digits stream): measured retraining frequency and cost against their exact values given each
 # run (Hoeffding margins, level $10^{-6}$ over the 12 comparisons), beside the exact unconditional
 # retraining probability and Theorem 3.3's bound $\rho\sqrt{2\log_2 T}$.
 
 # %%
-run_s = train(linucb_learner(CFG_DIG, digit_sigma(1.0)), DIGIT_USERS, rng)
+T_STREAM = 512
+run_s = train(linucb_learner(CFG_DIG, digit_sigma(1.0, T_STREAM)), DIGIT_USERS[:T_STREAM], rng)
 steps = []
-for t in rng.choice(T_DIG, size=6, replace=False) + 1:
+for t in rng.choice(T_STREAM, size=6, replace=False) + 1:
     run_s, rec = unlearn(run_s, DeleteStep(int(t)), rng=rng)
     verify(run_s)
     steps.append(rec.steps_recomputed)
     assert rec.diagnostics is None and not hasattr(rec, "shift_norm")
-print(f"6 deletions at rho = 1: each verified; steps recomputed {steps} (retraining: {T_DIG} each); "
+print(f"6 deletions at rho = 1: each verified; steps recomputed {steps} (retraining: {T_STREAM} each); "
       f"deleted {sorted(run_s.deleted)}")
 assert len(run_s.deleted) == 6 and all(run_s.users[t - 1] is ZERO_USER for t in run_s.deleted)
 
-RHOS_COST, TS_COST, N_RUNS, PER_RUN = (0.1, 0.3, 1.0), (256, 1024), 3, 50
+RHOS_COST, TS_COST, N_RUNS, PER_RUN = (0.1, 0.3, 1.0), (256, 512), 3, 50
 cost = {(rho, T): measure_unlearning(linucb_learner(CFG_DIG, sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T)),
                                      DIGIT_USERS[:T], N_RUNS, PER_RUN, rng)
         for rho in RHOS_COST for T in TS_COST}
@@ -811,11 +1027,21 @@ for (rho, T), m in cost.items():
 # %% [markdown]
 # ### 4f. Figure
 #
-# Left: cumulative accuracy on the digits stream for each $\rho$.  Right: steps recomputed per
-# deletion divided by $T$ (measured; retraining from scratch is 1) against $\rho$.
+# Left: accuracy against $\rho$ on the four sets (solid: this design, mean of its runs; dotted: non-private
+# LinUCB; crosses: the previous design at $\rho = 1, 10$).  Middle: cumulative accuracy on the digits
+# stream for each $\rho$.  Right: steps recomputed per deletion divided by $T$ (measured; retraining from
+# scratch is 1) against $\rho$.
 
 # %%
-fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11.5, 4.2))
+fig, (axa, ax0, ax1) = plt.subplots(1, 3, figsize=(15, 4.2))
+for i, name in enumerate(SETS):
+    axa.plot(RHOS, [np.mean(accuracy[name, rho]) for rho in RHOS], "o-", color=f"C{i}", label=name)
+    axa.axhline(accuracy[name, math.inf][0], color=f"C{i}", ls=":", lw=1)
+    axa.plot((1.0, 10.0), (previous[name, 1.0], previous[name, 10.0]), "x", color=f"C{i}", ms=8)
+    axa.axhline(accuracy[name, "majority"], color=f"C{i}", ls="--", lw=0.6)
+axa.set(xscale="log", xlabel=r"$\rho$", ylabel="accuracy",
+        title="accuracy vs rho (dotted: non-private, dashed: majority, x: previous)")
+axa.legend(fontsize=8)
 ts = np.arange(1, T_DIG + 1)
 for rho, c in curves.items():
     ax0.plot(ts, c / ts, label=rf"$\rho$ = {rho:g} ($\sigma$ = {digit_sigma(rho):.2f})")
@@ -869,31 +1095,38 @@ assert rng.bit_generator.state == state
 # - **Sensitivity.**  The per-user statistic $(\mathrm{vech}_{\sqrt2}(xx^\top), rx)$ in the chosen arm's
 #   block has $B_0 = \sqrt 2$ against the zero dummy (the learner's $B$) and $3/\sqrt 2 \approx 2.12$
 #   between two users (same arm, contexts at 120°, rewards 1) — more than two disjoint blocks (2).
-# - **Shift.**  The Gram noise is $s_t(G + G^\top)/2$ with $s_t = \sigma\sqrt{\mathrm{popcount}(t)}$;
-#   shifting by $c_t = s_t(2\sqrt d + \sqrt{2\ln(2Kt(t+1)/\delta)})$ makes it positive definite and at least the
-#   exact matrix with probability $\ge 1 - \delta$ (anytime), with radius
-#   $\alpha + S(\sqrt{\lambda + 2c_t} - \sqrt\lambda) + \gamma_t/\sqrt\lambda$; Monte Carlo at $d = 2, 8, 16$
-#   (20,000 draws each) never exceeded the 1% bound more than allowed (0 exceedances; the 99% quantile
-#   is about 60% of the bound), a one-node bound is rejected, and through the tree every step and arm
-#   stayed within the shift.
+# - **Shift.**  The Gram noise is $s_t W/\sqrt 2$ ($W$ a GOE matrix) with $s_t = \sigma\sqrt{\mathrm{popcount}(t)}$;
+#   with $c_t = s_t(\sqrt{2d} + \sqrt{2\ln(3Kt(t+1)/\delta)})$ (Sudakov–Fernique for the expectation, Gaussian
+#   concentration for the tails), with probability $\ge 1 - \delta$ over the tree's noise, for all steps
+#   and arms at once, $\lVert N_a\rVert \le c_t$ and $\lVert h_a\rVert \le \gamma_t$.  The learner shifts by
+#   $2c_t$ ($V_a + c_tI \preceq \tilde V_a \preceq V_a + 3c_tI$ on that event) and uses the radius
+#   $\alpha + S(\sqrt{\lambda + 3c_t} - \sqrt\lambda) + \gamma_t/\sqrt{\lambda + c_t}$; the event enters only
+#   the confidence statement, never privacy or exactness (the noise calibration is unchanged; the
+#   shift is post-processing).  Monte Carlo at $d = 2, 8, 16$ (20,000 draws each): no exceedance of the
+#   1% bound; the expectation alone and a one-node bound are rejected; through the tree every step and
+#   arm stayed within the bound.
 # - **Zero noise** is plain LinUCB: 600 of 600 decisions equal to a loop oracle (and, in the tests, to
 #   MABWiser's LinUCB at $\lambda = 1$).
 # - **Exactness.**  39 two-sample tests (3 positions, 300 runs per world): smallest p-value of the
-#   correct algorithm 0.003 against a Bonferroni level of $2.6\cdot10^{-8}$; always accept, no
+#   correct algorithm of the order of $10^{-2}$ against a Bonferroni level of $2.6\cdot10^{-8}$; always accept, no
 #   reflection and no retrain rejected everywhere ($p \le 10^{-64}$), power 1.00 on sub-batches of 100.
-# - **Cost.**  On digits prefixes the measured retraining frequency and cost match their exact values;
-#   a deletion recomputes about 3% of the steps at $\rho = 0.1$, 9–12% at $\rho = 0.3$ and 21–26% at
-#   $\rho = 1$.
-# - **Digits** ($T = 1797$, $K = 10$, $d = 12$): accuracy 0.82 without noise and at $\rho = 100$,
-#   0.45 at $\rho = 10$, 0.12 (chance 0.10) at $\rho = 1$.  At this size the noise a meaningful
-#   $\rho$ needs swamps the Gram matrices ($c_t$ between 44 and 140 at $\rho = 1$ near the end, against
-#   about 180 pulls per arm): exact unlearning is cheap exactly where learning is hardest; the price falls
-#   as $T$ grows (the shift grows like $\sqrt{\log T}$, the Gram matrices like $T$).
-# - **Speed** (`benchmarks/linucb_speed.py`, JSON in `results/linucb_speed.json`; one core, $K = 10$,
-#   $d = 16$, $T = 10^4$, light tree): about 3,000 steps/s on the development machine (3,600 at
-#   $\sigma = 0$); a deletion at $\rho = 0.3$ took 0.65 s on average (20% of training, 45% of
-#   requests retrained).  Peak memory 240 MB, of which the tree is 26 MB: the run keeps every model
-#   ($K d^2$ numbers per step), which the framework needs to restart from any step.
+# - **Cost.**  On digits prefixes ($T = 256, 512$) the measured retraining frequency and cost match their
+#   exact values; a deletion recomputes a few percent of the steps at $\rho = 0.1$ and about a quarter at
+#   $\rho = 1$ (the table above).
+# - **Accuracy over $\rho$** (section 4e; `benchmarks/linucb_accuracy.py`, 5 runs per point, the
+#   numbers here): on digits ($T = 1797$, $K = 10$, $d = 12$, non-private 0.82) 0.20 at $\rho = 1$ (runs
+#   0.15-0.25; the first design 0.12, chance 0.10), 0.47 at $\rho = 3$ (first design 0.20) and 0.68 at
+#   $\rho = 10$ (0.45); at $\rho = 1$ iris 0.53 (majority class 0.33, first design 0.43), wine 0.47 (0.40,
+#   0.39), breast cancer 0.79 (0.63, 0.69).  At $\rho = 0.3$ digits and wine are still at chance: at these
+#   sizes the noise a meaningful $\rho$ needs swamps the Gram matrices; the price falls as $T$ grows
+#   (the shift grows like $\sqrt{\log T}$, the Gram matrices like $T$).
+# - **Speed** (`benchmarks/linucb_speed.py`, JSON in `benchmarks/measured/linucb_speed.json`; one core,
+#   $K = 10$, $d = 16$, light tree): the loop validates once at the boundary and runs unchecked
+#   internals (outputs bit for bit those of the checked functions).  Against reference loops measured
+#   in the same run: 0.7-0.8 of a plain numpy loop of the same TV-stable algorithm (before: 0.49), and at
+#   $\sigma = 0$ 0.08-0.10 of a Sherman–Morrison loop of plain LinUCB (before: 0.08) — what remains is
+#   the batched inverse and the keyed tree (`benchmarks/measured/README.md` has the profile).  The run keeps every model ($K d^2$ numbers per step), which
+#   the framework needs to restart from any step.
 # - **Not covered here**: a regret bound.  The radius adds to LinUCB's constant $\alpha$ exactly what the
 #   noise costs in OFUL's analysis (section 2c), but $\alpha$ itself stays a tuned constant, as in
 #   LinUCB and MABWiser, rather than OFUL's growing radius.
