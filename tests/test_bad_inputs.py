@@ -184,13 +184,42 @@ EXEMPT: set = {
     "bandit_unlearning.experiments.guarantees.matrix_settings",   # takes no argument: the fixed grid of settings
     "bandit_unlearning.secrecy.allow_secrets",     # takes no argument: the opt-in context for pickling key material
     "bandit_unlearning.secrecy.secrets_allowed",   # takes no argument: whether that context is active
+    "bandit_unlearning.kernel.BlankSeed",          # takes no argument: a seed sequence that holds nothing
+}
+
+
+# Public callables of the unchecked hot path (DESIGN.md, "Validate at the boundary, not in the loop"):
+# they check nothing by contract, their callers validate first.  Each docstring says so in its first
+# word, "Unchecked", which the test after the next holds them to.
+UNCHECKED: set = {
+    "bandit_unlearning.kernel.BlankSeed.generate_state",
+    "bandit_unlearning.kernel.splitmix64_uniform",
+    "bandit_unlearning.kernel.sparse_tables",
+    "bandit_unlearning.kernel.initial_state",
+    "bandit_unlearning.kernel.user_step",
+    "bandit_unlearning.kernel.rollout_lists",
+    "bandit_unlearning.checks.readonly",
+    "bandit_unlearning.exact.learner.run_steps",
+    "bandit_unlearning.rl.ucbvi.paper_bonus_unchecked",
+    "bandit_unlearning.rl.bernstein.run_planned",
 }
 
 
 def test_every_public_callable_has_a_case():
     covered = {case_target(c.func) for c in CASES}
-    missing = sorted(name for target, name in public_targets().items() if target not in covered and name not in EXEMPT)
+    missing = sorted(name for target, name in public_targets().items()
+                     if target not in covered and name not in EXEMPT | UNCHECKED)
     assert not missing, f"{len(missing)} public callables without a bad-input case:\n" + "\n".join(missing)
+
+
+def test_unchecked_callables_say_so():
+    """Every ``UNCHECKED`` entry exists, is public, and its docstring starts with "Unchecked"."""
+    targets = {name: target for target, name in public_targets().items()}
+    assert UNCHECKED <= set(targets), f"not public callables: {sorted(UNCHECKED - set(targets))}"
+    for name in sorted(UNCHECKED):
+        target = targets[name]
+        func = getattr(*target) if isinstance(target, tuple) else target
+        assert (func.__doc__ or "").lstrip().startswith("Unchecked"), f"{name}: docstring must start with 'Unchecked'"
 
 
 # ================================================================================== the table
@@ -1105,7 +1134,7 @@ USERS = bandit.bandit_users(MEANS, 8, seed=1)
 RUN = lr.train(LEARNER, USERS, np.random.default_rng(4))
 RUN_DELETED = lr.unlearn(RUN, 2, np.random.default_rng(5))[0]
 RECORD = lr.unlearn(RUN, 3, np.random.default_rng(5))[1]
-USER = lr.replayable_users(3, 1)[0]
+USER = lr.replayable_users(1, seed=3)[0]
 V("key must be >= 0", lr.ReplayableUser, -1)
 T("key must be an integer", lr.ReplayableUser, 1.5)
 V("key must be < 2\\*\\*128", lr.ReplayableUser, 2**128)
@@ -1116,9 +1145,9 @@ V("address integers must be < 2\\*\\*64", USER.generator, 2**64)
 T("shape must be an integer", USER.uniforms, (2, "3"))
 V("shape must be >= 0", USER.uniforms, -2)
 T("address must be an integer", USER.uniforms, 3, "a")
-V("seed must be >= 0", lr.replayable_users, -1, 3)
-T("n must be an integer", lr.replayable_users, 1, 3.0)
-V("start must be >= 0", lr.replayable_users, 1, 3, -2)
+V("seed must be >= 0", lr.replayable_users, 3, seed=-1)
+T("n must be an integer", lr.replayable_users, 3.0, seed=1)
+V("start must be >= 0", lr.replayable_users, 3, seed=1, start=-2)
 V("d must be >= 1", lr.PrefixSumLearner, 0, 1.0, len, len, None)
 V("sigma must be finite and >= 0", lr.PrefixSumLearner, 2, -1.0, len, len, None)
 T("oracle must be callable", lr.PrefixSumLearner, 2, 1.0, "oracle", len, None)
@@ -1173,10 +1202,10 @@ T("same_model cannot compare models", lr.same_model, SimpleNamespace(w=np.zeros(
 T("run must be a Run", lr.verify_run, LIGHT)
 V("rewards must be a non-empty 1-D array in \\[0, 1\\]", bandit.BanditUser, [0.5, 1.5])
 T("rewards must be an array of numbers", bandit.BanditUser, ["a"])
-V("means must be a non-empty 1-D array in \\[0, 1\\]", bandit.bandit_users, [0.5, 2.0], 3, 1)
-T("means must be an array of numbers", bandit.bandit_users, "0.5", 3, 1)
-T("n must be an integer", bandit.bandit_users, MEANS, 3.0, 1)
-V("seed must be >= 0", bandit.bandit_users, MEANS, 3, -1)
+V("means must be a non-empty 1-D array in \\[0, 1\\]", bandit.bandit_users, [0.5, 2.0], 3, seed=1)
+T("means must be an array of numbers", bandit.bandit_users, "0.5", 3, seed=1)
+T("n must be an integer", bandit.bandit_users, MEANS, 3.0, seed=1)
+V("seed must be >= 0", bandit.bandit_users, MEANS, 3, seed=-1)
 V("model must be a non-empty 1-D vector of UCB indices", bandit.chosen_arm, [])
 V("model must be a non-empty 1-D vector of UCB indices", bandit.chosen_arm, [0.1, NAN])
 T("model must be an array of numbers", bandit.chosen_arm, "w")
@@ -1314,6 +1343,8 @@ V("n_bandits must be >= 1", envs.independent_bandits, 0, 2, 3, 0.1)
 V("seed must lie in", rusers.splitmix64, -1, [0, 1])
 T("index must hold integers", rusers.splitmix64, 0, [0.5])
 V("index must be >= 0", rusers.splitmix64, 0, [-1])
+V("reward_noise must be one of", rusers.check_reward_noise, "gaussian")
+T("reward_noise must be one of", rusers.check_reward_noise, None)
 T("seed must be an integer", rusers.splitmix64, 0.0, [1])
 T("seed must be an integer", rusers.check_seed, True)
 V("seed must lie in \\[0, 18446744073709551615\\]", rusers.check_seed, 2**64)
@@ -1479,10 +1510,10 @@ T("an EpisodeUser key must be an integer", stable.EpisodeUser, "alice")
 T("an EpisodeUser key must be an integer", stable.EpisodeUser, 3.0)
 V(r"an EpisodeUser key must be an integer in \[0, 2\*\*64\)", stable.EpisodeUser, -1)
 V(r"an EpisodeUser key must be an integer in \[0, 2\*\*64\)", stable.EpisodeUser, 2**64)
-T("mdp must be a TabularMDP", stable.population_users, "riverswim", 0, 3)
-V("seed must lie in", stable.population_users, RIVER, -1, 3)
-V("T must be >= 0", stable.population_users, RIVER, 0, -1)
-T("start must be an integer", stable.population_users, RIVER, 0, 3, 1.0)
+T("mdp must be a TabularMDP", stable.population_users, "riverswim", 3, seed=0)
+V("seed must lie in", stable.population_users, RIVER, 3, seed=-1)
+V("T must be >= 0", stable.population_users, RIVER, -1, seed=0)
+T("start must be an integer", stable.population_users, RIVER, 3, seed=0, start=1.0)
 T("config must be a UCBVIConfig", stable.PolicyUpdate, {"S": 3})
 V(r"u must have shape \(120,\)", UPDATE, np.zeros(5), 1, PI)
 T("t must be an integer", UPDATE, np.zeros(120), None, PI)
@@ -1501,8 +1532,8 @@ T("a user must be an EpisodeUser", lr.train, STABLE, ["a", "b"], RNG)
 T("a user must be an EpisodeUser", lr.train, STABLE, [EU, 5], RNG)
 V("T must be >= 0", stable.episode_users, -1)
 T("T must be an integer", stable.episode_users, 3.0)
-T("rng must be a numpy.random.Generator", stable.episode_users, 3, "rng")
-V("rng as a seed must be an integer >= 0", stable.episode_users, 3, -1)
+T("rng must be a numpy.random.Generator", stable.episode_users, 3, rng="rng")
+V("rng as a seed must be an integer >= 0", stable.episode_users, 3, rng=-1)
 T("run must be a Run", stable.run_policies, "run")
 T("run must be a Run", stable.run_regret, "run")
 V("run_regret needs mdp", stable.run_regret, RUN)
@@ -1997,9 +2028,9 @@ V("n must be >= 1", checks.check_count, np.uint8(0), "n", 1)
 T("n must be an integer", checks.check_count, True, "n")
 V("garnet.*the transition table: .* exceed the limit", envs.garnet, 500, 500, 2, 4, RNG)
 V(r"horizon must be <= 100000000", envs.garnet, 3, 2, 2, 2**63, RNG)
-V(r"T must be <= 100000000", stable.episode_users, 10**12, RNG)
-V(r"T must be <= 100000000", stable.population_users, RIVER, 1, 10**12)
-V(r"n must be <= 100000000", lr.replayable_users, 3, 10**12)
+V(r"T must be <= 100000000", stable.episode_users, 10**12, rng=RNG)
+V(r"T must be <= 100000000", stable.population_users, RIVER, 10**12, seed=1)
+V(r"n must be <= 100000000", lr.replayable_users, 10**12, seed=3)
 V(r"T must be <= 100000000", ucbvi.run_ucbvi, RIVER, 10**12)
 V(r"size must be <= 100000000", data.sample_statistics_distribution, MEANS, [0.2, 0.3, 0.5], 5, RNG, 10**12)
 V(r"k must be <= 100000000", tree.draw_node_keys, RNG, 10**12)

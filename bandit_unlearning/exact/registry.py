@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.checks import as_generator, check_instance
-from bandit_unlearning.exact.learner import ZERO_USER, Run, _run_steps, same_model, train, unlearn
-from bandit_unlearning.exact.light_tree import LightTree, _readonly
+from bandit_unlearning.checks import as_generator, check_instance, readonly
+from bandit_unlearning.exact.learner import ZERO_USER, Run, run_steps, same_model, train, unlearn
+from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import (
-    BinaryTree, Node, _decomposition_rows, check_int, coupling_accepts, draw_node_keys, leaf_path, n_nodes,
+    BinaryTree, Node, check_int, coupling_accepts, draw_node_keys, dyadic_decomposition, leaf_path, n_nodes,
     node_at, node_noise, postorder_position, resolve_rng, statistic_dense, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import tv_gaussians
@@ -154,14 +154,14 @@ def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes
         if coupling_accepts(noisy[S], _sum_on(*_light_entries(old, b.start, b.end, {}), S),
                             _sum_on(*_light_entries(old, b.start, b.end, new), S), tree.sigma, rng.random()):
             if S.size:
-                tree._touched[p] = _readonly(np.array(noisy))
+                tree._touched[p] = readonly(np.array(noisy))
                 tree._keys[p] = 0
             accepted.append(b)
             continue
         v_old = old._running_sum(b.start, b.end)
         i_all, v_all = _light_entries(old, b.start, b.end, new)
         v_new = np.bincount(i_all, weights=v_all, minlength=tree.d) if i_all.size else np.zeros(tree.d)
-        tree._touched[p] = _readonly((v_old + v_new) - noisy)  # reflection
+        tree._touched[p] = readonly((v_old + v_new) - noisy)  # reflection
         tree._keys[p] = 0
         regenerated = tuple(a for a in nodes[k + 1:] if a.end == b.end)
         if regenerated:
@@ -366,7 +366,7 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
         r = coupling.restart
         models = list(run.models[:r])
         models.append(learner.update(tree.noisy_prefix_sum(r), r, models[r - 1]))
-        _run_steps(learner, users, tree, models, rng)
+        run_steps(learner, users, tree, models, rng)
         models = tuple(models)
     p_bound, e_bound = _bounds(coupling.nodes, steps, run.T, learner.B, learner.sigma)
     record = UserUnlearnRecord(
@@ -511,7 +511,7 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
             x = learner.statistics(after.users[t - 1], t, after.models[t - 1])
             if not np.array_equal(after.tree.leaf(t), x):
                 raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
-        rows = _decomposition_rows(t)
+        rows = [postorder_position(b) for b in dyadic_decomposition(t)]
         keep = 0
         while keep < min(len(stack), len(rows)) and stack[keep][0] == rows[keep]:
             keep += 1

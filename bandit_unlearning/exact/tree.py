@@ -65,13 +65,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 from scipy.special import erf, erfinv
 from scipy.stats import norm
 
 from bandit_unlearning import checks as _checks
 from bandit_unlearning.checks import as_array, as_generator, as_real_array, check_real, check_count
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
 from bandit_unlearning.secrecy import check_pickle_allowed
 
 
@@ -152,7 +152,7 @@ def node_at(position: int) -> Node:
     return Node(level, (lo >> level) - 1)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 195): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 194): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def nodes_completed_at(t: int) -> tuple:
     """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order)."""
     t = check_int(t, "t", 1)
@@ -197,7 +197,7 @@ def path_length(T: int) -> int:
     return check_int(T, "T", 1).bit_length()
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 281): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 280): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
 def sigma_paper(rho: float, B: float, T: int) -> float:
     """Paper B's noise scale ``sigma = B sqrt(log2 T) / (sqrt(2) rho)`` (Algorithm 2, Theorem 4.1).
 
@@ -262,7 +262,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 442): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 441): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -339,17 +339,8 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 524): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 12 (line 571): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
-_KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
-
-
-class _BlankSeed(ISeedSequence):
-    """Zero words for a bit generator whose state is set from a key right after (``node_noise``):
-    building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
-
-    def generate_state(self, n_words, dtype=np.uint32):
-        return np.zeros(n_words, dtype=dtype)
 
 
 def resolve_rng(rng) -> np.random.Generator:
@@ -369,7 +360,7 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     rng = as_generator(rng)
     width = 8 * KEY_WORDS
     raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
-    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=_KEY_PERSON).digest()
+    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=KEY_PERSON).digest()
                        for i in range(0, len(raw), width))
     return np.frombuffer(digests, dtype="<u8").astype(np.uint64).reshape(k, KEY_WORDS)
 
@@ -399,7 +390,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         return np.zeros(d)
     state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
              "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
-    bits = np.random.SFC64(_BlankSeed())                  # a local of this call (see the docstring)
+    bits = np.random.SFC64(BlankSeed())                  # a local of this call (see the docstring)
     bits.state = state
     bits.random_raw(12)
     z = np.random.Generator(bits).standard_normal(d)
@@ -407,7 +398,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 597): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 14 (line 637): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,

@@ -109,7 +109,7 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     rng = as_generator(rng)
     out = {}
     for T in Ts:
-        users = episode_users(T, rng) if seed is None else population_users(mdp, seed, T)
+        users = episode_users(T, rng=rng) if seed is None else population_users(mdp, T, seed=seed)
         for rho in rhos:
             learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale,
                                    tree_factory=tree_factory)

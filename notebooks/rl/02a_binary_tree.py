@@ -99,7 +99,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 from scipy.special import erf, erfinv
 from scipy.stats import norm
 
@@ -520,18 +519,59 @@ def statistic_sparse(x, d: int, name: str = "x"):
 # Node keys and node noise (*node keys* and *keys are secrets* above): `resolve_rng` gives fresh
 # operating-system entropy by default, `draw_node_keys` hashes three fresh words of the generator per
 # node, and `node_noise` turns a key into the node's Gaussian noise times $\sigma$.
+#
+#
+# The two pieces of key handling that the vectorised runs of chapter B13 share with this tree (the
+# hash personalisation of node keys and the blank seed an SFC64 is built from) live in the package's
+# kernel module, `bandit_unlearning.kernel`, with the counter-based user randomness of chapter B5b.
 
-# %% tags=["export"]
-KEY_WORDS = 3
-_KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
+# %% tags=["export:bandit_unlearning.kernel"]
+"""The package's key and counter kernel: the unchecked hot-path pieces that several modules share.
+
+Contract: nothing here validates its arguments.  Each function assumes what its docstring states
+(integer keys in range, a valid MDP and policy, a known reward-noise mode); the public functions that
+call it (``rl.users``, ``rl.gym``, ``rl.ucbvi``, ``rl.stable``, ``rl.batch``, ``exact.tree``) check
+every argument at their boundary first and then loop over these without re-checking.  A caller
+that skips that check gets wrong values or an arbitrary exception, never a message naming the rule.
+
+* Node keys (chapter B2a): ``KEY_PERSON`` personalises the BLAKE2b hash that turns generator words
+  into node keys; ``BlankSeed`` builds an SFC64 whose state is set from a key right after.
+* Replayable users (chapter B5b): the SplitMix64 constants, the scalar uniform of output ``i``, the
+  stream layout, and a user's step and rollout in a tabular MDP.
+"""
+
+import numpy as np
+from numpy.random.bit_generator import ISeedSequence
+
+KEY_PERSON = b"node key"                         # BLAKE2b personalisation: node keys and nothing else
 
 
-class _BlankSeed(ISeedSequence):
+class BlankSeed(ISeedSequence):
     """Zero words for a bit generator whose state is set from a key right after (``node_noise``):
     building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
 
     def generate_state(self, n_words, dtype=np.uint32):
+        """Unchecked: ``n_words`` zeros of ``dtype`` (the bit generator's state is overwritten next).
+
+        Parameters
+        ----------
+        n_words : int
+            Number of words the bit generator asks for.
+        dtype : numpy dtype
+            ``np.uint32`` or ``np.uint64``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``n_words`` zeros.
+        """
         return np.zeros(n_words, dtype=dtype)
+
+
+# %% tags=["export"]
+from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
+
+KEY_WORDS = 3
 
 
 def resolve_rng(rng) -> np.random.Generator:
@@ -551,7 +591,7 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     rng = as_generator(rng)
     width = 8 * KEY_WORDS
     raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8").tobytes()
-    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=_KEY_PERSON).digest()
+    digests = b"".join(hashlib.blake2b(raw[i:i + width], digest_size=width, person=KEY_PERSON).digest()
                        for i in range(0, len(raw), width))
     return np.frombuffer(digests, dtype="<u8").astype(np.uint64).reshape(k, KEY_WORDS)
 
@@ -581,7 +621,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         return np.zeros(d)
     state = {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
              "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
-    bits = np.random.SFC64(_BlankSeed())                  # a local of this call (see the docstring)
+    bits = np.random.SFC64(BlankSeed())                  # a local of this call (see the docstring)
     bits.state = state
     bits.random_raw(12)
     z = np.random.Generator(bits).standard_normal(d)
