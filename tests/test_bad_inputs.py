@@ -815,7 +815,7 @@ V("behavior must be a probability distribution", im.instance_failure_bounds, 100
 # --- bandit_unlearning.experiments.protocol and paper_a, plots_a
 from bandit_unlearning.experiments import paper_a, plots_a, protocol as proto  # noqa: E402
 
-TRAJ = proto.simulate_trajectories(proto.PAPER_MEANS, "Mf", [100, 200], 3, np.random.default_rng(3))
+TRAJ = proto.simulate_trajectories(data.PAPER_MEANS, "Mf", [100, 200], 3, np.random.default_rng(3))
 QUICK = paper_a.ProtocolA.quick()
 STARTS = [np.zeros((3, 2), dtype=np.int64)]
 V("model must be one of", proto.Trajectories, TRAJ.means, "Mx", TRAJ.prefixes, TRAJ.arm_counts, TRAJ.occurrence_sums)
@@ -827,21 +827,21 @@ V("prefixes must be >= 1", proto.Trajectories, TRAJ.means, "Mf", [0, 200], TRAJ.
 T("arm_counts must hold integers", proto.Trajectories, TRAJ.means, "Mf", TRAJ.prefixes, TRAJ.arm_counts * 1.0,
   TRAJ.occurrence_sums)
 V("means must lie in", proto.Trajectories, [2.0] * 5, "Mf", TRAJ.prefixes, TRAJ.arm_counts, TRAJ.occurrence_sums)
-V(r"arms must lie in \[0, 4\]", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 5]], [[1.0, 0.0]], [2])
-V(r"rewards must lie in \[0, 1\]", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 2.0]], [2])
-V("prefixes must be integers in", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 0.0]], [3])
-V("prefixes must hold integers \\(whole numbers\\)", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]],
+V(r"arms must lie in \[0, 4\]", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 5]], [[1.0, 0.0]], [2])
+V(r"rewards must lie in \[0, 1\]", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 2.0]], [2])
+V("prefixes must be integers in", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 0.0]], [3])
+V("prefixes must hold integers \\(whole numbers\\)", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]],
   [[1.0, 0.0]], [1.5])
-T("model must be one of", proto.trajectories_from_samples, proto.PAPER_MEANS, None, [[0, 1]], [[1.0, 0.0]], [2])
-V("the same shape \\(R, n_max\\)", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]], [[1.0]], [1])
-V("prefixes must be a non-empty list of positive integers", proto.simulate_trajectories, proto.PAPER_MEANS, "Mf", [0],
+T("model must be one of", proto.trajectories_from_samples, data.PAPER_MEANS, None, [[0, 1]], [[1.0, 0.0]], [2])
+V("the same shape \\(R, n_max\\)", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0]], [1])
+V("prefixes must be a non-empty list of positive integers", proto.simulate_trajectories, data.PAPER_MEANS, "Mf", [0],
   2, RNG)
-T("n_replicates must be an integer", proto.simulate_trajectories, proto.PAPER_MEANS, "Mf", [10], True, RNG)
-V("model must be one of", proto.simulate_trajectories, proto.PAPER_MEANS, "Mx", [10], 2, RNG)
-T("rng must be a numpy.random.Generator", proto.simulate_trajectories, proto.PAPER_MEANS, "Md", [10], 2, "rng")
-V(r"c_star \(C\*\) must be finite and > 1", proto.simulate_trajectories, proto.PAPER_MEANS, "Md", [10], 2, RNG,
+T("n_replicates must be an integer", proto.simulate_trajectories, data.PAPER_MEANS, "Mf", [10], True, RNG)
+V("model must be one of", proto.simulate_trajectories, data.PAPER_MEANS, "Mx", [10], 2, RNG)
+T("rng must be a numpy.random.Generator", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, "rng")
+V(r"c_star \(C\*\) must be finite and > 1", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, RNG,
   c_star=0.5)
-V("behavior must be a probability distribution", proto.simulate_trajectories, proto.PAPER_MEANS, "Md", [10], 2, RNG,
+V("behavior must be a probability distribution", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, RNG,
   behavior=[0.5] * 5)
 T("traj must be a Trajectories", proto.consecutive_deletions, "traj", 0, 0, 5, 2, RNG)
 V(r"prefix must lie in \[0, 1\]", proto.consecutive_deletions, TRAJ, 2, 0, 5, 2, RNG)
@@ -1091,8 +1091,6 @@ T("rows must be an array of numbers", tree.fold_rows, [np.zeros(2), "ab"])
 V(r"t must lie in \[1, 4\]", tree.PathCoupling, 5, 4, (), (), None, (), 4)
 V(r"restart must lie in \[0, 4\]", tree.PathCoupling, 1, 4, (), (), None, (), 5)
 T("n_leaves must be an integer", tree.PathCoupling, 1, 4.0, (), (), None, (), 4)
-T("rng must be a numpy.random.Generator", tree.resolve_rng, "rng")
-V("rng as a seed must be an integer >= 0", tree.resolve_rng, -1)
 for cls, obj in ((tree.BinaryTree, DENSE), (lt.LightTree, LIGHT)):
     V("d must be >= 1", cls, 0, 1.0)
     T("d must be an integer", cls, 2.0, 1.0)
@@ -1777,8 +1775,6 @@ from bandit_unlearning.mab import model as mmodel  # noqa: E402
 MMODEL = mmodel.LCBModel.fit(["a", "b", "a", "b"], [1.0, 0.0, 1.0, 0.5], users=["u", "v", "w", "u"],
                              rng=np.random.default_rng(7))
 MODEL_FILE = Path(_TMP.name) / "model.npz"
-T("rng must be a numpy.random.Generator", mmodel.make_rng, "rng")
-V("rng as a seed must be an integer >= 0", mmodel.make_rng, -3)
 V("epsilon must", mmodel.gdp_budget, 0.0, 1e-5)
 V("delta must", mmodel.gdp_budget, 1.0, 2.0)
 V("mu must be finite and >= 0", mmodel.gdp_delta, -1.0, 1.0)

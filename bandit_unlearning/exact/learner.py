@@ -52,7 +52,7 @@ import numpy as np
 
 from bandit_unlearning.checks import check_count, as_real_array, as_generator, check_callable, check_instance, check_real
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at, resolve_rng
+from bandit_unlearning.exact.tree import check_int, check_positive, n_nodes, node_at
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 from bandit_unlearning.secrecy import check_pickle_allowed
 
@@ -440,7 +440,7 @@ def unlearn(run: Run, t: int, rng: np.random.Generator | None = None, dummy=ZERO
     t = check_int(t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
         learner.check_user(dummy)

@@ -49,7 +49,6 @@ __all__ = [
     "statistic_dense",
     "statistic_sparse",
     "KEY_WORDS",
-    "resolve_rng",
     "draw_node_keys",
     "node_noise",
     "coupling_accepts",
@@ -343,14 +342,6 @@ def statistic_sparse(x, d: int, name: str = "x"):
 KEY_WORDS = 3
 
 
-def resolve_rng(rng) -> np.random.Generator:
-    """The generator to draw from, by the package's one rule (``checks.as_generator``): ``rng`` itself,
-    for ``None`` a new generator seeded from the operating system's entropy, for an int seed >= 0
-    ``np.random.default_rng(seed)`` (the caller's opt-in for reproducibility; the seed is then key
-    material).  Anything else: ``TypeError`` naming ``rng``."""
-    return as_generator(rng, "rng")
-
-
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
     (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
@@ -398,7 +389,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 14 (line 637): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 14 (line 629): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,

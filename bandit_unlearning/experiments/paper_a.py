@@ -31,17 +31,15 @@ import numpy as np
 from bandit_unlearning.checks import (
     as_generator, check_bool, check_choice, check_instance, check_int, check_int_array, check_real,
 )
-from bandit_unlearning.experiments.protocol import (
-    PAPER_MEANS, Trajectories, consecutive_deletions, run_sums, simulate_trajectories,
-)
-from bandit_unlearning.mab.data import check_means
+from bandit_unlearning.experiments.protocol import Trajectories, consecutive_deletions, run_sums, simulate_trajectories
+from bandit_unlearning.mab.data import PAPER_MEANS, check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 11 (line 275): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 11 (line 273): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
@@ -105,7 +103,7 @@ class ProtocolA:
         return d
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 13 (line 366): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 13 (line 362): "2. The engine" ---
 _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
@@ -248,7 +246,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 514): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 510): "2. The engine" ---
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)

@@ -10,7 +10,6 @@ O(1) per replicate, so a whole sweep over N and k never touches individual sampl
 """
 
 __all__ = [
-    "PAPER_MEANS",
     "Trajectories",
     "trajectories_from_samples",
     "simulate_trajectories",
@@ -30,9 +29,6 @@ from bandit_unlearning.mab.data import check_distribution, check_means, concentr
 
 
 # --- from notebooks/mab/08a_paper_experiments.py, cell 4 (line 71): "1. Trajectories with prefix sharing" ---
-PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
-
-
 @dataclass(frozen=True)
 class Trajectories:
     """``R`` trajectories of length ``n_max``: ``occurrence_sums[r, a, j]`` is the reward sum of the
@@ -127,7 +123,7 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     return trajectories_from_samples(means, model, arms, rewards, prefixes)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 190): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 188): "1. Trajectories with prefix sharing" ---
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).

@@ -48,7 +48,7 @@ from bandit_unlearning.mab.data import OfflineDataset, check_distribution, resto
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 71): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 70): "2. Implementation" ---
 MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
 MAX_PAIR_ENTRIES = 20_000_000     # (dataset, request, arm) entries ``output_distributions_uniform_deletion`` may build
 
@@ -77,7 +77,7 @@ def most_frequent_arm(counts):
     return int(arms) if arms.ndim == 0 else arms
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 131): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 130): "2. Implementation" ---
 @dataclass(frozen=True)
 class ImitationState:
     """The stored statistic T(D) of the imitation learner: the per-arm counts ``N(a)`` (total > 0)."""
@@ -157,7 +157,7 @@ def unlearn_imitation(state: ImitationState, request) -> ImitationState:
     return ImitationState(state.counts - k)
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 216): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 215): "2. Implementation" ---
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise."""
@@ -251,7 +251,7 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 314): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 313): "2. Implementation" ---
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)

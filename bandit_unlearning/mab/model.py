@@ -13,7 +13,6 @@ as saving does.  tau and the arm set are fixed at fit.
 """
 
 __all__ = [
-    "make_rng",
     "gdp_budget",
     "gdp_delta",
     "request_mus",
@@ -62,13 +61,6 @@ from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_de
 
 
 # --- from notebooks/mab/09a_deletion_stream.py, cell 5 (line 156): "2.1 The accountant" ---
-def make_rng(rng) -> np.random.Generator:
-    """A numpy Generator as is; ``None``: fresh OS entropy; an int >= 0: an explicit, reproducible seed
-    (key material: whoever knows it can subtract the noise).  The package's one rule:
-    ``checks.as_generator``."""
-    return as_generator(rng, "rng")
-
-
 def gdp_budget(epsilon, delta) -> float:
     """The largest ``mu`` whose Gaussian-DP pair is (epsilon, delta)-close: ``delta_mu(epsilon) <= delta``.
 
@@ -128,7 +120,7 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 265): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 258): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
@@ -169,7 +161,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 347): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 340): "2.3 The model" ---
 METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
@@ -416,7 +408,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 607): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 600): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -557,7 +549,7 @@ class LCBModel:
             epsilon, delta = float(epsilon), float(delta)
         elif not (epsilon is None and delta is None and sigma is None):
             raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
-        rng = make_rng(rng)
+        rng = as_generator(rng)
         return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
                    users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
@@ -845,7 +837,7 @@ class LCBModel:
         return record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 1048): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 1041): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -985,7 +977,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1241): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 1234): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1204,7 +1196,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1468): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 1461): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1551,7 +1543,7 @@ def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     -------
     LCBModel
     """
-    rng = make_rng(rng)
+    rng = as_generator(rng)
     key = _check_key(key)
     size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
     stages = _Stages(progress, ("read", "digests", "statistics", "log", "rows", "model"), "load", size)

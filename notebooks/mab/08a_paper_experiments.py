@@ -86,8 +86,6 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.mab.data import check_distribution, check_means, concentrability_behavior
 
-PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
-
 
 @dataclass(frozen=True)
 class Trajectories:
@@ -238,7 +236,7 @@ from bandit_unlearning.experiments.protocol import *  # noqa: F403  (the module 
 # equals the sum of the explicitly located deleted rewards.
 
 # %%
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import PAPER_MEANS, OfflineDataset
 
 m = 5
 arms_raw = rng.integers(0, m, size=(6, 400))
@@ -285,10 +283,8 @@ import numpy as np
 from bandit_unlearning.checks import (
     as_generator, check_bool, check_choice, check_instance, check_int, check_int_array, check_real,
 )
-from bandit_unlearning.experiments.protocol import (
-    PAPER_MEANS, Trajectories, consecutive_deletions, run_sums, simulate_trajectories,
-)
-from bandit_unlearning.mab.data import check_means
+from bandit_unlearning.experiments.protocol import Trajectories, consecutive_deletions, run_sums, simulate_trajectories
+from bandit_unlearning.mab.data import PAPER_MEANS, check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds

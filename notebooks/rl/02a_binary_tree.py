@@ -369,7 +369,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 # the clean value: the privacy of the tree *is* the secrecy of its keys (and of whatever generates
 # them).  Three rules follow.
 # - **Fresh entropy by default.** Every function that draws takes `rng=None`, which means a new
-#   generator seeded from the operating system's entropy (`resolve_rng`, i.e.
+#   generator seeded from the operating system's entropy (the package's one rule, `checks.as_generator`:
 #   `np.random.default_rng()`).  Passing a seeded generator is an explicit opt-in for reproducible
 #   research — the notebooks do it so that their outputs can be checked — and then **the seed is key
 #   material**: anyone who learns or guesses it (seed 0, a date, a small integer) regenerates every
@@ -516,7 +516,7 @@ def statistic_sparse(x, d: int, name: str = "x"):
 
 
 # %% [markdown]
-# Node keys and node noise (*node keys* and *keys are secrets* above): `resolve_rng` gives fresh
+# Node keys and node noise (*node keys* and *keys are secrets* above): `checks.as_generator` gives fresh
 # operating-system entropy by default, `draw_node_keys` hashes three fresh words of the generator per
 # node, and `node_noise` turns a key into the node's Gaussian noise times $\sigma$.
 #
@@ -572,14 +572,6 @@ class BlankSeed(ISeedSequence):
 from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
 
 KEY_WORDS = 3
-
-
-def resolve_rng(rng) -> np.random.Generator:
-    """The generator to draw from, by the package's one rule (``checks.as_generator``): ``rng`` itself,
-    for ``None`` a new generator seeded from the operating system's entropy, for an int seed >= 0
-    ``np.random.default_rng(seed)`` (the caller's opt-in for reproducibility; the seed is then key
-    material).  Anything else: ``TypeError`` naming ``rng``."""
-    return as_generator(rng, "rng")
 
 
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:

@@ -208,7 +208,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:                                # not imported at run time: rl.mdp imports the package's rl part
     from bandit_unlearning.rl.mdp import TabularMDP
 
-_SPARSE = weakref.WeakKeyDictionary()
+_SPARSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # per MDP object, weakly
 
 
 def sparse_tables(mdp: "TabularMDP") -> tuple:

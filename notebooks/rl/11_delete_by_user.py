@@ -117,7 +117,7 @@ from bandit_unlearning.exact.learner import ZERO_USER, Run, run_steps, same_mode
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import (
     BinaryTree, Node, check_int, coupling_accepts, draw_node_keys, dyadic_decomposition, leaf_path, n_nodes,
-    node_at, node_noise, postorder_position, resolve_rng, statistic_dense, statistic_sparse,
+    node_at, node_noise, postorder_position, statistic_dense, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
@@ -425,7 +425,7 @@ def unlearn_steps(run: Run, steps, rng: np.random.Generator | None = None, dummy
     check_instance(run, Run, "run")
     steps = _check_steps(run, steps)
     check_instance(retrain_if_cheaper, bool, "retrain_if_cheaper")
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
         learner.check_user(dummy)
@@ -479,7 +479,7 @@ def unlearn_user(run: Run, user, rng=None, dummy=ZERO_USER, key=None, retrain_if
     ``T - steps[0]`` steps, or from scratch when that is cheaper in the worst case
     (``retrain_if_cheaper``, see ``unlearn_steps``)."""
     steps = _user_request(run, user, dummy, key)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     new, record = unlearn_steps(run, steps, rng, dummy=dummy, retrain_if_cheaper=retrain_if_cheaper,
                                 node_cost=node_cost)
     if user_steps(new, user, key):                 # the registry must have forgotten the user
@@ -492,7 +492,7 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
     order, each call free to retrain from its own rejection (up to one retraining per step).
     Returns ``(new_run, records)``, one ``UnlearnRecord`` per step."""
     steps = _user_request(run, user, dummy, key)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     records = []
     for t in steps:
         run, record = unlearn(run, t, rng, dummy=dummy)
