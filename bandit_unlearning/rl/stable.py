@@ -19,7 +19,7 @@ generator, a reproducible opt-in); ``population_users(mdp, seed, T)`` reproduces
 """
 
 __all__ = [
-    "CALIBRATIONS",
+    "SIGMA_CALIBRATIONS",
     "stable_sigma",
     "EpisodeUser",
     "episode_users",
@@ -58,7 +58,7 @@ from bandit_unlearning.rl.users import check_reward_noise, check_seed
 
 
 # --- from notebooks/rl/07a_stable_ucbvi.py, cell 4 (line 135): "3. Implementation" ---
-CALIBRATIONS = ("paper", "exact")
+SIGMA_CALIBRATIONS = ("paper", "exact")          # the tree's sigma rules (chapter B2a): sigma_paper, sigma_exact
 
 
 def _check_mdp(mdp) -> TabularMDP:
@@ -71,7 +71,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, erratum E8):
     ``sigma_paper(rho, B, T)`` (Theorem 4.1; needs ``T >= 2``) or ``sigma_exact(rho, B, T)``
     (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private)."""
-    check_choice(calibration, "calibration", CALIBRATIONS)
+    check_choice(calibration, "calibration", SIGMA_CALIBRATIONS)
     H, T = check_int(H, "H", 1), check_int(T, "T", 1)
     if isinstance(rho, (int, float, np.integer, np.floating)) and not isinstance(rho, bool) and rho == math.inf:
         return 0.0
