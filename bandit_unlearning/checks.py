@@ -72,6 +72,7 @@ __all__ = [
     "check_count",
     "SIZE_LIMIT",
     "refused",
+    "readonly",
 ]
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -358,3 +359,22 @@ def check_count(value, name: str, low: int | None = 0, high: int | None = None) 
         raise ValueError(f"{name} must be <= {SIZE_LIMIT} (bandit_unlearning.checks.SIZE_LIMIT: sizes an array or "
                          f"a loop; raise the limit to allow more), got {value}")
     return value
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """Unchecked: ``a`` itself, made read-only (``a.setflags(write=False)``), for an array its caller has just built
+    and is about to store in a frozen result.  Not a check (it sets a flag on what it is given), so never
+    call it on an array a caller passed in.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        A new array owned by the caller.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``a``, no longer writeable.
+    """
+    a.setflags(write=False)
+    return a

@@ -51,6 +51,7 @@ HEARTBEAT_S = 30.0          # a line on stderr at least this often while an expe
 
 def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
     from bandit_unlearning.experiments.lemma31 import lemma31_curve, plot_lemma31
+    from bandit_unlearning.mab.data import PAPER_MEANS
 
     ns = [250, 500, 1000, 2000, 4000, 8000, 16000]
     reps = 200_000 if scale == "paper" else 20_000
@@ -63,7 +64,7 @@ def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
     panels = [{"id": "lemma31", "model": model, "vary": "N", "x": ns,
                "methods": {"LCB": curve[model], "Lemma 3.1 bound": curve[f"{model} bound"]},
                "stderr": {"LCB": curve[f"{model} stderr"]}} for model in ("Mf", "Md")]
-    protocol = {"means": [0.10, 0.08, 0.06, 0.04, 0.02], "tau": "1/N", "replicates": reps,
+    protocol = {"means": list(PAPER_MEANS), "tau": "1/N", "replicates": reps,
                 "Mf": "equal counts N/5", "Md": "behaviour policy with C* = 5"}
     return {"experiment": "lemma31", "protocol": protocol, "panels": panels}
 

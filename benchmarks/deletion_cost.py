@@ -87,7 +87,7 @@ def _learners(quick: bool):
         f"TV-stable UCB-VI ({mdp.name}, H = {mdp.H})": (
             (32,) if quick else (32, 128),
             lambda rho, T: stable_ucbvi(mdp, T, rho),
-            lambda T, seed: episode_users(T, np.random.default_rng(seed))),
+            lambda T, seed: episode_users(T, rng=np.random.default_rng(seed))),
     }
 
 

@@ -42,7 +42,7 @@ def main(argv=None):
     user_seed = int(rng.integers(2**63))
     mdp, T, sigma, positions = riverswim(horizon=3), 16, 0.5, (1, 6, 16)
     learner = stable_ucbvi(mdp, T, sigma=sigma, bonus_kind="noisy_bernstein")
-    users = population_users(mdp, user_seed, T)
+    users = population_users(mdp, T, seed=user_seed)
     cache, categorical = {}, ("final policy",)
     start = time.perf_counter()
     samples = {t: {"D": [], "U": [], **{bug: [] for bug in VARIANTS}} for t in positions}

@@ -111,7 +111,7 @@ def stable(mdp, T: int, seeds, rho: float, kind: str, pooled: bool) -> dict:
     regrets, seconds = [], []
     for seed in seeds:
         learner = stable_ucbvi(mdp, T, rho, bonus_kind=kind, pooled=pooled, reward_noise=NOISE)
-        users = population_users(mdp, seed, T)
+        users = population_users(mdp, T, seed=seed)
         start = time.perf_counter()
         run = train(learner, users, np.random.default_rng(seed))
         seconds.append(time.perf_counter() - start)
@@ -124,7 +124,7 @@ def reach(mdp, T: int, rho: float, kind: str, pooled: bool, window: int, v_star:
     """First episode where the mean regret of the last ``window`` episodes is <= 0.1 V*."""
     learner = stable_ucbvi(mdp, T, rho, bonus_kind=kind, pooled=pooled, reward_noise=NOISE)
     start = time.perf_counter()
-    run = train(learner, population_users(mdp, seed, T), np.random.default_rng(seed))
+    run = train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(seed))
     seconds = time.perf_counter() - start
     per_episode = run_regret(run)
     moving = np.convolve(per_episode, np.ones(window) / window, mode="valid")

@@ -53,7 +53,7 @@ def policies_of(mdp, T, rho, kind, seed, reward_noise="bernoulli"):
         pol = run_ucbvi(mdp, T, seed=seed, bonus_kind=kind, pooled=True, reward_noise=reward_noise).policies
     else:
         learner = stable_ucbvi(mdp, T, rho, bonus_kind=kind, pooled=True, reward_noise=reward_noise)
-        pol = run_policies(train(learner, population_users(mdp, seed, T), np.random.default_rng(seed)))
+        pol = run_policies(train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(seed)))
     return pol, time.perf_counter() - start
 
 

@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from bandit_unlearning.experiments.paper_a import ProtocolA, request_losses
-from bandit_unlearning.experiments.protocol import PAPER_MEANS, consecutive_deletions, trajectories_from_samples
+from bandit_unlearning.experiments.protocol import consecutive_deletions, trajectories_from_samples
+from bandit_unlearning.mab.data import PAPER_MEANS
 from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest

@@ -103,9 +103,9 @@ def stable_speed(mdp, T: int, rho: float, repeats: int, seed: int, tree) -> dict
     """Best-of-``repeats`` episodes/s of TV-stable UCB-VI (``train`` over ``T`` episodes), all
     measurements, and the profile shares of one extra (profiled) run."""
     learner = stable_ucbvi(mdp, T, rho, tree_factory=tree)
-    users = population_users(mdp, seed, T)
+    users = population_users(mdp, T, seed=seed)
     rng = np.random.default_rng(seed)
-    train(stable_ucbvi(mdp, min(T, 64), rho, tree_factory=tree), population_users(mdp, seed, min(T, 64)), rng)  # warm-up
+    train(stable_ucbvi(mdp, min(T, 64), rho, tree_factory=tree), population_users(mdp, min(T, 64), seed=seed), rng)  # warm-up
     rates = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -130,7 +130,7 @@ def stable_peak_memory_mb(mdp, T: int, rho: float, seed: int, tree) -> float:
     learner = stable_ucbvi(mdp, T, rho, tree_factory=tree)
     tracemalloc.start()
     try:
-        train(learner, population_users(mdp, seed, T), np.random.default_rng(seed))
+        train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(seed))
         return tracemalloc.get_traced_memory()[1] / 2 ** 20
     finally:
         tracemalloc.stop()
@@ -142,7 +142,7 @@ def unlearning_cost(mdp, T: int, rho: float, requests: int, seed: int, tree) -> 
     learner = stable_ucbvi(mdp, T, rho, tree_factory=tree)
     rng = np.random.default_rng(seed + 1)
     start = time.perf_counter()
-    run = train(learner, population_users(mdp, seed, T), rng)
+    run = train(learner, population_users(mdp, T, seed=seed), rng)
     t_train = time.perf_counter() - start
     expected, realised, times = [], [], []
     for t in rng.integers(1, T + 1, size=requests):
@@ -182,7 +182,7 @@ def batch_speed(mdp, T: int, seed: int, populations: int = 3) -> dict:
             policies = run_ucbvi(mdp, T, seed=pop, bonus_scale=sc).policies
         else:
             learner = stable_ucbvi(mdp, T, rho, bonus_scale=sc)
-            policies = np.array(train(learner, population_users(mdp, pop, T), np.random.default_rng(b)).models[:-1])
+            policies = np.array(train(learner, population_users(mdp, T, seed=pop), np.random.default_rng(b)).models[:-1])
         single_s += time.perf_counter() - start
         equal &= bool(np.array_equal(policies, batch.policies[b]))
     single_rate = len(sample) * T / single_s

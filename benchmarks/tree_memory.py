@@ -54,10 +54,10 @@ def worker(tree_name: str, T: int, rho: float, seed: int) -> dict:
 
     cls = {"light": LightTree, "dense": BinaryTree}[tree_name]
     mdp = gridworld(horizon=10)
-    train(stable_ucbvi(mdp, 64, rho, tree_factory=cls), population_users(mdp, seed, 64), np.random.default_rng(seed))
+    train(stable_ucbvi(mdp, 64, rho, tree_factory=cls), population_users(mdp, 64, seed=seed), np.random.default_rng(seed))
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     learner = stable_ucbvi(mdp, T, rho, tree_factory=cls)
-    users = population_users(mdp, seed, T)
+    users = population_users(mdp, T, seed=seed)
     start = time.perf_counter()
     run = train(learner, users, np.random.default_rng(seed + 1))
     seconds = time.perf_counter() - start

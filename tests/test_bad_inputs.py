@@ -185,13 +185,44 @@ EXEMPT: set = {
     "bandit_unlearning.secrecy.allow_secrets",     # takes no argument: the opt-in context for pickling key material
     "bandit_unlearning.secrecy.secrets_allowed",   # takes no argument: whether that context is active
     "bandit_unlearning.protocol.implementations",  # takes no argument: the registered (state, request) pairs
+    "bandit_unlearning.kernel.BlankSeed",          # takes no argument: a seed sequence that holds nothing
+}
+
+
+# Public callables of the unchecked hot path (DESIGN.md, "Validate at the boundary, not in the loop"):
+# they check nothing by contract, their callers validate first.  Each docstring says so in its first
+# word, "Unchecked", which the test after the next holds them to.
+UNCHECKED: set = {
+    "bandit_unlearning.kernel.BlankSeed.generate_state",
+    "bandit_unlearning.kernel.splitmix64_uniform",
+    "bandit_unlearning.kernel.sparse_tables",
+    "bandit_unlearning.kernel.initial_state",
+    "bandit_unlearning.kernel.user_step",
+    "bandit_unlearning.kernel.rollout_lists",
+    "bandit_unlearning.checks.readonly",
+    "bandit_unlearning.exact.learner.run_steps",
+    "bandit_unlearning.rl.ucbvi.paper_bonus_unchecked",
+    "bandit_unlearning.rl.bernstein.run_planned",
+    "bandit_unlearning.experiments.protocol.deletion_starts_unchecked",
+    "bandit_unlearning.experiments.protocol.run_sums_unchecked",
 }
 
 
 def test_every_public_callable_has_a_case():
     covered = {case_target(c.func) for c in CASES}
-    missing = sorted(name for target, name in public_targets().items() if target not in covered and name not in EXEMPT)
+    missing = sorted(name for target, name in public_targets().items()
+                     if target not in covered and name not in EXEMPT | UNCHECKED)
     assert not missing, f"{len(missing)} public callables without a bad-input case:\n" + "\n".join(missing)
+
+
+def test_unchecked_callables_say_so():
+    """Every ``UNCHECKED`` entry exists, is public, and its docstring starts with "Unchecked"."""
+    targets = {name: target for target, name in public_targets().items()}
+    assert UNCHECKED <= set(targets), f"not public callables: {sorted(UNCHECKED - set(targets))}"
+    for name in sorted(UNCHECKED):
+        target = targets[name]
+        func = getattr(*target) if isinstance(target, tuple) else target
+        assert (func.__doc__ or "").lstrip().startswith("Unchecked"), f"{name}: docstring must start with 'Unchecked'"
 
 
 # ================================================================================== the table
@@ -804,7 +835,7 @@ V("behavior must be a probability distribution", im.instance_failure_bounds, 100
 # --- bandit_unlearning.experiments.protocol and paper_a, plots_a
 from bandit_unlearning.experiments import paper_a, plots_a, protocol as proto  # noqa: E402
 
-TRAJ = proto.simulate_trajectories(proto.PAPER_MEANS, "Mf", [100, 200], 3, np.random.default_rng(3))
+TRAJ = proto.simulate_trajectories(data.PAPER_MEANS, "Mf", [100, 200], 3, np.random.default_rng(3))
 QUICK = paper_a.ProtocolA.quick()
 STARTS = [np.zeros((3, 2), dtype=np.int64)]
 V("model must be one of", proto.Trajectories, TRAJ.means, "Mx", TRAJ.prefixes, TRAJ.arm_counts, TRAJ.occurrence_sums)
@@ -816,21 +847,21 @@ V("prefixes must be >= 1", proto.Trajectories, TRAJ.means, "Mf", [0, 200], TRAJ.
 T("arm_counts must hold integers", proto.Trajectories, TRAJ.means, "Mf", TRAJ.prefixes, TRAJ.arm_counts * 1.0,
   TRAJ.occurrence_sums)
 V("means must lie in", proto.Trajectories, [2.0] * 5, "Mf", TRAJ.prefixes, TRAJ.arm_counts, TRAJ.occurrence_sums)
-V(r"arms must lie in \[0, 4\]", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 5]], [[1.0, 0.0]], [2])
-V(r"rewards must lie in \[0, 1\]", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 2.0]], [2])
-V("prefixes must be integers in", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 0.0]], [3])
-V("prefixes must hold integers \\(whole numbers\\)", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]],
+V(r"arms must lie in \[0, 4\]", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 5]], [[1.0, 0.0]], [2])
+V(r"rewards must lie in \[0, 1\]", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 2.0]], [2])
+V("prefixes must be integers in", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 0.0]], [3])
+V("prefixes must hold integers \\(whole numbers\\)", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]],
   [[1.0, 0.0]], [1.5])
-T("model must be one of", proto.trajectories_from_samples, proto.PAPER_MEANS, None, [[0, 1]], [[1.0, 0.0]], [2])
-V("the same shape \\(R, n_max\\)", proto.trajectories_from_samples, proto.PAPER_MEANS, "Mf", [[0, 1]], [[1.0]], [1])
-V("prefixes must be a non-empty list of positive integers", proto.simulate_trajectories, proto.PAPER_MEANS, "Mf", [0],
+T("model must be one of", proto.trajectories_from_samples, data.PAPER_MEANS, None, [[0, 1]], [[1.0, 0.0]], [2])
+V("the same shape \\(R, n_max\\)", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0]], [1])
+V("prefixes must be a non-empty list of positive integers", proto.simulate_trajectories, data.PAPER_MEANS, "Mf", [0],
   2, RNG)
-T("n_replicates must be an integer", proto.simulate_trajectories, proto.PAPER_MEANS, "Mf", [10], True, RNG)
-V("model must be one of", proto.simulate_trajectories, proto.PAPER_MEANS, "Mx", [10], 2, RNG)
-T("rng must be a numpy.random.Generator", proto.simulate_trajectories, proto.PAPER_MEANS, "Md", [10], 2, "rng")
-V(r"c_star \(C\*\) must be finite and > 1", proto.simulate_trajectories, proto.PAPER_MEANS, "Md", [10], 2, RNG,
+T("n_replicates must be an integer", proto.simulate_trajectories, data.PAPER_MEANS, "Mf", [10], True, RNG)
+V("model must be one of", proto.simulate_trajectories, data.PAPER_MEANS, "Mx", [10], 2, RNG)
+T("rng must be a numpy.random.Generator", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, "rng")
+V(r"c_star \(C\*\) must be finite and > 1", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, RNG,
   c_star=0.5)
-V("behavior must be a probability distribution", proto.simulate_trajectories, proto.PAPER_MEANS, "Md", [10], 2, RNG,
+V("behavior must be a probability distribution", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, RNG,
   behavior=[0.5] * 5)
 T("traj must be a Trajectories", proto.consecutive_deletions, "traj", 0, 0, 5, 2, RNG)
 V(r"prefix must lie in \[0, 1\]", proto.consecutive_deletions, TRAJ, 2, 0, 5, 2, RNG)
@@ -1080,8 +1111,6 @@ T("rows must be an array of numbers", tree.fold_rows, [np.zeros(2), "ab"])
 V(r"t must lie in \[1, 4\]", tree.PathCoupling, 5, 4, (), (), None, (), 4)
 V(r"restart must lie in \[0, 4\]", tree.PathCoupling, 1, 4, (), (), None, (), 5)
 T("n_leaves must be an integer", tree.PathCoupling, 1, 4.0, (), (), None, (), 4)
-T("rng must be a numpy.random.Generator", tree.resolve_rng, "rng")
-V("rng as a seed must be an integer >= 0", tree.resolve_rng, -1)
 for cls, obj in ((tree.BinaryTree, DENSE), (lt.LightTree, LIGHT)):
     V("d must be >= 1", cls, 0, 1.0)
     T("d must be an integer", cls, 2.0, 1.0)
@@ -1123,7 +1152,7 @@ USERS = bandit.bandit_users(MEANS, 8, seed=1)
 RUN = lr.train(LEARNER, USERS, np.random.default_rng(4))
 RUN_DELETED = unlearn(RUN, protocol.DeleteStep(2), rng=np.random.default_rng(5))[0]
 RECORD = unlearn(RUN, protocol.DeleteStep(3), rng=np.random.default_rng(5))[1]
-USER = lr.replayable_users(3, 1)[0]
+USER = lr.replayable_users(1, seed=3)[0]
 V("key must be >= 0", lr.ReplayableUser, -1)
 T("key must be an integer", lr.ReplayableUser, 1.5)
 V("key must be < 2\\*\\*128", lr.ReplayableUser, 2**128)
@@ -1134,9 +1163,9 @@ V("address integers must be < 2\\*\\*64", USER.generator, 2**64)
 T("shape must be an integer", USER.uniforms, (2, "3"))
 V("shape must be >= 0", USER.uniforms, -2)
 T("address must be an integer", USER.uniforms, 3, "a")
-V("seed must be >= 0", lr.replayable_users, -1, 3)
-T("n must be an integer", lr.replayable_users, 1, 3.0)
-V("start must be >= 0", lr.replayable_users, 1, 3, -2)
+V("seed must be >= 0", lr.replayable_users, 3, seed=-1)
+T("n must be an integer", lr.replayable_users, 3.0, seed=1)
+V("start must be >= 0", lr.replayable_users, 3, seed=1, start=-2)
 V("d must be >= 1", lr.PrefixSumLearner, 0, 1.0, len, len, None)
 V("sigma must be finite and >= 0", lr.PrefixSumLearner, 2, -1.0, len, len, None)
 T("oracle must be callable", lr.PrefixSumLearner, 2, 1.0, "oracle", len, None)
@@ -1196,10 +1225,10 @@ T("same_model cannot compare models", lr.same_model, SimpleNamespace(w=np.zeros(
 T("no check exists for a LightTree state", verify, LIGHT)
 V("rewards must be a non-empty 1-D array in \\[0, 1\\]", bandit.BanditUser, [0.5, 1.5])
 T("rewards must be an array of numbers", bandit.BanditUser, ["a"])
-V("means must be a non-empty 1-D array in \\[0, 1\\]", bandit.bandit_users, [0.5, 2.0], 3, 1)
-T("means must be an array of numbers", bandit.bandit_users, "0.5", 3, 1)
-T("n must be an integer", bandit.bandit_users, MEANS, 3.0, 1)
-V("seed must be >= 0", bandit.bandit_users, MEANS, 3, -1)
+V("means must be a non-empty 1-D array in \\[0, 1\\]", bandit.bandit_users, [0.5, 2.0], 3, seed=1)
+T("means must be an array of numbers", bandit.bandit_users, "0.5", 3, seed=1)
+T("n must be an integer", bandit.bandit_users, MEANS, 3.0, seed=1)
+V("seed must be >= 0", bandit.bandit_users, MEANS, 3, seed=-1)
 V("model must be a non-empty 1-D vector of UCB indices", bandit.chosen_arm, [])
 V("model must be a non-empty 1-D vector of UCB indices", bandit.chosen_arm, [0.1, NAN])
 T("model must be an array of numbers", bandit.chosen_arm, "w")
@@ -1337,6 +1366,8 @@ V("n_bandits must be >= 1", envs.independent_bandits, 0, 2, 3, 0.1)
 V("seed must lie in", rusers.splitmix64, -1, [0, 1])
 T("index must hold integers", rusers.splitmix64, 0, [0.5])
 V("index must be >= 0", rusers.splitmix64, 0, [-1])
+V("reward_noise must be one of", rusers.check_reward_noise, "gaussian")
+T("reward_noise must be one of", rusers.check_reward_noise, None)
 T("seed must be an integer", rusers.splitmix64, 0.0, [1])
 T("seed must be an integer", rusers.check_seed, True)
 V("seed must lie in \\[0, 18446744073709551615\\]", rusers.check_seed, 2**64)
@@ -1502,10 +1533,10 @@ T("an EpisodeUser key must be an integer", stable.EpisodeUser, "alice")
 T("an EpisodeUser key must be an integer", stable.EpisodeUser, 3.0)
 V(r"an EpisodeUser key must be an integer in \[0, 2\*\*64\)", stable.EpisodeUser, -1)
 V(r"an EpisodeUser key must be an integer in \[0, 2\*\*64\)", stable.EpisodeUser, 2**64)
-T("mdp must be a TabularMDP", stable.population_users, "riverswim", 0, 3)
-V("seed must lie in", stable.population_users, RIVER, -1, 3)
-V("T must be >= 0", stable.population_users, RIVER, 0, -1)
-T("start must be an integer", stable.population_users, RIVER, 0, 3, 1.0)
+T("mdp must be a TabularMDP", stable.population_users, "riverswim", 3, seed=0)
+V("seed must lie in", stable.population_users, RIVER, 3, seed=-1)
+V("T must be >= 0", stable.population_users, RIVER, -1, seed=0)
+T("start must be an integer", stable.population_users, RIVER, 3, seed=0, start=1.0)
 T("config must be a UCBVIConfig", stable.PolicyUpdate, {"S": 3})
 V(r"u must have shape \(120,\)", UPDATE, np.zeros(5), 1, PI)
 T("t must be an integer", UPDATE, np.zeros(120), None, PI)
@@ -1524,8 +1555,8 @@ T("a user must be an EpisodeUser", lr.train, STABLE, ["a", "b"], RNG)
 T("a user must be an EpisodeUser", lr.train, STABLE, [EU, 5], RNG)
 V("T must be >= 0", stable.episode_users, -1)
 T("T must be an integer", stable.episode_users, 3.0)
-T("rng must be a numpy.random.Generator", stable.episode_users, 3, "rng")
-V("rng as a seed must be an integer >= 0", stable.episode_users, 3, -1)
+T("rng must be a numpy.random.Generator", stable.episode_users, 3, rng="rng")
+V("rng as a seed must be an integer >= 0", stable.episode_users, 3, rng=-1)
 T("run must be a Run", stable.run_policies, "run")
 T("run must be a Run", stable.run_regret, "run")
 V("run_regret needs mdp", stable.run_regret, RUN)
@@ -1782,8 +1813,6 @@ T("a model's options are fixed at fit", unlearn, RSTATE, mech.DeletionRequest([0
 V("request names unknown arm 5", unlearn, RSTATE, mech.DeletionRequest([5], [1.0]))
 V("more deletions than the arm holds", unlearn, RSTATE, mech.DeletionRequest([0, 0, 0], [1.0, 1.0, 1.0]))
 T("rng must be a numpy.random.Generator", unlearn, RSTATE, mech.DeletionRequest([0], [1.0]), rng="7")
-T("rng must be a numpy.random.Generator", mmodel.make_rng, "rng")
-V("rng as a seed must be an integer >= 0", mmodel.make_rng, -3)
 V("epsilon must", mmodel.gdp_budget, 0.0, 1e-5)
 V("delta must", mmodel.gdp_budget, 1.0, 2.0)
 V("mu must be finite and >= 0", mmodel.gdp_delta, -1.0, 1.0)
@@ -2033,9 +2062,9 @@ V("n must be >= 1", checks.check_count, np.uint8(0), "n", 1)
 T("n must be an integer", checks.check_count, True, "n")
 V("garnet.*the transition table: .* exceed the limit", envs.garnet, 500, 500, 2, 4, RNG)
 V(r"horizon must be <= 100000000", envs.garnet, 3, 2, 2, 2**63, RNG)
-V(r"T must be <= 100000000", stable.episode_users, 10**12, RNG)
-V(r"T must be <= 100000000", stable.population_users, RIVER, 1, 10**12)
-V(r"n must be <= 100000000", lr.replayable_users, 3, 10**12)
+V(r"T must be <= 100000000", stable.episode_users, 10**12, rng=RNG)
+V(r"T must be <= 100000000", stable.population_users, RIVER, 10**12, seed=1)
+V(r"n must be <= 100000000", lr.replayable_users, 10**12, seed=3)
 V(r"T must be <= 100000000", ucbvi.run_ucbvi, RIVER, 10**12)
 V(r"size must be <= 100000000", data.sample_statistics_distribution, MEANS, [0.2, 0.3, 0.5], 5, RNG, 10**12)
 V(r"k must be <= 100000000", tree.draw_node_keys, RNG, 10**12)

@@ -36,19 +36,19 @@ def test_replayable_user_streams():
 
 
 def test_replayable_users_population():
-    pop = replayable_users(7, 10)
+    pop = replayable_users(10, seed=7)
     assert len({u.key for u in pop}) == 10
-    fresh = replayable_users(None, 10) + replayable_users(None, 10)        # OS entropy: independent keys
+    fresh = replayable_users(10) + replayable_users(10)        # OS entropy: independent keys
     assert len({u.key for u in fresh} | {u.key for u in pop}) == 30
     assert len(bandit_users(MEANS, 4)) == 4                                 # seed=None by default
-    assert pop[4:] == replayable_users(7, 6, start=4)
+    assert pop[4:] == replayable_users(6, seed=7, start=4)
     assert bandit_users(MEANS, 5, seed=1, start=3)[0].rewards.tolist() == bandit_users(MEANS, 4, seed=1)[3].rewards.tolist()
 
 
 @pytest.mark.parametrize("call", [
     lambda: ReplayableUser(-1), lambda: ReplayableUser(2**128), lambda: ReplayableUser(1).generator(1, 2, 3, 4),
-    lambda: ReplayableUser(1).generator(-1), lambda: replayable_users(1, -1),
-    lambda: BanditUser([0.5, 1.5]), lambda: BanditUser([]), lambda: bandit_users([0.2, 1.2], 3, 0),
+    lambda: ReplayableUser(1).generator(-1), lambda: replayable_users(-1, seed=1),
+    lambda: BanditUser([0.5, 1.5]), lambda: BanditUser([]), lambda: bandit_users([0.2, 1.2], 3, seed=0),
 ])
 def test_user_bad_input(call):
     with pytest.raises((ValueError, TypeError)):

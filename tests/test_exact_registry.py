@@ -77,7 +77,7 @@ def test_rl_learner_one_pass():
     from bandit_unlearning.rl.stable import episode_users, stable_ucbvi
     mdp = riverswim(4, 3)
     learner = stable_ucbvi(mdp, 8, 5.0)
-    users = list(episode_users(8, np.random.default_rng(1)))
+    users = list(episode_users(8, rng=np.random.default_rng(1)))
     users[5] = users[1]
     run = train(learner, users, np.random.default_rng(2))
     new, record = unlearn(run, DeleteUser(users[1]), options=ExactOptions(retrain_if_cheaper=False), rng=np.random.default_rng(3))

@@ -10,8 +10,9 @@ import pytest
 
 from bandit_unlearning.experiments.paper_a import EXPERIMENTS, ProtocolA, panels, run_experiment
 from bandit_unlearning.experiments.protocol import (
-    PAPER_MEANS, consecutive_deletions, run_sums, simulate_trajectories, trajectories_from_samples,
+    consecutive_deletions, run_sums, simulate_trajectories, trajectories_from_samples,
 )
+from bandit_unlearning.mab.data import PAPER_MEANS
 
 
 def test_requests_are_aligned_in_range_and_sum_correctly():

@@ -198,7 +198,7 @@ def test_opt_in_diagnostics_do_reveal_the_deleted_reward():
 def test_rl_record_does_not_give_the_episode_return():
     mdp = riverswim(horizon=3)
     learner = stable_ucbvi(mdp, 16, sigma=1.0, bonus_scale=0.05)
-    run = train(learner, episode_users(16, np.random.default_rng(1)), np.random.default_rng(2))
+    run = train(learner, episode_users(16, rng=np.random.default_rng(1)), np.random.default_rng(2))
     public = {learner.B, learner.sigma}
     leaked = 0
     for t in (2, 7, 12):
@@ -299,7 +299,7 @@ def replay_candidates(objects, run, t: int, oracle):
     stride = 3 * mdp.H * mdp.S * mdp.A * 0x9E3779B97F4A7C15
     for i, user in enumerate(run.users):
         if isinstance(user, EpisodeUser):
-            yield population_users(mdp, (user.key - i * stride) % 2**64, 1, start=t - 1)[0]
+            yield population_users(mdp, 1, seed=(user.key - i * stride) % 2**64, start=t - 1)[0]
 
 
 def replays(oracle, candidate, t: int, policies, target) -> bool:
@@ -347,7 +347,7 @@ def test_opt_in_population_users_are_replayed():
     """Users of a reproducible population: any kept key gives the seed, the seed the deleted user."""
     from bandit_unlearning.rl.stable import population_users
 
-    replayed, n = rl_replay_attack(lambda mdp, T: population_users(mdp, 5, T))
+    replayed, n = rl_replay_attack(lambda mdp, T: population_users(mdp, T, seed=5))
     assert replayed == n == 4
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from bandit_unlearning.mab.data import OfflineDataset, concentrability_behavior
+from bandit_unlearning.mab.data import PAPER_MEANS, OfflineDataset, concentrability_behavior
 from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.mab.imitation import (
     ImitationState, count_vectors, deletion_counts, fit_imitation, instance_failure_bounds,
@@ -21,7 +21,7 @@ from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 
-MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
+MEANS = np.array(PAPER_MEANS)
 
 
 @st.composite

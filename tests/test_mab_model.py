@@ -12,7 +12,7 @@ from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import exact_sensitivity
 from bandit_unlearning.mab.model import (
     DeletionRecord, LCBModel, ReleasePlan, admits, deletion_capacity, gdp_budget, gdp_delta, load_model,
-    load_statistics, make_rng, plan_release, release_shift, request_mus, save_model,
+    load_statistics, plan_release, release_shift, request_mus, save_model,
 )
 from bandit_unlearning.privacy.gaussian import gaussian_delta
 
@@ -66,14 +66,6 @@ def test_fit_refuses_bad_input(kwargs, exc):
     rewards = args.pop("rewards")
     with pytest.raises(exc):
         LCBModel.fit(ARMS, rewards, **args)
-
-
-def test_make_rng():
-    g = np.random.default_rng(1)
-    assert make_rng(g) is g and isinstance(make_rng(None), np.random.Generator)
-    assert make_rng(3).random() == np.random.default_rng(3).random()
-    with pytest.raises(TypeError):
-        make_rng(True)
 
 
 def test_delete_by_user_and_rows_equals_refit_and_refusals_change_nothing():

@@ -28,7 +28,7 @@ def single(mdp, T, sigma, scale, seed, noise_seed, delta=0.1, stabilize=False, r
         return run.policies, total, total, run.trajectories
     learner = stable_ucbvi(mdp, T, sigma=sigma, delta=delta, bonus_scale=scale, stabilize=stabilize,
                            reward_noise=reward_noise)
-    run = train(learner, population_users(mdp, seed, T), np.random.default_rng(noise_seed))
+    run = train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(noise_seed))
     return run_policies(run), run.tree.clean_prefix_sum(T), run.tree.noisy_prefix_sum(T), None
 
 
@@ -156,7 +156,7 @@ def test_batch_equals_single_runs_with_practical_bonuses(kind):
             pol = run_ucbvi(mdp, T, seed=seed, bonus_scale=sc, bonus_kind=kind).policies
         else:
             learner = stable_ucbvi(mdp, T, sigma=sg, bonus_scale=sc, bonus_kind=kind)
-            pol = run_policies(train(learner, population_users(mdp, seed, T), np.random.default_rng(100 + b)))
+            pol = run_policies(train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(100 + b)))
         assert np.array_equal(batch.policies[b], pol), f"{kind}, run {b}: policies differ"
         moved += int(np.any(pol[1:] != pol[:-1], axis=(1, 2)).sum())
     assert moved > 0

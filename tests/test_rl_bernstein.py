@@ -25,7 +25,7 @@ def test_driver_planner_and_stable_learner_agree(pooled):
         u = sums[t - 1] if t else np.zeros(cfg.layout.d)
         assert np.array_equal(plan_from_statistics(u, cfg).policy, run.policies[t])
     learner = stable_ucbvi(mdp, T, sigma=0.0, bonus_kind="noisy_bernstein", pooled=pooled)
-    stable_run = train(learner, population_users(mdp, 3, T), np.random.default_rng(0))
+    stable_run = train(learner, population_users(mdp, T, seed=3), np.random.default_rng(0))
     assert np.array_equal(run_policies(stable_run), run.policies)
 
 
@@ -40,7 +40,7 @@ def test_sandwich_at_every_step_and_episode(sigma, pooled):
         v_star = value_iteration(mdp).V
         learner = stable_ucbvi(mdp, T, sigma=sigma, bonus_kind="noisy_bernstein", delta=1e-6, pooled=pooled)
         cfg = learner.update.config
-        run = train(learner, population_users(mdp, int(rng.integers(2**32)), T), rng)
+        run = train(learner, population_users(mdp, T, seed=int(rng.integers(2**32))), rng)
         explored = 0
         for t in range(0, T, 8):
             u = run.noisy_prefix_sum(t) if t else np.zeros(cfg.layout.d)

@@ -88,13 +88,13 @@ def test_stable_ucbvi_bad_input(kwargs, error):
                                           (garnet(4, 3, 2, 4, np.random.default_rng(1)), 200, 0.05)])
 def test_zero_noise_is_exactly_run_ucbvi(mdp, T, scale):
     learner = stable_ucbvi(mdp, T, math.inf, bonus_scale=scale)
-    run = train(learner, population_users(mdp, 11, T), np.random.default_rng(0))
+    run = train(learner, population_users(mdp, T, seed=11), np.random.default_rng(0))
     assert np.array_equal(run_policies(run), run_ucbvi(mdp, T, seed=11, bonus_scale=scale).policies)
 
 
 def test_policies_are_readonly_and_update_is_ucbvi_update():
     learner = stable_ucbvi(RIVER, 30, 2.0)
-    run = train(learner, episode_users(30, np.random.default_rng(1)), np.random.default_rng(2))
+    run = train(learner, episode_users(30, rng=np.random.default_rng(1)), np.random.default_rng(2))
     for t, w in enumerate(run.models[1:], start=1):
         assert not w.flags.writeable
         assert np.array_equal(w, ucbvi_update(run.noisy_prefix_sum(t), learner.update.config))
@@ -105,7 +105,7 @@ def test_policies_are_readonly_and_update_is_ucbvi_update():
 def test_unlearning_the_stable_learner_replays_exactly():
     """Deletions at several positions (small sigma: retraining happens) leave runs that verify."""
     learner = stable_ucbvi(RIVER, 16, sigma=0.7, bonus_scale=0.05)
-    run = train(learner, population_users(RIVER, 4, 16), np.random.default_rng(5))
+    run = train(learner, population_users(RIVER, 16, seed=4), np.random.default_rng(5))
     rng = np.random.default_rng(6)
     retrained = 0
     for t in (1, 6, 16, 9):
@@ -126,7 +126,7 @@ def test_oracle_equals_episode_statistics(i, seed, S, A, H):
     mdp = garnet(S, A, min(S, 2), H, np.random.default_rng(seed))
     policy = np.random.default_rng(seed + 1).integers(0, A, size=(H, S))
     oracle = EpisodeOracle(mdp)
-    user = population_users(mdp, seed % 1000, 1, start=i)[0]
+    user = population_users(mdp, 1, seed=seed % 1000, start=i)[0]
     idx, val = oracle.sparse(user, 1, policy)
     ref_idx, ref_val = episode_statistics(mdp, policy, i, seed=seed % 1000)
     assert np.array_equal(idx, ref_idx) and np.array_equal(val, ref_val)
@@ -139,7 +139,7 @@ def test_oracle_equals_episode_statistics(i, seed, S, A, H):
 def test_oracle_zero_user_and_bad_input():
     oracle = EpisodeOracle(RIVER)
     pi = np.zeros((5, 6), dtype=np.int64)
-    user = population_users(RIVER, 2, 1, start=3)[0]
+    user = population_users(RIVER, 1, seed=2, start=3)[0]
     assert np.array_equal(oracle(ZERO_USER, 1, pi), np.zeros(oracle.d))
     assert oracle.sparse(ZERO_USER, 1, pi)[0].size == 0
     before = oracle(user, 1, pi)
@@ -179,16 +179,16 @@ def test_episode_users():
     fresh, again = episode_users(50), episode_users(50)                     # OS entropy: independent keys
     assert len({u.key for u in fresh + again}) == 100 and episode_users(0) == ()
     assert all(isinstance(u, EpisodeUser) and "key" not in repr(u).replace("key hidden", "") for u in fresh)
-    seeded = episode_users(5, np.random.default_rng(3))                     # the reproducible opt-in
-    assert seeded == episode_users(5, np.random.default_rng(3))
+    seeded = episode_users(5, rng=np.random.default_rng(3))                     # the reproducible opt-in
+    assert seeded == episode_users(5, rng=np.random.default_rng(3))
     raw = set(np.random.default_rng(3).bit_generator.random_raw(1000).tolist())
     assert not any(u.key in raw for u in seeded)                             # keys are not raw generator words
-    assert population_users(RIVER, 7, 2, start=5) == population_users(RIVER, 7, 7)[5:]
+    assert population_users(RIVER, 2, seed=7, start=5) == population_users(RIVER, 7, seed=7)[5:]
     with pytest.raises(ValueError):
         episode_users(-1)
     with pytest.raises(TypeError):
-        episode_users(3, "7")
-    assert episode_users(3, 7) == episode_users(3, np.random.default_rng(7))  # an int seed: explicit opt-in
+        episode_users(3, rng="7")
+    assert episode_users(3, rng=7) == episode_users(3, rng=np.random.default_rng(7))  # an int seed: explicit opt-in
 
 
 # --- Theorem 4.1's terms ----------------------------------------------------------------------------

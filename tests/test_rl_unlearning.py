@@ -18,7 +18,7 @@ MDP = riverswim(horizon=3)
 
 def _run(seed=0, T=8):
     learner = stable_ucbvi(MDP, T, sigma=0.5, bonus_scale=0.05)
-    return train(learner, population_users(MDP, 3, T), np.random.default_rng(seed))
+    return train(learner, population_users(MDP, T, seed=3), np.random.default_rng(seed))
 
 
 def test_rl_run_statistics():
@@ -47,7 +47,7 @@ def test_battery_detects_a_broken_variant_on_rl_runs():
     """A small version of chapter B8's experiment: always-accept is caught, the correct algorithm is not."""
     rng, cache, t = np.random.default_rng(1), {}, 4
     learner = stable_ucbvi(MDP, 8, sigma=0.5, bonus_scale=0.05)
-    users = population_users(MDP, 3, 8)
+    users = population_users(MDP, 8, seed=3)
     dummy = users[: t - 1] + (ZERO_USER,) + users[t:]
     D, U, broken = [], [], []
     for _ in range(60):

@@ -452,7 +452,7 @@ def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
 # LinUCB block layout by dimension, a calibration's sigma per unit sensitivity, Gymnasium's class) and
 # the per-MDP tables of the scalar rollout (the environment's transition CDFs, by MDP, weakly).
 MAY_CHANGE = {"bandit_unlearning.exact.linucb._layout", "bandit_unlearning.mab.unlearn._unit_sigma",
-              "bandit_unlearning.rl.gym._env_class", "bandit_unlearning.rl.users._SPARSE"}
+              "bandit_unlearning.rl.gym._env_class", "bandit_unlearning.kernel._SPARSE"}
 
 
 def _changed_globals() -> set:

@@ -52,15 +52,15 @@ class BanditUser:
         self.rewards.setflags(write=False)
 
 
-def bandit_users(means, n: int, seed: int | None = None, start: int = 0) -> tuple:
+def bandit_users(means, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1``: user ``i`` has Bernoulli(``means[a]``) rewards drawn from its own
-    key (``replayable_users(seed, ...)``), so any user can be rebuilt from the seed -- an opt-in for
+    key (``replayable_users(n, seed=seed)``), so any user can be rebuilt from the seed -- an opt-in for
     reproducible research; the default ``seed=None`` draws every key from OS entropy."""
     means = as_real_array(means, "means")
     if means.ndim != 1 or means.size < 1 or not np.isfinite(means).all() or np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must be a non-empty 1-D array in [0, 1], got {means}")
     return tuple(BanditUser((u.uniforms(means.size) < means).astype(float))
-                 for u in replayable_users(seed, n, start))
+                 for u in replayable_users(n, seed=seed, start=start))
 
 
 def chosen_arm(model: np.ndarray) -> int:

@@ -36,6 +36,7 @@ __all__ = [
     "path_expected_steps",
     "UnlearnDiagnostics",
     "UnlearnRecord",
+    "run_steps",
     "train",
     "extend",
     "ExactOptions",
@@ -55,7 +56,7 @@ from bandit_unlearning.checks import (
     check_positive,
 )
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import n_nodes, node_at, resolve_rng
+from bandit_unlearning.exact.tree import n_nodes, node_at
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
 from bandit_unlearning.protocol import DeleteStep, register_unlearn, register_verify
 from bandit_unlearning.secrecy import check_pickle_allowed
@@ -130,7 +131,7 @@ class ReplayableUser:
         return self.generator(*address).random(shape)
 
 
-def replayable_users(seed: int | None, n: int, start: int = 0) -> tuple:
+def replayable_users(n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``, so that
     any user can be rebuilt from the seed alone -- the seed is key material (an opt-in for
     reproducible research).  ``seed=None``: ``n`` independent keys from the operating system's
@@ -355,8 +356,29 @@ class UnlearnRecord:
 
 
 # --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 510): "3. Implementation: the framework" ---
-def _run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
-    """Steps ``tree.n_leaves + 1 .. len(users)``; ``models`` holds ``w_1 .. w_{n+1}`` on entry."""
+def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
+    """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
+
+    The loop of ``train``, ``unlearn`` and ``exact.registry.unlearn_user``, called after they have
+    checked the learner, the users and the generator.
+
+    Parameters
+    ----------
+    learner : PrefixSumLearner
+        The learner (not checked).
+    users : tuple
+        All users, already checked by the learner.
+    tree : BinaryTree or LightTree
+        The tree after ``tree.n_leaves`` steps.
+    models : list
+        ``w_1 .. w_{n+1}`` on entry; ``w_{n+2} .. w_{T+1}`` are appended.
+    rng : numpy.random.Generator
+        The generator the tree's new node keys come from.
+
+    Returns
+    -------
+    None
+    """
     for t in range(tree.n_leaves + 1, len(users) + 1):
         model = models[t - 1]
         tree.append(learner.statistics(users[t - 1], t, model), rng)
@@ -390,7 +412,7 @@ def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = No
     rng = as_generator(rng)
     tree = learner.tree_factory(learner.d, learner.sigma, capacity)
     models = [learner.initial_model]
-    _run_steps(learner, users, tree, models, rng)
+    run_steps(learner, users, tree, models, rng)
     return Run(learner, users, tuple(models), tree.freeze())
 
 
@@ -402,7 +424,7 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     rng = as_generator(rng)
     tree = run.tree.copy()
     models = list(run.models)
-    _run_steps(run.learner, users, tree, models, rng)
+    run_steps(run.learner, users, tree, models, rng)
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
@@ -458,7 +480,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     t = check_int(request.t, "t", 1, run.T)
     if t in run.deleted:
         raise ValueError(f"step {t} was already deleted")
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
         learner.check_user(dummy)
@@ -476,7 +498,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
         r = coupling.restart
         models = list(run.models[:r])
         models.append(learner.update(tree.noisy_prefix_sum(r), r, models[r - 1]))
-        _run_steps(learner, users, tree, models, rng)
+        run_steps(learner, users, tree, models, rng)
         models = tuple(models)
     path = coupling.path
     if diagnostics:
@@ -494,7 +516,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 654): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 675): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

@@ -49,7 +49,6 @@ __all__ = [
     "statistic_dense",
     "statistic_sparse",
     "KEY_WORDS",
-    "resolve_rng",
     "draw_node_keys",
     "node_noise",
     "coupling_accepts",
@@ -66,15 +65,16 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 from scipy.special import erf, erfinv
 from scipy.stats import norm
+from numpy.random.bit_generator import ISeedSequence
 
 from bandit_unlearning import checks as _checks
 from bandit_unlearning.checks import (
     as_array, as_generator, as_real_array, check_int, check_positive, check_real, check_count,
 )
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
 from bandit_unlearning.secrecy import check_pickle_allowed
 
 
@@ -110,7 +110,7 @@ class Node(_NodeFields):
         return (self.index + 1) * self.size
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 145): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 144): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def n_nodes(n_leaves: int) -> int:
     """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``."""
     n = check_int(n_leaves, "n_leaves", 0)
@@ -146,7 +146,7 @@ def node_at(position: int) -> Node:
     return Node(level, (lo >> level) - 1)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 188): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 187): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def nodes_completed_at(t: int) -> tuple:
     """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order)."""
     t = check_int(t, "t", 1)
@@ -194,7 +194,7 @@ def path_length(T: int) -> int:
     return check_int(T, "T", 1).bit_length()
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 276): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 275): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
 def sigma_paper(rho: float, B: float, T: int) -> float:
     """Paper B's noise scale ``sigma = B sqrt(log2 T) / (sqrt(2) rho)`` (Algorithm 2, Theorem 4.1).
 
@@ -259,7 +259,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 436): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 435): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -283,7 +283,7 @@ class SparseStatistic(_SparseFields):
         return tuple.__new__(cls, (indices, values))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 465): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 464): "4a. Randomness and arithmetic, pinned down" ---
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every entry of the float array ``a`` is finite: one dot product (a NaN or an infinity
     makes it non-finite), and the entry-wise test only when that overflowed or failed."""
@@ -361,28 +361,11 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 15 (line 547): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 16 (line 594): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
-_KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
 
 
-class _BlankSeed(ISeedSequence):
-    """Zero words for a bit generator whose state is set from a key right after (the batched engine):
-    building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
-
-    def generate_state(self, n_words, dtype=np.uint32):
-        return np.zeros(n_words, dtype=dtype)
-
-
-def resolve_rng(rng) -> np.random.Generator:
-    """The generator to draw from, by the package's one rule (``checks.as_generator``): ``rng`` itself,
-    for ``None`` a new generator seeded from the operating system's entropy, for an int seed >= 0
-    ``np.random.default_rng(seed)`` (the caller's opt-in for reproducibility; the seed is then key
-    material).  Anything else: ``TypeError`` naming ``rng``."""
-    return as_generator(rng, "rng")
-
-
-_KEY_HASH = hashlib.blake2b(digest_size=8 * KEY_WORDS, person=_KEY_PERSON)   # empty: copied, never fed
+_KEY_HASH = hashlib.blake2b(digest_size=8 * KEY_WORDS, person=KEY_PERSON)   # empty: copied, never fed
 
 
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
@@ -415,7 +398,7 @@ def _node_key(key) -> np.ndarray:
     return k.astype(np.uint64)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 17 (line 604): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 18 (line 636): "4a. Randomness and arithmetic, pinned down" ---
 class _KeyWords(ISeedSequence):
     """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
     the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s
@@ -451,7 +434,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 19 (line 644): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 20 (line 679): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,

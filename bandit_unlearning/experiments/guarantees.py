@@ -24,7 +24,6 @@ __all__ = [
     "U_MAX",
     "released_arm_distributions",
     "audit_setting",
-    "CALIBRATIONS",
     "SENSITIVITIES",
     "EPSILONS",
     "DELTAS",
@@ -46,7 +45,9 @@ from bandit_unlearning.checks import check_count, check_callable, check_choice, 
 from bandit_unlearning.mab.imitation import DeletionCounts, ImitationState, most_frequent_arm
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
-from bandit_unlearning.mab.unlearn import UnlearnOptions, noisy_argmax_distribution, plan_unlearning
+from bandit_unlearning.mab.unlearn import (
+    UnlearnOptions, noisy_argmax_distribution, plan_unlearning, CALIBRATIONS,
+)
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import gaussian_delta
 from bandit_unlearning.protocol import unlearn
@@ -337,7 +338,6 @@ def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, 
 
 
 # --- from notebooks/privacy/02_guarantee_matrix.py, cell 10 (line 428): "3. The matrix" ---
-CALIBRATIONS = ("paper", "classic", "analytic")
 SENSITIVITIES = ("paper", "exact")
 EPSILONS = (0.1, 0.5, 0.9, 2.0, 8.0, 20.0)
 DELTAS = (1e-2, 1e-6)

@@ -3,7 +3,6 @@
 """Figure of chapter A1: LCB sub-optimality against N with the Lemma 3.1 bounds (both models)."""
 
 __all__ = [
-    "PAPER_MEANS",
     "lemma31_curve",
     "plot_lemma31",
 ]
@@ -15,15 +14,12 @@ from matplotlib.axes import Axes
 
 from bandit_unlearning.checks import check_count, as_generator, check_instance, check_int_array, check_real
 from bandit_unlearning.mab.data import (
-    concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
+    PAPER_MEANS, concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )
 from bandit_unlearning.mab.lcb import lcb_scores, lemma31_bound_distribution, lemma31_bound_fixed
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 22 (line 601): "4. Figure: sub-optimality against N" ---
-PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
-
-
+# --- from notebooks/mab/01_data_and_lcb.py, cell 22 (line 604): "4. Figure: sub-optimality against N" ---
 def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: float = 5.0) -> dict:
     """Monte Carlo mean sub-optimality of LCB (with standard errors) and the Lemma 3.1 bounds.
 
@@ -32,7 +28,8 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
     ``"Mf bound"``, ``"Md bound"``.  ``ns``: integers >= 5 (so that ``N/m >= 1``); ``reps >= 2``;
     ``rng``: a Generator, None (fresh OS entropy) or an int seed.
     """
-    mu, m = PAPER_MEANS, PAPER_MEANS.size
+    mu = np.array(PAPER_MEANS)
+    m = mu.size
     ns = check_int_array(ns, "ns", m, ndim=1, nonempty=True).tolist()
     reps = check_count(reps, "reps", 2)
     c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)

@@ -32,17 +32,17 @@ from bandit_unlearning.checks import (
     as_generator, check_bool, check_choice, check_instance, check_int, check_int_array, check_real,
 )
 from bandit_unlearning.experiments.protocol import (  # noqa: F401  (public names re-exported)
-    PAPER_MEANS, Trajectories, _deletion_starts, _run_sums, consecutive_deletions, run_sums,
+    Trajectories, deletion_starts_unchecked, run_sums_unchecked, consecutive_deletions, run_sums,
     simulate_trajectories,
 )
-from bandit_unlearning.mab.data import check_means
+from bandit_unlearning.mab.data import PAPER_MEANS, check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 13 (line 373): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 13 (line 371): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
@@ -106,7 +106,7 @@ class ProtocolA:
         return d
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 465): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 463): "2. The engine" ---
 _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
@@ -218,8 +218,8 @@ def _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, proto
     n_req = starts[0].shape[1]
     counts = np.repeat(traj.arm_counts[:, prefix, :], n_req, axis=0)
     sums = np.repeat(traj._prefix_reward_sums(prefix), n_req, axis=0)
-    deleted = [_run_sums(traj, a, s, k).ravel() for a, s in zip(sources, starts)]
-    rolled = lambda kp: [_run_sums(traj, a, s, kp).ravel() for a, s in zip(sources, starts)]  # noqa: E731
+    deleted = [run_sums_unchecked(traj, a, s, k).ravel() for a, s in zip(sources, starts)]
+    rolled = lambda kp: [run_sums_unchecked(traj, a, s, kp).ravel() for a, s in zip(sources, starts)]  # noqa: E731
     losses, n_exact = {}, 0
     for method in methods:
         arms, n = _outputs(method, counts, sums, tau, list(sources), [k] * len(sources), deleted, rolled,
@@ -240,7 +240,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
     methods = _check_methods(methods)
     align = protocol.block // len(traj.means) if traj.model == "Mf" else 1
-    starts, valid = zip(*(_deletion_starts(traj, prefix, a, k, protocol.n_requests, rng, align) for a in sources))
+    starts, valid = zip(*(deletion_starts_unchecked(traj, prefix, a, k, protocol.n_requests, rng, align) for a in sources))
     keep = np.logical_and.reduce([v[:, 0] for v in valid])               # per trajectory
     if not keep.all():
         traj = Trajectories(traj.means, traj.model, traj.prefixes, traj.arm_counts[keep],
@@ -253,7 +253,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 17 (line 617): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 17 (line 615): "2. The engine" ---
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)

@@ -10,12 +10,13 @@ O(1) per replicate, so a whole sweep over N and k never touches individual sampl
 """
 
 __all__ = [
-    "PAPER_MEANS",
     "Trajectories",
     "trajectories_from_samples",
     "simulate_trajectories",
     "consecutive_deletions",
+    "deletion_starts_unchecked",
     "run_sums",
+    "run_sums_unchecked",
 ]
 
 
@@ -30,9 +31,6 @@ from bandit_unlearning.mab.data import check_distribution, check_means, concentr
 
 
 # --- from notebooks/mab/08a_paper_experiments.py, cell 4 (line 76): "1. Trajectories with prefix sharing" ---
-PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
-
-
 @dataclass(frozen=True)
 class Trajectories:
     """``R`` trajectories of length ``n_max``: ``occurrence_sums[r, a, j]`` is the reward sum of the
@@ -154,7 +152,7 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     return Trajectories(means, model, prefixes, counts, occurrence)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 222): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 220): "1. Trajectories with prefix sharing" ---
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).
@@ -172,11 +170,11 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     arm = check_int(arm, "arm", 0, traj.means.size - 1)
     align, k = check_int(align, "align", 1), check_int(k, "k", 0)
     n_requests = check_count(n_requests, "n_requests", 1)
-    return _deletion_starts(traj, prefix, arm, k, n_requests, as_generator(rng), align)
+    return deletion_starts_unchecked(traj, prefix, arm, k, n_requests, as_generator(rng), align)
 
 
-def _deletion_starts(traj, prefix, arm, k, n_requests, rng, align):
-    """``consecutive_deletions`` on validated arguments (no checks: the engine's inner loop)."""
+def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
+    """Unchecked ``consecutive_deletions``: validated arguments only (the engine's inner loop)."""
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -194,11 +192,11 @@ def run_sums(traj: Trajectories, arm: int, start, length):
     length = check_int(length, "length", 0)
     if start.ndim < 1 or start.shape[0] != traj.n_replicates:
         raise ValueError(f"start must have shape (R, ...) with R = {traj.n_replicates}, got {start.shape}")
-    return _run_sums(traj, arm, start, length)
+    return run_sums_unchecked(traj, arm, start, length)
 
 
-def _run_sums(traj, arm, start, length):
-    """``run_sums`` on validated arguments (int64 ``start`` of shape ``(R, ...)``; no checks)."""
+def run_sums_unchecked(traj, arm, start, length):
+    """Unchecked ``run_sums``: validated arguments only (int64 ``start`` of shape ``(R, ...)``)."""
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)

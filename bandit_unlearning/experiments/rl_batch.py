@@ -34,7 +34,7 @@ from bandit_unlearning.rl.stable import population_users, stable_sigma, stable_u
 from bandit_unlearning.rl.ucbvi import UCBVIConfig
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 12 (line 423): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 12 (line 424): "3. The engine" ---
 def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scales, calibration: str = "paper",
                          delta: float = 0.1, n_points: int = 40, keep_policies: bool = False) -> list:
     """``[stable_regret_curve(mdp, T, rhos[b], seeds[b], rngs[b], bonus_scales[b], calibration, delta,
@@ -66,7 +66,7 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
     return out
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 14 (line 495): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 14 (line 496): "3. The engine" ---
 def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
     """What ``unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)`` records about its cost, with the same draws
     from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the
@@ -94,7 +94,7 @@ def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_p
     check_real(bonus_scale, "bonus_scale", 0)
     check_callable(tree_factory, "tree_factory")
     learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
-    users = population_users(mdp, seed, T)
+    users = population_users(mdp, T, seed=seed)
     rng = as_generator(rng)
     keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
             "expected_cost", "shift_norm")

@@ -72,7 +72,7 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
     else:
         learner = stable_ucbvi(mdp, T, rho, calibration=calibration, delta=delta, bonus_scale=bonus_scale,
                                tree_factory=tree_factory)
-        policies = run_policies(train(learner, population_users(mdp, seed, T), rng))
+        policies = run_policies(train(learner, population_users(mdp, T, seed=seed), rng))
     cumulative = np.cumsum(regret(mdp, policies))
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curve = cumulative[ts - 1]

@@ -29,7 +29,7 @@ from bandit_unlearning.exact.tree import leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.stable import (
-    CALIBRATIONS, EpisodeOracle, episode_users, population_users, run_policies, stable_ucbvi,
+    SIGMA_CALIBRATIONS, EpisodeOracle, episode_users, population_users, run_policies, stable_ucbvi,
 )
 from bandit_unlearning.rl.ucbvi import StatsLayout
 
@@ -99,9 +99,9 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     n_runs, requests_per_run = check_count(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
     if seed is not None:
         seed = check_int(seed, "seed", 0, 2**64 - 1)
-    if not isinstance(calibration, str) or calibration not in CALIBRATIONS:
+    if not isinstance(calibration, str) or calibration not in SIGMA_CALIBRATIONS:
         raise (TypeError if not isinstance(calibration, str) else ValueError)(
-            f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+            f"calibration must be one of {SIGMA_CALIBRATIONS}, got {calibration!r}")
     check_real(bonus_scale, "bonus_scale", 0)
     check_callable(tree_factory, "tree_factory")
     for T in Ts:                                       # every setting is legal before anything is drawn
@@ -110,7 +110,7 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     rng = as_generator(rng)
     out = {}
     for T in Ts:
-        users = episode_users(T, rng) if seed is None else population_users(mdp, seed, T)
+        users = episode_users(T, rng=rng) if seed is None else population_users(mdp, T, seed=seed)
         for rho in rhos:
             learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale,
                                    tree_factory=tree_factory)

@@ -86,7 +86,7 @@ def rollback_branch_bound(n_a0, k, log_term):
     return _out(np.where(k < n, np.sqrt(2 * L / rest), np.inf))
 
 
-# --- from notebooks/mab/03d_utility.py, cell 4 (line 61): "1. Theorems 3.3 and 3.5: what unlearning costs in accuracy" ---
+# --- from notebooks/mab/03d_utility.py, cell 4 (line 63): "1. Theorems 3.3 and 3.5: what unlearning costs in accuracy" ---
 def _model(n, n_arms):
     n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     return float(np.log(n * n_arms))

@@ -19,6 +19,7 @@ __all__ = [
     "concentrability_behavior",
     "sample_statistics_fixed",
     "sample_statistics_distribution",
+    "PAPER_MEANS",
 ]
 
 
@@ -213,3 +214,6 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
     rng = as_generator(rng)
     counts = rng.multinomial(n, behavior, size=size)
     return counts, rng.binomial(counts, means).astype(float)
+
+
+PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)    # Paper A's instance (§5): five Bernoulli arms, defined once here

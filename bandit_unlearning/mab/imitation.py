@@ -50,7 +50,7 @@ from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.protocol import register_unlearn
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 73): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 72): "2. Implementation" ---
 MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
 MAX_PAIR_ENTRIES = 20_000_000     # (dataset, request, arm) entries ``output_distributions_uniform_deletion`` may build
 
@@ -79,7 +79,7 @@ def most_frequent_arm(counts):
     return int(arms) if arms.ndim == 0 else arms
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 134): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 133): "2. Implementation" ---
 @dataclass(frozen=True)
 class ImitationState:
     """The stored statistic T(D) of the imitation learner: the per-arm counts ``N(a)`` (total > 0)."""
@@ -201,7 +201,7 @@ register_unlearn(ImitationState, DeletionRequest)(_unlearn_imitation)
 register_unlearn(ImitationState, DeletionCounts)(_unlearn_imitation)
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 261): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 260): "2. Implementation" ---
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise."""
@@ -295,7 +295,7 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 359): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 358): "2. Implementation" ---
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)

@@ -26,7 +26,7 @@ from bandit_unlearning.checks import (
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 12 (line 305): "2. The LCB learner (Algorithm 1)" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 12 (line 308): "2. The LCB learner (Algorithm 1)" ---
 _MAX_TOTAL = 2**62          # a dataset size N the int64 arithmetic of the statistics can hold
 
 

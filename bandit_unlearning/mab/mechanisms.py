@@ -187,7 +187,7 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
     return scores
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 16 (line 457): "5. Lemma A.1: how much can deleting $k$ points move an ar..." ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 16 (line 459): "5. Lemma A.1: how much can deleting $k$ points move an ar..." ---
 def _check_counts(n_a0, k):
     n_a0, k = check_int_array(n_a0, "n_a0"), check_int_array(k, "k")
     try:

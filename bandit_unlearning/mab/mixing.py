@@ -23,7 +23,7 @@ import numpy as np
 from bandit_unlearning.checks import as_array, check_int, check_int_array
 
 
-# --- from notebooks/mab/05_mixing.py, cell 18 (line 618): "6. Theorem A.10: the bound in $k'$, and why its minimum i..." ---
+# --- from notebooks/mab/05_mixing.py, cell 18 (line 617): "6. Theorem A.10: the bound in $k'$, and why its minimum i..." ---
 def _check(n, n_arms, n_a0, k, k_prime, gamma):
     n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     n_a0, k, k_prime = (check_int_array(v, name).astype(float)

@@ -13,7 +13,6 @@ as saving does.  tau and the arm set are fixed at fit.
 """
 
 __all__ = [
-    "make_rng",
     "gdp_budget",
     "gdp_delta",
     "request_mus",
@@ -65,13 +64,6 @@ from bandit_unlearning.protocol import register_unlearn, unlearn
 
 
 # --- from notebooks/mab/09a_deletion_stream.py, cell 5 (line 156): "2.1 The accountant" ---
-def make_rng(rng) -> np.random.Generator:
-    """A numpy Generator as is; ``None``: fresh OS entropy; an int >= 0: an explicit, reproducible seed
-    (key material: whoever knows it can subtract the noise).  The package's one rule:
-    ``checks.as_generator``."""
-    return as_generator(rng, "rng")
-
-
 def gdp_budget(epsilon, delta) -> float:
     """The largest ``mu`` whose Gaussian-DP pair is (epsilon, delta)-close: ``delta_mu(epsilon) <= delta``.
 
@@ -131,7 +123,7 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 267): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 260): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
@@ -172,7 +164,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 351): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 344): "2.3 The model" ---
 METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
@@ -473,7 +465,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 662): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 655): "2.3 The model" ---
 @dataclass(frozen=True, eq=False)
 class ReleaseState:
     """What one deletion of an ``LCBModel`` changes, immutable: ``labels``, ``tau``, ``method``,
@@ -518,7 +510,7 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 711): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 704): "2.3 The model" ---
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -598,7 +590,7 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
     return new, record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 804): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 797): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -670,7 +662,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 882): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 875): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -740,13 +732,13 @@ class LCBModel:
             epsilon, delta = float(epsilon), float(delta)
         elif not (epsilon is None and delta is None and sigma is None):
             raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
-        rng = make_rng(rng)
+        rng = as_generator(rng)
         return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
                    users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 973): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 966): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -804,7 +796,7 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 1042): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 1035): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def labels(self) -> tuple:
@@ -848,7 +840,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 1110): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 1103): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -886,7 +878,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 1170): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 1163): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -910,7 +902,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 1207): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 1200): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -986,7 +978,7 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 2106): "2.5 Loading: every entry checked before it is used" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 2099): "2.5 Loading: every entry checked before it is used" ---
     def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
         """Write the model to ``path`` (``.npz``) atomically, as ``save_model`` does.
 
@@ -1021,7 +1013,7 @@ class LCBModel:
         return load_model(path, rng, key=key, progress=progress)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1304): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1297): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1161,7 +1153,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1497): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1490): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1380,7 +1372,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1724): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1717): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1727,7 +1719,7 @@ def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     -------
     LCBModel
     """
-    rng = make_rng(rng)
+    rng = as_generator(rng)
     key = _check_key(key)
     size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
     stages = _Stages(progress, ("read", "digests", "statistics", "log", "rows", "model"), "load", size)

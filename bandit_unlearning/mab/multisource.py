@@ -18,10 +18,10 @@ __all__ = [
 import numpy as np
 
 from bandit_unlearning.checks import as_array, check_bool, check_int, check_real
-from bandit_unlearning.mab.bounds import gamma0_paper
+from bandit_unlearning.mab.bounds import gamma0_paper, gaussian_branch_bound, rollback_branch_bound
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 23 (line 730): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
+# --- from notebooks/mab/07_multi_source.py, cell 23 (line 729): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
 def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int, gamma: float,
                      star_is_source: bool, gamma0: float | None = None) -> float:
     """Theorem 3.13 (M_f, tau = 1/N, L = ln(Nm)): the sub-optimality bound of Algorithm 7 for source arms
@@ -60,6 +60,6 @@ def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int,
     g0 = gamma0_paper(n_min, k_max, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     if not star_is_source:
         return float(np.sqrt(2 * L / n_star) + 2 / n)
-    if g < g0:
-        return float(np.sqrt(2 * L / n_min) + 3 * k_max * g / (2 * np.sqrt(2 * np.pi) * n_min) + 5 / n)
-    return float(np.sqrt(2 * L / (n_min - k_max)) + 5 / n)
+    if g < g0:                                   # Theorem 3.3's two branches at (N_min, k_max), then +5/N
+        return gaussian_branch_bound(n_min, k_max, g, L) + 5 / n
+    return rollback_branch_bound(n_min, k_max, L) + 5 / n

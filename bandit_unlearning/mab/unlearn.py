@@ -964,7 +964,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     return out, noised, sigma
 
 
-# --- from notebooks/mab/05_mixing.py, cell 5 (line 127): "2. Derivation: why mixing is private, and what its output..." ---
+# --- from notebooks/mab/05_mixing.py, cell 5 (line 126): "2. Derivation: why mixing is private, and what its output..." ---
 MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distribution`` (general rewards)
 
 
@@ -1020,7 +1020,7 @@ def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_
     return lcb_scores(counts, sums, state.tau)[2]
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 10 (line 284): "5. Exact distributions when several arms are noised" ---
+# --- from notebooks/mab/07_multi_source.py, cell 10 (line 283): "5. Exact distributions when several arms are noised" ---
 SQRT_2PI = math.sqrt(2 * math.pi)
 
 
@@ -1078,7 +1078,7 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     return out / out.sum()
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 13 (line 415): "5b. Noise on several arms is one mechanism" ---
+# --- from notebooks/mab/07_multi_source.py, cell 13 (line 414): "5b. Noise on several arms is one mechanism" ---
 def _joint_sensitivity(delta_fs):
     """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
     that the scalar and the batched paths give the same bits."""

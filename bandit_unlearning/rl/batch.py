@@ -26,11 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import as_array, as_generator, check_bool, check_instance, check_int
-from bandit_unlearning.exact.tree import _KEY_PERSON, KEY_WORDS, _BlankSeed, n_nodes
+from bandit_unlearning.exact.tree import KEY_WORDS, n_nodes
+from bandit_unlearning.kernel import C1, C2, GAMMA, INITIAL, KEY_PERSON, MASK, N_STREAMS, UNIT, BlankSeed
 from bandit_unlearning.rl.mdp import TabularMDP
-from bandit_unlearning.rl.ucbvi import PLANNED_BONUS_KINDS, Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, _paper_bonus
+from bandit_unlearning.rl.ucbvi import PLANNED_BONUS_KINDS, Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, paper_bonus_unchecked
 from bandit_unlearning.rl.users import (
-    _C1, _C2, _GAMMA, _MASK, _UNIT, INITIAL, N_STREAMS, Trajectory, _check_noise, cdf_tables, check_seed,
+    Trajectory, cdf_tables, check_reward_noise, check_seed,
 )
 
 
@@ -47,7 +48,7 @@ def _top_node_keys(rng: np.random.Generator, T: int) -> np.ndarray:
     digests = []
     for t in range(1, T + 1):
         p = 2 * (t - 1) - (t - 1).bit_count() + (t & -t).bit_length() - 1    # post-order position of the top node
-        digests.append(hashlib.blake2b(raw[p * width:(p + 1) * width], digest_size=width, person=_KEY_PERSON).digest())
+        digests.append(hashlib.blake2b(raw[p * width:(p + 1) * width], digest_size=width, person=KEY_PERSON).digest())
     return np.frombuffer(b"".join(digests), dtype="<u8").astype(np.uint64).reshape(T, KEY_WORDS)
 
 
@@ -55,7 +56,7 @@ def _normal_source() -> tuple:
     """``(SFC64, its Generator, a state dict)`` for one ``run_batch`` call, re-seeded from each key in
     turn.  A local of the call, never a module global: SFC64 runs backwards, so a generator kept after
     the call would give the last node key away (chapter B2a, *no secret outlives the call*)."""
-    bits = np.random.SFC64(_BlankSeed())
+    bits = np.random.SFC64(BlankSeed())
     return bits, np.random.Generator(bits), {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
                                              "state": {"state": None}}
 
@@ -78,14 +79,14 @@ def _standard_normal(source: tuple, state: np.ndarray, out: np.ndarray) -> None:
 
 def _uniforms(keys: np.ndarray, cell) -> np.ndarray:
     """Output number ``cell`` of SplitMix64 seeded with each of ``keys`` (uint64), top 53 bits as a
-    uniform -- ``users._splitmix64_uniform`` over arrays (uint64 arithmetic wraps like ``& _MASK``)."""
-    z = keys + (np.array(cell, dtype=np.uint64, ndmin=1) + np.uint64(1)) * np.uint64(_GAMMA)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
-    return ((z ^ (z >> np.uint64(31))) >> np.uint64(11)).astype(float) * _UNIT
+    uniform -- ``kernel.splitmix64_uniform`` over arrays (uint64 arithmetic wraps like ``& MASK``)."""
+    z = keys + (np.array(cell, dtype=np.uint64, ndmin=1) + np.uint64(1)) * np.uint64(GAMMA)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(C1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(C2)
+    return ((z ^ (z >> np.uint64(31))) >> np.uint64(11)).astype(float) * UNIT
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 6 (line 165): "1. What a step of one run does, and what can be shared" ---
+# --- from notebooks/rl/13_many_runs.py, cell 6 (line 166): "1. What a step of one run does, and what can be shared" ---
 class _Tables:
     """Per-MDP arrays of the batched rollout: CDFs ``[H, S*A, S]``, mean rewards ``[H, S*A]``, initial CDF."""
 
@@ -95,14 +96,14 @@ class _Tables:
         self.rewards = np.ascontiguousarray(mdp.rewards).reshape(H, S * A)
         init = np.cumsum(mdp.initial)
         self.init_cdf = np.where(init >= init[-1], 1.0, init)
-        self.stride = np.uint64((N_STREAMS * H * S * A * _GAMMA) & _MASK)
+        self.stride = np.uint64((N_STREAMS * H * S * A * GAMMA) & MASK)
         hsa = H * S * A                                        # cells read: streams 0, 1 and the initial one
         self.cells = np.concatenate([np.arange(2 * hsa), [INITIAL * hsa]]).astype(np.uint64)
 
 
 def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.ndarray, bernoulli: bool):
     """One episode per run: ``policies [B, H, S]``, user ``keys [B]`` (uint64) -> states ``[B, H+1]``,
-    actions ``[B, H]``, rewards ``[B, H]``; the draws of ``users._rollout_lists`` for each run.  The
+    actions ``[B, H]``, rewards ``[B, H]``; the draws of ``kernel.rollout_lists`` for each run.  The
     uniforms are counter-based, so all the cells an episode may read (streams 0 and 1, and the
     initial cell) are evaluated at once; each step then picks its two."""
     B, H, S, A = len(keys), mdp.H, mdp.S, mdp.A
@@ -123,7 +124,7 @@ def _rollout(mdp: TabularMDP, tables: _Tables, policies: np.ndarray, keys: np.nd
     return states, actions, rewards
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 8 (line 214): "2. The batched planner" ---
+# --- from notebooks/rl/13_many_runs.py, cell 8 (line 215): "2. The batched planner" ---
 class _BatchPlanner:
     """Optimistic value iteration of ``plan_from_statistics`` for ``B`` runs of one ``(S, A, H)``."""
 
@@ -170,7 +171,7 @@ class _BatchPlanner:
 
     def _bonus(self, h: int, n_h: np.ndarray, var_h) -> np.ndarray:
         if self.paper:
-            return _paper_bonus(n_h, self.log_term, self.eps, self.H, self.S, self.scale)
+            return paper_bonus_unchecked(n_h, self.log_term, self.eps, self.H, self.S, self.scale)
         out = np.empty_like(n_h)
         for c, idx in self.groups:
             out[idx] = c.step_bonus(h, n_h[idx], var_h[idx] if c.needs_next_variance else None)
@@ -184,7 +185,7 @@ class _BatchPlanner:
         V = np.zeros((B, S, 1))
         base = None
         if self.paper:                                       # b(n) does not depend on h: all steps at once
-            base = np.where(explored, r + _paper_bonus(n, self.log_term[:, :, None], self.eps[:, :, None], H, S,
+            base = np.where(explored, r + paper_bonus_unchecked(n, self.log_term[:, :, None], self.eps[:, :, None], H, S,
                                                       self.scale[:, :, None]), np.inf)
         for h in range(H - 1, -1, -1):
             Ph = P[:, h]
@@ -206,7 +207,7 @@ class _BatchPlanner:
         return policy
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 10 (line 306): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 10 (line 307): "3. The engine" ---
 @dataclass(frozen=True, eq=False)
 class BatchRun:
     """What ``run_batch`` returns: ``policies [B, T, H, S]`` (episode ``t``'s policy, planned from
@@ -264,7 +265,7 @@ def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernou
     used when ``sigma = 0``).  Equal, run by run, to ``train(stable_ucbvi(mdp, T, sigma=...), ...)``
     (``sigma > 0``) or ``run_ucbvi`` (``sigma = 0``).  Everything is checked before anything is drawn."""
     configs, seeds, gens = _check_batch(mdp, configs, seeds, rngs)
-    bernoulli = _check_noise(reward_noise) == "bernoulli"
+    bernoulli = check_reward_noise(reward_noise) == "bernoulli"
     keep_trajectories = check_bool(keep_trajectories, "keep_trajectories")
     B, T, H, S, A = len(configs), configs[0].T, mdp.H, mdp.S, mdp.A
     d, n3, levels = StatsLayout(S, A, H).d, H * S * A, T.bit_length()

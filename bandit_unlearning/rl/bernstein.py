@@ -8,6 +8,7 @@ __all__ = [
     "noisy_bernstein_constants",
     "noisy_bernstein_plan",
     "noisy_bernstein_values",
+    "run_planned",
 ]
 
 
@@ -19,7 +20,8 @@ from scipy.stats import norm
 from bandit_unlearning.checks import as_array, check_bool, check_instance, check_real
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, OptimisticPlan, UCBVIConfig, UCBVIRun
-from bandit_unlearning.rl.users import Trajectory, _rollout_lists
+from bandit_unlearning.kernel import rollout_lists
+from bandit_unlearning.rl.users import Trajectory
 
 
 # --- from notebooks/rl/07c_bernstein_bonus.py, cell 4 (line 137): "3. Implementation" ---
@@ -77,7 +79,7 @@ def noisy_bernstein_constants(config: UCBVIConfig, noise_correction: bool = True
     return NoisyBernsteinConstants(scale, z, z * scale, z * scale, L)
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 5 (line 202): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 5 (line 203): "3. Implementation" ---
 def _reward_variance_bound(R, N, m, eps):
     """``max x(1-x)`` over the interval of reward means ``R/n`` possible on the noise event."""
     lo = np.clip((R - eps) / (N + eps), 0.0, 1.0)
@@ -137,7 +139,7 @@ def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinC
     return policy, Q, V, V_low, explored
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 262): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 263): "3. Implementation" ---
 def _check_planned(config):
     check_instance(config, UCBVIConfig, "config")
     if config.bonus_kind != NOISY_BERNSTEIN:
@@ -211,10 +213,31 @@ def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True
     return out[2], out[3]
 
 
-def _run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoulli: bool,
+def run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoulli: bool,
                 record_values: bool) -> UCBVIRun:
-    """``run_ucbvi`` for ``bonus_kind="noisy_bernstein"`` (called by it, after its checks): running
-    exact sums, one plan per episode."""
+    """Unchecked: ``run_ucbvi`` for ``bonus_kind="noisy_bernstein"`` (called by it, after its checks):
+    running exact sums, one plan per episode.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment (checked by the caller).
+    config : UCBVIConfig
+        A planned-bonus configuration (``bonus_kind`` in ``PLANNED_BONUS_KINDS``).
+    users : numpy.ndarray
+        ``[T]`` valid user keys (checked by the caller).
+    seed : int
+        The population seed (checked by the caller).
+    bernoulli : bool
+        Bernoulli rewards (True) or mean rewards (False).
+    record_values : bool
+        Record each plan's optimistic ``V_0``.
+
+    Returns
+    -------
+    UCBVIRun
+        The same run ``run_ucbvi`` returns.
+    """
     config = _check_planned(config)
     S, A, H, T = mdp.S, mdp.A, mdp.H, config.T
     consts = noisy_bernstein_constants(config)
@@ -229,7 +252,7 @@ def _run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoul
         policies[t] = policy
         if record_values:
             V0[t] = V[0]
-        states[t], actions[t], rewards[t] = _rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
+        states[t], actions[t], rewards[t] = rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
         sa = states[t, :-1] * A + actions[t]
         row = np.zeros(H, dtype=np.int64) if config.pooled else hs     # pooled: the sums in row 0
         np.add.at(N, (row, sa), 1.0)

@@ -20,10 +20,11 @@ import numpy as np
 
 from bandit_unlearning.checks import check_count, as_array, as_real, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP
-from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
+from bandit_unlearning.kernel import initial_state, user_step
+from bandit_unlearning.rl.users import check_reward_noise, check_seed, check_users
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 12 (line 443): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 16 (line 556): "2. Gymnasium interoperability (optional dependency)" ---
 def _import_gymnasium():
     try:
         import gymnasium
@@ -123,7 +124,7 @@ def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     return ImportedMDP(mdp, lo, hi, n - 1 if has_done else None)
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 14 (line 562): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 18 (line 676): "2. Gymnasium interoperability (optional dependency)" ---
 @lru_cache(maxsize=None)
 def _env_class():
     gym = _import_gymnasium()
@@ -138,7 +139,7 @@ def _env_class():
                 raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
             self.mdp = mdp
             self.user_seed = check_seed(seed)
-            self.reward_noise = _check_noise(reward_noise)
+            self.reward_noise = check_reward_noise(reward_noise)
             self.observation_space = gym.spaces.Discrete(mdp.S)
             self.action_space = gym.spaces.Discrete(mdp.A)
             self._h = None
@@ -148,7 +149,7 @@ def _env_class():
             self._user = None
             if options and "user" in options:
                 self._user = int(check_users(self.mdp, [options["user"]])[0])
-                self._s = _initial_state(self.mdp, self._user, self.user_seed)
+                self._s = initial_state(self.mdp, self._user, self.user_seed)
             else:
                 self._s = int(self.np_random.choice(self.mdp.S, p=self.mdp.initial))
             self._h = 0
@@ -162,7 +163,7 @@ def _env_class():
             a, h, s = int(action), self._h, self._s
             bernoulli = self.reward_noise == "bernoulli"
             if self._user is not None:
-                s2, reward = _user_step(self.mdp, self._user, self.user_seed, h, s, a, bernoulli)
+                s2, reward = user_step(self.mdp, self._user, self.user_seed, h, s, a, bernoulli)
             else:
                 s2 = int(self.np_random.choice(self.mdp.S, p=self.mdp.transitions[h, s, a]))
                 mean = float(self.mdp.rewards[h, s, a])

@@ -19,7 +19,7 @@ generator, a reproducible opt-in); ``population_users(mdp, seed, T)`` reproduces
 """
 
 __all__ = [
-    "CALIBRATIONS",
+    "SIGMA_CALIBRATIONS",
     "stable_sigma",
     "EpisodeUser",
     "episode_users",
@@ -56,11 +56,12 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
-from bandit_unlearning.rl.users import _GAMMA, _MASK, N_STREAMS, _check_noise, _rollout_lists, check_seed
+from bandit_unlearning.kernel import GAMMA, MASK, N_STREAMS, rollout_lists
+from bandit_unlearning.rl.users import check_reward_noise, check_seed
 
 
 # --- from notebooks/rl/07a_stable_ucbvi.py, cell 4 (line 136): "3. Implementation" ---
-CALIBRATIONS = ("paper", "exact")
+SIGMA_CALIBRATIONS = ("paper", "exact")          # the tree's sigma rules (chapter B2a): sigma_paper, sigma_exact
 
 
 def _check_mdp(mdp) -> TabularMDP:
@@ -73,7 +74,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, erratum E8):
     ``sigma_paper(rho, B, T)`` (Theorem 4.1; needs ``T >= 2``) or ``sigma_exact(rho, B, T)``
     (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private)."""
-    check_choice(calibration, "calibration", CALIBRATIONS)
+    check_choice(calibration, "calibration", SIGMA_CALIBRATIONS)
     H, T = check_int(H, "H", 1), check_int(T, "T", 1)
     if isinstance(rho, (int, float, np.integer, np.floating)) and not isinstance(rho, bool) and rho == math.inf:
         return 0.0
@@ -82,7 +83,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     return sigma_paper(rho, B, T) if calibration == "paper" else sigma_exact(rho, B, T)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 212): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 213): "3. Implementation" ---
 @dataclass(frozen=True)
 class EpisodeUser:
     """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
@@ -112,7 +113,7 @@ def _derived_keys(rng: np.random.Generator, n: int) -> list:
                            "little") for i in range(n)]
 
 
-def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
+def episode_users(T: int, *, rng: np.random.Generator | None = None) -> tuple:
     """``T`` independent users.  ``rng=None`` (default): keys from the operating system's entropy
     (``secrets``), which nothing can regenerate.  A generator (or an int seed >= 0, by the package's
     rule ``checks.as_generator``): keys derived one-way from its raw words (``T`` of them) --
@@ -123,18 +124,18 @@ def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
     return tuple(EpisodeUser(k) for k in _derived_keys(as_generator(rng, "rng"), T))
 
 
-def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tuple:
+def population_users(mdp: TabularMDP, T: int, *, seed: int, start: int = 0) -> tuple:
     """Users ``start .. start+T-1`` of chapter B5's replayable population ``seed``: the same episodes
     as ``rollout(mdp, pi, i, seed)`` and ``run_ucbvi(mdp, T, seed=seed)`` (user ``i``'s key is
     ``seed + 3HSA i gamma mod 2^64``).  For comparisons and reproducible research only: any key and
     its position give the seed, and the seed every user of the population, deleted ones included."""
     mdp, seed = _check_mdp(mdp), check_seed(seed)
     T, start = check_count(T, "T", 0), check_int(start, "start", 0)
-    stride = N_STREAMS * mdp.H * mdp.S * mdp.A * _GAMMA
-    return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
+    stride = N_STREAMS * mdp.H * mdp.S * mdp.A * GAMMA
+    return tuple(EpisodeUser((seed + i * stride) & MASK) for i in range(start, start + T))
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 269): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 270): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
     """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (Paper B §4).
@@ -152,7 +153,7 @@ class EpisodeOracle:
 
     def __post_init__(self):
         mdp = _check_mdp(self.mdp)
-        _check_noise(self.reward_noise)
+        check_reward_noise(self.reward_noise)
         # cached sizes for the per-episode hot path (not dataclass fields)
         object.__setattr__(self, "_n", mdp.H * mdp.S * mdp.A)
         object.__setattr__(self, "_d", StatsLayout.of(mdp).d)
@@ -188,7 +189,7 @@ class EpisodeOracle:
         if user is ZERO_USER:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         rows, key = self._policy_rows(policy), self._key(user)
-        states, actions, rewards = _rollout_lists(self.mdp, rows, 0, key, self._bernoulli)
+        states, actions, rewards = rollout_lists(self.mdp, rows, 0, key, self._bernoulli)
         S, A, n = self.mdp.S, self.mdp.A, self._n
         k = [(h * S + s) * A + a for h, (s, a) in enumerate(zip(states, actions))]
         idx = k + [n + i for i in k] + [2 * n + i * S + s2 for i, s2 in zip(k, states[1:])]
@@ -225,7 +226,7 @@ class PolicyUpdate:
         return pi
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 11 (line 381): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 11 (line 382): "3. Implementation" ---
 DEFAULT_MAX_MEMORY = 2 * 1024**3
 _WARN_MEMORY = 256 * 1024**2
 _SECONDS_FACTOR = 2.5
@@ -304,7 +305,7 @@ def _check_budget(mdp: TabularMDP, T: int, tree_factory, max_memory) -> None:
         warnings.warn(str(training_cost(mdp, T, tree_factory, timed=True)), ResourceWarning, stacklevel=3)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 460): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 461): "3. Implementation" ---
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, reward_noise: str = "bernoulli",

@@ -20,6 +20,7 @@ __all__ = [
     "PLANNED_BONUS_KINDS",
     "UCBVIConfig",
     "paper_bonus",
+    "paper_bonus_unchecked",
     "OptimisticPlan",
     "Q_TIE_TOLERANCE",
     "optimistic_value_iteration",
@@ -39,7 +40,8 @@ from bandit_unlearning.checks import (
     as_array, as_real_array, check_bool, check_choice, check_count, check_instance, check_int, check_real, check_real_array,
 )
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
-from bandit_unlearning.rl.users import Trajectory, _check_noise, _rollout_lists, check_seed, check_users
+from bandit_unlearning.kernel import rollout_lists
+from bandit_unlearning.rl.users import Trajectory, check_reward_noise, check_seed, check_users
 
 
 # --- from notebooks/rl/06a_ucbvi_planner.py, cell 4 (line 73): "1. Episode statistics (Paper B §4)" ---
@@ -163,11 +165,11 @@ def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward
     (The dummy user of a deletion has zero statistics.)"""
     pi = check_policy(mdp, policy)
     u = int(check_users(mdp, [user])[0])
-    st, ac, rw = _rollout_lists(mdp, pi.tolist(), u, check_seed(seed), _check_noise(reward_noise) == "bernoulli")
+    st, ac, rw = rollout_lists(mdp, pi.tolist(), u, check_seed(seed), check_reward_noise(reward_noise) == "bernoulli")
     return StatsLayout.of(mdp).sparse(Trajectory(np.array(st), np.array(ac), np.array(rw)))
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 9 (line 388): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 9 (line 389): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
 PLANNED_BONUS_KINDS = ("noisy_bernstein",)   # bonuses computed inside their own planner (chapter B7c)
 
@@ -240,7 +242,7 @@ class UCBVIConfig:
         n_max = self.T * (self.H if self.pooled else 1)
         return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
 
-    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 11 (line 469): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 11 (line 470): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
     def eps_app(self, delta: float) -> float:
         """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
         delta = check_real(delta, "delta", 0, 1, low_open=True)
@@ -252,7 +254,7 @@ class UCBVIConfig:
         """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
         says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
         n = as_real_array(n, "n")
-        return _paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
+        return paper_bonus_unchecked(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
     @property
     def needs_next_variance(self) -> bool:
@@ -297,18 +299,32 @@ class UCBVIConfig:
         return self.bonus_scale * b
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 13 (line 542): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 13 (line 543): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
     (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
     ``bonus_scale`` may be arrays broadcasting against ``n`` (one value per run of a batch): each
     element sees the same operations as with scalars, so a batch equals its runs bit for bit."""
     n = as_array(n, "n")
-    return _paper_bonus(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
+    return paper_bonus_unchecked(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
 
 
-def _paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
-    """``paper_bonus`` without the checks (the planners' hot path)."""
+def paper_bonus_unchecked(n, log_term, eps, H: int, S: int, bonus_scale):
+    """Unchecked: ``paper_bonus`` without its checks, for the planners' hot loops (``rl.batch`` too);
+    its callers have validated ``H``, ``S`` and the shapes at their boundary.
+
+    Parameters
+    ----------
+    n, log_term, eps, bonus_scale : array_like
+        As in ``paper_bonus`` (not checked).
+    H, S : int
+        Horizon and number of states, ``>= 1`` (not checked).
+
+    Returns
+    -------
+    numpy.ndarray
+        The bonus, elementwise; the same operations as ``paper_bonus``, so bit-identical to it.
+    """
     b = (H + 1) * np.sqrt(log_term / (2 * (n - eps)))
     if np.any(np.asarray(eps) > 0):
         b = b + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))     # adds exactly 0.0 where eps = 0 (n > 0)
@@ -337,7 +353,7 @@ class OptimisticPlan:
 Q_TIE_TOLERANCE = 1e-9
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 15 (line 586): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 15 (line 601): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = Q_h(policy_h)``,
     ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
@@ -394,7 +410,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
     return out
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 647): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 662): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~``, the explored mask and
     the counts ``n``, from ``N, R [...]``, ``Nsas [..., S]`` and the steps ``h`` (an int array
@@ -507,10 +523,10 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     users = check_users(mdp, np.arange(T) if users is None else users)
     if users.shape != (T,):
         raise ValueError(f"users must have shape ({T},), got {users.shape}")
-    seed, bernoulli = check_seed(seed), _check_noise(reward_noise) == "bernoulli"
+    seed, bernoulli = check_seed(seed), check_reward_noise(reward_noise) == "bernoulli"
     if config.bonus_kind in PLANNED_BONUS_KINDS:    # chapter B7c's planner, from the running sums
-        from bandit_unlearning.rl.bernstein import _run_planned
-        return _run_planned(mdp, config, users, seed, bernoulli, record_values)
+        from bandit_unlearning.rl.bernstein import run_planned
+        return run_planned(mdp, config, users, seed, bernoulli, record_values)
     S, A, H = mdp.S, mdp.A, mdp.H
     steps = np.arange(H)[:, None]
     N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))    # pooled: row 0 = sums
@@ -526,7 +542,7 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
         policies[t] = policy
         if record_values:
             V0[t] = V[0]
-        states[t], actions[t], rewards[t] = _rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
+        states[t], actions[t], rewards[t] = rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
         sa = states[t, :-1] * A + actions[t]
         if config.pooled:                   # the sums over h, in row 0; every step's estimates of sa change
             np.add.at(N[0], sa, 1.0)

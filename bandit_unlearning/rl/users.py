@@ -11,7 +11,6 @@ The same user answers the same ``(h, s, a)`` the same way under every policy.
 """
 
 __all__ = [
-    "N_STREAMS",
     "REWARD_NOISE",
     "splitmix64",
     "check_seed",
@@ -20,30 +19,23 @@ __all__ = [
     "user_uniforms",
     "Trajectory",
     "cdf_tables",
+    "check_reward_noise",
     "rollout",
     "rollout_batch",
 ]
 
 
-import weakref
-from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
 
 from bandit_unlearning.checks import as_array, check_choice, check_instance, check_int
+from bandit_unlearning.kernel import C1, C2, GAMMA, INITIAL, N_STREAMS, REWARD, TRANSITION, UNIT, rollout_lists
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 4 (line 67): "1. Replayable users (erratum E10)" ---
-TRANSITION, REWARD, INITIAL = 0, 1, 2
-N_STREAMS = 3
+# --- from notebooks/rl/05b_replayable_users.py, cell 6 (line 109): "1. Replayable users (erratum E10)" ---
 REWARD_NOISE = ("bernoulli", "none")
-_GAMMA = 0x9E3779B97F4A7C15
-_C1 = 0xBF58476D1CE4E5B9
-_C2 = 0x94D049BB133111EB
-_MASK = (1 << 64) - 1
-_UNIT = 2.0 ** -53
 
 
 def splitmix64(seed: int, index) -> np.ndarray:
@@ -56,18 +48,10 @@ def splitmix64(seed: int, index) -> np.ndarray:
     if index.dtype.kind == "i" and np.any(index < 0):
         raise ValueError("index must be >= 0 (outputs are numbered from 0)")
     z = index.astype(np.uint64)
-    z = np.uint64(seed) + (z + np.uint64(1)) * np.uint64(_GAMMA)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
+    z = np.uint64(seed) + (z + np.uint64(1)) * np.uint64(GAMMA)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(C1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(C2)
     return z ^ (z >> np.uint64(31))
-
-
-def _splitmix64_uniform(seed: int, index: int) -> float:
-    """Scalar twin of ``user_uniforms`` on Python ints (bit-identical)."""
-    z = (seed + (index + 1) * _GAMMA) & _MASK
-    z = ((z ^ (z >> 30)) * _C1) & _MASK
-    z = ((z ^ (z >> 27)) * _C2) & _MASK
-    return ((z ^ (z >> 31)) >> 11) * _UNIT
 
 
 def check_seed(seed) -> int:
@@ -117,10 +101,10 @@ def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.
     idx = ((u * np.uint64(N_STREAMS) + np.asarray(stream, dtype=np.uint64)) * np.uint64(H)
            + np.asarray(h, dtype=np.uint64)) * np.uint64(S)
     idx = (idx + np.asarray(s, dtype=np.uint64)) * np.uint64(A) + np.asarray(a, dtype=np.uint64)
-    return (splitmix64(seed, idx) >> np.uint64(11)).astype(float) * _UNIT
+    return (splitmix64(seed, idx) >> np.uint64(11)).astype(float) * UNIT
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 6 (line 174): "1. Replayable users (erratum E10)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 10 (line 346): "1. Replayable users (erratum E10)" ---
 @dataclass(frozen=True)
 class Trajectory:
     """States ``[..., H+1]`` (``s_0 .. s_H``), actions ``[..., H]``, rewards ``[..., H]``."""
@@ -154,79 +138,20 @@ def cdf_tables(mdp: TabularMDP) -> np.ndarray:
     return np.broadcast_to(c, P.shape)
 
 
-_SPARSE = weakref.WeakKeyDictionary()
+def check_reward_noise(reward_noise: str) -> str:
+    """``reward_noise``, checked: one of ``REWARD_NOISE`` (``"bernoulli"`` or ``"none"``).
 
+    Parameters
+    ----------
+    reward_noise : str
+        ``"bernoulli"`` draws a Bernoulli reward with the right mean; ``"none"`` returns the mean.
 
-def _sparse_tables(mdp: TabularMDP):
-    """Per (step, s*A+a): the support of P_h(.|s,a) and its CDF (same rule as ``cdf_tables``), as
-    Python lists for a fast scalar rollout; and the rewards as nested lists.  Cached per MDP."""
-    if mdp not in _SPARSE:
-        P = mdp.flat_transitions[:1] if mdp.homogeneous_transitions else mdp.flat_transitions
-        support, cdf = [], []
-        for Ph in P:
-            sup_h, cdf_h = [], []
-            for row in Ph:
-                nz = np.flatnonzero(row)
-                c = np.cumsum(row)[nz]
-                c = np.where(c >= c[-1], 1.0, c)
-                sup_h.append(nz.tolist())
-                cdf_h.append(c.tolist())
-            support.append(sup_h)
-            cdf.append(cdf_h)
-        R = mdp.rewards.reshape(mdp.H, -1)
-        rewards = (R[:1] if mdp.homogeneous_rewards else R).tolist()
-        init = np.cumsum(mdp.initial)
-        _SPARSE[mdp] = (support, cdf, rewards, np.where(init >= init[-1], 1.0, init).tolist())
-    return _SPARSE[mdp]
-
-
-def _check_noise(reward_noise: str) -> str:
+    Returns
+    -------
+    str
+        ``reward_noise`` itself; anything else raises ``ValueError`` naming ``reward_noise``.
+    """
     return check_choice(reward_noise, "reward_noise", REWARD_NOISE)
-
-
-def _initial_state(mdp: TabularMDP, user: int, seed: int) -> int:
-    """Unchecked: the initial state of ``user`` (stream 2, cell (0, 0, 0))."""
-    init_cdf = _sparse_tables(mdp)[3]
-    return bisect_right(init_cdf, _splitmix64_uniform(seed, (user * N_STREAMS + INITIAL) * mdp.H * mdp.S * mdp.A))
-
-
-def _user_step(mdp: TabularMDP, user: int, seed: int, h: int, s: int, a: int, bernoulli: bool):
-    """Unchecked: ``(s', reward)`` of ``user`` at ``(h, s, a)``; the same draws as ``rollout``."""
-    support, cdf, rewards, _ = _sparse_tables(mdp)
-    H, S, A = mdp.H, mdp.S, mdp.A
-    sa, row = s * A + a, (0 if mdp.homogeneous_transitions else h)
-    mean = rewards[0 if mdp.homogeneous_rewards else h][sa]
-    j = (((user * N_STREAMS + REWARD) * H + h) * S + s) * A + a
-    rew = (1.0 if _splitmix64_uniform(seed, j) < mean else 0.0) if bernoulli else mean
-    i = (((user * N_STREAMS + TRANSITION) * H + h) * S + s) * A + a
-    return support[row][sa][bisect_right(cdf[row][sa], _splitmix64_uniform(seed, i))], rew
-
-
-def _rollout_lists(mdp: TabularMDP, policy_rows: list, user: int, seed: int, bernoulli: bool):
-    """Unchecked scalar rollout (``_user_step`` inlined, for speed): ``policy_rows`` is
-    ``policy.tolist()``.  Returns the lists of states, actions and rewards."""
-    support, cdf, rewards, _ = _sparse_tables(mdp)
-    H, S, A = mdp.H, mdp.S, mdp.A
-    ht, hr = not mdp.homogeneous_transitions, not mdp.homogeneous_rewards
-    base = user * N_STREAMS
-    s = _initial_state(mdp, user, seed)
-    states, actions, rews = [s], [], []
-    for h in range(H):
-        a = policy_rows[h][s]
-        sa = s * A + a
-        i = ((base * H + h) * S + s) * A + a                 # stream 0 (transitions)
-        mean = rewards[h if hr else 0][sa]
-        if bernoulli:
-            j = (((base + REWARD) * H + h) * S + s) * A + a  # stream 1 (rewards)
-            rew = 1.0 if _splitmix64_uniform(seed, j) < mean else 0.0
-        else:
-            rew = mean
-        row = h if ht else 0
-        s = support[row][sa][bisect_right(cdf[row][sa], _splitmix64_uniform(seed, i))]
-        actions.append(a)
-        rews.append(rew)
-        states.append(s)
-    return states, actions, rews
 
 
 def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str = "bernoulli") -> Trajectory:
@@ -235,8 +160,8 @@ def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str
     if isinstance(user, np.ma.MaskedArray):
         raise TypeError("user must be an integer key, not a masked array")
     u = int(check_users(mdp, [user])[0])
-    states, actions, rews = _rollout_lists(mdp, pi.tolist(), u, check_seed(seed),
-                                           _check_noise(reward_noise) == "bernoulli")
+    states, actions, rews = rollout_lists(mdp, pi.tolist(), u, check_seed(seed),
+                                          check_reward_noise(reward_noise) == "bernoulli")
     return Trajectory(np.array(states), np.array(actions), np.array(rews))
 
 
@@ -250,7 +175,7 @@ def rollout_batch(mdp: TabularMDP, policy, users, seed: int = 0, reward_noise: s
     pi = check_policy(mdp, pi, batch=pi.ndim == 3)
     if pi.ndim == 3 and len(pi) != len(users):
         raise ValueError(f"{len(pi)} policies for {len(users)} users")
-    bernoulli = _check_noise(reward_noise) == "bernoulli"
+    bernoulli = check_reward_noise(reward_noise) == "bernoulli"
     seed = check_seed(seed)
     B, H = len(users), mdp.H
     cdf, r = cdf_tables(mdp), mdp.rewards

@@ -263,6 +263,9 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
     return counts, rng.binomial(counts, means).astype(float)
 
 
+PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)    # Paper A's instance (§5): five Bernoulli arms, defined once here
+
+
 # %% [markdown]
 # The export cells above are, verbatim, the module `bandit_unlearning.mab.data` (`make export` writes it).
 # From here on the chapter uses the module itself, so that later cells and later chapters share one
@@ -271,7 +274,7 @@ def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Gener
 # %%
 from bandit_unlearning.mab.data import *  # noqa: F403  (the module generated from the cells above)
 
-means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])   # the paper's instance (Paper A §5)
+means = np.array(PAPER_MEANS)   # the paper's instance (Paper A §5)
 D = fixed_sample_dataset(means, counts=[3, 2, 2, 1, 0], rng=rng)
 print("arms   :", D.arms)
 print("rewards:", D.rewards)
@@ -549,7 +552,7 @@ def mc_suboptimality(means, counts, sums, tau, choose=None):
 
 
 R = 20_000
-instances = [np.array(m) for m in ([0.10, 0.08, 0.06, 0.04, 0.02], [0.5, 0.45, 0.4], [0.9, 0.1, 0.5, 0.5])]
+instances = [np.array(m) for m in (PAPER_MEANS, [0.5, 0.45, 0.4], [0.9, 0.1, 0.5, 0.5])]
 rows = []
 for mu in instances:
     m, best = mu.size, int(np.argmax(mu))
@@ -607,11 +610,9 @@ from matplotlib.axes import Axes
 
 from bandit_unlearning.checks import check_count, as_generator, check_instance, check_int_array, check_real
 from bandit_unlearning.mab.data import (
-    concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
+    PAPER_MEANS, concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )
 from bandit_unlearning.mab.lcb import lcb_scores, lemma31_bound_distribution, lemma31_bound_fixed
-
-PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 
 
 def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: float = 5.0) -> dict:
@@ -622,7 +623,8 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
     ``"Mf bound"``, ``"Md bound"``.  ``ns``: integers >= 5 (so that ``N/m >= 1``); ``reps >= 2``;
     ``rng``: a Generator, None (fresh OS entropy) or an int seed.
     """
-    mu, m = PAPER_MEANS, PAPER_MEANS.size
+    mu = np.array(PAPER_MEANS)
+    m = mu.size
     ns = check_int_array(ns, "ns", m, ndim=1, nonempty=True).tolist()
     reps = check_count(reps, "reps", 2)
     c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)

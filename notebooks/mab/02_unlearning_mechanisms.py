@@ -301,7 +301,9 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
 # %%
 from bandit_unlearning.mab.mechanisms import *  # noqa: F403
 
-means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
+from bandit_unlearning.mab.data import PAPER_MEANS
+
+means = np.array(PAPER_MEANS)
 D = fixed_sample_dataset(means, counts=[6, 6, 6, 6, 6], rng=rng)
 state = fit_lcb(D)
 U = DeletionRequest.from_indices(D, [0, 5, 10, 1])

@@ -899,7 +899,9 @@ from bandit_unlearning.protocol import unlearn
 # $(\varepsilon, \delta)$, with the analytic calibration:
 
 # %%
-means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
+from bandit_unlearning.mab.data import PAPER_MEANS
+
+means = np.array(PAPER_MEANS)
 D = fixed_sample_dataset(means, [200] * 5, rng)
 state = fit_lcb(D)
 a0 = state.arm

@@ -20,14 +20,14 @@
 # %%
 import numpy as np
 
-from bandit_unlearning.mab.data import fixed_sample_dataset, sample_statistics_fixed
+from bandit_unlearning.mab.data import PAPER_MEANS, fixed_sample_dataset, sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest, rollback
 
 rng = np.random.default_rng(20260603)
 
 # The demo of chapter A3a: the paper's instance, 200 points per arm, 20 points of the learner's arm deleted.
-means = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
+means = np.array(PAPER_MEANS)
 D = fixed_sample_dataset(means, [200] * 5, rng)
 state = fit_lcb(D)
 a0 = state.arm

@@ -24,7 +24,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bandit_unlearning.mab.bounds import gamma0_exact, gamma0_paper, gaussian_branch_bound, rollback_branch_bound
-from bandit_unlearning.mab.data import concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed
+from bandit_unlearning.mab.data import (
+    PAPER_MEANS, concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
+)
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import unlearn_batch
@@ -162,7 +164,7 @@ from bandit_unlearning.mab.bounds import *  # noqa: F403
 # rejected by the same assertion.
 
 # %%
-INSTANCES = {"paper": np.array([0.10, 0.08, 0.06, 0.04, 0.02]), "wide": np.array([0.9, 0.6, 0.5, 0.4, 0.3])}
+INSTANCES = {"paper": np.array(PAPER_MEANS), "wide": np.array([0.9, 0.6, 0.5, 0.4, 0.3])}
 C_STAR, R_MC = 5.0, 20_000
 
 

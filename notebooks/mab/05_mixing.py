@@ -37,7 +37,7 @@ import numpy as np
 from scipy import special, stats
 
 from bandit_unlearning.mab.bounds import gamma0_exact
-from bandit_unlearning.mab.data import sample_statistics_fixed
+from bandit_unlearning.mab.data import PAPER_MEANS, sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
@@ -49,7 +49,6 @@ from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 rng = np.random.default_rng(20260605)
-PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 
 # %% [markdown]
@@ -756,7 +755,7 @@ def oracle_losses(mu, n, rng, reps=R_MC):
 n_settings = 2 * len(ETAS) * len(GAMMAS)
 p_fail = 1e-6 / (n_settings + 1)
 mc = {}
-for inst, mu in (("paper", PAPER_MEANS), ("wide", WIDE_MEANS)):
+for inst, mu in (("paper", np.array(PAPER_MEANS)), ("wide", WIDE_MEANS)):
     t = hoeffding_margin(R_MC, np.ptp(mu), p_fail)
     for eta, g in itertools.product(ETAS, GAMMAS):
         loss, frac_noised = mixing_losses(mu, N_MC, K_MC, eta, g, rng)

@@ -34,13 +34,12 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.mab.data import OfflineDataset, concentrability_behavior
+from bandit_unlearning.mab.data import PAPER_MEANS, OfflineDataset, concentrability_behavior
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 
 rng = np.random.default_rng(20260606)
-PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 
 # %% [markdown]
 # ## 1. Statement
@@ -584,7 +583,7 @@ assert all(theorem311_expression(n, 0, 1.3) > 1 for n in (10, 100, 1000))
 
 # %%
 R = 20_000
-gaps = PAPER_MEANS.max() - PAPER_MEANS
+gaps = np.max(PAPER_MEANS) - np.array(PAPER_MEANS)
 mc_grid = [(c, n, k) for c in (1.1, 1.3, 1.6, 1.9) for n in (10, 20, 50, 100, 300)
            for k in sorted({0, int(0.5 * min(3 * n / 4, (2 - c) * n / c)), int(0.9 * min(3 * n / 4, (2 - c) * n / c))})]
 margin = hoeffding_margin(R, gaps.max(), 1e-6 / len(mc_grid))

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from bandit_unlearning.mab.bounds import gamma0_paper
-from bandit_unlearning.mab.data import sample_statistics_fixed
+from bandit_unlearning.mab.data import PAPER_MEANS, sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
@@ -49,7 +49,6 @@ from bandit_unlearning.privacy.gaussian import (
 )
 
 rng = np.random.default_rng(20260607)
-PAPER_MEANS = np.array([0.10, 0.08, 0.06, 0.04, 0.02])
 WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 
 # %% [markdown]
@@ -741,7 +740,7 @@ is the learner's arm and gamma < gamma0', rollback otherwise); ``unlearn_batch``
 import numpy as np
 
 from bandit_unlearning.checks import as_array, check_bool, check_int, check_real
-from bandit_unlearning.mab.bounds import gamma0_paper
+from bandit_unlearning.mab.bounds import gamma0_paper, gaussian_branch_bound, rollback_branch_bound
 
 
 def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int, gamma: float,
@@ -782,9 +781,9 @@ def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int,
     g0 = gamma0_paper(n_min, k_max, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     if not star_is_source:
         return float(np.sqrt(2 * L / n_star) + 2 / n)
-    if g < g0:
-        return float(np.sqrt(2 * L / n_min) + 3 * k_max * g / (2 * np.sqrt(2 * np.pi) * n_min) + 5 / n)
-    return float(np.sqrt(2 * L / (n_min - k_max)) + 5 / n)
+    if g < g0:                                   # Theorem 3.3's two branches at (N_min, k_max), then +5/N
+        return gaussian_branch_bound(n_min, k_max, g, L) + 5 / n
+    return rollback_branch_bound(n_min, k_max, L) + 5 / n
 
 
 # %%
@@ -817,7 +816,7 @@ def bound_313(n, gamma, k, case):
 n_settings = 2 * len(CASES) * len(CONFIGS)
 p_fail = 1e-6 / (n_settings + 1)
 mc = {}
-for inst, mu in (("paper", PAPER_MEANS), ("wide", WIDE_MEANS)):
+for inst, mu in (("paper", np.array(PAPER_MEANS)), ("wide", WIDE_MEANS)):
     t = hoeffding_margin(R_MC, np.ptp(mu), p_fail)
     for case, sources in CASES.items():
         for n, g, k in CONFIGS:

@@ -69,7 +69,7 @@ rng = np.random.default_rng(20260808)
 # run of consecutive samples of one arm — a deletion request — cost $O(1)$ per replicate.  Building
 # the tables costs $O(R\,N_{\max})$: one stable counting sort of each trajectory's arm labels
 # groups every arm's samples in time order (checked bit for bit against a one-hot construction
-# below).  The engine's inner calls (`_deletion_starts`, `_run_sums`, `_request_losses`) skip the
+# below).  The engine's inner calls (`deletion_starts_unchecked`, `run_sums_unchecked`, `_request_losses`) skip the
 # argument checks of their public twins: `evaluate` checks once, and everything it passes on is
 # valid by construction.
 
@@ -90,8 +90,6 @@ from bandit_unlearning.checks import (check_count,
     as_array, as_generator, check_choice, check_instance, check_int, check_int_array, check_real_array,
 )
 from bandit_unlearning.mab.data import check_distribution, check_means, concentrability_behavior
-
-PAPER_MEANS = (0.10, 0.08, 0.06, 0.04, 0.02)
 
 
 @dataclass(frozen=True)
@@ -237,11 +235,11 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     arm = check_int(arm, "arm", 0, traj.means.size - 1)
     align, k = check_int(align, "align", 1), check_int(k, "k", 0)
     n_requests = check_count(n_requests, "n_requests", 1)
-    return _deletion_starts(traj, prefix, arm, k, n_requests, as_generator(rng), align)
+    return deletion_starts_unchecked(traj, prefix, arm, k, n_requests, as_generator(rng), align)
 
 
-def _deletion_starts(traj, prefix, arm, k, n_requests, rng, align):
-    """``consecutive_deletions`` on validated arguments (no checks: the engine's inner loop)."""
+def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
+    """Unchecked ``consecutive_deletions``: validated arguments only (the engine's inner loop)."""
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -259,11 +257,11 @@ def run_sums(traj: Trajectories, arm: int, start, length):
     length = check_int(length, "length", 0)
     if start.ndim < 1 or start.shape[0] != traj.n_replicates:
         raise ValueError(f"start must have shape (R, ...) with R = {traj.n_replicates}, got {start.shape}")
-    return _run_sums(traj, arm, start, length)
+    return run_sums_unchecked(traj, arm, start, length)
 
 
-def _run_sums(traj, arm, start, length):
-    """``run_sums`` on validated arguments (int64 ``start`` of shape ``(R, ...)``; no checks)."""
+def run_sums_unchecked(traj, arm, start, length):
+    """Unchecked ``run_sums``: validated arguments only (int64 ``start`` of shape ``(R, ...)``)."""
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)
@@ -279,7 +277,7 @@ from bandit_unlearning.experiments.protocol import *  # noqa: F403  (the module 
 # equals the sum of the explicitly located deleted rewards.
 
 # %%
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import PAPER_MEANS, OfflineDataset
 
 m = 5
 arms_raw = rng.integers(0, m, size=(6, 400))
@@ -384,10 +382,10 @@ from bandit_unlearning.checks import (
     as_generator, check_bool, check_choice, check_instance, check_int, check_int_array, check_real,
 )
 from bandit_unlearning.experiments.protocol import (  # noqa: F401  (public names re-exported)
-    PAPER_MEANS, Trajectories, _deletion_starts, _run_sums, consecutive_deletions, run_sums,
+    Trajectories, deletion_starts_unchecked, run_sums_unchecked, consecutive_deletions, run_sums,
     simulate_trajectories,
 )
-from bandit_unlearning.mab.data import check_means
+from bandit_unlearning.mab.data import PAPER_MEANS, check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
@@ -574,8 +572,8 @@ def _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, proto
     n_req = starts[0].shape[1]
     counts = np.repeat(traj.arm_counts[:, prefix, :], n_req, axis=0)
     sums = np.repeat(traj._prefix_reward_sums(prefix), n_req, axis=0)
-    deleted = [_run_sums(traj, a, s, k).ravel() for a, s in zip(sources, starts)]
-    rolled = lambda kp: [_run_sums(traj, a, s, kp).ravel() for a, s in zip(sources, starts)]  # noqa: E731
+    deleted = [run_sums_unchecked(traj, a, s, k).ravel() for a, s in zip(sources, starts)]
+    rolled = lambda kp: [run_sums_unchecked(traj, a, s, kp).ravel() for a, s in zip(sources, starts)]  # noqa: E731
     losses, n_exact = {}, 0
     for method in methods:
         arms, n = _outputs(method, counts, sums, tau, list(sources), [k] * len(sources), deleted, rolled,
@@ -596,7 +594,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
     methods = _check_methods(methods)
     align = protocol.block // len(traj.means) if traj.model == "Mf" else 1
-    starts, valid = zip(*(_deletion_starts(traj, prefix, a, k, protocol.n_requests, rng, align) for a in sources))
+    starts, valid = zip(*(deletion_starts_unchecked(traj, prefix, a, k, protocol.n_requests, rng, align) for a in sources))
     keep = np.logical_and.reduce([v[:, 0] for v in valid])               # per trajectory
     if not keep.all():
         traj = Trajectories(traj.means, traj.model, traj.prefixes, traj.arm_counts[keep],

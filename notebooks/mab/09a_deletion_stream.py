@@ -190,13 +190,6 @@ from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_de
 from bandit_unlearning.protocol import register_unlearn, unlearn
 
 
-def make_rng(rng) -> np.random.Generator:
-    """A numpy Generator as is; ``None``: fresh OS entropy; an int >= 0: an explicit, reproducible seed
-    (key material: whoever knows it can subtract the noise).  The package's one rule:
-    ``checks.as_generator``."""
-    return as_generator(rng, "rng")
-
-
 def gdp_budget(epsilon, delta) -> float:
     """The largest ``mu`` whose Gaussian-DP pair is (epsilon, delta)-close: ``delta_mu(epsilon) <= delta``.
 
@@ -959,7 +952,7 @@ def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma
         epsilon, delta = float(epsilon), float(delta)
     elif not (epsilon is None and delta is None and sigma is None):
         raise ValueError("method 'rollback' is exact: epsilon, delta and sigma must be None")
-    rng = make_rng(rng)
+    rng = as_generator(rng)
     return cls(labels=labels, tau=tau, n_fit=n, arms=idx, rewards=rewards, row_ids=None,
                users=users, pub_counts=None, pub_sums=None, pending_counts=np.zeros(len(labels), np.int64),
                pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
@@ -2068,7 +2061,7 @@ def load_model(path, rng=None, *, key=None, progress=None) -> "LCBModel":
     -------
     LCBModel
     """
-    rng = make_rng(rng)
+    rng = as_generator(rng)
     key = _check_key(key)
     size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
     stages = _Stages(progress, ("read", "digests", "statistics", "log", "rows", "model"), "load", size)

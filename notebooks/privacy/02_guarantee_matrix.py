@@ -426,7 +426,8 @@ def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, 
 # arms are noised (each point is a quadrature).
 
 # %% tags=["export"]
-CALIBRATIONS = ("paper", "classic", "analytic")
+from bandit_unlearning.mab.unlearn import CALIBRATIONS
+
 SENSITIVITIES = ("paper", "exact")
 EPSILONS = (0.1, 0.5, 0.9, 2.0, 8.0, 20.0)
 DELTAS = (1e-2, 1e-6)

@@ -99,7 +99,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 from scipy.special import erf, erfinv
 from scipy.stats import norm
 
@@ -364,7 +363,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
 # the clean value: the privacy of the tree *is* the secrecy of its keys (and of whatever generates
 # them).  Three rules follow.
 # - **Fresh entropy by default.** Every function that draws takes `rng=None`, which means a new
-#   generator seeded from the operating system's entropy (`resolve_rng`, i.e.
+#   generator seeded from the operating system's entropy (the package's one rule, `checks.as_generator`:
 #   `np.random.default_rng()`).  Passing a seeded generator is an explicit opt-in for reproducible
 #   research — the notebooks do it so that their outputs can be checked — and then **the seed is key
 #   material**: anyone who learns or guesses it (seed 0, a date, a small integer) regenerates every
@@ -540,32 +539,65 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 # %% [markdown]
-# Node keys and node noise (*node keys* and *keys are secrets* above): `resolve_rng` gives fresh
+# Node keys and node noise (*node keys* and *keys are secrets* above): `checks.as_generator` gives fresh
 # operating-system entropy by default, `draw_node_keys` hashes three fresh words of the generator per
 # node, and `node_noise` turns a key into the node's Gaussian noise times $\sigma$.
+#
+#
+# The two pieces of key handling that the vectorised runs of chapter B13 share with this tree (the
+# hash personalisation of node keys and the blank seed an SFC64 is built from) live in the package's
+# kernel module, `bandit_unlearning.kernel`, with the counter-based user randomness of chapter B5b.
 
-# %% tags=["export"]
-KEY_WORDS = 3
-_KEY_PERSON = b"node key"                        # BLAKE2b personalisation: node keys and nothing else
+# %% tags=["export:bandit_unlearning.kernel"]
+"""The package's key and counter kernel: the unchecked hot-path pieces that several modules share.
+
+Contract: nothing here validates its arguments.  Each function assumes what its docstring states
+(integer keys in range, a valid MDP and policy, a known reward-noise mode); the public functions that
+call it (``rl.users``, ``rl.gym``, ``rl.ucbvi``, ``rl.stable``, ``rl.batch``, ``exact.tree``) check
+every argument at their boundary first and then loop over these without re-checking.  A caller
+that skips that check gets wrong values or an arbitrary exception, never a message naming the rule.
+
+* Node keys (chapter B2a): ``KEY_PERSON`` personalises the BLAKE2b hash that turns generator words
+  into node keys; ``BlankSeed`` builds an SFC64 whose state is set from a key right after.
+* Replayable users (chapter B5b): the SplitMix64 constants, the scalar uniform of output ``i``, the
+  stream layout, and a user's step and rollout in a tabular MDP.
+"""
+
+import numpy as np
+from numpy.random.bit_generator import ISeedSequence
+
+KEY_PERSON = b"node key"                         # BLAKE2b personalisation: node keys and nothing else
 
 
-class _BlankSeed(ISeedSequence):
+class BlankSeed(ISeedSequence):
     """Zero words for a bit generator whose state is set from a key right after (the batched engine):
     building an SFC64 from it costs a fraction of numpy's ``SeedSequence`` hashing.  Holds nothing."""
 
     def generate_state(self, n_words, dtype=np.uint32):
+        """Unchecked: ``n_words`` zeros of ``dtype`` (the bit generator's state is overwritten next).
+
+        Parameters
+        ----------
+        n_words : int
+            Number of words the bit generator asks for.
+        dtype : numpy dtype
+            ``np.uint32`` or ``np.uint64``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``n_words`` zeros.
+        """
         return np.zeros(n_words, dtype=dtype)
 
 
-def resolve_rng(rng) -> np.random.Generator:
-    """The generator to draw from, by the package's one rule (``checks.as_generator``): ``rng`` itself,
-    for ``None`` a new generator seeded from the operating system's entropy, for an int seed >= 0
-    ``np.random.default_rng(seed)`` (the caller's opt-in for reproducibility; the seed is then key
-    material).  Anything else: ``TypeError`` naming ``rng``."""
-    return as_generator(rng, "rng")
+# %% tags=["export"]
+from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
+
+KEY_WORDS = 3
 
 
-_KEY_HASH = hashlib.blake2b(digest_size=8 * KEY_WORDS, person=_KEY_PERSON)   # empty: copied, never fed
+_KEY_HASH = hashlib.blake2b(digest_size=8 * KEY_WORDS, person=KEY_PERSON)   # empty: copied, never fed
 
 
 def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
@@ -602,6 +634,9 @@ def _node_key(key) -> np.ndarray:
 # inside the call.
 
 # %% tags=["export"]
+from numpy.random.bit_generator import ISeedSequence
+
+
 class _KeyWords(ISeedSequence):
     """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
     the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s

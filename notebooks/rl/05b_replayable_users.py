@@ -64,6 +64,48 @@ hard = independent_bandits(n_bandits=4, n_actions=3, horizon=6, gap=0.1, rng=rng
 # The algorithm's own randomness (tree noise, coupling draws) never comes from the users: it uses
 # an explicit `rng: np.random.Generator`, fresh on every run.
 
+# %% [markdown]
+# The arithmetic itself is shared with other modules' hot loops (chapters B6a, B7a, B13), so it
+# lives in the package's kernel, `bandit_unlearning.kernel` (started in chapter B2a): SplitMix64's
+# three constants, the scalar uniform of output number $i$, the stream layout, and below a user's
+# step and rollout.  Kernel functions check nothing (their callers validate once, at the public
+# boundary); the public functions of `bandit_unlearning.rl.users` that follow are those boundaries.
+
+# %% tags=["export:bandit_unlearning.kernel"]
+TRANSITION = 0                                   # a user's three streams: transitions,
+REWARD = 1                                       # Bernoulli rewards,
+INITIAL = 2                                      # and the initial state
+N_STREAMS = 3
+GAMMA = 0x9E3779B97F4A7C15                       # SplitMix64's increment (2**64 over the golden ratio, odd)
+C1 = 0xBF58476D1CE4E5B9                          # SplitMix64's two multipliers (Stafford's mix 13)
+C2 = 0x94D049BB133111EB
+MASK = (1 << 64) - 1                             # arithmetic modulo 2**64 on Python ints
+UNIT = 2.0 ** -53                                # top 53 bits of an output -> a float in [0, 1)
+
+
+def splitmix64_uniform(seed: int, index: int) -> float:
+    """Unchecked: the uniform in ``[0, 1)`` of output number ``index`` of SplitMix64 seeded with ``seed``.
+
+    The scalar twin of ``rl.users.user_uniforms`` on Python ints (bit-identical to it).
+
+    Parameters
+    ----------
+    seed : int
+        Population seed in ``[0, 2**64)`` (not checked).
+    index : int
+        Output number ``>= 0`` (not checked).
+
+    Returns
+    -------
+    float
+        ``(output >> 11) * 2**-53``.
+    """
+    z = (seed + (index + 1) * GAMMA) & MASK
+    z = ((z ^ (z >> 30)) * C1) & MASK
+    z = ((z ^ (z >> 27)) * C2) & MASK
+    return ((z ^ (z >> 31)) >> 11) * UNIT
+
+
 # %% tags=["export:bandit_unlearning.rl.users"]
 """Replayable users (erratum E10) and rollouts of deterministic policies in tabular MDPs.
 
@@ -74,23 +116,15 @@ top 53 bits.  Stream 0 = transitions (inverse CDF), 1 = Bernoulli rewards, 2 = i
 The same user answers the same ``(h, s, a)`` the same way under every policy.
 """
 
-import weakref
-from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
 
 from bandit_unlearning.checks import as_array, check_choice, check_instance, check_int
+from bandit_unlearning.kernel import C1, C2, GAMMA, INITIAL, N_STREAMS, REWARD, TRANSITION, UNIT, rollout_lists
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 
-TRANSITION, REWARD, INITIAL = 0, 1, 2
-N_STREAMS = 3
 REWARD_NOISE = ("bernoulli", "none")
-_GAMMA = 0x9E3779B97F4A7C15
-_C1 = 0xBF58476D1CE4E5B9
-_C2 = 0x94D049BB133111EB
-_MASK = (1 << 64) - 1
-_UNIT = 2.0 ** -53
 
 
 def splitmix64(seed: int, index) -> np.ndarray:
@@ -103,18 +137,10 @@ def splitmix64(seed: int, index) -> np.ndarray:
     if index.dtype.kind == "i" and np.any(index < 0):
         raise ValueError("index must be >= 0 (outputs are numbered from 0)")
     z = index.astype(np.uint64)
-    z = np.uint64(seed) + (z + np.uint64(1)) * np.uint64(_GAMMA)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(_C1)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(_C2)
+    z = np.uint64(seed) + (z + np.uint64(1)) * np.uint64(GAMMA)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(C1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(C2)
     return z ^ (z >> np.uint64(31))
-
-
-def _splitmix64_uniform(seed: int, index: int) -> float:
-    """Scalar twin of ``user_uniforms`` on Python ints (bit-identical)."""
-    z = (seed + (index + 1) * _GAMMA) & _MASK
-    z = ((z ^ (z >> 30)) * _C1) & _MASK
-    z = ((z ^ (z >> 27)) * _C2) & _MASK
-    return ((z ^ (z >> 31)) >> 11) * _UNIT
 
 
 def check_seed(seed) -> int:
@@ -164,7 +190,153 @@ def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.
     idx = ((u * np.uint64(N_STREAMS) + np.asarray(stream, dtype=np.uint64)) * np.uint64(H)
            + np.asarray(h, dtype=np.uint64)) * np.uint64(S)
     idx = (idx + np.asarray(s, dtype=np.uint64)) * np.uint64(A) + np.asarray(a, dtype=np.uint64)
-    return (splitmix64(seed, idx) >> np.uint64(11)).astype(float) * _UNIT
+    return (splitmix64(seed, idx) >> np.uint64(11)).astype(float) * UNIT
+
+
+# %% [markdown]
+# The kernel's rollout pieces: per MDP, the sparse support and CDF of every transition row as
+# Python lists (cached per MDP object, weakly), and a user's initial state, one step, and a whole
+# episode on plain Python ints (one user at a time, where numpy's per-call overhead dominates).  `rollout`
+# (below) checks its arguments and then calls `rollout_lists`; `bandit_unlearning.rl.gym` calls
+# `user_step` once per `env.step`.
+
+# %% tags=["export:bandit_unlearning.kernel"]
+import weakref
+from bisect import bisect_right
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                                # not imported at run time: rl.mdp imports the package's rl part
+    from bandit_unlearning.rl.mdp import TabularMDP
+
+_SPARSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # per MDP object, weakly
+
+
+def sparse_tables(mdp: "TabularMDP") -> tuple:
+    """Unchecked: the lists a scalar rollout reads, cached per MDP (weakly).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        A valid MDP (not checked).
+
+    Returns
+    -------
+    tuple
+        ``(support, cdf, rewards, initial_cdf)``: per step (one if homogeneous) and ``s*A+a``, the
+        support of ``P_h(.|s,a)`` and its CDF (same rule as ``rl.users.cdf_tables``); the mean
+        rewards per step and ``s*A+a``; the CDF of the initial distribution.  All Python lists.
+    """
+    if mdp not in _SPARSE:
+        P = mdp.flat_transitions[:1] if mdp.homogeneous_transitions else mdp.flat_transitions
+        support, cdf = [], []
+        for Ph in P:
+            sup_h, cdf_h = [], []
+            for row in Ph:
+                nz = np.flatnonzero(row)
+                c = np.cumsum(row)[nz]
+                c = np.where(c >= c[-1], 1.0, c)
+                sup_h.append(nz.tolist())
+                cdf_h.append(c.tolist())
+            support.append(sup_h)
+            cdf.append(cdf_h)
+        R = mdp.rewards.reshape(mdp.H, -1)
+        rewards = (R[:1] if mdp.homogeneous_rewards else R).tolist()
+        init = np.cumsum(mdp.initial)
+        _SPARSE[mdp] = (support, cdf, rewards, np.where(init >= init[-1], 1.0, init).tolist())
+    return _SPARSE[mdp]
+
+
+def initial_state(mdp: "TabularMDP", user: int, seed: int) -> int:
+    """Unchecked: the initial state of ``user`` (stream 2, cell (0, 0, 0)).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        A valid MDP (not checked).
+    user : int
+        A key in ``[0, rl.users.max_users(mdp))`` (not checked).
+    seed : int
+        The population seed, in ``[0, 2**64)`` (not checked).
+
+    Returns
+    -------
+    int
+        The state ``s_0``.
+    """
+    init_cdf = sparse_tables(mdp)[3]
+    return bisect_right(init_cdf, splitmix64_uniform(seed, (user * N_STREAMS + INITIAL) * mdp.H * mdp.S * mdp.A))
+
+
+def user_step(mdp: "TabularMDP", user: int, seed: int, h: int, s: int, a: int, bernoulli: bool) -> tuple:
+    """Unchecked: what ``user`` meets at ``(h, s, a)``; the same draws as ``rl.users.rollout``.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        A valid MDP (not checked).
+    user, seed : int
+        The user's key and the population seed, in range (not checked).
+    h, s, a : int
+        Step in ``[0, H)``, state in ``[0, S)``, action in ``[0, A)`` (not checked).
+    bernoulli : bool
+        Draw a Bernoulli reward (True) or return the mean reward (False).
+
+    Returns
+    -------
+    tuple
+        ``(s', reward)``.
+    """
+    support, cdf, rewards, _ = sparse_tables(mdp)
+    H, S, A = mdp.H, mdp.S, mdp.A
+    sa, row = s * A + a, (0 if mdp.homogeneous_transitions else h)
+    mean = rewards[0 if mdp.homogeneous_rewards else h][sa]
+    j = (((user * N_STREAMS + REWARD) * H + h) * S + s) * A + a
+    rew = (1.0 if splitmix64_uniform(seed, j) < mean else 0.0) if bernoulli else mean
+    i = (((user * N_STREAMS + TRANSITION) * H + h) * S + s) * A + a
+    return support[row][sa][bisect_right(cdf[row][sa], splitmix64_uniform(seed, i))], rew
+
+
+def rollout_lists(mdp: "TabularMDP", policy_rows: list, user: int, seed: int, bernoulli: bool) -> tuple:
+    """Unchecked: one episode of ``user``, ``user_step`` inlined for speed.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        A valid MDP (not checked).
+    policy_rows : list
+        ``policy.tolist()`` of a valid deterministic policy ``[H, S]`` (not checked).
+    user, seed : int
+        The user's key and the population seed, in range (not checked).
+    bernoulli : bool
+        Draw Bernoulli rewards (True) or use the mean rewards (False).
+
+    Returns
+    -------
+    tuple
+        ``(states, actions, rewards)``: Python lists of lengths ``H+1``, ``H`` and ``H``.
+    """
+    support, cdf, rewards, _ = sparse_tables(mdp)
+    H, S, A = mdp.H, mdp.S, mdp.A
+    ht, hr = not mdp.homogeneous_transitions, not mdp.homogeneous_rewards
+    base = user * N_STREAMS
+    s = initial_state(mdp, user, seed)
+    states, actions, rews = [s], [], []
+    for h in range(H):
+        a = policy_rows[h][s]
+        sa = s * A + a
+        i = ((base * H + h) * S + s) * A + a                 # stream 0 (transitions)
+        mean = rewards[h if hr else 0][sa]
+        if bernoulli:
+            j = (((base + REWARD) * H + h) * S + s) * A + a  # stream 1 (rewards)
+            rew = 1.0 if splitmix64_uniform(seed, j) < mean else 0.0
+        else:
+            rew = mean
+        row = h if ht else 0
+        s = support[row][sa][bisect_right(cdf[row][sa], splitmix64_uniform(seed, i))]
+        actions.append(a)
+        rews.append(rew)
+        states.append(s)
+    return states, actions, rews
 
 
 # %% [markdown]
@@ -205,79 +377,20 @@ def cdf_tables(mdp: TabularMDP) -> np.ndarray:
     return np.broadcast_to(c, P.shape)
 
 
-_SPARSE = weakref.WeakKeyDictionary()
+def check_reward_noise(reward_noise: str) -> str:
+    """``reward_noise``, checked: one of ``REWARD_NOISE`` (``"bernoulli"`` or ``"none"``).
 
+    Parameters
+    ----------
+    reward_noise : str
+        ``"bernoulli"`` draws a Bernoulli reward with the right mean; ``"none"`` returns the mean.
 
-def _sparse_tables(mdp: TabularMDP):
-    """Per (step, s*A+a): the support of P_h(.|s,a) and its CDF (same rule as ``cdf_tables``), as
-    Python lists for a fast scalar rollout; and the rewards as nested lists.  Cached per MDP."""
-    if mdp not in _SPARSE:
-        P = mdp.flat_transitions[:1] if mdp.homogeneous_transitions else mdp.flat_transitions
-        support, cdf = [], []
-        for Ph in P:
-            sup_h, cdf_h = [], []
-            for row in Ph:
-                nz = np.flatnonzero(row)
-                c = np.cumsum(row)[nz]
-                c = np.where(c >= c[-1], 1.0, c)
-                sup_h.append(nz.tolist())
-                cdf_h.append(c.tolist())
-            support.append(sup_h)
-            cdf.append(cdf_h)
-        R = mdp.rewards.reshape(mdp.H, -1)
-        rewards = (R[:1] if mdp.homogeneous_rewards else R).tolist()
-        init = np.cumsum(mdp.initial)
-        _SPARSE[mdp] = (support, cdf, rewards, np.where(init >= init[-1], 1.0, init).tolist())
-    return _SPARSE[mdp]
-
-
-def _check_noise(reward_noise: str) -> str:
+    Returns
+    -------
+    str
+        ``reward_noise`` itself; anything else raises ``ValueError`` naming ``reward_noise``.
+    """
     return check_choice(reward_noise, "reward_noise", REWARD_NOISE)
-
-
-def _initial_state(mdp: TabularMDP, user: int, seed: int) -> int:
-    """Unchecked: the initial state of ``user`` (stream 2, cell (0, 0, 0))."""
-    init_cdf = _sparse_tables(mdp)[3]
-    return bisect_right(init_cdf, _splitmix64_uniform(seed, (user * N_STREAMS + INITIAL) * mdp.H * mdp.S * mdp.A))
-
-
-def _user_step(mdp: TabularMDP, user: int, seed: int, h: int, s: int, a: int, bernoulli: bool):
-    """Unchecked: ``(s', reward)`` of ``user`` at ``(h, s, a)``; the same draws as ``rollout``."""
-    support, cdf, rewards, _ = _sparse_tables(mdp)
-    H, S, A = mdp.H, mdp.S, mdp.A
-    sa, row = s * A + a, (0 if mdp.homogeneous_transitions else h)
-    mean = rewards[0 if mdp.homogeneous_rewards else h][sa]
-    j = (((user * N_STREAMS + REWARD) * H + h) * S + s) * A + a
-    rew = (1.0 if _splitmix64_uniform(seed, j) < mean else 0.0) if bernoulli else mean
-    i = (((user * N_STREAMS + TRANSITION) * H + h) * S + s) * A + a
-    return support[row][sa][bisect_right(cdf[row][sa], _splitmix64_uniform(seed, i))], rew
-
-
-def _rollout_lists(mdp: TabularMDP, policy_rows: list, user: int, seed: int, bernoulli: bool):
-    """Unchecked scalar rollout (``_user_step`` inlined, for speed): ``policy_rows`` is
-    ``policy.tolist()``.  Returns the lists of states, actions and rewards."""
-    support, cdf, rewards, _ = _sparse_tables(mdp)
-    H, S, A = mdp.H, mdp.S, mdp.A
-    ht, hr = not mdp.homogeneous_transitions, not mdp.homogeneous_rewards
-    base = user * N_STREAMS
-    s = _initial_state(mdp, user, seed)
-    states, actions, rews = [s], [], []
-    for h in range(H):
-        a = policy_rows[h][s]
-        sa = s * A + a
-        i = ((base * H + h) * S + s) * A + a                 # stream 0 (transitions)
-        mean = rewards[h if hr else 0][sa]
-        if bernoulli:
-            j = (((base + REWARD) * H + h) * S + s) * A + a  # stream 1 (rewards)
-            rew = 1.0 if _splitmix64_uniform(seed, j) < mean else 0.0
-        else:
-            rew = mean
-        row = h if ht else 0
-        s = support[row][sa][bisect_right(cdf[row][sa], _splitmix64_uniform(seed, i))]
-        actions.append(a)
-        rews.append(rew)
-        states.append(s)
-    return states, actions, rews
 
 
 def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str = "bernoulli") -> Trajectory:
@@ -286,8 +399,8 @@ def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str
     if isinstance(user, np.ma.MaskedArray):
         raise TypeError("user must be an integer key, not a masked array")
     u = int(check_users(mdp, [user])[0])
-    states, actions, rews = _rollout_lists(mdp, pi.tolist(), u, check_seed(seed),
-                                           _check_noise(reward_noise) == "bernoulli")
+    states, actions, rews = rollout_lists(mdp, pi.tolist(), u, check_seed(seed),
+                                          check_reward_noise(reward_noise) == "bernoulli")
     return Trajectory(np.array(states), np.array(actions), np.array(rews))
 
 
@@ -301,7 +414,7 @@ def rollout_batch(mdp: TabularMDP, policy, users, seed: int = 0, reward_noise: s
     pi = check_policy(mdp, pi, batch=pi.ndim == 3)
     if pi.ndim == 3 and len(pi) != len(users):
         raise ValueError(f"{len(pi)} policies for {len(users)} users")
-    bernoulli = _check_noise(reward_noise) == "bernoulli"
+    bernoulli = check_reward_noise(reward_noise) == "bernoulli"
     seed = check_seed(seed)
     B, H = len(users), mdp.H
     cdf, r = cdf_tables(mdp), mdp.rewards
@@ -334,14 +447,14 @@ def rollout_batch(mdp: TabularMDP, policy, users, seed: int = 0, reward_noise: s
 from scipy import stats
 
 from bandit_unlearning.rl.users import *  # noqa: F403
-from bandit_unlearning.rl.users import _splitmix64_uniform
+from bandit_unlearning.kernel import splitmix64_uniform
 
 reference = [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F, 0xF88BB8A8724C81EC]
 assert [int(z) for z in splitmix64(0, np.arange(4))] == reference
 idx = rng.integers(0, 2 ** 62, size=1000, dtype=np.int64)
 seed_demo = int(rng.integers(2 ** 63))
 vec = (splitmix64(seed_demo, idx) >> np.uint64(11)).astype(float) * 2.0 ** -53
-assert all(_splitmix64_uniform(seed_demo, int(i)) == v for i, v in zip(idx, vec))
+assert all(splitmix64_uniform(seed_demo, int(i)) == v for i, v in zip(idx, vec))
 
 USER_SEED = int(rng.integers(2 ** 63))            # the population of users of this chapter
 pi_star = value_iteration(grid).policy
@@ -453,7 +566,8 @@ import numpy as np
 
 from bandit_unlearning.checks import check_count, as_array, as_real, check_instance, check_int
 from bandit_unlearning.rl.mdp import TabularMDP
-from bandit_unlearning.rl.users import _check_noise, _initial_state, _user_step, check_seed, check_users
+from bandit_unlearning.kernel import initial_state, user_step
+from bandit_unlearning.rl.users import check_reward_noise, check_seed, check_users
 
 
 def _import_gymnasium():
@@ -574,7 +688,7 @@ def _env_class():
                 raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
             self.mdp = mdp
             self.user_seed = check_seed(seed)
-            self.reward_noise = _check_noise(reward_noise)
+            self.reward_noise = check_reward_noise(reward_noise)
             self.observation_space = gym.spaces.Discrete(mdp.S)
             self.action_space = gym.spaces.Discrete(mdp.A)
             self._h = None
@@ -584,7 +698,7 @@ def _env_class():
             self._user = None
             if options and "user" in options:
                 self._user = int(check_users(self.mdp, [options["user"]])[0])
-                self._s = _initial_state(self.mdp, self._user, self.user_seed)
+                self._s = initial_state(self.mdp, self._user, self.user_seed)
             else:
                 self._s = int(self.np_random.choice(self.mdp.S, p=self.mdp.initial))
             self._h = 0
@@ -598,7 +712,7 @@ def _env_class():
             a, h, s = int(action), self._h, self._s
             bernoulli = self.reward_noise == "bernoulli"
             if self._user is not None:
-                s2, reward = _user_step(self.mdp, self._user, self.user_seed, h, s, a, bernoulli)
+                s2, reward = user_step(self.mdp, self._user, self.user_seed, h, s, a, bernoulli)
             else:
                 s2 = int(self.np_random.choice(self.mdp.S, p=self.mdp.transitions[h, s, a]))
                 mean = float(self.mdp.rewards[h, s, a])
@@ -740,7 +854,7 @@ else:
 cliff_cost = training_cost(cliff.mdp, 8, timed=False)
 cliff_learner = stable_ucbvi(cliff.mdp, 8, 10.0)
 tracemalloc.start()
-train_run(cliff_learner, episode_users(8, np.random.default_rng(0)), np.random.default_rng(1))
+train_run(cliff_learner, episode_users(8, rng=np.random.default_rng(0)), np.random.default_rng(1))
 peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
 print(f"CliffWalking, T = 8: estimated {cliff_cost.peak_bytes / 1e6:.1f} MB ({cliff_cost.vectors} vectors of d), "
@@ -765,7 +879,7 @@ import math
 from bandit_unlearning.rl.stable import run_policies
 
 T_cliff = 60
-cliff_users = episode_users(T_cliff, np.random.default_rng(int(rng.integers(2**32))))
+cliff_users = episode_users(T_cliff, rng=np.random.default_rng(int(rng.integers(2**32))))
 for rho in (math.inf, 10.0):
     run = train_run(stable_ucbvi(cliff.mdp, T_cliff, rho), cliff_users, np.random.default_rng(int(rng.integers(2**32))))
     mapped = regret(cliff.mdp, run_policies(run))

@@ -89,7 +89,8 @@ from bandit_unlearning.checks import (
     as_array, as_real_array, check_bool, check_choice, check_count, check_instance, check_int, check_real, check_real_array,
 )
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
-from bandit_unlearning.rl.users import Trajectory, _check_noise, _rollout_lists, check_seed, check_users
+from bandit_unlearning.kernel import rollout_lists
+from bandit_unlearning.rl.users import Trajectory, check_reward_noise, check_seed, check_users
 
 
 def _check_dims(S, A, H):
@@ -212,7 +213,7 @@ def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward
     (The dummy user of a deletion has zero statistics.)"""
     pi = check_policy(mdp, policy)
     u = int(check_users(mdp, [user])[0])
-    st, ac, rw = _rollout_lists(mdp, pi.tolist(), u, check_seed(seed), _check_noise(reward_noise) == "bernoulli")
+    st, ac, rw = rollout_lists(mdp, pi.tolist(), u, check_seed(seed), check_reward_noise(reward_noise) == "bernoulli")
     return StatsLayout.of(mdp).sparse(Trajectory(np.array(st), np.array(ac), np.array(rw)))
 
 
@@ -484,7 +485,7 @@ def bonus(self, n) -> np.ndarray:
     """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
     says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
     n = as_real_array(n, "n")
-    return _paper_bonus(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
+    return paper_bonus_unchecked(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
 
 @add_to_class(UCBVIConfig)
@@ -546,11 +547,25 @@ def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     ``bonus_scale`` may be arrays broadcasting against ``n`` (one value per run of a batch): each
     element sees the same operations as with scalars, so a batch equals its runs bit for bit."""
     n = as_array(n, "n")
-    return _paper_bonus(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
+    return paper_bonus_unchecked(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
 
 
-def _paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
-    """``paper_bonus`` without the checks (the planners' hot path)."""
+def paper_bonus_unchecked(n, log_term, eps, H: int, S: int, bonus_scale):
+    """Unchecked: ``paper_bonus`` without its checks, for the planners' hot loops (``rl.batch`` too);
+    its callers have validated ``H``, ``S`` and the shapes at their boundary.
+
+    Parameters
+    ----------
+    n, log_term, eps, bonus_scale : array_like
+        As in ``paper_bonus`` (not checked).
+    H, S : int
+        Horizon and number of states, ``>= 1`` (not checked).
+
+    Returns
+    -------
+    numpy.ndarray
+        The bonus, elementwise; the same operations as ``paper_bonus``, so bit-identical to it.
+    """
     b = (H + 1) * np.sqrt(log_term / (2 * (n - eps)))
     if np.any(np.asarray(eps) > 0):
         b = b + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))     # adds exactly 0.0 where eps = 0 (n > 0)

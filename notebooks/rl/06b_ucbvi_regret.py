@@ -62,7 +62,8 @@ import numpy as np
 from bandit_unlearning.checks import as_array, check_bool, check_count, check_instance
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import PLANNED_BONUS_KINDS, UCBVIConfig, _estimates, _value_iteration
-from bandit_unlearning.rl.users import Trajectory, _check_noise, _rollout_lists, check_seed, check_users
+from bandit_unlearning.kernel import rollout_lists
+from bandit_unlearning.rl.users import Trajectory, check_reward_noise, check_seed, check_users
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,10 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     users = check_users(mdp, np.arange(T) if users is None else users)
     if users.shape != (T,):
         raise ValueError(f"users must have shape ({T},), got {users.shape}")
-    seed, bernoulli = check_seed(seed), _check_noise(reward_noise) == "bernoulli"
+    seed, bernoulli = check_seed(seed), check_reward_noise(reward_noise) == "bernoulli"
     if config.bonus_kind in PLANNED_BONUS_KINDS:    # chapter B7c's planner, from the running sums
-        from bandit_unlearning.rl.bernstein import _run_planned
-        return _run_planned(mdp, config, users, seed, bernoulli, record_values)
+        from bandit_unlearning.rl.bernstein import run_planned
+        return run_planned(mdp, config, users, seed, bernoulli, record_values)
     S, A, H = mdp.S, mdp.A, mdp.H
     steps = np.arange(H)[:, None]
     N, R, Nsas = np.zeros((H, S * A)), np.zeros((H, S * A)), np.zeros((H, S * A, S))    # pooled: row 0 = sums
@@ -128,7 +129,7 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
         policies[t] = policy
         if record_values:
             V0[t] = V[0]
-        states[t], actions[t], rewards[t] = _rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
+        states[t], actions[t], rewards[t] = rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
         sa = states[t, :-1] * A + actions[t]
         if config.pooled:                   # the sums over h, in row 0; every step's estimates of sa change
             np.add.at(N[0], sa, 1.0)

@@ -168,9 +168,10 @@ from bandit_unlearning.checks import check_int, check_positive
 from bandit_unlearning.exact.tree import sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
-from bandit_unlearning.rl.users import _GAMMA, _MASK, N_STREAMS, _check_noise, _rollout_lists, check_seed
+from bandit_unlearning.kernel import GAMMA, MASK, N_STREAMS, rollout_lists
+from bandit_unlearning.rl.users import check_reward_noise, check_seed
 
-CALIBRATIONS = ("paper", "exact")
+SIGMA_CALIBRATIONS = ("paper", "exact")          # the tree's sigma rules (chapter B2a): sigma_paper, sigma_exact
 
 
 def _check_mdp(mdp) -> TabularMDP:
@@ -183,7 +184,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, erratum E8):
     ``sigma_paper(rho, B, T)`` (Theorem 4.1; needs ``T >= 2``) or ``sigma_exact(rho, B, T)``
     (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private)."""
-    check_choice(calibration, "calibration", CALIBRATIONS)
+    check_choice(calibration, "calibration", SIGMA_CALIBRATIONS)
     H, T = check_int(H, "H", 1), check_int(T, "T", 1)
     if isinstance(rho, (int, float, np.integer, np.floating)) and not isinstance(rho, bool) and rho == math.inf:
         return 0.0
@@ -239,7 +240,7 @@ def _derived_keys(rng: np.random.Generator, n: int) -> list:
                            "little") for i in range(n)]
 
 
-def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
+def episode_users(T: int, *, rng: np.random.Generator | None = None) -> tuple:
     """``T`` independent users.  ``rng=None`` (default): keys from the operating system's entropy
     (``secrets``), which nothing can regenerate.  A generator (or an int seed >= 0, by the package's
     rule ``checks.as_generator``): keys derived one-way from its raw words (``T`` of them) --
@@ -250,15 +251,15 @@ def episode_users(T: int, rng: np.random.Generator | None = None) -> tuple:
     return tuple(EpisodeUser(k) for k in _derived_keys(as_generator(rng, "rng"), T))
 
 
-def population_users(mdp: TabularMDP, seed: int, T: int, start: int = 0) -> tuple:
+def population_users(mdp: TabularMDP, T: int, *, seed: int, start: int = 0) -> tuple:
     """Users ``start .. start+T-1`` of chapter B5's replayable population ``seed``: the same episodes
     as ``rollout(mdp, pi, i, seed)`` and ``run_ucbvi(mdp, T, seed=seed)`` (user ``i``'s key is
     ``seed + 3HSA i gamma mod 2^64``).  For comparisons and reproducible research only: any key and
     its position give the seed, and the seed every user of the population, deleted ones included."""
     mdp, seed = _check_mdp(mdp), check_seed(seed)
     T, start = check_count(T, "T", 0), check_int(start, "start", 0)
-    stride = N_STREAMS * mdp.H * mdp.S * mdp.A * _GAMMA
-    return tuple(EpisodeUser((seed + i * stride) & _MASK) for i in range(start, start + T))
+    stride = N_STREAMS * mdp.H * mdp.S * mdp.A * GAMMA
+    return tuple(EpisodeUser((seed + i * stride) & MASK) for i in range(start, start + T))
 
 
 # %% [markdown]
@@ -284,7 +285,7 @@ class EpisodeOracle:
 
     def __post_init__(self):
         mdp = _check_mdp(self.mdp)
-        _check_noise(self.reward_noise)
+        check_reward_noise(self.reward_noise)
         # cached sizes for the per-episode hot path (not dataclass fields)
         object.__setattr__(self, "_n", mdp.H * mdp.S * mdp.A)
         object.__setattr__(self, "_d", StatsLayout.of(mdp).d)
@@ -320,7 +321,7 @@ class EpisodeOracle:
         if user is ZERO_USER:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         rows, key = self._policy_rows(policy), self._key(user)
-        states, actions, rewards = _rollout_lists(self.mdp, rows, 0, key, self._bernoulli)
+        states, actions, rewards = rollout_lists(self.mdp, rows, 0, key, self._bernoulli)
         S, A, n = self.mdp.S, self.mdp.A, self._n
         k = [(h * S + s) * A + a for h, (s, a) in enumerate(zip(states, actions))]
         idx = k + [n + i for i in k] + [2 * n + i * S + s2 for i, s2 in zip(k, states[1:])]
@@ -571,7 +572,7 @@ for mdp in (river, grid):
     norms = []
     for i in rng.integers(0, 10**6, size=50):
         pi = rng.integers(0, mdp.A, size=(mdp.H, mdp.S))
-        user = population_users(mdp, USER_SEED, 1, start=int(i))[0]      # user i of the population
+        user = population_users(mdp, 1, seed=USER_SEED, start=int(i))[0]      # user i of the population
         idx, val = oracle.sparse(user, 1, pi)
         ref_idx, ref_val = episode_statistics(mdp, pi, int(i), seed=USER_SEED)
         assert np.array_equal(idx, ref_idx) and np.array_equal(val, ref_val)
@@ -598,7 +599,7 @@ class TransposedOracle(EpisodeOracle):
 for mdp, T, scale in ((river, 1500, 1.0), (river, 1500, 0.05), (grid, 150, 0.05)):
     reference = run_ucbvi(mdp, T, seed=USER_SEED, bonus_scale=scale).policies
     learner = stable_ucbvi(mdp, T, math.inf, bonus_scale=scale)
-    users = population_users(mdp, USER_SEED, T)
+    users = population_users(mdp, T, seed=USER_SEED)
     run = train(learner, users, rng)
     same = np.array_equal(run_policies(run), reference)
     broken_learner = dataclasses.replace(learner, oracle=TransposedOracle(mdp))
@@ -621,7 +622,7 @@ from bandit_unlearning.checks import refused  # noqa: E402
 
 oracle = EpisodeOracle(river)
 pi_ok = np.zeros((river.H, river.S), dtype=np.int64)
-user3 = population_users(river, USER_SEED, 1, start=3)[0]
+user3 = population_users(river, 1, seed=USER_SEED, start=3)[0]
 state = rng.bit_generator.state
 cases = {
     "rho <= 0": lambda: stable_ucbvi(river, 100, 0.0),

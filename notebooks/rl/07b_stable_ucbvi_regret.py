@@ -128,7 +128,7 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
     else:
         learner = stable_ucbvi(mdp, T, rho, calibration=calibration, delta=delta, bonus_scale=bonus_scale,
                                tree_factory=tree_factory)
-        policies = run_policies(train(learner, population_users(mdp, seed, T), rng))
+        policies = run_policies(train(learner, population_users(mdp, T, seed=seed), rng))
     cumulative = np.cumsum(regret(mdp, policies))
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     curve = cumulative[ts - 1]
@@ -376,7 +376,7 @@ for tree_cls in (LightTree, BinaryTree):
         profile = cProfile.Profile()
         start = time.perf_counter()
         profile.enable()
-        train(learner, population_users(mdp, USER_SEED, T), timing_rng)
+        train(learner, population_users(mdp, T, seed=USER_SEED), timing_rng)
         profile.disable()
         elapsed = time.perf_counter() - start
         st = pstats.Stats(profile).stats
@@ -414,7 +414,7 @@ for kind in BONUS_KINDS:
           f"{practice[kind, True]:.2f} pooled")
 for kind, pooled in (("paper", False), ("simplified", True)):
     learner = stable_ucbvi(grid, T_small, 100.0, bonus_kind=kind, pooled=pooled)
-    run = train(learner, population_users(grid, USER_SEED, T_small), np.random.default_rng(8))
+    run = train(learner, population_users(grid, T_small, seed=USER_SEED), np.random.default_rng(8))
     practice["stable", kind] = run_regret(run).sum() / max_regret
     print(f"TV-stable rho = 100, {kind} (pooled={pooled}): R(T) / (T V*) = {practice['stable', kind]:.2f}")
 assert abs(practice["paper", False] - 1) < 1e-9 and abs(practice["stable", "paper"] - 1) < 1e-9   # saturated

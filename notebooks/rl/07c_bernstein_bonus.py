@@ -143,7 +143,8 @@ from scipy.stats import norm
 from bandit_unlearning.checks import as_array, check_bool, check_instance, check_real
 from bandit_unlearning.rl.mdp import TabularMDP
 from bandit_unlearning.rl.ucbvi import Q_TIE_TOLERANCE, OptimisticPlan, UCBVIConfig, UCBVIRun
-from bandit_unlearning.rl.users import Trajectory, _rollout_lists
+from bandit_unlearning.kernel import rollout_lists
+from bandit_unlearning.rl.users import Trajectory
 
 NOISY_BERNSTEIN = "noisy_bernstein"
 
@@ -333,10 +334,31 @@ def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True
     return out[2], out[3]
 
 
-def _run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoulli: bool,
+def run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoulli: bool,
                 record_values: bool) -> UCBVIRun:
-    """``run_ucbvi`` for ``bonus_kind="noisy_bernstein"`` (called by it, after its checks): running
-    exact sums, one plan per episode."""
+    """Unchecked: ``run_ucbvi`` for ``bonus_kind="noisy_bernstein"`` (called by it, after its checks):
+    running exact sums, one plan per episode.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment (checked by the caller).
+    config : UCBVIConfig
+        A planned-bonus configuration (``bonus_kind`` in ``PLANNED_BONUS_KINDS``).
+    users : numpy.ndarray
+        ``[T]`` valid user keys (checked by the caller).
+    seed : int
+        The population seed (checked by the caller).
+    bernoulli : bool
+        Bernoulli rewards (True) or mean rewards (False).
+    record_values : bool
+        Record each plan's optimistic ``V_0``.
+
+    Returns
+    -------
+    UCBVIRun
+        The same run ``run_ucbvi`` returns.
+    """
     config = _check_planned(config)
     S, A, H, T = mdp.S, mdp.A, mdp.H, config.T
     consts = noisy_bernstein_constants(config)
@@ -351,7 +373,7 @@ def _run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoul
         policies[t] = policy
         if record_values:
             V0[t] = V[0]
-        states[t], actions[t], rewards[t] = _rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
+        states[t], actions[t], rewards[t] = rollout_lists(mdp, policy.tolist(), user_list[t], seed, bernoulli)
         sa = states[t, :-1] * A + actions[t]
         row = np.zeros(H, dtype=np.int64) if config.pooled else hs     # pooled: the sums in row 0
         np.add.at(N, (row, sa), 1.0)
@@ -376,7 +398,7 @@ sums = np.cumsum(layout.densify(run.indices, run.values), axis=0)
 same = sum(np.array_equal(plan_from_statistics(sums[t - 1] if t else np.zeros(layout.d), cfg_chk).policy, run.policies[t])
            for t in range(T_CHK))
 learner0 = stable_ucbvi(grid, T_CHK, sigma=0.0, bonus_kind="noisy_bernstein", pooled=True)
-stable_run = train(learner0, population_users(grid, SEED, T_CHK), rng)
+stable_run = train(learner0, population_users(grid, T_CHK, seed=SEED), rng)
 print(f"driver == planner in {same}/{T_CHK} episodes; TV-stable at sigma = 0 plays the same policies: "
       f"{np.array_equal(np.array(stable_run.models[:-1]), run.policies)}")
 assert same == T_CHK and np.array_equal(np.array(stable_run.models[:-1]), run.policies)
@@ -408,7 +430,7 @@ for sigma_opt, R_OPT in RUNS_OPT.items():
         cfg = learner.update.config
         variants = {"correct": (True, noisy_bernstein_constants(cfg)),
                     "no noise correction": (False, noisy_bernstein_constants(cfg, False))}
-        run_r = train(learner, population_users(mdp, r, T_OPT), rng)
+        run_r = train(learner, population_users(mdp, T_OPT, seed=r), rng)
         gaps = {name: min(noisy_bernstein_values(run_r.noisy_prefix_sum(t), cfg, nc, k)[0][0, 0] - v_star
                           for t in range(1, T_OPT)) for name, (nc, k) in variants.items()}
         for name in fails:

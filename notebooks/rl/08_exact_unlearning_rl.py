@@ -114,7 +114,7 @@ from bandit_unlearning.exact.tree import leaf_path
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.stable import (
-    CALIBRATIONS, EpisodeOracle, episode_users, population_users, run_policies, stable_ucbvi,
+    SIGMA_CALIBRATIONS, EpisodeOracle, episode_users, population_users, run_policies, stable_ucbvi,
 )
 from bandit_unlearning.rl.ucbvi import StatsLayout
 
@@ -183,9 +183,9 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     n_runs, requests_per_run = check_count(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
     if seed is not None:
         seed = check_int(seed, "seed", 0, 2**64 - 1)
-    if not isinstance(calibration, str) or calibration not in CALIBRATIONS:
+    if not isinstance(calibration, str) or calibration not in SIGMA_CALIBRATIONS:
         raise (TypeError if not isinstance(calibration, str) else ValueError)(
-            f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+            f"calibration must be one of {SIGMA_CALIBRATIONS}, got {calibration!r}")
     check_real(bonus_scale, "bonus_scale", 0)
     check_callable(tree_factory, "tree_factory")
     for T in Ts:                                       # every setting is legal before anything is drawn
@@ -194,7 +194,7 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     rng = as_generator(rng)
     out = {}
     for T in Ts:
-        users = episode_users(T, rng) if seed is None else population_users(mdp, seed, T)
+        users = episode_users(T, rng=rng) if seed is None else population_users(mdp, T, seed=seed)
         for rho in rhos:
             learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale,
                                    tree_factory=tree_factory)
@@ -209,7 +209,7 @@ MDP_EX = riverswim(horizon=3)
 T_EX, SIGMA_EX, R_EX = 16, 0.5, 800
 POSITIONS = (1, 6, 16)
 LEARNER = stable_ucbvi(MDP_EX, T_EX, sigma=SIGMA_EX, bonus_scale=0.05)
-USERS = population_users(MDP_EX, USER_SEED, T_EX)
+USERS = population_users(MDP_EX, T_EX, seed=USER_SEED)
 N_STATS = 14
 LEVEL_EX = 1e-6 / (len(POSITIONS) * N_STATS)
 CATEGORICAL = ("final policy",)
@@ -314,7 +314,7 @@ def rebuilt_from_kept_keys(run, t):
     for i, u in enumerate(run.users):
         if u is not ZERO_USER:
             seed_guess = (u.key - i * stride) % 2**64
-            yield population_users(MDP_EX, seed_guess, 1, start=t - 1)[0]
+            yield population_users(MDP_EX, 1, seed=seed_guess, start=t - 1)[0]
 
 
 replay = next(rebuilt_from_kept_keys(unlearned, t_del))
@@ -424,7 +424,7 @@ from bandit_unlearning.exact.registry import verify_unlearned
 
 T_TIME = 256
 time_learner = stable_ucbvi(MDP_COST, T_TIME, 0.3)
-time_users = population_users(MDP_COST, USER_SEED, T_TIME)
+time_users = population_users(MDP_COST, T_TIME, seed=USER_SEED)
 
 
 def cpu(f):

@@ -114,13 +114,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bandit_unlearning.checks import as_generator, check_instance
-from bandit_unlearning.exact.learner import ZERO_USER, ExactOptions, Run, _run_steps, exact_options, same_model, train
-from bandit_unlearning.exact.light_tree import LightTree, _readonly
+from bandit_unlearning.checks import as_generator, check_instance, readonly
+from bandit_unlearning.exact.learner import ZERO_USER, ExactOptions, Run, exact_options, run_steps, same_model, train
+from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.checks import check_int
 from bandit_unlearning.exact.tree import (
     BinaryTree, Node, decomposition_rows, coupling_accepts, draw_node_keys, leaf_path, n_nodes, node_at,
-    node_noise, postorder_position, resolve_rng, statistic_dense, statistic_sparse,
+    node_noise, postorder_position, statistic_dense, statistic_sparse,
 )
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, register_unlearn, unlearn
@@ -240,14 +240,14 @@ def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes
         if coupling_accepts(noisy[S], _sum_on(*_light_entries(old, b.start, b.end, {}), S),
                             _sum_on(*_light_entries(old, b.start, b.end, new), S), tree.sigma, rng.random()):
             if S.size:
-                tree._touched[p] = _readonly(np.array(noisy))
+                tree._touched[p] = readonly(np.array(noisy))
                 tree._keys[p] = 0
             accepted.append(b)
             continue
         v_old = old._running_sum(b.start, b.end)
         i_all, v_all = _light_entries(old, b.start, b.end, new)
         v_new = np.bincount(i_all, weights=v_all, minlength=tree.d) if i_all.size else np.zeros(tree.d)
-        tree._touched[p] = _readonly((v_old + v_new) - noisy)  # reflection
+        tree._touched[p] = readonly((v_old + v_new) - noisy)  # reflection
         tree._keys[p] = 0
         regenerated = tuple(a for a in nodes[k + 1:] if a.end == b.end)
         if regenerated:
@@ -441,7 +441,7 @@ def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | No
     check_instance(request, DeleteSteps, "request")
     dummy, retrain_if_cheaper, node_cost = _exact_request_options(options)
     steps = _check_steps(run, request.steps)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     learner = run.learner
     if dummy is not ZERO_USER and learner.check_user is not None:
         learner.check_user(dummy)
@@ -464,7 +464,7 @@ def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | No
         r = coupling.restart
         models = list(run.models[:r])
         models.append(learner.update(tree.noisy_prefix_sum(r), r, models[r - 1]))
-        _run_steps(learner, users, tree, models, rng)
+        run_steps(learner, users, tree, models, rng)
         models = tuple(models)
     p_bound, e_bound = _bounds(coupling.nodes, steps, run.T, learner.B, learner.sigma)
     record = UserUnlearnRecord(
@@ -500,7 +500,7 @@ def _unlearn_user(run: Run, request: DeleteUser, *, options: ExactOptions | None
     dummy, _, _ = _exact_request_options(options)
     user, key = request.user, request.key
     steps = _user_request(run, user, dummy, key)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     new, record = _unlearn_steps(run, DeleteSteps(steps), options=options, rng=rng)
     if user_steps(new, user, key):                 # the registry must have forgotten the user
         raise RuntimeError("the user is still in the run after deletion")
@@ -512,7 +512,7 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
     order, each call free to retrain from its own rejection (up to one retraining per step).
     Returns ``(new_run, records)``, one ``UnlearnRecord`` per step."""
     steps = _user_request(run, user, dummy, key)
-    rng = resolve_rng(rng)
+    rng = as_generator(rng)
     records = []
     for t in steps:
         run, record = unlearn(run, DeleteStep(t), options=ExactOptions(dummy=dummy), rng=rng)
@@ -812,7 +812,7 @@ from bandit_unlearning.rl.envs import riverswim
 from bandit_unlearning.rl.stable import population_users, stable_ucbvi
 
 RL_LEARNER = stable_ucbvi(riverswim(horizon=3), 16, sigma=0.5, bonus_scale=0.05)
-rl_users = list(population_users(RL_LEARNER.oracle.mdp, 20261202, 16))
+rl_users = list(population_users(RL_LEARNER.oracle.mdp, 16, seed=20261202))
 for t in (9, 14):
     rl_users[t - 1] = rl_users[2]                              # the user of step 3 comes back twice
 rl_users = tuple(rl_users)

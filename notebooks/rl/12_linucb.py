@@ -607,7 +607,7 @@ def linucb_rewards(run: Run) -> np.ndarray:
     return np.array([u.rewards[a] if a >= 0 else 0.0 for u, a in zip(run.users, arms)])
 
 
-def linear_users(theta, n: int, seed: int | None = None, start: int = 0) -> tuple:
+def linear_users(theta, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Synthetic users: context uniform in the unit ball of dimension ``theta.shape[1]``, reward of arm
     ``a`` Bernoulli(clip(theta_a . x, 0, 1)), all drawn from the user's own key (``replayable_users``:
     ``seed=None`` draws keys from OS entropy; an integer seed rebuilds every user -- key material)."""
@@ -616,7 +616,7 @@ def linear_users(theta, n: int, seed: int | None = None, start: int = 0) -> tupl
         raise ValueError("theta must be a finite (n_arms, dim) array")
     K, d = theta.shape
     users = []
-    for u in replayable_users(seed, n, start):
+    for u in replayable_users(n, seed=seed, start=start):
         g = u.generator(0)
         z = g.standard_normal(d)
         x = z / np.linalg.norm(z) * g.random() ** (1 / d) * (1 - 4 * np.finfo(float).eps)
