@@ -33,7 +33,7 @@ from bandit_unlearning.checks import check_callable, check_instance, check_int
 
 
 # --- from notebooks/00_tour.py, cell 17 (line 228): "3. One protocol for every learner" ---
-IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "exact.learner", "exact.registry")
+IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "exact.learner", "exact.registry")
 _UNLEARN: dict = {}          # (state type, request type) -> implementation
 _VERIFY: dict = {}           # state type -> check
 

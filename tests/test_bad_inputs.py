@@ -1884,12 +1884,20 @@ V("sigma must be finite and >= 0", ctxl.branch_bounds, CSTATE, [1, 0], -1.0, CX)
 V("gram_before must have shape", ctxl.branch_bounds, CSTATE, [1, 0], 1.0, CX, gram_before=np.eye(2)[None])
 V("branch must be one of", ctxl.ContextualRecord, "magic", "exact", "literal", (), 0.0, 0.0, "analytic", None, None,
   None)
-V("method 'adaptive' needs contexts", ctxl.unlearn_contextual, CSTATE, CREQ, epsilon=1.0, delta=1e-5)
-V("switch must be one of", ctxl.unlearn_contextual, CSTATE, CREQ, method="rollback", switch="magic")
-T("rng must be a numpy.random.Generator", ctxl.unlearn_contextual, CSTATE, CREQ, method="rollback", rng="seed")
-V("conditional switch", ctxl.reference_contextual, CSTATE, [1, 0], epsilon=1.0, delta=1e-5, contexts=CX,
-  switch="conditional")
-V("delta must", ctxl.reference_contextual, CSTATE, [1, 0], method="gaussian", epsilon=1.0, delta=2.0)
+V("method 'adaptive' needs contexts", unlearn, CSTATE, CREQ, options=ctxl.ContextualOptions(epsilon=1.0, delta=1e-5))
+V("switch must be one of", ctxl.ContextualOptions, method="rollback", switch="magic")
+V("method must be one of", ctxl.ContextualOptions, method="mixing")
+V("calibration must be one of", ctxl.ContextualOptions, calibration="paper")
+T("rng must be a numpy.random.Generator", unlearn, CSTATE, CREQ, options=ctxl.ContextualOptions(method="rollback"),
+  rng="seed")
+T("options must be a ContextualOptions", unlearn, CSTATE, CREQ)
+T("options must be a ContextualOptions", ctxl.reference_contextual, CSTATE, [1, 0])
+T("release must be a ReleasedPolicy", ctxl.ContextualRecord, "rollback", "exact", "literal", (), 0.0, 0.0, "analytic",
+  None, None, None, "policy")
+V("conditional switch", ctxl.reference_contextual, CSTATE, [1, 0],
+  options=ctxl.ContextualOptions(epsilon=1.0, delta=1e-5, contexts=CX, switch="conditional"))
+V("delta must", ctxl.reference_contextual, CSTATE, [1, 0], options=ctxl.ContextualOptions(method="gaussian", epsilon=1.0,
+                                                                                         delta=2.0))
 V("contexts must be non-zero", ctxl.noisy_action_probability, CREL, 0, 1.0, np.zeros((1, 2)))
 V("sigma must be finite and > 0", ctxl.noisy_action_probability, CREL, 0, 0.0, CX)
 T("state_live must be a ContextualState", ctxm.sequential_sensitivity, "state", [1, 0])
