@@ -33,31 +33,33 @@ from bandit_unlearning.checks import check_callable, check_instance, check_int
 
 
 # --- from notebooks/00_tour.py, cell 17 (line 228): "3. One protocol for every learner" ---
-IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "exact.learner", "exact.registry")
+IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "exact.learner", "exact.registry")
 _UNLEARN: dict = {}          # (state type, request type) -> implementation
 _VERIFY: dict = {}           # state type -> check
 
 
 @dataclass(frozen=True)
 class DeleteStep:
-    """Delete the user of step ``t`` (1-based) of a run: Algorithm 3 of Paper B."""
+    """Delete the user of step ``t`` (1-based) of a run: Algorithm 3 of Paper B.  ``t`` is an integer;
+    the run checks that it names one of its steps ``1 .. T``."""
 
     t: int
 
     def __post_init__(self):
-        object.__setattr__(self, "t", check_int(self.t, "t", 1))
+        object.__setattr__(self, "t", check_int(self.t, "t"))
 
 
 @dataclass(frozen=True)
 class DeleteSteps:
-    """Delete the users of several steps of a run in one coupling pass (chapter B11)."""
+    """Delete the users of several steps of a run in one coupling pass (chapter B11).  ``steps``: a
+    non-empty sequence of integers; the run checks that they are distinct steps ``1 .. T``."""
 
     steps: tuple
 
     def __post_init__(self):
         if isinstance(self.steps, (str, bytes)) or not hasattr(self.steps, "__iter__"):
             raise TypeError(f"steps must be a sequence of step numbers, got {type(self.steps).__name__}")
-        steps = tuple(check_int(t, "step", 1) for t in self.steps)
+        steps = tuple(check_int(t, "step") for t in self.steps)
         if not steps:
             raise ValueError("steps must name at least one step")
         object.__setattr__(self, "steps", steps)

@@ -7,7 +7,7 @@ The data: ``N`` rows, ``m = 10`` arms drawn uniformly, contexts uniform on the u
 - ``fit_s``: ``fit_contextual`` (per-arm Gram matrices and moments, factorisations);
 - ``rollback_k{1,100}_s``: median over ``--repeats`` requests of ``k`` random rows of ``rollback``
   (rank-k downdate of the touched arms, refactorisation of those arms);
-- ``gaussian_k100_s`` / ``adaptive_k100_s``: ``unlearn_contextual`` with ``method="gaussian"`` and
+- ``gaussian_k100_s`` / ``adaptive_k100_s``: ``unlearn`` with ``ContextualOptions(method="gaussian")`` and
   ``"adaptive"`` (200 public evaluation contexts) on the same requests: downdate, sensitivity,
   calibration, noise, the release;
 - ``actions_s``: the release applied to 10,000 contexts (``ReleasedPolicy.actions``);
@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bandit_unlearning.mab.contextual import (  # noqa: E402
-    ContextualRequest, fit_contextual, rollback, unlearn_contextual,
+    ContextualOptions, ContextualRequest, fit_contextual, rollback,
 )
+from bandit_unlearning.protocol import unlearn  # noqa: E402
 
 M = 10
 
@@ -63,10 +64,10 @@ def measure(n: int, d: int, repeats: int, seed: int) -> dict:
             req = ContextualRequest(x[rows], arms[rows], rewards[rows])
             times.append(timed(lambda: rollback(state, req))[1])
             if k == 100:
-                g_times.append(timed(lambda: unlearn_contextual(state, req, method="gaussian", epsilon=1.0,
-                                                                delta=1e-6, rng=seed))[1])
-                a_times.append(timed(lambda: unlearn_contextual(state, req, method="adaptive", epsilon=1.0,
-                                                                delta=1e-6, contexts=ev, rng=seed))[1])
+                g_opts = ContextualOptions(method="gaussian", epsilon=1.0, delta=1e-6)
+                a_opts = ContextualOptions(method="adaptive", epsilon=1.0, delta=1e-6, contexts=ev)
+                g_times.append(timed(lambda: unlearn(state, req, options=g_opts, rng=seed))[1])
+                a_times.append(timed(lambda: unlearn(state, req, options=a_opts, rng=seed))[1])
         out[f"rollback_k{k}_s"] = float(np.median(times))
         if k == 100:
             out["gaussian_k100_s"] = float(np.median(g_times))
@@ -79,7 +80,7 @@ def measure(n: int, d: int, repeats: int, seed: int) -> dict:
             out["refit_over_rollback_k100"] = refit_s / out["rollback_k100_s"]
             out["max_abs_theta_diff_rollback_vs_refit"] = float(np.max(np.abs(rolled.theta - refit.theta)))
     ctx = rng.standard_normal((10_000, d))
-    release = unlearn_contextual(state, req, method="rollback")[0]
+    release = unlearn(state, req, options=ContextualOptions(method="rollback"))[1].release
     out["actions_s"] = timed(lambda: release.actions(ctx))[1]
     return out
 

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from bandit_unlearning.mab.contextual import (
     ContextualRequest, ReleasedPolicy, branch_bounds, calibrate_sigma, confidence_radius, deletion_sensitivity,
     fit_contextual, lcb_scores, noisy_action_probability, parameter_sensitivity, reference_contextual, release_exact,
-    rollback, state_from_statistics, unlearn_contextual,
+    rollback, state_from_statistics, ContextualOptions,
 )
 from bandit_unlearning.privacy.audit import hockey_stick_delta
+from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_delta
 
 
@@ -137,25 +138,27 @@ def test_unlearn_records_and_reference_worlds():
     st_ = fit_contextual(x, a, r, n_arms=2, context_bound=1.0)
     req = ContextualRequest(x[:5], a[:5], r[:5])
     ctx = x[100:150]
-    rel, after, rec = unlearn_contextual(st_, req, method="rollback", rng=0)
+    after, rec = unlearn(st_, req, options=ContextualOptions(method="rollback"), rng=0)
+    rel = rec.release
     assert rec.branch == "rollback" and rec.guarantee == "exact" and rec.sigma == 0.0
     np.testing.assert_array_equal(rel.theta, after.theta)
-    rel, after, rec = unlearn_contextual(st_, req, method="gaussian", epsilon=1.0, delta=1e-5, rng=0)
+    after, rec = unlearn(st_, req, options=ContextualOptions(method="gaussian", epsilon=1.0, delta=1e-5), rng=0)
+    rel = rec.release
     k = req.counts(2)
     assert rec.branch == "gaussian" and rec.reference == "literal"
     assert rec.sensitivity == pytest.approx(float(np.linalg.norm(deletion_sensitivity(after, k))))
     assert rec.sigma == pytest.approx(calibrate_sigma(rec.sensitivity, 1.0, 1e-5))
     np.testing.assert_array_equal(rel.gram_inv, after.gram_inv)                # widths of D \ U
     for eps in (0.5, 50.0, 5000.0):
-        _, _, lit = unlearn_contextual(st_, req, epsilon=eps, delta=1e-5, contexts=ctx, rng=0)
-        _, branch = reference_contextual(after, k, epsilon=eps, delta=1e-5, contexts=ctx, rng=0)
+        _, lit = unlearn(st_, req, options=ContextualOptions(epsilon=eps, delta=1e-5, contexts=ctx), rng=0)
+        _, branch = reference_contextual(after, k, options=ContextualOptions(epsilon=eps, delta=1e-5, contexts=ctx), rng=0)
         assert branch == lit.branch
         b = branch_bounds(after, k, lit.sigma or calibrate_sigma(float(np.linalg.norm(deletion_sensitivity(after, k))),
                                                                   eps, 1e-5), ctx)
         assert (lit.branch == "gaussian") == (b.gaussian < b.rollback)
     with pytest.raises(ValueError, match="conditional switch"):
-        reference_contextual(after, k, epsilon=1.0, delta=1e-5, contexts=ctx, switch="conditional")
-    _, _, cond = unlearn_contextual(st_, req, epsilon=5000.0, delta=1e-5, contexts=ctx, switch="conditional", rng=0)
+        reference_contextual(after, k, options=ContextualOptions(epsilon=1.0, delta=1e-5, contexts=ctx, switch="conditional"))
+    _, cond = unlearn(st_, req, options=ContextualOptions(epsilon=5000.0, delta=1e-5, contexts=ctx, switch="conditional"), rng=0)
     if cond.branch == "gaussian":
         assert cond.reference == "conditional on the branch"
 
@@ -174,10 +177,10 @@ def test_refusals_change_nothing():
     with pytest.raises(ValueError, match="rewards"):
         fit_contextual(x, a, r + 1, n_arms=2, context_bound=1.0)
     with pytest.raises(ValueError, match="contexts=..."):
-        unlearn_contextual(st_, ContextualRequest(x[:1], a[:1], r[:1]), epsilon=1.0, delta=1e-5)
+        unlearn(st_, ContextualRequest(x[:1], a[:1], r[:1]), options=ContextualOptions(epsilon=1.0, delta=1e-5))
     with pytest.raises(ValueError, match="epsilon < 1"):
-        unlearn_contextual(st_, ContextualRequest(x[:1], a[:1], r[:1]), method="gaussian", epsilon=2.0, delta=1e-5,
-                           calibration="classic")
+        unlearn(st_, ContextualRequest(x[:1], a[:1], r[:1]),
+                options=ContextualOptions(method="gaussian", epsilon=2.0, delta=1e-5, calibration="classic"))
     assert np.array_equal(before[0], st_.gram) and np.array_equal(before[1], st_.moments)
 
 

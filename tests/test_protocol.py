@@ -16,6 +16,9 @@ from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner
 from bandit_unlearning.exact.learner import ExactOptions, Run, UnlearnRecord, train
 from bandit_unlearning.exact.linucb import LinUCBConfig, linear_users, linucb_learner
 from bandit_unlearning.exact.registry import UserUnlearnRecord
+from bandit_unlearning.mab.contextual import (
+    ContextualOptions, ContextualRecord, ContextualRequest, ContextualState, fit_contextual,
+)
 from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.imitation import DeletionCounts, ImitationRecord, ImitationState, fit_imitation
 from bandit_unlearning.mab.lcb import LCBState, fit_lcb
@@ -50,6 +53,16 @@ def _stable_run():
     return train(stable_ucbvi(mdp, 12, rho=0.9), episode_users(12, np.random.default_rng(5)), np.random.default_rng(6))
 
 
+def _contextual():
+    g = np.random.default_rng(9)
+    x = g.standard_normal((60, 2))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return fit_contextual(x, np.arange(60) % 2, g.integers(0, 2, 60).astype(float), n_arms=2, context_bound=1.0)
+
+
+CONTEXTUAL_REQUEST = ContextualRequest(np.array([[1.0, 0.0], [0.0, 1.0]]) * 0.5, np.array([0, 1]), np.array([1.0, 0.0]))
+
+
 def _model_state():
     return LCBModel.fit([0, 0, 0, 0, 1, 1, 1], [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0], method="adaptive",
                         epsilon=1.0, delta=1e-3, sigma=0.3, rng=np.random.default_rng(8)).release_state
@@ -65,6 +78,10 @@ CASES = [
      UnlearnOptions("adaptive", gamma=0.5), UnlearnResult, False),
     ("imitation (Algorithm 6), rows", lambda: fit_imitation(DATA), ROWS, None, ImitationRecord, False),
     ("imitation (Algorithm 6), counts", lambda: fit_imitation(DATA), DeletionCounts([1, 1, 0]), None, ImitationRecord, False),
+    ("contextual LCB, rollback", _contextual, CONTEXTUAL_REQUEST, ContextualOptions(method="rollback"),
+     ContextualRecord, False),
+    ("contextual LCB, Gaussian branch", _contextual, CONTEXTUAL_REQUEST,
+     ContextualOptions(method="gaussian", epsilon=1.0, delta=1e-5), ContextualRecord, False),
     ("LCBModel's release (deletion stream)", _model_state, DeletionRequest([0], [1.0]), None, DeletionRecord, False),
     ("prefix-sum UCB bandit, one step (Algorithm 3)", _bandit_run, DeleteStep(7), None, UnlearnRecord, True),
     ("prefix-sum UCB bandit, diagnostics", _bandit_run, DeleteStep(3), ExactOptions(diagnostics=True), UnlearnRecord, True),
@@ -123,7 +140,7 @@ def test_every_learner_follows_the_protocol(name, make, request_, options, recor
 def test_every_registered_pair_has_a_case():
     """A learner registered with the protocol but absent from CASES fails here."""
     covered = {(LCBState, DeletionRequest), (ImitationState, DeletionRequest), (ImitationState, DeletionCounts),
-               (ReleaseState, DeletionRequest), (Run, DeleteStep), (Run, DeleteSteps), (Run, DeleteUser)}
+               (ReleaseState, DeletionRequest), (ContextualState, ContextualRequest), (Run, DeleteStep), (Run, DeleteSteps), (Run, DeleteUser)}
     assert set(implementations()) == covered
 
 

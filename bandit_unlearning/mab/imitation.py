@@ -172,6 +172,8 @@ class ImitationRecord:
             raise ValueError(f"reference must be 'literal' (the learner on D minus U), got {self.reference!r}")
 
 
+@register_unlearn(ImitationState, DeletionCounts)
+@register_unlearn(ImitationState, DeletionRequest)
 def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None) -> tuple:
     """Algorithm 6, unlearning: ``N'(a) = N(a) - k_a``; returns ``(new_state, ImitationRecord)``.
 
@@ -197,11 +199,7 @@ def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None
     return new, ImitationRecord(new.arm, int(k.sum()))
 
 
-register_unlearn(ImitationState, DeletionRequest)(_unlearn_imitation)
-register_unlearn(ImitationState, DeletionCounts)(_unlearn_imitation)
-
-
-# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 260): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 258): "2. Implementation" ---
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise."""
@@ -295,7 +293,7 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 358): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 356): "2. Implementation" ---
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)

@@ -223,6 +223,8 @@ class ImitationRecord:
             raise ValueError(f"reference must be 'literal' (the learner on D minus U), got {self.reference!r}")
 
 
+@register_unlearn(ImitationState, DeletionCounts)
+@register_unlearn(ImitationState, DeletionRequest)
 def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None) -> tuple:
     """Algorithm 6, unlearning: ``N'(a) = N(a) - k_a``; returns ``(new_state, ImitationRecord)``.
 
@@ -246,10 +248,6 @@ def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None
         raise ValueError("count rule undefined: the request deletes every point of the dataset")
     new = ImitationState(state.counts - k)
     return new, ImitationRecord(new.arm, int(k.sum()))
-
-
-register_unlearn(ImitationState, DeletionRequest)(_unlearn_imitation)
-register_unlearn(ImitationState, DeletionCounts)(_unlearn_imitation)
 
 
 # %% [markdown]

@@ -39,6 +39,7 @@ from scipy import optimize, stats
 from bandit_unlearning.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_delta
+from bandit_unlearning.protocol import unlearn
 
 rng = np.random.default_rng(20261210)
 
@@ -94,7 +95,8 @@ score ``s_a(x) = x^T theta_a - beta ||x||_{V_a^{-1}}``; policy ``argmax_a s_a(x)
 arm).  ``beta`` (``confidence_radius``) is fixed at fit.  Unlearning: ``rollback`` (rank-k downdate,
 equal to retraining), the Gaussian mechanism on the released centres with the sensitivity of
 ``parameter_sensitivity`` (read from the data that remain), and the adaptive switch of
-``branch_bounds``; ``unlearn_contextual`` / ``reference_contextual`` are the mechanism and its
+``branch_bounds``; the protocol's ``unlearn`` (registered here for a ``ContextualState`` and a
+``ContextualRequest``, options a ``ContextualOptions``) / ``reference_contextual`` are the mechanism and its
 reference.  Assumptions: contexts with ``||x|| <= context_bound``, rewards in [0, 1], ``lam > 0``.
 """
 
@@ -111,6 +113,7 @@ from bandit_unlearning.checks import (
 from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma,
 )
+from bandit_unlearning.protocol import register_unlearn
 
 
 def confidence_radius(n, dim, n_arms, tau, lam, context_bound, theta_bound, noise_scale=0.5) -> float:
@@ -850,9 +853,12 @@ class ContextualRecord:
     epsilon: float | None
     delta: float | None
     sigma_threshold: float | None
+    release: "ReleasedPolicy | None" = None      # the released policy (filled in by ``unlearn``)
 
     def __post_init__(self):
         check_choice(self.branch, "branch", ("rollback", "gaussian"))
+        if self.release is not None:
+            check_instance(self.release, ReleasedPolicy, "release")
         check_choice(self.guarantee, "guarantee", ("exact", "(epsilon, delta)"))
         check_choice(self.reference, "reference", ("literal", "conditional on the branch"))
 
@@ -890,10 +896,32 @@ def _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts,
     return epsilon, delta, contexts
 
 
-def unlearn_contextual(state: ContextualState, request: ContextualRequest, *, method: str = "adaptive",
-                       epsilon=None, delta=None, contexts=None, switch: str = "literal",
-                       calibration: str = "analytic", eigen_floor=None, rng=None):
-    """Serve one deletion request: rollback, the Gaussian branch, or the adaptive switch between them.
+@dataclass(frozen=True, eq=False)
+class ContextualOptions:
+    """How the contextual learner unlearns (``unlearn(state, request, options=ContextualOptions(...))``):
+    ``method`` ("adaptive", "gaussian" or "rollback"), ``epsilon`` / ``delta`` (the Gaussian branch's
+    target), ``contexts`` (public evaluation contexts of the adaptive switch), ``switch`` ("literal" or
+    "conditional"), ``calibration`` ("analytic" or "classic"), ``eigen_floor`` (a data-independent
+    sensitivity, optional).  Checked against the state when used (``contexts`` needs its dimension)."""
+
+    method: str = "adaptive"
+    epsilon: float | None = None
+    delta: float | None = None
+    contexts: object = None
+    switch: str = "literal"
+    calibration: str = "analytic"
+    eigen_floor: float | None = None
+
+    def __post_init__(self):
+        check_choice(self.method, "method", ("adaptive", "gaussian", "rollback"))
+        check_choice(self.switch, "switch", ("literal", "conditional"))
+        check_choice(self.calibration, "calibration", ("analytic", "classic"))
+
+
+@register_unlearn(ContextualState, ContextualRequest)
+def _unlearn_contextual(state: ContextualState, request: ContextualRequest, *, options=None, rng=None) -> tuple:
+    """``unlearn(state, request, options=ContextualOptions(...), rng=...)``: serve one deletion request --
+    rollback, the Gaussian branch, or the adaptive switch between them.
 
     Parameters
     ----------
@@ -901,50 +929,49 @@ def unlearn_contextual(state: ContextualState, request: ContextualRequest, *, me
         Statistics of ``D``.
     request : ContextualRequest
         The rows to delete.
-    method : {"adaptive", "gaussian", "rollback"}
-    epsilon, delta : float
-        Target of the Gaussian branch (not used by "rollback").
-    contexts : array (n, d)
-        Public evaluation contexts of the switch ("adaptive" only).
-    switch : {"literal", "conditional"}
-        Threshold from ``D \\ U`` and ``k`` only (holds against the literal reference) or from
-        ``V_a(D)`` too (holds conditionally on the branch).
-    calibration : {"analytic", "classic"}
-    eigen_floor : float, optional
-        Data-independent sensitivity, refused where ``lambda_min(V'_a) < eigen_floor``.
+    options : ContextualOptions
+        The method and its parameters (``None``: refused -- the adaptive default needs epsilon, delta
+        and contexts).
     rng : numpy.random.Generator, int or None
         Noise source (None: OS entropy; an int is key material).
 
     Returns
     -------
-    (ReleasedPolicy, ContextualState, ContextualRecord)
-        The release, the exact statistics of ``D \\ U`` (stored, never released) and the record.
+    (ContextualState, ContextualRecord)
+        The exact statistics of ``D \\ U`` (stored, never released) and the record, whose ``release``
+        is the released policy.
     """
+    if options is None:
+        raise TypeError("options must be a ContextualOptions, e.g. options=ContextualOptions(method='rollback'), "
+                        "got None")
+    o = check_instance(options, ContextualOptions, "options")
     k = _check_request(state, request)
-    epsilon, delta, contexts = _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts, state.dim)
-    if eigen_floor is not None:
-        check_positive(eigen_floor, "eigen_floor")
+    epsilon, delta, contexts = _check_mechanism_args(o.method, o.epsilon, o.delta, o.calibration, o.switch,
+                                                     o.contexts, state.dim)
+    if o.eigen_floor is not None:
+        check_positive(o.eigen_floor, "eigen_floor")
     rng = as_generator(rng, "rng")
     after = rollback(state, request)
-    branch, touched, sens, sigma, threshold = _plan(after, k, method, epsilon, delta, calibration, eigen_floor,
-                                                    contexts, switch, state.gram)
+    branch, touched, sens, sigma, threshold = _plan(after, k, o.method, epsilon, delta, o.calibration, o.eigen_floor,
+                                                    contexts, o.switch, state.gram)
     if branch == "rollback":
         release = release_exact(after)
-        record = ContextualRecord("rollback", "exact", "literal", (), 0.0, 0.0, calibration, epsilon, delta, threshold)
+        record = ContextualRecord("rollback", "exact", "literal", (), 0.0, 0.0, o.calibration, epsilon, delta,
+                                  threshold, release)
     else:
         release = _noised_release(state, after, touched, sigma, rng)
-        reference = "conditional on the branch" if (method == "adaptive" and switch == "conditional") else "literal"
+        reference = "conditional on the branch" if (o.method == "adaptive" and o.switch == "conditional") else "literal"
         record = ContextualRecord("gaussian", "(epsilon, delta)", reference, tuple(int(a) for a in touched), sens,
-                                  sigma, calibration, epsilon, delta, threshold)
-    return release, after, record
+                                  sigma, o.calibration, epsilon, delta, threshold, release)
+    return after, record
 
 
-def reference_contextual(state_after: ContextualState, k, *, method: str = "adaptive", epsilon=None, delta=None,
-                         contexts=None, switch: str = "literal", calibration: str = "analytic", eigen_floor=None,
+def reference_contextual(state_after: ContextualState, k, *, options: ContextualOptions | None = None,
                          branch=None, rng=None):
     """The reference mechanism: run on ``D \\ U`` (nothing to delete), told only ``k`` per arm.
 
-    Same arguments as ``unlearn_contextual``; the literal switch is recomputed from ``D \\ U`` and ``k``.
+    ``options`` as for ``unlearn`` (a ``ContextualOptions``); the literal switch is recomputed from
+    ``D \\ U`` and ``k``.
     The conditional switch cannot be: pass ``branch=`` (the decision it is conditioned on).
 
     Returns
@@ -953,6 +980,11 @@ def reference_contextual(state_after: ContextualState, k, *, method: str = "adap
         The release and the branch it took.
     """
     check_instance(state_after, ContextualState, "state_after")
+    if options is None:
+        raise TypeError("options must be a ContextualOptions, got None")
+    o = check_instance(options, ContextualOptions, "options")
+    method, epsilon, delta, contexts, switch = o.method, o.epsilon, o.delta, o.contexts, o.switch
+    calibration, eigen_floor = o.calibration, o.eigen_floor
     k = check_int_array(k, "k", 0, ndim=1)
     if k.size != state_after.n_arms:
         raise ValueError(f"k must have one entry per arm ({state_after.n_arms}), got {k.size}")
@@ -1271,10 +1303,11 @@ for eps in (1.0, 8.0, 64.0, 256.0, 1024.0):
     sig = calibrate_sigma(sens_syn, eps, 1e-5)
     lit = branch_bounds(after_syn, k_syn, sig, eval_ctx)
     cond = branch_bounds(after_syn, k_syn, sig, eval_ctx, gram_before=st_syn.gram)
-    _, _, rec_lit = unlearn_contextual(st_syn, req_syn, epsilon=eps, delta=1e-5, contexts=eval_ctx, rng=1)
-    _, _, rec_cond = unlearn_contextual(st_syn, req_syn, epsilon=eps, delta=1e-5, contexts=eval_ctx,
-                                        switch="conditional", rng=1)
-    _, ref_branch = reference_contextual(after_syn, k_syn, epsilon=eps, delta=1e-5, contexts=eval_ctx, rng=1)
+    _, rec_lit = unlearn(st_syn, req_syn, options=ContextualOptions(epsilon=eps, delta=1e-5, contexts=eval_ctx), rng=1)
+    _, rec_cond = unlearn(st_syn, req_syn, rng=1,
+                          options=ContextualOptions(epsilon=eps, delta=1e-5, contexts=eval_ctx, switch="conditional"))
+    _, ref_branch = reference_contextual(after_syn, k_syn, options=ContextualOptions(epsilon=eps, delta=1e-5,
+                                                                                     contexts=eval_ctx), rng=1)
     assert ref_branch == rec_lit.branch, "the literal reference reproduces the literal decision"
     assert lit.sigma_threshold >= cond.sigma_threshold - 1e-12, "the literal gain is the largest possible gain"
     assert (rec_cond.branch == "gaussian") == (sig < cond.sigma_threshold)
