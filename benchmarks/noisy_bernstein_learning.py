@@ -16,8 +16,12 @@ chapter B6a's ``simplified`` bonus (no guarantee), both pooled over the steps (t
   environment, see ``benchmarks/learning_vs_rlberry.py``).
 
 Usage: ``nice python benchmarks/noisy_bernstein_learning.py [--out benchmarks/measured/noisy_bernstein.json]
-[--T-grid 6000] [--T-grid-nonprivate 12000] [--T-lake 10000] [--rhos 100,10,1]``;
-``--theorem41-only [--T-theorem 8000] --out benchmarks/measured/noisy_bernstein_theorem41.json``: only the
+[--T-grid 6000] [--T-grid-nonprivate 12000] [--T-grid-rho RHO:T,...] [--T-lake 10000] [--rhos inf,100,10,1]
+[--kinds noisy_bernstein,simplified] [--parts grid,rlberry,lake] [--lake-rhos inf,10] [--merge A.json,B.json]``;
+rows of an existing ``--out`` are kept unless rerun, and ``--merge`` copies the rows of other runs (one
+process per rho) into it;
+``--theorem41-only [--T-theorem 8000] [--theorem-rhos inf,100,30,10,3,1] [--merge ...] --out
+benchmarks/measured/noisy_bernstein_theorem41.json``: only the
 regret over T on a small RiverSwim (S = 3, A = 2, H = 5) where the proven bonus learns, at rho = inf,
 100, 30, 10, 3, 1, with the log-log slope of R(T) over the last two doublings (Theorem 4.1's regimes).
 """
@@ -111,64 +115,105 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "measured" / "noisy_bernstein.json"))
     ap.add_argument("--T-grid", type=int, default=6000)
     ap.add_argument("--T-grid-nonprivate", type=int, default=12000)
+    ap.add_argument("--T-grid-rho", default="",
+                    help="per-rho horizons overriding --T-grid, e.g. '1:20000'")
     ap.add_argument("--T-lake", type=int, default=10000)
-    ap.add_argument("--rhos", default="100,10,1")
+    ap.add_argument("--lake-rhos", default="inf,10", help="FrozenLake rows ('inf': non-private)")
+    ap.add_argument("--rhos", default="inf,100,10,1", help="gridworld rows ('inf': non-private)")
+    ap.add_argument("--kinds", default="noisy_bernstein,simplified", help="bonus kinds of the gridworld rows")
+    ap.add_argument("--parts", default="grid,rlberry,lake",
+                    help="which parts to run; the others are kept from an existing --out file")
+    ap.add_argument("--merge", default="",
+                    help="comma-separated JSON files of earlier runs of this script (e.g. one rho per process); "
+                         "their gridworld and FrozenLake rows replace the same (rho, bonus) rows of --out")
     ap.add_argument("--theorem41-only", action="store_true",
                     help="only the regret-over-T rows on the small RiverSwim (JSON: --out)")
     ap.add_argument("--T-theorem", type=int, default=8000)
+    ap.add_argument("--theorem-rhos", default="inf,100,30,10,3,1",
+                    help="rows of --theorem41-only; rows of an existing --out for other rho are kept")
     args = ap.parse_args(argv)
     out = Path(args.out)
     if args.theorem41_only:
-        rows = theorem41_rows(args.T_theorem, [math.inf, 100.0, 30.0, 10.0, 3.0, 1.0])
+        rhos = [float(r) for r in args.theorem_rhos.split(",") if r]
+        rows = theorem41_rows(args.T_theorem, rhos)
+        for extra in (x for x in args.merge.split(",") if x):       # rows of other processes (one rho each)
+            rows["rows"] += json.loads(Path(extra).read_text())["rows"]
+        rows["rows"].sort(key=lambda r: -(r["rho"] or math.inf))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(rows, indent=1))
         return rows
-    result = {"machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()},
-              "window": WINDOW, "grid": [], "frozenlake": [], "per_step_vs_rlberry": None}
+    parts = set(args.parts.split(","))
+    kinds = args.kinds.split(",")
+    T_rho = {float(k): int(v) for k, v in (x.split(":") for x in args.T_grid_rho.split(",") if x)}
+    result = json.loads(out.read_text()) if out.exists() else {}
+    result.update({"machine": {"python": platform.python_version(), "numpy": np.__version__,
+                               "platform": platform.platform()}, "window": WINDOW})
+    result.setdefault("grid", [])
+    result.setdefault("frozenlake", [])
+    result.setdefault("per_step_vs_rlberry", None)
 
     def save():
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1))
 
+    def replace_row(rows, new):
+        rows[:] = [r for r in rows if (r["rho"], r["bonus_kind"]) != (new["rho"], new["bonus_kind"])] + [new]
+
+    for extra in (x for x in args.merge.split(",") if x):
+        other = json.loads(Path(extra).read_text())
+        for key in ("grid", "frozenlake"):
+            for row in other.get(key, []):
+                replace_row(result[key], row)
+        for key in ("per_step_vs_rlberry", "frozenlake_optimum"):
+            if other.get(key) is not None:
+                result[key] = other[key]
+        save()
+
     grid = gridworld()
     result["grid_V_star"] = optimal_value(grid)
-    for rho in [math.inf] + [float(r) for r in args.rhos.split(",")]:
-        for kind in ("noisy_bernstein", "simplified"):
-            T = args.T_grid_nonprivate if rho == math.inf else args.T_grid
-            result["grid"].append(grid_row(grid, T, rho, kind))
-            row = result["grid"][-1]
-            print("grid", rho, kind, T, row["mean_regret_last_window"], row["episodes_to_sustained_0.1_Vstar"],
-                  row["seconds"], flush=True)
-            save()
+    if "grid" in parts:
+        for rho in [float(r) for r in args.rhos.split(",") if r]:
+            for kind in kinds:
+                T = args.T_grid_nonprivate if rho == math.inf else T_rho.get(rho, args.T_grid)
+                row = grid_row(grid, T, rho, kind)
+                replace_row(result["grid"], row)
+                print("grid", rho, kind, T, row["mean_regret_last_window"], row["episodes_to_sustained_0.1_Vstar"],
+                      row["seconds"], flush=True)
+                save()
 
-    # per step, non-private, against rlberry's stage-dependent UCB-VI (reference measured by learning_vs_rlberry.py)
-    ref = json.loads((ROOT / "benchmarks" / "measured" / "learning_vs_rlberry.json").read_text())
-    rl_row = next(r for r in ref["rows"] if r["learner"] == "rlberry UCBVIAgent stage_dependent=True")
-    mine = [float(regret(grid, run_ucbvi(grid, ref["T"], seed=s, bonus_kind="noisy_bernstein",
-                                         reward_noise=ref["reward_noise"]).policies).sum()) for s in ref["seeds"]]
-    result["per_step_vs_rlberry"] = {"T": ref["T"], "seeds": ref["seeds"], "rlberry_regret_mean": rl_row["regret_mean"],
-                                     "noisy_bernstein_regret_per_seed": [round(x, 1) for x in mine],
-                                     "ratio": round(float(np.mean(mine)) / rl_row["regret_mean"], 3)}
-    print(result["per_step_vs_rlberry"], flush=True)
-    save()
+    if "rlberry" in parts:
+        # per step, non-private, against rlberry's stage-dependent UCB-VI (reference measured by learning_vs_rlberry.py)
+        ref = json.loads((ROOT / "benchmarks" / "measured" / "learning_vs_rlberry.json").read_text())
+        rl_row = next(r for r in ref["rows"] if r["learner"] == "rlberry UCBVIAgent stage_dependent=True")
+        mine = [float(regret(grid, run_ucbvi(grid, ref["T"], seed=s, bonus_kind="noisy_bernstein",
+                                             reward_noise=ref["reward_noise"]).policies).sum()) for s in ref["seeds"]]
+        result["per_step_vs_rlberry"] = {"T": ref["T"], "seeds": ref["seeds"], "rlberry_regret_mean": rl_row["regret_mean"],
+                                         "noisy_bernstein_regret_per_seed": [round(x, 1) for x in mine],
+                                         "ratio": round(float(np.mean(mine)) / rl_row["regret_mean"], 3)}
+        print(result["per_step_vs_rlberry"], flush=True)
+        save()
 
-    try:
-        import gymnasium
+    if "lake" in parts:
+        try:
+            import gymnasium
 
-        from bandit_unlearning.rl.gym import from_gymnasium
-    except ImportError:
-        print("gymnasium missing: no FrozenLake rows")
-        return result
-    lake = from_gymnasium(gymnasium.make("FrozenLake-v1"), horizon=20)
-    result["frozenlake_optimum"] = float(lake.raw_value(optimal_value(lake.mdp)))
-    for rho in (math.inf, 10.0):
-        for kind in ("noisy_bernstein", "simplified"):
-            pol, sec = policies_of(lake.mdp, args.T_lake, rho, kind, 0)
-            success = lake.raw_value(policy_values(lake.mdp, pol[-WINDOW:])).mean()
-            result["frozenlake"].append({"rho": None if rho == math.inf else rho, "bonus_kind": kind, "T": args.T_lake,
-                                         "success_last_window": round(float(success), 4), "seconds": round(sec, 1)})
-            print("lake", result["frozenlake"][-1], flush=True)
-            save()
+            from bandit_unlearning.rl.gym import from_gymnasium
+        except ImportError:
+            print("gymnasium missing: no FrozenLake rows")
+            return result
+        lake = from_gymnasium(gymnasium.make("FrozenLake-v1"), horizon=20)
+        result["frozenlake_optimum"] = float(lake.raw_value(optimal_value(lake.mdp)))
+        for rho in [float(r) for r in args.lake_rhos.split(",") if r]:
+            for kind in kinds:
+                pol, sec = policies_of(lake.mdp, args.T_lake, rho, kind, 0)
+                success = lake.raw_value(policy_values(lake.mdp, pol[-WINDOW:])).mean()
+                moving = np.convolve(lake.raw_value(policy_values(lake.mdp, pol)), np.ones(WINDOW) / WINDOW, "valid")
+                replace_row(result["frozenlake"], {
+                    "rho": None if rho == math.inf else rho, "bonus_kind": kind, "T": args.T_lake,
+                    "success_last_window": round(float(success), 4), "seconds": round(sec, 1),
+                    "success_moving_mean_every_500": moving[::500].round(4).tolist()})
+                print("lake", result["frozenlake"][-1], flush=True)
+                save()
     print(f"wrote {out}")
     return result
 

@@ -2034,7 +2034,11 @@ T("state must be a dict", data.restore_readonly, SimpleNamespace(), [("a", 1)])
 from bandit_unlearning.rl import bernstein  # noqa: E402
 
 _NB_CONFIG = ucbvi.UCBVIConfig(2, 2, 2, 10, bonus_kind="noisy_bernstein")
-V("eps must be", bernstein.NoisyBernsteinConstants, 1.0, 1.0, -1.0, 0.0, 1.0)
+V("eps must be", bernstein.NoisyBernsteinConstants, 1.0, 1.0, -1.0, 0.0, 1.0, 1.0)
+V("L_kl must be", bernstein.NoisyBernsteinConstants, 1.0, 1.0, 1.0, 0.0, 1.0, -1.0)
+V("c must be finite and >= 0", bernstein.kl_upper, np.array([0.5]), np.array([-1.0]))
+V("delta must lie strictly between 0 and 1", bernstein.peeling_level, 0.0, 10)
+V("n_max must be", bernstein.peeling_level, 0.1, 0)
 T("config must be a UCBVIConfig", bernstein.noisy_bernstein_constants, None)
 T("noise_correction must be True or False", bernstein.noisy_bernstein_constants, _NB_CONFIG, 1)
 V("config.bonus_kind must be 'noisy_bernstein'", bernstein.noisy_bernstein_plan, np.zeros((2, 4)),

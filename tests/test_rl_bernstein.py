@@ -7,7 +7,7 @@ import pytest
 
 from bandit_unlearning.exact.learner import train
 from bandit_unlearning.rl.bernstein import (
-    noisy_bernstein_constants, noisy_bernstein_plan, noisy_bernstein_values,
+    _noisy_bernstein_vi, kl_upper, noisy_bernstein_constants, noisy_bernstein_plan, noisy_bernstein_values, peeling_level,
 )
 from bandit_unlearning.rl.envs import garnet, riverswim
 from bandit_unlearning.rl.mdp import TabularMDP, value_iteration
@@ -75,8 +75,8 @@ def test_constants_and_scale():
 
 
 def test_ties_go_to_the_least_tried_action():
-    cfg = UCBVIConfig(1, 3, 1, 10, bonus_kind="noisy_bernstein")
-    N = np.array([[5.0, 1.0, 3.0]])                # all three at the cap: the bonus is large at these counts
+    cfg = UCBVIConfig(1, 3, 1, 10, sigma=10.0, bonus_kind="noisy_bernstein")
+    N = np.array([[5.0, 1.0, 3.0]])                # all three unexplored (eps > 5): tied at the cap
     plan = noisy_bernstein_plan(N, np.zeros((1, 3)), N[..., None], cfg)
     assert plan.policy[0, 0] == 1
     assert noisy_bernstein_plan(np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3, 1)), cfg).policy[0, 0] == 0
@@ -86,3 +86,70 @@ def test_step_bonus_refuses_the_planned_kind():
     cfg = UCBVIConfig(2, 2, 2, 10, bonus_kind="noisy_bernstein")
     with pytest.raises(ValueError, match="no step bonus"):
         cfg.step_bonus(0, np.ones(2))
+
+
+def test_kl_upper_is_the_relative_entropy_inverse():
+    rng = np.random.default_rng(5)
+    p, c = rng.random(200), rng.exponential(0.3, 200)
+    q = kl_upper(p, c)
+
+    def kl(a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (np.where(a > 0, a * np.log(a / b), 0.0)
+                    + np.where(a < 1, (1 - a) * np.log((1 - a) / (1 - b)), 0.0))
+    assert np.all(q >= p) and np.all(q <= 1)
+    inside = q < 1
+    assert np.all(kl(p[inside], q[inside]) >= c[inside] - 1e-12)            # at or just past the level set's edge
+    below = np.maximum(p, q - 1e-6)
+    assert np.all(kl(p, below) <= c + 1e-12)                               # never below the exact value
+    assert kl_upper(np.array([0.0]), np.array([0.0]))[0] == pytest.approx(0.0, abs=1e-7)
+    assert kl_upper(np.array([1.0]), np.array([5.0]))[0] == 1.0
+    with pytest.raises(ValueError, match="c must"):
+        kl_upper(np.array([0.5]), np.array([-1.0]))
+
+
+def test_peeling_level():
+    for delta, n in ((0.1, 10), (1e-3, 10_000), (0.5, 1)):
+        x = peeling_level(delta, n)
+        assert np.e * np.ceil(x * np.log(n)) * np.exp(-x) <= delta
+        if n > 1:
+            y = x - 1e-3
+            assert np.e * np.ceil(y * np.log(n)) * np.exp(-y) > delta or y < 1
+    cfg = UCBVIConfig(3, 2, 4, 100, delta=0.1, bonus_kind="noisy_bernstein")
+    assert noisy_bernstein_constants(cfg).L_kl == pytest.approx(peeling_level(0.1 / (4 * 3 * 2 * 4), 100))
+    for bad in (0.0, 1.0, -0.1, 2.0):
+        with pytest.raises(ValueError, match="delta"):
+            peeling_level(bad, 10)
+    with pytest.raises((TypeError, ValueError), match="n_max"):
+        peeling_level(0.1, 0)
+
+
+def test_halving_the_bonus_breaks_optimism_on_one_pair():
+    """Bernoulli(1/2) rewards, counts 1..1999: a fixed reward sequence whose running mean dips by
+    about 2.5 standard deviations at n = 400 -- inside the full bound, outside half of it."""
+    T = 2000
+    cfg = UCBVIConfig(1, 1, 1, T, delta=0.1, bonus_kind="noisy_bernstein")
+    n = np.arange(1, T, dtype=float)[None, :]
+    rewards = np.full(T - 1, 0.5)
+    rewards[:400] = 0.5 - 2.5 * 0.5 / np.sqrt(400)                       # fractional rewards in [0, 1] are allowed
+    sums = np.cumsum(rewards)[None, :]
+    halved = dataclasses.replace(cfg, bonus_scale=0.5)
+    full = _noisy_bernstein_vi(n, sums, n[..., None], cfg, noisy_bernstein_constants(cfg))[1][0]
+    half = _noisy_bernstein_vi(n, sums, n[..., None], halved, noisy_bernstein_constants(halved))[1][0]
+    assert full.min() >= 0.5 and half.min() < 0.5
+
+
+def test_unlearning_with_the_bonus_is_consistent():
+    """The bonus post-processes the tree: after unlearning any episode, the run's models are the
+    planner's output on its (recoupled) noisy prefix sums (``verify``); the distributional
+    battery is benchmarks/exactness_noisy_bernstein.py."""
+    from bandit_unlearning.protocol import DeleteStep, unlearn, verify
+
+    rng = np.random.default_rng(3)
+    mdp, T = riverswim(horizon=3), 16
+    learner = stable_ucbvi(mdp, T, sigma=0.5, bonus_kind="noisy_bernstein")
+    users = population_users(mdp, T, seed=9)
+    for t in (1, 6, 16):
+        run = train(learner, users, rng)
+        unlearned, _ = unlearn(run, DeleteStep(t), rng=rng)
+        verify(unlearned)

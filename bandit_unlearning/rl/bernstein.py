@@ -6,6 +6,9 @@ __all__ = [
     "NOISY_BERNSTEIN",
     "NoisyBernsteinConstants",
     "noisy_bernstein_constants",
+    "peeling_level",
+    "KL_BISECTIONS",
+    "kl_upper",
     "noisy_bernstein_plan",
     "noisy_bernstein_values",
     "run_planned",
@@ -24,7 +27,7 @@ from bandit_unlearning.kernel import rollout_lists
 from bandit_unlearning.rl.users import Trajectory
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 4 (line 137): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 4 (line 173): "3. Implementation" ---
 NOISY_BERNSTEIN = "noisy_bernstein"
 
 
@@ -36,18 +39,20 @@ class NoisyBernsteinConstants:
     sqrt(k)`` with ``k = T.bit_length()`` nodes at most in a prefix (``sigma sqrt(kH)`` pooled);
     ``z``: the Gaussian quantile of the union bound over every coordinate and combination at every
     episode; ``eps = z scale`` bounds ``|N~ - N|``, ``|R~ - R|`` and ``|N~(s') - N(s')|``; ``combo =
-    z scale`` is the factor of ``||V||_2`` bounding the noise of ``sum_s' N~(s') V*(s')``; ``L =
-    ln(16 SAH n_max / delta)`` (``n_max = T``, ``HT`` pooled) is the log term of the empirical
-    Bernstein bounds.  Without noise correction ``eps = combo = 0``."""
+    z scale`` is the factor of ``sqrt(1 + ||V||_2^2)`` bounding the noise of ``R~ + sum_s' N~(s') V*(s')``;
+    ``L = ln(16 SAH n_max / delta)`` (``n_max = T``, ``HT`` pooled) is the log term of the empirical
+    Bernstein bounds, ``L_kl`` the level of the relative-entropy bound (peeling over the counts:
+    ``e ceil(L_kl ln n_max) exp(-L_kl) <= delta / (4 SAH)``).  Without noise correction ``eps = combo = 0``."""
 
     scale: float
     z: float
     eps: float
     combo: float
     L: float
+    L_kl: float
 
     def __post_init__(self):
-        for name in ("scale", "z", "eps", "combo", "L"):
+        for name in ("scale", "z", "eps", "combo", "L", "L_kl"):
             check_real(getattr(self, name), name, 0)
 
 
@@ -72,14 +77,58 @@ def noisy_bernstein_constants(config: UCBVIConfig, noise_correction: bool = True
     S, A, H, T = config.S, config.A, config.H, config.T
     pool = H if config.pooled else 1
     L = float(np.log(16 * S * A * H * T * pool / config.delta))
+    L_kl = peeling_level(config.delta / (4 * S * A * H), T * pool)
     scale = float(config.sigma * np.sqrt(T.bit_length() * pool))
-    z = float(norm.isf(config.delta / (4 * T * H * S * A * (S + 3))))
+    gaussians = T * S * A * ((S + 2 + H) if config.pooled else H * (S + 3))   # coordinates read + combinations
+    z = float(norm.isf(config.delta / (4 * gaussians)))
     if not noise_correction or scale == 0:
-        return NoisyBernsteinConstants(scale, z, 0.0, 0.0, L)
-    return NoisyBernsteinConstants(scale, z, z * scale, z * scale, L)
+        return NoisyBernsteinConstants(scale, z, 0.0, 0.0, L, L_kl)
+    return NoisyBernsteinConstants(scale, z, z * scale, z * scale, L, L_kl)
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 5 (line 203): "3. Implementation" ---
+def peeling_level(delta: float, n_max: int) -> float:
+    """The smallest ``x >= 1`` (to ``1e-9``, from above) with ``e ceil(x ln n_max) exp(-x) <= delta``:
+    the level at which Garivier & Cappe's (2011, Thm. 10) peeling bound makes the one-sided
+    relative-entropy deviation ``n kl(mean_n, mu) >= x`` (mean below ``mu``) of some ``n <= n_max``
+    have probability at most ``delta``.
+
+    Parameters
+    ----------
+    delta : float
+        In ``(0, 1)``.
+    n_max : int
+        The largest count, ``>= 1``.
+
+    Returns
+    -------
+    float
+    """
+    delta = check_real(delta, "delta", 0, 1)
+    if delta == 0 or delta == 1:
+        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta!r}")
+    n_max = int(check_real(n_max, "n_max", 1))
+    log_n = max(np.log(n_max), 1e-12)
+
+    def prob(x):
+        return np.e * np.ceil(x * log_n) * np.exp(-x)
+
+    lo, hi = 1.0, 1.0
+    while prob(hi) > delta:
+        lo, hi = hi, 2 * hi
+    if hi == 1.0:
+        return 1.0
+    for _ in range(80):                        # prob is not monotone on a grid of ceil's jumps: keep hi valid
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if prob(mid) <= delta else (mid, hi)
+        if hi - lo < 1e-9:
+            break
+    x = hi
+    while prob(x) > delta:                     # ceil's jumps: step up until the inequality holds
+        x += 1e-6
+    return float(x)
+
+
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 5 (line 285): "3. Implementation" ---
 def _reward_variance_bound(R, N, m, eps):
     """``max x(1-x)`` over the interval of reward means ``R/n`` possible on the noise event."""
     lo = np.clip((R - eps) / (N + eps), 0.0, 1.0)
@@ -102,6 +151,42 @@ def _next_variance_bound(M, m, eps, V_up, V_low, b):
     return np.minimum(b * b / 4.0, pf)
 
 
+KL_BISECTIONS = 26
+
+
+def kl_upper(p, c):
+    """``max {q in [p, 1] : kl(p, q) <= c}`` elementwise (Bernoulli relative entropy ``kl``), by
+    bisection from Pinsker's bracket ``[p, p + sqrt(c/2)]``, returning the upper end of the final
+    bracket (so never below the exact value; within ``2**-26`` of it).
+
+    Parameters
+    ----------
+    p : array_like
+        Means in ``[0, 1]``.
+    c : array_like
+        Levels ``>= 0`` (broadcast against ``p``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The upper confidence value of Hoeffding's relative-entropy bound.
+    """
+    p = np.clip(as_array(p, "p").astype(float), 0.0, 1.0)
+    c = np.broadcast_to(as_array(c, "c").astype(float), p.shape)
+    if np.any(~np.isfinite(c)) or np.any(c < 0):
+        raise ValueError("c must be finite and >= 0")
+    lo, hi = p.copy(), np.minimum(1.0, p + np.sqrt(c / 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+        b = np.where(p < 1, (1 - p) * np.log(np.where(p < 1, 1 - p, 1.0)), 0.0)
+        for _ in range(KL_BISECTIONS):
+            q = 0.5 * (lo + hi)
+            kl = a - p * np.log(q) + b - (1 - p) * np.log1p(-q)
+            ok = kl <= c
+            lo, hi = np.where(ok, q, lo), np.where(ok, hi, q)
+    return hi
+
+
 def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinConstants):
     """The optimistic and pessimistic value iterations of chapter B7c from ``N, R [H, S*A]``,
     ``Nsas [H, S*A, S]``: ``(policy [H, S], Q [H, S*A], V [H+1, S], V_low [H+1, S], explored
@@ -112,21 +197,27 @@ def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinC
     eps, combo, L, scale = consts.eps, consts.combo, consts.L, config.bonus_scale
     policy, Q = np.empty((H, S), dtype=np.int64), np.empty((H, SA))
     V, V_low = np.zeros((H + 1, S)), np.zeros((H + 1, S))
-    explored = N - eps > 1.0                             # m = N~ - eps > 1: at least two true samples
+    explored = N - eps > 0.0                             # m = N~ - eps > 0: at least one true sample
     rows = np.arange(S)
     for h in range(H - 1, -1, -1):
         V_up, V_lo, span = V[h + 1], V_low[h + 1], H - h
         b = span - 1                                     # range of V*_{h+1}
         Nh, Rh, Mh, ex = N[h], R[h], Nsas[h], explored[h]
-        m = np.where(ex, Nh - eps, 2.0)                  # a lower bound on the true count
+        two = Nh - eps > 1.0                             # at least two true samples: Bernstein applies
+        m = np.where(ex, Nh - eps, 1.0)                  # a lower bound on the true count
+        m2 = np.where(two, m, 2.0)
         Nt = np.where(ex, Nh, 1.0)
-        corr = m / (m - 1.0)                             # sample variance's n/(n-1), at its largest
-        beta = np.sqrt(2 * corr * _reward_variance_bound(Rh, Nt, m, eps) * L / m) + 7 * L / (3 * (m - 1))
+        numerator = Rh + Mh @ V_up + np.maximum(-Mh, 0.0) @ (V_up - V_lo)
+        plug_in = numerator / Nt                         # the estimate the bonus is added to
+        y_up = np.clip((numerator + combo * np.sqrt(1.0 + V_up @ V_up)) / m, 0.0, span)   # >= Y_hat
+        corr = m2 / (m2 - 1.0)                           # sample variance's n/(n-1), at its largest
+        beta = np.sqrt(2 * corr * _reward_variance_bound(Rh, np.where(two, Nh, 1.0), m2, eps) * L / m2)
         if b > 0:
-            var = corr * _next_variance_bound(Mh, m, eps, V_up, V_lo, b)
-            beta = beta + np.sqrt(2 * var * L / m) + 7 * b * L / (3 * (m - 1))
-        noise = (eps * (span + 1) + combo * np.sqrt(V_up @ V_up)) / Nt
-        upper = (Rh + Mh @ V_up + np.maximum(-Mh, 0.0) @ (V_up - V_lo)) / Nt + scale * (beta + noise)
+            var = corr * _next_variance_bound(Mh, m2, eps, V_up, V_lo, b)
+            beta = beta + np.sqrt(2 * var * L / m2)
+        beta = beta + 7 * span * L / (3 * (m2 - 1))
+        bound = np.where(two, np.minimum(y_up + beta, span * kl_upper(y_up / span, consts.L_kl / m)), span * kl_upper(y_up / span, consts.L_kl / m))
+        upper = plug_in + scale * (bound - plug_in)
         lower = (np.maximum(Rh - eps, 0.0) + np.maximum(Mh - eps, 0.0) @ V_lo) / (Nt + eps) - scale * beta
         q = np.where(ex, np.clip(upper, 0.0, span), float(span))
         Q[h] = q
@@ -135,11 +226,11 @@ def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinC
         best = np.where(tied, np.round(Nh.reshape(S, A), 6), np.inf).argmin(axis=1)   # ties: least tried
         policy[h] = best
         V[h] = qs[rows, best]
-        V_low[h] = np.where(ex, np.clip(lower, 0.0, span), 0.0).reshape(S, A).max(axis=1)
+        V_low[h] = np.where(two, np.clip(lower, 0.0, span), 0.0).reshape(S, A).max(axis=1)
     return policy, Q, V, V_low, explored
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 263): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 387): "3. Implementation" ---
 def _check_planned(config):
     check_instance(config, UCBVIConfig, "config")
     if config.bonus_kind != NOISY_BERNSTEIN:
