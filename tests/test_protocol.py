@@ -50,7 +50,7 @@ def _linucb_run():
 
 def _stable_run():
     mdp = riverswim(horizon=3, n_states=3)
-    return train(stable_ucbvi(mdp, 12, rho=0.9), episode_users(12, np.random.default_rng(5)), np.random.default_rng(6))
+    return train(stable_ucbvi(mdp, 12, rho=0.9), episode_users(12, rng=np.random.default_rng(5)), np.random.default_rng(6))
 
 
 def _contextual():

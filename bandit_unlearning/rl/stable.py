@@ -13,7 +13,7 @@ dummy user (erratum E8).
 
 Users are ``EpisodeUser(key)``: each its own 64-bit key, kept only in the run's ``users`` (the oracle
 holds no seed), so a deleted user cannot be replayed from the unlearned run.  ``episode_users(T)``
-draws independent keys from OS entropy (``episode_users(T, rng)``: derived one-way from a seeded
+draws independent keys from OS entropy (``episode_users(T, rng=rng)``: derived one-way from a seeded
 generator, a reproducible opt-in); ``population_users(mdp, seed, T)`` reproduces the population
 ``seed`` of chapter B5 (research only: the seed rebuilds every user).
 """

@@ -146,7 +146,7 @@ dummy user (erratum E8).
 
 Users are ``EpisodeUser(key)``: each its own 64-bit key, kept only in the run's ``users`` (the oracle
 holds no seed), so a deleted user cannot be replayed from the unlearned run.  ``episode_users(T)``
-draws independent keys from OS entropy (``episode_users(T, rng)``: derived one-way from a seeded
+draws independent keys from OS entropy (``episode_users(T, rng=rng)``: derived one-way from a seeded
 generator, a reproducible opt-in); ``population_users(mdp, seed, T)`` reproduces the population
 ``seed`` of chapter B5 (research only: the seed rebuilds every user).
 """
@@ -201,7 +201,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
 # population seed), and a deletion replaces the user by the dummy, so nothing reachable from the
 # unlearned run — or from its pickle — can rebuild the deleted episode.  Keys are drawn
 # independently: `episode_users(T)` takes each from the operating system's entropy (the default);
-# `episode_users(T, rng)` derives them one-way (BLAKE2b) from a seeded generator, a reproducible
+# `episode_users(T, rng=rng)` derives them one-way (BLAKE2b) from a seeded generator, a reproducible
 # opt-in whose seed is then key material.  For comparisons with chapters B5–B6,
 # `population_users(mdp, seed, T)` returns users $0..T-1$ of chapter B5's population `seed` — the
 # same episodes as `rollout(mdp, pi, i, seed)` and `run_ucbvi(mdp, T, seed=seed)` — because user

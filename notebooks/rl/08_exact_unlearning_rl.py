@@ -172,7 +172,7 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
                        tree_factory=LightTree) -> dict:
     """``measure_unlearning`` (chapter B4) of ``stable_ucbvi(mdp, T, rho)`` for every ``(rho, T)``:
     ``n_runs`` runs on the users ``0 .. T-1`` of population ``seed`` (``population_users``; ``None``:
-    ``episode_users(T, rng)``), ``requests_per_run`` deletions at uniformly random positions each.
+    ``episode_users(T, rng=rng)``), ``requests_per_run`` deletions at uniformly random positions each.
     Returns ``{(rho, T): measurements}`` -- a cost experiment, whose exact per-request values are
     computed from the deleted episodes (``diagnostics=True`` inside ``measure_unlearning``).  Every
     argument is checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an
