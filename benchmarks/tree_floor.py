@@ -17,12 +17,14 @@ is reported as well (``floor_own_draws_us``).  ``share_of_floor = floor_us / us_
 
 **Method.** CPU time (``time.process_time``) of ``T`` steps on a fresh tree, the statistics made
 beforehand, alternating rounds of the tree and of the floor in one process, medians over
-``--rounds`` rounds.  ``--before REV`` also runs the same measurement, in a fresh process, against the
-package as of git revision ``REV`` (its files exported with ``git archive``), so before and after are
-measured in one run, each with its own floor.  Both versions are checked to give the same outputs
+``--rounds`` rounds; ``--processes`` such processes, medians over them.  ``--before REV`` also runs
+the same measurement against the package as of git revision ``REV`` (its files exported with
+``git archive``), its processes alternating with this checkout's, so before and after are measured
+in one run, each with its own floor.  Both versions are checked to give the same outputs
 (a SHA-256 of every released prefix sum and of the generator's final state; ``outputs_sha256``).
 
-Usage: ``python benchmarks/tree_floor.py [--out results/tree_floor.json] [--rounds 7] [--before REV]``
+Usage: ``python benchmarks/tree_floor.py [--out results/tree_floor.json] [--rounds 5] [--processes 3]
+[--before REV]``
 """
 
 from __future__ import annotations
@@ -143,10 +145,25 @@ def export_revision(rev: str, into: Path) -> Path:
     return into
 
 
+def combine(measured: list) -> dict:
+    """Rows of several worker processes: medians of their per-step costs, floors and shares."""
+    rows = []
+    for parts in zip(*(m["rows"] for m in measured)):
+        row = dict(parts[0])
+        assert len({p["outputs_sha256"] for p in parts}) == 1            # every process: the same outputs
+        for field in ("us_per_step", "floor_us", "share_of_floor", "floor_own_draws_us", "ns_per_normal"):
+            row[field] = statistics.median(p[field] for p in parts)
+        row["processes_us_per_step"] = [p["us_per_step"] for p in parts]
+        row.pop("rounds_us_per_step")
+        rows.append(row)
+    return {"numpy": measured[0]["numpy"], "processes": len(measured), "rows": rows}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "results" / "tree_floor.json"))
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--processes", type=int, default=3, help="worker processes per version, alternating")
     parser.add_argument("--before", default=None, help="git revision to measure too (before/after)")
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -155,15 +172,22 @@ def main(argv=None) -> dict:
         return {}
     result = {"benchmark": "tree_floor", "workload": "append(x_t, rng) + noisy_prefix_sum(t) per step, fresh tree",
               "floor": "d standard normals per step, numpy Generator(SFC64).standard_normal(d * T) in one call",
-              "timer": "time.process_time, median of alternating rounds", "rounds": args.rounds,
+              "timer": "time.process_time, median of alternating rounds", "rounds": args.rounds, "processes": args.processes,
               "python": platform.python_version(), "machine": platform.machine(),
               "load_average": os.getloadavg()}
-    result["after"] = run_worker(args.rounds)
-    if args.before:
-        with tempfile.TemporaryDirectory() as tmp:
+    runs = {"after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.before:
             result["before_revision"] = subprocess.run(["git", "rev-parse", args.before], check=True, cwd=ROOT,
                                                        capture_output=True, text=True).stdout.strip()
-            result["before"] = run_worker(args.rounds, export_revision(args.before, Path(tmp)))
+            before_root, runs["before"] = export_revision(args.before, Path(tmp)), []
+        for _ in range(args.processes):                  # alternate the two versions' processes
+            runs["after"].append(run_worker(args.rounds))
+            if args.before:
+                runs["before"].append(run_worker(args.rounds, before_root))
+    for key, measured in runs.items():
+        result[key] = combine(measured)
+    if args.before:
         result["same_outputs"] = all(a["outputs_sha256"] == b["outputs_sha256"]
                                      for a, b in zip(result["after"]["rows"], result["before"]["rows"]))
     for key in ("before", "after"):
