@@ -357,7 +357,7 @@ def statistic_sparse(x, d: int, name: str = "x"):
             raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
         if not np.isfinite(x).all():
             raise ValueError(f"{name} must be finite")
-    idx = np.flatnonzero(x)
+    idx = np.flatnonzero(x != 0)       # the same indices as flatnonzero(x), several times faster on floats
     return idx, x[idx]
 
 
