@@ -250,7 +250,7 @@ _VERIFY: dict = {}           # state type -> check
 
 @dataclass(frozen=True)
 class DeleteStep:
-    """Delete the user of step ``t`` (1-based) of a run: Algorithm 3 of Paper B.  ``t`` is an integer;
+    """Delete the user of step ``t`` (1-based) of a run: Paper B's Algorithm 3.  ``t`` is an integer;
     the run checks that it names one of its steps ``1 .. T``."""
 
     t: int

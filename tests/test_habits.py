@@ -1,0 +1,229 @@
+"""Two habits of the code base held by tests: short export cells, numpydoc sections.
+
+Both are ratchets.  What the package already does is listed below as debt, each entry with its size
+today; a new cell over the limit, a new public callable without its sections, or a listed entry
+that grew fails the test, and so does an entry that is paid (the list must then be shortened), so
+that the lists only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_bad_inputs import public_targets  # noqa: E402
+
+pytestmark = pytest.mark.simd_independent
+
+# ---------------------------------------------------------------------------------- export cells
+
+MAX_CELL_LINES = 80        # non-blank lines of one export cell (d2l's longest is 62, nbdev's 48)
+
+
+def export_cells() -> dict[tuple[str, str], int]:
+    """``{(chapter, first name the cell defines): non-blank lines}`` for every export cell."""
+    out = {}
+    for path in sorted((ROOT / "notebooks").rglob("*.py")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        for number, cell in enumerate(jupytext.read(path).cells, start=1):
+            tags = [t for t in cell.metadata.get("tags", []) if t == "export" or t.startswith("export:")]
+            if cell.cell_type != "code" or not tags:
+                continue
+            first = f"cell {number}"
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    first = node.name
+                    break
+                if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+                    if isinstance(target, ast.Name):
+                        first = target.id
+                        break
+            key = (path.relative_to(ROOT).as_posix(), first)
+            while key in out:                             # two cells of a chapter led by one name
+                key = (key[0], key[1] + "'")
+            out[key] = sum(1 for line in cell.source.splitlines() if line.strip())
+    return out
+
+
+# (chapter, first name defined) -> non-blank lines today.  Debt: split these beside their prose
+# (functions into their own cells, a class's methods into later cells with ``add_to_class``).
+LONG_CELLS: dict[tuple[str, str], int] = {
+    ('notebooks/00_tour.py', 'IMPLEMENTATIONS'): 121,
+    ('notebooks/mab/01_data_and_lcb.py', '_MAX_TOTAL'): 110,
+    ('notebooks/mab/03a_adaptive_unlearning.py', 'UnlearnResult'): 97,
+    ('notebooks/mab/03a_adaptive_unlearning.py', '_unit_sigma'): 144,
+    ('notebooks/mab/03a_adaptive_unlearning.py', 'check_options'): 116,
+    ('notebooks/mab/03a_adaptive_unlearning.py', 'threshold_gamma0'): 97,
+    ('notebooks/mab/03b_output_distributions.py', 'unlearn_batch'): 147,
+    ('notebooks/mab/04a_lower_bounds.py', 'bernoulli_kl'): 88,
+    ('notebooks/mab/04a_lower_bounds.py', 'gap_fixed'): 119,
+    ('notebooks/mab/06_imitation_learning.py', 'ImitationState'): 95,
+    ('notebooks/mab/06_imitation_learning.py', 'unlearned_arms'): 81,
+    ('notebooks/mab/08a_paper_experiments.py', 'N_GRID'): 121,
+    ('notebooks/mab/08a_paper_experiments.py', 'Trajectories'): 119,
+    ('notebooks/mab/08a_paper_experiments.py', '_METHODS'): 128,
+    ('notebooks/mab/08b_paper_figures.py', 'METHOD_LABELS'): 83,
+    ('notebooks/mab/08b_paper_figures.py', 'plot_experiment'): 82,
+    ('notebooks/mab/09a_deletion_stream.py', 'METHODS'): 258,
+    ('notebooks/mab/09a_deletion_stream.py', '_INT_TEXT'): 123,
+    ('notebooks/mab/09a_deletion_stream.py', '_Refused'): 341,
+    ('notebooks/mab/09a_deletion_stream.py', '_STAT_KEYS'): 185,
+    ('notebooks/mab/10a_contextual_lcb.py', 'ContextualRecord'): 146,
+    ('notebooks/mab/10a_contextual_lcb.py', '_readonly'): 199,
+    ('notebooks/mab/10b_contextual_in_use.py', 'ContextualModel'): 224,
+    ('notebooks/privacy/01a_gaussian_mechanism.py', '_SQRT2'): 99,
+    ('notebooks/privacy/01a_gaussian_mechanism.py', 'analytic_gaussian_sigma'): 96,
+    ('notebooks/privacy/01b_audits.py', '_binomial_counts'): 90,
+    ('notebooks/privacy/01b_audits.py', '_is_integer_array'): 83,
+    ('notebooks/privacy/02_guarantee_matrix.py', 'SENSITIVITIES'): 82,
+    ('notebooks/privacy/02_guarantee_matrix.py', 'Setting'): 155,
+    ('notebooks/rl/03a_exact_unlearning.py', 'PrefixSumLearner'): 92,
+    ('notebooks/rl/03a_exact_unlearning.py', '_freeze_arrays'): 96,
+    ('notebooks/rl/03a_exact_unlearning.py', 'run_steps'): 139,
+    ('notebooks/rl/03b_online_bandit.py', 'BanditUser'): 96,
+    ('notebooks/rl/04_theorem_3_3.py', 'MAX_COST_T'): 115,
+    ('notebooks/rl/05a_tabular_mdps.py', 'Plan'): 93,
+    ('notebooks/rl/05a_tabular_mdps.py', 'ROW_SUM_TOL'): 92,
+    ('notebooks/rl/05b_replayable_users.py', '_SPARSE'): 118,
+    ('notebooks/rl/05b_replayable_users.py', '_import_gymnasium'): 97,
+    ('notebooks/rl/06a_ucbvi_planner.py', '_check_dims'): 117,
+    ('notebooks/rl/06b_ucbvi_regret.py', 'UCBVIRun'): 81,
+    ('notebooks/rl/07b_stable_ucbvi_regret.py', 'safe_slope'): 130,
+    ('notebooks/rl/07c_bernstein_bonus.py', 'NOISY_BERNSTEIN'): 91,
+    ('notebooks/rl/07c_bernstein_bonus.py', '_check_planned'): 109,
+    ('notebooks/rl/07c_bernstein_bonus.py', '_reward_variance_bound'): 89,
+    ('notebooks/rl/08_exact_unlearning_rl.py', 'policy_code'): 96,
+    ('notebooks/rl/09a_lower_bound.py', 'MAX_TV_GRID'): 107,
+    ('notebooks/rl/09b_reproduce_rl.py', 'DELTA'): 122,
+    ('notebooks/rl/09b_reproduce_rl.py', '_PROTOCOL_KEYS'): 89,
+    ('notebooks/rl/09b_reproduce_rl.py', '_cost_part'): 130,
+    ('notebooks/rl/11_delete_by_user.py', 'user_steps'): 459,
+    ('notebooks/rl/12_linucb.py', 'LinUCBConfig'): 123,
+    ('notebooks/rl/12_linucb.py', 'TIE_TOLERANCE'): 100,
+    ('notebooks/rl/13_many_runs.py', 'BatchRun'): 104,
+}
+
+
+def test_no_new_or_longer_export_cell_over_the_limit():
+    cells = export_cells()
+    over = {k: n for k, n in cells.items() if n > MAX_CELL_LINES}
+    new = sorted(f"{k[0]} ({k[1]}): {n} lines" for k, n in over.items() if k not in LONG_CELLS)
+    grown = sorted(f"{k[0]} ({k[1]}): {LONG_CELLS[k]} -> {n} lines" for k, n in over.items()
+                   if k in LONG_CELLS and n > LONG_CELLS[k])
+    assert not new, f"export cells over {MAX_CELL_LINES} non-blank lines (split them):\n" + "\n".join(new)
+    assert not grown, "listed long export cells grew:\n" + "\n".join(grown)
+
+
+def test_listed_long_cells_are_still_long():
+    cells = export_cells()
+    paid = sorted(f"{k[0]} ({k[1]})" for k in LONG_CELLS if cells.get(k, 0) <= MAX_CELL_LINES)
+    assert not paid, "no longer over the limit (or gone): delete from LONG_CELLS:\n" + "\n".join(paid)
+
+
+def test_the_cell_count_sees_a_long_cell(tmp_path):
+    # the counter itself: a cell of 81 non-blank lines is over, one of 80 is not
+    body = "\n".join(f"x{i} = {i}" for i in range(81))
+    chapter = ('# ---\n# jupyter:\n#   bandit_unlearning:\n#     export: bandit_unlearning.demo\n# ---\n\n'
+               f'# %% tags=["export"]\n{body}\n')
+    cell = jupytext.reads(chapter, fmt="py:percent").cells[0]
+    assert sum(1 for line in cell.source.splitlines() if line.strip()) == MAX_CELL_LINES + 1
+
+
+# ------------------------------------------------------------------------------- numpydoc sections
+
+
+def _has_section(doc: str, section: str) -> bool:
+    return bool(re.search(rf"^\s*{section}\s*\n\s*-{{3,}}\s*$", doc or "", re.M))
+
+
+def _returns_value(func) -> bool:
+    try:
+        annotation = inspect.signature(func).return_annotation
+    except (TypeError, ValueError):
+        return False
+    if annotation is not inspect.Signature.empty:
+        return annotation not in (None, "None")
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(n, ast.Return) and n.value is not None or isinstance(n, (ast.Yield, ast.YieldFrom))
+               for n in ast.walk(tree.body[0]))
+
+
+def missing_sections() -> dict[str, str]:
+    """``{public callable: what its docstring lacks}``: a Parameters section when it takes arguments
+    (a class: Parameters or Attributes), a Returns (or Yields) section when it returns a value."""
+    out = {}
+    for target, name in public_targets().items():
+        func = getattr(*target) if isinstance(target, tuple) else target
+        func = getattr(func, "__func__", func)
+        doc = inspect.getdoc(func) or ""
+        try:
+            params = [p for p in inspect.signature(func).parameters if p not in ("self", "cls")]
+        except (TypeError, ValueError):
+            params = []
+        lacks = []
+        if params and not (_has_section(doc, "Parameters") or inspect.isclass(func) and _has_section(doc, "Attributes")):
+            lacks.append("Parameters")
+        if not inspect.isclass(func) and _returns_value(func) and not (_has_section(doc, "Returns")
+                                                                      or _has_section(doc, "Yields")):
+            lacks.append("Returns")
+        if lacks:
+            out[name] = "+".join(lacks)
+    return out
+
+
+UNDOCUMENTED_PATH = ROOT / "tests" / "numpydoc_debt.txt"
+
+
+def _debt() -> dict[str, str]:
+    rows = [line.split() for line in UNDOCUMENTED_PATH.read_text().splitlines() if line and not line.startswith("#")]
+    return {name: lacks for name, lacks in rows}
+
+
+def test_no_new_public_callable_without_numpydoc_sections():
+    debt = _debt()
+    new = sorted(f"{n}: {lacks}" for n, lacks in missing_sections().items() if n not in debt)
+    assert not new, "public callables without numpydoc sections (write Parameters/Returns):\n" + "\n".join(new)
+
+
+def test_numpydoc_debt_only_shrinks():
+    missing = missing_sections()
+    paid = sorted(n for n in _debt() if n not in missing)
+    assert not paid, f"documented now: delete from {UNDOCUMENTED_PATH.name}:\n" + "\n".join(paid)
+
+
+def test_the_section_check_sees_a_missing_section():
+    def documented(x):
+        """Twice x.
+
+        Parameters
+        ----------
+        x : float
+
+        Returns
+        -------
+        float
+        """
+        return 2 * x
+
+    def undocumented(x):
+        """Twice x."""
+        return 2 * x
+
+    doc = inspect.getdoc(documented)
+    assert _has_section(doc, "Parameters") and _has_section(doc, "Returns") and _returns_value(documented)
+    assert not _has_section(inspect.getdoc(undocumented), "Parameters")
