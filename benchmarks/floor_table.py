@@ -106,9 +106,9 @@ def ucbvi_row(T: int, unit: dict) -> dict:
 
     mdp = gridworld()
     learner = stable_ucbvi(mdp, T, 1.0)
-    users = population_users(mdp, 0, T)
+    users = _population_users(population_users, mdp, 0, T)
     rng = np.random.default_rng(0)
-    train(stable_ucbvi(mdp, 16, 1.0), population_users(mdp, 0, 16), rng)               # warm-up
+    train(stable_ucbvi(mdp, 16, 1.0), _population_users(population_users, mdp, 0, 16), rng)               # warm-up
     seconds = _cpu(lambda: train(learner, users, rng), 3) / T
     floor = learner.d * unit["normal_s"]
     return {"value": 1 / seconds, "floor": 1 / floor, "share": floor / seconds, "d": learner.d,
@@ -165,6 +165,15 @@ def sherman_morrison_loop(users, K: int, d: int, alpha: float, l2: float) -> np.
     return np.array(arms)
 
 
+def _population_users(population_users, mdp, seed: int, T: int):
+    """``population_users`` of the package at hand: ``(mdp, T, *, seed)`` today, ``(mdp, seed, T)`` in
+    the baseline revisions before the constructors took one argument order."""
+    try:
+        return population_users(mdp, T, seed=seed)
+    except TypeError:
+        return population_users(mdp, seed, T)
+
+
 def stable_linucb_loop(users, config, sigma: float, rng) -> None:
     """Plain TV-stable LinUCB: the statistic of each step into a binary counter of noisy nodes (one
     node closed per step, ``sigma`` Gaussian noise on it), the noisy prefix sum unpacked and the
@@ -172,7 +181,10 @@ def stable_linucb_loop(users, config, sigma: float, rng) -> None:
     from bandit_unlearning.exact.linucb import _layout, block_size, gram_shift, vector_bound, widened_radius
 
     K, d = config.n_arms, config.dim
-    upper, up, down, full = _layout(d)
+    # the same algorithm as the package at hand: today's learner shifts the noisy Gram matrix by 2 c_t
+    # (its radius docstring says so), the baseline's by c_t
+    shift_factor = 2.0 if "shifted by ``2 c``" in (widened_radius.__doc__ or "") else 1.0
+    upper, up, down, full = _layout(d)[:4]
     p, m = block_size(d), upper.size
     nodes: list = []                                   # (size, noisy sum) of the counter's open nodes
     theta, Vinv, radius = np.zeros((K, d)), np.broadcast_to(np.eye(d) / config.l2, (K, d, d)).copy(), config.alpha
@@ -192,7 +204,7 @@ def stable_linucb_loop(users, config, sigma: float, rng) -> None:
         blocks = total.reshape(K, p)
         G = (blocks[:, :m] * down)[:, full].reshape(K, d, d)
         c = gram_shift(sigma, d, t, K, config.delta)
-        G += (config.l2 + c) * np.eye(d)
+        G += (config.l2 + shift_factor * c) * np.eye(d)
         Vinv = np.linalg.inv(G)
         theta = (Vinv @ blocks[:, m:, None])[:, :, 0]
         radius = widened_radius(config.alpha, config.l2, config.theta_bound, c,
