@@ -11,7 +11,9 @@ Subpackages (most modules are generated from the chapters under ``notebooks/``):
 * ``bandit_unlearning.experiments`` -- paper reproductions and the runner behind the CLI;
 * ``bandit_unlearning.protocol`` -- the one unlearning protocol of both papers: ``unlearn(state, request, *,
   options=None, rng=None) -> (new_state, record)``, ``verify(state)`` and the typed requests (tour, section 3);
-* ``bandit_unlearning.montecarlo`` -- sizing helpers for Monte Carlo checks;
+* ``bandit_unlearning.testing`` -- what the checks use, never the algorithms: deliberately broken
+  variants (``testing.broken``), Monte Carlo sizing helpers (``testing.montecarlo``) and ``refused``
+  (``testing.refusals``);
 * ``bandit_unlearning.checks`` -- the argument checks every public function uses (TypeError for a wrong
   type, ValueError for a bad value, nothing drawn or changed before they pass) and the one rule for
   ``rng`` arguments (a Generator as is, None for fresh OS entropy, an int seed as an explicit opt-in);

@@ -71,7 +71,6 @@ __all__ = [
     "check_size",
     "check_count",
     "SIZE_LIMIT",
-    "refused",
     "readonly",
 ]
 
@@ -232,17 +231,6 @@ def check_callable(value, name: str):
     if not callable(value):
         raise TypeError(f"{name} must be callable, got {type(value).__name__}")
     return value
-
-
-def refused(call) -> str:
-    """``"ValueError: <message>"`` (or ``TypeError``) of ``call()``, a call that must refuse its input;
-    ``AssertionError`` if it accepts it.  The chapters show their refusals with it."""
-    check_callable(call, "call")
-    try:
-        call()
-    except (ValueError, TypeError) as err:
-        return f"{type(err).__name__}: {err}"
-    raise AssertionError("accepted bad input")
 
 
 def check_instance(value, cls, name: str):

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from bandit_unlearning.exact.learner import train, ZERO_USER  # noqa: E402
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify  # noqa: E402
-from bandit_unlearning.experiments.exactness import VARIANTS, battery, with_tree_class  # noqa: E402
+from bandit_unlearning.experiments.exactness import battery  # noqa: E402
+from bandit_unlearning.testing.broken import VARIANTS, with_tree_class  # noqa: E402
 from bandit_unlearning.experiments.rl_unlearning import rl_run_statistics  # noqa: E402
 from bandit_unlearning.rl.envs import riverswim  # noqa: E402
 from bandit_unlearning.rl.stable import population_users, stable_ucbvi  # noqa: E402

@@ -228,7 +228,7 @@ def test_unchecked_callables_say_so():
 # ================================================================================== the table
 # Shared objects the cases pass in (built once; a case that changed one would fail its own check).
 from bandit_unlearning import checks  # noqa: E402
-from bandit_unlearning import montecarlo as mc  # noqa: E402
+from bandit_unlearning.testing import montecarlo as mc, refusals  # noqa: E402
 from bandit_unlearning.experiments import lemma31  # noqa: E402
 from bandit_unlearning.mab import data, lcb  # noqa: E402
 
@@ -242,7 +242,7 @@ STATE = lcb.fit_lcb(DATASET)
 
 # --- bandit_unlearning.checks
 T("rng must be a numpy.random.Generator", checks.as_generator, "seed")
-T("call must be callable", checks.refused, "not a call")
+T("call must be callable", refusals.refused, "not a call")
 T("rng must be a numpy.random.Generator", checks.as_generator, True)
 T("gen must be", checks.as_generator, 1.5, name="gen")
 V("rng as a seed must be an integer >= 0", checks.as_generator, -1)
@@ -276,7 +276,7 @@ V(r"x must lie in \[0, 1\]", checks.check_real_array, FROZEN + 1, "x", 0, 1)
 T("x must be an array of numbers", checks.check_real_array, {"a": 1}, "x")
 V("enumeration: 11 items to enumerate exceed the limit of 10", checks.check_size, 11, 10, "enumeration")
 
-# --- bandit_unlearning.montecarlo
+# --- bandit_unlearning.testing.montecarlo
 T("n_samples must be an integer", mc.hoeffding_margin, 10.5, 1.0, 0.1)
 V("n_samples must be >= 1", mc.hoeffding_margin, 0, 1.0, 0.1)
 V("width must be finite and >= 0", mc.hoeffding_margin, 10, -1.0, 0.1)
@@ -1252,24 +1252,25 @@ T("run must be a Run", bandit.pseudo_regret, None, MEANS)
 V(r"means must have shape \(3,\)", bandit.pseudo_regret, RUN, [0.5, 0.4])
 V(r"means must lie in \[0, 1\]", bandit.pseudo_regret, RUN, [0.5, 0.4, 1.5])
 
-# --- bandit_unlearning.experiments.exactness and unlearning_cost
+# --- bandit_unlearning.experiments.exactness and unlearning_cost, bandit_unlearning.testing.broken
 from bandit_unlearning.experiments import exactness as ex, unlearning_cost as uc  # noqa: E402
+from bandit_unlearning.testing import broken  # noqa: E402
 
 SAMPLE = [{"a": 1.0, "b": 2.0}] * 4
-BROKEN = ex.with_tree_class(RUN, ex.NoRetrain)
+BROKEN = broken.with_tree_class(RUN, broken.NoRetrain)
 T("sample_u must be a list of dicts", ex.battery, "runs", SAMPLE)
 V("both samples must hold at least one run", ex.battery, [], SAMPLE)
 V("the same statistics", ex.battery, SAMPLE, [{"a": 1.0}] * 3)
 T("categorical must be a collection", ex.battery, SAMPLE, SAMPLE, categorical=3)
 V("min_cell must be >= 1", ex.battery, SAMPLE, SAMPLE, min_cell=0)
-for cls in (ex.BrokenTree, ex.AlwaysAccept, ex.NoReflection, ex.NoRetrain):
+for cls in (broken.BrokenTree, broken.AlwaysAccept, broken.NoReflection, broken.NoRetrain):
     V("d must be >= 1", cls, 0, 1.0)
 V(r"t must lie in \[1, 8\]", BROKEN.tree.copy().unlearn_leaf, 9, np.zeros(6), RNG)
 V(r"x_new must have shape \(6,\)", BROKEN.tree.copy().unlearn_leaf, 2, np.zeros(5), RNG)
 T("rng must be a numpy.random.Generator", BROKEN.tree.copy().unlearn_leaf, 2, np.zeros(6), "rng")
 V("this tree is frozen", BROKEN.tree.unlearn_leaf, 2, np.zeros(6), RNG)
-T("run must be a Run", ex.with_tree_class, LIGHT, ex.NoRetrain)
-T("cls must be a BinaryTree subclass", ex.with_tree_class, RUN, lt.LightTree)
+T("run must be a Run", broken.with_tree_class, LIGHT, broken.NoRetrain)
+T("cls must be a BinaryTree subclass", broken.with_tree_class, RUN, lt.LightTree)
 V("size must be at most the sample size", ex.power_subbatches, SAMPLE, SAMPLE, 5, 0.05)
 V("size must be >= 1", ex.power_subbatches, SAMPLE, SAMPLE, 0, 0.05)
 V(r"level must lie in \(0, 1\)", ex.power_subbatches, SAMPLE, SAMPLE, 2, 1.5)

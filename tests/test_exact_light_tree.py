@@ -252,7 +252,7 @@ def test_exactness_battery_with_light_tree():
 
 
 def test_to_dense_and_broken_variants_on_light_runs():
-    from bandit_unlearning.experiments.exactness import VARIANTS, with_tree_class
+    from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
     users = bandit_users([0.7, 0.3], 20, seed=3)
     run = train(ucb_bandit_learner(2, 1.0), users, np.random.default_rng(0))
     dense = run.tree.to_dense()

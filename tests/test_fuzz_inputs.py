@@ -43,7 +43,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import test_bad_inputs as B
 
-from bandit_unlearning import checks, montecarlo as mc
+from bandit_unlearning import checks
+from bandit_unlearning.testing import montecarlo as mc
 from bandit_unlearning.exact import bandit, learner as lr, light_tree as lt, linucb, tree
 from bandit_unlearning.experiments import rl_lower_bound as rlb
 from bandit_unlearning.mab import (bounds, data, imitation as im, lcb, lower_bounds as lb, mechanisms as mech,

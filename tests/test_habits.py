@@ -76,7 +76,7 @@ LONG_CELLS: dict[tuple[str, str], int] = {
     ('notebooks/mab/08a_paper_experiments.py', '_METHODS'): 128,
     ('notebooks/mab/08b_paper_figures.py', 'METHOD_LABELS'): 83,
     ('notebooks/mab/08b_paper_figures.py', 'plot_experiment'): 82,
-    ('notebooks/mab/09a_deletion_stream.py', 'METHODS'): 258,
+    ('notebooks/mab/09a_deletion_stream.py', 'MODEL_METHODS'): 258,
     ('notebooks/mab/09a_deletion_stream.py', '_INT_TEXT'): 123,
     ('notebooks/mab/09a_deletion_stream.py', '_Refused'): 341,
     ('notebooks/mab/09a_deletion_stream.py', '_STAT_KEYS'): 185,

@@ -12,7 +12,7 @@ from bandit_unlearning.mab.data import (
 from bandit_unlearning.mab.lcb import (
     LCBState, fit_lcb, lcb_scores, lemma31_bound_distribution, lemma31_bound_fixed,
 )
-from bandit_unlearning.montecarlo import hoeffding_margin, mean_and_stderr
+from bandit_unlearning.testing.montecarlo import hoeffding_margin, mean_and_stderr
 
 
 def loop_lcb(arms, rewards, m, tau):

@@ -18,7 +18,7 @@ from bandit_unlearning.mab.imitation import (
     unlearned_arms,
 )
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 
 MEANS = np.array(PAPER_MEANS)

@@ -17,7 +17,7 @@ from bandit_unlearning.mab.lower_bounds import (
 )
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.mab.unlearn import unlearn_batch
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 
 # --------------------------------------------------------------------------------- constructions

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.rl.envs import garnet, gridworld, gridworld_cells, independent_bandits, riverswim
 from bandit_unlearning.rl.mdp import (
     TabularMDP, check_policy, evaluate_policy, optimal_value, policy_values, regret, value_iteration,

@@ -5,7 +5,8 @@ import pytest
 
 from bandit_unlearning.exact.learner import train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, unlearn
-from bandit_unlearning.experiments.exactness import VARIANTS, battery, power_subbatches, with_tree_class
+from bandit_unlearning.experiments.exactness import battery, power_subbatches
+from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.rl_unlearning import (
     policy_code, policy_regret, rl_run_statistics, rl_unlearning_cost,
 )

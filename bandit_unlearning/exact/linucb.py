@@ -52,7 +52,7 @@ from bandit_unlearning.checks import (
 )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 5 (line 206): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 5 (line 207): "3. Implementation" ---
 TIE_TOLERANCE = 1e-9
 SQRT2 = math.sqrt(2.0)
 
@@ -158,7 +158,7 @@ def _unpack(u: np.ndarray, n_arms: int, dim: int):
     return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 
-# --- from notebooks/rl/12_linucb.py, cell 7 (line 335): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 7 (line 336): "3. Implementation" ---
 SENSITIVITY_ZERO_DUMMY = SQRT2          # ||x_t - 0|| <= sqrt(||x||^4 + r^2 ||x||^2) <= sqrt 2
 SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x.x' = -1/2): sqrt(9/2)
 
@@ -257,7 +257,7 @@ def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, ga
                                  check_real(gamma, "gamma", 0)))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 9 (line 437): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 9 (line 438): "3. Implementation" ---
 @dataclass(frozen=True)
 class LinUCBConfig:
     """Disjoint LinUCB's parameters: ``n_arms`` (K), ``dim`` (d), ``alpha`` (the noiseless radius), ``l2``
@@ -412,7 +412,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 11 (line 594): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 11 (line 595): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
     check_instance(run, Run, "run")

@@ -5,39 +5,26 @@
 
 ``battery`` compares, statistic by statistic, a sample of runs after unlearning with a sample of
 runs of the world where the deleted user was a dummy all along (two-sample Kolmogorov-Smirnov, or
-chi-square for categorical statistics).  ``VARIANTS`` holds three deliberately broken versions of
-the tree's half of Algorithm 3 (always accept; no reflection; no retrain) as ``BinaryTree``
-subclasses, ``with_tree_class`` plugs one into an existing run, and ``power_subbatches`` measures
-how often the battery rejects on disjoint sub-samples.
+chi-square for categorical statistics), and ``power_subbatches`` measures how often the battery
+rejects on disjoint sub-samples.  The deliberately broken versions of Algorithm 3 it is shown
+rejecting live in ``bandit_unlearning.testing.broken``.
 """
 
 __all__ = [
     "battery",
-    "BrokenTree",
-    "AlwaysAccept",
-    "NoReflection",
-    "NoRetrain",
-    "VARIANTS",
-    "with_tree_class",
     "power_subbatches",
 ]
 
 
 import warnings
-import dataclasses
 
 import numpy as np
 from scipy import stats
 
-from bandit_unlearning.checks import as_generator, check_count, check_int, check_real, check_instance
-from bandit_unlearning.exact.learner import Run
-from bandit_unlearning.exact.tree import (
-    BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
-    statistic_dense,
-)
+from bandit_unlearning.checks import check_count, check_int, check_real
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 6 (line 105): "1. Exactness (Theorem 3.3 (1))" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 6 (line 106): "1. Exactness (Theorem 3.3 (1))" ---
 def _check_samples(sample_u, sample_d) -> list:
     """Two non-empty lists of runs, each run a dict with the same statistic names; returns the names."""
     for name, sample in (("sample_u", sample_u), ("sample_d", sample_d)):
@@ -81,80 +68,7 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     return pvalues
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 8 (line 177): "1. Exactness (Theorem 3.3 (1))" ---
-class BrokenTree(BinaryTree):
-    """Copies of ``BinaryTree.unlearn_leaf`` with one deliberate bug, selected by ``bug``
-    (``None``: no bug).  Only for showing that the exactness tests can fail."""
-
-    bug = None
-
-    def unlearn_leaf(self, t, x_new, rng=None):
-        self._check_mutable()
-        t = check_int(t, "t", 1, self.n_leaves)
-        x_new = statistic_dense(x_new, self.d, "x_new")
-        rng = as_generator(rng)
-        n_before, path = self.n_leaves, leaf_path(t, self.n_leaves)
-        S = np.flatnonzero(self.leaf(t) - x_new)
-        clean, noisy, accepted = self._clean, self._noisy, []
-        for k, b in enumerate(path):
-            p = postorder_position(b)
-            old = clean[p].copy()
-            clean[p] = x_new if b.level == 0 else self._running_sum(b.start, b.end)
-            kept = coupling_accepts(noisy[p, S], old[S], clean[p, S], self.sigma, rng.random())
-            if kept or self.bug == "always accept":
-                accepted.append(b)
-                continue
-            if self.bug != "no reflection":
-                noisy[p] = (old + clean[p]) - noisy[p]
-            if self.bug == "no retrain":                       # update the clean values above, stop
-                for a in path[k + 1:]:
-                    clean[postorder_position(a)] = self._running_sum(a.start, a.end)
-                return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
-            regenerated = tuple(a for a in path[k + 1:] if a.end == b.end)
-            keys = draw_node_keys(rng, len(regenerated)) if regenerated else ()
-            for a, key in zip(regenerated, keys):
-                q = postorder_position(a)
-                clean[q] = self._running_sum(a.start, a.end)
-                noisy[q] = clean[q] + node_noise(key, self.d, self.sigma)
-            self._cut(b.end)
-            return PathCoupling(t, n_before, path, tuple(accepted), b, regenerated, b.end)
-        return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
-
-
-class AlwaysAccept(BrokenTree):
-    """BROKEN: keeps every noisy value (only the clean values change)."""
-
-    bug = "always accept"
-
-
-class NoReflection(BrokenTree):
-    """BROKEN: keeps a rejected node's noisy value instead of reflecting it, then retrains."""
-
-    bug = "no reflection"
-
-
-class NoRetrain(BrokenTree):
-    """BROKEN: reflects the rejected node, then neither regenerates its ancestors nor retrains."""
-
-    bug = "no retrain"
-
-
-VARIANTS = {cls.bug: cls for cls in (AlwaysAccept, NoReflection, NoRetrain)}
-
-
-def with_tree_class(run, cls):
-    """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf`` (a ``BinaryTree``
-    subclass).  A run on another tree (the default ``LightTree``) is first converted with its
-    ``to_dense()``: a ``BinaryTree`` holding the same numbers bit for bit."""
-    check_instance(run, Run, "run")
-    if not (isinstance(cls, type) and issubclass(cls, BinaryTree)):
-        raise TypeError(f"cls must be a BinaryTree subclass, got {cls!r}")
-    tree = run.tree.copy() if isinstance(run.tree, BinaryTree) else run.tree.to_dense()
-    tree.__class__ = cls
-    return dataclasses.replace(run, tree=tree.freeze())
-
-
-# --- from notebooks/rl/04_theorem_3_3.py, cell 13 (line 306): "1. Exactness (Theorem 3.3 (1))" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 13 (line 317): "1. Exactness (Theorem 3.3 (1))" ---
 def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()) -> float:
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
     which the smallest p-value of ``battery`` falls below ``level``."""

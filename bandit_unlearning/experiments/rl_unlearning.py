@@ -34,7 +34,7 @@ from bandit_unlearning.rl.stable import (
 from bandit_unlearning.rl.ucbvi import StatsLayout
 
 
-# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 4 (line 95): "2. Exactness tests" ---
+# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 4 (line 96): "2. Exactness tests" ---
 def policy_code(policy, cache: dict) -> int:
     """An integer code for a policy: the same policy always gets the same code from ``cache``."""
     check_instance(cache, dict, "cache")

@@ -32,7 +32,7 @@ from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.tree import leaf_path
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 18 (line 411): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 18 (line 422): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
 

@@ -27,7 +27,7 @@ __all__ = [
     "parameter_sensitivity",
     "deletion_sensitivity",
     "calibrate_sigma",
-    "METHODS",
+    "CONTEXTUAL_METHODS",
     "SWITCHES",
     "BranchBounds",
     "branch_bounds",
@@ -488,7 +488,7 @@ def calibrate_sigma(sensitivity, epsilon, delta, calibration: str = "analytic") 
 
 
 # --- from notebooks/mab/10a_contextual_lcb.py, cell 16 (line 756): "4. The adaptive switch, from the two branch bounds" ---
-METHODS = ("rollback", "gaussian", "adaptive")
+CONTEXTUAL_METHODS = ("rollback", "gaussian", "adaptive")
 SWITCHES = ("literal", "conditional")
 
 
@@ -611,7 +611,7 @@ def _plan(state_after, k, method, epsilon, delta, calibration, eigen_floor, cont
 
 
 def _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts, dim):
-    check_choice(method, "method", METHODS)
+    check_choice(method, "method", CONTEXTUAL_METHODS)
     check_choice(calibration, "calibration", ("analytic", "classic"))
     check_choice(switch, "switch", SWITCHES)
     if method != "rollback":

@@ -21,7 +21,7 @@ __all__ = [
     "deletion_capacity",
     "ReleasePlan",
     "plan_release",
-    "METHODS",
+    "MODEL_METHODS",
     "REASONS",
     "REFERENCES",
     "FORMAT",
@@ -150,7 +150,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     on the served arm (``on_policy``), a decision that reads the previous release.
     ``reference="literal"``: every adaptive request is kept pending when the accountant admits it;
     ``on_policy`` is not read, so the plan is a function of counts and earlier shifts alone."""
-    check_choice(method, "method", METHODS)
+    check_choice(method, "method", MODEL_METHODS)
     check_choice(reference, "reference", REFERENCES)
     pub = np.asarray(pub_counts, dtype=np.int64)
     pend = np.asarray(pending_counts, dtype=np.int64)
@@ -165,7 +165,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
 
 
 # --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 344): "2.3 The model" ---
-METHODS = ("adaptive", "rollback")
+MODEL_METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
 FORMAT = "bandit_unlearning.LCBModel/2"
@@ -496,7 +496,7 @@ class ReleaseState:
     n_requests: int
 
     def __post_init__(self):
-        check_choice(self.method, "method", METHODS), check_choice(self.reference, "reference", REFERENCES)
+        check_choice(self.method, "method", MODEL_METHODS), check_choice(self.reference, "reference", REFERENCES)
         m = len(check_instance(self.labels, tuple, "labels"))
         for name, dtype in (("counts", np.int64), ("sums", float), ("pub_counts", np.int64), ("pub_sums", float),
                             ("pending_counts", np.int64)):
@@ -603,7 +603,7 @@ class LCBModel:
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
                  exact_sums=None, reference="conditional"):
-        check_choice(method, "method", METHODS)
+        check_choice(method, "method", MODEL_METHODS)
         check_choice(reference, "reference", REFERENCES)
         check_instance(rng, np.random.Generator, "rng")
         # the rule the model plans with; a rollback model never reads the served arm: literal
@@ -700,7 +700,7 @@ class LCBModel:
         -------
         LCBModel
         """
-        check_choice(method, "method", METHODS)
+        check_choice(method, "method", MODEL_METHODS)
         check_choice(reference, "reference", REFERENCES)
         for name, value in (("arms", arms), ("rewards", rewards), ("users", users)):
             if isinstance(value, np.ma.MaskedArray):
@@ -711,7 +711,7 @@ class LCBModel:
 
     @classmethod
     def _fit(cls, labels, idx, rewards, *, users, tau, method, epsilon, delta, sigma, rng, reference="conditional"):
-        check_choice(method, "method", METHODS)
+        check_choice(method, "method", MODEL_METHODS)
         check_choice(reference, "reference", REFERENCES)
         rewards = _check_rewards(rewards, idx.size)
         if users is not None and not (isinstance(users, tuple) and len(users) == 2 and users[0] is _FACTORED):
@@ -1512,8 +1512,8 @@ def _check_statistics_section(path, a) -> dict:
     n_fit, n_live = meta["n_fit"], meta["n_live"]
     if not (_is_int(n_fit) and n_fit >= 1 and _is_int(n_live) and 0 <= n_live <= n_fit):
         _refuse(path, f"n_fit must be an int >= 1 and n_live an int in [0, n_fit], got {n_fit!r}, {n_live!r}")
-    if meta["method"] not in METHODS:
-        _refuse(path, f"method must be one of {METHODS}, got {meta['method']!r}")
+    if meta["method"] not in MODEL_METHODS:
+        _refuse(path, f"method must be one of {MODEL_METHODS}, got {meta['method']!r}")
     if meta["method"] == "rollback":
         if not (meta["epsilon"] is None and meta["delta"] is None and meta["sigma"] is None):
             _refuse(path, "method 'rollback' must have epsilon, delta and sigma null")

@@ -31,7 +31,7 @@ only), "classic" (same, refused for eps >= 1) or "analytic" (Balle & Wang); sens
 """
 
 __all__ = [
-    "METHODS",
+    "UNLEARN_METHODS",
     "THRESHOLDS",
     "CALIBRATIONS",
     "SENSITIVITIES",
@@ -80,7 +80,7 @@ from bandit_unlearning.protocol import register_unlearn
 
 
 # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 204): "3. Implementation: one entry point, plans per source arm" ---
-METHODS = ("adaptive", "gaussian", "rollback", "mixing")
+UNLEARN_METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
 SENSITIVITIES = ("paper", "exact")
@@ -144,7 +144,7 @@ class UnlearnOptions:
     fallback: str = "rollback"
 
     def __post_init__(self):
-        _choice("method", self.method, METHODS)
+        _choice("method", self.method, UNLEARN_METHODS)
         _choice("reference", self.reference, REFERENCES)
         _choice("fallback", self.fallback, FALLBACKS)
         _choice("threshold", self.threshold, THRESHOLDS)

@@ -8,7 +8,7 @@
 # # Chapter A1 — Offline bandit data and the LCB learner
 #
 # *Paper A, Section 2 and Algorithm 1; Lemma 3.1.  Exports `bandit_unlearning.mab.data`,
-# `bandit_unlearning.mab.lcb`, `bandit_unlearning.montecarlo` and
+# `bandit_unlearning.mab.lcb`, `bandit_unlearning.testing.montecarlo` and
 # `bandit_unlearning.experiments.lemma31`.*
 #
 # Everything in Part A starts from an **offline dataset** $D = [(a_i, r_i)]_{i=1}^N$ of arm pulls
@@ -510,7 +510,7 @@ assert np.array_equal(loaded.scores, state.scores) and loaded.tau == state.tau
 # learner fails the whole grid with probability below $10^{-6}$.  `hoeffding_margin` computes $t$;
 # later chapters reuse it.
 
-# %% tags=["export:bandit_unlearning.montecarlo"]
+# %% tags=["export:bandit_unlearning.testing.montecarlo"]
 """Small helpers for sizing Monte Carlo checks so that a correct implementation rarely fails them."""
 
 import numpy as np
@@ -542,7 +542,7 @@ def mean_and_stderr(values, axis: int = 0):
 from bandit_unlearning.mab.data import (
     concentrability_behavior, sample_statistics_distribution, sample_statistics_fixed,
 )
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 
 def mc_suboptimality(means, counts, sums, tau, choose=None):
@@ -680,6 +680,6 @@ plt.show()
 # - `OfflineDataset`, `fixed_sample_dataset`, `distribution_dataset`, `concentrability_behavior`
 #   and the vectorised `sample_statistics_*` live in `bandit_unlearning.mab.data`.
 # - `fit_lcb`, `LCBState` (the stored statistic $T(D)$), `lcb_scores` and the Lemma 3.1 bounds live
-#   in `bandit_unlearning.mab.lcb`; `hoeffding_margin` in `bandit_unlearning.montecarlo`; the figure
+#   in `bandit_unlearning.mab.lcb`; `hoeffding_margin` in `bandit_unlearning.testing.montecarlo`; the figure
 #   in `bandit_unlearning.experiments.lemma31` (`python -m bandit_unlearning reproduce lemma31`).
 # - Lemma 3.1 held on every setting of the grid, and the same check rejected an optimistic learner.

@@ -247,7 +247,7 @@ from bandit_unlearning.privacy.gaussian import (
 )
 from bandit_unlearning.protocol import register_unlearn
 
-METHODS = ("adaptive", "gaussian", "rollback", "mixing")
+UNLEARN_METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
 SENSITIVITIES = ("paper", "exact")
@@ -317,7 +317,7 @@ class UnlearnOptions:
     fallback: str = "rollback"
 
     def __post_init__(self):
-        _choice("method", self.method, METHODS)
+        _choice("method", self.method, UNLEARN_METHODS)
         _choice("reference", self.reference, REFERENCES)
         _choice("fallback", self.fallback, FALLBACKS)
         _choice("threshold", self.threshold, THRESHOLDS)

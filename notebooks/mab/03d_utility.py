@@ -30,7 +30,7 @@ from bandit_unlearning.mab.data import (
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import unlearn_batch
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 rng = np.random.default_rng(20260603)
 

@@ -40,7 +40,7 @@ from bandit_unlearning.mab.lcb import fit_lcb, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, unlearn_batch, UnlearnOptions
 from bandit_unlearning.protocol import unlearn
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 rng = np.random.default_rng(20260607)

@@ -34,7 +34,7 @@ from bandit_unlearning.mab.bounds import gamma0_paper
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.lower_bounds import *  # noqa: F403  (the module of chapter A4a)
 from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, unlearn_batch
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
 rng = np.random.default_rng(20260607)

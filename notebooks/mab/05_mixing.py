@@ -44,7 +44,7 @@ from bandit_unlearning.mab.unlearn import (
     noise_sensitivity, noisy_argmax_distribution, output_distributions, reference, unlearn_batch, UnlearnOptions,
 )
 from bandit_unlearning.protocol import unlearn
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from bandit_unlearning.mab.data import PAPER_MEANS, OfflineDataset, concentrability_behavior
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 
 rng = np.random.default_rng(20260606)

@@ -765,7 +765,7 @@ from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.mab.unlearn import output_distributions, UnlearnOptions
 from bandit_unlearning.protocol import unlearn
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 
 def loop_oracle(arms_raw, rewards_raw, n, source, k, starts, gamma, method, protocol):

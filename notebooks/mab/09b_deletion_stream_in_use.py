@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bandit_unlearning.mab.data import OfflineDataset
-from bandit_unlearning.checks import refused
+from bandit_unlearning.testing.refusals import refused
 from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import exact_sensitivity
 from bandit_unlearning.mab.model import *  # noqa: F403  (the module of chapter A9a)

@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import optimize, stats
 
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_delta
 from bandit_unlearning.protocol import unlearn
@@ -754,7 +754,7 @@ def calibrate_sigma(sensitivity, epsilon, delta, calibration: str = "analytic") 
 # reproduce a conditional decision it cannot compute, unless told the branch.
 
 # %% tags=["export"]
-METHODS = ("rollback", "gaussian", "adaptive")
+CONTEXTUAL_METHODS = ("rollback", "gaussian", "adaptive")
 SWITCHES = ("literal", "conditional")
 
 
@@ -884,7 +884,7 @@ def _plan(state_after, k, method, epsilon, delta, calibration, eigen_floor, cont
 
 
 def _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts, dim):
-    check_choice(method, "method", METHODS)
+    check_choice(method, "method", CONTEXTUAL_METHODS)
     check_choice(calibration, "calibration", ("analytic", "classic"))
     check_choice(switch, "switch", SWITCHES)
     if method != "rollback":

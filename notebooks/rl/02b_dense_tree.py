@@ -27,7 +27,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.exact.tree import *  # noqa: F403  (chapter B2a's half of the module)
 from bandit_unlearning.privacy.coupling import tv_gaussians
 

@@ -759,7 +759,7 @@ import time
 from scipy.special import erf
 
 from bandit_unlearning.exact.tree import leaf_path
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 SIDE_T, SIDE_SIGMA, SIDE_STEP, SIDE_REWARDS = 8, 3.0, 1, (0.02, 0.98)
 side_path = leaf_path(SIDE_STEP, SIDE_T)

@@ -313,7 +313,7 @@ assert caught > 0
 # generator was not advanced by a refused `unlearn`).
 
 # %%
-from bandit_unlearning.checks import refused  # noqa: E402
+from bandit_unlearning.testing.refusals import refused  # noqa: E402
 
 
 from bandit_unlearning.exact.tree import sigma_exact, sigma_paper

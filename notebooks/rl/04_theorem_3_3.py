@@ -11,8 +11,8 @@
 # $\rho$-TV-stable; (3) the probability of retraining is at most $\rho\sqrt{2\log_2 T}$, and the
 # expected cost of unlearning is about a $\rho\sqrt{\ln T}$ fraction of retraining.  Exports
 # `bandit_unlearning.experiments.unlearning_cost` (cost measurements and their figure) and
-# `bandit_unlearning.experiments.exactness` (the two-sample battery and the broken variants, reused by
-# chapter B8).*
+# `bandit_unlearning.experiments.exactness` (the two-sample battery) and
+# `bandit_unlearning.testing.broken` (the broken variants it must reject), both reused by chapter B8.*
 #
 # Chapter B3a derived exactness; here we test it, with the online UCB bandit of chapter B3b as the
 # learner:
@@ -38,7 +38,7 @@ from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, leaf_path, path_length, postorder_position, sigma_exact, sigma_paper,
 )
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
 rng = np.random.default_rng(20260604)
@@ -96,21 +96,21 @@ def run_statistics(run, t):
 
 
 # %% [markdown]
-# The battery itself (and the broken variants and the power computation below) are exported to
-# `bandit_unlearning.experiments.exactness`, so that chapter B8 runs the same tests on TV-stable
-# UCB-VI.  A categorical statistic gets a chi-square test of homogeneity on the table of its
-# observed values in the two worlds, with values seen fewer than 10 times in total pooled into one
-# cell (a test of a coarser partition; its level still holds).
+# The battery itself (and the power computation below) are exported to
+# `bandit_unlearning.experiments.exactness`, and the broken variants to
+# `bandit_unlearning.testing.broken`, so that chapter B8 runs the same tests on TV-stable UCB-VI.
+# A categorical statistic gets a chi-square test of homogeneity on the table of its observed values
+# in the two worlds, with values seen fewer than 10 times in total pooled into one cell (a test of a
+# coarser partition; its level still holds).
 
 # %% tags=["export:bandit_unlearning.experiments.exactness"]
 """Two-sample exactness tests for Algorithm 3 (Paper B, Theorem 3.3 (1); chapter B4).
 
 ``battery`` compares, statistic by statistic, a sample of runs after unlearning with a sample of
 runs of the world where the deleted user was a dummy all along (two-sample Kolmogorov-Smirnov, or
-chi-square for categorical statistics).  ``VARIANTS`` holds three deliberately broken versions of
-the tree's half of Algorithm 3 (always accept; no reflection; no retrain) as ``BinaryTree``
-subclasses, ``with_tree_class`` plugs one into an existing run, and ``power_subbatches`` measures
-how often the battery rejects on disjoint sub-samples.
+chi-square for categorical statistics), and ``power_subbatches`` measures how often the battery
+rejects on disjoint sub-samples.  The deliberately broken versions of Algorithm 3 it is shown
+rejecting live in ``bandit_unlearning.testing.broken``.
 """
 
 import warnings
@@ -118,7 +118,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from bandit_unlearning.checks import as_generator, check_count, check_int, check_real
+from bandit_unlearning.checks import check_count, check_int, check_real
 
 
 def _check_samples(sample_u, sample_d) -> list:
@@ -174,10 +174,20 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
 # use the memory-light tree of chapter B10 by default; `with_tree_class` plugs a broken variant into
 # a dense copy of the run's tree, which holds the same numbers bit for bit.)
 
-# %% tags=["export:bandit_unlearning.experiments.exactness"]
+# %% tags=["export:bandit_unlearning.testing.broken"]
+"""Deliberately broken versions of Algorithm 3's tree step (Paper B; chapter B4), for tests only.
+
+``VARIANTS`` holds three ``BinaryTree`` subclasses whose ``unlearn_leaf`` has one bug each (always
+accept; no reflection; no retrain), and ``with_tree_class`` plugs one into an existing run, so that
+a chapter can show its exactness checks rejecting an unlearning that is not exact.  Nothing here is
+for use on real data.
+"""
+
 import dataclasses
 
-from bandit_unlearning.checks import check_instance
+import numpy as np
+
+from bandit_unlearning.checks import as_generator, check_instance, check_int
 from bandit_unlearning.exact.learner import Run
 from bandit_unlearning.exact.tree import (
     BinaryTree, PathCoupling, coupling_accepts, draw_node_keys, leaf_path, node_noise, postorder_position,
@@ -189,7 +199,7 @@ class BrokenTree(BinaryTree):
     """Copies of ``BinaryTree.unlearn_leaf`` with one deliberate bug, selected by ``bug``
     (``None``: no bug).  Only for showing that the exactness tests can fail."""
 
-    bug = None
+    bug: str | None = None
 
     def unlearn_leaf(self, t, x_new, rng=None):
         self._check_mutable()
@@ -258,7 +268,8 @@ def with_tree_class(run, cls):
 
 
 # %%
-from bandit_unlearning.experiments.exactness import *  # noqa: F403  (the module generated from the cells above)
+from bandit_unlearning.experiments.exactness import *  # noqa: F403  (the modules generated from the cells above)
+from bandit_unlearning.testing.broken import *  # noqa: F403
 
 
 # %% [markdown]

@@ -493,7 +493,7 @@ assert p_ks > 1e-6
 # The same test rejects an evaluator that drops the last step (a typical horizon off-by-one).
 
 # %%
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 R = 200_000
 users = np.arange(R)

@@ -34,7 +34,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
 from bandit_unlearning.rl.mdp import value_iteration
 from bandit_unlearning.rl.users import rollout_batch

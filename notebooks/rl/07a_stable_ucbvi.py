@@ -617,7 +617,7 @@ for mdp, T, scale in ((river, 1500, 1.0), (river, 1500, 0.05), (grid, 150, 0.05)
 # was not advanced).
 
 # %%
-from bandit_unlearning.checks import refused  # noqa: E402
+from bandit_unlearning.testing.refusals import refused  # noqa: E402
 
 
 oracle = EpisodeOracle(river)

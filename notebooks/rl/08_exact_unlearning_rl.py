@@ -32,9 +32,10 @@ import matplotlib.pyplot as plt
 from bandit_unlearning.exact.learner import train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, DeleteSteps, unlearn, verify
 from bandit_unlearning.exact.tree import leaf_path, path_length, sigma_paper
-from bandit_unlearning.experiments.exactness import VARIANTS, battery, power_subbatches, with_tree_class
+from bandit_unlearning.experiments.exactness import battery, power_subbatches
+from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning, plot_unlearning_cost
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.envs import riverswim
 from bandit_unlearning.rl.stable import (

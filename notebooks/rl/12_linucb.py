@@ -39,9 +39,10 @@ from scipy import stats
 from bandit_unlearning.exact.learner import train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.tree import leaf_path, path_length, sigma_paper
-from bandit_unlearning.experiments.exactness import VARIANTS, battery, power_subbatches, with_tree_class
+from bandit_unlearning.experiments.exactness import battery, power_subbatches
+from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
-from bandit_unlearning.montecarlo import hoeffding_margin
+from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
 rng = np.random.default_rng(20260611)
@@ -1065,7 +1066,7 @@ plt.show()
 # Refused with an error naming the argument and the rule, before any draw; nothing changes.
 
 # %%
-from bandit_unlearning.checks import refused  # noqa: E402
+from bandit_unlearning.testing.refusals import refused  # noqa: E402
 
 
 state = rng.bit_generator.state
