@@ -174,7 +174,14 @@ class StepsCoupling:
     def retrained(self) -> bool:
         return self.rejected is not None
 
+# %% [markdown]
+# **The light tree's arithmetic.** A coupling needs a node's old and new clean values only on the
+# coordinates the deleted steps change. `_light_entries` lists a range of leaves' entries with some
+# leaves substituted, so one `bincount` gives the new clean value $v'_b$ bit for bit without writing
+# $x'_t$ first; `_sum_on` restricts that sum to a support, and `_replace_leaves` writes all new
+# leaves in one rebuild.
 
+# %% tags=["export"]
 def _node_steps(b: Node, steps: tuple) -> tuple:
     return tuple(t for t in steps if b.start <= t <= b.end)
 
@@ -219,7 +226,13 @@ def _replace_leaves(tree: LightTree, new: dict) -> None:
     tree._idx[: idx.size], tree._val[: idx.size] = idx, val
     tree._ptr[1:n + 1] = np.cumsum(lens)
 
+# %% [markdown]
+# **One pass on a light tree.** `_couple_light` walks the coupled nodes in completion order. A
+# deleted leaf brings its new statistic and the support of its shift; every node is then coupled
+# once on the union of its deleted steps' supports, and the first rejection reflects that node,
+# gives fresh keys to its ancestors ending at the same leaf and truncates the tree there.
 
+# %% tags=["export"]
 def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """One pass over ``nodes`` on the mutable copy ``tree`` of the frozen ``old`` (both ``LightTree``):
     the same arithmetic and the same draws as ``LightTree.unlearn_leaf`` for one step.  Per node: its
@@ -261,7 +274,11 @@ def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes
     _replace_leaves(tree, {t: e for t, e in new.items() if supports[t].size})
     return StepsCoupling(steps, old.n_leaves, nodes, tuple(accepted), None, (), old.n_leaves)
 
+# %% [markdown]
+# **The same pass on a dense tree**, and `couple_steps`, which checks its arguments and dispatches
+# on the tree's exact type: both trees make the same decisions from the same draws.
 
+# %% tags=["export"]
 def _couple_dense(tree: BinaryTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """The same pass on a mutable dense ``BinaryTree`` (as ``BinaryTree.unlearn_leaf`` for one step)."""
     clean, noisy, d, sigma = tree._clean, tree._noisy, tree.d, tree.sigma
@@ -311,7 +328,13 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
         return _couple_dense(tree, steps, new_leaf, nodes, rng)
     raise TypeError(f"a one-pass deletion needs a LightTree or a BinaryTree, got {type(old).__name__}")
 
+# %% [markdown]
+# **The record and its bounds.** `UserUnlearnRecord` states what the pass did, never the deleted
+# statistics. Its data-independent bounds use $\mathrm{tv}_b = 2\Phi(m_b B / (2\sigma)) - 1$ for a
+# node holding $m_b$ deleted steps: the chance that some node rejects, and the expected number of
+# recomputed steps.
 
+# %% tags=["export"]
 def _count_bound(m: int, B, sigma: float):
     """``2 Phi(m B / (2 sigma)) - 1``: the total variation bound of a node holding ``m`` deleted steps."""
     return None if B is None else tv_gaussians([0.0], [m * B], sigma)
@@ -390,7 +413,12 @@ def _check_steps(run: Run, steps) -> tuple:
         raise ValueError(f"step {done[0]} was already deleted")
     return tuple(sorted(steps))
 
+# %% [markdown]
+# **Choosing between one pass and retraining.** `worst_case_cost` bounds the pass's cost in training
+# steps from the request alone (the steps, $T$ and the cost of a node), so choosing to retrain from
+# scratch when it exceeds $T$ cannot depend on the data or the noise.
 
+# %% tags=["export"]
 NODE_COST = 2.0
 
 
@@ -418,7 +446,12 @@ def _exact_request_options(options) -> tuple:
         raise ValueError("diagnostics are recorded for a DeleteStep request only (Algorithm 3)")
     return options.dummy, options.retrain_if_cheaper, NODE_COST if options.node_cost is None else options.node_cost
 
+# %% [markdown]
+# **The protocol's `DeleteSteps`.** `_unlearn_steps` couples every node holding a deleted step once,
+# retrains at most once (from the first rejected node's last leaf, with the dummy at every deleted
+# step), or retrains from scratch when that is cheaper in the worst case.
 
+# %% tags=["export"]
 @register_unlearn(Run, DeleteSteps)
 def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | None = None,
                    rng: np.random.Generator | None = None):
@@ -475,7 +508,12 @@ def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | No
     )
     return Run(learner, users, models, tree.freeze(), run.deleted | deleted), record
 
+# %% [markdown]
+# **Deleting a user** is `DeleteSteps` of the user's steps, after which the registry must no longer
+# hold the user; `unlearn_user_sequential` is the earlier way, one Algorithm 3 call per step, kept
+# for comparison.
 
+# %% tags=["export"]
 def _user_request(run, user, dummy, key) -> tuple:
     if user is ZERO_USER or user is dummy:
         raise ValueError("the dummy user cannot be deleted")
@@ -521,7 +559,12 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
         raise RuntimeError("the user is still in the run after deletion")
     return run, tuple(records)
 
+# %% [markdown]
+# **Checking a deletion against its run.** Three small helpers compare trees: a leaf's sparse
+# entries (dense trees are made sparse), and whether a node kept its noisy value (a light tree's
+# untouched node is compared by its key, without regenerating its noise).
 
+# %% tags=["export"]
 def _leaf_entries(tree, t: int):
     if hasattr(tree, "leaf_sparse"):
         return tree.leaf_sparse(t)
@@ -545,7 +588,12 @@ def _kept_noisy(before, after, p: int, coupled: set) -> bool:
     node = node_at(p)
     return bool(np.array_equal(after.noisy(node), before.noisy(node)))
 
+# %% [markdown]
+# `verify_unlearned` checks the kept prefix by comparison, the deleted leaves against the dummy's
+# statistics and the rejected node against the reflection $v_b + v'_b - \tilde v_b$, then replays
+# only the $T - r_b$ recomputed steps.
 
+# %% tags=["export"]
 def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None:
     """Check ``after, record = unlearn(before, DeleteSteps(...))`` (or ``DeleteUser``) against ``before``,
     replaying only what the deletion recomputed; ``ValueError`` at the first inconsistency.
