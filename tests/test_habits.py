@@ -89,22 +89,7 @@ LONG_CELLS: dict[tuple[str, str], int] = {
     ('notebooks/privacy/01b_audits.py', '_is_integer_array'): 83,
     ('notebooks/privacy/02_guarantee_matrix.py', 'SENSITIVITIES'): 82,
     ('notebooks/privacy/02_guarantee_matrix.py', 'Setting'): 155,
-    ('notebooks/rl/03b_online_bandit.py', 'BanditUser'): 96,
     ('notebooks/rl/04_theorem_3_3.py', 'MAX_COST_T'): 115,
-    ('notebooks/rl/05a_tabular_mdps.py', 'Plan'): 93,
-    ('notebooks/rl/05a_tabular_mdps.py', 'ROW_SUM_TOL'): 92,
-    ('notebooks/rl/05b_replayable_users.py', '_SPARSE'): 118,
-    ('notebooks/rl/05b_replayable_users.py', '_import_gymnasium'): 97,
-    ('notebooks/rl/06a_ucbvi_planner.py', '_check_dims'): 117,
-    ('notebooks/rl/06b_ucbvi_regret.py', 'UCBVIRun'): 81,
-    ('notebooks/rl/07c_bernstein_bonus.py', 'NOISY_BERNSTEIN'): 91,
-    ('notebooks/rl/07c_bernstein_bonus.py', '_check_planned'): 109,
-    ('notebooks/rl/07c_bernstein_bonus.py', '_reward_variance_bound'): 89,
-    ('notebooks/rl/08_exact_unlearning_rl.py', 'policy_code'): 96,
-    ('notebooks/rl/09a_lower_bound.py', 'MAX_TV_GRID'): 107,
-    ('notebooks/rl/12_linucb.py', 'LinUCBConfig'): 123,
-    ('notebooks/rl/12_linucb.py', 'TIE_TOLERANCE'): 100,
-    ('notebooks/rl/13_many_runs.py', 'BatchRun'): 104,
 }
 
 

@@ -42,7 +42,22 @@ from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, regi
 # --- from notebooks/rl/11_delete_by_user.py, cell 3 (line 102): "Chapter B11 — Deleting a user, not a step" ---
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
-    e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""
+    e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``).
+
+    Parameters
+    ----------
+    run : Run
+        The run to search.
+    user : object
+        The user whose steps are wanted.
+    key : callable or None
+        A user's identity; None compares users with ``==``.
+
+    Returns
+    -------
+    tuple of int
+        The user's steps, increasing (empty if it is in none).
+    """
     if not isinstance(run, Run):
         raise TypeError(f"run must be a Run, got {type(run).__name__}")
     if key is not None and not callable(key):
@@ -89,7 +104,7 @@ class StepsCoupling:
         return self.rejected is not None
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 5 (line 184): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 5 (line 199): "Chapter B11 — Deleting a user, not a step" ---
 def _node_steps(b: Node, steps: tuple) -> tuple:
     return tuple(t for t in steps if b.start <= t <= b.end)
 
@@ -135,7 +150,7 @@ def _replace_leaves(tree: LightTree, new: dict) -> None:
     tree._ptr[1:n + 1] = np.cumsum(lens)
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 7 (line 235): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 7 (line 250): "Chapter B11 — Deleting a user, not a step" ---
 def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """One pass over ``nodes`` on the mutable copy ``tree`` of the frozen ``old`` (both ``LightTree``):
     the same arithmetic and the same draws as ``LightTree.unlearn_leaf`` for one step.  Per node: its
@@ -178,7 +193,7 @@ def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes
     return StepsCoupling(steps, old.n_leaves, nodes, tuple(accepted), None, (), old.n_leaves)
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 9 (line 281): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 9 (line 296): "Chapter B11 — Deleting a user, not a step" ---
 def _couple_dense(tree: BinaryTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """The same pass on a mutable dense ``BinaryTree`` (as ``BinaryTree.unlearn_leaf`` for one step)."""
     clean, noisy, d, sigma = tree._clean, tree._noisy, tree.d, tree.sigma
@@ -214,7 +229,26 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
     mutable copy ``tree`` of ``old`` by ``new_leaf(t)`` (called when the pass reaches leaf ``t``) and
     maximally couple every node of ``coupled_nodes(steps, n)`` once, in completion order; at the
     first rejection reflect it, give its ancestors ending at the same leaf fresh noise and truncate
-    ``tree`` to ``rejected.end`` leaves.  Trees: ``LightTree`` and ``BinaryTree`` (exact types)."""
+    ``tree`` to ``rejected.end`` leaves.  Trees: ``LightTree`` and ``BinaryTree`` (exact types).
+
+    Parameters
+    ----------
+    tree : LightTree or BinaryTree
+        A mutable copy of ``old``, modified in place.
+    old : LightTree or BinaryTree
+        The frozen tree of the run, of the same type.
+    steps : tuple of int
+        The leaves to replace, increasing.
+    new_leaf : callable
+        ``new_leaf(t)``: the new statistic of leaf ``t``.
+    rng : numpy.random.Generator
+        The coupling's uniforms and the fresh noise.
+
+    Returns
+    -------
+    StepsCoupling
+        The coupled, accepted, rejected and regenerated nodes and the restart step.
+    """
     check_instance(steps, tuple, "steps")
     if not callable(new_leaf):
         raise TypeError("new_leaf must be callable")
@@ -229,7 +263,7 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
     raise TypeError(f"a one-pass deletion needs a LightTree or a BinaryTree, got {type(old).__name__}")
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 11 (line 337): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 11 (line 371): "Chapter B11 — Deleting a user, not a step" ---
 def _count_bound(m: int, B, sigma: float):
     """``2 Phi(m B / (2 sigma)) - 1``: the total variation bound of a node holding ``m`` deleted steps."""
     return None if B is None else tv_gaussians([0.0], [m * B], sigma)
@@ -309,7 +343,7 @@ def _check_steps(run: Run, steps) -> tuple:
     return tuple(sorted(steps))
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 13 (line 421): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 13 (line 455): "Chapter B11 — Deleting a user, not a step" ---
 NODE_COST = 2.0
 
 
@@ -321,7 +355,22 @@ def worst_case_cost(steps, T: int, node_cost: float = NODE_COST) -> float:
     data or the noise.  ``NODE_COST = 2``: measured (``benchmarks/deletion_cost.py``'s learners) a
     node costs 1.7 steps of the UCB bandit (whose steps are the cheapest, tree work only) and 0.6-0.7
     of LinUCB's or UCB-VI's.  For one step with ``node_cost <= 1`` it is at most ``T`` (the ``k``-th
-    node of a path ends at ``r_k >= 2^(k-1) >= k``); with 2, only steps ``t <= 4`` exceed it."""
+    node of a path ends at ``r_k >= 2^(k-1) >= k``); with 2, only steps ``t <= 4`` exceed it.
+
+    Parameters
+    ----------
+    steps : sequence of int
+        The steps to delete, in ``[1, T]``.
+    T : int
+        The run's length.
+    node_cost : float
+        The cost of coupling one node, in training steps (> 0, finite).
+
+    Returns
+    -------
+    float
+        The worst-case cost, in training steps.
+    """
     T = check_int(T, "T", 1)
     if isinstance(node_cost, bool) or not isinstance(node_cost, (int, float)) or not 0 < node_cost < math.inf:
         raise ValueError(f"node_cost must be a finite number > 0, got {node_cost!r}")
@@ -338,7 +387,7 @@ def _exact_request_options(options) -> tuple:
     return options.dummy, options.retrain_if_cheaper, NODE_COST if options.node_cost is None else options.node_cost
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 15 (line 454): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 15 (line 503): "Chapter B11 — Deleting a user, not a step" ---
 @register_unlearn(Run, DeleteSteps)
 def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | None = None,
                    rng: np.random.Generator | None = None):
@@ -396,7 +445,7 @@ def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | No
     return Run(learner, users, models, tree.freeze(), run.deleted | deleted), record
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 17 (line 516): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 17 (line 565): "Chapter B11 — Deleting a user, not a step" ---
 def _user_request(run, user, dummy, key) -> tuple:
     if user is ZERO_USER or user is dummy:
         raise ValueError("the dummy user cannot be deleted")
@@ -431,7 +480,26 @@ def _unlearn_user(run: Run, request: DeleteUser, *, options: ExactOptions | None
 def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None):
     """The earlier way, kept for comparison: Algorithm 3 on each step of ``user`` in increasing
     order, each call free to retrain from its own rejection (up to one retraining per step).
-    Returns ``(new_run, records)``, one ``UnlearnRecord`` per step."""
+    Returns ``(new_run, records)``, one ``UnlearnRecord`` per step.
+
+    Parameters
+    ----------
+    run : Run
+        The run to delete from (not modified).
+    user : object
+        The user to delete.
+    rng : numpy.random.Generator, int or None
+        Randomness of the couplings and retrainings (None: OS entropy).
+    dummy : object
+        The user put in place of each deleted step.
+    key : callable or None
+        A user's identity, as for ``user_steps``.
+
+    Returns
+    -------
+    tuple
+        ``(new_run, records)``: the run without the user and one ``UnlearnRecord`` per step.
+    """
     steps = _user_request(run, user, dummy, key)
     rng = as_generator(rng)
     records = []
@@ -443,7 +511,7 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
     return run, tuple(records)
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 19 (line 567): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 19 (line 635): "Chapter B11 — Deleting a user, not a step" ---
 def _leaf_entries(tree, t: int):
     if hasattr(tree, "leaf_sparse"):
         return tree.leaf_sparse(t)
@@ -468,7 +536,7 @@ def _kept_noisy(before, after, p: int, coupled: set) -> bool:
     return bool(np.array_equal(after.noisy(node), before.noisy(node)))
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 21 (line 596): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 21 (line 664): "Chapter B11 — Deleting a user, not a step" ---
 def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None:
     """Check ``after, record = unlearn(before, DeleteSteps(...))`` (or ``DeleteUser``) against ``before``,
     replaying only what the deletion recomputed; ``ValueError`` at the first inconsistency.

@@ -128,7 +128,22 @@ from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, regi
 
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
-    e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""
+    e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``).
+
+    Parameters
+    ----------
+    run : Run
+        The run to search.
+    user : object
+        The user whose steps are wanted.
+    key : callable or None
+        A user's identity; None compares users with ``==``.
+
+    Returns
+    -------
+    tuple of int
+        The user's steps, increasing (empty if it is in none).
+    """
     if not isinstance(run, Run):
         raise TypeError(f"run must be a Run, got {type(run).__name__}")
     if key is not None and not callable(key):
@@ -314,7 +329,26 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
     mutable copy ``tree`` of ``old`` by ``new_leaf(t)`` (called when the pass reaches leaf ``t``) and
     maximally couple every node of ``coupled_nodes(steps, n)`` once, in completion order; at the
     first rejection reflect it, give its ancestors ending at the same leaf fresh noise and truncate
-    ``tree`` to ``rejected.end`` leaves.  Trees: ``LightTree`` and ``BinaryTree`` (exact types)."""
+    ``tree`` to ``rejected.end`` leaves.  Trees: ``LightTree`` and ``BinaryTree`` (exact types).
+
+    Parameters
+    ----------
+    tree : LightTree or BinaryTree
+        A mutable copy of ``old``, modified in place.
+    old : LightTree or BinaryTree
+        The frozen tree of the run, of the same type.
+    steps : tuple of int
+        The leaves to replace, increasing.
+    new_leaf : callable
+        ``new_leaf(t)``: the new statistic of leaf ``t``.
+    rng : numpy.random.Generator
+        The coupling's uniforms and the fresh noise.
+
+    Returns
+    -------
+    StepsCoupling
+        The coupled, accepted, rejected and regenerated nodes and the restart step.
+    """
     check_instance(steps, tuple, "steps")
     if not callable(new_leaf):
         raise TypeError("new_leaf must be callable")
@@ -430,7 +464,22 @@ def worst_case_cost(steps, T: int, node_cost: float = NODE_COST) -> float:
     data or the noise.  ``NODE_COST = 2``: measured (``benchmarks/deletion_cost.py``'s learners) a
     node costs 1.7 steps of the UCB bandit (whose steps are the cheapest, tree work only) and 0.6-0.7
     of LinUCB's or UCB-VI's.  For one step with ``node_cost <= 1`` it is at most ``T`` (the ``k``-th
-    node of a path ends at ``r_k >= 2^(k-1) >= k``); with 2, only steps ``t <= 4`` exceed it."""
+    node of a path ends at ``r_k >= 2^(k-1) >= k``); with 2, only steps ``t <= 4`` exceed it.
+
+    Parameters
+    ----------
+    steps : sequence of int
+        The steps to delete, in ``[1, T]``.
+    T : int
+        The run's length.
+    node_cost : float
+        The cost of coupling one node, in training steps (> 0, finite).
+
+    Returns
+    -------
+    float
+        The worst-case cost, in training steps.
+    """
     T = check_int(T, "T", 1)
     if isinstance(node_cost, bool) or not isinstance(node_cost, (int, float)) or not 0 < node_cost < math.inf:
         raise ValueError(f"node_cost must be a finite number > 0, got {node_cost!r}")
@@ -548,7 +597,26 @@ def _unlearn_user(run: Run, request: DeleteUser, *, options: ExactOptions | None
 def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None):
     """The earlier way, kept for comparison: Algorithm 3 on each step of ``user`` in increasing
     order, each call free to retrain from its own rejection (up to one retraining per step).
-    Returns ``(new_run, records)``, one ``UnlearnRecord`` per step."""
+    Returns ``(new_run, records)``, one ``UnlearnRecord`` per step.
+
+    Parameters
+    ----------
+    run : Run
+        The run to delete from (not modified).
+    user : object
+        The user to delete.
+    rng : numpy.random.Generator, int or None
+        Randomness of the couplings and retrainings (None: OS entropy).
+    dummy : object
+        The user put in place of each deleted step.
+    key : callable or None
+        A user's identity, as for ``user_steps``.
+
+    Returns
+    -------
+    tuple
+        ``(new_run, records)``: the run without the user and one ``UnlearnRecord`` per step.
+    """
     steps = _user_request(run, user, dummy, key)
     rng = as_generator(rng)
     records = []
