@@ -95,6 +95,7 @@ class _ZeroUser:
 ZERO_USER = _ZeroUser()
 
 
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 233): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class ReplayableUser:
     """A user as a fixed source of environment randomness (erratum E10).
@@ -147,7 +148,7 @@ def replayable_users(n: int, *, seed: int | None = None, start: int = 0) -> tupl
     return tuple(users)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 290): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 296): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
@@ -200,6 +201,7 @@ class PrefixSumLearner:
         return x
 
 
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 353): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
@@ -260,7 +262,7 @@ class Run:
         _freeze_arrays(self.models)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 409): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 420): "3. Implementation: the framework" ---
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
@@ -355,7 +357,7 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 510): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 14 (line 521): "3. Implementation: the framework" ---
 def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
@@ -428,6 +430,7 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 16 (line 597): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class ExactOptions:
     """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
@@ -458,6 +461,7 @@ def exact_options(options) -> ExactOptions:
     return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
 
 
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 18 (line 632): "3. Implementation: the framework" ---
 @register_unlearn(Run, DeleteStep)
 def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
                   rng: np.random.Generator | None = None):
@@ -516,7 +520,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 675): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 20 (line 695): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

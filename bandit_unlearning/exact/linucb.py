@@ -94,6 +94,7 @@ def unit_ball(X) -> np.ndarray:
     return X / norms[:, None] * (1 - 4 * np.finfo(float).eps)
 
 
+# --- from notebooks/rl/12_linucb.py, cell 7 (line 275): "3. Implementation" ---
 def block_size(dim: int) -> int:
     """Entries of one arm's block: ``dim (dim + 1) / 2`` for the Gram matrix, ``dim`` for ``sum r x``."""
     dim = check_int(dim, "dim", 1)
@@ -158,7 +159,7 @@ def _unpack(u: np.ndarray, n_arms: int, dim: int):
     return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 
-# --- from notebooks/rl/12_linucb.py, cell 7 (line 336): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 9 (line 342): "3. Implementation" ---
 SENSITIVITY_ZERO_DUMMY = SQRT2          # ||x_t - 0|| <= sqrt(||x||^4 + r^2 ||x||^2) <= sqrt 2
 SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x.x' = -1/2): sqrt(9/2)
 
@@ -257,7 +258,7 @@ def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, ga
                                  check_real(gamma, "gamma", 0)))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 9 (line 438): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 11 (line 444): "3. Implementation" ---
 @dataclass(frozen=True)
 class LinUCBConfig:
     """Disjoint LinUCB's parameters: ``n_arms`` (K), ``dim`` (d), ``alpha`` (the noiseless radius), ``l2``
@@ -320,6 +321,7 @@ def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float) -> 
     return model
 
 
+# --- from notebooks/rl/12_linucb.py, cell 13 (line 512): "3. Implementation" ---
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
     """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0)."""
     check_instance(model, LinUCBModel, "model")
@@ -355,6 +357,7 @@ def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np
     return _statistics(arm, user.context, float(user.rewards[arm]), config.n_arms)
 
 
+# --- from notebooks/rl/12_linucb.py, cell 15 (line 553): "3. Implementation" ---
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
     """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + 2 c_t) I``,
     ``theta_a = V_a^{-1} b~_a``, radius ``widened_radius(alpha, l2, S, c_t, gamma_t)`` for
@@ -412,7 +415,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 11 (line 595): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 17 (line 613): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
     check_instance(run, Run, "run")

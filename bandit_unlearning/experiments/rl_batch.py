@@ -34,7 +34,7 @@ from bandit_unlearning.rl.stable import population_users, stable_sigma, stable_u
 from bandit_unlearning.rl.ucbvi import UCBVIConfig
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 12 (line 424): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 14 (line 429): "3. The engine" ---
 def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scales, calibration: str = "paper",
                          delta: float = 0.1, n_points: int = 40, keep_policies: bool = False) -> list:
     """``[stable_regret_curve(mdp, T, rhos[b], seeds[b], rngs[b], bonus_scales[b], calibration, delta,
@@ -66,7 +66,7 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
     return out
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 14 (line 496): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 16 (line 501): "3. The engine" ---
 def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
     """What ``unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)`` records about its cost, with the same draws
     from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the

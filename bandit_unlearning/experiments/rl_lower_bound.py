@@ -42,7 +42,18 @@ MAX_TV_GRID = 50_000_000      # (n + 1) x grid points ``gaussian_sum_tv`` may bu
 
 
 def sum_mechanism_rho(sigma: float) -> float:
-    """TV-stability level of ``M(x) = sum_j x_j + N(0, sigma^2)`` on bits: ``2 Phi(1/(2 sigma)) - 1``."""
+    """TV-stability level of ``M(x) = sum_j x_j + N(0, sigma^2)`` on bits: ``2 Phi(1/(2 sigma)) - 1``.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation (> 0).
+
+    Returns
+    -------
+    float
+        The mechanism's TV-stability level ``rho``.
+    """
     sigma = check_positive(sigma, "sigma")
     return float(2 * norm.cdf(1 / (2 * sigma)) - 1)
 
@@ -78,7 +89,20 @@ def karwa_vadhan_bound(n: int, rho: float, tv: float) -> float:
 
 
 def lower_bound_shape(S: int, A: int, H: int, T, rho):
-    """``H sqrt(SAT) + SAH / rho`` (Theorem 4.4 without its constant; broadcast over ``T``, ``rho``)."""
+    """``H sqrt(SAT) + SAH / rho`` (Theorem 4.4 without its constant; broadcast over ``T``, ``rho``).
+
+    Parameters
+    ----------
+    S, A, H : int
+        States, actions and horizon (>= 1).
+    T, rho : array_like
+        Episodes (>= 1) and stability levels (> 0), broadcast together.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        The shape of the lower bound at each ``(T, rho)``.
+    """
     S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
     T, rho = as_real_array(T, "T"), as_real_array(rho, "rho")
     if np.any(~(T >= 1)) or np.any(~(rho > 0)):
@@ -90,6 +114,7 @@ def lower_bound_shape(S: int, A: int, H: int, T, rho):
     return H * np.sqrt(S * A * T) + S * A * H / rho
 
 
+# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 193): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def first_correct_episode(policies, best_actions) -> int:
     """First episode (1-based) whose policy plays the best first action at every initial state of the
     hard instance (``policies [T, H, S]``; initial states ``0 .. n-1``); ``T + 1`` if none does."""
@@ -132,7 +157,18 @@ def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T
 
 
 def summarize_by_rho(results) -> dict:
-    """``{rho: (mean R(T), stderr, mean first-correct episode)}`` over seeds."""
+    """``{rho: (mean R(T), stderr, mean first-correct episode)}`` over seeds.
+
+    Parameters
+    ----------
+    results : list of dict
+        Outputs of ``lower_bound_experiment``.
+
+    Returns
+    -------
+    dict
+        ``{rho: (mean R(T), standard error, mean first-correct episode)}``, largest ``rho`` first.
+    """
     if not isinstance(results, (list, tuple)) or not all(
             isinstance(r, dict) and {"rho", "final", "first_correct"} <= set(r) for r in results):
         raise ValueError("results must be a list of lower_bound_experiment outputs (dicts with rho, final, "
@@ -146,7 +182,7 @@ def summarize_by_rho(results) -> dict:
     return out
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 224): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 8 (line 265): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: str = "C0",
                      show_saturation: bool = True):
     """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with

@@ -248,6 +248,7 @@ def _coinciding_text(summary: dict, keys: list) -> str:
     return "curves that coincide (within 0.1 %):\n" + "\n".join(lines)
 
 
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 10 (line 339): "3. The figures" ---
 def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed: int = 0) -> list:
     reg = protocol["regret"]
     envs = [e["name"] for e in reg["environments"]]
@@ -324,7 +325,7 @@ def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed:
     return panels
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 10 (line 415): "3. The figures" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 12 (line 420): "3. The figures" ---
 def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed: int = 0) -> list:
     cost = protocol["cost"]
     H = cost["environment"]["H"]
@@ -395,6 +396,7 @@ def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed:
             {"id": "retrain_probability", "vary": "rho", "x": cost["rhos"], "methods": retrain, "stderr": retrain_err}]
 
 
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 14 (line 495): "3. The figures" ---
 def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "", seed: int = 0) -> list:
     lb = protocol["lower_bound"]
     panels = []
@@ -459,7 +461,7 @@ def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "",
     return panels
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 12 (line 556): "4. The entry point" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 16 (line 566): "4. The entry point" ---
 _PROTOCOL_KEYS = {
     "regret": {"environments", "rhos", "bonus_scales", "populations", "n_points"},
     "cost": {"environment", "Ts", "rhos", "n_runs", "requests_per_run"},
@@ -493,6 +495,7 @@ def _check_protocol(protocol) -> None:
         check_int(protocol[part]["populations"], "populations", 1)
 
 
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 18 (line 603): "4. The entry point" ---
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
                  tree_factory=LightTree, progress: bool | None = None) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;

@@ -19,7 +19,7 @@ from bandit_unlearning.rl.mdp import TabularMDP, regret
 from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
-# --- from notebooks/rl/06b_ucbvi_regret.py, cell 13 (line 254): "2. Regret of the non-private reference" ---
+# --- from notebooks/rl/06b_ucbvi_regret.py, cell 15 (line 259): "2. Regret of the non-private reference" ---
 def loglog_slope(ts, cumulative, start: float = 0.1) -> float:
     """Least-squares slope of ``log R(t)`` against ``log t`` over ``t >= start * max(ts)``."""
     ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)

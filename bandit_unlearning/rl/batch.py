@@ -257,6 +257,7 @@ def _check_batch(mdp, configs, seeds, rngs):
     return tuple(configs), seeds, gens
 
 
+# --- from notebooks/rl/13_many_runs.py, cell 12 (line 361): "3. The engine" ---
 def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernoulli",
               keep_trajectories: bool = False) -> BatchRun:
     """``B = len(configs)`` independent runs of (TV-stable) UCB-VI for ``T = configs[0].T`` episodes,

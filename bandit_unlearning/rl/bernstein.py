@@ -86,6 +86,7 @@ def noisy_bernstein_constants(config: UCBVIConfig, noise_correction: bool = True
     return NoisyBernsteinConstants(scale, z, z * scale, z * scale, L, L_kl)
 
 
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 247): "3. Implementation" ---
 def peeling_level(delta: float, n_max: int) -> float:
     """The smallest ``x >= 1`` (to ``1e-9``, from above) with ``e ceil(x ln n_max) exp(-x) <= delta``:
     the level at which Garivier & Cappe's (2011, Thm. 10) peeling bound makes the one-sided
@@ -128,7 +129,7 @@ def peeling_level(delta: float, n_max: int) -> float:
     return float(x)
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 5 (line 285): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 7 (line 290): "3. Implementation" ---
 def _reward_variance_bound(R, N, m, eps):
     """``max x(1-x)`` over the interval of reward means ``R/n`` possible on the noise event."""
     lo = np.clip((R - eps) / (N + eps), 0.0, 1.0)
@@ -151,6 +152,7 @@ def _next_variance_bound(M, m, eps, V_up, V_low, b):
     return np.minimum(b * b / 4.0, pf)
 
 
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 9 (line 316): "3. Implementation" ---
 KL_BISECTIONS = 26
 
 
@@ -187,6 +189,7 @@ def kl_upper(p, c):
     return hi
 
 
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 11 (line 356): "3. Implementation" ---
 def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinConstants):
     """The optimistic and pessimistic value iterations of chapter B7c from ``N, R [H, S*A]``,
     ``Nsas [H, S*A, S]``: ``(policy [H, S], Q [H, S*A], V [H+1, S], V_low [H+1, S], explored
@@ -230,7 +233,7 @@ def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinC
     return policy, Q, V, V_low, explored
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 387): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 12 (line 400): "3. Implementation" ---
 def _check_planned(config):
     check_instance(config, UCBVIConfig, "config")
     if config.bonus_kind != NOISY_BERNSTEIN:
@@ -264,6 +267,7 @@ def noisy_bernstein_plan(N, R, Nsas, config: UCBVIConfig) -> OptimisticPlan:
     return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
 
 
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 14 (line 438): "3. Implementation" ---
 def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True,
                            constants: NoisyBernsteinConstants | None = None):
     """Optimistic ``V [H+1, S]`` and pessimistic ``V_low [H+1, S]`` of chapter B7c's planner on
@@ -304,6 +308,7 @@ def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True
     return out[2], out[3]
 
 
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 16 (line 482): "3. Implementation" ---
 def run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoulli: bool,
                 record_values: bool) -> UCBVIRun:
     """Unchecked: ``run_ucbvi`` for ``bonus_kind="noisy_bernstein"`` (called by it, after its checks):

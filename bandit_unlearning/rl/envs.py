@@ -27,7 +27,7 @@ from bandit_unlearning.checks import (as_generator, check_bool, check_count, che
 from bandit_unlearning.rl.mdp import TabularMDP
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 11 (line 408): "3. Environments" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 15 (line 417): "3. Environments" ---
 def riverswim(horizon: int = 20, n_states: int = 6, initial_state: int = 0) -> TabularMDP:
     """RiverSwim (Strehl & Littman 2008; 6-state form of Osband et al. 2013).
 
@@ -103,7 +103,7 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     return TabularMDP(P, r, np.eye(S)[start], horizon, name=f"Gridworld-{len(rows)}x{len(rows[0])}")
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 13 (line 503): "3. Environments" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 17 (line 512): "3. Environments" ---
 def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.random.Generator,
            homogeneous: bool = True) -> TabularMDP:
     """A Garnet random MDP G(S, A, b): each (s, a) (and step, if not homogeneous) has ``branching``

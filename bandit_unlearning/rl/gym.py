@@ -24,7 +24,7 @@ from bandit_unlearning.kernel import initial_state, user_step
 from bandit_unlearning.rl.users import check_reward_noise, check_seed, check_users
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 16 (line 556): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 18 (line 561): "2. Gymnasium interoperability (optional dependency)" ---
 def _import_gymnasium():
     try:
         import gymnasium
@@ -78,6 +78,7 @@ class ImportedMDP:
         return as_array(regret, "regret") * (self.reward_high - self.reward_low)
 
 
+# --- from notebooks/rl/05b_replayable_users.py, cell 20 (line 634): "2. Gymnasium interoperability (optional dependency)" ---
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
     (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""
@@ -124,7 +125,7 @@ def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     return ImportedMDP(mdp, lo, hi, n - 1 if has_done else None)
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 18 (line 676): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 22 (line 685): "2. Gymnasium interoperability (optional dependency)" ---
 @lru_cache(maxsize=None)
 def _env_class():
     gym = _import_gymnasium()

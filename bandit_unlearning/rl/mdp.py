@@ -57,6 +57,7 @@ def check_distribution_rows(p: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} rows must sum to 1; the row at index {where} sums to {float(sums[where])!r}")
 
 
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 6 (line 101): "1. The MDP type" ---
 @dataclass(frozen=True, eq=False)
 class TabularMDP:
     """An episodic tabular MDP ``(S, A, H, P_h, r_h)`` with initial distribution ``initial``.
@@ -131,7 +132,7 @@ class TabularMDP:
         return f"TabularMDP({self.name!r}, S={self.S}, A={self.A}, H={self.H})"
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 6 (line 176): "1. The MDP type" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 8 (line 180): "1. The MDP type" ---
 @dataclass(frozen=True)
 class Plan:
     """Result of exact planning: ``Q[h, s, a]``, ``V[h, s]`` (``V[H] = 0``) and ``policy[h, s]``."""
@@ -166,6 +167,7 @@ def value_iteration(mdp: TabularMDP) -> Plan:
     return Plan(Q, V, Q.argmax(axis=2))
 
 
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 10 (line 219): "1. The MDP type" ---
 def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
     """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices."""
     check_instance(mdp, TabularMDP, "mdp")

@@ -107,6 +107,7 @@ class StatsLayout:
         lead = N.shape[:-3]
         return np.concatenate([x.reshape(lead + (-1,)) for x in (N, R, Nsas)], axis=-1)
 
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 6 (line 164): "1. Episode statistics (Paper B §4)" ---
     def sparse(self, traj: Trajectory):
         """Statistics of episodes ``traj`` (any leading axes) as ``(indices [..., 3H], values [..., 3H])``:
         visits (value 1), rewards (value ``r_h``), transitions (value 1); distinct indices."""
@@ -151,6 +152,7 @@ class StatsLayout:
         return self.densify(*self.sparse(traj))
 
 
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 8 (line 222): "1. Episode statistics (Paper B §4)" ---
 def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
     """L2 sensitivity ``B`` of one episode's statistics (erratum E8): ``sqrt(3H)`` against the zero
     dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users."""
@@ -169,7 +171,7 @@ def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward
     return StatsLayout.of(mdp).sparse(Trajectory(np.array(st), np.array(ac), np.array(rw)))
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 9 (line 389): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 13 (line 410): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
 PLANNED_BONUS_KINDS = ("noisy_bernstein",)   # bonuses computed inside their own planner (chapter B7c)
 
@@ -242,7 +244,7 @@ class UCBVIConfig:
         n_max = self.T * (self.H if self.pooled else 1)
         return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
 
-    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 11 (line 470): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 15 (line 491): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
     def eps_app(self, delta: float) -> float:
         """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
         delta = check_real(delta, "delta", 0, 1, low_open=True)
@@ -299,7 +301,7 @@ class UCBVIConfig:
         return self.bonus_scale * b
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 13 (line 543): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 564): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
     (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
@@ -353,7 +355,7 @@ class OptimisticPlan:
 Q_TIE_TOLERANCE = 1e-9
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 15 (line 601): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 19 (line 622): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = Q_h(policy_h)``,
     ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
@@ -410,7 +412,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
     return out
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 662): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 21 (line 683): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~``, the explored mask and
     the counts ``n``, from ``N, R [...]``, ``Nsas [..., S]`` and the steps ``h`` (an int array
@@ -504,6 +506,7 @@ class UCBVIRun:
         check_seed(self.seed)
 
 
+# --- from notebooks/rl/06b_ucbvi_regret.py, cell 6 (line 98): "1. Non-private UCB-VI: the fast incremental driver" ---
 def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float = 0.1,
               bonus_scale: float = 1.0, reward_noise: str = "bernoulli",
               record_values: bool = False, bonus_kind: str = "paper", pooled: bool = False) -> UCBVIRun:

@@ -104,7 +104,7 @@ def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.
     return (splitmix64(seed, idx) >> np.uint64(11)).astype(float) * UNIT
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 10 (line 346): "1. Replayable users (erratum E10)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 12 (line 351): "1. Replayable users (erratum E10)" ---
 @dataclass(frozen=True)
 class Trajectory:
     """States ``[..., H+1]`` (``s_0 .. s_H``), actions ``[..., H]``, rewards ``[..., H]``."""

@@ -224,7 +224,13 @@ class _ZeroUser:
 
 ZERO_USER = _ZeroUser()
 
+# %% [markdown]
+# **A replayable user** is a key of a counter-based generator: `user.generator(*address)` draws the
+# same numbers for the same address in any order, so Algorithm 2's steps can be replayed after a
+# deletion without storing the environment's randomness. `replayable_users` derives the keys from a
+# seed (reproducible, so key material) or from the operating system's entropy.
 
+# %% tags=["export"]
 @dataclass(frozen=True)
 class ReplayableUser:
     """A user as a fixed source of environment randomness (erratum E10).
@@ -339,7 +345,12 @@ class PrefixSumLearner:
             raise ValueError(f"the oracle's statistics at step {t} must be finite")
         return x
 
+# %% [markdown]
+# **A run** is what Algorithm 2 leaves behind: the users as used, the models $w_1, \dots, w_{T+1}$,
+# the frozen tree holding $x_1, \dots, x_T$ and the deleted positions. It is immutable, and it holds
+# the tree's key material, so pickling it is refused outside `allow_secrets()`.
 
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
@@ -579,7 +590,11 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     run_steps(run.learner, users, tree, models, rng)
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
+# %% [markdown]
+# **Options of Algorithm 3.** `ExactOptions` names the dummy that replaces a deleted user and what
+# the record may carry; `options=None` means `ExactOptions()`.
 
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class ExactOptions:
     """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
@@ -609,7 +624,12 @@ def exact_options(options) -> ExactOptions:
     """``options`` of a run's ``unlearn``: ``None`` (the defaults, ``ExactOptions()``) or an ``ExactOptions``."""
     return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
 
+# %% [markdown]
+# **Algorithm 3.** `_unlearn_step` copies the tree, couples the path of leaf $t$ node by node and,
+# on a rejection at node $b$, re-runs steps $r_b + 1, \dots, T$ with fresh noise; a refused request
+# changes nothing.
 
+# %% tags=["export"]
 @register_unlearn(Run, DeleteStep)
 def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
                   rng: np.random.Generator | None = None):

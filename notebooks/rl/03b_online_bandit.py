@@ -117,7 +117,13 @@ def bandit_statistics(arm: int, reward: float, n_arms: int) -> np.ndarray:
     x[n_arms + arm] = reward
     return x
 
+# %% [markdown]
+# **The learner.** `ucb_indices` is UCB computed from the tree's noisy sums $\tilde u_t = (\tilde N,
+# \tilde S)$: $\tilde S / \tilde N + \sqrt{2 \ln \max(t, 2) / \tilde N}$ where the noisy count is at least
+# `explore_below`, $+\infty$ elsewhere; the oracle plays the arm of highest index and
+# `ucb_bandit_learner` packages oracle and update as a `PrefixSumLearner`.
 
+# %% tags=["export:bandit_unlearning.exact.bandit"]
 def ucb_indices(u_tilde: np.ndarray, t: int, n_arms: int, explore_below: float = 1.0) -> np.ndarray:
     """UCB indices from noisy sums ``u_tilde = (N~, S~)``: ``S~/N~ + sqrt(2 ln max(t, 2) / N~)`` where
     ``N~ >= explore_below``, ``+inf`` elsewhere (read-only array).  ``explore_below > 0`` (a count at

@@ -94,7 +94,11 @@ def check_distribution_rows(p: np.ndarray, name: str) -> None:
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(f"{name} rows must sum to 1; the row at index {where} sums to {float(sums[where])!r}")
 
+# %% [markdown]
+# `TabularMDP` holds $(S, A, H, P_h, r_h)$ and the initial distribution, checked once and read-only,
+# so every later function may trust its shapes and its distributions.
 
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class TabularMDP:
     """An episodic tabular MDP ``(S, A, H, P_h, r_h)`` with initial distribution ``initial``.
@@ -207,7 +211,12 @@ def value_iteration(mdp: TabularMDP) -> Plan:
         V[h] = Q[h].max(axis=1)
     return Plan(Q, V, Q.argmax(axis=2))
 
+# %% [markdown]
+# **Exact evaluation.** A deterministic policy is an array $[H, S]$ of actions; `evaluate_policy`
+# computes $Q^\pi$ and $V^\pi$ by backward induction, and `regret` is $V^*_1 - V^{\pi}_1$ under the
+# initial distribution, exact, per episode for a sequence of policies $[T, H, S]$.
 
+# %% tags=["export"]
 def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
     """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices."""
     check_instance(mdp, TabularMDP, "mdp")

@@ -266,7 +266,12 @@ def initial_state(mdp: "TabularMDP", user: int, seed: int) -> int:
     init_cdf = sparse_tables(mdp)[3]
     return bisect_right(init_cdf, splitmix64_uniform(seed, (user * N_STREAMS + INITIAL) * mdp.H * mdp.S * mdp.A))
 
+# %% [markdown]
+# `user_step` is one step of a user at $(h, s, a)$: its reward and its next state, each from the
+# user's own SplitMix64 stream at that address; `rollout_lists` is a whole episode with `user_step`
+# inlined.
 
+# %% tags=["export:bandit_unlearning.kernel"]
 def user_step(mdp: "TabularMDP", user: int, seed: int, h: int, s: int, a: int, bernoulli: bool) -> tuple:
     """Unchecked: what ``user`` meets at ``(h, s, a)``; the same draws as ``rl.users.rollout``.
 
@@ -622,7 +627,11 @@ class ImportedMDP:
         CliffWalking, 0.07 per episode is 7 steps of -1)."""
         return as_array(regret, "regret") * (self.reward_high - self.reward_low)
 
+# %% [markdown]
+# `from_gymnasium` reads a toy-text environment's transition table `env.unwrapped.P` and its
+# initial-state distribution into a finite-horizon `TabularMDP`, checking the spaces first.
 
+# %% tags=["export:bandit_unlearning.rl.gym"]
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
     (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""

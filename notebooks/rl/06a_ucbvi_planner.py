@@ -90,6 +90,7 @@ from bandit_unlearning.checks import (
 )
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
 from bandit_unlearning.kernel import rollout_lists
+from bandit_unlearning.literate import add_to_class
 from bandit_unlearning.rl.users import Trajectory, check_reward_noise, check_seed, check_users
 
 
@@ -155,50 +156,70 @@ class StatsLayout:
         lead = N.shape[:-3]
         return np.concatenate([x.reshape(lead + (-1,)) for x in (N, R, Nsas)], axis=-1)
 
-    def sparse(self, traj: Trajectory):
-        """Statistics of episodes ``traj`` (any leading axes) as ``(indices [..., 3H], values [..., 3H])``:
-        visits (value 1), rewards (value ``r_h``), transitions (value 1); distinct indices."""
-        check_instance(traj, Trajectory, "traj")
-        st, ac = np.asarray(traj.states), np.asarray(traj.actions)
-        rw = np.asarray(traj.rewards, dtype=float)
-        if st.shape[-1] != self.H + 1 or ac.shape[-1] != self.H or rw.shape != ac.shape or st.shape[:-1] != ac.shape[:-1]:
-            raise ValueError(f"a trajectory needs H + 1 = {self.H + 1} states and H = {self.H} actions and rewards")
-        if np.any((st < 0) | (st >= self.S)) or np.any((ac < 0) | (ac >= self.A)):
-            raise ValueError(f"states must lie in [0, {self.S}) and actions in [0, {self.A})")
-        k = (np.arange(self.H) * self.S + st[..., :-1]) * self.A + ac
-        n = self.n_triples
-        idx = np.concatenate([k, n + k, 2 * n + k * self.S + st[..., 1:]], axis=-1)
-        return idx, np.concatenate([np.ones_like(rw), rw, np.ones_like(rw)], axis=-1)
+# %% [markdown]
+# **Sparse statistics.** An episode touches only $3H$ of the $d$ coordinates: `sparse` lists them (a
+# visit, its reward and its transition per step), `densify` and `accumulate` turn such lists back into
+# one vector $x_t$ or the sum $\sum_t x_t$, and `dense` is `densify` of `sparse`.
 
-    def densify(self, indices, values) -> np.ndarray:
-        """Dense ``[..., d]`` vectors from sparse ``(indices [..., n], values [..., n])`` (repeats add)."""
-        indices, values = self._check_sparse(indices, values)
-        lead = indices.shape[:-1]
-        rows = int(np.prod(lead, dtype=np.int64))
-        out = np.zeros((rows, self.d))
-        np.add.at(out, (np.arange(rows)[:, None], indices.reshape(rows, -1)), values.reshape(rows, -1))
-        return out.reshape(lead + (self.d,))
-
-    def _check_sparse(self, indices, values):
-        """Integer indices in ``[0, d)`` and finite values of one shape ``[..., n]``."""
-        indices, values = as_array(indices, "indices"), check_real_array(values, "values")
-        if indices.shape != values.shape or indices.ndim < 1:
-            raise ValueError("indices and values must have the same shape [..., n]")
-        if indices.size and not np.issubdtype(indices.dtype, np.integer):
-            raise TypeError(f"indices must be integers in [0, {self.d}), got dtype {indices.dtype}")
-        if indices.size and (indices.min() < 0 or indices.max() >= self.d):
-            raise ValueError(f"indices must be integers in [0, {self.d})")
-        return indices, values
-
-    def accumulate(self, indices, values) -> np.ndarray:
-        """``sum_t x_t`` (one ``[d]`` vector) of the sparse statistics of many episodes."""
-        indices, values = self._check_sparse(indices, values)
-        return np.bincount(indices.ravel(), weights=values.ravel(), minlength=self.d)
-
-    def dense(self, traj: Trajectory) -> np.ndarray:
-        return self.densify(*self.sparse(traj))
+# %% tags=["export"]
+@add_to_class(StatsLayout)
+def sparse(self, traj: Trajectory):
+    """Statistics of episodes ``traj`` (any leading axes) as ``(indices [..., 3H], values [..., 3H])``:
+    visits (value 1), rewards (value ``r_h``), transitions (value 1); distinct indices."""
+    check_instance(traj, Trajectory, "traj")
+    st, ac = np.asarray(traj.states), np.asarray(traj.actions)
+    rw = np.asarray(traj.rewards, dtype=float)
+    if st.shape[-1] != self.H + 1 or ac.shape[-1] != self.H or rw.shape != ac.shape or st.shape[:-1] != ac.shape[:-1]:
+        raise ValueError(f"a trajectory needs H + 1 = {self.H + 1} states and H = {self.H} actions and rewards")
+    if np.any((st < 0) | (st >= self.S)) or np.any((ac < 0) | (ac >= self.A)):
+        raise ValueError(f"states must lie in [0, {self.S}) and actions in [0, {self.A})")
+    k = (np.arange(self.H) * self.S + st[..., :-1]) * self.A + ac
+    n = self.n_triples
+    idx = np.concatenate([k, n + k, 2 * n + k * self.S + st[..., 1:]], axis=-1)
+    return idx, np.concatenate([np.ones_like(rw), rw, np.ones_like(rw)], axis=-1)
 
 
+@add_to_class(StatsLayout)
+def densify(self, indices, values) -> np.ndarray:
+    """Dense ``[..., d]`` vectors from sparse ``(indices [..., n], values [..., n])`` (repeats add)."""
+    indices, values = self._check_sparse(indices, values)
+    lead = indices.shape[:-1]
+    rows = int(np.prod(lead, dtype=np.int64))
+    out = np.zeros((rows, self.d))
+    np.add.at(out, (np.arange(rows)[:, None], indices.reshape(rows, -1)), values.reshape(rows, -1))
+    return out.reshape(lead + (self.d,))
+
+
+@add_to_class(StatsLayout)
+def _check_sparse(self, indices, values):
+    """Integer indices in ``[0, d)`` and finite values of one shape ``[..., n]``."""
+    indices, values = as_array(indices, "indices"), check_real_array(values, "values")
+    if indices.shape != values.shape or indices.ndim < 1:
+        raise ValueError("indices and values must have the same shape [..., n]")
+    if indices.size and not np.issubdtype(indices.dtype, np.integer):
+        raise TypeError(f"indices must be integers in [0, {self.d}), got dtype {indices.dtype}")
+    if indices.size and (indices.min() < 0 or indices.max() >= self.d):
+        raise ValueError(f"indices must be integers in [0, {self.d})")
+    return indices, values
+
+
+@add_to_class(StatsLayout)
+def accumulate(self, indices, values) -> np.ndarray:
+    """``sum_t x_t`` (one ``[d]`` vector) of the sparse statistics of many episodes."""
+    indices, values = self._check_sparse(indices, values)
+    return np.bincount(indices.ravel(), weights=values.ravel(), minlength=self.d)
+
+
+@add_to_class(StatsLayout)
+def dense(self, traj: Trajectory) -> np.ndarray:
+    return self.densify(*self.sparse(traj))
+
+# %% [markdown]
+# The sensitivity $B$ of one episode's statistics, which calibrates the tree's noise, and the
+# environment oracle of Algorithm 1 for RL: play the policy with a replayable user and return the
+# sparse statistics.
+
+# %% tags=["export"]
 def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
     """L2 sensitivity ``B`` of one episode's statistics (erratum E8): ``sqrt(3H)`` against the zero
     dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users."""

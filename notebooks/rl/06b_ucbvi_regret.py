@@ -90,7 +90,12 @@ class UCBVIRun:
             raise ValueError(f"policies must have shape [T, {self.config.H}, {self.config.S}], got {policies.shape}")
         check_seed(self.seed)
 
+# %% [markdown]
+# `run_ucbvi` is non-private UCB-VI, run incrementally: after each episode only the $H$ visited rows
+# of the estimates are recomputed, with the same formulas as `plan_from_statistics`, so its policies
+# equal those planned from the exact sums.
 
+# %% tags=["export"]
 def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float = 0.1,
               bonus_scale: float = 1.0, reward_noise: str = "bernoulli",
               record_values: bool = False, bonus_kind: str = "paper", pooled: bool = False) -> UCBVIRun:

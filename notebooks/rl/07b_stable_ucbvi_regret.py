@@ -139,7 +139,12 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
         out["policies"] = np.asarray(policies)
     return out
 
+# %% [markdown]
+# `summarize_curves` groups the replicates of one setting, $(\text{MDP}, T, \rho, \text{bonus
+# scale})$, into the mean cumulative regret with its standard error, the log-log slope of the mean
+# curve and the replicates' own slopes: the numbers the tables below print.
 
+# %% tags=["export:bandit_unlearning.experiments.rl_stable"]
 def summarize_curves(curves) -> dict:
     """Group curves by ``(mdp, T, rho, bonus_scale)``: mean and standard error of the cumulative
     regret over replicates, the slope of the mean curve and the replicates' slopes."""
@@ -166,7 +171,11 @@ def rho_label(rho: float) -> str:
     rho = check_real(rho, "rho", 0, low_open=True, allow_inf=True)
     return "non-private (rho = inf)" if rho == math.inf else f"rho = {rho:g}"
 
+# %% [markdown]
+# Two plots: the measured regret curves, one colour per $\rho$, and the three terms of Theorem 4.1's
+# bound against $T$, to see which one dominates at the sizes we run.
 
+# %% tags=["export:bandit_unlearning.experiments.rl_stable"]
 def plot_stable_regret(curves, ax=None, title: str | None = None):
     """Log-log cumulative regret against t: one colour per rho, solid for the paper's bonus, dashed
     for scaled bonuses (mean over replicates), the slope of each mean curve in the legend."""

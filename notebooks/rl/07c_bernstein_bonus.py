@@ -239,7 +239,12 @@ def noisy_bernstein_constants(config: UCBVIConfig, noise_correction: bool = True
         return NoisyBernsteinConstants(scale, z, 0.0, 0.0, L, L_kl)
     return NoisyBernsteinConstants(scale, z, z * scale, z * scale, L, L_kl)
 
+# %% [markdown]
+# **The peeling level.** The transition confidence sets use a relative-entropy deviation valid for
+# every count $n \le n_{\max}$ at once; `peeling_level` finds the smallest level $x$ at which
+# Garivier & Cappé's peeling bound $e \lceil x \ln n_{\max} \rceil e^{-x} \le \delta$ holds.
 
+# %% tags=["export"]
 def peeling_level(delta: float, n_max: int) -> float:
     """The smallest ``x >= 1`` (to ``1e-9``, from above) with ``e ceil(x ln n_max) exp(-x) <= delta``:
     the level at which Garivier & Cappe's (2011, Thm. 10) peeling bound makes the one-sided
@@ -304,7 +309,11 @@ def _next_variance_bound(M, m, eps, V_up, V_low, b):
     pf = np.minimum(f.max(axis=1), (np.maximum(M + eps, 0.0) * f).sum(axis=1) / m)
     return np.minimum(b * b / 4.0, pf)
 
+# %% [markdown]
+# `kl_upper` is the upper end of the relative-entropy confidence interval of a Bernoulli mean, by
+# bisection from Pinsker's bracket, rounded up so that the interval is never too narrow.
 
+# %% tags=["export"]
 KL_BISECTIONS = 26
 
 
@@ -340,7 +349,11 @@ def kl_upper(p, c):
             lo, hi = np.where(ok, q, lo), np.where(ok, hi, q)
     return hi
 
+# %% [markdown]
+# The two value iterations, optimistic and pessimistic, run together over $h = H, \dots, 1$: the
+# pessimistic values bound the next-state variance that the optimistic bonus needs.
 
+# %% tags=["export"]
 def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinConstants):
     """The optimistic and pessimistic value iterations of chapter B7c from ``N, R [H, S*A]``,
     ``Nsas [H, S*A, S]``: ``(policy [H, S], Q [H, S*A], V [H+1, S], V_low [H+1, S], explored
@@ -417,7 +430,12 @@ def noisy_bernstein_plan(N, R, Nsas, config: UCBVIConfig) -> OptimisticPlan:
     policy, Q, V, _, explored = _noisy_bernstein_vi(N, R, Nsas, config, noisy_bernstein_constants(config))
     return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
 
+# %% [markdown]
+# `noisy_bernstein_values` exposes the planner's optimistic and pessimistic values on summed
+# statistics; with `noise_correction=False` it is the broken variant that treats noisy statistics as
+# exact.
 
+# %% tags=["export"]
 def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True,
                            constants: NoisyBernsteinConstants | None = None):
     """Optimistic ``V [H+1, S]`` and pessimistic ``V_low [H+1, S]`` of chapter B7c's planner on
@@ -457,7 +475,11 @@ def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True
     out = _noisy_bernstein_vi(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config, consts)
     return out[2], out[3]
 
+# %% [markdown]
+# `run_planned` is `run_ucbvi`'s episode loop for this bonus, one plan per episode on the running
+# exact sums; `run_ucbvi` calls it after its own checks.
 
+# %% tags=["export"]
 def run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoulli: bool,
                 record_values: bool) -> UCBVIRun:
     """Unchecked: ``run_ucbvi`` for ``bonus_kind="noisy_bernstein"`` (called by it, after its checks):
@@ -869,7 +891,7 @@ else:
 # price of stability is a burn-in whose extra regret over the non-private run grows like $(1/\rho)^{1.06}$
 # between $\rho = 100$ and $10$ (before: $(1/\rho)^{0.85}$ over $100 \dots 3$) — the bound's $1/\rho$, which
 # also carries $H^{2.5}S^2A$ and polylogarithmic factors.
-
+#
 # ## Summary
 # - `bonus_kind="noisy_bernstein"` (`bandit_unlearning.rl.bernstein`): per visit one variable $Y = r + V^*_{h+1}(s')$;
 #   the smaller of a relative-entropy bound (Garivier–Cappé, peeled over the counts) and an empirical-Bernstein

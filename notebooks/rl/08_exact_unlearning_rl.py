@@ -167,7 +167,12 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     out["visits to s >= 1"] = float(visits[:, :, 1:, :].sum())
     return out
 
+# %% [markdown]
+# `rl_unlearning_cost` measures deletions (chapter B4's `measure_unlearning`) of TV-stable UCB-VI
+# for every $(\rho, T)$: a cost experiment, whose per-request numbers are computed from the deleted
+# episodes.
 
+# %% tags=["export"]
 def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng=None,
                        seed: int | None = None, calibration: str = "paper", bonus_scale: float = 1.0,
                        tree_factory=LightTree) -> dict:

@@ -331,7 +331,12 @@ def _coinciding_text(summary: dict, keys: list) -> str:
         lines.append(" = ".join(f"rho = {', '.join(v)} (bonus x {s:g})" for s, v in by_scale.items()))
     return "curves that coincide (within 0.1 %):\n" + "\n".join(lines)
 
+# %% [markdown]
+# The regret figure: per environment, the cumulative regret of TV-stable UCB-VI over the episodes
+# at every $\rho$ and bonus scale (log axes, a $\sqrt{t}$ guide), and the regret at the last
+# episode against $1/\rho$.
 
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed: int = 0) -> list:
     reg = protocol["regret"]
     envs = [e["name"] for e in reg["environments"]]
@@ -482,7 +487,12 @@ def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed:
     return [{"id": "unlearning_cost", "vary": "rho", "x": cost["rhos"], "methods": methods, "stderr": errors},
             {"id": "retrain_probability", "vary": "rho", "x": cost["rhos"], "methods": retrain, "stderr": retrain_err}]
 
+# %% [markdown]
+# The lower-bound figure: the regret after $T$ episodes against $1/\rho$ beside the shape
+# $c\,(H\sqrt{SAT} + SAH/\rho)$ of Theorem 4.4's lower bound, and the first episode whose policy plays
+# the best first action at every initial state.
 
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "", seed: int = 0) -> list:
     lb = protocol["lower_bound"]
     panels = []
@@ -586,7 +596,11 @@ def _check_protocol(protocol) -> None:
     for part in ("regret", "lower_bound"):
         check_int(protocol[part]["populations"], "populations", 1)
 
+# %% [markdown]
+# `reproduce_rl` checks its arguments and the protocol before `out` is created, runs the units of
+# work (in `workers` processes), and writes each figure with its JSON.
 
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
                  tree_factory=LightTree, progress: bool | None = None) -> dict:
     """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;

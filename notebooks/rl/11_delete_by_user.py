@@ -128,7 +128,22 @@ from bandit_unlearning.protocol import DeleteStep, DeleteSteps, DeleteUser, regi
 
 def user_steps(run: Run, user, key=None) -> tuple:
     """The 1-based steps of ``run`` whose user is ``user`` (``key(u) == key(user)`` when ``key`` is given,
-    e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``)."""
+    e.g. ``key=lambda u: u.key`` for ``ReplayableUser``; otherwise ``u == user``).
+
+    Parameters
+    ----------
+    run : Run
+        The run to search.
+    user : object
+        The user whose steps are wanted.
+    key : callable or None
+        A user's identity; None compares users with ``==``.
+
+    Returns
+    -------
+    tuple of int
+        The user's steps, increasing (empty if it is in none).
+    """
     if not isinstance(run, Run):
         raise TypeError(f"run must be a Run, got {type(run).__name__}")
     if key is not None and not callable(key):
@@ -174,7 +189,14 @@ class StepsCoupling:
     def retrained(self) -> bool:
         return self.rejected is not None
 
+# %% [markdown]
+# **The light tree's arithmetic.** A coupling needs a node's old and new clean values only on the
+# coordinates the deleted steps change. `_light_entries` lists a range of leaves' entries with some
+# leaves substituted, so one `bincount` gives the new clean value $v'_b$ bit for bit without writing
+# $x'_t$ first; `_sum_on` restricts that sum to a support, and `_replace_leaves` writes all new
+# leaves in one rebuild.
 
+# %% tags=["export"]
 def _node_steps(b: Node, steps: tuple) -> tuple:
     return tuple(t for t in steps if b.start <= t <= b.end)
 
@@ -219,7 +241,13 @@ def _replace_leaves(tree: LightTree, new: dict) -> None:
     tree._idx[: idx.size], tree._val[: idx.size] = idx, val
     tree._ptr[1:n + 1] = np.cumsum(lens)
 
+# %% [markdown]
+# **One pass on a light tree.** `_couple_light` walks the coupled nodes in completion order. A
+# deleted leaf brings its new statistic and the support of its shift; every node is then coupled
+# once on the union of its deleted steps' supports, and the first rejection reflects that node,
+# gives fresh keys to its ancestors ending at the same leaf and truncates the tree there.
 
+# %% tags=["export"]
 def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """One pass over ``nodes`` on the mutable copy ``tree`` of the frozen ``old`` (both ``LightTree``):
     the same arithmetic and the same draws as ``LightTree.unlearn_leaf`` for one step.  Per node: its
@@ -261,7 +289,11 @@ def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes
     _replace_leaves(tree, {t: e for t, e in new.items() if supports[t].size})
     return StepsCoupling(steps, old.n_leaves, nodes, tuple(accepted), None, (), old.n_leaves)
 
+# %% [markdown]
+# **The same pass on a dense tree**, and `couple_steps`, which checks its arguments and dispatches
+# on the tree's exact type: both trees make the same decisions from the same draws.
 
+# %% tags=["export"]
 def _couple_dense(tree: BinaryTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """The same pass on a mutable dense ``BinaryTree`` (as ``BinaryTree.unlearn_leaf`` for one step)."""
     clean, noisy, d, sigma = tree._clean, tree._noisy, tree.d, tree.sigma
@@ -297,7 +329,26 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
     mutable copy ``tree`` of ``old`` by ``new_leaf(t)`` (called when the pass reaches leaf ``t``) and
     maximally couple every node of ``coupled_nodes(steps, n)`` once, in completion order; at the
     first rejection reflect it, give its ancestors ending at the same leaf fresh noise and truncate
-    ``tree`` to ``rejected.end`` leaves.  Trees: ``LightTree`` and ``BinaryTree`` (exact types)."""
+    ``tree`` to ``rejected.end`` leaves.  Trees: ``LightTree`` and ``BinaryTree`` (exact types).
+
+    Parameters
+    ----------
+    tree : LightTree or BinaryTree
+        A mutable copy of ``old``, modified in place.
+    old : LightTree or BinaryTree
+        The frozen tree of the run, of the same type.
+    steps : tuple of int
+        The leaves to replace, increasing.
+    new_leaf : callable
+        ``new_leaf(t)``: the new statistic of leaf ``t``.
+    rng : numpy.random.Generator
+        The coupling's uniforms and the fresh noise.
+
+    Returns
+    -------
+    StepsCoupling
+        The coupled, accepted, rejected and regenerated nodes and the restart step.
+    """
     check_instance(steps, tuple, "steps")
     if not callable(new_leaf):
         raise TypeError("new_leaf must be callable")
@@ -311,7 +362,13 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
         return _couple_dense(tree, steps, new_leaf, nodes, rng)
     raise TypeError(f"a one-pass deletion needs a LightTree or a BinaryTree, got {type(old).__name__}")
 
+# %% [markdown]
+# **The record and its bounds.** `UserUnlearnRecord` states what the pass did, never the deleted
+# statistics. Its data-independent bounds use $\mathrm{tv}_b = 2\Phi(m_b B / (2\sigma)) - 1$ for a
+# node holding $m_b$ deleted steps: the chance that some node rejects, and the expected number of
+# recomputed steps.
 
+# %% tags=["export"]
 def _count_bound(m: int, B, sigma: float):
     """``2 Phi(m B / (2 sigma)) - 1``: the total variation bound of a node holding ``m`` deleted steps."""
     return None if B is None else tv_gaussians([0.0], [m * B], sigma)
@@ -390,7 +447,12 @@ def _check_steps(run: Run, steps) -> tuple:
         raise ValueError(f"step {done[0]} was already deleted")
     return tuple(sorted(steps))
 
+# %% [markdown]
+# **Choosing between one pass and retraining.** `worst_case_cost` bounds the pass's cost in training
+# steps from the request alone (the steps, $T$ and the cost of a node), so choosing to retrain from
+# scratch when it exceeds $T$ cannot depend on the data or the noise.
 
+# %% tags=["export"]
 NODE_COST = 2.0
 
 
@@ -402,7 +464,22 @@ def worst_case_cost(steps, T: int, node_cost: float = NODE_COST) -> float:
     data or the noise.  ``NODE_COST = 2``: measured (``benchmarks/deletion_cost.py``'s learners) a
     node costs 1.7 steps of the UCB bandit (whose steps are the cheapest, tree work only) and 0.6-0.7
     of LinUCB's or UCB-VI's.  For one step with ``node_cost <= 1`` it is at most ``T`` (the ``k``-th
-    node of a path ends at ``r_k >= 2^(k-1) >= k``); with 2, only steps ``t <= 4`` exceed it."""
+    node of a path ends at ``r_k >= 2^(k-1) >= k``); with 2, only steps ``t <= 4`` exceed it.
+
+    Parameters
+    ----------
+    steps : sequence of int
+        The steps to delete, in ``[1, T]``.
+    T : int
+        The run's length.
+    node_cost : float
+        The cost of coupling one node, in training steps (> 0, finite).
+
+    Returns
+    -------
+    float
+        The worst-case cost, in training steps.
+    """
     T = check_int(T, "T", 1)
     if isinstance(node_cost, bool) or not isinstance(node_cost, (int, float)) or not 0 < node_cost < math.inf:
         raise ValueError(f"node_cost must be a finite number > 0, got {node_cost!r}")
@@ -418,7 +495,12 @@ def _exact_request_options(options) -> tuple:
         raise ValueError("diagnostics are recorded for a DeleteStep request only (Algorithm 3)")
     return options.dummy, options.retrain_if_cheaper, NODE_COST if options.node_cost is None else options.node_cost
 
+# %% [markdown]
+# **The protocol's `DeleteSteps`.** `_unlearn_steps` couples every node holding a deleted step once,
+# retrains at most once (from the first rejected node's last leaf, with the dummy at every deleted
+# step), or retrains from scratch when that is cheaper in the worst case.
 
+# %% tags=["export"]
 @register_unlearn(Run, DeleteSteps)
 def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | None = None,
                    rng: np.random.Generator | None = None):
@@ -475,7 +557,12 @@ def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | No
     )
     return Run(learner, users, models, tree.freeze(), run.deleted | deleted), record
 
+# %% [markdown]
+# **Deleting a user** is `DeleteSteps` of the user's steps, after which the registry must no longer
+# hold the user; `unlearn_user_sequential` is the earlier way, one Algorithm 3 call per step, kept
+# for comparison.
 
+# %% tags=["export"]
 def _user_request(run, user, dummy, key) -> tuple:
     if user is ZERO_USER or user is dummy:
         raise ValueError("the dummy user cannot be deleted")
@@ -510,7 +597,26 @@ def _unlearn_user(run: Run, request: DeleteUser, *, options: ExactOptions | None
 def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None):
     """The earlier way, kept for comparison: Algorithm 3 on each step of ``user`` in increasing
     order, each call free to retrain from its own rejection (up to one retraining per step).
-    Returns ``(new_run, records)``, one ``UnlearnRecord`` per step."""
+    Returns ``(new_run, records)``, one ``UnlearnRecord`` per step.
+
+    Parameters
+    ----------
+    run : Run
+        The run to delete from (not modified).
+    user : object
+        The user to delete.
+    rng : numpy.random.Generator, int or None
+        Randomness of the couplings and retrainings (None: OS entropy).
+    dummy : object
+        The user put in place of each deleted step.
+    key : callable or None
+        A user's identity, as for ``user_steps``.
+
+    Returns
+    -------
+    tuple
+        ``(new_run, records)``: the run without the user and one ``UnlearnRecord`` per step.
+    """
     steps = _user_request(run, user, dummy, key)
     rng = as_generator(rng)
     records = []
@@ -521,7 +627,12 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
         raise RuntimeError("the user is still in the run after deletion")
     return run, tuple(records)
 
+# %% [markdown]
+# **Checking a deletion against its run.** Three small helpers compare trees: a leaf's sparse
+# entries (dense trees are made sparse), and whether a node kept its noisy value (a light tree's
+# untouched node is compared by its key, without regenerating its noise).
 
+# %% tags=["export"]
 def _leaf_entries(tree, t: int):
     if hasattr(tree, "leaf_sparse"):
         return tree.leaf_sparse(t)
@@ -545,7 +656,12 @@ def _kept_noisy(before, after, p: int, coupled: set) -> bool:
     node = node_at(p)
     return bool(np.array_equal(after.noisy(node), before.noisy(node)))
 
+# %% [markdown]
+# `verify_unlearned` checks the kept prefix by comparison, the deleted leaves against the dummy's
+# statistics and the rejected node against the reflection $v_b + v'_b - \tilde v_b$, then replays
+# only the $T - r_b$ recomputed steps.
 
+# %% tags=["export"]
 def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None:
     """Check ``after, record = unlearn(before, DeleteSteps(...))`` (or ``DeleteUser``) against ``before``,
     replaying only what the deletion recomputed; ``ValueError`` at the first inconsistency.

@@ -266,7 +266,13 @@ def unit_ball(X) -> np.ndarray:
     norms = np.maximum(1.0, np.linalg.norm(X, axis=1))
     return X / norms[:, None] * (1 - 4 * np.finfo(float).eps)
 
+# %% [markdown]
+# **The statistic's layout.** Each arm's block of $x_t$ holds the upper triangle of $x x^\top$ (off-
+# diagonal entries scaled by $\sqrt 2$, so the vector's norm is the matrix's Frobenius norm) and $r
+# x$; `linucb_statistics` writes the block of the arm played and `unpack` reads the noisy Gram
+# matrices and vectors back from a prefix sum.
 
+# %% tags=["export"]
 def block_size(dim: int) -> int:
     """Entries of one arm's block: ``dim (dim + 1) / 2`` for the Gram matrix, ``dim`` for ``sum r x``."""
     dim = check_int(dim, "dim", 1)
@@ -497,7 +503,13 @@ def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float) -> 
         object.__setattr__(model, name, value)
     return model
 
+# %% [markdown]
+# **Choosing an arm.** `linucb_scores` is the optimistic index $\theta_a^\top x +
+# \text{radius}\,\sqrt{x^\top V_a^{-1} x}$; `choose` takes the lowest arm within `TIE_TOLERANCE` of
+# the best, so a decision never follows the last bits of floating point. The oracle plays that arm
+# on the user's context and returns its statistic.
 
+# %% tags=["export"]
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
     """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0)."""
     check_instance(model, LinUCBModel, "model")
@@ -532,7 +544,13 @@ def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np
     arm = _choose(_scores(model, user.context))                  # a LinUCBUser's arrays are checked
     return _statistics(arm, user.context, float(user.rewards[arm]), config.n_arms)
 
+# %% [markdown]
+# **The update** turns the noisy prefix sum $\tilde u_t$ into $w_{t+1}$: the noisy Gram matrix
+# shifted by $(\ell_2 + 2c_t) I$ (`l2` the ridge) so that it stays positive definite with high probability, the
+# ridge estimate, and the confidence radius widened for the noise; `linucb_learner` packages this as
+# a `PrefixSumLearner`.
 
+# %% tags=["export"]
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
     """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + 2 c_t) I``,
     ``theta_a = V_a^{-1} b~_a``, radius ``widened_radius(alpha, l2, S, c_t, gamma_t)`` for

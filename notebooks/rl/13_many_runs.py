@@ -353,7 +353,12 @@ def _check_batch(mdp, configs, seeds, rngs):
     gens = tuple(as_generator(g, "rngs[i]") if c.sigma > 0 else None for c, g in zip(configs, rngs))
     return tuple(configs), seeds, gens
 
+# %% [markdown]
+# `run_batch` is the loop itself: it checks every argument before anything is drawn, then advances
+# all $B$ runs one episode at a time, each run equal to its own `train(stable_ucbvi(...))` (or
+# `run_ucbvi` when $\sigma = 0$).
 
+# %% tags=["export"]
 def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernoulli",
               keep_trajectories: bool = False) -> BatchRun:
     """``B = len(configs)`` independent runs of (TV-stable) UCB-VI for ``T = configs[0].T`` episodes,
