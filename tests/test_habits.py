@@ -62,9 +62,6 @@ def export_cells() -> dict[tuple[str, str], int]:
 LONG_CELLS: dict[tuple[str, str], int] = {
     ('notebooks/00_tour.py', 'IMPLEMENTATIONS'): 121,
     ('notebooks/mab/01_data_and_lcb.py', '_MAX_TOTAL'): 110,
-    ('notebooks/mab/03a_adaptive_unlearning.py', 'UnlearnResult'): 97,
-    ('notebooks/mab/03a_adaptive_unlearning.py', '_unit_sigma'): 144,
-    ('notebooks/mab/03a_adaptive_unlearning.py', 'check_options'): 116,
     ('notebooks/mab/03a_adaptive_unlearning.py', 'threshold_gamma0'): 97,
     ('notebooks/mab/03b_output_distributions.py', 'unlearn_batch'): 147,
     ('notebooks/mab/04a_lower_bounds.py', 'bernoulli_kl'): 88,
@@ -80,8 +77,6 @@ LONG_CELLS: dict[tuple[str, str], int] = {
     ('notebooks/privacy/01a_gaussian_mechanism.py', 'analytic_gaussian_sigma'): 96,
     ('notebooks/privacy/01b_audits.py', '_binomial_counts'): 90,
     ('notebooks/privacy/01b_audits.py', '_is_integer_array'): 83,
-    ('notebooks/privacy/02_guarantee_matrix.py', 'SENSITIVITIES'): 82,
-    ('notebooks/privacy/02_guarantee_matrix.py', 'Setting'): 155,
     ('notebooks/rl/03a_exact_unlearning.py', 'PrefixSumLearner'): 92,
     ('notebooks/rl/03a_exact_unlearning.py', '_freeze_arrays'): 96,
     ('notebooks/rl/03a_exact_unlearning.py', 'run_steps'): 139,
