@@ -287,7 +287,12 @@ class DeleteUser:
         if self.key is not None:
             check_callable(self.key, "key")
 
+# %% [markdown]
+# **The registry.** Each learner registers how it serves a request on its state, and optionally how
+# its state is replayed and checked; `unlearn` and `verify` look the pair up by type, loading the
+# implementations on first use, so one call serves every learner of both papers.
 
+# %% tags=["export"]
 def register_unlearn(state_type: type, request_type: type):
     """Decorator: register ``fn(state, request, *, options, rng) -> (new_state, record)`` as the way
     ``unlearn`` serves a ``request_type`` on a ``state_type`` (a later registration replaces one)."""

@@ -60,23 +60,9 @@ def export_cells() -> dict[tuple[str, str], int]:
 # (chapter, first name defined) -> non-blank lines today.  Debt: split these beside their prose
 # (functions into their own cells, a class's methods into later cells with ``add_to_class``).
 LONG_CELLS: dict[tuple[str, str], int] = {
-    ('notebooks/00_tour.py', 'IMPLEMENTATIONS'): 121,
-    ('notebooks/mab/01_data_and_lcb.py', '_MAX_TOTAL'): 110,
     ('notebooks/mab/03a_adaptive_unlearning.py', 'threshold_gamma0'): 97,
     ('notebooks/mab/03b_output_distributions.py', 'unlearn_batch'): 147,
-    ('notebooks/mab/04a_lower_bounds.py', 'bernoulli_kl'): 88,
-    ('notebooks/mab/04a_lower_bounds.py', 'gap_fixed'): 119,
-    ('notebooks/mab/06_imitation_learning.py', 'ImitationState'): 95,
-    ('notebooks/mab/06_imitation_learning.py', 'unlearned_arms'): 81,
-    ('notebooks/mab/08a_paper_experiments.py', 'N_GRID'): 121,
-    ('notebooks/mab/08a_paper_experiments.py', 'Trajectories'): 119,
-    ('notebooks/mab/08a_paper_experiments.py', '_METHODS'): 128,
-    ('notebooks/mab/08b_paper_figures.py', 'METHOD_LABELS'): 83,
     ('notebooks/mab/08b_paper_figures.py', 'plot_experiment'): 82,
-    ('notebooks/privacy/01a_gaussian_mechanism.py', '_SQRT2'): 99,
-    ('notebooks/privacy/01a_gaussian_mechanism.py', 'analytic_gaussian_sigma'): 96,
-    ('notebooks/privacy/01b_audits.py', '_binomial_counts'): 90,
-    ('notebooks/privacy/01b_audits.py', '_is_integer_array'): 83,
     ('notebooks/rl/03a_exact_unlearning.py', 'PrefixSumLearner'): 92,
     ('notebooks/rl/03a_exact_unlearning.py', '_freeze_arrays'): 96,
     ('notebooks/rl/03a_exact_unlearning.py', 'run_steps'): 139,

@@ -154,6 +154,7 @@ def _log_profile(t, epsilon):
         return np.where(u == -np.inf, -np.inf, special.log_ndtr(u) + np.log(-np.expm1(r)))
 
 
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 254): "2. Derivation" ---
 def gaussian_delta(sigma, sensitivity, epsilon):
     """Exact privacy profile ``delta(epsilon)`` of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
@@ -203,7 +204,7 @@ def _certified_gap(t: float, epsilon: float, target: float):
     return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 304): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 10 (line 309): "2. Derivation" ---
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     """The analytic Gaussian mechanism (Balle & Wang 2018): the smallest sigma with
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.
@@ -267,6 +268,7 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
 
 
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 12 (line 376): "2. Derivation" ---
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 

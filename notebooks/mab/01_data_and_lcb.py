@@ -356,7 +356,11 @@ def lcb_scores(counts, reward_sums, tau: float):
     radii = np.where(covered, np.sqrt(log_term / (2 * safe)), 1.0)
     return means, radii, means - radii
 
+# %% [markdown]
+# **The stored statistic.** `LCBState` is $T(D)$: per-arm counts $N_a$ and reward sums, with $\tau$;
+# the LCB arm and scores are read from it, and `fit_lcb` (Algorithm 1) builds it from a dataset.
 
+# %% tags=["export"]
 @dataclass(frozen=True)
 class LCBState:
     """The stored statistic T(D) of the LCB learner: per-arm counts and reward sums, and tau."""

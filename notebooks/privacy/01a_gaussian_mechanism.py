@@ -246,7 +246,12 @@ def _log_profile(t, epsilon):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(u == -np.inf, -np.inf, special.log_ndtr(u) + np.log(-np.expm1(r)))
 
+# %% [markdown]
+# **The exact privacy profile.** `gaussian_delta` is Balle and Wang's exact $\delta(\varepsilon)$ of
+# the Gaussian mechanism, evaluated in log space through the helpers above so that it stays accurate
+# where both terms are tiny.
 
+# %% tags=["export"]
 def gaussian_delta(sigma, sensitivity, epsilon):
     """Exact privacy profile ``delta(epsilon)`` of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
@@ -364,7 +369,11 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
         sigma = float(np.nextafter(sigma, np.inf))
     raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
 
+# %% [markdown]
+# `gaussian_epsilon` inverts the profile: the smallest $\varepsilon \ge 0$ whose $\delta(\varepsilon)$
+# is at most the target, never below the true one.
 
+# %% tags=["export"]
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 
