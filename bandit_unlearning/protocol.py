@@ -33,7 +33,7 @@ from typing import Any, Callable
 from bandit_unlearning.checks import check_callable, check_instance, check_int
 
 
-# --- from notebooks/00_tour.py, cell 17 (line 228): "3. One protocol for every learner" ---
+# --- from notebooks/00_tour.py, cell 17 (line 218): "3. One protocol for every learner" ---
 IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "exact.learner", "exact.registry")
 _UNLEARN: dict = {}          # (state type, request type) -> implementation
 _VERIFY: dict = {}           # state type -> check
@@ -79,7 +79,7 @@ class DeleteUser:
             check_callable(self.key, "key")
 
 
-# --- from notebooks/00_tour.py, cell 19 (line 295): "3. One protocol for every learner" ---
+# --- from notebooks/00_tour.py, cell 19 (line 285): "3. One protocol for every learner" ---
 def register_unlearn(state_type: type, request_type: type):
     """Decorator: register ``fn(state, request, *, options, rng) -> (new_state, record)`` as the way
     ``unlearn`` serves a ``request_type`` on a ``state_type`` (a later registration replaces one)."""

@@ -869,7 +869,7 @@ else:
 # price of stability is a burn-in whose extra regret over the non-private run grows like $(1/\rho)^{1.06}$
 # between $\rho = 100$ and $10$ (before: $(1/\rho)^{0.85}$ over $100 \dots 3$) — the bound's $1/\rho$, which
 # also carries $H^{2.5}S^2A$ and polylogarithmic factors.
-
+#
 # ## Summary
 # - `bonus_kind="noisy_bernstein"` (`bandit_unlearning.rl.bernstein`): per visit one variable $Y = r + V^*_{h+1}(s')$;
 #   the smaller of a relative-entropy bound (Garivier–Cappé, peeled over the counts) and an empirical-Bernstein
