@@ -113,7 +113,18 @@ from bandit_unlearning.checks import as_real_array, as_real
 
 
 def check_epsilon(epsilon) -> float:
-    """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float."""
+    """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter, finite and > 0.
+
+    Returns
+    -------
+    float
+        ``epsilon`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     value = as_real(epsilon, "epsilon")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
@@ -121,7 +132,18 @@ def check_epsilon(epsilon) -> float:
 
 
 def check_delta(delta) -> float:
-    """Validate a privacy parameter delta: a number in the open interval (0, 1)."""
+    """Validate a privacy parameter delta: a number in the open interval (0, 1).
+
+    Parameters
+    ----------
+    delta : float
+        The privacy parameter, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        ``delta`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     value = as_real(delta, "delta")
     if not 0 < value < 1:
         raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
