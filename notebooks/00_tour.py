@@ -2,16 +2,6 @@
 # jupyter:
 #   bandit_unlearning:
 #     export: bandit_unlearning.protocol
-#   jupytext:
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.1
-#   kernelspec:
-#     display_name: Python 3 (ipykernel)
-#     language: python
-#     name: python3
 # ---
 
 # %% [markdown]
@@ -287,7 +277,12 @@ class DeleteUser:
         if self.key is not None:
             check_callable(self.key, "key")
 
+# %% [markdown]
+# **The registry.** Each learner registers how it serves a request on its state, and optionally how
+# its state is replayed and checked; `unlearn` and `verify` look the pair up by type, loading the
+# implementations on first use, so one call serves every learner of both papers.
 
+# %% tags=["export"]
 def register_unlearn(state_type: type, request_type: type):
     """Decorator: register ``fn(state, request, *, options, rng) -> (new_state, record)`` as the way
     ``unlearn`` serves a ``request_type`` on a ``state_type`` (a later registration replaces one)."""

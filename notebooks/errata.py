@@ -213,7 +213,7 @@
 # Unlearning calls return only data-independent quantities (worst-case bounds, what the coupling
 # did); the data-dependent diagnostics need an explicit `diagnostics=True`.  Shown in
 # [B3a](rl/03a_exact_unlearning.ipynb) and [B3b](rl/03b_online_bandit.ipynb); checked by `tests/test_forensics.py`.
-
+#
 #
 # ## Beyond the papers — the offline contextual learner (chapters A10a–A10b)
 #

@@ -160,6 +160,7 @@ def competitor_means(setting: Setting, n_grid: int = 21) -> np.ndarray:
     return np.unique(np.clip(np.concatenate([np.linspace(0, 1, n_grid), near]), 0.0, 1.0))
 
 
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 8 (line 238): "2. One setting, exactly" ---
 U_MAX = 9.0                 # standard normal mass beyond 9 is 1.1e-19
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
 _GRID = np.linspace(-U_MAX, U_MAX, 37)                        # panels of width 1/2
@@ -216,6 +217,7 @@ def released_arm_distributions(rows, sigmas) -> np.ndarray:
     return out / out.sum(axis=1, keepdims=True)
 
 
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 10 (line 299): "2. One setting, exactly" ---
 def _bases(state: LCBState, request: DeletionRequest, plans, skip_rollback: bool = False):
     """(unlearned base scores, reference base scores) of the plan on a worst-case instance."""
     rolled = rollback(state, request)
@@ -262,7 +264,7 @@ def _released_deltas(base_u, base_r, sigmas, epsilon: float, arm_audit: bool, si
     return d_scores, float(np.max(hockey_stick_delta(p, q, epsilon)))
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 8 (line 342): "2. One setting, exactly" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 12 (line 353): "2. One setting, exactly" ---
 def _imitation_row(setting: Setting, variant: str) -> AuditRow:
     """Algorithm 6 against refitting on the remaining counts, over every split of the deletions
     between the two leading arms' counts near a tie (the cases where the vote can change)."""
@@ -337,7 +339,7 @@ def audit_setting(setting: Setting, variant: str = "correct", n_grid: int = 21, 
                     float(worst[2]), float(worst[3]), any_fallback)
 
 
-# --- from notebooks/privacy/02_guarantee_matrix.py, cell 10 (line 428): "3. The matrix" ---
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 14 (line 439): "3. The matrix" ---
 SENSITIVITIES = ("paper", "exact")
 EPSILONS = (0.1, 0.5, 0.9, 2.0, 8.0, 20.0)
 DELTAS = (1e-2, 1e-6)
@@ -386,6 +388,7 @@ def audit_matrix(settings, variant: str = "correct", progress=None) -> list[Audi
     return [audit_setting(s, variant, n_grid=3 if s.n_sources > 1 and s.path == "gaussian" else 21) for s in it]
 
 
+# --- from notebooks/privacy/02_guarantee_matrix.py, cell 16 (line 494): "3. The matrix" ---
 def summarize(rows, broken_rows) -> list[dict]:
     """One table row per path label: settings audited, refused and served by the rollback fallback,
     worst ratio against each reference world (``worst``: conditional, ``worst_literal``: literal), the

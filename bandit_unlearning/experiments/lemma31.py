@@ -19,7 +19,7 @@ from bandit_unlearning.mab.data import (
 from bandit_unlearning.mab.lcb import lcb_scores, lemma31_bound_distribution, lemma31_bound_fixed
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 22 (line 604): "4. Figure: sub-optimality against N" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 26 (line 682): "4. Figure: sub-optimality against N" ---
 def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: float = 5.0) -> dict:
     """Monte Carlo mean sub-optimality of LCB (with standard errors) and the Lemma 3.1 bounds.
 

@@ -42,7 +42,7 @@ from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 13 (line 371): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 377): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
@@ -106,7 +106,7 @@ class ProtocolA:
         return d
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 463): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 17 (line 469): "2. The engine" ---
 _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
@@ -191,6 +191,7 @@ def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, p
     return out, (int((~holds).sum()) if method != "Rollback" else 0)
 
 
+# --- from notebooks/mab/08a_paper_experiments.py, cell 19 (line 558): "2. The engine" ---
 def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gamma: float, methods, rng,
                    protocol):
     """Per-replicate sub-optimality ``mu(a*) - mu(output)`` of each method for given requests.
@@ -253,7 +254,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 17 (line 615): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 21 (line 626): "2. The engine" ---
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
@@ -315,6 +316,7 @@ def panels(experiment: str, protocol: ProtocolA) -> list:
     return out
 
 
+# --- from notebooks/mab/08a_paper_experiments.py, cell 23 (line 692): "2. The engine" ---
 def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of

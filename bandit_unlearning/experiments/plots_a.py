@@ -53,6 +53,7 @@ _ETA_MARKERS = "osD^vP"
 _VARY = {"N": "N (dataset size)", "k": "k (deleted samples)", "gamma": r"$\gamma$ (noise scale)"}
 
 
+# --- from notebooks/mab/08b_paper_figures.py, cell 6 (line 82): "1. Figures from the JSON of `run_experiment`" ---
 def _label(name, protocol):
     if name.startswith("eta="):
         extreme = {"0": " (all noise)", "1": " (all rollback)"}.get(name[4:], "")
@@ -111,7 +112,7 @@ def _scale(result):
     return f"{result['scale']} scale" + (f": {size}" if size else "") + f", seed {result['seed']}"
 
 
-# --- from notebooks/mab/08b_paper_figures.py, cell 6 (line 141): "1. Figures from the JSON of `run_experiment`" ---
+# --- from notebooks/mab/08b_paper_figures.py, cell 8 (line 145): "1. Figures from the JSON of `run_experiment`" ---
 def plot_experiment(result: dict, errorbars: bool = True):
     """One figure for ``result``: a grid of line panels (Figures 1, 2; Table 2) or grouped bars
     (Figure 3), with one shared legend and the fixed settings in the titles.  The y axis is the mean

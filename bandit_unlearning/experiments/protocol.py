@@ -92,6 +92,7 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
     return Trajectories(means, model, prefixes, counts, occurrence)
 
 
+# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 161): "1. Trajectories with prefix sharing" ---
 def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, m: int):
     """``(arm_counts, occurrence_sums)`` of validated int64 ``arms`` in ``[0, m)``, float ``rewards``
     (both ``(R, n_max)``) and ``prefixes`` in ``[1, n_max]``; unchecked (``trajectories_from_samples``
@@ -152,7 +153,7 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     return Trajectories(means, model, prefixes, counts, occurrence)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 220): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 8 (line 226): "1. Trajectories with prefix sharing" ---
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).

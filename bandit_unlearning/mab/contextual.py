@@ -144,6 +144,7 @@ class ContextualState:
         return int(self.moments.shape[1])
 
 
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 8 (line 217): "1. The learner" ---
 def state_from_statistics(gram, moments, counts, *, lam, beta, context_bound) -> ContextualState:
     """Build a ``ContextualState`` from per-arm ``V_a`` (with the ridge included), ``b_a`` and counts.
 
@@ -214,6 +215,7 @@ def _per_arm_sums(contexts, arms, rewards, n_arms: int):
     return gram, moments, np.diff(bounds)
 
 
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 10 (line 292): "1. The learner" ---
 def fit_contextual(contexts, arms, rewards, *, n_arms, lam=1.0, context_bound, tau=None, theta_bound=1.0,
                    beta=None) -> ContextualState:
     """Fit the contextual LCB learner on logged rows ``(contexts[i], arms[i], rewards[i])``.
@@ -293,6 +295,7 @@ def _scores(theta, gram_inv, beta, contexts):
     return contexts @ theta.T - beta * _widths(gram_inv, contexts)
 
 
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 12 (line 376): "1. The learner" ---
 @dataclass(frozen=True, eq=False)
 class ReleasedPolicy:
     """What a release shows: centres ``theta`` (m, d) (noised where a Gaussian branch ran), width
@@ -327,7 +330,7 @@ def release_exact(state: ContextualState) -> ReleasedPolicy:
     return ReleasedPolicy(state.theta, state.gram_inv, state.beta)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 8 (line 419): "2. Rollback: a rank-$k$ downdate, equal to retraining" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 14 (line 434): "2. Rollback: a rank-$k$ downdate, equal to retraining" ---
 DOWNDATE_TOLERANCE = 1e-6
 _UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2
 
@@ -412,7 +415,7 @@ def rollback(state: ContextualState, request: ContextualRequest) -> ContextualSt
                            _readonly(lam_min))
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 14 (line 645): "3. The Gaussian mechanism on the released centres" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 20 (line 660): "3. The Gaussian mechanism on the released centres" ---
 def parameter_sensitivity(lam_min, k, context_bound, theta_norm):
     """The lemma's bound on ``||theta_a(D' + U) - theta_a(D')||`` for ``k`` added rows (A1, A2).
 
@@ -487,7 +490,7 @@ def calibrate_sigma(sensitivity, epsilon, delta, calibration: str = "analytic") 
     return analytic_gaussian_sigma(sensitivity, epsilon, delta)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 16 (line 756): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 22 (line 771): "4. The adaptive switch, from the two branch bounds" ---
 CONTEXTUAL_METHODS = ("rollback", "gaussian", "adaptive")
 SWITCHES = ("literal", "conditional")
 
@@ -563,7 +566,7 @@ def branch_bounds(state_after: ContextualState, k, sigma, contexts, *, gram_befo
     return BranchBounds(r_gauss, r_roll, threshold)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 18 (line 839): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 24 (line 854): "4. The adaptive switch, from the two branch bounds" ---
 @dataclass(frozen=True)
 class ContextualRecord:
     """What an unlearning call did: ``branch`` ("rollback" / "gaussian"), ``guarantee`` ("exact" /
@@ -623,6 +626,7 @@ def _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts,
     return epsilon, delta, contexts
 
 
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 26 (line 918): "4. The adaptive switch, from the two branch bounds" ---
 @dataclass(frozen=True, eq=False)
 class ContextualOptions:
     """How the contextual learner unlearns (``unlearn(state, request, options=ContextualOptions(...))``):
@@ -693,6 +697,7 @@ def _unlearn_contextual(state: ContextualState, request: ContextualRequest, *, o
     return after, record
 
 
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 28 (line 993): "4. The adaptive switch, from the two branch bounds" ---
 def reference_contextual(state_after: ContextualState, k, *, options: ContextualOptions | None = None,
                          branch=None, rng=None):
     """The reference mechanism: run on ``D \\ U`` (nothing to delete), told only ``k`` per arm.
@@ -732,7 +737,7 @@ def reference_contextual(state_after: ContextualState, k, *, options: Contextual
     return _noised_release(state_after, state_after, touched, sigma, rng), "gaussian"
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 20 (line 1015): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 30 (line 1040): "4. The adaptive switch, from the two branch bounds" ---
 def noisy_action_probability(centre: ReleasedPolicy, arm: int, sigma, contexts) -> np.ndarray:
     """``P[policy(x) = arm]`` when only ``arm``'s centre carries ``N(0, sigma^2 I)`` noise around
     ``centre.theta[arm]``: ``Phi((s_arm(x) - max_{b != arm} s_b(x)) / (sigma ||x||))`` per context.

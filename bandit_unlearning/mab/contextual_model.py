@@ -159,6 +159,10 @@ class ContextualModel:
         self.__dict__.update(state)
         self._rng = as_generator(None, "rng")
 
+    def __len__(self) -> int:
+        return int(self._alive.sum())
+
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 239): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -197,6 +201,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 10 (line 287): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -239,9 +244,7 @@ class ContextualModel:
         ids.setflags(write=False)
         return ids
 
-    def __len__(self) -> int:
-        return int(self._alive.sum())
-
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 352): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -279,6 +282,7 @@ class ContextualModel:
         return state_from_statistics(gram, moments, counts, lam=self._lam, beta=self._beta,
                                      context_bound=self._bound), tuple(int(a) for a in touched)
 
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 398): "2. The model" ---
     def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
         """Delete one user's rows or the given rows, then make one release.
 
@@ -341,7 +345,7 @@ class ContextualModel:
         return record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 419): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 468): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 

@@ -139,6 +139,7 @@ def deletion_counts(request, n_arms: int) -> np.ndarray:
     return k
 
 
+# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 197): "2. Implementation" ---
 @dataclass(frozen=True)
 class DeletionCounts:
     """A request given by its per-arm deletion counts ``k_a`` alone (non-negative integers, one per arm):
@@ -199,7 +200,7 @@ def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None
     return new, ImitationRecord(new.arm, int(k.sum()))
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 258): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 263): "2. Implementation" ---
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise."""
@@ -234,6 +235,7 @@ def source_request_counts(counts, k: int, source: int = 0):
     return out
 
 
+# --- from notebooks/mab/06_imitation_learning.py, cell 12 (line 302): "2. Implementation" ---
 def count_vectors(n: int, m: int) -> np.ndarray:
     """Every count vector of ``n`` points over ``m`` arms (shape ``(C(n+m-1, m-1), m)``), by stars
     and bars; for exact enumerations over small datasets (at most ``MAX_COUNT_VECTORS`` rows)."""
@@ -293,7 +295,7 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 356): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 14 (line 366): "2. Implementation" ---
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)

@@ -189,6 +189,7 @@ class TwoPointPair:
 
     __setstate__ = restore_readonly               # read-only again after unpickling
 
+    # --- from notebooks/mab/04a_lower_bounds.py, cell 10 (line 333): "3. Implementation" ---
     @property
     def model(self) -> str:
         """``"fixed"`` (M_f) or ``"distribution"`` (M_d)."""
@@ -224,6 +225,7 @@ class TwoPointPair:
         return pmf / pmf.sum()
 
 
+# --- from notebooks/mab/04a_lower_bounds.py, cell 8 (line 297): "3. Implementation" ---
 def fixed_sample_pair(n_a0: int, k: int, n_other: int | None = None) -> TwoPointPair:
     """Theorem 3.7 (M_f): ``mu_I1 = (1/2 + Delta, 1/2)``, ``mu_I2 = (1/2 - Delta, 1/2)``, counts
     ``(N(a0), n_other)`` (default ``n_other = N(a0)``) in both, ``Delta = gap_fixed(N(a0), k)``."""
@@ -255,7 +257,7 @@ def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
                         behaviors=np.array([[1 / c, 1 - 1 / c], [1 - 1 / c, 1 / c]]), c_star=c)
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 406): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 13 (line 429): "3. Implementation" ---
 # ------------------------------------------------------------------------------------- sampling
 def _check_pair(pair, instance=None):
     if not isinstance(pair, TwoPointPair):
@@ -327,7 +329,7 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     return np.sort(rng.choice(pool, size=pair.k, replace=False))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 483): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 15 (line 506): "3. Implementation" ---
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
     """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts."""
@@ -389,6 +391,7 @@ def paper_kl_bound(pair: TwoPointPair) -> float:
     return float(pair.retained * (2 - c) / c * np.log(2 / (c - 1)))
 
 
+# --- from notebooks/mab/04a_lower_bounds.py, cell 17 (line 571): "3. Implementation" ---
 def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=None) -> float:
     """The extra KL of revealing the LCB learner's output ``pi(D)`` (``tau``, default ``1/N``) on top
     of D \\ U (single-source request): ``E_I1[kl(P_I1[pi(D) = a0 | D\\U] || P_I2[pi(D) = a0 | D\\U])]``.
@@ -428,7 +431,7 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     return total
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 604): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 20 (line 631): "3. Implementation" ---
 # ----------------------------------------------------------------------------------------- bounds
 def le_cam_bound(gap, kl, epsilon, delta=0.0):
     """The two-point chain with any KL bound and delta: for every (epsilon, delta)-unlearning mechanism,

@@ -214,6 +214,7 @@ class DeletionRecord:
         return DeletionRecord(**{**self.__dict__, "rows": None})
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 399): "2.3 The model" ---
 _DENSE_SPAN = 1 << 24          # integer labels spanning at most this many values are numbered by counting
 
 
@@ -250,6 +251,7 @@ def _code_point_labels(arms):
     return np.ascontiguousarray(back).view(arms.dtype).reshape(-1), inverse
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 440): "2.3 The model" ---
 def _labels_and_index(arms, labels):
     """(arm labels, int64 index of each row's label) for ``LCBModel.fit``.
 
@@ -325,6 +327,7 @@ def _labels_and_index_slow(arms, labels):
     return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 521): "2.3 The model" ---
 def check_row_ids(rows, n_fit: int, alive: np.ndarray) -> np.ndarray:
     """The live row ids ``rows`` of a model fitted on ``n_fit`` rows, as a sorted int64 array.
 
@@ -414,6 +417,7 @@ def _frozen(a):
     return a
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 615): "2.3 The model" ---
 _SCALE = 1127                  # every reward in [0, 1] is an integer multiple of 2**-1127 (53 + 1074 bits)
 _DYADIC = 20                   # rewards that are multiples of 2**-20 (clicks, ratings, ...) sum exactly in floats
 
@@ -465,7 +469,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 655): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 677): "2.3 The model" ---
 @dataclass(frozen=True, eq=False)
 class ReleaseState:
     """What one deletion of an ``LCBModel`` changes, immutable: ``labels``, ``tau``, ``method``,
@@ -510,7 +514,7 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 704): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 726): "2.3 The model" ---
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -590,7 +594,7 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
     return new, record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 797): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 819): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -662,7 +666,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 875): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 897): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -738,7 +742,7 @@ class LCBModel:
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 966): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 988): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -796,7 +800,7 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 1035): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1057): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def labels(self) -> tuple:
@@ -840,7 +844,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 1103): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1125): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -878,7 +882,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 1163): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1185): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -902,7 +906,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 1200): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 1222): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -978,7 +982,7 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 2099): "2.5 Loading: every entry checked before it is used" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2167): "2.5 Loading: every entry checked before it is used" ---
     def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
         """Write the model to ``path`` (``.npz``) atomically, as ``save_model`` does.
 
@@ -1013,7 +1017,7 @@ class LCBModel:
         return load_model(path, rng, key=key, progress=progress)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1297): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 37 (line 1319): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1045,6 +1049,7 @@ def _typed_column(values, codes, sort):
     return values[order], rank[codes]
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 39 (line 1355): "2.3 The model" ---
 def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
     """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
     for every column but ``reward``, which is returned as a float64 array.
@@ -1132,6 +1137,7 @@ def _parses_as_float(v) -> bool:
     return True
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 41 (line 1446): "2.3 The model" ---
 def plot_budget(model, ax=None):
     """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
     the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes."""
@@ -1153,7 +1159,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1490): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 43 (line 1521): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1244,6 +1250,7 @@ def _record_json(r: DeletionRecord) -> dict:
             "policy": r.policy}
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 45 (line 1616): "2.4 Persistence" ---
 def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
@@ -1324,6 +1331,7 @@ def remove_stale_temporary_files(path) -> list:
     return removed
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 47 (line 1701): "2.4 Persistence" ---
 def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
@@ -1372,7 +1380,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1717): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1758): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1445,6 +1453,7 @@ def _read_entries(path, keys):
         raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1834): "2.5 Loading: every entry checked before it is used" ---
 def _verify(path, arrays, sections, key):
     """Digests of the given sections (bound to the statistics digest), then the key's tag."""
     try:
@@ -1483,6 +1492,11 @@ def _is_int(v) -> bool:
 
 def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 1879): "2.5 Loading: every entry checked before it is used" ---
+_RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
+                  "mu_max", "delta_at_target", "policy"}
 
 
 _META_FIELDS = {"format", "save_id", "labels", "tau", "n_fit", "n_live", "method", "epsilon", "delta", "sigma",
@@ -1560,10 +1574,7 @@ def _check_statistics_section(path, a) -> dict:
     return meta
 
 
-_RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
-                  "mu_max", "delta_at_target", "policy"}
-
-
+# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 1963): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_section(path, a, meta, pending_counts) -> list:
     mus = a["release_mus"]
     if not (np.all(np.isfinite(mus)) and np.all(mus >= 0)):
@@ -1635,18 +1646,25 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
         _refuse(path, "the pending requests' rows do not add up to the pending counts")
     if records and records[-1]["policy"] != labels[meta["policy"]]:
         _refuse(path, "the served arm is not the arm of the last release")
+    _check_log_row_ids(path, a, meta, records)
+    return records
+
+
+# --- from notebooks/mab/09a_deletion_stream.py, cell 56 (line 2038): "2.5 Loading: every entry checked before it is used" ---
+def _check_log_row_ids(path, a, meta, records) -> None:
+    """The log's kept row ids: ``log_offsets`` delimit each record's ``n_rows`` distinct ids below ``n_fit``."""
     rows, offsets = a["log_rows"], a["log_offsets"]
     if meta["row_ids_kept"]:
-        if offsets.size != len(log) + 1 or offsets[0] != 0 or not np.array_equal(
+        if offsets.size != len(records) + 1 or offsets[0] != 0 or not np.array_equal(
                 np.diff(offsets), [r["n_rows"] for r in records]) or offsets[-1] != rows.size:
             _refuse(path, "log_offsets must delimit each request's row ids")
         if rows.size and (rows.min() < 0 or rows.max() >= meta["n_fit"] or np.unique(rows).size != rows.size):
             _refuse(path, "the log's row ids must be distinct ids below n_fit")
     elif rows.size or offsets.size:
         _refuse(path, "row ids present in the log although row_ids_kept is false")
-    return records
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 58 (line 2055): "2.5 Loading: every entry checked before it is used" ---
 def _check_rows_section(path, a, meta):
     n_live, m = meta["n_live"], len(meta["labels"])
     ids, arms, rewards = a["row_ids"], a["row_arms"], a["row_rewards"]
@@ -1684,6 +1702,7 @@ def _check_rows_section(path, a, meta):
     return users, exact
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2096): "2.5 Loading: every entry checked before it is used" ---
 @_plain
 def load_statistics(path, *, key=None) -> LCBState:
     """The exact statistic of what remains, read and verified without the row store or the log: O(m).

@@ -104,6 +104,25 @@ def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     return analytic_gaussian_sigma(1.0, epsilon, delta)
 
 
+def _check_mixing_parameters(options) -> None:
+    """Mixing's ``k_prime`` or ``eta`` on a new ``UnlearnOptions``: exactly one for ``method="mixing"``,
+    neither for another method; the one given is validated and stored in place."""
+    has_kp, has_eta = options.k_prime is not None, options.eta is not None
+    if options.method == "mixing":
+        if has_kp == has_eta:
+            raise ValueError("method='mixing' (Algorithm 4) needs exactly one of k_prime (the number of deleted "
+                             "points rolled back, an integer in [0, k]) or eta = k'/k (in [0, 1]); got "
+                             + ("both" if has_kp else "neither"))
+        if has_kp:
+            object.__setattr__(options, "k_prime", check_int(options.k_prime, "k_prime", 0))
+        else:
+            object.__setattr__(options, "eta", check_real(options.eta, "eta = k'/k", 0, 1))
+    elif has_kp or has_eta:
+        raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
+                         f"not of method={options.method!r}")
+
+
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 303): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
@@ -152,19 +171,7 @@ class UnlearnOptions:
         _choice("sensitivity", self.sensitivity, SENSITIVITIES)
         scale = check_real(self.threshold_scale, "threshold_scale", 0, low_open=True)
         object.__setattr__(self, "threshold_scale", scale)
-        has_kp, has_eta = self.k_prime is not None, self.eta is not None
-        if self.method == "mixing":
-            if has_kp == has_eta:
-                raise ValueError("method='mixing' (Algorithm 4) needs exactly one of k_prime (the number of deleted "
-                                 "points rolled back, an integer in [0, k]) or eta = k'/k (in [0, 1]); got "
-                                 + ("both" if has_kp else "neither"))
-            if has_kp:
-                object.__setattr__(self, "k_prime", check_int(self.k_prime, "k_prime", 0))
-            else:
-                object.__setattr__(self, "eta", check_real(self.eta, "eta = k'/k", 0, 1))
-        elif has_kp or has_eta:
-            raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
-                             f"not of method={self.method!r}")
+        _check_mixing_parameters(self)
         has_eps, has_delta, has_gamma = self.epsilon is not None, self.delta is not None, self.gamma is not None
         if has_gamma and (has_eps or has_delta):
             raise ValueError("give either gamma or (epsilon, delta), not both")
@@ -189,6 +196,7 @@ class UnlearnOptions:
                 "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
                 "(epsilon, delta) to reproduce the paper without a privacy claim")
 
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 383): "3. Implementation: one entry point, plans per source arm" ---
     def replace(self, **changes) -> "UnlearnOptions":
         """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
         (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
@@ -254,7 +262,7 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 435): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 468): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
@@ -337,7 +345,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 522): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 555): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
@@ -441,7 +449,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 629): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 662): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
@@ -478,6 +486,17 @@ class UnlearnResult:
         for name in ("arm", "learner_arm"):
             check_int(getattr(self, name), name, 0, n_arms - 1)
 
+    method = property(lambda self: self.options.method)
+    gamma = property(lambda self: self.options.gamma)
+    epsilon = property(lambda self: self.options.epsilon)
+    delta = property(lambda self: self.options.delta)
+    threshold = property(lambda self: self.options.threshold)
+    calibration = property(lambda self: self.options.calibration)
+    sensitivity = property(lambda self: self.options.sensitivity)
+    calibration_proven = property(lambda self: self.options.calibration_proven)
+    __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
+
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 714): "3. Implementation: one entry point, plans per source arm" ---
     @property
     def source_arms(self) -> tuple:
         return tuple(p.arm for p in self.plans)
@@ -543,18 +562,8 @@ class UnlearnResult:
             return noised[0] if noised else 0.0
         return float(_joint_sensitivity(noised))
 
-    method = property(lambda self: self.options.method)
-    gamma = property(lambda self: self.options.gamma)
-    epsilon = property(lambda self: self.options.epsilon)
-    delta = property(lambda self: self.options.delta)
-    threshold = property(lambda self: self.options.threshold)
-    calibration = property(lambda self: self.options.calibration)
-    sensitivity = property(lambda self: self.options.sensitivity)
-    calibration_proven = property(lambda self: self.options.calibration_proven)
-    __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
-
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 752): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 811): "3. Implementation: one entry point, plans per source arm" ---
 def check_options(options) -> UnlearnOptions:
     """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
     ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
@@ -621,7 +630,7 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
     return scores
 
 
-
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 881): "3. Implementation: one entry point, plans per source arm" ---
 @register_unlearn(LCBState, DeletionRequest)
 def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
                  rng: np.random.Generator | int | None = None) -> tuple:

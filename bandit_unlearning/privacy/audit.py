@@ -191,6 +191,7 @@ def _outward(bound, tail, alpha, toward: float):
     return np.where(tail(bound) <= limit, bound, toward)        # pragma: no cover (the end point passes)
 
 
+# --- from notebooks/privacy/01b_audits.py, cell 8 (line 238): "2. Monte Carlo audits" ---
 def clopper_pearson_lower(successes, trials, alpha):
     """One-sided Clopper-Pearson lower bound: ``P[p < bound] <= alpha`` (0 when there is no success).
 
@@ -223,7 +224,7 @@ def clopper_pearson_upper(successes, trials, alpha):
     return bound
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 8 (line 275): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 10 (line 279): "2. Monte Carlo audits" ---
 @dataclass(frozen=True)
 class ThresholdEvent:
     """The event ``{y > threshold}`` (``above=True``) or ``{y <= threshold}`` for real outputs."""
@@ -292,7 +293,7 @@ class AuditResult:
             check_real(getattr(self, name), name, 0, 1)
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 10 (line 348): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 12 (line 352): "2. Monte Carlo audits" ---
 def _is_integer_array(x: np.ndarray) -> bool:
     return np.issubdtype(x.dtype, np.integer) or (
         np.issubdtype(x.dtype, np.floating) and np.all(np.isfinite(x)) and np.all(np.mod(x, 1) == 0))
@@ -314,6 +315,7 @@ def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
     return [(a,) for a in outcomes] + [tuple(b for b in outcomes if b != a) for a in outcomes]
 
 
+# --- from notebooks/privacy/01b_audits.py, cell 14 (line 378): "2. Monte Carlo audits" ---
 def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, events=None,
                   n_outcomes: int | None = None, max_subset_outcomes: int = 10) -> AuditResult:
     """Clopper-Pearson lower confidence bound on the epsilon achieved at ``delta`` by two mechanisms,

@@ -37,7 +37,18 @@ from bandit_unlearning.checks import as_real_array, as_real
 
 # --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 4 (line 93): "2. Derivation" ---
 def check_epsilon(epsilon) -> float:
-    """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float."""
+    """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter, finite and > 0.
+
+    Returns
+    -------
+    float
+        ``epsilon`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     value = as_real(epsilon, "epsilon")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
@@ -45,7 +56,18 @@ def check_epsilon(epsilon) -> float:
 
 
 def check_delta(delta) -> float:
-    """Validate a privacy parameter delta: a number in the open interval (0, 1)."""
+    """Validate a privacy parameter delta: a number in the open interval (0, 1).
+
+    Parameters
+    ----------
+    delta : float
+        The privacy parameter, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        ``delta`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     value = as_real(delta, "delta")
     if not 0 < value < 1:
         raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
@@ -87,7 +109,7 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     return sensitivity * gaussian_gamma(epsilon, delta)
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 6 (line 183): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 6 (line 205): "2. Derivation" ---
 _SQRT2 = math.sqrt(2.0)
 _ULP = float(np.finfo(float).eps)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -154,6 +176,7 @@ def _log_profile(t, epsilon):
         return np.where(u == -np.inf, -np.inf, special.log_ndtr(u) + np.log(-np.expm1(r)))
 
 
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 276): "2. Derivation" ---
 def gaussian_delta(sigma, sensitivity, epsilon):
     """Exact privacy profile ``delta(epsilon)`` of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
@@ -203,7 +226,7 @@ def _certified_gap(t: float, epsilon: float, target: float):
     return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 304): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 10 (line 331): "2. Derivation" ---
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     """The analytic Gaussian mechanism (Balle & Wang 2018): the smallest sigma with
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.
@@ -267,6 +290,7 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
 
 
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 12 (line 398): "2. Derivation" ---
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 

@@ -325,7 +325,18 @@ _MAX_TOTAL = 2**62          # a dataset size N the int64 arithmetic of the stati
 
 
 def check_tau(tau: float) -> float:
-    """Validate a confidence level: a real number in (0, 1)."""
+    """Validate a confidence level: a real number in (0, 1).
+
+    Parameters
+    ----------
+    tau : float
+        The confidence level of the LCB radius, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        ``tau`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     return check_real(tau, "tau", 0, 1, low_open=True, high_open=True)
 
 
@@ -346,6 +357,20 @@ def lcb_scores(counts, reward_sums, tau: float):
 
     Returns ``(means, radii, scores)``.  ``L = ln(m / tau)`` with ``m`` the size of the last axis.
     Counts must be whole numbers >= 0 and reward sums finite (else ``ValueError``).
+
+    Parameters
+    ----------
+    counts : array_like (..., m)
+        Per-arm counts ``N(a)``.
+    reward_sums : array_like (..., m)
+        Per-arm reward sums, the same shape as ``counts``.
+    tau : float
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(means, radii, scores)``, each of the shape of ``counts``.
     """
     counts, reward_sums = _check_statistics(counts, reward_sums)
     counts = counts.astype(float)
@@ -356,7 +381,11 @@ def lcb_scores(counts, reward_sums, tau: float):
     radii = np.where(covered, np.sqrt(log_term / (2 * safe)), 1.0)
     return means, radii, means - radii
 
+# %% [markdown]
+# **The stored statistic.** `LCBState` is $T(D)$: per-arm counts $N_a$ and reward sums, with $\tau$;
+# the LCB arm and scores are read from it, and `fit_lcb` (Algorithm 1) builds it from a dataset.
 
+# %% tags=["export"]
 @dataclass(frozen=True)
 class LCBState:
     """The stored statistic T(D) of the LCB learner: per-arm counts and reward sums, and tau."""
@@ -417,9 +446,26 @@ class LCBState:
         """The learner's output ``a_hat = argmax_a f_a(D)`` (ties to the lowest index)."""
         return int(np.argmax(self.scores))
 
+# %% [markdown]
+# `fit_lcb` is Algorithm 1 itself: the statistic of the dataset, with $\tau = 1/N$ unless given; Lemma
+# 3.1's two bounds, under $M_f$ and under $M_d$, are the rates the chapter's figure checks against.
 
+# %% tags=["export"]
 def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
-    """Algorithm 1: the LCB learner on ``dataset``.  ``tau`` defaults to ``1/N``."""
+    """Algorithm 1: the LCB learner on ``dataset``.  ``tau`` defaults to ``1/N``.
+
+    Parameters
+    ----------
+    dataset : OfflineDataset
+        The logged rows ``D`` (arms and rewards).
+    tau : float or None
+        Confidence level in (0, 1); ``None`` means ``1/N`` (which needs ``N >= 2``).
+
+    Returns
+    -------
+    LCBState
+        The stored statistic ``T(D)``: per-arm counts and reward sums, and ``tau``.
+    """
     check_instance(dataset, OfflineDataset, "dataset")
     if tau is not None:
         tau = check_tau(tau)
@@ -434,14 +480,46 @@ def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
 
 
 def lemma31_bound_fixed(n_star: float, n_arms: int, tau: float) -> float:
-    """Lemma 3.1 under M_f: ``E[mu(a*) - mu(a_hat)] <= sqrt(2 ln(m/tau) / N_*) + tau``."""
+    """Lemma 3.1 under M_f: ``E[mu(a*) - mu(a_hat)] <= sqrt(2 ln(m/tau) / N_*) + tau``.
+
+    Parameters
+    ----------
+    n_star : float
+        ``N_*``, the number of samples of the optimal arm (> 0).
+    n_arms : int
+        Number of arms ``m`` (>= 1).
+    tau : float
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    float
+        The bound on the expected sub-optimality.
+    """
     n_star = check_real(n_star, "n_star", 0, low_open=True)
     n_arms = check_int(n_arms, "n_arms", 1)
     return float(np.sqrt(2 * np.log(n_arms / check_tau(tau)) / n_star) + tau)
 
 
 def lemma31_bound_distribution(n: float, c_star: float, n_arms: int, tau: float) -> float:
-    """Lemma 3.1 under M_d: ``E[mu(a*) - mu(a_hat)] <= 2 sqrt(C* ln(m/tau) / N) + 2 tau``."""
+    """Lemma 3.1 under M_d: ``E[mu(a*) - mu(a_hat)] <= 2 sqrt(C* ln(m/tau) / N) + 2 tau``.
+
+    Parameters
+    ----------
+    n : float
+        Dataset size ``N`` (> 0).
+    c_star : float
+        Concentrability ``C*`` of the behaviour policy (>= 1).
+    n_arms : int
+        Number of arms ``m`` (>= 1).
+    tau : float
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    float
+        The bound on the expected sub-optimality.
+    """
     n = check_real(n, "n", 0, low_open=True)
     c_star = check_real(c_star, "c_star (C*)", 1)
     n_arms = check_int(n_arms, "n_arms", 1)

@@ -277,6 +277,30 @@ def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     return analytic_gaussian_sigma(1.0, epsilon, delta)
 
 
+def _check_mixing_parameters(options) -> None:
+    """Mixing's ``k_prime`` or ``eta`` on a new ``UnlearnOptions``: exactly one for ``method="mixing"``,
+    neither for another method; the one given is validated and stored in place."""
+    has_kp, has_eta = options.k_prime is not None, options.eta is not None
+    if options.method == "mixing":
+        if has_kp == has_eta:
+            raise ValueError("method='mixing' (Algorithm 4) needs exactly one of k_prime (the number of deleted "
+                             "points rolled back, an integer in [0, k]) or eta = k'/k (in [0, 1]); got "
+                             + ("both" if has_kp else "neither"))
+        if has_kp:
+            object.__setattr__(options, "k_prime", check_int(options.k_prime, "k_prime", 0))
+        else:
+            object.__setattr__(options, "eta", check_real(options.eta, "eta = k'/k", 0, 1))
+    elif has_kp or has_eta:
+        raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
+                         f"not of method={options.method!r}")
+
+# %% [markdown]
+# **The options object.** One frozen `UnlearnOptions` holds the method and the privacy level
+# ($\gamma$, or $(\varepsilon, \delta)$ from which $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$),
+# the threshold rule, calibration, sensitivity rule, reference world and fallback, all validated on
+# construction.
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
@@ -325,19 +349,7 @@ class UnlearnOptions:
         _choice("sensitivity", self.sensitivity, SENSITIVITIES)
         scale = check_real(self.threshold_scale, "threshold_scale", 0, low_open=True)
         object.__setattr__(self, "threshold_scale", scale)
-        has_kp, has_eta = self.k_prime is not None, self.eta is not None
-        if self.method == "mixing":
-            if has_kp == has_eta:
-                raise ValueError("method='mixing' (Algorithm 4) needs exactly one of k_prime (the number of deleted "
-                                 "points rolled back, an integer in [0, k]) or eta = k'/k (in [0, 1]); got "
-                                 + ("both" if has_kp else "neither"))
-            if has_kp:
-                object.__setattr__(self, "k_prime", check_int(self.k_prime, "k_prime", 0))
-            else:
-                object.__setattr__(self, "eta", check_real(self.eta, "eta = k'/k", 0, 1))
-        elif has_kp or has_eta:
-            raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
-                             f"not of method={self.method!r}")
+        _check_mixing_parameters(self)
         has_eps, has_delta, has_gamma = self.epsilon is not None, self.delta is not None, self.gamma is not None
         if has_gamma and (has_eps or has_delta):
             raise ValueError("give either gamma or (epsilon, delta), not both")
@@ -362,69 +374,90 @@ class UnlearnOptions:
                 "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
                 "(epsilon, delta) to reproduce the paper without a privacy claim")
 
-    def replace(self, **changes) -> "UnlearnOptions":
-        """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
-        (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
-        unknown = sorted(set(changes) - set(self.__dataclass_fields__))
-        if unknown:
-            raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
-        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        if self.epsilon is not None:
-            fields["gamma"] = None
-        if changes.get("gamma") is not None:
-            fields["epsilon"] = fields["delta"] = None
-        fields.update(changes)
-        return UnlearnOptions(**fields)
+# %% [markdown]
+# **Derived quantities.** `replace` makes a validated copy; `k_rollback_for` turns mixing's $\eta =
+# k'/k$ into $k'$ for a request; `unit_sigma` and `sigma_for` give the noise $\sigma = \Delta_f \cdot$
+# (noise per unit of sensitivity) of the chosen calibration, and `joint_noise` says whether several
+# noised arms share one $\sigma$ calibrated to the $L_2$ norm of their shifts.
 
-    def k_rollback_for(self, k: int) -> int:
-        """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
-        ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up."""
-        k = check_int(k, "k", 0)
-        if self.method != "mixing":
-            raise ValueError(f"k' is a parameter of method='mixing', not of method={self.method!r}")
-        if self.k_prime is not None:
-            if self.k_prime > k:
-                raise ValueError(f"k_prime must lie in [0, k] = [0, {k}] (cannot roll back more points than "
-                                 f"the request deletes from the arm), got k_prime = {self.k_prime}")
-            return self.k_prime
-        return int(math.floor(self.eta * k + 0.5))
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
 
-    @property
-    def unit_sigma(self) -> float | None:
-        """Noise per unit of sensitivity (sigma is linear in the sensitivity for all calibrations)."""
-        if self.gamma is None:
-            return None
-        if self.calibration == "paper":
-            return self.gamma
-        return _unit_sigma(self.calibration, self.epsilon, self.delta)
 
-    def sigma_for(self, delta_f):
-        """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
-        unit = self.unit_sigma
-        if unit is None:
-            raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
-        return check_real_array(delta_f, "delta_f", 0) * unit
+@add_to_class(UnlearnOptions)
+def replace(self, **changes) -> "UnlearnOptions":
+    """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
+    (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
+    unknown = sorted(set(changes) - set(self.__dataclass_fields__))
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
+    fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+    if self.epsilon is not None:
+        fields["gamma"] = None
+    if changes.get("gamma") is not None:
+        fields["epsilon"] = fields["delta"] = None
+    fields.update(changes)
+    return UnlearnOptions(**fields)
 
-    @property
-    def joint_noise(self) -> bool:
-        """Whether noise on several arms is calibrated jointly: True iff (epsilon, delta) were given.
 
-        The noised scores form one Gaussian mechanism whose shift between the two worlds is the vector
-        of per-arm shifts, so its sensitivity is their L2 norm ``sqrt(sum_a Delta_a^2)``; an (epsilon,
-        delta) claim therefore gives every noised arm the same sigma, calibrated to that norm.  With
-        ``gamma`` alone nothing is claimed and each arm gets ``sigma_a = Delta_a * gamma`` (the paper's
-        per-arm Gaussian baseline, Figure 3): that release is as private as ONE arm noised at
-        ``gamma / sqrt(l)`` for ``l`` noised arms, not at ``gamma``.  With one noised arm both rules agree."""
-        return self.epsilon is not None
+@add_to_class(UnlearnOptions)
+def k_rollback_for(self, k: int) -> int:
+    """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
+    ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up."""
+    k = check_int(k, "k", 0)
+    if self.method != "mixing":
+        raise ValueError(f"k' is a parameter of method='mixing', not of method={self.method!r}")
+    if self.k_prime is not None:
+        if self.k_prime > k:
+            raise ValueError(f"k_prime must lie in [0, k] = [0, {k}] (cannot roll back more points than "
+                             f"the request deletes from the arm), got k_prime = {self.k_prime}")
+        return self.k_prime
+    return int(math.floor(self.eta * k + 0.5))
 
-    @property
-    def calibration_proven(self) -> bool | None:
-        """Whether the noise provably gives (epsilon, delta): True whenever (epsilon, delta) were given
-        (an unproven calibration, "paper" or "classic" at epsilon >= 1, is refused on construction) and
-        for rollback; None if only gamma was given (gamma alone claims no epsilon)."""
-        if self.method == "rollback" or self.epsilon is not None:
-            return True
+
+@add_to_class(UnlearnOptions)
+@property
+def unit_sigma(self) -> float | None:
+    """Noise per unit of sensitivity (sigma is linear in the sensitivity for all calibrations)."""
+    if self.gamma is None:
         return None
+    if self.calibration == "paper":
+        return self.gamma
+    return _unit_sigma(self.calibration, self.epsilon, self.delta)
+
+
+@add_to_class(UnlearnOptions)
+def sigma_for(self, delta_f):
+    """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
+    unit = self.unit_sigma
+    if unit is None:
+        raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
+    return check_real_array(delta_f, "delta_f", 0) * unit
+
+
+@add_to_class(UnlearnOptions)
+@property
+def joint_noise(self) -> bool:
+    """Whether noise on several arms is calibrated jointly: True iff (epsilon, delta) were given.
+
+    The noised scores form one Gaussian mechanism whose shift between the two worlds is the vector
+    of per-arm shifts, so its sensitivity is their L2 norm ``sqrt(sum_a Delta_a^2)``; an (epsilon,
+    delta) claim therefore gives every noised arm the same sigma, calibrated to that norm.  With
+    ``gamma`` alone nothing is claimed and each arm gets ``sigma_a = Delta_a * gamma`` (the paper's
+    per-arm Gaussian baseline, Figure 3): that release is as private as ONE arm noised at
+    ``gamma / sqrt(l)`` for ``l`` noised arms, not at ``gamma``.  With one noised arm both rules agree."""
+    return self.epsilon is not None
+
+
+@add_to_class(UnlearnOptions)
+@property
+def calibration_proven(self) -> bool | None:
+    """Whether the noise provably gives (epsilon, delta): True whenever (epsilon, delta) were given
+    (an unproven calibration, "paper" or "classic" at epsilon >= 1, is refused on construction) and
+    for rollback; None if only gamma was given (gamma alone claims no epsilon)."""
+    if self.method == "rollback" or self.epsilon is not None:
+        return True
+    return None
 
 # %% [markdown]
 # The plan of one source arm, and the sensitivity that calibrates its noise: Lemma A.1 applied to
@@ -663,71 +696,6 @@ class UnlearnResult:
         for name in ("arm", "learner_arm"):
             check_int(getattr(self, name), name, 0, n_arms - 1)
 
-    @property
-    def source_arms(self) -> tuple:
-        return tuple(p.arm for p in self.plans)
-
-    @property
-    def reference(self) -> str:
-        """The reference world the release's claim holds against: ``"literal"`` when the plan would be
-        the same whatever ``a_hat = pi(D)`` is (rollback, gaussian, the literal rules, a fallback, and the
-        paper's rules where they roll back whatever ``a_hat`` is: adaptive with ``gamma >= gamma0'``,
-        mixing with ``k' = k``); ``"conditional"`` (given the released ``pi(D)``) otherwise."""
-        o = self.options
-        if o.reference == "literal" or o.method in ("rollback", "gaussian") or any(p.fell_back for p in self.plans):
-            return "literal"
-        if o.method == "adaptive":
-            return "conditional" if o.gamma < self.gamma0 else "literal"
-        return "conditional" if any(o.k_rollback_for(p.k) < p.k for p in self.plans) else "literal"
-
-    @property
-    def reason(self) -> str:
-        """Why the plan is what it is (one of ``REASONS``): a fallback reason if some arm was rolled back
-        because the method could not certify it, else ``"branch_rule"`` if the adaptive or mixing rule
-        decided, else ``"method"``."""
-        reasons = [p.reason for p in self.plans]
-        for r in FALLBACK_REASONS:
-            if r in reasons:
-                return r
-        return "branch_rule" if "branch_rule" in reasons else "method"
-
-    @property
-    def fell_back(self) -> bool:
-        """Whether some source arm was rolled back because the method could not certify it."""
-        return any(p.fell_back for p in self.plans)
-
-    @property
-    def notes(self) -> tuple:
-        """The fallback explanations in words (empty if nothing fell back)."""
-        return tuple(dict.fromkeys(p.note for p in self.plans if p.note))
-
-    @property
-    def branches(self) -> dict:
-        """Branch taken on every source arm: ``{arm: "gaussian" | "rollback" | "mixing"}``."""
-        return {p.arm: p.branch for p in self.plans}
-
-    @property
-    def branch(self) -> str:
-        """The branch of a single-source request."""
-        if len(self.plans) != 1:
-            raise ValueError(f"several source arms {self.source_arms}: use .branches")
-        return self.plans[0].branch
-
-    @property
-    def sigma(self) -> float:
-        """Noise standard deviation added (0 in the rollback branch; the largest over source arms)."""
-        return max(p.sigma for p in self.plans)
-
-    @property
-    def delta_f(self) -> float:
-        """Sensitivity of the noised scores (0 in the rollback branch): the noised arm's ``Delta_f``, or
-        for several noised arms the L2 norm ``sqrt(sum Delta_a^2)`` of the released score vector (what
-        the common sigma is calibrated to when ``options.joint_noise``)."""
-        noised = [p.delta_f for p in self.plans if p.noised]
-        if len(noised) <= 1:
-            return noised[0] if noised else 0.0
-        return float(_joint_sensitivity(noised))
-
     method = property(lambda self: self.options.method)
     gamma = property(lambda self: self.options.gamma)
     epsilon = property(lambda self: self.options.epsilon)
@@ -737,6 +705,97 @@ class UnlearnResult:
     sensitivity = property(lambda self: self.options.sensitivity)
     calibration_proven = property(lambda self: self.options.calibration_proven)
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
+
+# %% [markdown]
+# The views of a result: the source arms and their plans, the reference world and the reason of the
+# release, whether the fallback served it, and the noise it carries ($\sigma$ and the sensitivity
+# $\Delta_f$ it was calibrated to).
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+@add_to_class(UnlearnResult)
+@property
+def source_arms(self) -> tuple:
+    return tuple(p.arm for p in self.plans)
+
+
+@add_to_class(UnlearnResult)
+@property
+def reference(self) -> str:
+    """The reference world the release's claim holds against: ``"literal"`` when the plan would be
+    the same whatever ``a_hat = pi(D)`` is (rollback, gaussian, the literal rules, a fallback, and the
+    paper's rules where they roll back whatever ``a_hat`` is: adaptive with ``gamma >= gamma0'``,
+    mixing with ``k' = k``); ``"conditional"`` (given the released ``pi(D)``) otherwise."""
+    o = self.options
+    if o.reference == "literal" or o.method in ("rollback", "gaussian") or any(p.fell_back for p in self.plans):
+        return "literal"
+    if o.method == "adaptive":
+        return "conditional" if o.gamma < self.gamma0 else "literal"
+    return "conditional" if any(o.k_rollback_for(p.k) < p.k for p in self.plans) else "literal"
+
+
+@add_to_class(UnlearnResult)
+@property
+def reason(self) -> str:
+    """Why the plan is what it is (one of ``REASONS``): a fallback reason if some arm was rolled back
+    because the method could not certify it, else ``"branch_rule"`` if the adaptive or mixing rule
+    decided, else ``"method"``."""
+    reasons = [p.reason for p in self.plans]
+    for r in FALLBACK_REASONS:
+        if r in reasons:
+            return r
+    return "branch_rule" if "branch_rule" in reasons else "method"
+
+
+@add_to_class(UnlearnResult)
+@property
+def fell_back(self) -> bool:
+    """Whether some source arm was rolled back because the method could not certify it."""
+    return any(p.fell_back for p in self.plans)
+
+
+@add_to_class(UnlearnResult)
+@property
+def notes(self) -> tuple:
+    """The fallback explanations in words (empty if nothing fell back)."""
+    return tuple(dict.fromkeys(p.note for p in self.plans if p.note))
+
+
+@add_to_class(UnlearnResult)
+@property
+def branches(self) -> dict:
+    """Branch taken on every source arm: ``{arm: "gaussian" | "rollback" | "mixing"}``."""
+    return {p.arm: p.branch for p in self.plans}
+
+
+@add_to_class(UnlearnResult)
+@property
+def branch(self) -> str:
+    """The branch of a single-source request."""
+    if len(self.plans) != 1:
+        raise ValueError(f"several source arms {self.source_arms}: use .branches")
+    return self.plans[0].branch
+
+
+@add_to_class(UnlearnResult)
+@property
+def sigma(self) -> float:
+    """Noise standard deviation added (0 in the rollback branch; the largest over source arms)."""
+    return max(p.sigma for p in self.plans)
+
+
+@add_to_class(UnlearnResult)
+@property
+def delta_f(self) -> float:
+    """Sensitivity of the noised scores (0 in the rollback branch): the noised arm's ``Delta_f``, or
+    for several noised arms the L2 norm ``sqrt(sum Delta_a^2)`` of the released score vector (what
+    the common sigma is calibrated to when ``options.joint_noise``)."""
+    noised = [p.delta_f for p in self.plans if p.noised]
+    if len(noised) <= 1:
+        return noised[0] if noised else 0.0
+    return float(_joint_sensitivity(noised))
 
 # %% [markdown]
 # **Doing it.**  `unlearn` (the package's one protocol, `bandit_unlearning.protocol`, served here for
@@ -815,8 +874,11 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
     scores.setflags(write=False)
     return scores
 
+# %% [markdown]
+# `_unlearn_lcb` is the step the protocol's `unlearn` calls for an `LCBState`; `reference` (Algorithm
+# 3) applies the same plan to the statistic of data that never contained $U$.
 
-
+# %% tags=["export"]
 @register_unlearn(LCBState, DeletionRequest)
 def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
                  rng: np.random.Generator | int | None = None) -> tuple:

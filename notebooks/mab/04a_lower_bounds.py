@@ -289,41 +289,12 @@ class TwoPointPair:
 
     __setstate__ = restore_readonly               # read-only again after unpickling
 
-    @property
-    def model(self) -> str:
-        """``"fixed"`` (M_f) or ``"distribution"`` (M_d)."""
-        return "fixed" if self.kind == "fixed" else "distribution"
+# %% [markdown]
+# The pairs of the theorems: Theorem 3.7's pair under $M_f$ (means $1/2 \pm \Delta$ on the source arm,
+# fixed counts), Theorem 3.9's under $M_d$ with $C^* \ge 2$, and the pair for $C^* \in (1, 2)$, whose
+# instances swap the better arm.
 
-    @property
-    def best_arms(self) -> np.ndarray:
-        """``a*`` of I1 and of I2."""
-        return np.argmax(self.means, axis=1)
-
-    @property
-    def retained(self) -> int:
-        """What the bound's rate is about: N(a0) - k under M_f, N - k under M_d."""
-        return int(self.counts[self.source] - self.k) if self.model == "fixed" else self.n - self.k
-
-    def suboptimality(self, instance: int, arms):
-        """``mu_I(a*_I) - mu_I(arms)`` for instance 0 (I1) or 1 (I2); arrays of arms broadcast."""
-        _check_instance(instance)
-        arms = check_int_array(arms, "arms")
-        if np.any((arms < 0) | (arms > 1)):
-            raise ValueError("arms must be 0 or 1")
-        return _out(self.means[instance].max() - self.means[instance][arms])
-
-    def source_count_pmf(self, instance: int) -> np.ndarray:
-        """Law of N(a0) on ``0..N`` (a point mass under M_f; Binomial(N, d(a0)) conditioned on
-        N(a0) >= k under M_d)."""
-        _check_instance(instance)
-        support = np.arange(self.n + 1)
-        if self.model == "fixed":
-            return (support == self.counts[self.source]).astype(float)
-        pmf = stats.binom.pmf(support, self.n, self.behaviors[instance][self.source])
-        pmf[: self.k] = 0.0
-        return pmf / pmf.sum()
-
-
+# %% tags=["export"]
 def fixed_sample_pair(n_a0: int, k: int, n_other: int | None = None) -> TwoPointPair:
     """Theorem 3.7 (M_f): ``mu_I1 = (1/2 + Delta, 1/2)``, ``mu_I2 = (1/2 - Delta, 1/2)``, counts
     ``(N(a0), n_other)`` (default ``n_other = N(a0)``) in both, ``Delta = gap_fixed(N(a0), k)``."""
@@ -353,6 +324,58 @@ def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
     gap = (2 - c) / 2
     return TwoPointPair("small_cstar", [[0.5 + gap, 0.5], [0.5, 0.5 + gap]], gap, k, n,
                         behaviors=np.array([[1 / c, 1 - 1 / c], [1 - 1 / c, 1 / c]]), c_star=c)
+
+# %% [markdown]
+# What a pair shows: its model ($M_f$ or $M_d$), the best arm $a^*$ of each instance, the number of
+# retained samples the bound's rate is about, the sub-optimality of an output on each instance, and
+# the law of the source arm's count $N(a_0)$.
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+@add_to_class(TwoPointPair)
+@property
+def model(self) -> str:
+    """``"fixed"`` (M_f) or ``"distribution"`` (M_d)."""
+    return "fixed" if self.kind == "fixed" else "distribution"
+
+
+@add_to_class(TwoPointPair)
+@property
+def best_arms(self) -> np.ndarray:
+    """``a*`` of I1 and of I2."""
+    return np.argmax(self.means, axis=1)
+
+
+@add_to_class(TwoPointPair)
+@property
+def retained(self) -> int:
+    """What the bound's rate is about: N(a0) - k under M_f, N - k under M_d."""
+    return int(self.counts[self.source] - self.k) if self.model == "fixed" else self.n - self.k
+
+
+@add_to_class(TwoPointPair)
+def suboptimality(self, instance: int, arms):
+    """``mu_I(a*_I) - mu_I(arms)`` for instance 0 (I1) or 1 (I2); arrays of arms broadcast."""
+    _check_instance(instance)
+    arms = check_int_array(arms, "arms")
+    if np.any((arms < 0) | (arms > 1)):
+        raise ValueError("arms must be 0 or 1")
+    return _out(self.means[instance].max() - self.means[instance][arms])
+
+
+@add_to_class(TwoPointPair)
+def source_count_pmf(self, instance: int) -> np.ndarray:
+    """Law of N(a0) on ``0..N`` (a point mass under M_f; Binomial(N, d(a0)) conditioned on
+    N(a0) >= k under M_d)."""
+    _check_instance(instance)
+    support = np.arange(self.n + 1)
+    if self.model == "fixed":
+        return (support == self.counts[self.source]).astype(float)
+    pmf = stats.binom.pmf(support, self.n, self.behaviors[instance][self.source])
+    pmf[: self.k] = 0.0
+    return pmf / pmf.sum()
 
 # %%
 from bandit_unlearning.mab.lower_bounds import *  # noqa: F403
@@ -541,7 +564,11 @@ def paper_kl_bound(pair: TwoPointPair) -> float:
     c = pair.c_star
     return float(pair.retained * (2 - c) / c * np.log(2 / (c - 1)))
 
+# %% [markdown]
+# Revealing the learner's output $\pi(D)$ on top of $D \setminus U$ costs extra KL: `learner_bit_kl`
+# computes it exactly, the expected KL between the two instances' conditional laws of the output bit.
 
+# %% tags=["export"]
 def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=None) -> float:
     """The extra KL of revealing the LCB learner's output ``pi(D)`` (``tau``, default ``1/N``) on top
     of D \\ U (single-source request): ``E_I1[kl(P_I1[pi(D) = a0 | D\\U] || P_I2[pi(D) = a0 | D\\U])]``.

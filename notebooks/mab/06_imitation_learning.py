@@ -189,7 +189,12 @@ def deletion_counts(request, n_arms: int) -> np.ndarray:
         raise ValueError(f"deletion counts k must have one entry per arm ({n_arms}), got {k.size}")
     return k
 
+# %% [markdown]
+# **Unlearning the imitation learner.** Algorithm 6 reads only the per-arm deletion counts $k_a$ of a
+# request, so a request may be given as `DeletionCounts`; unlearning sets $N'(a) = N(a) - k_a$ and
+# draws nothing.
 
+# %% tags=["export"]
 @dataclass(frozen=True)
 class DeletionCounts:
     """A request given by its per-arm deletion counts ``k_a`` alone (non-negative integers, one per arm):
@@ -289,7 +294,12 @@ def source_request_counts(counts, k: int, source: int = 0):
         left = left - take
     return out
 
+# %% [markdown]
+# For exact output distributions over small datasets, `count_vectors` enumerates every count vector of
+# $n$ points over $m$ arms (stars and bars), and `multinomial_pmf` weighs each;
+# `output_distributions_uniform_deletion` sums over them for a request drawn uniformly from $D$.
 
+# %% tags=["export"]
 def count_vectors(n: int, m: int) -> np.ndarray:
     """Every count vector of ``n`` points over ``m`` arms (shape ``(C(n+m-1, m-1), m)``), by stars
     and bars; for exact enumerations over small datasets (at most ``MAX_COUNT_VECTORS`` rows)."""

@@ -152,7 +152,13 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
     counts, occurrence = _prefix_tables(arms, rewards, prefixes, m)
     return Trajectories(means, model, prefixes, counts, occurrence)
 
+# %% [markdown]
+# **Drawing the trajectories.** `_prefix_tables` gives, for every prefix length, each arm's count and
+# the running reward sums, in $O(R\,n_{\max})$ work for $R$ replicates, so one draw of a trajectory
+# serves every dataset size $N$ of a panel; `simulate_trajectories` draws them under the paper's fixed
+# design $M_f$ (round robin) or random design $M_d$.
 
+# %% tags=["export:bandit_unlearning.experiments.protocol"]
 def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, m: int):
     """``(arm_counts, occurrence_sums)`` of validated int64 ``arms`` in ``[0, m)``, float ``rewards``
     (both ``(R, n_max)``) and ``prefixes`` in ``[1, n_max]``; unchecked (``trajectories_from_samples``
@@ -544,7 +550,12 @@ def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, p
                                       names[method], **common)[0]
     return out, (int((~holds).sum()) if method != "Rollback" else 0)
 
+# %% [markdown]
+# **The loss of one request.** `request_losses` is each method's sub-optimality $\mu(a^*) -
+# \mu(\text{output})$ on given requests, replicate by replicate; `evaluate` averages it over fresh
+# requests and noise for one prefix of the trajectories.
 
+# %% tags=["export"]
 def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gamma: float, methods, rng,
                    protocol):
     """Per-replicate sub-optimality ``mu(a*) - mu(output)`` of each method for given requests.
@@ -673,7 +684,12 @@ def panels(experiment: str, protocol: ProtocolA) -> list:
         raise ValueError(f"unknown experiment {experiment!r}; choose from {EXPERIMENTS}")
     return out
 
+# %% [markdown]
+# **Running an experiment.** `run_once` is one independent run of one model (top-level and picklable,
+# so any executor can run it); `run_experiment` runs the `n_runs` runs of every model and returns the
+# JSON-ready result that the figures are drawn from.
 
+# %% tags=["export"]
 def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of

@@ -75,7 +75,11 @@ _STYLE = {"Oracle": ("k", "o", "--", 7, True), "Gaussian": ("C0", "s", "-", 4, F
 _ETA_MARKERS = "osD^vP"
 _VARY = {"N": "N (dataset size)", "k": "k (deleted samples)", "gamma": r"$\gamma$ (noise scale)"}
 
+# %% [markdown]
+# Helpers of the drawing: a method's label and line style, a panel's title, and the groups of methods
+# whose curves coincide (drawn on top of each other, so the panel names them).
 
+# %% tags=["export:bandit_unlearning.experiments.plots_a"]
 def _label(name, protocol):
     if name.startswith("eta="):
         extreme = {"0": " (all noise)", "1": " (all rollback)"}.get(name[4:], "")

@@ -390,7 +390,13 @@ class DeletionRecord:
         """The same record with the row ids left out (``n_rows`` kept)."""
         return DeletionRecord(**{**self.__dict__, "rows": None})
 
+# %% [markdown]
+# **Arm labels, fast.** `fit` numbers the arm labels of $N$ rows: the sorted distinct labels and each
+# row's index into them, what `np.unique(..., return_inverse=True)` gives. Integer labels over a small
+# range are numbered by counting, one- and two-character strings by their code points, both in $O(N)$
+# and in numpy's own order.
 
+# %% tags=["export"]
 _DENSE_SPAN = 1 << 24          # integer labels spanning at most this many values are numbered by counting
 
 
@@ -426,7 +432,12 @@ def _code_point_labels(arms):
         back = np.stack([uniq >> 32, uniq & 0xFFFFFFFF], axis=1).astype(np.uint32)
     return np.ascontiguousarray(back).view(arms.dtype).reshape(-1), inverse
 
+# %% [markdown]
+# The dispatcher picks one of those paths for an array, and for a plain sequence numbers the labels by
+# hashing; the slow path, label by label, is there only to name the first unhashable or non-finite
+# label.
 
+# %% tags=["export"]
 def _labels_and_index(arms, labels):
     """(arm labels, int64 index of each row's label) for ``LCBModel.fit``.
 
@@ -501,7 +512,13 @@ def _labels_and_index_slow(arms, labels):
         raise ValueError(f"arms holds labels not in labels, e.g. {unknown[0]!r}")
     return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
 
+# %% [markdown]
+# **Validation of a request.** A request names live row ids; `check_row_ids` returns them sorted and
+# refuses ids that are out of range, repeated or already deleted, before anything changes. Rewards
+# must lie in $[0, 1]$, as Paper A assumes, and user ids must be strings or integers, what a file can
+# hold.
 
+# %% tags=["export"]
 def check_row_ids(rows, n_fit: int, alive: np.ndarray) -> np.ndarray:
     """The live row ids ``rows`` of a model fitted on ``n_fit`` rows, as a sorted int64 array.
 
@@ -590,7 +607,12 @@ def _frozen(a):
     a.setflags(write=False)
     return a
 
+# %% [markdown]
+# **Exact sums.** The statistic after a deletion must equal a refit on what remains, to the last bit:
+# per-arm reward sums are kept as exact integers in units of $2^{-1127}$ and rounded once to the
+# nearest float.
 
+# %% tags=["export"]
 _SCALE = 1127                  # every reward in [0, 1] is an integer multiple of 2**-1127 (53 + 1074 bits)
 _DYADIC = 20                   # rewards that are multiples of 2**-20 (clicks, ratings, ...) sum exactly in floats
 
@@ -1325,7 +1347,12 @@ def _typed_column(values, codes, sort):
     rank[order] = np.arange(order.size)
     return values[order], rank[codes]
 
+# %% [markdown]
+# `read_csv_columns` reads the columns a model is fitted on from a CSV file, typing each column by
+# pandas' rule (all integers, all floats, or all strings) and numbering its distinct values, without
+# pandas.
 
+# %% tags=["export"]
 def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
     """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
     for every column but ``reward``, which is returned as a float64 array.
@@ -1412,7 +1439,11 @@ def _parses_as_float(v) -> bool:
         return False
     return True
 
+# %% [markdown]
+# The accountant's picture: the composed $\mu_{1:t}$ after every request against the budget $\mu^*$ of
+# $(\varepsilon, \delta)$, with the requests that rolled back the pending rows marked.
 
+# %% tags=["export"]
 def plot_budget(model, ax=None):
     """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
     the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes."""
@@ -1577,7 +1608,12 @@ def _record_json(r: DeletionRecord) -> dict:
             "mu_release": r.mu_release, "mu_max": r.mu_max, "delta_at_target": r.delta_at_target,
             "policy": r.policy}
 
+# %% [markdown]
+# **What a file holds.** `_model_arrays` lays the model out as named arrays: the statistics section
+# (exact counts and sums, released-from statistic, pending rows), the log of releases and, optionally,
+# the row store; each section gets its own digest.
 
+# %% tags=["export"]
 def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
@@ -1657,7 +1693,12 @@ def remove_stale_temporary_files(path) -> list:
                 pass
     return removed
 
+# %% [markdown]
+# `save_model` writes those arrays atomically (temporary file, fsync, `os.replace`), so a crash leaves
+# either the old file or the new one, never half of each; with a key the digests are bound by an HMAC
+# tag.
 
+# %% tags=["export"]
 def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
@@ -1786,7 +1827,11 @@ def _read_entries(path, keys):
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as err:
         raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
+# %% [markdown]
+# Before any section is trusted its digest is checked, bound to the statistics digest, and then the
+# key's tag; the JSON entries are parsed with plain types only.
 
+# %% tags=["export"]
 def _verify(path, arrays, sections, key):
     """Digests of the given sections (bound to the statistics digest), then the key's tag."""
     try:
@@ -1825,6 +1870,15 @@ def _is_int(v) -> bool:
 
 def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+# %% [markdown]
+# **Loading checks every section.** The statistics section must describe a model `fit` could have
+# produced: consistent counts and sums, pending rows, and a served arm that is the LCB arm when
+# nothing is pending.
+
+# %% tags=["export"]
+_RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
+                  "mu_max", "delta_at_target", "policy"}
 
 
 _META_FIELDS = {"format", "save_id", "labels", "tau", "n_fit", "n_live", "method", "epsilon", "delta", "sigma",
@@ -1901,11 +1955,12 @@ def _check_statistics_section(path, a) -> dict:
         _refuse(path, "with no pending row the served arm must be the LCB arm of the exact statistic")
     return meta
 
+# %% [markdown]
+# The log must replay: every record's shift $\mu$ and composed $\mu_{1:t}$ agree with the accountant,
+# no adaptive release exceeds the budget, and the rollbacks happen exactly where Paper A's rule (or
+# the budget) says.
 
-_RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
-                  "mu_max", "delta_at_target", "policy"}
-
-
+# %% tags=["export"]
 def _check_log_section(path, a, meta, pending_counts) -> list:
     mus = a["release_mus"]
     if not (np.all(np.isfinite(mus)) and np.all(mus >= 0)):
@@ -1977,18 +2032,27 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
         _refuse(path, "the pending requests' rows do not add up to the pending counts")
     if records and records[-1]["policy"] != labels[meta["policy"]]:
         _refuse(path, "the served arm is not the arm of the last release")
+    _check_log_row_ids(path, a, meta, records)
+    return records
+
+# %% tags=["export"]
+def _check_log_row_ids(path, a, meta, records) -> None:
+    """The log's kept row ids: ``log_offsets`` delimit each record's ``n_rows`` distinct ids below ``n_fit``."""
     rows, offsets = a["log_rows"], a["log_offsets"]
     if meta["row_ids_kept"]:
-        if offsets.size != len(log) + 1 or offsets[0] != 0 or not np.array_equal(
+        if offsets.size != len(records) + 1 or offsets[0] != 0 or not np.array_equal(
                 np.diff(offsets), [r["n_rows"] for r in records]) or offsets[-1] != rows.size:
             _refuse(path, "log_offsets must delimit each request's row ids")
         if rows.size and (rows.min() < 0 or rows.max() >= meta["n_fit"] or np.unique(rows).size != rows.size):
             _refuse(path, "the log's row ids must be distinct ids below n_fit")
     elif rows.size or offsets.size:
         _refuse(path, "row ids present in the log although row_ids_kept is false")
-    return records
 
+# %% [markdown]
+# The row store, when kept, must hold exactly the live rows: their ids, arms and rewards, consistent
+# with the exact statistic.
 
+# %% tags=["export"]
 def _check_rows_section(path, a, meta):
     n_live, m = meta["n_live"], len(meta["labels"])
     ids, arms, rewards = a["row_ids"], a["row_arms"], a["row_rewards"]
@@ -2025,7 +2089,11 @@ def _check_rows_section(path, a, meta):
         _refuse(path, "the log's deleted row ids must be exactly the ids missing from the row store")
     return users, exact
 
+# %% [markdown]
+# `load_statistics` reads only the statistic of what remains, $O(m)$, enough to serve or audit the
+# released arm; `load_model` rebuilds the whole model, after every check above passed.
 
+# %% tags=["export"]
 @_plain
 def load_statistics(path, *, key=None) -> LCBState:
     """The exact statistic of what remains, read and verified without the row store or the log: O(m).

@@ -209,7 +209,12 @@ class ContextualState:
     def dim(self) -> int:
         return int(self.moments.shape[1])
 
+# %% [markdown]
+# `state_from_statistics` builds the state from per-arm $V_a$ (ridge included), $b_a$ and counts, the
+# one door every other constructor goes through, so the derived centres $\hat\theta_a = V_a^{-1} b_a$
+# and widths are computed in one place.
 
+# %% tags=["export"]
 def state_from_statistics(gram, moments, counts, *, lam, beta, context_bound) -> ContextualState:
     """Build a ``ContextualState`` from per-arm ``V_a`` (with the ridge included), ``b_a`` and counts.
 
@@ -279,7 +284,12 @@ def _per_arm_sums(contexts, arms, rewards, n_arms: int):
             moments[a] = rewards[rows] @ x
     return gram, moments, np.diff(bounds)
 
+# %% [markdown]
+# **Fitting.** `fit_contextual` checks the logged rows (contexts with $\|x\| \le L$, arms, rewards in
+# $[0, 1]$), sums $x x^\top$ and $r x$ per arm, and fixes the confidence radius $\beta$ at fit, so
+# that a deletion never changes it.
 
+# %% tags=["export"]
 def fit_contextual(contexts, arms, rewards, *, n_arms, lam=1.0, context_bound, tau=None, theta_bound=1.0,
                    beta=None) -> ContextualState:
     """Fit the contextual LCB learner on logged rows ``(contexts[i], arms[i], rewards[i])``.
@@ -358,7 +368,12 @@ def _widths(gram_inv, contexts):
 def _scores(theta, gram_inv, beta, contexts):
     return contexts @ theta.T - beta * _widths(gram_inv, contexts)
 
+# %% [markdown]
+# What a release shows is a `ReleasedPolicy`: the centres $\theta_a$ (noised where a Gaussian branch
+# ran), the width matrices $V_a^{-1}$ and $\beta$; its `actions(contexts)` is the pessimistic policy
+# $\arg\max_a s_a(x)$.
 
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class ReleasedPolicy:
     """What a release shows: centres ``theta`` (m, d) (noised where a Gaussian branch ran), width
@@ -895,7 +910,12 @@ def _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts,
         contexts = _check_contexts(contexts, dim)
     return epsilon, delta, contexts
 
+# %% [markdown]
+# **The options and the unlearning step.** `ContextualOptions` says how a request is served (rollback,
+# the Gaussian branch, or the adaptive switch between them, with its target $(\varepsilon, \delta)$
+# and public evaluation contexts); `_unlearn_contextual` is the step the protocol's `unlearn` calls.
 
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class ContextualOptions:
     """How the contextual learner unlearns (``unlearn(state, request, options=ContextualOptions(...))``):
@@ -965,7 +985,12 @@ def _unlearn_contextual(state: ContextualState, request: ContextualRequest, *, o
                                   sigma, o.calibration, epsilon, delta, threshold, release)
     return after, record
 
+# %% [markdown]
+# The reference mechanism runs on $D \setminus U$ and is told only the number of deleted rows per arm;
+# the unlearned release must be $(\varepsilon, \delta)$-indistinguishable from it (exactly equal under
+# rollback).
 
+# %% tags=["export"]
 def reference_contextual(state_after: ContextualState, k, *, options: ContextualOptions | None = None,
                          branch=None, rng=None):
     """The reference mechanism: run on ``D \\ U`` (nothing to delete), told only ``k`` per arm.

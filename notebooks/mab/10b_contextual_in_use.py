@@ -227,187 +227,236 @@ class ContextualModel:
         self.__dict__.update(state)
         self._rng = as_generator(None, "rng")
 
-    # -- constructor ----------------------------------------------------------------------------
-    @classmethod
-    def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
-            theta_bound=1.0, beta=None, method: str = "rollback", epsilon=None, delta=None, sigma=None,
-            eval_contexts=None, rng=None) -> "ContextualModel":
-        """Fit on rows ``(contexts[i], arms[i], rewards[i])`` (optionally ``users[i]``).
-
-        ``method="adaptive"`` needs the target ``epsilon``, ``delta``, the noise scale ``sigma`` on the
-        centres (fixed at fit) and public ``eval_contexts`` for the switch.  Other arguments as in
-        ``fit_contextual``; ``rng`` as in ``checks.as_generator`` (a seed is key material)."""
-        check_choice(method, "method", MODEL_METHODS)
-        state = fit_contextual(contexts, arms, rewards, n_arms=n_arms, lam=lam, context_bound=context_bound,
-                               tau=tau, theta_bound=theta_bound, beta=beta)
-        x = np.array(contexts, dtype=float)
-        if method == "adaptive":
-            if epsilon is None or delta is None or sigma is None or eval_contexts is None:
-                raise ValueError("method 'adaptive' needs epsilon, delta, sigma and eval_contexts")
-            epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-            sigma = check_positive(sigma, "sigma")
-            eval_contexts = check_real_array(eval_contexts, "eval_contexts", ndim=2, nonempty=True)
-            if eval_contexts.shape[1] != x.shape[1]:
-                raise ValueError(f"eval_contexts must have {x.shape[1]} columns, got {eval_contexts.shape[1]}")
-        elif not (epsilon is None and delta is None and sigma is None and eval_contexts is None):
-            raise ValueError("method 'rollback' is exact: epsilon, delta, sigma and eval_contexts must be None")
-        if users is not None:
-            users = [u.item() if isinstance(u, np.generic) else u for u in users]
-            if len(users) != x.shape[0]:
-                raise ValueError(f"users must have one entry per row: {len(users)} vs {x.shape[0]}")
-            for u in users:
-                hash(u)
-        rng = as_generator(rng, "rng")
-        n = x.shape[0]
-        return cls(contexts=x, arms=arms, rewards=rewards, row_ids=np.arange(n), n_fit=n, users=users,
-                   n_arms=state.n_arms, lam=state.lam, beta=state.beta, context_bound=state.context_bound,
-                   pub_gram=state.gram, pub_moments=state.moments, pub_counts=state.counts, pending={},
-                   release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
-                   delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
-
-    # -- what the model shows -------------------------------------------------------------------
-    @property
-    def statistics(self) -> ContextualState:
-        """The exact statistics of the rows not yet deleted."""
-        return self._live
-
-    @property
-    def release(self) -> ReleasedPolicy:
-        """The latest release (the policy's parameters)."""
-        return self._release
-
-    def actions(self, contexts) -> np.ndarray:
-        """The latest release applied to ``contexts`` (n, d)."""
-        return self._release.actions(contexts)
-
-    @property
-    def log(self) -> tuple:
-        return tuple(self._log)
-
-    @property
-    def pending(self) -> tuple:
-        """Ids of the requests whose rows are still inside the released-from statistics."""
-        return tuple(self._pending)
-
-    @property
-    def method(self) -> str:
-        return self._method
-
-    @property
-    def mu_budget(self):
-        return self._mu_budget
-
-    @property
-    def mu_max(self) -> float:
-        return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
-
-    @property
-    def row_ids(self) -> np.ndarray:
-        ids = np.flatnonzero(self._alive)
-        ids.setflags(write=False)
-        return ids
-
     def __len__(self) -> int:
         return int(self._alive.sum())
 
-    # -- deletion -------------------------------------------------------------------------------
-    def _rows_of(self, user, rows):
-        if (user is None) == (rows is None):
-            raise ValueError("pass exactly one of user=... or rows=...")
-        if user is not None:
-            if self._user_rows is None:
-                raise ValueError("the model was fitted without user ids: delete by rows=...")
-            try:
-                found = self._user_rows.get(user)
-            except TypeError:
-                raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
-            if found is None:
-                raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
-            return np.array(sorted(found), dtype=np.int64)
-        return check_row_ids(rows, self._n_fit, self._alive)
+# %% [markdown]
+# **Fitting.** `fit` checks the arguments of the chosen method (the adaptive method needs its target
+# $(\varepsilon, \delta)$, the noise scale $\sigma$ on the centres and public evaluation contexts),
+# computes the exact per-arm statistics of chapter A10a, and releases the exact centres as the first
+# policy.
 
-    def _live_after(self, rows, request):
-        """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+# -- constructor ----------------------------------------------------------------------------
+@add_to_class(ContextualModel)
+@classmethod
+def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
+        theta_bound=1.0, beta=None, method: str = "rollback", epsilon=None, delta=None, sigma=None,
+        eval_contexts=None, rng=None) -> "ContextualModel":
+    """Fit on rows ``(contexts[i], arms[i], rewards[i])`` (optionally ``users[i]``).
+
+    ``method="adaptive"`` needs the target ``epsilon``, ``delta``, the noise scale ``sigma`` on the
+    centres (fixed at fit) and public ``eval_contexts`` for the switch.  Other arguments as in
+    ``fit_contextual``; ``rng`` as in ``checks.as_generator`` (a seed is key material)."""
+    check_choice(method, "method", MODEL_METHODS)
+    state = fit_contextual(contexts, arms, rewards, n_arms=n_arms, lam=lam, context_bound=context_bound,
+                           tau=tau, theta_bound=theta_bound, beta=beta)
+    x = np.array(contexts, dtype=float)
+    if method == "adaptive":
+        if epsilon is None or delta is None or sigma is None or eval_contexts is None:
+            raise ValueError("method 'adaptive' needs epsilon, delta, sigma and eval_contexts")
+        epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+        sigma = check_positive(sigma, "sigma")
+        eval_contexts = check_real_array(eval_contexts, "eval_contexts", ndim=2, nonempty=True)
+        if eval_contexts.shape[1] != x.shape[1]:
+            raise ValueError(f"eval_contexts must have {x.shape[1]} columns, got {eval_contexts.shape[1]}")
+    elif not (epsilon is None and delta is None and sigma is None and eval_contexts is None):
+        raise ValueError("method 'rollback' is exact: epsilon, delta, sigma and eval_contexts must be None")
+    if users is not None:
+        users = [u.item() if isinstance(u, np.generic) else u for u in users]
+        if len(users) != x.shape[0]:
+            raise ValueError(f"users must have one entry per row: {len(users)} vs {x.shape[0]}")
+        for u in users:
+            hash(u)
+    rng = as_generator(rng, "rng")
+    n = x.shape[0]
+    return cls(contexts=x, arms=arms, rewards=rewards, row_ids=np.arange(n), n_fit=n, users=users,
+               n_arms=state.n_arms, lam=state.lam, beta=state.beta, context_bound=state.context_bound,
+               pub_gram=state.gram, pub_moments=state.moments, pub_counts=state.counts, pending={},
+               release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
+               delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
+
+# %% [markdown]
+# What the model shows: the exact statistics of what remains, the current release and its policy, the
+# log of releases, the rows pending a rollback, and the accountant's composed $\mu$ against its
+# budget.
+
+# %% tags=["export"]
+# -- what the model shows -------------------------------------------------------------------
+@add_to_class(ContextualModel)
+@property
+def statistics(self) -> ContextualState:
+    """The exact statistics of the rows not yet deleted."""
+    return self._live
+
+
+@add_to_class(ContextualModel)
+@property
+def release(self) -> ReleasedPolicy:
+    """The latest release (the policy's parameters)."""
+    return self._release
+
+
+@add_to_class(ContextualModel)
+def actions(self, contexts) -> np.ndarray:
+    """The latest release applied to ``contexts`` (n, d)."""
+    return self._release.actions(contexts)
+
+
+@add_to_class(ContextualModel)
+@property
+def log(self) -> tuple:
+    return tuple(self._log)
+
+
+@add_to_class(ContextualModel)
+@property
+def pending(self) -> tuple:
+    """Ids of the requests whose rows are still inside the released-from statistics."""
+    return tuple(self._pending)
+
+
+@add_to_class(ContextualModel)
+@property
+def method(self) -> str:
+    return self._method
+
+
+@add_to_class(ContextualModel)
+@property
+def mu_budget(self):
+    return self._mu_budget
+
+
+@add_to_class(ContextualModel)
+@property
+def mu_max(self) -> float:
+    return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
+
+
+@add_to_class(ContextualModel)
+@property
+def row_ids(self) -> np.ndarray:
+    ids = np.flatnonzero(self._alive)
+    ids.setflags(write=False)
+    return ids
+
+# %% [markdown]
+# **Deletion, step one.** A request names one user or a set of rows; `_live_after` removes them from
+# the live statistics by the exact rollback of chapter A10a or, when that downdate is ill-conditioned,
+# refits the touched arms from their remaining rows.
+
+# %% tags=["export"]
+# -- deletion -------------------------------------------------------------------------------
+@add_to_class(ContextualModel)
+def _rows_of(self, user, rows):
+    if (user is None) == (rows is None):
+        raise ValueError("pass exactly one of user=... or rows=...")
+    if user is not None:
+        if self._user_rows is None:
+            raise ValueError("the model was fitted without user ids: delete by rows=...")
         try:
-            return rollback(self._live, request), ()
-        except ValueError as err:
-            if "ill-conditioned" not in str(err):
-                raise
-        keep = self._alive.copy()
-        keep[rows] = False
-        touched = np.unique(request.arms)
-        ids = np.flatnonzero(keep & np.isin(self._a, touched))
-        refit = fit_contextual(self._x[ids], self._a[ids], self._r[ids], n_arms=self._m, lam=self._lam,
-                               context_bound=self._bound, beta=self._beta) if ids.size else None
-        gram, moments = np.array(self._live.gram), np.array(self._live.moments)
-        counts = np.array(self._live.counts) - request.counts(self._m)
-        for a in touched.tolist():
-            gram[a] = refit.gram[a] if refit is not None else self._lam * np.eye(self._d)
-            moments[a] = refit.moments[a] if refit is not None else 0.0
-        return state_from_statistics(gram, moments, counts, lam=self._lam, beta=self._beta,
-                                     context_bound=self._bound), tuple(int(a) for a in touched)
+            found = self._user_rows.get(user)
+        except TypeError:
+            raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
+        if found is None:
+            raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
+        return np.array(sorted(found), dtype=np.int64)
+    return check_row_ids(rows, self._n_fit, self._alive)
 
-    def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
-        """Delete one user's rows or the given rows, then make one release.
 
-        Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
-        user, a row named twice, both or neither of ``user`` and ``rows``."""
-        rows = self._rows_of(user, rows)
-        request = ContextualRequest(self._x[rows], self._a[rows], self._r[rows])
-        live, refit_arms = self._live_after(rows, request)
-        req_counts = request.counts(self._m)
-        pend = sum(self._pending.values(), np.zeros(self._m, dtype=np.int64))
-        request_id = len(self._log)
-        noise, mu, reason = False, 0.0, REASONS[0]
-        if self._method == "adaptive":
-            pend_after = pend + req_counts
-            shifts = sequential_sensitivity(live, pend_after)
-            mu = float(np.sqrt(np.sum(shifts ** 2)) / self._sigma)
-            bounds = branch_bounds(live, pend_after, self._sigma, self._eval)
-            if self._sigma >= bounds.sigma_threshold:
-                reason = REASONS[1]
-            elif not admits(self._release_mus, mu, self._mu_budget):
-                reason = REASONS[2]
-            else:
-                noise, reason = True, REASONS[3]
-        pending = dict(self._pending)
-        pub_gram, pub_moments, pub_counts = self._pub_gram, self._pub_moments, self._pub_counts
-        if noise:
-            pending[request_id] = req_counts
-            rolled = ()
+@add_to_class(ContextualModel)
+def _live_after(self, rows, request):
+    """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
+    try:
+        return rollback(self._live, request), ()
+    except ValueError as err:
+        if "ill-conditioned" not in str(err):
+            raise
+    keep = self._alive.copy()
+    keep[rows] = False
+    touched = np.unique(request.arms)
+    ids = np.flatnonzero(keep & np.isin(self._a, touched))
+    refit = fit_contextual(self._x[ids], self._a[ids], self._r[ids], n_arms=self._m, lam=self._lam,
+                           context_bound=self._bound, beta=self._beta) if ids.size else None
+    gram, moments = np.array(self._live.gram), np.array(self._live.moments)
+    counts = np.array(self._live.counts) - request.counts(self._m)
+    for a in touched.tolist():
+        gram[a] = refit.gram[a] if refit is not None else self._lam * np.eye(self._d)
+        moments[a] = refit.moments[a] if refit is not None else 0.0
+    return state_from_statistics(gram, moments, counts, lam=self._lam, beta=self._beta,
+                                 context_bound=self._bound), tuple(int(a) for a in touched)
+
+# %% [markdown]
+# `delete` then plans the release (Gaussian noise of scale $\sigma$ on the centres of the arms with
+# pending rows, or a rollback to the exact statistic), records why, and commits the new state only at
+# the end, so a refused request changes nothing.
+
+# %% tags=["export"]
+@add_to_class(ContextualModel)
+def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
+    """Delete one user's rows or the given rows, then make one release.
+
+    Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
+    user, a row named twice, both or neither of ``user`` and ``rows``."""
+    rows = self._rows_of(user, rows)
+    request = ContextualRequest(self._x[rows], self._a[rows], self._r[rows])
+    live, refit_arms = self._live_after(rows, request)
+    req_counts = request.counts(self._m)
+    pend = sum(self._pending.values(), np.zeros(self._m, dtype=np.int64))
+    request_id = len(self._log)
+    noise, mu, reason = False, 0.0, REASONS[0]
+    if self._method == "adaptive":
+        pend_after = pend + req_counts
+        shifts = sequential_sensitivity(live, pend_after)
+        mu = float(np.sqrt(np.sum(shifts ** 2)) / self._sigma)
+        bounds = branch_bounds(live, pend_after, self._sigma, self._eval)
+        if self._sigma >= bounds.sigma_threshold:
+            reason = REASONS[1]
+        elif not admits(self._release_mus, mu, self._mu_budget):
+            reason = REASONS[2]
         else:
-            rolled, pending, mu = tuple(pending) + (request_id,), {}, 0.0
-            pub_gram, pub_moments, pub_counts = np.array(live.gram), np.array(live.moments), np.array(live.counts)
-        theta = np.array(live.theta)
-        noised = np.flatnonzero(sum(pending.values(), np.zeros(self._m, dtype=np.int64)))
-        if noised.size:
-            centres = np.linalg.solve(pub_gram[noised], pub_moments[noised][..., None])[..., 0]
-            theta[noised] = centres + self._sigma * self._rng.standard_normal((noised.size, self._d))
-        release_mus = self._release_mus + [mu]
-        mu_max = float(request_mus(release_mus)[0])
-        record = ContextualDeletionRecord(
-            request_id=request_id, rows=tuple(rows.tolist()), method="gaussian" if noise else "rollback",
-            rolled_back=rolled, noised_arms=tuple(int(a) for a in noised), refit_arms=refit_arms, reason=reason,
-            sigma=float(self._sigma) if noised.size else 0.0, mu_release=mu, mu_max=mu_max,
-            delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon))
-        # commit: wipe the rows and their users, then the statistics, the release, the accountant, the log
-        self._alive[rows] = False
-        self._x[rows], self._a[rows], self._r[rows] = 0.0, -1, 0.0
-        if self._users is not None:
-            for rid in rows.tolist():
-                u, self._users[rid] = self._users[rid], None
-                left = self._user_rows[u]
-                left.remove(rid)
-                if not left:
-                    del self._user_rows[u]
-        self._live, self._pending = live, pending
-        if pub_gram is not self._pub_gram:
-            self._pub_gram, self._pub_moments, self._pub_counts = pub_gram, pub_moments, pub_counts
-        self._release = ReleasedPolicy(theta, live.gram_inv, self._beta)
-        self._release_mus = release_mus
-        self._log.append(record)
-        return record
-
+            noise, reason = True, REASONS[3]
+    pending = dict(self._pending)
+    pub_gram, pub_moments, pub_counts = self._pub_gram, self._pub_moments, self._pub_counts
+    if noise:
+        pending[request_id] = req_counts
+        rolled = ()
+    else:
+        rolled, pending, mu = tuple(pending) + (request_id,), {}, 0.0
+        pub_gram, pub_moments, pub_counts = np.array(live.gram), np.array(live.moments), np.array(live.counts)
+    theta = np.array(live.theta)
+    noised = np.flatnonzero(sum(pending.values(), np.zeros(self._m, dtype=np.int64)))
+    if noised.size:
+        centres = np.linalg.solve(pub_gram[noised], pub_moments[noised][..., None])[..., 0]
+        theta[noised] = centres + self._sigma * self._rng.standard_normal((noised.size, self._d))
+    release_mus = self._release_mus + [mu]
+    mu_max = float(request_mus(release_mus)[0])
+    record = ContextualDeletionRecord(
+        request_id=request_id, rows=tuple(rows.tolist()), method="gaussian" if noise else "rollback",
+        rolled_back=rolled, noised_arms=tuple(int(a) for a in noised), refit_arms=refit_arms, reason=reason,
+        sigma=float(self._sigma) if noised.size else 0.0, mu_release=mu, mu_max=mu_max,
+        delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon))
+    # commit: wipe the rows and their users, then the statistics, the release, the accountant, the log
+    self._alive[rows] = False
+    self._x[rows], self._a[rows], self._r[rows] = 0.0, -1, 0.0
+    if self._users is not None:
+        for rid in rows.tolist():
+            u, self._users[rid] = self._users[rid], None
+            left = self._user_rows[u]
+            left.remove(rid)
+            if not left:
+                del self._user_rows[u]
+    self._live, self._pending = live, pending
+    if pub_gram is not self._pub_gram:
+        self._pub_gram, self._pub_moments, self._pub_counts = pub_gram, pub_moments, pub_counts
+    self._release = ReleasedPolicy(theta, live.gram_inv, self._beta)
+    self._release_mus = release_mus
+    self._log.append(record)
+    return record
 
 # %% [markdown]
 # **Persistence.**  The file holds the live rows (contexts, arms, rewards, users), the released-from

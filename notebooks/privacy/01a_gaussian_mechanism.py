@@ -113,7 +113,18 @@ from bandit_unlearning.checks import as_real_array, as_real
 
 
 def check_epsilon(epsilon) -> float:
-    """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float."""
+    """Validate a privacy parameter epsilon: a finite number > 0.  Returns it as a float.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter, finite and > 0.
+
+    Returns
+    -------
+    float
+        ``epsilon`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     value = as_real(epsilon, "epsilon")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
@@ -121,7 +132,18 @@ def check_epsilon(epsilon) -> float:
 
 
 def check_delta(delta) -> float:
-    """Validate a privacy parameter delta: a number in the open interval (0, 1)."""
+    """Validate a privacy parameter delta: a number in the open interval (0, 1).
+
+    Parameters
+    ----------
+    delta : float
+        The privacy parameter, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        ``delta`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     value = as_real(delta, "delta")
     if not 0 < value < 1:
         raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
@@ -246,7 +268,12 @@ def _log_profile(t, epsilon):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(u == -np.inf, -np.inf, special.log_ndtr(u) + np.log(-np.expm1(r)))
 
+# %% [markdown]
+# **The exact privacy profile.** `gaussian_delta` is Balle and Wang's exact $\delta(\varepsilon)$ of
+# the Gaussian mechanism, evaluated in log space through the helpers above so that it stays accurate
+# where both terms are tiny.
 
+# %% tags=["export"]
 def gaussian_delta(sigma, sensitivity, epsilon):
     """Exact privacy profile ``delta(epsilon)`` of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
@@ -364,7 +391,11 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
         sigma = float(np.nextafter(sigma, np.inf))
     raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
 
+# %% [markdown]
+# `gaussian_epsilon` inverts the profile: the smallest $\varepsilon \ge 0$ whose $\delta(\varepsilon)$
+# is at most the target, never below the true one.
 
+# %% tags=["export"]
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 

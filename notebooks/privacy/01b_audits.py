@@ -231,7 +231,11 @@ def _outward(bound, tail, alpha, toward: float):
         bound, step = np.where(bad, moved, bound), np.where(bad, 2 * step, step)
     return np.where(tail(bound) <= limit, bound, toward)        # pragma: no cover (the end point passes)
 
+# %% [markdown]
+# The one-sided Clopper–Pearson bounds: scipy's beta quantile, then verified on the binomial tail it
+# inverts and moved outward until the tail bound holds, so a bound is never optimistic by rounding.
 
+# %% tags=["export:bandit_unlearning.privacy.audit"]
 def clopper_pearson_lower(successes, trials, alpha):
     """One-sided Clopper-Pearson lower bound: ``P[p < bound] <= alpha`` (0 when there is no success).
 
@@ -366,7 +370,12 @@ def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
         return [s for r in range(1, n_outcomes) for s in itertools.combinations(outcomes, r)]
     return [(a,) for a in outcomes] + [tuple(b for b in outcomes if b != a) for a in outcomes]
 
+# %% [markdown]
+# **The audit.** `audit_epsilon` turns samples of two mechanisms into a lower confidence bound on the
+# $\varepsilon$ they achieve at $\delta$: for each event and direction, $\varepsilon \ge
+# \ln((p_{\text{lower}} - \delta) / q_{\text{upper}})$.
 
+# %% tags=["export:bandit_unlearning.privacy.audit"]
 def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, events=None,
                   n_outcomes: int | None = None, max_subset_outcomes: int = 10) -> AuditResult:
     """Clopper-Pearson lower confidence bound on the epsilon achieved at ``delta`` by two mechanisms,

@@ -229,7 +229,13 @@ def competitor_means(setting: Setting, n_grid: int = 21) -> np.ndarray:
     near = np.array(near) + radius                     # a score M is a mean M + b(n)
     return np.unique(np.clip(np.concatenate([np.linspace(0, 1, n_grid), near]), 0.0, 1.0))
 
+# %% [markdown]
+# **The released arm's distribution.** With one noised arm the distribution of $\arg\max_a(f_a +
+# \sigma_a Z_a)$ has a closed form; with several, each noised arm's chance is a one-dimensional
+# integral, computed for all rows at once by a fixed composite Gauss–Legendre rule (the chapter checks
+# it against adaptive quadrature to $10^{-12}$), so the audit's numbers are computed, not sampled.
 
+# %% tags=["export"]
 U_MAX = 9.0                 # standard normal mass beyond 9 is 1.1e-19
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
 _GRID = np.linspace(-U_MAX, U_MAX, 37)                        # panels of width 1/2
@@ -285,7 +291,12 @@ def released_arm_distributions(rows, sigmas) -> np.ndarray:
         out[:, i] = np.einsum("rp,rpn,n->r", half, integrand, _GL_WEIGHTS)
     return out / out.sum(axis=1, keepdims=True)
 
+# %% [markdown]
+# For one setting, `_bases` gives the base scores of the unlearned and of the reference world on a
+# worst-case instance, and `_released_deltas` the exact $\delta$ of the released scores (the Gaussian
+# profile of the whitened shift) and of the released arm, the worst over the competitor means.
 
+# %% tags=["export"]
 def _bases(state: LCBState, request: DeletionRequest, plans, skip_rollback: bool = False):
     """(unlearned base scores, reference base scores) of the plan on a worst-case instance."""
     rolled = rollback(state, request)
@@ -475,7 +486,12 @@ def audit_matrix(settings, variant: str = "correct", progress=None) -> list[Audi
     it = settings if progress is None else check_callable(progress, "progress")(settings)
     return [audit_setting(s, variant, n_grid=3 if s.n_sources > 1 and s.path == "gaussian" else 21) for s in it]
 
+# %% [markdown]
+# `summarize` folds the audited settings into one row per path: how many were audited, refused or
+# served by the rollback fallback, and the worst ratio of exact to claimed $\delta$ against each
+# reference world.
 
+# %% tags=["export"]
 def summarize(rows, broken_rows) -> list[dict]:
     """One table row per path label: settings audited, refused and served by the rollback fallback,
     worst ratio against each reference world (``worst``: conditional, ``worst_literal``: literal), the
