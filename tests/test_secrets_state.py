@@ -35,7 +35,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.linucb import LinUCBConfig, linear_users, linucb_learner
 
 from bandit_unlearning.exact.tree import BinaryTree, leaf_path
-from bandit_unlearning.experiments import exactness as exactness_module
+from bandit_unlearning.testing import broken as broken_module
 from bandit_unlearning.rl import batch as batch_module
 from bandit_unlearning.rl.envs import riverswim
 from bandit_unlearning.rl.stable import episode_users, stable_ucbvi
@@ -68,7 +68,7 @@ def install_module_level_generator(monkeypatch):
         return z
 
     monkeypatch.setattr(tree_module, "_NOISE_BITS", bits, raising=False)
-    for module in (tree_module, light_tree_module, exactness_module):
+    for module in (tree_module, light_tree_module, broken_module):
         monkeypatch.setattr(module, "node_noise", node_noise)
 
 
