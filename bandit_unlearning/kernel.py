@@ -106,7 +106,7 @@ def splitmix64_uniform(seed: int, index: int) -> float:
     return ((z ^ (z >> 31)) >> 11) * UNIT
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 8 (line 203): "1. Replayable users (erratum E10)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 12 (line 300): "1. Replayable users (erratum E10)" ---
 if TYPE_CHECKING:                                # not imported at run time: rl.mdp imports the package's rl part
     from bandit_unlearning.rl.mdp import TabularMDP
 
@@ -169,7 +169,7 @@ def initial_state(mdp: "TabularMDP", user: int, seed: int) -> int:
     return bisect_right(init_cdf, splitmix64_uniform(seed, (user * N_STREAMS + INITIAL) * mdp.H * mdp.S * mdp.A))
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 10 (line 274): "1. Replayable users (erratum E10)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 14 (line 371): "1. Replayable users (erratum E10)" ---
 def user_step(mdp: "TabularMDP", user: int, seed: int, h: int, s: int, a: int, bernoulli: bool) -> tuple:
     """Unchecked: what ``user`` meets at ``(h, s, a)``; the same draws as ``rl.users.rollout``.
 

@@ -1016,12 +1016,18 @@ V("mu2 must be finite", coupling.tv_gaussians, [0.0], [INF], 1.0)
 V("mu1 must have shape \\(..., d\\)", coupling.tv_gaussians, 0.0, [1.0], 1.0)
 T("mu1 must be an array of numbers", coupling.tv_gaussians, ["a"], [1.0], 1.0)
 V("sigma must be finite and > 0", coupling.coupling_log_ratio, [0.0], [0.0], [1.0], 0.0)
-V("x and mu1 and mu2 must broadcast together", coupling.coupling_log_ratio, [0.0, 1.0], [0.0], [1.0, 1.0, 1.0], 1.0)
+V("x, mu1 and mu2 must broadcast together", coupling.coupling_log_ratio, [0.0, 1.0], [0.0], [1.0, 1.0, 1.0], 1.0)
 T("x must be an array of numbers", coupling.coupling_log_ratio, "x", [0.0], [1.0], 1.0)
 T("rng must be a numpy.random.Generator", coupling.reflection_coupling, [0.0], [0.0], [1.0], 1.0, "rng")
-V("x and mu1 and mu2 must broadcast together", coupling.reflection_coupling, [[0.0]] * 2, [[0.0]] * 3, [1.0], 1.0, RNG)
+V("x, mu1 and mu2 must broadcast together", coupling.reflection_coupling, [[0.0]] * 2, [[0.0]] * 3, [1.0], 1.0, RNG)
 V("sigma must be finite and >= 0", coupling.reflection_coupling, [0.0], [0.0], [1.0], -1.0, RNG)
 V("x must be finite", coupling.reflection_coupling, [NAN], [0.0], [1.0], 1.0, RNG)
+
+# --- bandit_unlearning.shapes
+from bandit_unlearning import shapes  # noqa: E402
+
+V("T and rho must broadcast together, got shapes T \\(2,\\), rho \\(3,\\)", shapes.check_broadcast, T=[1, 2], rho=[1, 2, 3])
+V("needs at least one named array", shapes.check_broadcast)
 
 # --- bandit_unlearning.exact.tree and light_tree
 from bandit_unlearning.exact import light_tree as lt, tree  # noqa: E402
@@ -1288,6 +1294,10 @@ V("n_runs must be >= 1", uc.measure_unlearning, LEARNER, USERS, 0, 1, RNG)
 V("requests_per_run must be >= 1", uc.measure_unlearning, LEARNER, USERS, 1, 0, RNG)
 T("users must be BanditUsers with 3 rewards", uc.measure_unlearning, LEARNER, USERS + ("x",), 1, 1, RNG)
 T("rng must be a numpy.random.Generator", uc.measure_unlearning, LEARNER, USERS, 1, 1, "rng")
+T("cost_of must be callable", uc.measure_unlearning, LEARNER, USERS, 1, 1, RNG, cost_of="x")
+T("cost_of must return a dict with keys", uc.measure_unlearning, LEARNER, USERS, 1, 1, 0, cost_of=lambda run, t, rng: {})
+T("no unlearning of a DeleteStep request on a str state", uc.request_cost, "run", 1, RNG)
+V(r"t must lie in \[1, 8\]", uc.request_cost, RUN, 9, RNG)
 T("measured must be a dict", uc.plot_unlearning_cost, [], lambda r, T: 1.0, 1.0, [0.1])
 V("measured must map \\(rho, T\\)", uc.plot_unlearning_cost, {0.1: {}}, lambda r, T: 1.0, 1.0, [0.1])
 T("sigma_of_rho must be callable", uc.plot_unlearning_cost, {(0.1, 8): {"cost": np.zeros(2)}}, 1.0, 1.0, [0.1])

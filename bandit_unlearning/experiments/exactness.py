@@ -44,6 +44,31 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     Two-sample Kolmogorov-Smirnov for every statistic except those named in ``categorical``, which
     get a chi-square test of homogeneity on the ``2 x k`` table of their values; values seen fewer
     than ``min_cell`` times in total are pooled into one cell (p = 1 if fewer than 2 cells remain).
+
+    Parameters
+    ----------
+    sample_u, sample_d : list of dict
+        The two samples (e.g. runs after unlearning, and runs of the world with the dummy): one dict
+        ``statistic name -> number`` per run, every run of both samples with the same names; each
+        sample non-empty (the sizes may differ).
+    categorical : collection of str
+        Names of the statistics with few distinct values (an arm, a retrain flag), tested by
+        chi-square instead of KS.
+    min_cell : int
+        The smallest total count a value keeps its own chi-square cell with (``>= 1``).
+
+    Returns
+    -------
+    dict
+        ``statistic name -> p-value`` in ``[0, 1]``, in the order of the first run's statistics.  The
+        caller applies the level (and any correction for the number of tests).
+
+    Raises
+    ------
+    TypeError
+        If a sample is not a list of dicts, or ``categorical`` is a string or not iterable.
+    ValueError
+        If a sample is empty, the runs' statistic names differ, or ``min_cell < 1``.
     """
     names = _check_samples(sample_u, sample_d)
     if isinstance(categorical, str) or not hasattr(categorical, "__iter__"):
@@ -68,10 +93,36 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     return pvalues
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 13 (line 317): "1. Exactness (Theorem 3.3 (1))" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 15 (line 415): "1. Exactness (Theorem 3.3 (1))" ---
 def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()) -> float:
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
-    which the smallest p-value of ``battery`` falls below ``level``."""
+    which the smallest p-value of ``battery`` falls below ``level``.
+
+    Parameters
+    ----------
+    sample_u, sample_d : list of dict
+        The two samples, as for ``battery``; sub-sample ``i`` is runs ``i * size .. (i+1) * size - 1``
+        of each.
+    size : int
+        Runs per world in a sub-sample (``1 <=`` the smaller sample's size).
+    level : float
+        The per-test level in ``(0, 1)`` a p-value must fall below to reject.
+    categorical : collection of str
+        Passed to ``battery``.
+
+    Returns
+    -------
+    float
+        The fraction of sub-samples rejected (in ``[0, 1]``): an estimate of the battery's power at
+        ``size`` runs when the samples differ, of its false-rejection rate when they do not.
+
+    Raises
+    ------
+    TypeError
+        If a sample is not a list of dicts.
+    ValueError
+        If a sample is empty, ``size`` exceeds the smaller sample, or ``level`` is not in ``(0, 1)``.
+    """
     _check_samples(sample_u, sample_d)
     size = check_count(size, "size", 1)
     level = check_real(level, "level", 0, 1, low_open=True, high_open=True)

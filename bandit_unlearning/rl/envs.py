@@ -27,13 +27,27 @@ from bandit_unlearning.checks import (as_generator, check_bool, check_count, che
 from bandit_unlearning.rl.mdp import TabularMDP
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 15 (line 417): "3. Environments" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 21 (line 568): "3. Environments" ---
 def riverswim(horizon: int = 20, n_states: int = 6, initial_state: int = 0) -> TabularMDP:
     """RiverSwim (Strehl & Littman 2008; 6-state form of Osband et al. 2013).
 
     Action 0 = left (with the current, deterministic), 1 = right (against it: forward 0.35, stay
     0.6, back 0.05 in the middle; forward 0.6 / stay 0.4 at the left bank; stay 0.6 / back 0.4 at the
     right bank).  Rewards 5/1000 for left at state 0 and 1 for right at the last state.
+
+    Parameters
+    ----------
+    horizon : int
+        ``H >= 1``.
+    n_states : int
+        States along the river (``>= 2``).
+    initial_state : int
+        Where every episode starts, in ``[0, n_states)``.
+
+    Returns
+    -------
+    TabularMDP
+        Time-homogeneous, with ``A = 2``.
     """
     horizon, n_states = check_count(horizon, "horizon", 1), check_count(n_states, "n_states", 2)
     initial_state = check_int(initial_state, "initial_state", 0, n_states - 1)
@@ -62,8 +76,20 @@ GRIDWORLD_5X5 = (
 MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))   # up, right, down, left
 
 
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 23 (line 635): "3. Environments" ---
 def gridworld_cells(layout=GRIDWORLD_5X5) -> list:
-    """``(row, col)`` of every state of ``layout`` (non-wall cells, row-major order)."""
+    """``(row, col)`` of every state of ``layout`` (non-wall cells, row-major order).
+
+    Parameters
+    ----------
+    layout : sequence of str
+        Equal-length rows of ``.`` (free), ``#`` (wall), ``S`` (start) and ``G`` (goal).
+
+    Returns
+    -------
+    list of tuple of int
+        State ``i`` of ``gridworld(layout=layout)`` is cell ``cells[i]``.
+    """
     if isinstance(layout, str) or not hasattr(layout, "__iter__") or not all(isinstance(line, str) for line in layout):
         raise TypeError(f"layout must be a sequence of strings (one per row), got {layout!r}")
     rows = [str(line) for line in layout]
@@ -81,6 +107,20 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     ``1 - slip``, each perpendicular one with ``slip/2``; walls and borders block (stay).  The goal
     ``G`` is absorbing and pays 1 per step spent there; episodes start at ``S``.  The default layout
     is 5x5 with two walls (23 states).
+
+    Parameters
+    ----------
+    horizon : int
+        ``H >= 1``.
+    slip : float
+        Probability in ``[0, 1]`` of slipping to a perpendicular move.
+    layout : sequence of str
+        As for ``gridworld_cells``: one ``S``, one ``G``.
+
+    Returns
+    -------
+    TabularMDP
+        Time-homogeneous, ``A = 4``, states in the order of ``gridworld_cells(layout)``.
     """
     horizon = check_count(horizon, "horizon", 1)
     slip = check_real(slip, "slip", 0, 1)
@@ -103,13 +143,31 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     return TabularMDP(P, r, np.eye(S)[start], horizon, name=f"Gridworld-{len(rows)}x{len(rows[0])}")
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 17 (line 512): "3. Environments" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 25 (line 706): "3. Environments" ---
 def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.random.Generator,
            homogeneous: bool = True) -> TabularMDP:
     """A Garnet random MDP G(S, A, b): each (s, a) (and step, if not homogeneous) has ``branching``
     distinct random successors with probabilities from a uniform random partition of [0, 1];
-    rewards uniform on [0, 1]; initial state 0.  ``rng``: a Generator, None (fresh OS entropy) or an
-    int seed.  Every argument is checked before anything is drawn."""
+    rewards uniform on [0, 1]; initial state 0.  Every argument is checked before anything is drawn.
+
+    Parameters
+    ----------
+    n_states, n_actions : int
+        ``S >= 1`` and ``A >= 1``.
+    branching : int
+        Successors per ``(s, a)``, in ``[1, S]``.
+    horizon : int
+        ``H >= 1``.
+    rng : numpy.random.Generator, int or None
+        Source of the successors, probabilities and rewards (None: fresh OS entropy).
+    homogeneous : bool
+        One kernel and reward table for all steps, or one per step.
+
+    Returns
+    -------
+    TabularMDP
+        Named ``Garnet(S,A,b)``.
+    """
     n_states, n_actions = check_count(n_states, "n_states", 1), check_count(n_actions, "n_actions", 1)
     branching = check_int(branching, "branching", 1, n_states)
     horizon = check_count(horizon, "horizon", 1)
@@ -128,6 +186,7 @@ def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.
     return TabularMDP(P, r, np.eye(n_states)[0], horizon, name=name)
 
 
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 27 (line 752): "3. Environments" ---
 def independent_bandits(n_bandits: int, n_actions: int, horizon: int, gap: float,
                         best_actions=None, rng: np.random.Generator | None = None) -> TabularMDP:
     """The hard instance of Theorem 4.4: ``n_bandits`` independent bandit problems.
@@ -136,8 +195,25 @@ def independent_bandits(n_bandits: int, n_actions: int, horizon: int, gap: float
     and ``2n + i`` the "bad" absorbing state of bandit ``i`` (so ``S = 3n``).  From initial state
     ``i`` action ``a`` leads to the good state with probability ``1/2 + gap * [a == best_actions[i]]``;
     the good state pays 1 per step.  ``V* = (H-1)(1/2 + gap)``; a wrong first action costs
-    ``(H-1) gap``.  ``best_actions`` defaults to uniform random draws from ``rng`` (a Generator, None --
-    fresh OS entropy -- or an int seed).
+    ``(H-1) gap``.
+
+    Parameters
+    ----------
+    n_bandits, n_actions : int
+        ``n >= 1`` bandits of ``A >= 1`` actions.
+    horizon : int
+        ``H >= 2`` (the first step chooses, the others collect).
+    gap : float
+        The advantage of the best action, in ``[0, 1/2]``.
+    best_actions : array_like of int, shape (n,), or None
+        The best action of each bandit; None draws them uniformly from ``rng``.
+    rng : numpy.random.Generator, int or None
+        Used only when ``best_actions`` is None (None: fresh OS entropy).
+
+    Returns
+    -------
+    TabularMDP
+        ``S = 3n`` states; its ``best_actions`` are recoverable from the transitions.
     """
     n_bandits, n_actions = check_count(n_bandits, "n_bandits", 1), check_count(n_actions, "n_actions", 1)
     horizon = check_count(horizon, "horizon", 1)

@@ -24,7 +24,7 @@ from bandit_unlearning.kernel import initial_state, user_step
 from bandit_unlearning.rl.users import check_reward_noise, check_seed, check_users
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 18 (line 561): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 26 (line 733): "2. Gymnasium interoperability (optional dependency)" ---
 def _import_gymnasium():
     try:
         import gymnasium
@@ -48,8 +48,14 @@ def _discrete_size(space, what: str) -> int:
 class ImportedMDP:
     """A Gymnasium toy-text environment as a ``TabularMDP``, with the affine reward map used.
 
-    ``mdp`` rewards are ``(raw - reward_low) / (reward_high - reward_low)``; ``terminal_state`` is the
-    absorbing state added for ``done`` transitions (``None`` if the table has none).
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment's table, rewards mapped to ``(raw - reward_low) / (reward_high - reward_low)``.
+    reward_low, reward_high : float
+        The smallest and largest raw reward (finite, ``low <= high``).
+    terminal_state : int or None
+        The absorbing state added for ``done`` transitions (None if the table has none).
     """
 
     mdp: TabularMDP
@@ -66,7 +72,18 @@ class ImportedMDP:
             check_int(self.terminal_state, "terminal_state", 0, self.mdp.S - 1)
 
     def raw_value(self, value):
-        """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale."""
+        """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale.
+
+        Parameters
+        ----------
+        value : array_like of float
+            Values of ``mdp`` (sums of ``H`` rewards in ``[0, 1]``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``value * (reward_high - reward_low) + H * reward_low``.
+        """
         span = self.reward_high - self.reward_low
         return as_array(value, "value") * span + self.mdp.H * self.reward_low
 
@@ -74,14 +91,45 @@ class ImportedMDP:
         """Map a regret of ``mdp`` (a difference of ``H``-step values, rewards in [0, 1]) to the
         environment's own reward units: ``regret * (reward_high - reward_low)``.  Report both: a
         regret that looks small in [0, 1] can be a large loss in the environment's units (on
-        CliffWalking, 0.07 per episode is 7 steps of -1)."""
+        CliffWalking, 0.07 per episode is 7 steps of -1).
+
+        Parameters
+        ----------
+        regret : array_like of float
+            A regret of ``mdp``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The same regret in the environment's units.
+        """
         return as_array(regret, "regret") * (self.reward_high - self.reward_low)
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 20 (line 634): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 28 (line 834): "2. Gymnasium interoperability (optional dependency)" ---
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
-    (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""
+    (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``.
+
+    Parameters
+    ----------
+    env : gymnasium.Env
+        With ``Discrete`` observation and action spaces starting at 0.
+    horizon : int
+        ``H >= 1`` steps per episode (a ``done`` leads to an absorbing state).
+    name : str or None
+        The MDP's name (None: the environment's id).
+
+    Returns
+    -------
+    ImportedMDP
+        The MDP with rewards mapped affinely to ``[0, 1]``, and the map.
+
+    Raises
+    ------
+    TypeError
+        If ``env`` has no discrete spaces, transition table or initial distribution.
+    """
     horizon = check_count(horizon, "horizon", 1)
     if name is not None:
         check_instance(name, str, "name")
@@ -125,7 +173,7 @@ def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     return ImportedMDP(mdp, lo, hi, n - 1 if has_done else None)
 
 
-# --- from notebooks/rl/05b_replayable_users.py, cell 22 (line 685): "2. Gymnasium interoperability (optional dependency)" ---
+# --- from notebooks/rl/05b_replayable_users.py, cell 30 (line 905): "2. Gymnasium interoperability (optional dependency)" ---
 @lru_cache(maxsize=None)
 def _env_class():
     gym = _import_gymnasium()
@@ -176,6 +224,24 @@ def _env_class():
 
 
 def to_gymnasium(mdp: TabularMDP, seed: int = 0, reward_noise: str = "bernoulli"):
-    """Wrap ``mdp`` as a ``gymnasium.Env``.  ``seed`` is the user population used when
-    ``reset(options={"user": k})`` asks to replay user ``k``."""
+    """Wrap ``mdp`` as a ``gymnasium.Env`` (episodes truncated after ``H`` steps).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    seed : int
+        The user population used when ``reset(options={"user": k})`` asks to replay user ``k``.
+    reward_noise : str
+        ``"bernoulli"`` or ``"none"``, as for ``rollout``.
+
+    Returns
+    -------
+    gymnasium.Env
+        Observations and actions ``Discrete(S)`` and ``Discrete(A)``.
+
+    Raises
+    ------
+    ImportError
+        If Gymnasium is not installed.
+    """
     return _env_class()(mdp, seed=seed, reward_noise=reward_noise)

@@ -40,8 +40,24 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def check_distribution_rows(p: np.ndarray, name: str) -> None:
-    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution
-    (``TypeError`` if ``p`` is not an array of numbers)."""
+    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution.
+
+    Parameters
+    ----------
+    p : array_like, shape (..., n)
+        Probability vectors along the last axis (``n >= 1``): finite, non-negative, each summing to 1
+        within ``ROW_SUM_TOL``.
+    name : str
+        The argument's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        If ``p`` is not an array of numbers or ``name`` not a string.
+    ValueError
+        If ``p`` has no last axis, is not finite, has a negative entry, or a row that does not sum
+        to 1 (the message names the first such row).
+    """
     check_instance(name, str, "name")
     p = as_array(p, name)
     if p.ndim < 1 or p.shape[-1] < 1:
@@ -57,15 +73,29 @@ def check_distribution_rows(p: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} rows must sum to 1; the row at index {where} sums to {float(sums[where])!r}")
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 6 (line 101): "1. The MDP type" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 6 (line 117): "1. The MDP type" ---
 @dataclass(frozen=True, eq=False)
 class TabularMDP:
     """An episodic tabular MDP ``(S, A, H, P_h, r_h)`` with initial distribution ``initial``.
 
-    ``transitions``: ``[H, S, A, S]`` or time-homogeneous ``[S, A, S]`` (broadcast over ``h``);
-    ``rewards``: ``[H, S, A]`` or ``[S, A]``, mean rewards in ``[0, 1]``; ``initial``: ``[S]``;
-    ``horizon``: ``H >= 1``.  Arrays are stored read-only; a homogeneous input stays one kernel
-    (the ``[H, ...]`` attribute is a zero-stride view).  Invalid input raises ``ValueError``.
+    Parameters
+    ----------
+    transitions : array_like, shape (H, S, A, S) or (S, A, S)
+        ``P_h(s' | s, a)``; a time-homogeneous ``[S, A, S]`` kernel is stored once, the attribute
+        being a zero-stride ``[H, S, A, S]`` view.
+    rewards : array_like, shape (H, S, A) or (S, A)
+        Mean rewards in ``[0, 1]``.
+    initial : array_like, shape (S,)
+        The initial-state distribution.
+    horizon : int
+        ``H >= 1``.
+    name : str
+        A label for printing.
+
+    Raises
+    ------
+    ValueError
+        If a shape disagrees, a row is not a distribution or a reward leaves ``[0, 1]``.
     """
 
     transitions: np.ndarray
@@ -132,10 +162,20 @@ class TabularMDP:
         return f"TabularMDP({self.name!r}, S={self.S}, A={self.A}, H={self.H})"
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 8 (line 180): "1. The MDP type" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 8 (line 210): "1. The MDP type" ---
 @dataclass(frozen=True)
 class Plan:
-    """Result of exact planning: ``Q[h, s, a]``, ``V[h, s]`` (``V[H] = 0``) and ``policy[h, s]``."""
+    """Result of exact planning or evaluation.
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, shape (H, S, A)
+        Action values ``Q[h, s, a]``.
+    V : numpy.ndarray, shape (H + 1, S)
+        State values, ``V[H] = 0``.
+    policy : numpy.ndarray of int, shape (H, S)
+        The greedy (planning) or evaluated policy.
+    """
 
     Q: np.ndarray
     V: np.ndarray
@@ -150,11 +190,26 @@ class Plan:
             raise TypeError(f"policy must hold integer actions, got dtype {policy.dtype}")
 
 
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 10 (line 241): "1. The MDP type" ---
 def value_iteration(mdp: TabularMDP) -> Plan:
     """Backward induction: ``Q*_h = r_h + P_h V*_{h+1}``, ``V*_h = max_a Q*_h``, ``V*_H = 0``.
 
     One ``[S*A, S] @ [S]`` product per step; the optimal policy is the greedy one (ties -> lowest
     action).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+
+    Returns
+    -------
+    Plan
+        ``Q*``, ``V*`` and an optimal deterministic policy.
+
+    Raises
+    ------
+    TypeError
+        If ``mdp`` is not a ``TabularMDP``.
     """
     check_instance(mdp, TabularMDP, "mdp")
     H, S, A = mdp.H, mdp.S, mdp.A
@@ -167,9 +222,31 @@ def value_iteration(mdp: TabularMDP) -> Plan:
     return Plan(Q, V, Q.argmax(axis=2))
 
 
-# --- from notebooks/rl/05a_tabular_mdps.py, cell 10 (line 219): "1. The MDP type" ---
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 12 (line 277): "1. The MDP type" ---
 def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
-    """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices."""
+    """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        Gives ``H``, ``S`` and the action range ``[0, A)``.
+    policy : array_like of int, shape (H, S) or (B, H, S)
+        Actions (integral floats are accepted; booleans are not).
+    batch : bool
+        Whether ``policy`` is a batch ``[B, H, S]``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        A new array of the same shape.
+
+    Raises
+    ------
+    TypeError
+        If ``mdp`` is not a ``TabularMDP``, or ``policy`` holds booleans or is not numeric.
+    ValueError
+        If the shape is wrong or an entry is not an action in ``[0, A)``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     batch = check_bool(batch, "batch")
     pi = as_array(policy, "policy")
@@ -188,10 +265,25 @@ def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
     return pi
 
 
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 14 (line 323): "1. The MDP type" ---
 def evaluate_policy(mdp: TabularMDP, policy) -> Plan:
     """Exact evaluation of a deterministic policy ``[H, S]``: ``Q^pi``, ``V^pi`` (``V^pi_H = 0``).
 
-    ``Plan.policy`` is the evaluated policy.
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policy : array_like of int, shape (H, S)
+        The actions, checked by ``check_policy``.
+
+    Returns
+    -------
+    Plan
+        ``Q^pi``, ``V^pi`` and ``policy`` (the evaluated policy, as int64).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``check_policy``.
     """
     pi = check_policy(mdp, policy)
     H, S, A = mdp.H, mdp.S, mdp.A
@@ -206,16 +298,50 @@ def evaluate_policy(mdp: TabularMDP, policy) -> Plan:
 
 
 def optimal_value(mdp: TabularMDP) -> float:
-    """``E_{s ~ initial} V*_0(s)``."""
+    """``E_{s ~ initial} V*_0(s)``: the optimal expected return of an episode.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+
+    Returns
+    -------
+    float
+        In ``[0, H]``.
+
+    Raises
+    ------
+    TypeError
+        If ``mdp`` is not a ``TabularMDP``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     return float(mdp.initial @ value_iteration(mdp).V[0])
 
 
+# --- from notebooks/rl/05a_tabular_mdps.py, cell 16 (line 379): "1. The MDP type" ---
 def policy_values(mdp: TabularMDP, policies, chunk: int = 2048) -> np.ndarray:
     """``E_{s ~ initial} V^{pi_b}_0(s)`` for a batch of policies ``[B, H, S]``, exactly.
 
     Repeated policies are evaluated once; the others in chunks of ``chunk`` with one
     ``[S*A, S] @ [S, chunk]`` product per step.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policies : array_like of int, shape (B, H, S)
+        The policies (``B >= 0``), checked by ``check_policy``.
+    chunk : int
+        Policies per matrix product (``>= 1``; bounds the memory, not the result).
+
+    Returns
+    -------
+    numpy.ndarray, shape (B,)
+        The expected return of each policy from the initial distribution.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``check_policy``, or ``chunk < 1``.
     """
     pis = check_policy(mdp, policies, batch=True)
     chunk = check_int(chunk, "chunk", 1)
@@ -242,6 +368,22 @@ def regret(mdp: TabularMDP, policies) -> np.ndarray:
 
     ``regret(...).cumsum()`` is the expected regret curve ``R(t)`` (expectation over the initial
     state and the environment, given the policies).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policies : array_like of int, shape (T, H, S)
+        The policy of each episode.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T,)
+        ``optimal_value(mdp) - policy_values(mdp, policies)``, each ``>= 0`` up to rounding.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``check_policy``.
     """
     check_policy(mdp, policies, batch=True)
     return optimal_value(mdp) - policy_values(mdp, policies)

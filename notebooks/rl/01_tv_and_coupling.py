@@ -64,10 +64,29 @@ import numpy as np
 from scipy.special import erf
 
 from bandit_unlearning.checks import as_real_array, as_generator, check_positive, check_real
+from bandit_unlearning.shapes import check_broadcast
 
 
 def check_sigma(sigma: float) -> float:
-    """Validate a noise scale: a finite number ``>= 0`` (``0`` means no noise)."""
+    """Validate a noise scale: a finite number ``>= 0`` (``0`` means no noise).
+
+    Parameters
+    ----------
+    sigma : float
+        The standard deviation of the Gaussian noise, per coordinate.
+
+    Returns
+    -------
+    float
+        ``sigma`` as a Python float.
+
+    Raises
+    ------
+    TypeError
+        If ``sigma`` is not a real number.
+    ValueError
+        If ``sigma`` is negative, infinite or NaN.
+    """
     return check_real(sigma, "sigma", 0)
 
 
@@ -80,24 +99,36 @@ def _as_points(x, name: str) -> np.ndarray:
     return x
 
 
-def _common_shape(**points) -> tuple:
-    """The broadcast shape of the points, or a ValueError naming them."""
-    try:
-        return np.broadcast_shapes(*(p.shape for p in points.values()))
-    except ValueError:
-        shapes = ", ".join(f"{name} {p.shape}" for name, p in points.items())
-        raise ValueError(f"{' and '.join(points)} must broadcast together, got shapes {shapes}") from None
+# %% [markdown]
+# The closed form, vectorised over leading axes; `erf` keeps it accurate for tiny distances.
 
-
+# %% tags=["export"]
 def tv_gaussians(mu1, mu2, sigma: float):
     """``TV(N(mu1, sigma^2 I), N(mu2, sigma^2 I)) = 2 Phi(||mu1 - mu2|| / (2 sigma)) - 1``.
 
-    ``mu1``, ``mu2``: arrays of shape ``(..., d)`` (broadcast); returns shape ``(...)``
-    (a float for single points).  ``2 Phi(z) - 1 = erf(z / sqrt 2)`` is used for accuracy at small z.
+    ``2 Phi(z) - 1 = erf(z / sqrt 2)`` is used for accuracy at small ``z``.
+
+    Parameters
+    ----------
+    mu1, mu2 : array_like, shape (..., d)
+        The two means (finite, ``d >= 1``); leading axes broadcast together.
+    sigma : float
+        The common noise scale (``>= 0``; ``0``: point masses, TV 1 for distinct means, 0 for equal).
+
+    Returns
+    -------
+    float or numpy.ndarray, shape (...)
+        The total variation distance in ``[0, 1]``, one per broadcast pair (a float for single points).
+
+    Raises
+    ------
+    ValueError
+        If a mean is not finite or not of shape ``(..., d)``, the means do not broadcast, or ``sigma``
+        is negative or not finite.
     """
     sigma = check_sigma(sigma)
     mu1, mu2 = _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
-    _common_shape(mu1=mu1, mu2=mu2)
+    check_broadcast(mu1=mu1, mu2=mu2)
     dist = np.linalg.norm(mu2 - mu1, axis=-1)
     if sigma == 0:
         tv = (dist > 0).astype(float)
@@ -106,31 +137,82 @@ def tv_gaussians(mu1, mu2, sigma: float):
     return float(tv) if np.ndim(tv) == 0 else tv
 
 
+# %% [markdown]
+# The log of the density ratio $q(x)/p(x)$: the acceptance probability of the coupling below is
+# $\min\{1, e^{\text{this}}\}$.
+
+# %% tags=["export"]
 def coupling_log_ratio(x, mu1, mu2, sigma: float):
-    """``log phi(x; mu2, sigma^2 I) - log phi(x; mu1, sigma^2 I)`` (shape ``(...)``); sigma > 0."""
+    """``log phi(x; mu2, sigma^2 I) - log phi(x; mu1, sigma^2 I)``: the log acceptance ratio of the coupling.
+
+    Parameters
+    ----------
+    x, mu1, mu2 : array_like, shape (..., d)
+        The point and the two means (finite); leading axes broadcast together.
+    sigma : float
+        The common noise scale (``> 0``: with no noise the densities do not exist).
+
+    Returns
+    -------
+    numpy.ndarray or float, shape (...)
+        ``(||x - mu1||^2 - ||x - mu2||^2) / (2 sigma^2)``, one per broadcast point; ``min(0, .)`` of its
+        exponential is the probability that ``reflection_coupling`` keeps ``x``.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma <= 0``, an array is not finite or not of shape ``(..., d)``, or the shapes do not
+        broadcast.
+    """
     sigma = check_positive(sigma, "sigma")
     x, mu1, mu2 = _as_points(x, "x"), _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
-    _common_shape(x=x, mu1=mu1, mu2=mu2)
+    check_broadcast(x=x, mu1=mu1, mu2=mu2)
     xi, xi2 = x - mu1, x - mu2
     # sigma * sigma, not sigma**2: a float power raises OverflowError for sigma ~ 1e300 (the product is inf, ratio 0)
     return (np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)) / (2 * sigma * sigma)
 
 
+# %% [markdown]
+# The coupling itself: one uniform per point decides between keeping $x$ and reflecting it.
+
+# %% tags=["export"]
 def reflection_coupling(x, mu1, mu2, sigma: float, rng: np.random.Generator):
     """Maximal coupling of ``N(mu1, s^2 I)`` and ``N(mu2, s^2 I)`` by rejection and reflection.
 
-    Given ``x ~ N(mu1, sigma^2 I)`` (shape ``(..., d)``), keep it with probability
-    ``min(1, phi(x; mu2) / phi(x; mu1))``; otherwise return its point reflection
-    ``mu1 + mu2 - x`` through the midpoint of the means (Paper B Algorithm 3: ``v~ <- v' + v - v~``).
-    Returns ``(y, kept)``: ``y ~ N(mu2, sigma^2 I)`` exactly, ``kept`` a boolean array of shape
-    ``(...)`` (a bool for a single point), and ``P[y != x] = TV`` (the coupling is maximal).
-    One uniform per point is drawn from ``rng``.  With ``sigma = 0`` (point masses, ``x = mu1``)
-    the point is kept iff ``mu1 == mu2`` and otherwise mapped to ``mu2``.  ``rng``: a Generator,
-    None (fresh OS entropy) or an int seed.
+    Given ``x ~ N(mu1, sigma^2 I)``, keep it with probability ``min(1, phi(x; mu2) / phi(x; mu1))``;
+    otherwise return its point reflection ``mu1 + mu2 - x`` through the midpoint of the means (Paper B
+    Algorithm 3: ``v~ <- v' + v - v~``).  Then ``y ~ N(mu2, sigma^2 I)`` exactly and
+    ``P[y != x] = TV`` (the coupling is maximal).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        A draw from ``N(mu1, sigma^2 I)`` (finite); with ``sigma = 0`` it is ``mu1`` itself.
+    mu1, mu2 : array_like, shape (..., d)
+        The old and the new mean (finite); leading axes of all three broadcast together.
+    sigma : float
+        The common noise scale (``>= 0``).  With ``sigma = 0`` (point masses) the point is kept iff
+        ``mu1 == mu2`` and otherwise mapped to ``mu2``.
+    rng : numpy.random.Generator, int or None
+        Source of the one uniform drawn per point (None: fresh OS entropy; an int: a seed).  Nothing
+        is drawn if an argument is refused.
+
+    Returns
+    -------
+    y : numpy.ndarray, shape (broadcast of the inputs)
+        The coupled draw from ``N(mu2, sigma^2 I)``.
+    kept : numpy.ndarray of bool, shape (...), or bool
+        Whether ``x`` was kept (a bool for a single point); ``y = mu1 + mu2 - x`` where it was not.
+
+    Raises
+    ------
+    ValueError
+        If an array is not finite or not of shape ``(..., d)``, the shapes do not broadcast, or
+        ``sigma`` is negative or not finite.
     """
     sigma = check_sigma(sigma)
     x, mu1, mu2 = _as_points(x, "x"), _as_points(mu1, "mu1"), _as_points(mu2, "mu2")
-    shape = _common_shape(x=x, mu1=mu1, mu2=mu2)
+    shape = check_broadcast(x=x, mu1=mu1, mu2=mu2)
     rng = as_generator(rng)
     log_ratio = None if sigma == 0 else coupling_log_ratio(x, mu1, mu2, sigma)     # before anything is drawn
     u = rng.random(shape[:-1])

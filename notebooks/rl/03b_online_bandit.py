@@ -71,7 +71,19 @@ from bandit_unlearning.checks import check_int
 
 @dataclass(frozen=True, eq=False)
 class BanditUser:
-    """A replayable bandit user: one fixed reward in [0, 1] per arm."""
+    """A replayable bandit user: one fixed reward in [0, 1] per arm.
+
+    Parameters
+    ----------
+    rewards : array_like of float, shape (m,)
+        The reward the user gives for each of the ``m`` arms, in ``[0, 1]``; stored as a read-only
+        float array (a copy), so the user the learner saw cannot change afterwards.
+
+    Raises
+    ------
+    ValueError
+        If ``rewards`` is empty, not 1-D, not finite or outside ``[0, 1]``.
+    """
 
     rewards: np.ndarray
 
@@ -91,7 +103,29 @@ class BanditUser:
 def bandit_users(means, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1``: user ``i`` has Bernoulli(``means[a]``) rewards drawn from its own
     key (``replayable_users(n, seed=seed)``), so any user can be rebuilt from the seed -- an opt-in for
-    reproducible research; the default ``seed=None`` draws every key from OS entropy."""
+    reproducible research; the default ``seed=None`` draws every key from OS entropy.
+
+    Parameters
+    ----------
+    means : array_like of float, shape (m,)
+        The arms' mean rewards, in ``[0, 1]`` (at least one arm).
+    n : int
+        How many users (``>= 0``).
+    seed : int or None, keyword-only
+        The population's seed (``>= 0``; key material), or None for keys from OS entropy.
+    start : int, keyword-only
+        Index of the first user in the population (``>= 0``), so a population can be built in pieces.
+
+    Returns
+    -------
+    tuple of BanditUser
+        ``n`` users, each with a 0/1 reward per arm.
+
+    Raises
+    ------
+    ValueError
+        If ``means`` is empty, not 1-D or outside ``[0, 1]``, or ``n``, ``seed`` or ``start`` is negative.
+    """
     means = as_real_array(means, "means")
     if means.ndim != 1 or means.size < 1 or not np.isfinite(means).all() or np.any((means < 0) | (means > 1)):
         raise ValueError(f"means must be a non-empty 1-D array in [0, 1], got {means}")
@@ -99,8 +133,28 @@ def bandit_users(means, n: int, *, seed: int | None = None, start: int = 0) -> t
                  for u in replayable_users(n, seed=seed, start=start))
 
 
+# %% [markdown]
+# The arm a model plays, and the statistics a step adds to the tree.
+
+# %% tags=["export:bandit_unlearning.exact.bandit"]
 def chosen_arm(model: np.ndarray) -> int:
-    """The arm a model pulls: ``argmax`` of the UCB indices, ties to the lowest arm."""
+    """The arm a model pulls: ``argmax`` of the UCB indices, ties to the lowest arm.
+
+    Parameters
+    ----------
+    model : array_like, shape (m,)
+        UCB indices, one per arm (``+inf`` allowed, ``nan`` not).
+
+    Returns
+    -------
+    int
+        The arm in ``[0, m)``.
+
+    Raises
+    ------
+    ValueError
+        If ``model`` is empty, not 1-D or holds a ``nan``.
+    """
     model = as_array(model, "model")
     if model.ndim != 1 or model.size == 0 or np.any(np.isnan(model)):
         raise ValueError(f"model must be a non-empty 1-D vector of UCB indices (no nan), got shape {model.shape}")
@@ -108,7 +162,29 @@ def chosen_arm(model: np.ndarray) -> int:
 
 
 def bandit_statistics(arm: int, reward: float, n_arms: int) -> np.ndarray:
-    """``x = (e_arm, reward e_arm)`` in ``R^{2 n_arms}`` (``arm`` in ``[0, n_arms)``, ``reward`` in [0, 1])."""
+    """The statistics one step adds to the tree: ``x = (e_arm, reward e_arm)`` in ``R^{2 n_arms}``.
+
+    Parameters
+    ----------
+    arm : int
+        The arm pulled, in ``[0, n_arms)``.
+    reward : float
+        Its reward, in ``[0, 1]``.
+    n_arms : int
+        The number of arms ``m >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (2 m,)
+        A one in coordinate ``arm`` (the pull count) and ``reward`` in coordinate ``m + arm`` (the sum).
+
+    Raises
+    ------
+    TypeError
+        If ``arm`` or ``n_arms`` is not an integer, or ``reward`` not a real number.
+    ValueError
+        If an argument is outside its range.
+    """
     n_arms = check_count(n_arms, "n_arms", 1)
     arm = check_int(arm, "arm", 0, n_arms - 1)
     reward = check_real(reward, "reward", 0, 1)
@@ -126,8 +202,30 @@ def bandit_statistics(arm: int, reward: float, n_arms: int) -> np.ndarray:
 # %% tags=["export:bandit_unlearning.exact.bandit"]
 def ucb_indices(u_tilde: np.ndarray, t: int, n_arms: int, explore_below: float = 1.0) -> np.ndarray:
     """UCB indices from noisy sums ``u_tilde = (N~, S~)``: ``S~/N~ + sqrt(2 ln max(t, 2) / N~)`` where
-    ``N~ >= explore_below``, ``+inf`` elsewhere (read-only array).  ``explore_below > 0`` (a count at
-    or below 0 has no index)."""
+    ``N~ >= explore_below``, ``+inf`` elsewhere.
+
+    Parameters
+    ----------
+    u_tilde : array_like of float, shape (2 m,)
+        The tree's noisy prefix sums after ``t`` steps: pull counts ``N~`` then reward sums ``S~``.
+    t : int
+        Steps so far (``>= 0``); the bonus uses ``ln max(t, 2)``.
+    n_arms : int
+        The number of arms ``m >= 1``.
+    explore_below : float
+        A noisy count below this (``> 0``; a count at or below 0 has no index) leaves the arm
+        unexplored, with index ``+inf``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (m,)
+        The UCB index of every arm (read-only: it is the model a run stores).
+
+    Raises
+    ------
+    ValueError
+        If ``u_tilde`` does not have shape ``(2 m,)`` or is not finite, ``t < 0`` or ``explore_below <= 0``.
+    """
     n_arms = check_count(n_arms, "n_arms", 1)
     u_tilde = check_real_array(u_tilde, "u_tilde", shape=(2 * n_arms,))
     t = check_int(t, "t", 0)
@@ -156,8 +254,36 @@ def _bandit_update(u_tilde: np.ndarray, t: int, model: np.ndarray, n_arms: int, 
     return ucb_indices(u_tilde, t, n_arms, explore_below)
 
 
+# %% [markdown]
+# Oracle and update packaged as a `PrefixSumLearner`, and two readings of a run: the arms it
+# pulled and its pseudo-regret.
+
+# %% tags=["export:bandit_unlearning.exact.bandit"]
 def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=LightTree) -> PrefixSumLearner:
-    """The UCB bandit as a ``PrefixSumLearner`` (d = 2 m, B = sqrt 2 against the zero dummy)."""
+    """The UCB bandit as a ``PrefixSumLearner`` (d = 2 m, B = sqrt 2 against the zero dummy).
+
+    Parameters
+    ----------
+    n_arms : int
+        The number of arms ``m >= 1``.
+    sigma : float
+        The tree's Gaussian noise scale per node (``>= 0``; ``0``: plain UCB, no stability).
+    explore_below : float
+        Passed to ``ucb_indices``: noisy counts below it (``> 0``) mean an unexplored arm.
+    tree_factory : callable
+        ``tree_factory(d, sigma, capacity)`` builds the run's tree (default ``LightTree``).
+
+    Returns
+    -------
+    PrefixSumLearner
+        A learner whose users are ``BanditUser`` with ``m`` rewards, whose first model is all ``+inf``
+        and whose step statistics are ``bandit_statistics``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_arms < 1``, ``explore_below <= 0`` or ``sigma`` is refused by ``PrefixSumLearner``.
+    """
     n_arms = check_count(n_arms, "n_arms", 1)
     explore_below = check_real(explore_below, "explore_below", 0, low_open=True)
     w1 = np.full(n_arms, np.inf)
@@ -171,13 +297,49 @@ def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tr
 
 
 def actions(run: Run) -> np.ndarray:
-    """Arms pulled at steps ``1 .. T``."""
+    """Arms pulled at steps ``1 .. T``.
+
+    Parameters
+    ----------
+    run : Run
+        A run of ``ucb_bandit_learner``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (T,)
+        ``chosen_arm`` of each model the run played (the last model, after step ``T``, is not played).
+
+    Raises
+    ------
+    TypeError
+        If ``run`` is not a ``Run``.
+    """
     check_instance(run, Run, "run")
     return np.array([chosen_arm(w) for w in run.models[:-1]], dtype=np.int64)
 
 
 def pseudo_regret(run: Run, means) -> np.ndarray:
-    """Cumulative pseudo-regret ``sum_{s<=t} (max mu - mu(a_s))`` for ``t = 1 .. T`` (one mean per arm)."""
+    """Cumulative pseudo-regret ``sum_{s<=t} (max mu - mu(a_s))`` for ``t = 1 .. T``.
+
+    Parameters
+    ----------
+    run : Run
+        A run of ``ucb_bandit_learner``.
+    means : array_like of float, shape (m,)
+        The arms' mean rewards in ``[0, 1]``, one per arm of the run's learner.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (T,)
+        The cumulative pseudo-regret after each step (non-decreasing).
+
+    Raises
+    ------
+    TypeError
+        If ``run`` is not a ``Run``.
+    ValueError
+        If ``means`` does not have one entry per arm or leaves ``[0, 1]``.
+    """
     check_instance(run, Run, "run")
     means = check_real_array(means, "means", 0, 1, shape=(run.learner.d // 2,))
     return np.cumsum(means.max() - means[actions(run)])

@@ -140,6 +140,31 @@ def battery(sample_u, sample_d, categorical=(), min_cell: int = 10) -> dict:
     Two-sample Kolmogorov-Smirnov for every statistic except those named in ``categorical``, which
     get a chi-square test of homogeneity on the ``2 x k`` table of their values; values seen fewer
     than ``min_cell`` times in total are pooled into one cell (p = 1 if fewer than 2 cells remain).
+
+    Parameters
+    ----------
+    sample_u, sample_d : list of dict
+        The two samples (e.g. runs after unlearning, and runs of the world with the dummy): one dict
+        ``statistic name -> number`` per run, every run of both samples with the same names; each
+        sample non-empty (the sizes may differ).
+    categorical : collection of str
+        Names of the statistics with few distinct values (an arm, a retrain flag), tested by
+        chi-square instead of KS.
+    min_cell : int
+        The smallest total count a value keeps its own chi-square cell with (``>= 1``).
+
+    Returns
+    -------
+    dict
+        ``statistic name -> p-value`` in ``[0, 1]``, in the order of the first run's statistics.  The
+        caller applies the level (and any correction for the number of tests).
+
+    Raises
+    ------
+    TypeError
+        If a sample is not a list of dicts, or ``categorical`` is a string or not iterable.
+    ValueError
+        If a sample is empty, the runs' statistic names differ, or ``min_cell < 1``.
     """
     names = _check_samples(sample_u, sample_d)
     if isinstance(categorical, str) or not hasattr(categorical, "__iter__"):
@@ -197,11 +222,44 @@ from bandit_unlearning.exact.tree import (
 
 class BrokenTree(BinaryTree):
     """Copies of ``BinaryTree.unlearn_leaf`` with one deliberate bug, selected by ``bug``
-    (``None``: no bug).  Only for showing that the exactness tests can fail."""
+    (``None``: no bug).  Only for showing that the exactness tests can fail.
+
+    Parameters
+    ----------
+    d : int
+        Dimension of the statistics (as ``BinaryTree``).
+    sigma : float
+        Noise scale per node (``>= 0``).
+    capacity : int
+        Steps to preallocate for.
+
+    Attributes
+    ----------
+    bug : str or None
+        ``"always accept"``, ``"no reflection"``, ``"no retrain"`` or ``None`` (the correct step);
+        set by the subclasses in ``VARIANTS``.
+    """
 
     bug: str | None = None
 
     def unlearn_leaf(self, t, x_new, rng=None):
+        """``BinaryTree.unlearn_leaf`` with the bug of ``self.bug`` (mutates this tree).
+
+        Parameters
+        ----------
+        t : int
+            The leaf to replace, in ``[1, n_leaves]``.
+        x_new : array_like, shape (d,)
+            Its new statistic (the dummy's).
+        rng : numpy.random.Generator, int or None
+            Source of the coupling's uniforms and of fresh node keys.
+
+        Returns
+        -------
+        PathCoupling
+            What happened on the path, as the correct step reports it: for ``"no retrain"`` no node
+            is reported rejected, so the caller keeps every later step.
+        """
         self._check_mutable()
         t = check_int(t, "t", 1, self.n_leaves)
         x_new = statistic_dense(x_new, self.d, "x_new")
@@ -234,20 +292,42 @@ class BrokenTree(BinaryTree):
         return PathCoupling(t, n_before, path, tuple(accepted), None, (), n_before)
 
 
+# %% [markdown]
+# The three variants, and the function that plugs one into a trained run.
+
+# %% tags=["export:bandit_unlearning.testing.broken"]
 class AlwaysAccept(BrokenTree):
-    """BROKEN: keeps every noisy value (only the clean values change)."""
+    """BROKEN: keeps every noisy value (only the clean values change).
+
+    Parameters
+    ----------
+    d, sigma, capacity
+        As ``BinaryTree``; usually not called directly but set on a copied tree by ``with_tree_class``.
+    """
 
     bug = "always accept"
 
 
 class NoReflection(BrokenTree):
-    """BROKEN: keeps a rejected node's noisy value instead of reflecting it, then retrains."""
+    """BROKEN: keeps a rejected node's noisy value instead of reflecting it, then retrains.
+
+    Parameters
+    ----------
+    d, sigma, capacity
+        As ``BinaryTree``; usually not called directly but set on a copied tree by ``with_tree_class``.
+    """
 
     bug = "no reflection"
 
 
 class NoRetrain(BrokenTree):
-    """BROKEN: reflects the rejected node, then neither regenerates its ancestors nor retrains."""
+    """BROKEN: reflects the rejected node, then neither regenerates its ancestors nor retrains.
+
+    Parameters
+    ----------
+    d, sigma, capacity
+        As ``BinaryTree``; usually not called directly but set on a copied tree by ``with_tree_class``.
+    """
 
     bug = "no retrain"
 
@@ -258,7 +338,25 @@ VARIANTS = {cls.bug: cls for cls in (AlwaysAccept, NoReflection, NoRetrain)}
 def with_tree_class(run, cls):
     """The same run, its tree re-typed so that ``unlearn`` uses ``cls.unlearn_leaf`` (a ``BinaryTree``
     subclass).  A run on another tree (the default ``LightTree``) is first converted with its
-    ``to_dense()``: a ``BinaryTree`` holding the same numbers bit for bit."""
+    ``to_dense()``: a ``BinaryTree`` holding the same numbers bit for bit.
+
+    Parameters
+    ----------
+    run : Run
+        A trained run (left unchanged: its tree is copied).
+    cls : type
+        A subclass of ``BinaryTree``, e.g. a value of ``VARIANTS``.
+
+    Returns
+    -------
+    Run
+        The run with a frozen copy of its tree whose class is ``cls``.
+
+    Raises
+    ------
+    TypeError
+        If ``run`` is not a ``Run`` or ``cls`` is not a ``BinaryTree`` subclass.
+    """
     check_instance(run, Run, "run")
     if not (isinstance(cls, type) and issubclass(cls, BinaryTree)):
         raise TypeError(f"cls must be a BinaryTree subclass, got {cls!r}")
@@ -317,7 +415,33 @@ print("Algorithm 3 is exact on every statistic and position")
 # %% tags=["export:bandit_unlearning.experiments.exactness"]
 def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()) -> float:
     """Fraction of the disjoint sub-samples of ``size`` runs per world (``len // size`` of them) in
-    which the smallest p-value of ``battery`` falls below ``level``."""
+    which the smallest p-value of ``battery`` falls below ``level``.
+
+    Parameters
+    ----------
+    sample_u, sample_d : list of dict
+        The two samples, as for ``battery``; sub-sample ``i`` is runs ``i * size .. (i+1) * size - 1``
+        of each.
+    size : int
+        Runs per world in a sub-sample (``1 <=`` the smaller sample's size).
+    level : float
+        The per-test level in ``(0, 1)`` a p-value must fall below to reject.
+    categorical : collection of str
+        Passed to ``battery``.
+
+    Returns
+    -------
+    float
+        The fraction of sub-samples rejected (in ``[0, 1]``): an estimate of the battery's power at
+        ``size`` runs when the samples differ, of its false-rejection rate when they do not.
+
+    Raises
+    ------
+    TypeError
+        If a sample is not a list of dicts.
+    ValueError
+        If a sample is empty, ``size`` exceeds the smaller sample, or ``level`` is not in ``(0, 1)``.
+    """
     _check_samples(sample_u, sample_d)
     size = check_count(size, "size", 1)
     level = check_real(level, "level", 0, 1, low_open=True, high_open=True)
@@ -446,8 +570,26 @@ MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
 
 def retrain_probability_uniform(T: int, tv: float) -> float:
-    """``mean_t [1 - (1 - tv)^{n(t)}]`` over positions ``t = 1..T`` (``n(t)``: complete path nodes);
-    ``T <= MAX_COST_T``."""
+    """``mean_t [1 - (1 - tv)^{n(t)}]`` over positions ``t = 1..T`` (``n(t)``: complete path nodes).
+
+    Parameters
+    ----------
+    T : int
+        Steps of the run, in ``[1, MAX_COST_T]`` (the positions are enumerated).
+    tv : float
+        The TV distance in ``[0, 1]`` of every path node's old and new noisy law (the same for all
+        nodes: the worst case when every shift is the sensitivity ``B``).
+
+    Returns
+    -------
+    float
+        The probability that a deletion at a uniformly random position retrains, in ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If ``T`` or ``tv`` is outside its range.
+    """
     T = check_int(T, "T", 1, MAX_COST_T)
     tv = check_real(tv, "tv", 0, 1)
     lengths = np.array([len(leaf_path(t, T)) for t in range(1, T + 1)])
@@ -456,7 +598,25 @@ def retrain_probability_uniform(T: int, tv: float) -> float:
 
 def expected_cost_uniform(T: int, tv: float) -> float:
     """Expected steps recomputed divided by ``T`` for a request at a uniformly random position:
-    ``mean_t sum_k (1 - tv)^k tv (T - r_{b_k}) / T``; ``T <= MAX_COST_T``."""
+    ``mean_t sum_k (1 - tv)^k tv (T - r_{b_k}) / T``.
+
+    Parameters
+    ----------
+    T : int
+        Steps of the run, in ``[1, MAX_COST_T]``.
+    tv : float
+        The TV distance in ``[0, 1]`` of every path node, as for ``retrain_probability_uniform``.
+
+    Returns
+    -------
+    float
+        The expected cost of one deletion as a fraction of retraining from scratch, in ``[0, 1)``.
+
+    Raises
+    ------
+    ValueError
+        If ``T`` or ``tv`` is outside its range.
+    """
     T = check_int(T, "T", 1, MAX_COST_T)
     tv = check_real(tv, "tv", 0, 1)
     total = 0.0
@@ -465,12 +625,43 @@ def expected_cost_uniform(T: int, tv: float) -> float:
     return float(total / T**2)
 
 
+# %% [markdown]
+# **Given a run.** The conditional retraining probability of one request needs only the run's noisy
+# values and the deleted step's statistics: each path node keeps its noisy value with probability
+# $a_b = \min\{1, \phi(\tilde v_b; v'_b)/\phi(\tilde v_b; v_b)\}$, independently, so the request
+# retrains with probability $1 - \prod_b a_b$, and the expected steps recomputed add up node by node.
+
+# %% tags=["export"]
 def conditional_retraining(run, t: int, dummy=None):
     """Exact probability that deleting user ``t`` from *this* run retrains, and the expected steps
     recomputed, given the run's noisy values (only the coupling's uniforms are random):
     ``P = 1 - prod_b a_b`` with ``a_b = min(1, phi(v~_b; v'_b) / phi(v~_b; v_b))`` along the path.
     Averaged over runs these equal ``UnlearnRecord.retrain_probability`` and
-    ``expected_steps_recomputed``.  ``dummy`` defaults to ``ZERO_USER``."""
+    ``expected_steps_recomputed``.
+
+    Parameters
+    ----------
+    run : Run
+        A trained run (not changed).
+    t : int
+        The step to delete, in ``[1, run.T]``.
+    dummy : object or None
+        The user put in its place (a user of the run's learner); None means ``ZERO_USER``.
+
+    Returns
+    -------
+    p_retrain : float
+        The probability, in ``[0, 1]``, that ``unlearn(run, DeleteStep(t))`` rejects a node and retrains.
+    steps : float
+        The expected number of steps it recomputes, in ``[0, T - 1]``.
+
+    Raises
+    ------
+    TypeError
+        If ``run`` is not a ``Run`` or the learner refuses ``dummy``.
+    ValueError
+        If ``t`` is outside ``[1, run.T]``.
+    """
     from bandit_unlearning.exact.learner import ZERO_USER
     from bandit_unlearning.privacy.coupling import coupling_log_ratio
 
@@ -491,40 +682,135 @@ def conditional_retraining(run, t: int, dummy=None):
     return p_retrain, steps
 
 
+# %% [markdown]
+# **The measurement loop.** `measure_unlearning` trains runs and deletes uniformly random steps from
+# each; what one request costs is `request_cost(run, t, rng)`, by default a real `unlearn` with its
+# diagnostics.  A caller that decides the cost another way with the same draws (chapter B13 skips
+# re-running the episodes after a rejection) passes its own `cost_of` and keeps this loop.
+
+# %% tags=["export"]
+COST_KEYS = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
+             "expected_cost", "shift_norm")
+_REQUEST_KEYS = ("retrained", "cost", "retrain_probability", "expected_cost", "shift_norm")
+
+
+def request_cost(run: Run, t: int, rng: np.random.Generator) -> dict:
+    """What deleting step ``t`` from ``run`` costs, measured by ``unlearn`` with its diagnostics.
+
+    Parameters
+    ----------
+    run : Run
+        A trained run (not changed: ``unlearn`` returns a new one).
+    t : int
+        The step to delete, in ``[1, run.T]``.
+    rng : numpy.random.Generator, int or None
+        Source of the coupling's uniforms and of the re-run's noise.
+
+    Returns
+    -------
+    dict
+        ``retrained`` (bool), ``cost`` (steps recomputed / T), ``retrain_probability`` and
+        ``expected_cost`` (exact over the algorithm's randomness, / T for the cost) and ``shift_norm``
+        (the deleted statistic's distance to the dummy's).  They describe the deleted user: use them
+        on data you may look at.
+    """
+    rec = unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)[1]
+    return {"retrained": rec.retrained, "cost": rec.steps_recomputed / run.T,
+            "retrain_probability": rec.retrain_probability,
+            "expected_cost": rec.expected_steps_recomputed / run.T, "shift_norm": rec.shift_norm}
+
+
 def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_per_run: int,
-                       rng: np.random.Generator | None = None) -> dict:
+                       rng: np.random.Generator | None = None, *, cost_of=request_cost) -> dict:
     """Train ``n_runs`` runs on ``users``; apply ``requests_per_run`` deletions at uniformly random
-    positions to each (every request on the original run).  Returns per-request arrays:
-    ``retrained`` and ``cost`` (steps recomputed / T) as measured; ``conditional_probability`` and
-    ``conditional_cost`` (exact given the run); ``retrain_probability`` and ``expected_cost``
-    (exact over the algorithm's randomness); ``shift_norm``; and ``T``.  A cost experiment: the
-    exact values are computed from the deleted statistics (``unlearn(..., options=ExactOptions(diagnostics=True))``), so
-    the result describes the deleted users -- use it on data you may look at.  ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
+    positions to each (every request on the original run).  A cost experiment: the exact values are
+    computed from the deleted statistics, so the result describes the deleted users -- use it on
+    data you may look at.
+
+    Parameters
+    ----------
+    learner : PrefixSumLearner
+        The learner to train.
+    users : sequence
+        Its users, one per step (``T = len(users)``).
+    n_runs, requests_per_run : int
+        Runs to train and requests per run (both ``>= 1``).
+    rng : numpy.random.Generator, int or None
+        Source of the runs' noise, the positions and the requests' draws (None: fresh OS entropy).
+    cost_of : callable, keyword-only
+        ``cost_of(run, t, rng) -> dict`` with the keys of ``request_cost`` (its default).
+
+    Returns
+    -------
+    dict
+        One float array per key of ``COST_KEYS``, of ``n_runs * requests_per_run`` requests in order:
+        ``retrained`` and ``cost`` (steps recomputed / T) as measured; ``conditional_probability`` and
+        ``conditional_cost`` (exact given the run, ``conditional_retraining``); ``retrain_probability``
+        and ``expected_cost`` (exact over the algorithm's randomness); ``shift_norm``; and ``"T"``.
+
+    Raises
+    ------
+    TypeError
+        If ``learner`` is not a ``PrefixSumLearner``, ``cost_of`` is not callable or returns no such
+        dict, a user is refused by the learner, or ``rng`` is not a generator, seed or None.
+    ValueError
+        If ``n_runs`` or ``requests_per_run`` is below 1.
+    """
     check_instance(learner, PrefixSumLearner, "learner")
     n_runs = check_count(n_runs, "n_runs", 1)
     requests_per_run = check_count(requests_per_run, "requests_per_run", 1)
+    check_callable(cost_of, "cost_of")
     rng = as_generator(rng)
-    keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
-            "expected_cost", "shift_norm")
-    out = {k: [] for k in keys}
+    out = {k: [] for k in COST_KEYS}
     for _ in range(n_runs):
         run = train(learner, users, rng)
         for t in rng.integers(1, run.T + 1, size=requests_per_run):
             p_cond, steps_cond = conditional_retraining(run, int(t))
-            rec = unlearn(run, DeleteStep(int(t)), options=ExactOptions(diagnostics=True), rng=rng)[1]
-            for k, v in zip(keys, (rec.retrained, rec.steps_recomputed / run.T, p_cond, steps_cond / run.T,
-                                   rec.retrain_probability, rec.expected_steps_recomputed / run.T, rec.shift_norm)):
-                out[k].append(v)
+            rec = cost_of(run, int(t), rng)
+            if not isinstance(rec, dict) or not set(_REQUEST_KEYS) <= set(rec):
+                raise TypeError(f"cost_of must return a dict with keys {_REQUEST_KEYS}, got {rec!r}")
+            rec = {**rec, "conditional_probability": p_cond, "conditional_cost": steps_cond / run.T}
+            for k in COST_KEYS:
+                out[k].append(rec[k])
     result = {k: np.array(v, dtype=float) for k, v in out.items()}
     result["T"] = len(users)
     return result
 
 
+# %% [markdown]
+# **The figure**: measured cost per $(\rho, T)$ with its standard error, the exact expected cost for
+# the worst shift $B$ as a line, and the paper's estimate $\rho\sqrt{\ln T}$ dotted.
+
+# %% tags=["export"]
 def plot_unlearning_cost(measured: dict, sigma_of_rho, B: float, rho_grid, ax=None):
     """Cost of unlearning as a fraction of retraining against rho, one colour per T.
 
-    ``measured`` maps ``(rho, T)`` to ``measure_unlearning`` outputs (points with standard errors);
-    lines are ``expected_cost_uniform`` with the worst-case shift ``B`` and ``sigma_of_rho(rho, T)``.
+    Parameters
+    ----------
+    measured : dict
+        ``(rho, T) -> measure_unlearning output``: plotted as points with standard errors.
+    sigma_of_rho : callable
+        ``sigma_of_rho(rho, T) -> float``, the calibration the runs used.
+    B : float
+        The worst-case shift of a node's clean value (``> 0``); the lines are
+        ``expected_cost_uniform(T, tv_gaussians([0], [B], sigma_of_rho(rho, T)))``.
+    rho_grid : array_like of float, 1-D
+        The stability levels (``> 0``) to draw the lines at.
+    ax : matplotlib.axes.Axes or None
+        Where to draw (None: a new figure).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on (log-log).
+
+    Raises
+    ------
+    TypeError
+        If ``measured`` is not a dict, ``sigma_of_rho`` is not callable or ``ax`` not an ``Axes``.
+    ValueError
+        If ``measured`` is empty or not keyed by ``(rho, T)`` with cost arrays, ``B <= 0``, or
+        ``rho_grid`` is empty, not 1-D or not positive.
     """
     from bandit_unlearning.privacy.coupling import tv_gaussians
 
@@ -557,7 +843,7 @@ def plot_unlearning_cost(measured: dict, sigma_of_rho, B: float, rho_grid, ax=No
 
 
 # %%
-from bandit_unlearning.experiments.unlearning_cost import *  # noqa: F403  (the module generated from the cell above)
+from bandit_unlearning.experiments.unlearning_cost import *  # noqa: F403  (the module generated from the cells above)
 
 MEANS_COST = np.array([0.7, 0.5, 0.3])
 B = np.sqrt(2)

@@ -78,8 +78,24 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def check_distribution_rows(p: np.ndarray, name: str) -> None:
-    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution
-    (``TypeError`` if ``p`` is not an array of numbers)."""
+    """Raise ``ValueError`` unless every vector along the last axis of ``p`` is a distribution.
+
+    Parameters
+    ----------
+    p : array_like, shape (..., n)
+        Probability vectors along the last axis (``n >= 1``): finite, non-negative, each summing to 1
+        within ``ROW_SUM_TOL``.
+    name : str
+        The argument's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        If ``p`` is not an array of numbers or ``name`` not a string.
+    ValueError
+        If ``p`` has no last axis, is not finite, has a negative entry, or a row that does not sum
+        to 1 (the message names the first such row).
+    """
     check_instance(name, str, "name")
     p = as_array(p, name)
     if p.ndim < 1 or p.shape[-1] < 1:
@@ -103,10 +119,24 @@ def check_distribution_rows(p: np.ndarray, name: str) -> None:
 class TabularMDP:
     """An episodic tabular MDP ``(S, A, H, P_h, r_h)`` with initial distribution ``initial``.
 
-    ``transitions``: ``[H, S, A, S]`` or time-homogeneous ``[S, A, S]`` (broadcast over ``h``);
-    ``rewards``: ``[H, S, A]`` or ``[S, A]``, mean rewards in ``[0, 1]``; ``initial``: ``[S]``;
-    ``horizon``: ``H >= 1``.  Arrays are stored read-only; a homogeneous input stays one kernel
-    (the ``[H, ...]`` attribute is a zero-stride view).  Invalid input raises ``ValueError``.
+    Parameters
+    ----------
+    transitions : array_like, shape (H, S, A, S) or (S, A, S)
+        ``P_h(s' | s, a)``; a time-homogeneous ``[S, A, S]`` kernel is stored once, the attribute
+        being a zero-stride ``[H, S, A, S]`` view.
+    rewards : array_like, shape (H, S, A) or (S, A)
+        Mean rewards in ``[0, 1]``.
+    initial : array_like, shape (S,)
+        The initial-state distribution.
+    horizon : int
+        ``H >= 1``.
+    name : str
+        A label for printing.
+
+    Raises
+    ------
+    ValueError
+        If a shape disagrees, a row is not a distribution or a reward leaves ``[0, 1]``.
     """
 
     transitions: np.ndarray
@@ -180,7 +210,17 @@ class TabularMDP:
 # %% tags=["export"]
 @dataclass(frozen=True)
 class Plan:
-    """Result of exact planning: ``Q[h, s, a]``, ``V[h, s]`` (``V[H] = 0``) and ``policy[h, s]``."""
+    """Result of exact planning or evaluation.
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, shape (H, S, A)
+        Action values ``Q[h, s, a]``.
+    V : numpy.ndarray, shape (H + 1, S)
+        State values, ``V[H] = 0``.
+    policy : numpy.ndarray of int, shape (H, S)
+        The greedy (planning) or evaluated policy.
+    """
 
     Q: np.ndarray
     V: np.ndarray
@@ -195,11 +235,29 @@ class Plan:
             raise TypeError(f"policy must hold integer actions, got dtype {policy.dtype}")
 
 
+# %% [markdown]
+# Backward induction, one matrix product per step.
+
+# %% tags=["export"]
 def value_iteration(mdp: TabularMDP) -> Plan:
     """Backward induction: ``Q*_h = r_h + P_h V*_{h+1}``, ``V*_h = max_a Q*_h``, ``V*_H = 0``.
 
     One ``[S*A, S] @ [S]`` product per step; the optimal policy is the greedy one (ties -> lowest
     action).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+
+    Returns
+    -------
+    Plan
+        ``Q*``, ``V*`` and an optimal deterministic policy.
+
+    Raises
+    ------
+    TypeError
+        If ``mdp`` is not a ``TabularMDP``.
     """
     check_instance(mdp, TabularMDP, "mdp")
     H, S, A = mdp.H, mdp.S, mdp.A
@@ -218,7 +276,29 @@ def value_iteration(mdp: TabularMDP) -> Plan:
 
 # %% tags=["export"]
 def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
-    """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices."""
+    """Validate a deterministic policy ``[H, S]`` (or a batch ``[B, H, S]``) of action indices.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        Gives ``H``, ``S`` and the action range ``[0, A)``.
+    policy : array_like of int, shape (H, S) or (B, H, S)
+        Actions (integral floats are accepted; booleans are not).
+    batch : bool
+        Whether ``policy`` is a batch ``[B, H, S]``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        A new array of the same shape.
+
+    Raises
+    ------
+    TypeError
+        If ``mdp`` is not a ``TabularMDP``, or ``policy`` holds booleans or is not numeric.
+    ValueError
+        If the shape is wrong or an entry is not an action in ``[0, A)``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     batch = check_bool(batch, "batch")
     pi = as_array(policy, "policy")
@@ -237,10 +317,28 @@ def check_policy(mdp: TabularMDP, policy, batch: bool = False) -> np.ndarray:
     return pi
 
 
+# %% [markdown]
+# Evaluation of one policy, and the optimal value.
+
+# %% tags=["export"]
 def evaluate_policy(mdp: TabularMDP, policy) -> Plan:
     """Exact evaluation of a deterministic policy ``[H, S]``: ``Q^pi``, ``V^pi`` (``V^pi_H = 0``).
 
-    ``Plan.policy`` is the evaluated policy.
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policy : array_like of int, shape (H, S)
+        The actions, checked by ``check_policy``.
+
+    Returns
+    -------
+    Plan
+        ``Q^pi``, ``V^pi`` and ``policy`` (the evaluated policy, as int64).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``check_policy``.
     """
     pi = check_policy(mdp, policy)
     H, S, A = mdp.H, mdp.S, mdp.A
@@ -255,16 +353,53 @@ def evaluate_policy(mdp: TabularMDP, policy) -> Plan:
 
 
 def optimal_value(mdp: TabularMDP) -> float:
-    """``E_{s ~ initial} V*_0(s)``."""
+    """``E_{s ~ initial} V*_0(s)``: the optimal expected return of an episode.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+
+    Returns
+    -------
+    float
+        In ``[0, H]``.
+
+    Raises
+    ------
+    TypeError
+        If ``mdp`` is not a ``TabularMDP``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     return float(mdp.initial @ value_iteration(mdp).V[0])
 
 
+# %% [markdown]
+# Many policies at once, and the regret of a sequence of policies.
+
+# %% tags=["export"]
 def policy_values(mdp: TabularMDP, policies, chunk: int = 2048) -> np.ndarray:
     """``E_{s ~ initial} V^{pi_b}_0(s)`` for a batch of policies ``[B, H, S]``, exactly.
 
     Repeated policies are evaluated once; the others in chunks of ``chunk`` with one
     ``[S*A, S] @ [S, chunk]`` product per step.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policies : array_like of int, shape (B, H, S)
+        The policies (``B >= 0``), checked by ``check_policy``.
+    chunk : int
+        Policies per matrix product (``>= 1``; bounds the memory, not the result).
+
+    Returns
+    -------
+    numpy.ndarray, shape (B,)
+        The expected return of each policy from the initial distribution.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``check_policy``, or ``chunk < 1``.
     """
     pis = check_policy(mdp, policies, batch=True)
     chunk = check_int(chunk, "chunk", 1)
@@ -291,6 +426,22 @@ def regret(mdp: TabularMDP, policies) -> np.ndarray:
 
     ``regret(...).cumsum()`` is the expected regret curve ``R(t)`` (expectation over the initial
     state and the environment, given the policies).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policies : array_like of int, shape (T, H, S)
+        The policy of each episode.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T,)
+        ``optimal_value(mdp) - policy_values(mdp, policies)``, each ``>= 0`` up to rounding.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``check_policy``.
     """
     check_policy(mdp, policies, batch=True)
     return optimal_value(mdp) - policy_values(mdp, policies)
@@ -436,6 +587,20 @@ def riverswim(horizon: int = 20, n_states: int = 6, initial_state: int = 0) -> T
     Action 0 = left (with the current, deterministic), 1 = right (against it: forward 0.35, stay
     0.6, back 0.05 in the middle; forward 0.6 / stay 0.4 at the left bank; stay 0.6 / back 0.4 at the
     right bank).  Rewards 5/1000 for left at state 0 and 1 for right at the last state.
+
+    Parameters
+    ----------
+    horizon : int
+        ``H >= 1``.
+    n_states : int
+        States along the river (``>= 2``).
+    initial_state : int
+        Where every episode starts, in ``[0, n_states)``.
+
+    Returns
+    -------
+    TabularMDP
+        Time-homogeneous, with ``A = 2``.
     """
     horizon, n_states = check_count(horizon, "horizon", 1), check_count(n_states, "n_states", 2)
     initial_state = check_int(initial_state, "initial_state", 0, n_states - 1)
@@ -464,8 +629,23 @@ GRIDWORLD_5X5 = (
 MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))   # up, right, down, left
 
 
+# %% [markdown]
+# The gridworld: a layout of strings, its states in row-major order, and the MDP on them.
+
+# %% tags=["export:bandit_unlearning.rl.envs"]
 def gridworld_cells(layout=GRIDWORLD_5X5) -> list:
-    """``(row, col)`` of every state of ``layout`` (non-wall cells, row-major order)."""
+    """``(row, col)`` of every state of ``layout`` (non-wall cells, row-major order).
+
+    Parameters
+    ----------
+    layout : sequence of str
+        Equal-length rows of ``.`` (free), ``#`` (wall), ``S`` (start) and ``G`` (goal).
+
+    Returns
+    -------
+    list of tuple of int
+        State ``i`` of ``gridworld(layout=layout)`` is cell ``cells[i]``.
+    """
     if isinstance(layout, str) or not hasattr(layout, "__iter__") or not all(isinstance(line, str) for line in layout):
         raise TypeError(f"layout must be a sequence of strings (one per row), got {layout!r}")
     rows = [str(line) for line in layout]
@@ -483,6 +663,20 @@ def gridworld(horizon: int = 10, slip: float = 0.1, layout=GRIDWORLD_5X5) -> Tab
     ``1 - slip``, each perpendicular one with ``slip/2``; walls and borders block (stay).  The goal
     ``G`` is absorbing and pays 1 per step spent there; episodes start at ``S``.  The default layout
     is 5x5 with two walls (23 states).
+
+    Parameters
+    ----------
+    horizon : int
+        ``H >= 1``.
+    slip : float
+        Probability in ``[0, 1]`` of slipping to a perpendicular move.
+    layout : sequence of str
+        As for ``gridworld_cells``: one ``S``, one ``G``.
+
+    Returns
+    -------
+    TabularMDP
+        Time-homogeneous, ``A = 4``, states in the order of ``gridworld_cells(layout)``.
     """
     horizon = check_count(horizon, "horizon", 1)
     slip = check_real(slip, "slip", 0, 1)
@@ -514,8 +708,26 @@ def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.
            homogeneous: bool = True) -> TabularMDP:
     """A Garnet random MDP G(S, A, b): each (s, a) (and step, if not homogeneous) has ``branching``
     distinct random successors with probabilities from a uniform random partition of [0, 1];
-    rewards uniform on [0, 1]; initial state 0.  ``rng``: a Generator, None (fresh OS entropy) or an
-    int seed.  Every argument is checked before anything is drawn."""
+    rewards uniform on [0, 1]; initial state 0.  Every argument is checked before anything is drawn.
+
+    Parameters
+    ----------
+    n_states, n_actions : int
+        ``S >= 1`` and ``A >= 1``.
+    branching : int
+        Successors per ``(s, a)``, in ``[1, S]``.
+    horizon : int
+        ``H >= 1``.
+    rng : numpy.random.Generator, int or None
+        Source of the successors, probabilities and rewards (None: fresh OS entropy).
+    homogeneous : bool
+        One kernel and reward table for all steps, or one per step.
+
+    Returns
+    -------
+    TabularMDP
+        Named ``Garnet(S,A,b)``.
+    """
     n_states, n_actions = check_count(n_states, "n_states", 1), check_count(n_actions, "n_actions", 1)
     branching = check_int(branching, "branching", 1, n_states)
     horizon = check_count(horizon, "horizon", 1)
@@ -534,6 +746,10 @@ def garnet(n_states: int, n_actions: int, branching: int, horizon: int, rng: np.
     return TabularMDP(P, r, np.eye(n_states)[0], horizon, name=name)
 
 
+# %% [markdown]
+# The hard instance of the lower bound (chapter B9a).
+
+# %% tags=["export:bandit_unlearning.rl.envs"]
 def independent_bandits(n_bandits: int, n_actions: int, horizon: int, gap: float,
                         best_actions=None, rng: np.random.Generator | None = None) -> TabularMDP:
     """The hard instance of Theorem 4.4: ``n_bandits`` independent bandit problems.
@@ -542,8 +758,25 @@ def independent_bandits(n_bandits: int, n_actions: int, horizon: int, gap: float
     and ``2n + i`` the "bad" absorbing state of bandit ``i`` (so ``S = 3n``).  From initial state
     ``i`` action ``a`` leads to the good state with probability ``1/2 + gap * [a == best_actions[i]]``;
     the good state pays 1 per step.  ``V* = (H-1)(1/2 + gap)``; a wrong first action costs
-    ``(H-1) gap``.  ``best_actions`` defaults to uniform random draws from ``rng`` (a Generator, None --
-    fresh OS entropy -- or an int seed).
+    ``(H-1) gap``.
+
+    Parameters
+    ----------
+    n_bandits, n_actions : int
+        ``n >= 1`` bandits of ``A >= 1`` actions.
+    horizon : int
+        ``H >= 2`` (the first step chooses, the others collect).
+    gap : float
+        The advantage of the best action, in ``[0, 1/2]``.
+    best_actions : array_like of int, shape (n,), or None
+        The best action of each bandit; None draws them uniformly from ``rng``.
+    rng : numpy.random.Generator, int or None
+        Used only when ``best_actions`` is None (None: fresh OS entropy).
+
+    Returns
+    -------
+    TabularMDP
+        ``S = 3n`` states; its ``best_actions`` are recoverable from the transitions.
     """
     n_bandits, n_actions = check_count(n_bandits, "n_bandits", 1), check_count(n_actions, "n_actions", 1)
     horizon = check_count(horizon, "horizon", 1)

@@ -123,13 +123,33 @@ import numpy as np
 from bandit_unlearning.checks import as_array, check_choice, check_instance, check_int
 from bandit_unlearning.kernel import C1, C2, GAMMA, INITIAL, N_STREAMS, REWARD, TRANSITION, UNIT, rollout_lists
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy
+from bandit_unlearning.shapes import check_broadcast
 
 REWARD_NOISE = ("bernoulli", "none")
 
 
 def splitmix64(seed: int, index) -> np.ndarray:
-    """Outputs number ``index`` (0-based, integers in ``[0, 2**64)``, array) of SplitMix64 seeded with
-    ``seed`` (an integer in ``[0, 2**64)``), as uint64."""
+    """Outputs number ``index`` of SplitMix64 seeded with ``seed``.
+
+    Parameters
+    ----------
+    seed : int
+        The generator's state before output 0, in ``[0, 2**64)``.
+    index : array_like of int
+        Output numbers (0-based, in ``[0, 2**64)``), any shape.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        The outputs, shape of ``index``; equal to the reference ``splitmix64.c`` sequence.
+
+    Raises
+    ------
+    TypeError
+        If ``index`` does not hold integers.
+    ValueError
+        If ``seed`` or an index is negative (or ``seed >= 2**64``).
+    """
     seed = check_seed(seed)
     index = as_array(index, "index")
     if index.dtype.kind not in "iu":
@@ -143,19 +163,73 @@ def splitmix64(seed: int, index) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+# %% [markdown]
+# The checks of a seed and of user keys: a user owns `N_STREAMS * H * S * A` counters, so the
+# number of distinct keys depends on the MDP.
+
+# %% tags=["export:bandit_unlearning.rl.users"]
 def check_seed(seed) -> int:
-    """A population seed: an integer in ``[0, 2**64)`` (``bandit_unlearning.checks.check_int``)."""
+    """A population seed: an integer in ``[0, 2**64)`` (``bandit_unlearning.checks.check_int``).
+
+    Parameters
+    ----------
+    seed : int
+        The seed to check.
+
+    Returns
+    -------
+    int
+        ``seed`` as a Python int.
+
+    Raises
+    ------
+    TypeError
+        If ``seed`` is not an integer.
+    ValueError
+        If it is outside ``[0, 2**64)``.
+    """
     return check_int(seed, "seed", 0, 2**64 - 1)
 
 
 def max_users(mdp: TabularMDP) -> int:
-    """Number of distinct user keys (``0 .. max_users-1``) before counters would wrap."""
+    """Number of distinct user keys (``0 .. max_users-1``) before counters would wrap.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        Every user takes ``N_STREAMS * H * S * A`` counters of it.
+
+    Returns
+    -------
+    int
+        ``2**64 // (N_STREAMS * H * S * A)``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     return 2 ** 64 // (N_STREAMS * mdp.H * mdp.S * mdp.A)
 
 
 def check_users(mdp: TabularMDP, users) -> np.ndarray:
-    """Validate user keys: integers in ``[0, max_users(mdp))``."""
+    """Validate user keys: integers in ``[0, max_users(mdp))``.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        Gives the key range.
+    users : array_like of int
+        Keys, any shape (empty allowed).
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        The keys, a new array of the same shape.
+
+    Raises
+    ------
+    TypeError
+        If ``mdp`` is not a ``TabularMDP`` or ``users`` does not hold integers.
+    ValueError
+        If a key is outside the range.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     u = as_array(users, "users")
     if u.size and not np.issubdtype(u.dtype, np.integer):
@@ -166,12 +240,38 @@ def check_users(mdp: TabularMDP, users) -> np.ndarray:
     return u.astype(np.uint64)
 
 
+# %% [markdown]
+# A user's uniforms at any cells, vectorised: the counter of each cell, then SplitMix64.
+
+# %% tags=["export:bandit_unlearning.rl.users"]
 def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.ndarray:
     """The uniforms in ``[0, 1)`` that ``users`` use at ``(stream, h, s, a)`` (all broadcast).
 
-    ``stream`` must lie in ``[0, N_STREAMS)``, ``h`` in ``[0, H)``, ``s`` in ``[0, S)`` and ``a`` in
-    ``[0, A)``: the counter layout gives every user ``N_STREAMS * H * S * A`` outputs, and a cell outside
-    these ranges would read another user's stream."""
+    Parameters
+    ----------
+    mdp : TabularMDP
+        Gives ``H``, ``S`` and ``A``.
+    users : array_like of int
+        User keys in ``[0, max_users(mdp))``.
+    stream, h, s, a : array_like of int
+        The cell: ``stream`` in ``[0, N_STREAMS)`` (``TRANSITION``, ``REWARD`` or ``INITIAL``), ``h`` in
+        ``[0, H)``, ``s`` in ``[0, S)`` and ``a`` in ``[0, A)``.  The counter layout gives every user
+        ``N_STREAMS * H * S * A`` outputs; a cell outside these ranges would read another user's stream.
+    seed : int
+        The population, in ``[0, 2**64)``.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (broadcast of the arguments)
+        The top 53 bits of each SplitMix64 output, scaled to ``[0, 1)``.
+
+    Raises
+    ------
+    TypeError
+        If a key or cell index is not an integer.
+    ValueError
+        If one is outside its range, or the arguments do not broadcast together.
+    """
     seed = check_seed(seed)
     u = check_users(mdp, users)
     H, S, A = mdp.H, mdp.S, mdp.A
@@ -183,10 +283,7 @@ def user_uniforms(mdp: TabularMDP, users, stream, h, s, a, seed: int = 0) -> np.
         if np.any(v < 0) or np.any(v >= size):
             raise ValueError(f"{name} must lie in [0, {size}) (another user's stream lies beyond), got {value!r}")
         cells.append(v)
-    try:
-        np.broadcast_shapes(u.shape, *(v.shape for v in cells))
-    except ValueError:
-        raise ValueError("users, stream, h, s and a must broadcast together") from None
+    check_broadcast(users=u, **dict(zip(("stream", "h", "s", "a"), cells)))
     idx = ((u * np.uint64(N_STREAMS) + np.asarray(stream, dtype=np.uint64)) * np.uint64(H)
            + np.asarray(h, dtype=np.uint64)) * np.uint64(S)
     idx = (idx + np.asarray(s, dtype=np.uint64)) * np.uint64(A) + np.asarray(a, dtype=np.uint64)
@@ -351,7 +448,17 @@ def rollout_lists(mdp: "TabularMDP", policy_rows: list, user: int, seed: int, be
 # %% tags=["export:bandit_unlearning.rl.users"]
 @dataclass(frozen=True)
 class Trajectory:
-    """States ``[..., H+1]`` (``s_0 .. s_H``), actions ``[..., H]``, rewards ``[..., H]``."""
+    """One or a batch of episodes.
+
+    Parameters
+    ----------
+    states : numpy.ndarray of int, shape (..., H + 1)
+        ``s_0 .. s_H``.
+    actions : numpy.ndarray of int, shape (..., H)
+        The action taken at each step.
+    rewards : numpy.ndarray of float, shape (..., H)
+        The reward received at each step.
+    """
 
     states: np.ndarray
     actions: np.ndarray
@@ -373,8 +480,19 @@ class Trajectory:
 
 
 def cdf_tables(mdp: TabularMDP) -> np.ndarray:
-    """``[H, S, A, S]`` cumulative sums of the kernels with the final plateau set to exactly 1, so
-    that the inverse-CDF draw ``#{s' : cdf[s'] <= u}`` never picks a zero-probability state."""
+    """Cumulative sums of the kernels with the final plateau set to exactly 1, so that the
+    inverse-CDF draw ``#{s' : cdf[s'] <= u}`` never picks a zero-probability state.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+
+    Returns
+    -------
+    numpy.ndarray, shape (H, S, A, S)
+        Non-decreasing along the last axis, ending in 1 (a zero-stride view over ``h`` for a
+        time-homogeneous kernel).
+    """
     check_instance(mdp, TabularMDP, "mdp")
     P = mdp.transitions
     c = np.cumsum(P[:1] if mdp.homogeneous_transitions else P, axis=-1)
@@ -398,8 +516,36 @@ def check_reward_noise(reward_noise: str) -> str:
     return check_choice(reward_noise, "reward_noise", REWARD_NOISE)
 
 
+# %% [markdown]
+# One episode of one user, on plain Python ints (the kernel's `rollout_lists`).
+
+# %% tags=["export:bandit_unlearning.rl.users"]
 def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str = "bernoulli") -> Trajectory:
-    """One episode of the deterministic ``policy [H, S]`` with the replayable ``user``."""
+    """One episode of a deterministic policy with a replayable user.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policy : array_like of int, shape (H, S)
+        The action at each step and state.
+    user : int
+        The user's key, in ``[0, max_users(mdp))``.
+    seed : int
+        The population, in ``[0, 2**64)``.
+    reward_noise : str
+        ``"bernoulli"`` (rewards drawn with the MDP's means) or ``"none"`` (the means themselves).
+
+    Returns
+    -------
+    Trajectory
+        States ``(H + 1,)``, actions and rewards ``(H,)``; the same for the same user, seed and the
+        policy's actions on the states the user visits.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the policy, key, seed or ``reward_noise`` is refused.
+    """
     pi = check_policy(mdp, policy)
     if isinstance(user, np.ma.MaskedArray):
         raise TypeError("user must be an integer key, not a masked array")
@@ -409,9 +555,35 @@ def rollout(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str
     return Trajectory(np.array(states), np.array(actions), np.array(rews))
 
 
+# %% [markdown]
+# Episodes of many users at once, vectorised over users; user by user equal to `rollout`.
+
+# %% tags=["export:bandit_unlearning.rl.users"]
 def rollout_batch(mdp: TabularMDP, policy, users, seed: int = 0, reward_noise: str = "bernoulli") -> Trajectory:
-    """Episodes of ``users [B]`` under one policy ``[H, S]`` or one policy each ``[B, H, S]``,
-    vectorised over users; equal, user by user, to ``rollout``."""
+    """Episodes of many users, vectorised over users; equal, user by user, to ``rollout``.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    policy : array_like of int, shape (H, S) or (B, H, S)
+        One policy for every user, or one each.
+    users : array_like of int, shape (B,)
+        User keys in ``[0, max_users(mdp))``.
+    seed : int
+        The population, in ``[0, 2**64)``.
+    reward_noise : str
+        ``"bernoulli"`` or ``"none"``, as for ``rollout``.
+
+    Returns
+    -------
+    Trajectory
+        States ``(B, H + 1)``, actions and rewards ``(B, H)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If an argument is refused, ``users`` is not 1-D, or there is not one policy per user.
+    """
     users = check_users(mdp, users)
     if users.ndim != 1:
         raise ValueError(f"users must be 1-D, got shape {users.shape}")
@@ -598,8 +770,14 @@ def _discrete_size(space, what: str) -> int:
 class ImportedMDP:
     """A Gymnasium toy-text environment as a ``TabularMDP``, with the affine reward map used.
 
-    ``mdp`` rewards are ``(raw - reward_low) / (reward_high - reward_low)``; ``terminal_state`` is the
-    absorbing state added for ``done`` transitions (``None`` if the table has none).
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment's table, rewards mapped to ``(raw - reward_low) / (reward_high - reward_low)``.
+    reward_low, reward_high : float
+        The smallest and largest raw reward (finite, ``low <= high``).
+    terminal_state : int or None
+        The absorbing state added for ``done`` transitions (None if the table has none).
     """
 
     mdp: TabularMDP
@@ -616,7 +794,18 @@ class ImportedMDP:
             check_int(self.terminal_state, "terminal_state", 0, self.mdp.S - 1)
 
     def raw_value(self, value):
-        """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale."""
+        """Map an ``H``-step value of ``mdp`` back to the environment's raw reward scale.
+
+        Parameters
+        ----------
+        value : array_like of float
+            Values of ``mdp`` (sums of ``H`` rewards in ``[0, 1]``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``value * (reward_high - reward_low) + H * reward_low``.
+        """
         span = self.reward_high - self.reward_low
         return as_array(value, "value") * span + self.mdp.H * self.reward_low
 
@@ -624,7 +813,18 @@ class ImportedMDP:
         """Map a regret of ``mdp`` (a difference of ``H``-step values, rewards in [0, 1]) to the
         environment's own reward units: ``regret * (reward_high - reward_low)``.  Report both: a
         regret that looks small in [0, 1] can be a large loss in the environment's units (on
-        CliffWalking, 0.07 per episode is 7 steps of -1)."""
+        CliffWalking, 0.07 per episode is 7 steps of -1).
+
+        Parameters
+        ----------
+        regret : array_like of float
+            A regret of ``mdp``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The same regret in the environment's units.
+        """
         return as_array(regret, "regret") * (self.reward_high - self.reward_low)
 
 # %% [markdown]
@@ -634,7 +834,27 @@ class ImportedMDP:
 # %% tags=["export:bandit_unlearning.rl.gym"]
 def from_gymnasium(env, horizon: int, name: str | None = None) -> ImportedMDP:
     """Build a ``TabularMDP`` from an environment exposing ``env.unwrapped.P[s][a] = [(p, s', r, done)]``
-    (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``."""
+    (Gymnasium toy-text: FrozenLake, CliffWalking, Taxi) and ``initial_state_distrib``.
+
+    Parameters
+    ----------
+    env : gymnasium.Env
+        With ``Discrete`` observation and action spaces starting at 0.
+    horizon : int
+        ``H >= 1`` steps per episode (a ``done`` leads to an absorbing state).
+    name : str or None
+        The MDP's name (None: the environment's id).
+
+    Returns
+    -------
+    ImportedMDP
+        The MDP with rewards mapped affinely to ``[0, 1]``, and the map.
+
+    Raises
+    ------
+    TypeError
+        If ``env`` has no discrete spaces, transition table or initial distribution.
+    """
     horizon = check_count(horizon, "horizon", 1)
     if name is not None:
         check_instance(name, str, "name")
@@ -733,8 +953,26 @@ def _env_class():
 
 
 def to_gymnasium(mdp: TabularMDP, seed: int = 0, reward_noise: str = "bernoulli"):
-    """Wrap ``mdp`` as a ``gymnasium.Env``.  ``seed`` is the user population used when
-    ``reset(options={"user": k})`` asks to replay user ``k``."""
+    """Wrap ``mdp`` as a ``gymnasium.Env`` (episodes truncated after ``H`` steps).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    seed : int
+        The user population used when ``reset(options={"user": k})`` asks to replay user ``k``.
+    reward_noise : str
+        ``"bernoulli"`` or ``"none"``, as for ``rollout``.
+
+    Returns
+    -------
+    gymnasium.Env
+        Observations and actions ``Discrete(S)`` and ``Discrete(A)``.
+
+    Raises
+    ------
+    ImportError
+        If Gymnasium is not installed.
+    """
     return _env_class()(mdp, seed=seed, reward_noise=reward_noise)
 
 
