@@ -68,7 +68,27 @@ def user_steps(run: Run, user, key=None) -> tuple:
 
 def coupled_nodes(steps, n_leaves: int) -> tuple:
     """The complete nodes of a tree of ``n_leaves`` leaves that contain at least one of ``steps``, in
-    completion (post-) order: the nodes a one-pass deletion of ``steps`` couples, each once."""
+    completion (post-) order: the nodes a one-pass deletion of ``steps`` couples, each once.
+
+    Parameters
+    ----------
+    steps : iterable of int
+        Step numbers in ``[1, n_leaves]`` (repeats allowed; the order does not matter).
+    n_leaves : int
+        Leaves of the tree (``>= 1``).
+
+    Returns
+    -------
+    tuple of Node
+        The union of the steps' leaf-to-root paths, each node once, in post-order.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is a string or not iterable, or a step is not an integer.
+    ValueError
+        If a step is outside ``[1, n_leaves]`` or ``n_leaves < 1``.
+    """
     n_leaves = check_int(n_leaves, "n_leaves", 1)
     if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
         raise TypeError(f"steps must be a sequence of step numbers, got {type(steps).__name__}")
@@ -79,11 +99,28 @@ def coupled_nodes(steps, n_leaves: int) -> tuple:
     return tuple(nodes[p] for p in sorted(nodes))
 
 
+# --- from notebooks/rl/11_delete_by_user.py, cell 5 (line 191): "Chapter B11 — Deleting a user, not a step" ---
 @dataclass(frozen=True)
 class StepsCoupling:
-    """What the tree's half of a one-pass deletion did: ``nodes`` (``coupled_nodes``), ``accepted``
-    (kept noisy values), ``rejected`` (the node reflected, ``None`` if none), ``regenerated`` (its
-    ancestors ending at the same leaf, fresh noise) and ``restart`` (steps still valid)."""
+    """What the tree's half of a one-pass deletion did.
+
+    Parameters
+    ----------
+    steps : tuple of int
+        The deleted steps.
+    n_leaves : int
+        Leaves of the tree before the deletion.
+    nodes : tuple of Node
+        The coupled nodes (``coupled_nodes``), in completion order.
+    accepted : tuple of Node
+        The nodes that kept their noisy values.
+    rejected : Node or None
+        The node reflected (the first rejection), None if every node was kept.
+    regenerated : tuple of Node
+        Its ancestors ending at the same leaf, given fresh noise.
+    restart : int
+        Steps still valid, in ``[0, n_leaves]``: the caller re-runs steps ``restart + 1 ..``.
+    """
 
     steps: tuple
     n_leaves: int
@@ -104,7 +141,7 @@ class StepsCoupling:
         return self.rejected is not None
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 5 (line 199): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 7 (line 239): "Chapter B11 — Deleting a user, not a step" ---
 def _node_steps(b: Node, steps: tuple) -> tuple:
     return tuple(t for t in steps if b.start <= t <= b.end)
 
@@ -150,7 +187,7 @@ def _replace_leaves(tree: LightTree, new: dict) -> None:
     tree._ptr[1:n + 1] = np.cumsum(lens)
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 7 (line 250): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 9 (line 290): "Chapter B11 — Deleting a user, not a step" ---
 def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """One pass over ``nodes`` on the mutable copy ``tree`` of the frozen ``old`` (both ``LightTree``):
     the same arithmetic and the same draws as ``LightTree.unlearn_leaf`` for one step.  Per node: its
@@ -193,7 +230,7 @@ def _couple_light(tree: LightTree, old: LightTree, steps: tuple, new_leaf, nodes
     return StepsCoupling(steps, old.n_leaves, nodes, tuple(accepted), None, (), old.n_leaves)
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 9 (line 296): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 11 (line 336): "Chapter B11 — Deleting a user, not a step" ---
 def _couple_dense(tree: BinaryTree, steps: tuple, new_leaf, nodes: tuple, rng) -> StepsCoupling:
     """The same pass on a mutable dense ``BinaryTree`` (as ``BinaryTree.unlearn_leaf`` for one step)."""
     clean, noisy, d, sigma = tree._clean, tree._noisy, tree.d, tree.sigma
@@ -263,7 +300,7 @@ def couple_steps(tree, old, steps: tuple, new_leaf, rng) -> StepsCoupling:
     raise TypeError(f"a one-pass deletion needs a LightTree or a BinaryTree, got {type(old).__name__}")
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 11 (line 371): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 13 (line 411): "Chapter B11 — Deleting a user, not a step" ---
 def _count_bound(m: int, B, sigma: float):
     """``2 Phi(m B / (2 sigma)) - 1``: the total variation bound of a node holding ``m`` deleted steps."""
     return None if B is None else tv_gaussians([0.0], [m * B], sigma)
@@ -273,16 +310,27 @@ def _count_bound(m: int, B, sigma: float):
 class UserUnlearnRecord:
     """What one one-pass deletion did -- nothing computed from the deleted statistics.
 
-    ``steps``: the deleted steps (increasing); ``T``; the learner's ``B`` and ``sigma``; ``nodes``:
-    the coupled nodes (completion order), each coupled once; ``accepted`` / ``rejected`` /
-    ``regenerated`` / ``restart`` as in ``StepsCoupling``; ``steps_recomputed = T - restart`` (the
-    retraining suffix, run once).  Data-independent worst case for shifts of norm ``B`` per deleted
-    step: ``retrain_probability_bound = 1 - prod_b (1 - tv_b)`` and ``expected_steps_bound =
-    sum_k prod_{j<k} (1 - tv_j) tv_k (T - r_k)``, ``tv_b = 2 Phi(m_b B / (2 sigma)) - 1`` for a node
-    holding ``m_b`` deleted steps (``None`` without ``B``).  ``coupling_checks``: nodes tested.
-    ``method``: ``"one pass"``, or ``"retrain"`` when the pass's worst case exceeded one training and
-    the run was retrained from scratch instead; ``worst_case_cost``: that worst case, in steps (see
-    ``worst_case_cost``).
+    Parameters
+    ----------
+    steps : tuple of int
+        The deleted steps (increasing).
+    T : int
+        Steps of the run.
+    B, sigma : float
+        The learner's sensitivity (None if unknown) and noise scale.
+    nodes, accepted, rejected, regenerated, restart
+        As in ``StepsCoupling``; every node of ``nodes`` is coupled once.
+    steps_recomputed : int
+        ``T - restart``: the retraining suffix, run once.
+    retrain_probability_bound, expected_steps_bound : float or None
+        The data-independent worst case for shifts of norm ``B`` per deleted step:
+        ``1 - prod_b (1 - tv_b)`` and ``sum_k prod_{j<k} (1 - tv_j) tv_k (T - r_k)``, with
+        ``tv_b = 2 Phi(m_b B / (2 sigma)) - 1`` for a node holding ``m_b`` deleted steps (None without ``B``).
+    method : str
+        ``"one pass"``, or ``"retrain"`` when the pass's worst case exceeded one training and the run
+        was retrained from scratch instead.
+    worst_case_cost : float
+        That worst case, in steps (``worst_case_cost``).  ``coupling_checks`` counts the nodes tested.
     """
 
     steps: tuple
@@ -343,7 +391,7 @@ def _check_steps(run: Run, steps) -> tuple:
     return tuple(sorted(steps))
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 13 (line 455): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 15 (line 506): "Chapter B11 — Deleting a user, not a step" ---
 NODE_COST = 2.0
 
 
@@ -387,7 +435,7 @@ def _exact_request_options(options) -> tuple:
     return options.dummy, options.retrain_if_cheaper, NODE_COST if options.node_cost is None else options.node_cost
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 15 (line 503): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 17 (line 554): "Chapter B11 — Deleting a user, not a step" ---
 @register_unlearn(Run, DeleteSteps)
 def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | None = None,
                    rng: np.random.Generator | None = None):
@@ -445,7 +493,7 @@ def _unlearn_steps(run: Run, request: DeleteSteps, *, options: ExactOptions | No
     return Run(learner, users, models, tree.freeze(), run.deleted | deleted), record
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 17 (line 565): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 19 (line 616): "Chapter B11 — Deleting a user, not a step" ---
 def _user_request(run, user, dummy, key) -> tuple:
     if user is ZERO_USER or user is dummy:
         raise ValueError("the dummy user cannot be deleted")
@@ -511,7 +559,7 @@ def unlearn_user_sequential(run: Run, user, rng=None, dummy=ZERO_USER, key=None)
     return run, tuple(records)
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 19 (line 635): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 21 (line 686): "Chapter B11 — Deleting a user, not a step" ---
 def _leaf_entries(tree, t: int):
     if hasattr(tree, "leaf_sparse"):
         return tree.leaf_sparse(t)
@@ -536,7 +584,7 @@ def _kept_noisy(before, after, p: int, coupled: set) -> bool:
     return bool(np.array_equal(after.noisy(node), before.noisy(node)))
 
 
-# --- from notebooks/rl/11_delete_by_user.py, cell 21 (line 664): "Chapter B11 — Deleting a user, not a step" ---
+# --- from notebooks/rl/11_delete_by_user.py, cell 23 (line 715): "Chapter B11 — Deleting a user, not a step" ---
 def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None:
     """Check ``after, record = unlearn(before, DeleteSteps(...))`` (or ``DeleteUser``) against ``before``,
     replaying only what the deletion recomputed; ``ValueError`` at the first inconsistency.
@@ -554,6 +602,20 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
     comparisons, and the noisy values of the coupled nodes -- the kept prefix's users are not
     replayed.  ``verify`` instead replays all ``T`` steps, recomputes every earlier noisy prefix
     sum from scratch and sums every node's leaves densely (measured: one to three trainings).
+
+    Parameters
+    ----------
+    before, after : Run
+        The run before the deletion and the one ``unlearn`` returned.
+    record : UserUnlearnRecord
+        The record it returned.
+
+    Raises
+    ------
+    TypeError
+        If an argument has the wrong type.
+    ValueError
+        At the first inconsistency, naming the step or node.
     """
     check_instance(before, Run, "before")
     check_instance(after, Run, "after")
@@ -596,8 +658,15 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
         reflected = (before.tree.clean(b) + after.tree.clean(b)) - before.tree.noisy(b)
         if not np.array_equal(after.tree.noisy(b), reflected):
             raise ValueError(f"the rejected node {tuple(b)} does not hold the reflection")
-    if not record.retrained:
-        return
+    if record.retrained:
+        _replay_suffix(after, r)
+
+
+# --- from notebooks/rl/11_delete_by_user.py, cell 25 (line 797): "Chapter B11 — Deleting a user, not a step" ---
+def _replay_suffix(after: Run, r: int) -> None:
+    """``w_{r+1} = UPDATE(u~_r)`` and, for ``t > r``, ``x_t`` from the oracle and ``w_{t+1}`` from
+    ``UPDATE``, against ``after``; ``ValueError`` at the first difference."""
+    learner, T = after.learner, after.T
     stack = []                                      # (position, partial noisy prefix sum) of D(t)
     for t in range(max(r, 1), T + 1):
         if t > r:

@@ -498,12 +498,36 @@ def _check_protocol(protocol) -> None:
 # --- from notebooks/rl/09b_reproduce_rl.py, cell 18 (line 603): "4. The entry point" ---
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
                  tree_factory=LightTree, progress: bool | None = None) -> dict:
-    """Run chapters B7-B9's experiments at ``scale`` (``"quick"`` or ``"paper"``, see ``PROTOCOLS``;
-    ``protocol`` overrides the sizes) and write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
-    (``.json``, ``.png``, ``.pdf``) into ``out``.  Returns ``{"experiment": "rl", "protocol", "panels"}``.
-    ``progress``: None (default) prints one line per finished unit of work to stderr off a terminal and
-    shows a bar on one; False is silent.  Everything is checked before ``out`` is created or anything
-    is run."""
+    """Run chapters B7-B9's experiments; write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
+    (``.json``, ``.png``, ``.pdf``) into ``out``, all checked before ``out`` is created or anything runs.
+
+    Parameters
+    ----------
+    out : str or pathlib.Path
+        The folder to write into (created if missing; an existing file is refused).
+    scale : str
+        ``"quick"`` or ``"paper"``: the sizes of ``PROTOCOLS[scale]``.
+    seed : int
+        The root seed (``>= 0``) every run's populations and generators derive from.
+    workers : int
+        Processes to run the units of work in (``>= 1``); the results do not depend on it.
+    protocol : dict or None
+        Sizes overriding ``PROTOCOLS[scale]``, in its layout (``scale`` is then only recorded).
+    tree_factory : callable
+        ``tree_factory(d, sigma, capacity)`` builds the learners' trees (default ``LightTree``).
+    progress : bool or None
+        None: a line per finished unit of work on stderr (a bar on a terminal); False: silent.
+
+    Returns
+    -------
+    dict
+        ``{"experiment": "rl", "protocol", "panels"}``: the protocol described, the three files' panels.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If an argument is refused (an unknown ``scale``, a protocol of another layout, ``out`` a file).
+    """
     check_instance(scale, str, "scale")
     if progress is not None:
         progress = check_bool(progress, "progress")
@@ -513,8 +537,7 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
         protocol = PROTOCOLS[scale]
     else:
         _check_protocol(protocol)
-    seed = check_int(seed, "seed", 0)
-    workers = check_int(workers, "workers", 1)
+    seed, workers = check_int(seed, "seed", 0), check_int(workers, "workers", 1)
     check_callable(tree_factory, "tree_factory")
     check_instance(out, (str, Path), "out")
     if Path(out).exists() and not Path(out).is_dir():

@@ -108,6 +108,7 @@ from bandit_unlearning.checks import check_int, check_positive
 from bandit_unlearning.experiments.rl_stable import stable_regret_curve
 from bandit_unlearning.rl.envs import independent_bandits
 from bandit_unlearning.rl.stable import stable_sigma
+from bandit_unlearning.shapes import check_broadcast
 
 MAX_TV_GRID = 50_000_000      # (n + 1) x grid points ``gaussian_sum_tv`` may build
 
@@ -130,16 +131,59 @@ def sum_mechanism_rho(sigma: float) -> float:
 
 
 def sum_mechanism_sigma(rho: float) -> float:
-    """The ``sigma`` with ``sum_mechanism_rho(sigma) = rho``, for ``0 < rho < 1``."""
+    """The ``sigma`` with ``sum_mechanism_rho(sigma) = rho``: the inverse of ``sum_mechanism_rho``.
+
+    Parameters
+    ----------
+    rho : float
+        The TV-stability level, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        ``1 / (2 Phi^{-1}((1 + rho) / 2))`` (``> 0``).
+
+    Raises
+    ------
+    ValueError
+        If ``rho`` is outside ``(0, 1)``.
+    """
     rho = check_positive(rho, "rho")
     if rho >= 1:
         raise ValueError(f"rho must be < 1, got {rho}")
     return float(1 / (2 * norm.ppf((1 + rho) / 2)))
 
 
+# %% [markdown]
+# The TV distance between the mechanism's outputs on two Bernoulli samples, by quadrature.
+
+# %% tags=["export"]
 def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: int = 50) -> float:
     """``TV(M(Bernoulli(p)^n), M(Bernoulli(q)^n))`` for ``M(x) = sum x + N(0, sigma^2)``: half the L1
-    distance of two Gaussian mixtures, by the trapezoid rule on ``[-8 sigma, n + 8 sigma]``."""
+    distance of two Gaussian mixtures, by the trapezoid rule on ``[-8 sigma, n + 8 sigma]``.
+
+    Parameters
+    ----------
+    n : int
+        Bits summed (``>= 1``).
+    p, q : float
+        The two Bernoulli means, in ``[0, 1]``.
+    sigma : float
+        The noise's standard deviation (``> 0``).
+    points_per_sigma : int
+        Grid points per ``sigma`` (``>= 4``); the grid holds at most ``MAX_TV_GRID`` points times
+        ``n + 1``.
+
+    Returns
+    -------
+    float
+        The total variation distance, in ``[0, 1]`` up to the quadrature's error.
+
+    Raises
+    ------
+    ValueError
+        If an argument is outside its range or the grid would be too large.
+    """
     n, sigma = check_int(n, "n", 1), check_positive(sigma, "sigma")
     p, q = check_real(p, "p", 0, 1), check_real(q, "q", 0, 1)
     points_per_sigma = check_int(points_per_sigma, "points_per_sigma", 4)
@@ -153,8 +197,33 @@ def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: 
     return float(0.5 * np.trapezoid(np.abs(diff), y))
 
 
+# %% [markdown]
+# The Karwa-Vadhan bound, and the shape of Theorem 4.4's lower bound.
+
+# %% tags=["export"]
 def karwa_vadhan_bound(n: int, rho: float, tv: float) -> float:
-    """``min(1, 4 n rho TV(P, Q))`` (``rho >= 0``, ``tv`` in [0, 1])."""
+    """``min(1, 4 n rho TV(P, Q))``: the Karwa-Vadhan bound on how far a ``rho``-TV-stable algorithm's
+    outputs on ``n`` samples from ``P`` and from ``Q`` can be apart.
+
+    Parameters
+    ----------
+    n : int
+        Samples (``>= 1``).
+    rho : float
+        The stability level (``>= 0``).
+    tv : float
+        ``TV(P, Q)`` in ``[0, 1]``.
+
+    Returns
+    -------
+    float
+        The bound, in ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is outside its range.
+    """
     rho, tv = check_real(rho, "rho", 0), check_real(tv, "tv", 0, 1)
     return float(min(1.0, 4 * check_int(n, "n", 1) * rho * tv))
 
@@ -178,10 +247,7 @@ def lower_bound_shape(S: int, A: int, H: int, T, rho):
     T, rho = as_real_array(T, "T"), as_real_array(rho, "rho")
     if np.any(~(T >= 1)) or np.any(~(rho > 0)):
         raise ValueError("T must be >= 1 and rho > 0")
-    try:
-        np.broadcast_shapes(T.shape, rho.shape)
-    except ValueError:
-        raise ValueError(f"T and rho must broadcast together, got shapes {T.shape} and {rho.shape}") from None
+    check_broadcast(T=T, rho=rho)
     return H * np.sqrt(S * A * T) + S * A * H / rho
 
 # %% [markdown]
@@ -193,7 +259,26 @@ def lower_bound_shape(S: int, A: int, H: int, T, rho):
 # %% tags=["export"]
 def first_correct_episode(policies, best_actions) -> int:
     """First episode (1-based) whose policy plays the best first action at every initial state of the
-    hard instance (``policies [T, H, S]``; initial states ``0 .. n-1``); ``T + 1`` if none does."""
+    hard instance.
+
+    Parameters
+    ----------
+    policies : array_like of int, shape (T, H, S)
+        The policy of each episode.
+    best_actions : array_like of int, shape (n,)
+        The best action at each initial state ``0 .. n-1`` (``n <= S``).
+
+    Returns
+    -------
+    int
+        In ``[1, T]``, or ``T + 1`` if no episode's policy is right at every initial state.
+
+    Raises
+    ------
+    ValueError
+        If ``policies`` is not an integer array of shape ``(T, H, S)``, or ``best_actions`` is not a
+        1-D array of actions for at most ``S`` states.
+    """
     pis = as_array(policies, "policies")
     if pis.ndim != 3 or (pis.size and pis.dtype.kind not in "iu"):
         raise ValueError(f"policies must be integer actions of shape [T, H, S], got {pis.dtype} {pis.shape}")
@@ -204,13 +289,46 @@ def first_correct_episode(policies, best_actions) -> int:
     return int(np.argmax(right) + 1) if right.any() else int(pis.shape[0] + 1)
 
 
+# %% [markdown]
+# The experiment: one run of TV-stable UCB-VI per $(\rho, \text{seed})$ on the hard instance.
+
+# %% tags=["export"]
 def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T: int, rhos, seeds,
                            rng: np.random.Generator, bonus_scale: float = 1.0) -> list:
     """TV-stable UCB-VI on ``independent_bandits(n_bandits, n_actions, H, gap)`` with every best action
-    ``A - 1`` (the worst case for ties-to-lowest), one run per ``(rho, seed)`` (``rho = inf``:
-    non-private).  Returns dicts ``{"rho", "seed", "final" (exact expected R(T)), "first_correct"
-    (``first_correct_episode``), "S", "A", "H", "T", "gap", "bonus_scale"}``.  Every argument is
-    checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an int seed)."""
+    ``A - 1`` (the worst case for ties-to-lowest), one run per ``(rho, seed)``.  Every argument is
+    checked before the first run.
+
+    Parameters
+    ----------
+    n_bandits, n_actions : int
+        The hard instance's bandits and actions (``>= 1``).
+    H : int
+        Horizon (``>= 2``).
+    gap : float
+        The best action's advantage, in ``[0, 1/2]``.
+    T : int
+        Episodes per run (``>= 2`` for the paper's calibration).
+    rhos : array_like of float, 1-D
+        Stability levels (``> 0``; ``inf``: non-private).
+    seeds : array_like of int, 1-D
+        The user populations, one run per ``(rho, seed)``.
+    rng : numpy.random.Generator, int or None
+        Source of the runs' noise (None: fresh OS entropy).
+    bonus_scale : float
+        Multiplies UCB-VI's bonus (``>= 0``).
+
+    Returns
+    -------
+    list of dict
+        One per run: ``"rho"``, ``"seed"``, ``"final"`` (exact expected ``R(T)``), ``"first_correct"``
+        (``first_correct_episode``), ``"S"``, ``"A"``, ``"H"``, ``"T"``, ``"gap"``, ``"bonus_scale"``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If an argument is refused (by this function, ``independent_bandits`` or ``stable_sigma``).
+    """
     n_actions = check_count(n_actions, "n_actions", 1)
     best = [n_actions - 1] * check_count(n_bandits, "n_bandits", 1)
     mdp = independent_bandits(n_bandits, n_actions, H, gap, best_actions=best)
@@ -232,6 +350,10 @@ def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T
     return out
 
 
+# %% [markdown]
+# Its results by $\rho$: mean regret, standard error and mean first-correct episode.
+
+# %% tags=["export"]
 def summarize_by_rho(results) -> dict:
     """``{rho: (mean R(T), stderr, mean first-correct episode)}`` over seeds.
 
@@ -266,8 +388,31 @@ def summarize_by_rho(results) -> dict:
 def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: str = "C0",
                      show_saturation: bool = True):
     """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with
-    the shape ``c (H sqrt(SAT) + SAH/rho)`` matched at the largest finite rho, and (if
-    ``show_saturation``) the "always wrong" level ``T (H-1) gap``."""
+    the shape ``c (H sqrt(SAT) + SAH/rho)`` matched at the largest finite rho.
+
+    Parameters
+    ----------
+    results : list of dict
+        ``lower_bound_experiment`` outputs, at least one with a finite rho.
+    ax : matplotlib.axes.Axes or None
+        Where to draw (None: a new figure).
+    label, color : str
+        The curve's legend label and matplotlib colour.
+    show_saturation : bool
+        Also draw the "always wrong" level ``T (H-1) gap``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on (log-log).
+
+    Raises
+    ------
+    TypeError
+        If ``label`` or ``color`` is not a string or ``ax`` not an ``Axes``.
+    ValueError
+        If ``results`` is empty, not experiment outputs, or has no finite rho.
+    """
     summarize_by_rho(results)
     if not results or not {"S", "A", "H", "T", "gap"} <= set(results[0]):
         raise ValueError("results must be a non-empty list of lower_bound_experiment outputs")

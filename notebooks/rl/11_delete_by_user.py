@@ -154,7 +154,27 @@ def user_steps(run: Run, user, key=None) -> tuple:
 
 def coupled_nodes(steps, n_leaves: int) -> tuple:
     """The complete nodes of a tree of ``n_leaves`` leaves that contain at least one of ``steps``, in
-    completion (post-) order: the nodes a one-pass deletion of ``steps`` couples, each once."""
+    completion (post-) order: the nodes a one-pass deletion of ``steps`` couples, each once.
+
+    Parameters
+    ----------
+    steps : iterable of int
+        Step numbers in ``[1, n_leaves]`` (repeats allowed; the order does not matter).
+    n_leaves : int
+        Leaves of the tree (``>= 1``).
+
+    Returns
+    -------
+    tuple of Node
+        The union of the steps' leaf-to-root paths, each node once, in post-order.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is a string or not iterable, or a step is not an integer.
+    ValueError
+        If a step is outside ``[1, n_leaves]`` or ``n_leaves < 1``.
+    """
     n_leaves = check_int(n_leaves, "n_leaves", 1)
     if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
         raise TypeError(f"steps must be a sequence of step numbers, got {type(steps).__name__}")
@@ -165,11 +185,31 @@ def coupled_nodes(steps, n_leaves: int) -> tuple:
     return tuple(nodes[p] for p in sorted(nodes))
 
 
+# %% [markdown]
+# The record of the tree's half of a deletion: which nodes were coupled, kept, reflected and renewed.
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class StepsCoupling:
-    """What the tree's half of a one-pass deletion did: ``nodes`` (``coupled_nodes``), ``accepted``
-    (kept noisy values), ``rejected`` (the node reflected, ``None`` if none), ``regenerated`` (its
-    ancestors ending at the same leaf, fresh noise) and ``restart`` (steps still valid)."""
+    """What the tree's half of a one-pass deletion did.
+
+    Parameters
+    ----------
+    steps : tuple of int
+        The deleted steps.
+    n_leaves : int
+        Leaves of the tree before the deletion.
+    nodes : tuple of Node
+        The coupled nodes (``coupled_nodes``), in completion order.
+    accepted : tuple of Node
+        The nodes that kept their noisy values.
+    rejected : Node or None
+        The node reflected (the first rejection), None if every node was kept.
+    regenerated : tuple of Node
+        Its ancestors ending at the same leaf, given fresh noise.
+    restart : int
+        Steps still valid, in ``[0, n_leaves]``: the caller re-runs steps ``restart + 1 ..``.
+    """
 
     steps: tuple
     n_leaves: int
@@ -378,16 +418,27 @@ def _count_bound(m: int, B, sigma: float):
 class UserUnlearnRecord:
     """What one one-pass deletion did -- nothing computed from the deleted statistics.
 
-    ``steps``: the deleted steps (increasing); ``T``; the learner's ``B`` and ``sigma``; ``nodes``:
-    the coupled nodes (completion order), each coupled once; ``accepted`` / ``rejected`` /
-    ``regenerated`` / ``restart`` as in ``StepsCoupling``; ``steps_recomputed = T - restart`` (the
-    retraining suffix, run once).  Data-independent worst case for shifts of norm ``B`` per deleted
-    step: ``retrain_probability_bound = 1 - prod_b (1 - tv_b)`` and ``expected_steps_bound =
-    sum_k prod_{j<k} (1 - tv_j) tv_k (T - r_k)``, ``tv_b = 2 Phi(m_b B / (2 sigma)) - 1`` for a node
-    holding ``m_b`` deleted steps (``None`` without ``B``).  ``coupling_checks``: nodes tested.
-    ``method``: ``"one pass"``, or ``"retrain"`` when the pass's worst case exceeded one training and
-    the run was retrained from scratch instead; ``worst_case_cost``: that worst case, in steps (see
-    ``worst_case_cost``).
+    Parameters
+    ----------
+    steps : tuple of int
+        The deleted steps (increasing).
+    T : int
+        Steps of the run.
+    B, sigma : float
+        The learner's sensitivity (None if unknown) and noise scale.
+    nodes, accepted, rejected, regenerated, restart
+        As in ``StepsCoupling``; every node of ``nodes`` is coupled once.
+    steps_recomputed : int
+        ``T - restart``: the retraining suffix, run once.
+    retrain_probability_bound, expected_steps_bound : float or None
+        The data-independent worst case for shifts of norm ``B`` per deleted step:
+        ``1 - prod_b (1 - tv_b)`` and ``sum_k prod_{j<k} (1 - tv_j) tv_k (T - r_k)``, with
+        ``tv_b = 2 Phi(m_b B / (2 sigma)) - 1`` for a node holding ``m_b`` deleted steps (None without ``B``).
+    method : str
+        ``"one pass"``, or ``"retrain"`` when the pass's worst case exceeded one training and the run
+        was retrained from scratch instead.
+    worst_case_cost : float
+        That worst case, in steps (``worst_case_cost``).  ``coupling_checks`` counts the nodes tested.
     """
 
     steps: tuple
@@ -679,6 +730,20 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
     comparisons, and the noisy values of the coupled nodes -- the kept prefix's users are not
     replayed.  ``verify`` instead replays all ``T`` steps, recomputes every earlier noisy prefix
     sum from scratch and sums every node's leaves densely (measured: one to three trainings).
+
+    Parameters
+    ----------
+    before, after : Run
+        The run before the deletion and the one ``unlearn`` returned.
+    record : UserUnlearnRecord
+        The record it returned.
+
+    Raises
+    ------
+    TypeError
+        If an argument has the wrong type.
+    ValueError
+        At the first inconsistency, naming the step or node.
     """
     check_instance(before, Run, "before")
     check_instance(after, Run, "after")
@@ -721,8 +786,19 @@ def verify_unlearned(before: Run, after: Run, record: UserUnlearnRecord) -> None
         reflected = (before.tree.clean(b) + after.tree.clean(b)) - before.tree.noisy(b)
         if not np.array_equal(after.tree.noisy(b), reflected):
             raise ValueError(f"the rejected node {tuple(b)} does not hold the reflection")
-    if not record.retrained:
-        return
+    if record.retrained:
+        _replay_suffix(after, r)
+
+
+# %% [markdown]
+# The replay of the recomputed steps keeps the noisy prefix sum of the current decomposition as a
+# stack, so each node's noisy value is added once.
+
+# %% tags=["export"]
+def _replay_suffix(after: Run, r: int) -> None:
+    """``w_{r+1} = UPDATE(u~_r)`` and, for ``t > r``, ``x_t`` from the oracle and ``w_{t+1}`` from
+    ``UPDATE``, against ``after``; ``ValueError`` at the first difference."""
+    learner, T = after.learner, after.T
     stack = []                                      # (position, partial noisy prefix sum) of D(t)
     for t in range(max(r, 1), T + 1):
         if t > r:
