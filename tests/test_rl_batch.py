@@ -135,6 +135,23 @@ def test_unlearning_cost_equals_measure_unlearning():
             assert got["retrained"].any()    # some deletions re-ran: the generator bookkeeping is exercised
 
 
+def test_the_cost_loop_of_chapter_b4_serves_the_coupling_only_cost():
+    """``measure_unlearning`` with the coupling-only request cost of chapter B13 is ``unlearning_cost``
+    bit for bit: the loop over runs and requests can be one (``cost_of`` is the only difference)."""
+    from bandit_unlearning.experiments import rl_batch
+    from bandit_unlearning.experiments.unlearning_cost import COST_KEYS, measure_unlearning
+
+    mdp, T, rho = riverswim(horizon=6), 64, 1.0
+    learner = stable_ucbvi(mdp, T, rho)
+    users = population_users(mdp, T, seed=8)
+    got = measure_unlearning(learner, users, 2, 5, np.random.default_rng(3), cost_of=rl_batch._coupling_only)
+    ref = unlearning_cost(mdp, T, rho, 2, 5, np.random.default_rng(3), seed=8)
+    assert set(got) == set(ref) == set(COST_KEYS) | {"T"} and got["T"] == ref["T"]
+    for key in COST_KEYS:
+        assert np.array_equal(got[key], ref[key]), key
+    assert got["retrained"].any()
+
+
 def test_a_batch_that_is_too_large_is_refused():
     mdp = gridworld(horizon=10)
     configs = [UCBVIConfig.of(mdp, 2**20)] * 400
