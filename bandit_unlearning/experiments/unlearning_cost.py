@@ -146,7 +146,7 @@ def conditional_retraining(run, t: int, dummy=None):
     return p_retrain, steps
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 24 (line 691): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 24 (line 692): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 COST_KEYS = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
              "expected_cost", "shift_norm")
 _REQUEST_KEYS = ("retrained", "cost", "retrain_probability", "expected_cost", "shift_norm")
@@ -235,7 +235,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     return result
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 26 (line 784): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 26 (line 785): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 def plot_unlearning_cost(measured: dict, sigma_of_rho, B: float, rho_grid, ax=None):
     """Cost of unlearning as a fraction of retraining against rho, one colour per T.
 

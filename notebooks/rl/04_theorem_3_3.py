@@ -684,9 +684,10 @@ def conditional_retraining(run, t: int, dummy=None):
 
 # %% [markdown]
 # **The measurement loop.** `measure_unlearning` trains runs and deletes uniformly random steps from
-# each; what one request costs is `request_cost(run, t, rng)`, by default a real `unlearn` with its
-# diagnostics.  A caller that decides the cost another way with the same draws (chapter B13 skips
-# re-running the episodes after a rejection) passes its own `cost_of` and keeps this loop.
+# each; what one request costs is `cost_of(run, t, rng)`, by default `request_cost`: a real `unlearn`
+# with its diagnostics.  A caller that decides the cost another way with the same draws (chapter B13 does:
+# it skips re-running the episodes after a rejection) can pass its own `cost_of` and keep this loop;
+# a test checks that this gives chapter B13's numbers bit for bit.
 
 # %% tags=["export"]
 COST_KEYS = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
