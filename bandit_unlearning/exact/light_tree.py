@@ -25,9 +25,12 @@ __all__ = [
 ]
 
 
+import math
+
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
+from bandit_unlearning.exact import accel
 from bandit_unlearning.exact.tree import (
     KEY_WORDS, BaseTree, BinaryTree, Node, PathCoupling, as_node, coupling_accepts, decomposition_rows,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
@@ -37,12 +40,15 @@ from bandit_unlearning.secrecy import check_pickle_allowed
 
 
 # --- from notebooks/rl/10_light_tree.py, cell 6 (line 186): "3. Implementation" ---
+_FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
 
 
-# --- from notebooks/rl/10_light_tree.py, cell 8 (line 227): "3. Implementation" ---
+# --- from notebooks/rl/10_light_tree.py, cell 8 (line 232): "3. Implementation" ---
 class LightTree(BaseTree):
     """Memory-light binary tree mechanism (chapter B10), bit-identical to ``BinaryTree``.
 
@@ -85,7 +91,7 @@ class LightTree(BaseTree):
         arrays += [a for _, noisy, partial in self._stack for a in (noisy, partial)]
         return sum({id(a): a.nbytes for a in arrays}.values())
 
-    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 277): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 282): "3. Implementation" ---
     def _reserve(self, leaves: int, entries: int, rows: int):
         if leaves + 1 > self._ptr.size:
             grown = np.zeros(max(leaves + 1, 2 * self._ptr.size), dtype=np.int64)
@@ -146,26 +152,46 @@ class LightTree(BaseTree):
             stack.append((p, noisy, partial))
         self._stack = stack
 
-    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 355): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 360): "3. Implementation" ---
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x`` (stored sparsely); the nodes ending at
         ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated."""
         self._check_mutable()
-        idx, val = statistic_sparse(x, self._d, "x")
+        fast = accel.kernels()
+        if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+                and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
+            if type(rng) is not np.random.Generator:
+                rng = as_generator(rng)
+            self._append_dense_compiled(fast, x, rng)
+            return
+        idx, val = statistic_sparse(x, self._d, "x")         # the rule a non-finite x broke, or the general path
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
         t = self._n + 1
         first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
-        keys = draw_node_keys(rng, k)
+        if fast is None:
+            keys = draw_node_keys(rng, k)
+        else:                                            # the same words; hashed below, compiled
+            raw = rng.bit_generator.random_raw(k * KEY_WORDS)
         start = int(self._ptr[t - 1])
         self._reserve(t, start + idx.size, first + k)
         self._idx[start:start + idx.size] = idx
         self._val[start:start + idx.size] = val
         self._ptr[t] = start + idx.size
-        self._keys[first:first + k] = keys
         self._n = t
         if k > 1:
             del self._stack[1 - k:]                      # the nodes merged into the new one
+        if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
+            lo = int(self._ptr[t - (1 << (k - 1))])
+            previous = self._stack[-1][2] if self._stack else np.empty(0)
+            keys, noisy, partial = fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._d,
+                                                     self._sigma, previous)
+            self._keys[first:first + k] = keys
+            noisy = _readonly(noisy)
+            self._stack.append((first + k - 1, noisy, _readonly(partial) if self._stack else noisy))
+            return
+        self._keys[first:first + k] = keys
+        if k > 1:
             noisy = self._running_sum(t - (1 << (k - 1)) + 1, t)
         else:                                            # the leaf alone: its entries added to zeros
             noisy = np.zeros(self._d)
@@ -174,6 +200,25 @@ class LightTree(BaseTree):
         noisy = _readonly(noisy)
         partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
         self._stack.append((first + k - 1, noisy, partial))
+
+    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 416): "3. Implementation" ---
+    def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
+        """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
+        call: the same bits as the code above."""
+        t = self._n + 1
+        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
+        start = int(self._ptr[t - 1])
+        self._reserve(t, start + self._d, first + k)                 # room for every entry of x
+        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+        below = len(self._stack) - (k - 1)                           # the entries the new node keeps
+        previous = self._stack[below - 1][2] if below else np.empty(0)
+        noisy, partial = fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
+                                                 self._sigma, previous)
+        if k > 1:
+            del self._stack[1 - k:]                                    # the nodes merged into the new one
+        self._n = t
+        noisy = _readonly(noisy)
+        self._stack.append((first + k - 1, noisy, _readonly(partial) if below else noisy))
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum in the canonical order (``t = n``: a copy of the maintained sum;
@@ -191,7 +236,7 @@ class LightTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t) if t else np.zeros(self._d)
 
-    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 409): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 460): "3. Implementation" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (dense copy)."""
         return self._leaf_dense(check_int(t, "t", 1, self._n))
@@ -238,7 +283,7 @@ class LightTree(BaseTree):
         dense._n = self._n
         return dense
 
-    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 474): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 525): "3. Implementation" ---
     def copy(self) -> "LightTree":
         """A mutable copy (leaves and keys copied; read-only noisy-value arrays shared)."""
         new = object.__new__(type(self))
@@ -271,7 +316,7 @@ class LightTree(BaseTree):
         if self._frozen:
             self.freeze()
 
-    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 518): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 569): "3. Implementation" ---
     def _cut(self, n: int):
         """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
         touched nodes dropped."""
@@ -303,7 +348,7 @@ class LightTree(BaseTree):
         self._idx, self._val = new_idx, new_val
         self._ptr[t:self._n + 1] += grow
 
-    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 559): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 22 (line 610): "3. Implementation" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path (Algorithm 3), exactly as
         ``BinaryTree.unlearn_leaf``, with the same draws from ``rng``.

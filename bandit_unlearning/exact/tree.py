@@ -74,6 +74,7 @@ from bandit_unlearning.checks import (
     as_array, as_generator, as_real_array, check_int, check_positive, check_real, check_count,
 )
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.exact import accel
 from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
 from bandit_unlearning.secrecy import check_pickle_allowed
 
@@ -377,8 +378,12 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
         k = _checks.check_count(k, "k", 0)
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+    fast = accel.kernels()
+    if fast is not None:                     # the same hash, compiled (optional numba; see below)
+        return fast.node_keys(raw)
     width = 8 * KEY_WORDS
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8", copy=False).tobytes()
+    raw = raw.astype("<u8", copy=False).tobytes()
     digests = bytearray()
     for i in range(0, len(raw), width):
         h = _KEY_HASH.copy()                 # the personalised empty hash, then this key's words
@@ -398,7 +403,7 @@ def _node_key(key) -> np.ndarray:
     return k.astype(np.uint64)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 18 (line 636): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 18 (line 641): "4a. Randomness and arithmetic, pinned down" ---
 class _KeyWords(ISeedSequence):
     """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
     the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s
@@ -429,12 +434,15 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         sigma = check_sigma(sigma)
     if sigma == 0:
         return np.zeros(d)
+    fast = accel.kernels()
+    if fast is not None:                     # the same SFC64 and ziggurat, compiled (optional numba)
+        return fast.noise(key, d, sigma)
     z = np.random.Generator(np.random.SFC64(_KeyWords(key))).standard_normal(d)   # locals of this call
     z *= sigma
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 20 (line 679): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 22 (line 715): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
@@ -507,6 +515,10 @@ class PathCoupling:
 
 
 # --- from notebooks/rl/02b_dense_tree.py, cell 4 (line 60): "1. The dense tree" ---
+_FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
+_NO_TOP = (0, None)                   # a dense tree's cached prefix sum: none
+
+
 class BaseTree:
     """What the dense tree and the memory-light tree (chapter B10) share: the read-only attributes
     ``d``, ``sigma``, ``n_leaves``, ``n_nodes`` and ``frozen``, the refusal to change a frozen tree,
@@ -563,7 +575,7 @@ class BaseTree:
         return self.__deepcopy__({})
 
 
-# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 132): "1. The dense tree" ---
+# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 138): "1. The dense tree" ---
 class BinaryTree(BaseTree):
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
@@ -586,13 +598,14 @@ class BinaryTree(BaseTree):
         self._noisy = np.zeros((rows, self._d))
         self._n = 0
         self._frozen = False
+        self._top = _NO_TOP              # (n, noisy prefix sum at n): set by append, dropped by any change
 
     @property
     def nbytes(self) -> int:
         """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
         return self._clean.nbytes + self._noisy.nbytes
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 166): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 173): "1. The dense tree" ---
     def _reserve(self, rows: int):
         if rows > self._clean.shape[0]:
             new_rows, used = max(rows, 2 * self._clean.shape[0]), self.n_nodes
@@ -609,16 +622,26 @@ class BinaryTree(BaseTree):
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 193): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 200): "1. The dense tree" ---
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
         self._check_mutable()
-        x = statistic_dense(x, self._d, "x")
+        fast = accel.kernels()
+        if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+                and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+            x = statistic_dense(x, self._d, "x")
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
         t = self._n + 1
         first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+        if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
+            raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+            self._reserve(first + k)
+            top = fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma)
+            top.setflags(write=False)
+            self._n, self._top = t, (t, top)
+            return
         keys = draw_node_keys(rng, k)
         self._reserve(first + k)
         clean, noisy = self._clean, self._noisy
@@ -636,9 +659,15 @@ class BinaryTree(BaseTree):
         summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
         if type(t) is not int or not 0 <= t <= self._n:
             t = check_int(t, "t", 0, self._n)
-        rows = decomposition_rows(t)
-        if not rows:
+        if t == 0:
             return np.zeros(self._d)
+        top = getattr(self, "_top", _NO_TOP)
+        if top[0] == t == self._n:           # computed by the compiled append, in the fold's order
+            return top[1].copy()
+        fast = accel.kernels()
+        if fast is not None:                 # the fold below, compiled: the same order, the same bits
+            return fast.dense_prefix(self._noisy, t)
+        rows = decomposition_rows(t)
         acc = self._noisy[rows[0]].copy()
         for r in rows[1:]:
             acc += self._noisy[r]
@@ -649,7 +678,7 @@ class BinaryTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 241): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 264): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy)."""
         t = check_int(t, "t", 1, self._n)
@@ -677,7 +706,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 283): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 306): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -708,12 +737,18 @@ class BinaryTree(BaseTree):
         if self._frozen:
             self.freeze()
 
+    def _check_mutable(self) -> None:
+        """``BaseTree``'s refusal of a frozen tree; a mutable one also drops the prefix sum cached by
+        ``append``, since the caller is about to change the rows it was summed from."""
+        BaseTree._check_mutable(self)
+        self._top = _NO_TOP
+
     def _cut(self, n: int) -> None:
         """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
         rows, used = n_nodes(n), self.n_nodes
         self._clean[rows:used] = 0
         self._noisy[rows:used] = 0
-        self._n = n
+        self._n, self._top = n, _NO_TOP
 
     def truncate(self, n_leaves: int) -> None:
         """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
@@ -721,7 +756,7 @@ class BinaryTree(BaseTree):
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 341): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 372): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

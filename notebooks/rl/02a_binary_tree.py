@@ -592,6 +592,7 @@ class BlankSeed(ISeedSequence):
 
 
 # %% tags=["export"]
+from bandit_unlearning.exact import accel
 from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
 
 KEY_WORDS = 3
@@ -609,8 +610,12 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
         k = _checks.check_count(k, "k", 0)
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+    fast = accel.kernels()
+    if fast is not None:                     # the same hash, compiled (optional numba; see below)
+        return fast.node_keys(raw)
     width = 8 * KEY_WORDS
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8", copy=False).tobytes()
+    raw = raw.astype("<u8", copy=False).tobytes()
     digests = bytearray()
     for i in range(0, len(raw), width):
         h = _KEY_HASH.copy()                 # the personalised empty hash, then this key's words
@@ -667,9 +672,40 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         sigma = check_sigma(sigma)
     if sigma == 0:
         return np.zeros(d)
+    fast = accel.kernels()
+    if fast is not None:                     # the same SFC64 and ziggurat, compiled (optional numba)
+        return fast.noise(key, d, sigma)
     z = np.random.Generator(np.random.SFC64(_KeyWords(key))).standard_normal(d)   # locals of this call
     z *= sigma
     return z
+
+# %% [markdown]
+# **An optional compiled path.**  Hashing one key with `hashlib` and building one SFC64 per node cost
+# microseconds each in Python, which is most of a tree step at small $d$.  When numba is installed
+# (`pip install -e '.[accel]'`; `make env` installs it), `bandit_unlearning.exact.accel` compiles the
+# same three computations -- BLAKE2b's single-block compression (RFC 7693, personalised as above),
+# SFC64's seeding and step, and numpy's ziggurat with numpy's own tables -- and `draw_node_keys`,
+# `node_noise` and the trees' `append` call them.  The code above stays the reference: the compiled
+# kernels must give the same bits, and the check below (and `tests/test_exact_accel.py`, on more
+# seeds, sizes and whole unlearning runs) compares them; `accel.set_enabled(False)` switches them off.
+
+# %%
+if accel.kernels() is not None:
+    _keys_fast = draw_node_keys(np.random.default_rng(11), 64)
+    _noise_fast = [node_noise(k, 300, 1.3) for k in _keys_fast]
+    accel.set_enabled(False)
+    try:
+        _keys_ref = draw_node_keys(np.random.default_rng(11), 64)
+        _noise_ref = [node_noise(k, 300, 1.3) for k in _keys_ref]
+    finally:
+        accel.set_enabled(True)
+    assert np.array_equal(_keys_fast, _keys_ref)
+    assert all(np.array_equal(a, b) for a, b in zip(_noise_fast, _noise_ref))
+    # the comparison sees a wrong kernel: one flipped bit of a key changes the whole noise vector
+    _flipped = _keys_ref[0].copy()
+    _flipped[0] ^= np.uint64(1)
+    assert not np.array_equal(node_noise(_flipped, 300, 1.3), _noise_ref[0])
+print("compiled kernels:", "bit-identical to the reference" if accel.kernels() is not None else "not installed")
 
 # %% [markdown]
 # Algorithm 3's arithmetic on one node, in the canonical order above: the acceptance test

@@ -58,16 +58,22 @@ rng = np.random.default_rng(20260602)
 # the keys of the regenerated nodes; in `append`, the keys of the completed nodes.
 
 # %% tags=["export"]
+import math
+
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
+from bandit_unlearning.exact import accel
 from bandit_unlearning.exact.tree import (
-    Node, PathCoupling, as_node, coupling_accepts, decomposition_rows, draw_node_keys, leaf_path, n_nodes,
+    KEY_WORDS, Node, PathCoupling, as_node, coupling_accepts, decomposition_rows, draw_node_keys, leaf_path, n_nodes,
     node_noise, postorder_position, statistic_dense,
 )
 from bandit_unlearning.literate import add_to_class
 from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
+
+_FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
+_NO_TOP = (0, None)                   # a dense tree's cached prefix sum: none
 
 
 class BaseTree:
@@ -152,6 +158,7 @@ class BinaryTree(BaseTree):
         self._noisy = np.zeros((rows, self._d))
         self._n = 0
         self._frozen = False
+        self._top = _NO_TOP              # (n, noisy prefix sum at n): set by append, dropped by any change
 
     @property
     def nbytes(self) -> int:
@@ -196,11 +203,21 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
     (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
     self._check_mutable()
-    x = statistic_dense(x, self._d, "x")
+    fast = accel.kernels()
+    if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+            and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+        x = statistic_dense(x, self._d, "x")
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
     first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
+        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+        self._reserve(first + k)
+        top = fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma)
+        top.setflags(write=False)
+        self._n, self._top = t, (t, top)
+        return
     keys = draw_node_keys(rng, k)
     self._reserve(first + k)
     clean, noisy = self._clean, self._noisy
@@ -220,9 +237,15 @@ def noisy_prefix_sum(self, t: int) -> np.ndarray:
     summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
     if type(t) is not int or not 0 <= t <= self._n:
         t = check_int(t, "t", 0, self._n)
-    rows = decomposition_rows(t)
-    if not rows:
+    if t == 0:
         return np.zeros(self._d)
+    top = getattr(self, "_top", _NO_TOP)
+    if top[0] == t == self._n:           # computed by the compiled append, in the fold's order
+        return top[1].copy()
+    fast = accel.kernels()
+    if fast is not None:                 # the fold below, compiled: the same order, the same bits
+        return fast.dense_prefix(self._noisy, t)
+    rows = decomposition_rows(t)
     acc = self._noisy[rows[0]].copy()
     for r in rows[1:]:
         acc += self._noisy[r]
@@ -320,12 +343,20 @@ def __setstate__(self, state):
 
 
 @add_to_class(BinaryTree)
+def _check_mutable(self) -> None:
+    """``BaseTree``'s refusal of a frozen tree; a mutable one also drops the prefix sum cached by
+    ``append``, since the caller is about to change the rows it was summed from."""
+    BaseTree._check_mutable(self)
+    self._top = _NO_TOP
+
+
+@add_to_class(BinaryTree)
 def _cut(self, n: int) -> None:
     """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
     rows, used = n_nodes(n), self.n_nodes
     self._clean[rows:used] = 0
     self._noisy[rows:used] = 0
-    self._n = n
+    self._n, self._top = n, _NO_TOP
 
 
 @add_to_class(BinaryTree)

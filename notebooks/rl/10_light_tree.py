@@ -203,9 +203,12 @@ Given the same generator, every output -- noisy prefix sums, node values, coupli
 ``PathCoupling`` records, the draws taken from the generator -- equals ``BinaryTree``'s bit for bit.
 """
 
+import math
+
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
+from bandit_unlearning.exact import accel
 from bandit_unlearning.exact.tree import (
     KEY_WORDS, BaseTree, BinaryTree, Node, PathCoupling, as_node, coupling_accepts, decomposition_rows,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
@@ -213,6 +216,8 @@ from bandit_unlearning.exact.tree import (
 from bandit_unlearning.literate import add_to_class
 from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
+
+_FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -358,21 +363,41 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x`` (stored sparsely); the nodes ending at
     ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated."""
     self._check_mutable()
-    idx, val = statistic_sparse(x, self._d, "x")
+    fast = accel.kernels()
+    if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+            and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
+        if type(rng) is not np.random.Generator:
+            rng = as_generator(rng)
+        self._append_dense_compiled(fast, x, rng)
+        return
+    idx, val = statistic_sparse(x, self._d, "x")         # the rule a non-finite x broke, or the general path
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
     first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
-    keys = draw_node_keys(rng, k)
+    if fast is None:
+        keys = draw_node_keys(rng, k)
+    else:                                            # the same words; hashed below, compiled
+        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
     start = int(self._ptr[t - 1])
     self._reserve(t, start + idx.size, first + k)
     self._idx[start:start + idx.size] = idx
     self._val[start:start + idx.size] = val
     self._ptr[t] = start + idx.size
-    self._keys[first:first + k] = keys
     self._n = t
     if k > 1:
         del self._stack[1 - k:]                      # the nodes merged into the new one
+    if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
+        lo = int(self._ptr[t - (1 << (k - 1))])
+        previous = self._stack[-1][2] if self._stack else np.empty(0)
+        keys, noisy, partial = fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._d,
+                                                 self._sigma, previous)
+        self._keys[first:first + k] = keys
+        noisy = _readonly(noisy)
+        self._stack.append((first + k - 1, noisy, _readonly(partial) if self._stack else noisy))
+        return
+    self._keys[first:first + k] = keys
+    if k > 1:
         noisy = self._running_sum(t - (1 << (k - 1)) + 1, t)
     else:                                            # the leaf alone: its entries added to zeros
         noisy = np.zeros(self._d)
@@ -381,6 +406,32 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     noisy = _readonly(noisy)
     partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
     self._stack.append((first + k - 1, noisy, partial))
+
+
+# %% [markdown]
+# With the compiled kernels (chapter B2a), a dense float statistic -- the usual case -- is appended in
+# one call: its non-zeros stored, the keys hashed, the new node's running sum, noise and partial sum,
+# in the order above.  `tests/test_exact_accel.py` compares every output with the code above.
+
+# %% tags=["export"]
+@add_to_class(LightTree)
+def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
+    """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
+    call: the same bits as the code above."""
+    t = self._n + 1
+    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
+    start = int(self._ptr[t - 1])
+    self._reserve(t, start + self._d, first + k)                 # room for every entry of x
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+    below = len(self._stack) - (k - 1)                           # the entries the new node keeps
+    previous = self._stack[below - 1][2] if below else np.empty(0)
+    noisy, partial = fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
+                                             self._sigma, previous)
+    if k > 1:
+        del self._stack[1 - k:]                                    # the nodes merged into the new one
+    self._n = t
+    noisy = _readonly(noisy)
+    self._stack.append((first + k - 1, noisy, _readonly(partial) if below else noisy))
 
 
 @add_to_class(LightTree)
