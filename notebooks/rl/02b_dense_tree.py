@@ -81,7 +81,13 @@ class BaseTree:
     ``d``, ``sigma``, ``n_leaves``, ``n_nodes`` and ``frozen``, the refusal to change a frozen tree,
     the post-order row of a complete node, and in-memory copies (``copy.copy`` and ``copy.deepcopy``
     give ``copy()``, frozen again if this tree is; no opt-in needed, nothing is persisted).  A
-    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``."""
+    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Refused: construct a ``BinaryTree`` or a ``LightTree``.
+    """
 
     def __init__(self, *args, **kwargs):
         raise TypeError("BaseTree is the part BinaryTree and LightTree share, not a tree: construct one of those")
@@ -148,6 +154,15 @@ class BinaryTree(BaseTree):
     after a pickle round trip (its arrays are made read-only again); ``copy()`` is mutable.
     Its clean and noisy values give the noise: pickling refuses (``TypeError``) unless inside
     ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a); ``copy.deepcopy`` needs no opt-in.
+
+    Parameters
+    ----------
+    d : int
+        Dimension of the statistics, >= 1.
+    sigma : float
+        Noise scale, >= 0 (``0``: no noise).
+    capacity : int, default 1
+        Steps to preallocate for, >= 1 (the tree grows by doubling beyond it).
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -201,7 +216,15 @@ def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
 @add_to_class(BinaryTree)
 def append(self, x, rng: np.random.Generator | None = None) -> None:
     """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
-    (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
+    (clean value: running sum of their leaves), each with a key from ``rng`` and its noise.
+
+    Parameters
+    ----------
+    x : array_like or SparseStatistic
+        The statistic of leaf ``t``: a finite vector of shape ``(d,)`` or its non-zeros.
+    rng : numpy.random.Generator, int or None
+        Source of the node keys (``None``: fresh OS entropy).
+    """
     self._check_mutable()
     fast = accel.kernels()
     if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
@@ -234,7 +257,18 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
 @add_to_class(BinaryTree)
 def noisy_prefix_sum(self, t: int) -> np.ndarray:
     """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
-    summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
+    summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros.
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves summed, ``0 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The noisy prefix sum ``u~_t``, shape ``(d,)`` (a new array).
+    """
     if type(t) is not int or not 0 <= t <= self._n:
         t = check_int(t, "t", 0, self._n)
     if t == 0:
@@ -254,7 +288,18 @@ def noisy_prefix_sum(self, t: int) -> np.ndarray:
 
 @add_to_class(BinaryTree)
 def clean_prefix_sum(self, t: int) -> np.ndarray:
-    """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
+    """``u_t = x_1 + ... + x_t`` (running sum, canonical order).
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves summed, ``0 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x_1 + ... + x_t``, shape ``(d,)`` (a new array).
+    """
     t = check_int(t, "t", 0, self._n)
     return self._running_sum(1, t)
 
@@ -264,7 +309,18 @@ def clean_prefix_sum(self, t: int) -> np.ndarray:
 # %% tags=["export"]
 @add_to_class(BinaryTree)
 def leaf(self, t: int) -> np.ndarray:
-    """The statistic ``x_t`` (a copy)."""
+    """The statistic ``x_t`` (a copy).
+
+    Parameters
+    ----------
+    t : int
+        The leaf, ``1 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x_t``, shape ``(d,)`` (a new array).
+    """
     t = check_int(t, "t", 1, self._n)
     return self._clean[n_nodes(t - 1)].copy()
 
@@ -278,13 +334,35 @@ def leaves(self) -> np.ndarray:
 
 @add_to_class(BinaryTree)
 def clean(self, node: Node) -> np.ndarray:
-    """Clean value ``v_b`` of a complete node (a copy)."""
+    """Clean value ``v_b`` of a complete node (a copy).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A complete node (its last leaf ``<= n_leaves``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Its clean value, shape ``(d,)`` (a new array).
+    """
     return self._clean[self._row(as_node(node))].copy()
 
 
 @add_to_class(BinaryTree)
 def noisy(self, node: Node) -> np.ndarray:
-    """Noisy value ``v~_b`` of a complete node (a copy)."""
+    """Noisy value ``v~_b`` of a complete node (a copy).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A complete node (its last leaf ``<= n_leaves``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Its noisy value, shape ``(d,)`` (a new array).
+    """
     return self._noisy[self._row(as_node(node))].copy()
 
 
@@ -362,7 +440,13 @@ def _cut(self, n: int) -> None:
 @add_to_class(BinaryTree)
 def truncate(self, n_leaves: int) -> None:
     """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
-    others); steps appended later complete their nodes afresh (new keys)."""
+    others); steps appended later complete their nodes afresh (new keys).
+
+    Parameters
+    ----------
+    n_leaves : int
+        Steps kept, ``0 <= n_leaves <=`` the current number.
+    """
     self._check_mutable()
     self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
@@ -380,6 +464,20 @@ def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) ->
     (``v~_b <- (v_b + v'_b) - v~_b``), the ancestors ending at the same leaf get fresh noise, and
     the tree is truncated to ``rejected.end`` steps (the caller re-runs the later steps).
     Mutates this tree; call ``copy()`` first to keep it.
+
+    Parameters
+    ----------
+    t : int
+        The leaf replaced, ``1 <= t <= n_leaves``.
+    x_new : array_like or SparseStatistic
+        Its new statistic (finite, shape ``(d,)`` or its non-zeros).
+    rng : numpy.random.Generator, int or None
+        Source of the uniforms and the regenerated keys (``None``: fresh OS entropy).
+
+    Returns
+    -------
+    PathCoupling
+        What the coupling did (accepted nodes, the rejected one, the regenerated ancestors, the restart).
     """
     self._check_mutable()
     t = check_int(t, "t", 1, self._n)
