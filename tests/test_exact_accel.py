@@ -173,3 +173,33 @@ def test_bad_statistics_refused_before_any_draw():
             with pytest.raises(ValueError, match="finite"):
                 tree.append(bad, rng)
             assert rng.bit_generator.state == state and tree.n_leaves == 0
+
+
+def test_the_package_runs_without_numba():
+    """With numba unimportable (a fresh interpreter where ``import numba`` fails) the trees run the
+    reference and give the same numbers as this process's trees."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['numba'] = None\n"
+            "import numpy as np\n"
+            "from bandit_unlearning.exact import accel\n"
+            "from bandit_unlearning.exact.light_tree import LightTree\n"
+            "from bandit_unlearning.exact.tree import BinaryTree\n"
+            "assert not accel.available() and accel.kernels() is None\n"
+            "out = []\n"
+            "for f in (BinaryTree, LightTree):\n"
+            "    rng = np.random.default_rng(5); tree = f(8, 1.0)\n"
+            "    for t in range(1, 40):\n"
+            "        tree.append(np.arange(8.0) * t, rng)\n"
+            "    out.append(tree.noisy_prefix_sum(39).tobytes().hex())\n"
+            "print(' '.join(out))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    mine = []
+    for f in (BinaryTree, LightTree):
+        rng = np.random.default_rng(5)
+        tree = f(8, 1.0)
+        for t in range(1, 40):
+            tree.append(np.arange(8.0) * t, rng)
+        mine.append(tree.noisy_prefix_sum(39).tobytes().hex())
+    assert done.stdout.split() == mine

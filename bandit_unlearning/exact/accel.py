@@ -39,7 +39,10 @@ def available() -> bool:
     bool
         ``True`` when ``numba`` can be imported.
     """
-    return importlib.util.find_spec("numba") is not None
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):        # a module entry of None (import blocked) or a broken install
+        return False
 
 
 def enabled() -> bool:
