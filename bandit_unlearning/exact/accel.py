@@ -28,7 +28,7 @@ import numpy as np
 
 from bandit_unlearning.kernel import KEY_PERSON
 
-_state = {"enabled": os.environ.get("BANDIT_UNLEARNING_ACCEL", "1") != "0", "module": None}
+_state: dict = {"enabled": os.environ.get("BANDIT_UNLEARNING_ACCEL", "1") != "0", "module": None}
 
 
 def available() -> bool:
@@ -53,7 +53,7 @@ def enabled() -> bool:
     bool
         ``True`` when numba is installed and the kernels are switched on.
     """
-    return _state["enabled"] and available()
+    return bool(_state["enabled"]) and available()
 
 
 def set_enabled(flag: bool) -> bool:
