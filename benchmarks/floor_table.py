@@ -96,7 +96,25 @@ def tree_row(factory, d: int, steps: int, unit: dict) -> dict:
 
     seconds = _cpu(run, 3) / steps
     floor = d * (unit["normal_s"] + unit["add_s"])
-    return {"value": seconds * 1e6, "floor": floor * 1e6, "share": floor / seconds}
+    out = {"value": seconds * 1e6, "floor": floor * 1e6, "share": floor / seconds}
+    out.update(_reference(lambda: _cpu(run, 3) / steps * 1e6))
+    return out
+
+
+def _reference(measure_value) -> dict:
+    """With the optional compiled kernels installed: ``accel`` and the same path timed on the numpy
+    reference (``reference_value``, kernels switched off), in this process."""
+    try:
+        from bandit_unlearning.exact import accel
+    except ImportError:                      # an older package: no kernels
+        return {"accel": False}
+    if not accel.enabled():
+        return {"accel": False}
+    accel.set_enabled(False)
+    try:
+        return {"accel": True, "reference_value": measure_value()}
+    finally:
+        accel.set_enabled(True)
 
 
 def ucbvi_row(T: int, unit: dict) -> dict:
@@ -111,8 +129,10 @@ def ucbvi_row(T: int, unit: dict) -> dict:
     train(stable_ucbvi(mdp, 16, 1.0), _population_users(population_users, mdp, 0, 16), rng)               # warm-up
     seconds = _cpu(lambda: train(learner, users, rng), 3) / T
     floor = learner.d * unit["normal_s"]
-    return {"value": 1 / seconds, "floor": 1 / floor, "share": floor / seconds, "d": learner.d,
-            "floor_ms_per_episode": floor * 1e3}
+    out = {"value": 1 / seconds, "floor": 1 / floor, "share": floor / seconds, "d": learner.d,
+           "floor_ms_per_episode": floor * 1e3}
+    out.update(_reference(lambda: T / _cpu(lambda: train(learner, users, rng), 3)))
+    return out
 
 
 def figure1_draws(protocol) -> tuple[int, int]:
@@ -249,30 +269,38 @@ def lcb_fit_rows(n: int) -> dict:
     return out
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, only: list | None = None) -> dict:
     """Every row once, in this process, for the ``bandit_unlearning`` it imports."""
     from bandit_unlearning.exact.light_tree import LightTree
     from bandit_unlearning.exact.tree import BinaryTree
 
     unit = unit_costs()
-    rows = {
-        "tree_d16_dense": tree_row(BinaryTree, 16, 512 if quick else 4096, unit),
-        "tree_d16_light": tree_row(LightTree, 16, 512 if quick else 4096, unit),
-        "tree_d1520_light": tree_row(LightTree, 1520, 128 if quick else 1024, unit),
-        "ucbvi_stable_single": ucbvi_row(40 if quick else 300, unit),
-        "paper_a_figure1": paper_a_row(quick, unit),
-    }
-    rows.update(linucb_rows(300 if quick else 2000))
-    rows.update(lcb_fit_rows(10**5 if quick else 10**7))
+    wanted = set(only or ROWS)
+    rows = {}
+    if "tree_d16_dense" in wanted:
+        rows["tree_d16_dense"] = tree_row(BinaryTree, 16, 512 if quick else 4096, unit)
+    if "tree_d16_light" in wanted:
+        rows["tree_d16_light"] = tree_row(LightTree, 16, 512 if quick else 4096, unit)
+    if "tree_d1520_light" in wanted:
+        rows["tree_d1520_light"] = tree_row(LightTree, 1520, 128 if quick else 1024, unit)
+    if "ucbvi_stable_single" in wanted:
+        rows["ucbvi_stable_single"] = ucbvi_row(40 if quick else 300, unit)
+    if "paper_a_figure1" in wanted:
+        rows["paper_a_figure1"] = paper_a_row(quick, unit)
+    if wanted & {"linucb_sigma0", "linucb_stable"}:
+        rows.update(linucb_rows(300 if quick else 2000))
+    if wanted & {"lcb_fit_int", "lcb_fit_str"}:
+        rows.update(lcb_fit_rows(10**5 if quick else 10**7))
     import bandit_unlearning
     return {"package": str(Path(bandit_unlearning.__file__).parent), "unit_costs": unit, "rows": rows}
 
 
-def _subprocess(package_dir: Path | None, quick: bool) -> dict:
+def _subprocess(package_dir: Path | None, quick: bool, only: list | None = None) -> dict:
     env = dict(os.environ)
     if package_dir is not None:
         env["PYTHONPATH"] = str(package_dir)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--measure-only"] + (["--quick"] if quick else [])
+    cmd += ["--only", ",".join(only)] if only else []
     # run from a neutral directory so that PYTHONPATH (or the installed package) decides what is imported
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd="/")
     return json.loads(done.stdout)
@@ -286,10 +314,12 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def table(after: dict, today: dict | None) -> str:
+def table(after: dict, today: dict | None, keys=None) -> str:
     lines = ["| path | unit | issue | today | after | floor | share today | share after | target share |",
              "|---|---|---|---|---|---|---|---|---|"]
     for key, (label, unit, issue, target) in ROWS.items():
+        if keys is not None and key not in keys:
+            continue
         a = after[key]
         t = today[key] if today else None
         t_value, t_share = (_fmt(t["value"]), f"{t['share']:.1%}") if t else ("-", "-")
@@ -303,7 +333,7 @@ def _median_rows(results: list) -> dict:
     rows = {}
     for key in results[0]["rows"]:
         rows[key] = {f: statistics.median(r["rows"][key][f] for r in results)
-                     for f in ("value", "floor", "share")}
+                     for f in ("value", "floor", "share", "reference_value") if f in results[0]["rows"][key]}
         extra = {f: v for f, v in results[0]["rows"][key].items() if f not in rows[key]}
         rows[key].update(extra)
     return rows
@@ -316,15 +346,20 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "measured")
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only", default=None, help="comma-separated row keys (default: every row); "
+                        "the output files are then named floor_table_<first key's group>")
     args = parser.parse_args(argv)
+    only = args.only.split(",") if args.only else None
+    if only and not set(only) <= set(ROWS):
+        parser.error(f"--only: unknown rows {sorted(set(only) - set(ROWS))}")
     if args.measure_only:
-        print(json.dumps(measure(args.quick)))
+        print(json.dumps(measure(args.quick, only)))
         return 0
     after_runs, today_runs = [], []
     for _ in range(args.rounds):                       # alternating: both see the same machine state
         if args.baseline is not None:
-            today_runs.append(_subprocess(args.baseline.resolve(), args.quick))
-        after_runs.append(_subprocess(None, args.quick))
+            today_runs.append(_subprocess(args.baseline.resolve(), args.quick, only))
+        after_runs.append(_subprocess(None, args.quick, only))
     after = _median_rows(after_runs)
     today = _median_rows(today_runs) if today_runs else None
     result = {
@@ -338,11 +373,13 @@ def main(argv=None) -> int:
                           for k in after_runs[0]["unit_costs"]},
         "rows": {key: {"path": ROWS[key][0], "unit": ROWS[key][1], "issue": ROWS[key][2],
                        "target_share": ROWS[key][3], "after": after[key],
-                       "today": today[key] if today else None} for key in ROWS},
+                       "today": today[key] if today else None} for key in ROWS if key in after},
         "baseline": str(args.baseline) if args.baseline else None,
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
     stem = "floor_table_quick" if args.quick else "floor_table"
+    if only:
+        stem += "_" + "_".join(sorted({k.split("_")[0] for k in only}))
     (args.out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
     md = [f"# Hot paths against their floors ({time.strftime('%Y-%m-%d', time.gmtime())})", "",
           f"Written by `benchmarks/floor_table.py`; {result['timing']}.  Load average at the end: "
@@ -350,7 +387,13 @@ def main(argv=None) -> int:
           + ", ".join(f"{k} {v:.2f}" for k, v in result["unit_costs_ns"].items()) + ".  "
           "`share` = floor time / path time.  `today`: the baseline package "
           f"({result['baseline'] or 'not measured'}); `issue`: the review's figures, quoted.", "",
-          table(after, today), ""]
+          table(after, today, set(after)), ""]
+    refs = [f"{ROWS[k][0]}: {_fmt(after[k]['reference_value'])} {ROWS[k][1]}" for k in ROWS
+            if k in after and "reference_value" in after[k]]
+    if refs:
+        md += ["`after` runs the optional compiled kernels (numba, `bandit_unlearning.exact.accel`); the same "
+               "paths on the numpy reference (kernels switched off), in the same processes: " + "; ".join(refs) + ".",
+               ""]
     (args.out_dir / f"{stem}.md").write_text("\n".join(md))
     print("\n".join(md))
     return 0

@@ -74,6 +74,7 @@ from bandit_unlearning.checks import (
     as_array, as_generator, as_real_array, check_int, check_positive, check_real, check_count,
 )
 from bandit_unlearning.privacy.coupling import check_sigma, tv_gaussians
+from bandit_unlearning.exact import accel
 from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
 from bandit_unlearning.secrecy import check_pickle_allowed
 
@@ -86,7 +87,15 @@ class _NodeFields(NamedTuple):
 
 class Node(_NodeFields):
     """A dyadic node: leaves ``[index * 2**level + 1, (index + 1) * 2**level]`` (1-based); ``level``
-    and ``index`` are integers >= 0 (validated on construction)."""
+    and ``index`` are integers >= 0 (validated on construction).
+
+    Parameters
+    ----------
+    level : int
+        Height, >= 0 (leaves are level 0).
+    index : int
+        Position within the level, >= 0.
+    """
 
     __slots__ = ()
 
@@ -110,30 +119,74 @@ class Node(_NodeFields):
         return (self.index + 1) * self.size
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 144): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 5 (line 152): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def n_nodes(n_leaves: int) -> int:
-    """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``."""
+    """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``.
+
+    Parameters
+    ----------
+    n_leaves : int
+        Number of steps, >= 0.
+
+    Returns
+    -------
+    int
+        ``2 n - popcount(n)``.
+    """
     n = check_int(n_leaves, "n_leaves", 0)
     return 2 * n - n.bit_count()
 
 
 def as_node(node) -> Node:
     """A ``Node`` from a ``(level, index)`` pair (a ``Node`` itself is returned as is); anything else
-    is a ``TypeError``, and a negative or non-integer level or index the errors of ``Node``."""
+    is a ``TypeError``, and a negative or non-integer level or index the errors of ``Node``.
+
+    Parameters
+    ----------
+    node : Node or tuple
+        A ``(level, index)`` pair.
+
+    Returns
+    -------
+    Node
+        The same node.
+    """
     if not isinstance(node, tuple) or len(node) != 2:
         raise TypeError(f"node must be a Node (level, index), got {node!r}")
     return node if type(node) is Node else Node(*node)
 
 
 def postorder_position(node: Node) -> int:
-    """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size)."""
+    """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A node.
+
+    Returns
+    -------
+    int
+        Its 0-based post-order row.
+    """
     level, index = as_node(node)
     r = (index + 1) << level
     return 2 * (r - 1) - (r - 1).bit_count() + level
 
 
 def node_at(position: int) -> Node:
-    """The node at a post-order position (inverse of ``postorder_position``)."""
+    """The node at a post-order position (inverse of ``postorder_position``).
+
+    Parameters
+    ----------
+    position : int
+        A post-order row, >= 0.
+
+    Returns
+    -------
+    Node
+        The node stored there.
+    """
     p = check_int(position, "position", 0)
     lo, hi = 1, p + 1                    # smallest r with n_nodes(r) > p
     while lo < hi:
@@ -146,15 +199,37 @@ def node_at(position: int) -> Node:
     return Node(level, (lo >> level) - 1)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 187): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 7 (line 239): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def nodes_completed_at(t: int) -> tuple:
-    """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order)."""
+    """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order).
+
+    Parameters
+    ----------
+    t : int
+        A step, >= 1.
+
+    Returns
+    -------
+    tuple of Node
+        The nodes whose last leaf is ``t``, bottom-up.
+    """
     t = check_int(t, "t", 1)
     return tuple(Node(h, (t >> h) - 1) for h in range((t & -t).bit_length()))
 
 
 def dyadic_decomposition(t: int) -> tuple:
-    """The nodes partitioning ``[1, t]``, left to right, one per 1-bit of ``t`` (``()`` for ``t = 0``)."""
+    """The nodes partitioning ``[1, t]``, left to right, one per 1-bit of ``t`` (``()`` for ``t = 0``).
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves, >= 0.
+
+    Returns
+    -------
+    tuple of Node
+        The decomposition of ``[1, t]``, left to right.
+    """
     t = check_int(t, "t", 0)
     out, start = [], 0
     for h in range(t.bit_length() - 1, -1, -1):
@@ -166,7 +241,18 @@ def dyadic_decomposition(t: int) -> tuple:
 
 def decomposition_rows(t: int) -> list:
     """Post-order positions of the nodes of ``dyadic_decomposition(t)``, left to right: the rows a
-    noisy prefix sum reads (``[]`` for ``t = 0``).  ``t``: an integer >= 0."""
+    noisy prefix sum reads (``[]`` for ``t = 0``).  ``t``: an integer >= 0.
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves, >= 0.
+
+    Returns
+    -------
+    list of int
+        Post-order rows of the decomposition, left to right.
+    """
     if type(t) is not int or t < 0:
         t = check_int(t, "t", 0)
     rows, start = [], 0
@@ -177,8 +263,22 @@ def decomposition_rows(t: int) -> list:
     return rows
 
 
+# --- from notebooks/rl/02a_binary_tree.py, cell 8 (line 302): "2. Bookkeeping: nodes, decompositions, paths, post-order" ---
 def leaf_path(t: int, n_leaves: int) -> tuple:
-    """Complete nodes containing leaf ``t`` after ``n_leaves`` steps, leaf first (post-order)."""
+    """Complete nodes containing leaf ``t`` after ``n_leaves`` steps, leaf first (post-order).
+
+    Parameters
+    ----------
+    t : int
+        The leaf, ``1 <= t <= n_leaves``.
+    n_leaves : int
+        Number of steps, >= 1.
+
+    Returns
+    -------
+    tuple of Node
+        The complete nodes containing ``t``, leaf first.
+    """
     n_leaves = check_int(n_leaves, "n_leaves", 1)
     t = check_int(t, "t", 1, n_leaves)
     out, h = [], 0
@@ -190,15 +290,40 @@ def leaf_path(t: int, n_leaves: int) -> tuple:
 
 def path_length(T: int) -> int:
     """Largest number of complete nodes on one leaf's path when ``T`` leaves exist:
-    ``floor(log2 T) + 1``."""
+    ``floor(log2 T) + 1``.
+
+    Parameters
+    ----------
+    T : int
+        Number of leaves, >= 1.
+
+    Returns
+    -------
+    int
+        ``floor(log2 T) + 1``.
+    """
     return check_int(T, "T", 1).bit_length()
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 9 (line 275): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 10 (line 384): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
 def sigma_paper(rho: float, B: float, T: int) -> float:
     """Paper B's noise scale ``sigma = B sqrt(log2 T) / (sqrt(2) rho)`` (Algorithm 2, Theorem 4.1).
 
     Refuses ``T < 2``: ``log2 1 = 0`` would give ``sigma = 0`` (no noise, TV = 1).
+
+    Parameters
+    ----------
+    rho : float
+        Target TV, > 0.
+    B : float
+        Sensitivity (norm bound of one statistic's change), > 0.
+    T : int
+        Horizon, >= 2.
+
+    Returns
+    -------
+    float
+        The paper's noise scale.
     """
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     T = check_int(T, "T", 1)
@@ -211,7 +336,22 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
 def sigma_exact(rho: float, B: float, T: int) -> float:
     """Smallest ``sigma`` with ``2 Phi(B sqrt(n) / (2 sigma)) - 1 = rho``, ``n = floor(log2 T) + 1``:
     ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2)) = B sqrt(n) / (2 sqrt(2) erfinv(rho))`` (erfinv keeps the
-    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``."""
+    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``.
+
+    Parameters
+    ----------
+    rho : float
+        Target TV, ``0 < rho < 1``.
+    B : float
+        Sensitivity, > 0.
+    T : int
+        Horizon, >= 1.
+
+    Returns
+    -------
+    float
+        The smallest scale with path TV ``<= rho``.
+    """
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
@@ -226,16 +366,49 @@ def _finite_sigma(sigma: float, rho: float) -> float:
     return sigma
 
 
+# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 444): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:
     """TV between the tree's outputs on two sequences whose ``n_nodes`` path nodes are shifted by
-    vectors of norm ``B``: ``2 Phi(B sqrt(n_nodes) / (2 sigma)) - 1``."""
+    vectors of norm ``B``: ``2 Phi(B sqrt(n_nodes) / (2 sigma)) - 1``.
+
+    Parameters
+    ----------
+    B : float
+        Shift norm, > 0.
+    sigma : float
+        Noise scale, > 0.
+    n_nodes : int
+        Path nodes shifted, >= 1.
+
+    Returns
+    -------
+    float
+        The TV distance, in ``[0, 1]``.
+    """
     B, sigma = check_positive(B, "B"), check_positive(sigma, "sigma")
     n = check_int(n_nodes, "n_nodes", 1)
     return float(erf(B * np.sqrt(n) / (2 * np.sqrt(2) * sigma)))
 
 
 def eps_app(sigma: float, T: int, d: int, delta: float) -> float:
-    """Paper B's accuracy radius ``sigma ln T (1 + sqrt(2 ln(2 T d / delta)))`` (Paper B Algorithm 4)."""
+    """Paper B's accuracy radius ``sigma ln T (1 + sqrt(2 ln(2 T d / delta)))`` (Paper B Algorithm 4).
+
+    Parameters
+    ----------
+    sigma : float
+        Noise scale, >= 0.
+    T : int
+        Horizon, >= 1.
+    d : int
+        Dimension, >= 1.
+    delta : float
+        Failure probability, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The accuracy radius.
+    """
     sigma = check_sigma(sigma)
     T, d = check_int(T, "T", 1), check_int(d, "d", 1)
     delta = check_positive(delta, "delta")
@@ -250,7 +423,24 @@ MAX_UNION_BOUND_T = 2**26        # steps ``prefix_error_union_bound`` enumerates
 def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> float:
     """Union bound ``d sum_{t<=T} 2 Phi(-threshold / (sigma sqrt(popcount t)))`` on
     ``P[max_{t<=T, i<=d} |u~_t,i - u_t,i| > threshold]`` (errors are N(0, popcount(t) sigma^2)).
-    ``T`` is at most ``MAX_UNION_BOUND_T`` (the steps are enumerated)."""
+    ``T`` is at most ``MAX_UNION_BOUND_T`` (the steps are enumerated).
+
+    Parameters
+    ----------
+    threshold : float
+        Error level, >= 0 (``inf`` allowed).
+    sigma : float
+        Noise scale, > 0.
+    T : int
+        Horizon, ``1 <= T <= MAX_UNION_BOUND_T``.
+    d : int
+        Dimension, >= 1.
+
+    Returns
+    -------
+    float
+        The union bound (may exceed 1).
+    """
     threshold = check_real(threshold, "threshold", 0, allow_inf=True)
     sigma = check_positive(sigma, "sigma")
     T, d = check_int(T, "T", 1, MAX_UNION_BOUND_T), check_int(d, "d", 1)
@@ -259,7 +449,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 435): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 622): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -269,7 +459,15 @@ class SparseStatistic(_SparseFields):
     """A statistic ``x in R^d`` given by its non-zeros: ``indices`` (distinct, in ``[0, d)``) and
     ``values`` (finite).  Trees accept it wherever they accept a dense vector of shape ``(d,)``.
     Construction checks what does not depend on ``d`` (integer indices, 1-D arrays of one length);
-    the trees check the rest.  The arrays are kept as given (never modified)."""
+    the trees check the rest.  The arrays are kept as given (never modified).
+
+    Parameters
+    ----------
+    indices : array_like of int
+        Distinct positions in ``[0, d)``.
+    values : array_like of float
+        The finite values there (same length).
+    """
 
     __slots__ = ()
 
@@ -283,7 +481,7 @@ class SparseStatistic(_SparseFields):
         return tuple.__new__(cls, (indices, values))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 464): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 15 (line 659): "4a. Randomness and arithmetic, pinned down" ---
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every entry of the float array ``a`` is finite: one dot product (a NaN or an infinity
     makes it non-finite), and the entry-wise test only when that overflowed or failed."""
@@ -324,9 +522,25 @@ def _dense_float(x, d: int) -> bool:
     return type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,) and _all_finite(x)
 
 
+# --- from notebooks/rl/02a_binary_tree.py, cell 16 (line 699): "4a. Randomness and arithmetic, pinned down" ---
 def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
-    (``-0.0`` stored as ``+0.0``)."""
+    (``-0.0`` stored as ``+0.0``).
+
+    Parameters
+    ----------
+    x : array_like or SparseStatistic
+        The statistic.
+    d : int
+        Dimension, >= 1.
+    name : str, default 'x'
+        Argument name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float vector of shape ``(d,)``.
+    """
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
     if _dense_float(x, d):
@@ -346,7 +560,22 @@ def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
 
 def statistic_sparse(x, d: int, name: str = "x"):
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return its non-zeros as
-    ``(indices int64 increasing, values)``."""
+    ``(indices int64 increasing, values)``.
+
+    Parameters
+    ----------
+    x : array_like or SparseStatistic
+        The statistic.
+    d : int
+        Dimension, >= 1.
+    name : str, default 'x'
+        Argument name used in error messages.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(indices, values)`` of the non-zeros, indices increasing.
+    """
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
     if isinstance(x, SparseStatistic):
@@ -361,7 +590,7 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 16 (line 594): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 19 (line 819): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
 
 
@@ -372,13 +601,30 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
     (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
     ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
-    the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
+    the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator, int or None
+        Source of the raw words.
+    k : int
+        Number of keys, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64, shape ``(k, 3)``.
+    """
     if type(k) is not int or not 0 <= k <= _checks.SIZE_LIMIT:
         k = _checks.check_count(k, "k", 0)
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+    fast = accel.kernels()
+    if fast is not None:                     # the same hash, compiled (optional numba; see below)
+        return fast.node_keys(raw)
     width = 8 * KEY_WORDS
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8", copy=False).tobytes()
+    raw = raw.astype("<u8", copy=False).tobytes()
     digests = bytearray()
     for i in range(0, len(raw), width):
         h = _KEY_HASH.copy()                 # the personalised empty hash, then this key's words
@@ -398,7 +644,7 @@ def _node_key(key) -> np.ndarray:
     return k.astype(np.uint64)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 18 (line 636): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 21 (line 879): "4a. Randomness and arithmetic, pinned down" ---
 class _KeyWords(ISeedSequence):
     """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
     the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s
@@ -419,7 +665,22 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
     normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
     discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key.  The SFC64
-    is a local of the call: run back, its state would give the key, so none outlives the call."""
+    is a local of the call: run back, its state would give the key, so none outlives the call.
+
+    Parameters
+    ----------
+    key : array_like
+        Three integers in ``[0, 2**64)``.
+    d : int
+        Dimension, >= 1.
+    sigma : float
+        Noise scale, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        The node's noise, shape ``(d,)`` (a new array).
+    """
     if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)
             and key.flags.c_contiguous):
         key = np.ascontiguousarray(_node_key(key))
@@ -429,17 +690,39 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         sigma = check_sigma(sigma)
     if sigma == 0:
         return np.zeros(d)
+    fast = accel.kernels()
+    if fast is not None:                     # the same SFC64 and ziggurat, compiled (optional numba)
+        return fast.noise(key, d, sigma)
     z = np.random.Generator(np.random.SFC64(_KeyWords(key))).standard_normal(d)   # locals of this call
     z *= sigma
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 20 (line 679): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 25 (line 968): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
     ``e' = v~_S - v'_S`` on the support ``S`` of ``x_t - x'_t`` (elsewhere the two agree).
-    An empty ``S`` is always kept; with ``sigma = 0`` a non-empty one is rejected."""
+    An empty ``S`` is always kept; with ``sigma = 0`` a non-empty one is rejected.
+
+    Parameters
+    ----------
+    noisy_S : array_like
+        Noisy value on the support ``S``.
+    clean_S : array_like
+        Old clean value on ``S``.
+    new_clean_S : array_like
+        New clean value on ``S``.
+    sigma : float
+        Noise scale, >= 0.
+    u : float
+        A uniform in ``[0, 1]``.
+
+    Returns
+    -------
+    bool
+        Whether the noisy value is kept.
+    """
     noisy_S, clean_S, new_clean_S = (as_array(v, name) for v, name in (
         (noisy_S, "noisy_S"), (clean_S, "clean_S"), (new_clean_S, "new_clean_S")))
     if noisy_S.ndim != 1 or clean_S.shape != noisy_S.shape or new_clean_S.shape != noisy_S.shape:
@@ -457,7 +740,18 @@ def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> b
 
 def fold_rows(rows) -> np.ndarray:
     """``((r_1 + r_2) + r_3) + ...`` in the given order (a new array): the canonical sum of noisy
-    node values over a dyadic decomposition."""
+    node values over a dyadic decomposition.
+
+    Parameters
+    ----------
+    rows : list of array_like
+        Vectors of one shape, non-empty.
+
+    Returns
+    -------
+    numpy.ndarray
+        Their left-to-right sum (a new array).
+    """
     if isinstance(rows, np.ndarray):
         rows = list(rows)
     if not isinstance(rows, (list, tuple)) or len(rows) == 0:
@@ -471,6 +765,7 @@ def fold_rows(rows) -> np.ndarray:
     return acc
 
 
+# --- from notebooks/rl/02a_binary_tree.py, cell 26 (line 1034): "4a. Randomness and arithmetic, pinned down" ---
 @dataclass(frozen=True)
 class PathCoupling:
     """What ``unlearn_leaf`` did (the tree's half of Algorithm 3).
@@ -481,6 +776,23 @@ class PathCoupling:
     ``restart``: number of steps still valid (``rejected.end``, or ``n_leaves`` if nothing was
     rejected) -- the learner re-runs steps ``restart + 1 .. n_leaves``.  Nothing else: the record
     holds the coupling's outcomes, no number computed from the deleted statistic.
+
+    Parameters
+    ----------
+    t : int
+        The leaf replaced.
+    n_leaves : int
+        Steps before the request.
+    path : tuple of Node
+        Complete nodes containing ``t``, leaf first.
+    accepted : tuple of Node
+        Path nodes whose noisy value was kept.
+    rejected : Node or None
+        The reflected node.
+    regenerated : tuple of Node
+        Ancestors given fresh noise.
+    restart : int
+        Steps still valid.
     """
 
     t: int
@@ -507,12 +819,22 @@ class PathCoupling:
 
 
 # --- from notebooks/rl/02b_dense_tree.py, cell 4 (line 60): "1. The dense tree" ---
+_FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
+_NO_TOP = (0, None)                   # a dense tree's cached prefix sum: none
+
+
 class BaseTree:
     """What the dense tree and the memory-light tree (chapter B10) share: the read-only attributes
     ``d``, ``sigma``, ``n_leaves``, ``n_nodes`` and ``frozen``, the refusal to change a frozen tree,
     the post-order row of a complete node, and in-memory copies (``copy.copy`` and ``copy.deepcopy``
     give ``copy()``, frozen again if this tree is; no opt-in needed, nothing is persisted).  A
-    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``."""
+    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Refused: construct a ``BinaryTree`` or a ``LightTree``.
+    """
 
     def __init__(self, *args, **kwargs):
         raise TypeError("BaseTree is the part BinaryTree and LightTree share, not a tree: construct one of those")
@@ -563,7 +885,7 @@ class BaseTree:
         return self.__deepcopy__({})
 
 
-# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 132): "1. The dense tree" ---
+# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 144): "1. The dense tree" ---
 class BinaryTree(BaseTree):
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
@@ -576,6 +898,15 @@ class BinaryTree(BaseTree):
     after a pickle round trip (its arrays are made read-only again); ``copy()`` is mutable.
     Its clean and noisy values give the noise: pickling refuses (``TypeError``) unless inside
     ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a); ``copy.deepcopy`` needs no opt-in.
+
+    Parameters
+    ----------
+    d : int
+        Dimension of the statistics, >= 1.
+    sigma : float
+        Noise scale, >= 0 (``0``: no noise).
+    capacity : int, default 1
+        Steps to preallocate for, >= 1 (the tree grows by doubling beyond it).
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -586,13 +917,14 @@ class BinaryTree(BaseTree):
         self._noisy = np.zeros((rows, self._d))
         self._n = 0
         self._frozen = False
+        self._top = _NO_TOP              # (n, noisy prefix sum at n): set by append, dropped by any change
 
     @property
     def nbytes(self) -> int:
         """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
         return self._clean.nbytes + self._noisy.nbytes
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 166): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 188): "1. The dense tree" ---
     def _reserve(self, rows: int):
         if rows > self._clean.shape[0]:
             new_rows, used = max(rows, 2 * self._clean.shape[0]), self.n_nodes
@@ -609,16 +941,34 @@ class BinaryTree(BaseTree):
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 193): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 215): "1. The dense tree" ---
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
-        (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
+        (clean value: running sum of their leaves), each with a key from ``rng`` and its noise.
+
+        Parameters
+        ----------
+        x : array_like or SparseStatistic
+            The statistic of leaf ``t``: a finite vector of shape ``(d,)`` or its non-zeros.
+        rng : numpy.random.Generator, int or None
+            Source of the node keys (``None``: fresh OS entropy).
+        """
         self._check_mutable()
-        x = statistic_dense(x, self._d, "x")
+        fast = accel.kernels()
+        if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+                and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+            x = statistic_dense(x, self._d, "x")
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
         t = self._n + 1
         first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+        if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
+            raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+            self._reserve(first + k)
+            top = fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma)
+            top.setflags(write=False)
+            self._n, self._top = t, (t, top)
+            return
         keys = draw_node_keys(rng, k)
         self._reserve(first + k)
         clean, noisy = self._clean, self._noisy
@@ -633,25 +983,64 @@ class BinaryTree(BaseTree):
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
-        summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
+        summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros.
+
+        Parameters
+        ----------
+        t : int
+            Number of leaves summed, ``0 <= t <= n_leaves``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The noisy prefix sum ``u~_t``, shape ``(d,)`` (a new array).
+        """
         if type(t) is not int or not 0 <= t <= self._n:
             t = check_int(t, "t", 0, self._n)
-        rows = decomposition_rows(t)
-        if not rows:
+        if t == 0:
             return np.zeros(self._d)
+        top = getattr(self, "_top", _NO_TOP)
+        if top[0] == t == self._n:           # computed by the compiled append, in the fold's order
+            return top[1].copy()
+        fast = accel.kernels()
+        if fast is not None:                 # the fold below, compiled: the same order, the same bits
+            return fast.dense_prefix(self._noisy, t)
+        rows = decomposition_rows(t)
         acc = self._noisy[rows[0]].copy()
         for r in rows[1:]:
             acc += self._noisy[r]
         return acc
 
     def clean_prefix_sum(self, t: int) -> np.ndarray:
-        """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
+        """``u_t = x_1 + ... + x_t`` (running sum, canonical order).
+
+        Parameters
+        ----------
+        t : int
+            Number of leaves summed, ``0 <= t <= n_leaves``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``x_1 + ... + x_t``, shape ``(d,)`` (a new array).
+        """
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 241): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 309): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
-        """The statistic ``x_t`` (a copy)."""
+        """The statistic ``x_t`` (a copy).
+
+        Parameters
+        ----------
+        t : int
+            The leaf, ``1 <= t <= n_leaves``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``x_t``, shape ``(d,)`` (a new array).
+        """
         t = check_int(t, "t", 1, self._n)
         return self._clean[n_nodes(t - 1)].copy()
 
@@ -661,11 +1050,33 @@ class BinaryTree(BaseTree):
         return self._clean[rows].copy()
 
     def clean(self, node: Node) -> np.ndarray:
-        """Clean value ``v_b`` of a complete node (a copy)."""
+        """Clean value ``v_b`` of a complete node (a copy).
+
+        Parameters
+        ----------
+        node : Node or (level, index)
+            A complete node (its last leaf ``<= n_leaves``).
+
+        Returns
+        -------
+        numpy.ndarray
+            Its clean value, shape ``(d,)`` (a new array).
+        """
         return self._clean[self._row(as_node(node))].copy()
 
     def noisy(self, node: Node) -> np.ndarray:
-        """Noisy value ``v~_b`` of a complete node (a copy)."""
+        """Noisy value ``v~_b`` of a complete node (a copy).
+
+        Parameters
+        ----------
+        node : Node or (level, index)
+            A complete node (its last leaf ``<= n_leaves``).
+
+        Returns
+        -------
+        numpy.ndarray
+            Its noisy value, shape ``(d,)`` (a new array).
+        """
         return self._noisy[self._row(as_node(node))].copy()
 
     def values(self):
@@ -677,7 +1088,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 283): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 384): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -708,20 +1119,32 @@ class BinaryTree(BaseTree):
         if self._frozen:
             self.freeze()
 
+    def _check_mutable(self) -> None:
+        """``BaseTree``'s refusal of a frozen tree; a mutable one also drops the prefix sum cached by
+        ``append``, since the caller is about to change the rows it was summed from."""
+        BaseTree._check_mutable(self)
+        self._top = _NO_TOP
+
     def _cut(self, n: int) -> None:
         """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
         rows, used = n_nodes(n), self.n_nodes
         self._clean[rows:used] = 0
         self._noisy[rows:used] = 0
-        self._n = n
+        self._n, self._top = n, _NO_TOP
 
     def truncate(self, n_leaves: int) -> None:
         """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
-        others); steps appended later complete their nodes afresh (new keys)."""
+        others); steps appended later complete their nodes afresh (new keys).
+
+        Parameters
+        ----------
+        n_leaves : int
+            Steps kept, ``0 <= n_leaves <=`` the current number.
+        """
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 341): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 456): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 
@@ -731,6 +1154,20 @@ class BinaryTree(BaseTree):
         (``v~_b <- (v_b + v'_b) - v~_b``), the ancestors ending at the same leaf get fresh noise, and
         the tree is truncated to ``rejected.end`` steps (the caller re-runs the later steps).
         Mutates this tree; call ``copy()`` first to keep it.
+
+        Parameters
+        ----------
+        t : int
+            The leaf replaced, ``1 <= t <= n_leaves``.
+        x_new : array_like or SparseStatistic
+            Its new statistic (finite, shape ``(d,)`` or its non-zeros).
+        rng : numpy.random.Generator, int or None
+            Source of the uniforms and the regenerated keys (``None``: fresh OS entropy).
+
+        Returns
+        -------
+        PathCoupling
+            What the coupling did (accepted nodes, the rejected one, the regenerated ancestors, the restart).
         """
         self._check_mutable()
         t = check_int(t, "t", 1, self._n)

@@ -114,7 +114,15 @@ class _NodeFields(NamedTuple):
 
 class Node(_NodeFields):
     """A dyadic node: leaves ``[index * 2**level + 1, (index + 1) * 2**level]`` (1-based); ``level``
-    and ``index`` are integers >= 0 (validated on construction)."""
+    and ``index`` are integers >= 0 (validated on construction).
+
+    Parameters
+    ----------
+    level : int
+        Height, >= 0 (leaves are level 0).
+    index : int
+        Position within the level, >= 0.
+    """
 
     __slots__ = ()
 
@@ -143,28 +151,72 @@ class Node(_NodeFields):
 
 # %% tags=["export"]
 def n_nodes(n_leaves: int) -> int:
-    """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``."""
+    """Number of complete nodes after ``n_leaves`` steps: ``2 n - popcount(n)``.
+
+    Parameters
+    ----------
+    n_leaves : int
+        Number of steps, >= 0.
+
+    Returns
+    -------
+    int
+        ``2 n - popcount(n)``.
+    """
     n = check_int(n_leaves, "n_leaves", 0)
     return 2 * n - n.bit_count()
 
 
 def as_node(node) -> Node:
     """A ``Node`` from a ``(level, index)`` pair (a ``Node`` itself is returned as is); anything else
-    is a ``TypeError``, and a negative or non-integer level or index the errors of ``Node``."""
+    is a ``TypeError``, and a negative or non-integer level or index the errors of ``Node``.
+
+    Parameters
+    ----------
+    node : Node or tuple
+        A ``(level, index)`` pair.
+
+    Returns
+    -------
+    Node
+        The same node.
+    """
     if not isinstance(node, tuple) or len(node) != 2:
         raise TypeError(f"node must be a Node (level, index), got {node!r}")
     return node if type(node) is Node else Node(*node)
 
 
 def postorder_position(node: Node) -> int:
-    """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size)."""
+    """0-based post-order position ``N(r_b - 1) + level`` of a node (independent of the tree size).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A node.
+
+    Returns
+    -------
+    int
+        Its 0-based post-order row.
+    """
     level, index = as_node(node)
     r = (index + 1) << level
     return 2 * (r - 1) - (r - 1).bit_count() + level
 
 
 def node_at(position: int) -> Node:
-    """The node at a post-order position (inverse of ``postorder_position``)."""
+    """The node at a post-order position (inverse of ``postorder_position``).
+
+    Parameters
+    ----------
+    position : int
+        A post-order row, >= 0.
+
+    Returns
+    -------
+    Node
+        The node stored there.
+    """
     p = check_int(position, "position", 0)
     lo, hi = 1, p + 1                    # smallest r with n_nodes(r) > p
     while lo < hi:
@@ -186,13 +238,35 @@ def node_at(position: int) -> Node:
 
 # %% tags=["export"]
 def nodes_completed_at(t: int) -> tuple:
-    """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order)."""
+    """Nodes whose last leaf is ``t``, bottom-up: levels ``0 .. nu_2(t)`` (post-order).
+
+    Parameters
+    ----------
+    t : int
+        A step, >= 1.
+
+    Returns
+    -------
+    tuple of Node
+        The nodes whose last leaf is ``t``, bottom-up.
+    """
     t = check_int(t, "t", 1)
     return tuple(Node(h, (t >> h) - 1) for h in range((t & -t).bit_length()))
 
 
 def dyadic_decomposition(t: int) -> tuple:
-    """The nodes partitioning ``[1, t]``, left to right, one per 1-bit of ``t`` (``()`` for ``t = 0``)."""
+    """The nodes partitioning ``[1, t]``, left to right, one per 1-bit of ``t`` (``()`` for ``t = 0``).
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves, >= 0.
+
+    Returns
+    -------
+    tuple of Node
+        The decomposition of ``[1, t]``, left to right.
+    """
     t = check_int(t, "t", 0)
     out, start = [], 0
     for h in range(t.bit_length() - 1, -1, -1):
@@ -204,7 +278,18 @@ def dyadic_decomposition(t: int) -> tuple:
 
 def decomposition_rows(t: int) -> list:
     """Post-order positions of the nodes of ``dyadic_decomposition(t)``, left to right: the rows a
-    noisy prefix sum reads (``[]`` for ``t = 0``).  ``t``: an integer >= 0."""
+    noisy prefix sum reads (``[]`` for ``t = 0``).  ``t``: an integer >= 0.
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves, >= 0.
+
+    Returns
+    -------
+    list of int
+        Post-order rows of the decomposition, left to right.
+    """
     if type(t) is not int or t < 0:
         t = check_int(t, "t", 0)
     rows, start = [], 0
@@ -214,9 +299,22 @@ def decomposition_rows(t: int) -> list:
             rows.append(2 * (start - 1) - (start - 1).bit_count() + h)
     return rows
 
-
+# %% tags=["export"]
 def leaf_path(t: int, n_leaves: int) -> tuple:
-    """Complete nodes containing leaf ``t`` after ``n_leaves`` steps, leaf first (post-order)."""
+    """Complete nodes containing leaf ``t`` after ``n_leaves`` steps, leaf first (post-order).
+
+    Parameters
+    ----------
+    t : int
+        The leaf, ``1 <= t <= n_leaves``.
+    n_leaves : int
+        Number of steps, >= 1.
+
+    Returns
+    -------
+    tuple of Node
+        The complete nodes containing ``t``, leaf first.
+    """
     n_leaves = check_int(n_leaves, "n_leaves", 1)
     t = check_int(t, "t", 1, n_leaves)
     out, h = [], 0
@@ -228,7 +326,18 @@ def leaf_path(t: int, n_leaves: int) -> tuple:
 
 def path_length(T: int) -> int:
     """Largest number of complete nodes on one leaf's path when ``T`` leaves exist:
-    ``floor(log2 T) + 1``."""
+    ``floor(log2 T) + 1``.
+
+    Parameters
+    ----------
+    T : int
+        Number of leaves, >= 1.
+
+    Returns
+    -------
+    int
+        ``floor(log2 T) + 1``.
+    """
     return check_int(T, "T", 1).bit_length()
 
 # %% [markdown]
@@ -277,6 +386,20 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
     """Paper B's noise scale ``sigma = B sqrt(log2 T) / (sqrt(2) rho)`` (Algorithm 2, Theorem 4.1).
 
     Refuses ``T < 2``: ``log2 1 = 0`` would give ``sigma = 0`` (no noise, TV = 1).
+
+    Parameters
+    ----------
+    rho : float
+        Target TV, > 0.
+    B : float
+        Sensitivity (norm bound of one statistic's change), > 0.
+    T : int
+        Horizon, >= 2.
+
+    Returns
+    -------
+    float
+        The paper's noise scale.
     """
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     T = check_int(T, "T", 1)
@@ -289,7 +412,22 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
 def sigma_exact(rho: float, B: float, T: int) -> float:
     """Smallest ``sigma`` with ``2 Phi(B sqrt(n) / (2 sigma)) - 1 = rho``, ``n = floor(log2 T) + 1``:
     ``sigma = B sqrt(n) / (2 Phi^{-1}((1 + rho) / 2)) = B sqrt(n) / (2 sqrt(2) erfinv(rho))`` (erfinv keeps the
-    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``."""
+    digits of a tiny rho that ``(1 + rho) / 2`` would round away).  Needs ``0 < rho < 1``.
+
+    Parameters
+    ----------
+    rho : float
+        Target TV, ``0 < rho < 1``.
+    B : float
+        Sensitivity, > 0.
+    T : int
+        Horizon, >= 1.
+
+    Returns
+    -------
+    float
+        The smallest scale with path TV ``<= rho``.
+    """
     rho, B = check_positive(rho, "rho"), check_positive(B, "B")
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
@@ -303,17 +441,49 @@ def _finite_sigma(sigma: float, rho: float) -> float:
         raise ValueError(f"rho must be large enough for a finite sigma, got rho = {rho!r} (sigma overflows)")
     return sigma
 
-
+# %% tags=["export"]
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:
     """TV between the tree's outputs on two sequences whose ``n_nodes`` path nodes are shifted by
-    vectors of norm ``B``: ``2 Phi(B sqrt(n_nodes) / (2 sigma)) - 1``."""
+    vectors of norm ``B``: ``2 Phi(B sqrt(n_nodes) / (2 sigma)) - 1``.
+
+    Parameters
+    ----------
+    B : float
+        Shift norm, > 0.
+    sigma : float
+        Noise scale, > 0.
+    n_nodes : int
+        Path nodes shifted, >= 1.
+
+    Returns
+    -------
+    float
+        The TV distance, in ``[0, 1]``.
+    """
     B, sigma = check_positive(B, "B"), check_positive(sigma, "sigma")
     n = check_int(n_nodes, "n_nodes", 1)
     return float(erf(B * np.sqrt(n) / (2 * np.sqrt(2) * sigma)))
 
 
 def eps_app(sigma: float, T: int, d: int, delta: float) -> float:
-    """Paper B's accuracy radius ``sigma ln T (1 + sqrt(2 ln(2 T d / delta)))`` (Paper B Algorithm 4)."""
+    """Paper B's accuracy radius ``sigma ln T (1 + sqrt(2 ln(2 T d / delta)))`` (Paper B Algorithm 4).
+
+    Parameters
+    ----------
+    sigma : float
+        Noise scale, >= 0.
+    T : int
+        Horizon, >= 1.
+    d : int
+        Dimension, >= 1.
+    delta : float
+        Failure probability, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The accuracy radius.
+    """
     sigma = check_sigma(sigma)
     T, d = check_int(T, "T", 1), check_int(d, "d", 1)
     delta = check_positive(delta, "delta")
@@ -328,7 +498,24 @@ MAX_UNION_BOUND_T = 2**26        # steps ``prefix_error_union_bound`` enumerates
 def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> float:
     """Union bound ``d sum_{t<=T} 2 Phi(-threshold / (sigma sqrt(popcount t)))`` on
     ``P[max_{t<=T, i<=d} |u~_t,i - u_t,i| > threshold]`` (errors are N(0, popcount(t) sigma^2)).
-    ``T`` is at most ``MAX_UNION_BOUND_T`` (the steps are enumerated)."""
+    ``T`` is at most ``MAX_UNION_BOUND_T`` (the steps are enumerated).
+
+    Parameters
+    ----------
+    threshold : float
+        Error level, >= 0 (``inf`` allowed).
+    sigma : float
+        Noise scale, > 0.
+    T : int
+        Horizon, ``1 <= T <= MAX_UNION_BOUND_T``.
+    d : int
+        Dimension, >= 1.
+
+    Returns
+    -------
+    float
+        The union bound (may exceed 1).
+    """
     threshold = check_real(threshold, "threshold", 0, allow_inf=True)
     sigma = check_positive(sigma, "sigma")
     T, d = check_int(T, "T", 1, MAX_UNION_BOUND_T), check_int(d, "d", 1)
@@ -442,7 +629,15 @@ class SparseStatistic(_SparseFields):
     """A statistic ``x in R^d`` given by its non-zeros: ``indices`` (distinct, in ``[0, d)``) and
     ``values`` (finite).  Trees accept it wherever they accept a dense vector of shape ``(d,)``.
     Construction checks what does not depend on ``d`` (integer indices, 1-D arrays of one length);
-    the trees check the rest.  The arrays are kept as given (never modified)."""
+    the trees check the rest.  The arrays are kept as given (never modified).
+
+    Parameters
+    ----------
+    indices : array_like of int
+        Distinct positions in ``[0, d)``.
+    values : array_like of float
+        The finite values there (same length).
+    """
 
     __slots__ = ()
 
@@ -501,10 +696,25 @@ def _dense_float(x, d: int) -> bool:
     """Whether ``x`` is already a finite float64 vector of shape ``(d,)`` (the usual case)."""
     return type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,) and _all_finite(x)
 
-
+# %% tags=["export"]
 def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
-    (``-0.0`` stored as ``+0.0``)."""
+    (``-0.0`` stored as ``+0.0``).
+
+    Parameters
+    ----------
+    x : array_like or SparseStatistic
+        The statistic.
+    d : int
+        Dimension, >= 1.
+    name : str, default 'x'
+        Argument name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float vector of shape ``(d,)``.
+    """
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
     if _dense_float(x, d):
@@ -524,7 +734,22 @@ def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
 
 def statistic_sparse(x, d: int, name: str = "x"):
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return its non-zeros as
-    ``(indices int64 increasing, values)``."""
+    ``(indices int64 increasing, values)``.
+
+    Parameters
+    ----------
+    x : array_like or SparseStatistic
+        The statistic.
+    d : int
+        Dimension, >= 1.
+    name : str, default 'x'
+        Argument name used in error messages.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(indices, values)`` of the non-zeros, indices increasing.
+    """
     if type(d) is not int or not 1 <= d <= _checks.SIZE_LIMIT:
         d = check_count(d, "d", 1)
     if isinstance(x, SparseStatistic):
@@ -592,6 +817,7 @@ class BlankSeed(ISeedSequence):
 
 
 # %% tags=["export"]
+from bandit_unlearning.exact import accel
 from bandit_unlearning.kernel import KEY_PERSON, BlankSeed
 
 KEY_WORDS = 3
@@ -604,13 +830,30 @@ def draw_node_keys(rng: np.random.Generator, k: int) -> np.ndarray:
     """``k`` fresh 192-bit node keys (shape ``(k, 3)``, uint64).  Key ``i`` is the BLAKE2b hash
     (24 bytes, personalised ``"node key"``) of the raw words ``3i .. 3i+2`` of
     ``rng.bit_generator.random_raw(3k)`` (little-endian): it uses ``3k`` words of the generator, like
-    the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed."""
+    the raw words would, but reveals nothing about the generator's state.  ``rng``: a Generator, None (OS entropy) or an int seed.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator, int or None
+        Source of the raw words.
+    k : int
+        Number of keys, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64, shape ``(k, 3)``.
+    """
     if type(k) is not int or not 0 <= k <= _checks.SIZE_LIMIT:
         k = _checks.check_count(k, "k", 0)
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+    fast = accel.kernels()
+    if fast is not None:                     # the same hash, compiled (optional numba; see below)
+        return fast.node_keys(raw)
     width = 8 * KEY_WORDS
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS).astype("<u8", copy=False).tobytes()
+    raw = raw.astype("<u8", copy=False).tobytes()
     digests = bytearray()
     for i in range(0, len(raw), width):
         h = _KEY_HASH.copy()                 # the personalised empty hash, then this key's words
@@ -657,7 +900,22 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     """The noise of the node with ``key`` (three uint64 words): ``sigma`` times ``d`` standard
     normals of SFC64 seeded with the key as numpy seeds it (state ``(a, b, c, 1)``, 12 outputs
     discarded) -- ``N(0, sigma^2 I_d)`` over random keys, the same vector for the same key.  The SFC64
-    is a local of the call: run back, its state would give the key, so none outlives the call."""
+    is a local of the call: run back, its state would give the key, so none outlives the call.
+
+    Parameters
+    ----------
+    key : array_like
+        Three integers in ``[0, 2**64)``.
+    d : int
+        Dimension, >= 1.
+    sigma : float
+        Noise scale, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        The node's noise, shape ``(d,)`` (a new array).
+    """
     if not (type(key) is np.ndarray and key.dtype == np.uint64 and key.shape == (KEY_WORDS,)
             and key.flags.c_contiguous):
         key = np.ascontiguousarray(_node_key(key))
@@ -667,9 +925,40 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
         sigma = check_sigma(sigma)
     if sigma == 0:
         return np.zeros(d)
+    fast = accel.kernels()
+    if fast is not None:                     # the same SFC64 and ziggurat, compiled (optional numba)
+        return fast.noise(key, d, sigma)
     z = np.random.Generator(np.random.SFC64(_KeyWords(key))).standard_normal(d)   # locals of this call
     z *= sigma
     return z
+
+# %% [markdown]
+# **An optional compiled path.**  Hashing one key with `hashlib` and building one SFC64 per node cost
+# microseconds each in Python, which is most of a tree step at small $d$.  When numba is installed
+# (`pip install -e '.[accel]'`; `make env` installs it), `bandit_unlearning.exact.accel` compiles the
+# same three computations -- BLAKE2b's single-block compression (RFC 7693, personalised as above),
+# SFC64's seeding and step, and numpy's ziggurat with numpy's own tables -- and `draw_node_keys`,
+# `node_noise` and the trees' `append` call them.  The code above stays the reference: the compiled
+# kernels must give the same bits, and the check below (and `tests/test_exact_accel.py`, on more
+# seeds, sizes and whole unlearning runs) compares them; `accel.set_enabled(False)` switches them off.
+
+# %%
+if accel.kernels() is not None:
+    _keys_fast = draw_node_keys(np.random.default_rng(11), 64)
+    _noise_fast = [node_noise(k, 300, 1.3) for k in _keys_fast]
+    accel.set_enabled(False)
+    try:
+        _keys_ref = draw_node_keys(np.random.default_rng(11), 64)
+        _noise_ref = [node_noise(k, 300, 1.3) for k in _keys_ref]
+    finally:
+        accel.set_enabled(True)
+    assert np.array_equal(_keys_fast, _keys_ref)
+    assert all(np.array_equal(a, b) for a, b in zip(_noise_fast, _noise_ref))
+    # the comparison sees a wrong kernel: one flipped bit of a key changes the whole noise vector
+    _flipped = _keys_ref[0].copy()
+    _flipped[0] ^= np.uint64(1)
+    assert not np.array_equal(node_noise(_flipped, 300, 1.3), _noise_ref[0])
+print("compiled kernels:", "bit-identical to the reference" if accel.kernels() is not None else "not installed")
 
 # %% [markdown]
 # Algorithm 3's arithmetic on one node, in the canonical order above: the acceptance test
@@ -681,7 +970,26 @@ def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> b
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
     ``e' = v~_S - v'_S`` on the support ``S`` of ``x_t - x'_t`` (elsewhere the two agree).
-    An empty ``S`` is always kept; with ``sigma = 0`` a non-empty one is rejected."""
+    An empty ``S`` is always kept; with ``sigma = 0`` a non-empty one is rejected.
+
+    Parameters
+    ----------
+    noisy_S : array_like
+        Noisy value on the support ``S``.
+    clean_S : array_like
+        Old clean value on ``S``.
+    new_clean_S : array_like
+        New clean value on ``S``.
+    sigma : float
+        Noise scale, >= 0.
+    u : float
+        A uniform in ``[0, 1]``.
+
+    Returns
+    -------
+    bool
+        Whether the noisy value is kept.
+    """
     noisy_S, clean_S, new_clean_S = (as_array(v, name) for v, name in (
         (noisy_S, "noisy_S"), (clean_S, "clean_S"), (new_clean_S, "new_clean_S")))
     if noisy_S.ndim != 1 or clean_S.shape != noisy_S.shape or new_clean_S.shape != noisy_S.shape:
@@ -699,7 +1007,18 @@ def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> b
 
 def fold_rows(rows) -> np.ndarray:
     """``((r_1 + r_2) + r_3) + ...`` in the given order (a new array): the canonical sum of noisy
-    node values over a dyadic decomposition."""
+    node values over a dyadic decomposition.
+
+    Parameters
+    ----------
+    rows : list of array_like
+        Vectors of one shape, non-empty.
+
+    Returns
+    -------
+    numpy.ndarray
+        Their left-to-right sum (a new array).
+    """
     if isinstance(rows, np.ndarray):
         rows = list(rows)
     if not isinstance(rows, (list, tuple)) or len(rows) == 0:
@@ -712,7 +1031,7 @@ def fold_rows(rows) -> np.ndarray:
         acc += r
     return acc
 
-
+# %% tags=["export"]
 @dataclass(frozen=True)
 class PathCoupling:
     """What ``unlearn_leaf`` did (the tree's half of Algorithm 3).
@@ -723,6 +1042,23 @@ class PathCoupling:
     ``restart``: number of steps still valid (``rejected.end``, or ``n_leaves`` if nothing was
     rejected) -- the learner re-runs steps ``restart + 1 .. n_leaves``.  Nothing else: the record
     holds the coupling's outcomes, no number computed from the deleted statistic.
+
+    Parameters
+    ----------
+    t : int
+        The leaf replaced.
+    n_leaves : int
+        Steps before the request.
+    path : tuple of Node
+        Complete nodes containing ``t``, leaf first.
+    accepted : tuple of Node
+        Path nodes whose noisy value was kept.
+    rejected : Node or None
+        The reflected node.
+    regenerated : tuple of Node
+        Ancestors given fresh noise.
+    restart : int
+        Steps still valid.
     """
 
     t: int

@@ -58,16 +58,22 @@ rng = np.random.default_rng(20260602)
 # the keys of the regenerated nodes; in `append`, the keys of the completed nodes.
 
 # %% tags=["export"]
+import math
+
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
+from bandit_unlearning.exact import accel
 from bandit_unlearning.exact.tree import (
-    Node, PathCoupling, as_node, coupling_accepts, decomposition_rows, draw_node_keys, leaf_path, n_nodes,
+    KEY_WORDS, Node, PathCoupling, as_node, coupling_accepts, decomposition_rows, draw_node_keys, leaf_path, n_nodes,
     node_noise, postorder_position, statistic_dense,
 )
 from bandit_unlearning.literate import add_to_class
 from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
+
+_FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
+_NO_TOP = (0, None)                   # a dense tree's cached prefix sum: none
 
 
 class BaseTree:
@@ -75,7 +81,13 @@ class BaseTree:
     ``d``, ``sigma``, ``n_leaves``, ``n_nodes`` and ``frozen``, the refusal to change a frozen tree,
     the post-order row of a complete node, and in-memory copies (``copy.copy`` and ``copy.deepcopy``
     give ``copy()``, frozen again if this tree is; no opt-in needed, nothing is persisted).  A
-    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``."""
+    subclass sets ``_d``, ``_sigma``, ``_n`` and ``_frozen`` and defines ``copy()`` and ``freeze()``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Refused: construct a ``BinaryTree`` or a ``LightTree``.
+    """
 
     def __init__(self, *args, **kwargs):
         raise TypeError("BaseTree is the part BinaryTree and LightTree share, not a tree: construct one of those")
@@ -142,6 +154,15 @@ class BinaryTree(BaseTree):
     after a pickle round trip (its arrays are made read-only again); ``copy()`` is mutable.
     Its clean and noisy values give the noise: pickling refuses (``TypeError``) unless inside
     ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a); ``copy.deepcopy`` needs no opt-in.
+
+    Parameters
+    ----------
+    d : int
+        Dimension of the statistics, >= 1.
+    sigma : float
+        Noise scale, >= 0 (``0``: no noise).
+    capacity : int, default 1
+        Steps to preallocate for, >= 1 (the tree grows by doubling beyond it).
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -152,6 +173,7 @@ class BinaryTree(BaseTree):
         self._noisy = np.zeros((rows, self._d))
         self._n = 0
         self._frozen = False
+        self._top = _NO_TOP              # (n, noisy prefix sum at n): set by append, dropped by any change
 
     @property
     def nbytes(self) -> int:
@@ -194,13 +216,31 @@ def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
 @add_to_class(BinaryTree)
 def append(self, x, rng: np.random.Generator | None = None) -> None:
     """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
-    (clean value: running sum of their leaves), each with a key from ``rng`` and its noise."""
+    (clean value: running sum of their leaves), each with a key from ``rng`` and its noise.
+
+    Parameters
+    ----------
+    x : array_like or SparseStatistic
+        The statistic of leaf ``t``: a finite vector of shape ``(d,)`` or its non-zeros.
+    rng : numpy.random.Generator, int or None
+        Source of the node keys (``None``: fresh OS entropy).
+    """
     self._check_mutable()
-    x = statistic_dense(x, self._d, "x")
+    fast = accel.kernels()
+    if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+            and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+        x = statistic_dense(x, self._d, "x")
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
     first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
+        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+        self._reserve(first + k)
+        top = fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma)
+        top.setflags(write=False)
+        self._n, self._top = t, (t, top)
+        return
     keys = draw_node_keys(rng, k)
     self._reserve(first + k)
     clean, noisy = self._clean, self._noisy
@@ -217,12 +257,29 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
 @add_to_class(BinaryTree)
 def noisy_prefix_sum(self, t: int) -> np.ndarray:
     """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
-    summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros."""
+    summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros.
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves summed, ``0 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The noisy prefix sum ``u~_t``, shape ``(d,)`` (a new array).
+    """
     if type(t) is not int or not 0 <= t <= self._n:
         t = check_int(t, "t", 0, self._n)
-    rows = decomposition_rows(t)
-    if not rows:
+    if t == 0:
         return np.zeros(self._d)
+    top = getattr(self, "_top", _NO_TOP)
+    if top[0] == t == self._n:           # computed by the compiled append, in the fold's order
+        return top[1].copy()
+    fast = accel.kernels()
+    if fast is not None:                 # the fold below, compiled: the same order, the same bits
+        return fast.dense_prefix(self._noisy, t)
+    rows = decomposition_rows(t)
     acc = self._noisy[rows[0]].copy()
     for r in rows[1:]:
         acc += self._noisy[r]
@@ -231,7 +288,18 @@ def noisy_prefix_sum(self, t: int) -> np.ndarray:
 
 @add_to_class(BinaryTree)
 def clean_prefix_sum(self, t: int) -> np.ndarray:
-    """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
+    """``u_t = x_1 + ... + x_t`` (running sum, canonical order).
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves summed, ``0 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x_1 + ... + x_t``, shape ``(d,)`` (a new array).
+    """
     t = check_int(t, "t", 0, self._n)
     return self._running_sum(1, t)
 
@@ -241,7 +309,18 @@ def clean_prefix_sum(self, t: int) -> np.ndarray:
 # %% tags=["export"]
 @add_to_class(BinaryTree)
 def leaf(self, t: int) -> np.ndarray:
-    """The statistic ``x_t`` (a copy)."""
+    """The statistic ``x_t`` (a copy).
+
+    Parameters
+    ----------
+    t : int
+        The leaf, ``1 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x_t``, shape ``(d,)`` (a new array).
+    """
     t = check_int(t, "t", 1, self._n)
     return self._clean[n_nodes(t - 1)].copy()
 
@@ -255,13 +334,35 @@ def leaves(self) -> np.ndarray:
 
 @add_to_class(BinaryTree)
 def clean(self, node: Node) -> np.ndarray:
-    """Clean value ``v_b`` of a complete node (a copy)."""
+    """Clean value ``v_b`` of a complete node (a copy).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A complete node (its last leaf ``<= n_leaves``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Its clean value, shape ``(d,)`` (a new array).
+    """
     return self._clean[self._row(as_node(node))].copy()
 
 
 @add_to_class(BinaryTree)
 def noisy(self, node: Node) -> np.ndarray:
-    """Noisy value ``v~_b`` of a complete node (a copy)."""
+    """Noisy value ``v~_b`` of a complete node (a copy).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A complete node (its last leaf ``<= n_leaves``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Its noisy value, shape ``(d,)`` (a new array).
+    """
     return self._noisy[self._row(as_node(node))].copy()
 
 
@@ -320,18 +421,32 @@ def __setstate__(self, state):
 
 
 @add_to_class(BinaryTree)
+def _check_mutable(self) -> None:
+    """``BaseTree``'s refusal of a frozen tree; a mutable one also drops the prefix sum cached by
+    ``append``, since the caller is about to change the rows it was summed from."""
+    BaseTree._check_mutable(self)
+    self._top = _NO_TOP
+
+
+@add_to_class(BinaryTree)
 def _cut(self, n: int) -> None:
     """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
     rows, used = n_nodes(n), self.n_nodes
     self._clean[rows:used] = 0
     self._noisy[rows:used] = 0
-    self._n = n
+    self._n, self._top = n, _NO_TOP
 
 
 @add_to_class(BinaryTree)
 def truncate(self, n_leaves: int) -> None:
     """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
-    others); steps appended later complete their nodes afresh (new keys)."""
+    others); steps appended later complete their nodes afresh (new keys).
+
+    Parameters
+    ----------
+    n_leaves : int
+        Steps kept, ``0 <= n_leaves <=`` the current number.
+    """
     self._check_mutable()
     self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
@@ -349,6 +464,20 @@ def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) ->
     (``v~_b <- (v_b + v'_b) - v~_b``), the ancestors ending at the same leaf get fresh noise, and
     the tree is truncated to ``rejected.end`` steps (the caller re-runs the later steps).
     Mutates this tree; call ``copy()`` first to keep it.
+
+    Parameters
+    ----------
+    t : int
+        The leaf replaced, ``1 <= t <= n_leaves``.
+    x_new : array_like or SparseStatistic
+        Its new statistic (finite, shape ``(d,)`` or its non-zeros).
+    rng : numpy.random.Generator, int or None
+        Source of the uniforms and the regenerated keys (``None``: fresh OS entropy).
+
+    Returns
+    -------
+    PathCoupling
+        What the coupling did (accepted nodes, the rejected one, the regenerated ancestors, the restart).
     """
     self._check_mutable()
     t = check_int(t, "t", 1, self._n)

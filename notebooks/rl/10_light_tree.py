@@ -203,9 +203,12 @@ Given the same generator, every output -- noisy prefix sums, node values, coupli
 ``PathCoupling`` records, the draws taken from the generator -- equals ``BinaryTree``'s bit for bit.
 """
 
+import math
+
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
+from bandit_unlearning.exact import accel
 from bandit_unlearning.exact.tree import (
     KEY_WORDS, BaseTree, BinaryTree, Node, PathCoupling, as_node, coupling_accepts, decomposition_rows,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
@@ -213,6 +216,8 @@ from bandit_unlearning.exact.tree import (
 from bandit_unlearning.literate import add_to_class
 from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
+
+_FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -237,6 +242,15 @@ class LightTree(BaseTree):
     them holds the noise.  A frozen tree stays frozen through a pickle round trip; pickling refuses
     (``TypeError``) unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a: a pickle of
     the keys is the keys); ``copy.deepcopy`` needs no opt-in.
+
+    Parameters
+    ----------
+    d : int
+        Dimension of the statistics, >= 1.
+    sigma : float
+        Noise scale, >= 0 (``0``: no noise).
+    capacity : int, default 1
+        Steps to preallocate for, >= 1 (the tree grows by doubling beyond it).
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -356,23 +370,51 @@ def _rebuild_stack(self, keep_below: int):
 @add_to_class(LightTree)
 def append(self, x, rng: np.random.Generator | None = None) -> None:
     """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x`` (stored sparsely); the nodes ending at
-    ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated."""
+    ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated.
+
+    Parameters
+    ----------
+    x : array_like or SparseStatistic
+        The statistic of leaf ``t``: a finite vector of shape ``(d,)`` or its non-zeros.
+    rng : numpy.random.Generator, int or None
+        Source of the node keys (``None``: fresh OS entropy).
+    """
     self._check_mutable()
-    idx, val = statistic_sparse(x, self._d, "x")
+    fast = accel.kernels()
+    if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+            and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
+        if type(rng) is not np.random.Generator:
+            rng = as_generator(rng)
+        self._append_dense_compiled(fast, x, rng)
+        return
+    idx, val = statistic_sparse(x, self._d, "x")         # the rule a non-finite x broke, or the general path
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
     first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
-    keys = draw_node_keys(rng, k)
+    if fast is None:
+        keys = draw_node_keys(rng, k)
+    else:                                            # the same words; hashed below, compiled
+        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
     start = int(self._ptr[t - 1])
     self._reserve(t, start + idx.size, first + k)
     self._idx[start:start + idx.size] = idx
     self._val[start:start + idx.size] = val
     self._ptr[t] = start + idx.size
-    self._keys[first:first + k] = keys
     self._n = t
     if k > 1:
         del self._stack[1 - k:]                      # the nodes merged into the new one
+    if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
+        lo = int(self._ptr[t - (1 << (k - 1))])
+        previous = self._stack[-1][2] if self._stack else np.empty(0)
+        keys, noisy, partial = fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._d,
+                                                 self._sigma, previous)
+        self._keys[first:first + k] = keys
+        noisy = _readonly(noisy)
+        self._stack.append((first + k - 1, noisy, _readonly(partial) if self._stack else noisy))
+        return
+    self._keys[first:first + k] = keys
+    if k > 1:
         noisy = self._running_sum(t - (1 << (k - 1)) + 1, t)
     else:                                            # the leaf alone: its entries added to zeros
         noisy = np.zeros(self._d)
@@ -383,10 +425,47 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     self._stack.append((first + k - 1, noisy, partial))
 
 
+# %% [markdown]
+# With the compiled kernels (chapter B2a), a dense float statistic -- the usual case -- is appended in
+# one call: its non-zeros stored, the keys hashed, the new node's running sum, noise and partial sum,
+# in the order above.  `tests/test_exact_accel.py` compares every output with the code above.
+
+# %% tags=["export"]
+@add_to_class(LightTree)
+def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
+    """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
+    call: the same bits as the code above."""
+    t = self._n + 1
+    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
+    start = int(self._ptr[t - 1])
+    self._reserve(t, start + self._d, first + k)                 # room for every entry of x
+    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+    below = len(self._stack) - (k - 1)                           # the entries the new node keeps
+    previous = self._stack[below - 1][2] if below else np.empty(0)
+    noisy, partial = fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
+                                             self._sigma, previous)
+    if k > 1:
+        del self._stack[1 - k:]                                    # the nodes merged into the new one
+    self._n = t
+    noisy = _readonly(noisy)
+    self._stack.append((first + k - 1, noisy, _readonly(partial) if below else noisy))
+
+
 @add_to_class(LightTree)
 def noisy_prefix_sum(self, t: int) -> np.ndarray:
     """GetNoisyPrefixSum in the canonical order (``t = n``: a copy of the maintained sum;
-    ``t < n``: the decomposition's noisy values are recomputed)."""
+    ``t < n``: the decomposition's noisy values are recomputed).
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves summed, ``0 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The noisy prefix sum ``u~_t``, shape ``(d,)`` (a new array).
+    """
     if type(t) is not int or not 0 <= t <= self._n:
         t = check_int(t, "t", 0, self._n)
     if t == 0:
@@ -398,7 +477,18 @@ def noisy_prefix_sum(self, t: int) -> np.ndarray:
 
 @add_to_class(LightTree)
 def clean_prefix_sum(self, t: int) -> np.ndarray:
-    """``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
+    """``u_t = x_1 + ... + x_t`` (running sum, canonical order).
+
+    Parameters
+    ----------
+    t : int
+        Number of leaves summed, ``0 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x_1 + ... + x_t``, shape ``(d,)`` (a new array).
+    """
     t = check_int(t, "t", 0, self._n)
     return self._running_sum(1, t) if t else np.zeros(self._d)
 
@@ -409,13 +499,35 @@ def clean_prefix_sum(self, t: int) -> np.ndarray:
 # %% tags=["export"]
 @add_to_class(LightTree)
 def leaf(self, t: int) -> np.ndarray:
-    """The statistic ``x_t`` (dense copy)."""
+    """The statistic ``x_t`` (dense copy).
+
+    Parameters
+    ----------
+    t : int
+        The leaf, ``1 <= t <= n_leaves``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x_t``, shape ``(d,)`` (a new array).
+    """
     return self._leaf_dense(check_int(t, "t", 1, self._n))
 
 
 @add_to_class(LightTree)
 def leaf_sparse(self, t: int):
-    """The statistic ``x_t`` as ``(indices, values)`` copies, indices increasing."""
+    """The statistic ``x_t`` as ``(indices, values)`` copies, indices increasing.
+
+    Parameters
+    ----------
+    t : int
+        The leaf, ``1 <= t <= n_leaves``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(indices, values)``: int64 indices, increasing, and the float values there.
+    """
     t = check_int(t, "t", 1, self._n)
     a, b = self._ptr[t - 1], self._ptr[t]
     return self._idx[a:b].astype(np.int64), self._val[a:b].copy()
@@ -430,10 +542,21 @@ def leaves(self) -> np.ndarray:
     out[rows, self._idx[:nnz]] = self._val[:nnz]
     return out
 
-
+# %% tags=["export"]
 @add_to_class(LightTree)
 def clean(self, node: Node) -> np.ndarray:
-    """Clean value ``v_b`` of a complete node (running sum of its leaves)."""
+    """Clean value ``v_b`` of a complete node (running sum of its leaves).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A complete node (its last leaf ``<= n_leaves``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Its clean value, shape ``(d,)`` (a new array).
+    """
     node = as_node(node)
     self._row(node)
     return self._running_sum(node.start, node.end)
@@ -441,7 +564,18 @@ def clean(self, node: Node) -> np.ndarray:
 
 @add_to_class(LightTree)
 def noisy(self, node: Node) -> np.ndarray:
-    """Noisy value ``v~_b`` of a complete node (a copy)."""
+    """Noisy value ``v~_b`` of a complete node (a copy).
+
+    Parameters
+    ----------
+    node : Node or (level, index)
+        A complete node (its last leaf ``<= n_leaves``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Its noisy value, shape ``(d,)`` (a new array).
+    """
     return np.array(self._noisy_value(self._row(as_node(node))))
 
 
@@ -531,7 +665,13 @@ def _cut(self, n: int):
 
 @add_to_class(LightTree)
 def truncate(self, n_leaves: int) -> None:
-    """Forget the steps after ``n_leaves``; steps appended later complete their nodes afresh."""
+    """Forget the steps after ``n_leaves``; steps appended later complete their nodes afresh.
+
+    Parameters
+    ----------
+    n_leaves : int
+        Steps kept, ``0 <= n_leaves <=`` the current number.
+    """
     self._check_mutable()
     n = check_int(n_leaves, "n_leaves", 0, self._n)
     self._cut(n)
@@ -564,6 +704,20 @@ def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) ->
 
     Every node whose value took part in a coupling -- kept or reflected -- has its noisy value
     stored densely and its key erased.  Mutates this tree; call ``copy()`` first to keep it.
+
+    Parameters
+    ----------
+    t : int
+        The leaf replaced, ``1 <= t <= n_leaves``.
+    x_new : array_like or SparseStatistic
+        Its new statistic (finite, shape ``(d,)`` or its non-zeros).
+    rng : numpy.random.Generator, int or None
+        Source of the uniforms and the regenerated keys (``None``: fresh OS entropy).
+
+    Returns
+    -------
+    PathCoupling
+        What the coupling did (accepted nodes, the rejected one, the regenerated ancestors, the restart).
     """
     self._check_mutable()
     t = check_int(t, "t", 1, self._n)

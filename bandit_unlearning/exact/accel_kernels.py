@@ -1,0 +1,333 @@
+"""The compiled kernels behind ``bandit_unlearning.exact.accel`` (numba; imported on first use).
+
+Nothing here validates its arguments (see ``exact.accel``).  Every kernel reproduces the numpy
+reference of ``exact.tree`` bit for bit: BLAKE2b as RFC 7693 states it, SFC64's step as numpy seeds
+and runs it, numpy's ziggurat with numpy's own tables (as numba ships them).
+"""
+
+__all__ = ["node_keys", "noise", "add_noise", "dense_append", "dense_prefix", "light_append", "light_append_dense"]
+
+import numba
+import numpy as np
+from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r
+
+from bandit_unlearning.exact.accel import BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
+
+_H0, _IV, _SIGMA = BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
+_u64 = numba.uint64
+
+@numba.njit(inline="always")
+def _rotr(x, n):
+    return (x >> _u64(n)) | (x << _u64(64 - n))
+
+@numba.njit(inline="always")
+def _g(v, a, b, c, d, x, y):
+    v[a] = v[a] + v[b] + x
+    v[d] = _rotr(v[d] ^ v[a], 32)
+    v[c] = v[c] + v[d]
+    v[b] = _rotr(v[b] ^ v[c], 24)
+    v[a] = v[a] + v[b] + y
+    v[d] = _rotr(v[d] ^ v[a], 16)
+    v[c] = v[c] + v[d]
+    v[b] = _rotr(v[b] ^ v[c], 63)
+
+@numba.njit(cache=True)
+def _hash_words(raw, i, out, j, v, m):
+    """BLAKE2b (24-byte digest, personalised) of the 24 bytes ``raw[i:i+3]`` into ``out[j]``."""
+    for w in range(16):
+        m[w] = _u64(0)
+    m[0], m[1], m[2] = raw[i], raw[i + 1], raw[i + 2]
+    for w in range(8):
+        v[w] = _H0[w]
+        v[w + 8] = _IV[w]
+    v[12] ^= _u64(24)                          # bytes hashed
+    v[14] = ~v[14]                             # the last block
+    for r in range(12):
+        s = _SIGMA[r % 10]
+        _g(v, 0, 4, 8, 12, m[s[0]], m[s[1]])
+        _g(v, 1, 5, 9, 13, m[s[2]], m[s[3]])
+        _g(v, 2, 6, 10, 14, m[s[4]], m[s[5]])
+        _g(v, 3, 7, 11, 15, m[s[6]], m[s[7]])
+        _g(v, 0, 5, 10, 15, m[s[8]], m[s[9]])
+        _g(v, 1, 6, 11, 12, m[s[10]], m[s[11]])
+        _g(v, 2, 7, 8, 13, m[s[12]], m[s[13]])
+        _g(v, 3, 4, 9, 14, m[s[14]], m[s[15]])
+    for w in range(3):
+        out[j, w] = _H0[w] ^ v[w] ^ v[w + 8]
+
+@numba.njit(cache=True)
+def node_keys(raw):
+    """The keys ``draw_node_keys`` makes from ``3 k`` raw generator words.
+
+    Parameters
+    ----------
+    raw : numpy.ndarray
+        uint64 words, ``3 k`` of them (``rng.bit_generator.random_raw(3 k)``).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint64, shape ``(k, 3)``: key ``i`` is the personalised BLAKE2b digest of words ``3i .. 3i+2``.
+    """
+    k = raw.size // 3
+    out = np.empty((k, 3), dtype=np.uint64)
+    v, m = np.empty(16, dtype=np.uint64), np.empty(16, dtype=np.uint64)
+    for j in range(k):
+        _hash_words(raw, 3 * j, out, j, v, m)
+    return out
+
+@numba.njit(inline="always")
+def _sfc64_next(s):
+    tmp = s[0] + s[1] + s[3]
+    s[3] += _u64(1)
+    s[0] = s[1] ^ (s[1] >> _u64(11))
+    s[1] = s[2] + (s[2] << _u64(3))
+    s[2] = ((s[2] << _u64(24)) | (s[2] >> _u64(40))) + tmp
+    return tmp
+
+@numba.njit(inline="always")
+def _next_double(s):
+    return np.float64(_sfc64_next(s) >> _u64(11)) * (1.0 / 9007199254740992.0)
+
+@numba.njit(cache=True)
+def _standard_normal(s):
+    """numpy's ziggurat (``random_standard_normal``) on the SFC64 state ``s``."""
+    while True:
+        r = _sfc64_next(s)
+        idx = np.int64(r & _u64(0xFF))
+        r >>= _u64(8)
+        sign = r & _u64(1)
+        rabs = (r >> _u64(1)) & _u64(0x000FFFFFFFFFFFFF)
+        x = np.float64(rabs) * wi_double[idx]
+        if sign:
+            x = -x
+        if rabs < ki_double[idx]:
+            return x
+        if idx == 0:
+            while True:
+                xx = -ziggurat_nor_inv_r * np.log1p(-_next_double(s))
+                yy = -np.log1p(-_next_double(s))
+                if yy + yy > xx * xx:
+                    if (rabs >> _u64(8)) & _u64(1):
+                        return -(ziggurat_nor_r + xx)
+                    return ziggurat_nor_r + xx
+        elif (fi_double[idx - 1] - fi_double[idx]) * _next_double(s) + fi_double[idx] < np.exp(-0.5 * x * x):
+            return x
+
+@numba.njit(cache=True)
+def _seed(key, s):
+    s[0], s[1], s[2], s[3] = key[0], key[1], key[2], _u64(1)
+    for _ in range(12):
+        _sfc64_next(s)
+
+@numba.njit(cache=True)
+def noise(key, d, sigma):
+    """``node_noise(key, d, sigma)`` for ``sigma > 0``.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        Three uint64 words.
+    d : int
+        Dimension, >= 1.
+    sigma : float
+        Noise scale, > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``d`` ziggurat normals of the key's SFC64, each times ``sigma``.
+    """
+    s = np.empty(4, dtype=np.uint64)
+    _seed(key, s)
+    out = np.empty(d)
+    for i in range(d):
+        out[i] = _standard_normal(s) * sigma
+    return out
+
+
+@numba.njit(cache=True)
+def add_noise(key, sigma, base, out):
+    """``out = base + node_noise(key, d, sigma)``, rounded as the reference rounds ``base + (z * sigma)``.
+
+    Parameters
+    ----------
+    key : numpy.ndarray
+        Three uint64 words.
+    sigma : float
+        Noise scale, >= 0 (``0``: ``out = base + 0.0``).
+    base, out : numpy.ndarray
+        float64, shape ``(d,)``; they may be the same array.
+    """
+    if sigma == 0.0:
+        for i in range(out.size):
+            out[i] = base[i] + 0.0
+        return
+    s = np.empty(4, dtype=np.uint64)
+    _seed(key, s)
+    for i in range(out.size):
+        out[i] = base[i] + _standard_normal(s) * sigma
+
+
+@numba.njit(inline="always")
+def _popcount(s):
+    c = 0
+    while s:
+        s &= s - 1
+        c += 1
+    return c
+
+
+@numba.njit(cache=True)
+def dense_append(raw, x, clean, noisy, first, k, t, sigma):
+    """``BinaryTree.append``'s arithmetic for leaf ``t``.
+
+    Parameters
+    ----------
+    raw : numpy.ndarray
+        ``3 k`` uint64 words, hashed into the keys of the ``k`` nodes ending at ``t``.
+    x : numpy.ndarray
+        The finite float64 statistic, shape ``(d,)`` (the caller checked).
+    clean, noisy : numpy.ndarray
+        The tree's row buffers, shape ``(rows, d)``; rows ``first .. first + k - 1`` are written
+        (clean running sums, noisy values).
+    first, k, t : int
+        ``N(t - 1)``, ``nu_2(t) + 1`` and the leaf.
+    sigma : float
+        Noise scale, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        The noisy prefix sum at ``t`` (``dense_prefix(noisy, t)``).
+    """
+    d = x.size
+    keys = node_keys(raw)
+    for i in range(d):
+        clean[first, i] = x[i] + 0.0
+    for h in range(1, k):
+        p = first + h
+        left = p - (1 << h)
+        for i in range(d):
+            clean[p, i] = clean[left, i]
+        for s in range(t - (1 << (h - 1)), t):           # leaves t - 2**(h-1) + 1 .. t (0-based s)
+            row = 2 * s - _popcount(s)
+            for i in range(d):
+                clean[p, i] += clean[row, i]
+    for h in range(k):
+        add_noise(keys[h], sigma, clean[first + h], noisy[first + h])
+    return dense_prefix(noisy, t)
+
+
+@numba.njit(cache=True)
+def dense_prefix(noisy, t):
+    """``BinaryTree.noisy_prefix_sum(t)`` for ``t >= 1``.
+
+    Parameters
+    ----------
+    noisy : numpy.ndarray
+        The noisy rows, shape ``(rows, d)``, post-order.
+    t : int
+        1 <= ``t`` <= the number of leaves.
+
+    Returns
+    -------
+    numpy.ndarray
+        The rows of the dyadic decomposition of ``[1, t]``, largest node first, folded left to right.
+    """
+    d = noisy.shape[1]
+    out = np.empty(d)
+    start, seen = 0, False
+    for h in range(62, -1, -1):
+        if (t >> h) & 1:
+            start += 1 << h
+            row = 2 * (start - 1) - _popcount(start - 1) + h
+            if seen:
+                for i in range(d):
+                    out[i] += noisy[row, i]
+            else:
+                for i in range(d):
+                    out[i] = noisy[row, i]
+                seen = True
+    return out
+
+
+@numba.njit(cache=True)
+def light_append(raw, idx, val, lo, hi, d, sigma, previous):
+    """``LightTree.append``'s arithmetic for a stored leaf.
+
+    Parameters
+    ----------
+    raw : numpy.ndarray
+        ``3 k`` uint64 words, hashed into the keys of the nodes ending at the leaf.
+    idx, val : numpy.ndarray
+        The tree's entry buffers (int32 indices, float64 values).
+    lo, hi : int
+        The entries of the new decomposition node's leaves, in order.
+    d : int
+        Dimension.
+    sigma : float
+        Noise scale, >= 0.
+    previous : numpy.ndarray
+        The last partial sum of the decomposition, or an empty array for the first node.
+
+    Returns
+    -------
+    tuple
+        ``(keys, noisy, partial)``: the keys (``(k, 3)`` uint64); the node's noisy value -- zeros,
+        plus the entries in order (as ``bincount`` adds them), plus the last key's noise; and
+        ``previous + noisy`` (``noisy`` itself when ``previous`` is empty).
+    """
+    keys = node_keys(raw)
+    noisy = np.zeros(d)
+    for e in range(lo, hi):
+        noisy[idx[e]] += val[e]
+    add_noise(keys[keys.shape[0] - 1], sigma, noisy, noisy)
+    if previous.size == 0:
+        return keys, noisy, noisy
+    partial = np.empty(d)
+    for i in range(d):
+        partial[i] = previous[i] + noisy[i]
+    return keys, noisy, partial
+
+
+@numba.njit(cache=True)
+def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, previous):
+    """``LightTree.append`` of a finite dense float vector (the caller checked).
+
+    Parameters
+    ----------
+    raw : numpy.ndarray
+        ``3 k`` uint64 words, hashed into the keys of the ``k`` nodes ending at ``t``.
+    x : numpy.ndarray
+        The statistic, float64 of shape ``(d,)``; its non-zeros become leaf ``t``'s entries.
+    ptr, idx, val : numpy.ndarray
+        The tree's leaf pointers and entry buffers (room for ``d`` more entries); ``ptr[t]`` is set.
+    keys_table : numpy.ndarray
+        The tree's key table; rows ``first .. first + k - 1`` are written.
+    t, first, k : int
+        The leaf, ``N(t - 1)`` and ``nu_2(t) + 1``.
+    sigma : float
+        Noise scale, >= 0.
+    previous : numpy.ndarray
+        As for ``light_append``.
+
+    Returns
+    -------
+    tuple
+        ``(noisy, partial)`` as ``light_append`` gives them.
+    """
+    d = x.size
+    start = ptr[t - 1]
+    e = start
+    for i in range(d):
+        if x[i] != 0.0:
+            idx[e] = i
+            val[e] = x[i]
+            e += 1
+    ptr[t] = e
+    keys, noisy, partial = light_append(raw, idx, val, ptr[t - (1 << (k - 1))], e, d, sigma, previous)
+    for j in range(k):
+        for w in range(3):
+            keys_table[first + j, w] = keys[j, w]
+    return noisy, partial
