@@ -66,7 +66,18 @@ lint: lint-format
 
 # Files go to the two workers whole (--dist loadfile) and longest first, in the order tests/conftest.py
 # gives them (LONGEST_FIRST; --no-loadscope-reorder keeps it), so that both workers finish together.
-test: check lint
+# `make check` is not run first: tests/test_literate_sync.py::test_real_tree_is_in_sync asserts the same
+# three things (export drift, pairing, stored outputs) inside the first pass, and the exporter and the
+# pairing check parse each chapter once per process (tools/export.py read_chapter).
+# What the second pass re-runs, and why: only what could come out differently on a CPU without this
+# one's SIMD kernels -- every notebook (its stored outputs are compared with what it prints now) and
+# every numerical test of tests/.  Deselected there (marker simd_independent, the list and the reason
+# for each file in tests/conftest.py): tests of text and files (the sync of notebooks and modules, the
+# book, the README's habits, the model file's format), of argument validation and the fuzzing
+# contract (refusals decided on types and ranges; look-alike arguments compared in one process), of
+# what a deletion leaves behind (both sides computed in one process), of the Dask cluster against the
+# serial run (workers inherit this environment) and of the tooling itself.
+test: lint
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || echo "*** $(CHROMIUM_HINT)"
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_NBVAL) tests notebooks
 	$(BIN)/python tools/portability.py

@@ -32,6 +32,17 @@ SIMD_INDEPENDENT_TESTS = {
         "test_csv_labels_keep_type_and_order_with_or_without_pandas", "test_fit_refuses_what_it_cannot_keep",
         "test_progress_reports_every_stage",
     )
+} | {
+    # the fuzzing pass's contract tests: refusals decided on the arguments' types and ranges, a
+    # look-alike argument compared with the valid call in the same process (the same kernels on both
+    # sides), the time and memory limits.  Its numerical tests (Clopper-Pearson and Gaussian epsilon
+    # checked in exact arithmetic at the returned float) stay in both passes.
+    f"test_fuzz_inputs.py::{name}" for name in (
+        "test_every_valid_call_succeeds", "test_the_enumeration_is_broad",
+        "test_the_limits_catch_a_runaway_loop_and_a_blocked_call_but_not_waiting_for_the_cpu",
+        "test_fuzzed_arguments_follow_the_contract", "test_arbitrary_numbers_never_crash_hang_or_change_state",
+        "test_numpy_sizes_are_converted_before_any_arithmetic", "test_the_size_limit_is_documented_and_can_be_raised",
+    )
 }
 
 # Longest first.  `make test` hands whole files to its two workers (`--dist loadfile`, in collection
@@ -66,6 +77,13 @@ SLOW_TESTS = {
     "test_exact_light_tree.py::test_tree_memory_benchmark_writes_the_issue_keys",
     "test_mab_mechanisms.py::test_condition_implies_the_paper_bound_on_a_large_grid",
     "test_experiments_paper_a.py::test_cli_writes_json_figures_and_summary",
+    # over 5 s each on the shared machine at load 6 (pytest --durations of make test-fast): long
+    # statistical or exhaustive checks whose single cases would hold one worker while the other idles
+    "test_rl_batch.py::test_batch_equals_single_runs",
+    "test_rl_bernstein.py::test_sandwich_at_every_step_and_episode",
+    "test_secrets_state.py::test_module_level_generator_gives_deleted_statistics_back",
+    "test_fuzz_inputs.py::test_clopper_pearson_is_conservative_at_every_alpha",
+    "test_fuzz_inputs.py::test_fuzzed_arguments_follow_the_contract",
 }
 
 

@@ -17,9 +17,13 @@ array of numbers, ``variants`` gives replacements, each with what the call must 
 
 Every refusal must name the argument in its message and change nothing: the inputs (arrays, generators,
 objects) are snapshotted before and compared after, and nothing is written to the working folder.  Every
-call runs under a time limit (``TIME_LIMIT`` seconds, SIGALRM) and an address-space limit (``MEMORY_LIMIT``
-bytes above the current size), so a missing size guard or a loop without a bound fails the test instead of
-hanging it or exhausting the machine.  ``classify`` returns one of the outcome names of ``OUTCOMES``;
+call runs under a CPU-time limit (``TIME_LIMIT`` seconds of this process's CPU, SIGPROF), a generous wall-clock
+backstop (``WALL_LIMIT`` seconds, SIGALRM) and an address-space limit (``MEMORY_LIMIT`` bytes above the
+current size), so a missing size guard or a loop without a bound fails the test instead of hanging it or
+exhausting the machine.  The limit is on CPU time, not wall time, so that a loaded machine (other processes
+taking the cores) cannot make a correct call look like a hang: a loop without a bound burns CPU and is caught
+after ``TIME_LIMIT`` CPU-seconds whatever the load; a call that blocks without using the CPU (a wait on a
+lock, a pipe, a sleep) is caught by the wall-clock backstop.  ``classify`` returns one of the outcome names of ``OUTCOMES``;
 ``benchmarks/fuzz_counts.py`` runs the whole enumeration and counts them.
 """
 
@@ -53,7 +57,12 @@ from bandit_unlearning.privacy import audit, coupling, gaussian as gm
 from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.rl import envs, mdp as rmdp, stable, ucbvi, users as rusers
 
+# The slowest of the ~3,900 calls of the enumeration took 0.23 CPU-s (clopper_pearson_upper, measured on
+# the shared machine at load 14); 3 CPU-s is thirteen times that and still stops a runaway loop quickly.  The wall backstop
+# is only for calls that block without computing: 60 s is 20 times the CPU limit, so it would take a
+# load average of about 20 on this 2-core machine before a correct call could reach it.
 TIME_LIMIT = 3.0
+WALL_LIMIT = 60.0
 MEMORY_LIMIT = 3 * 2**30
 OUTCOMES = ("ok", "silent accept", "crash or hang", "unclear message", "valid input refused",
             "different result", "refusal changed state")
@@ -253,8 +262,8 @@ def targets():
 
 
 class _Timeout(BaseException):
-    """Raised by SIGALRM inside a call that ran past TIME_LIMIT (a BaseException: no ``except Exception``
-    in the package can swallow it)."""
+    """Raised by SIGPROF (past TIME_LIMIT CPU-seconds) or SIGALRM (past WALL_LIMIT seconds) inside a call (a
+    BaseException: no ``except Exception`` in the package can swallow it)."""
 
 
 def _alarm(signum, frame):
@@ -272,21 +281,26 @@ def _vm_size() -> int:
 
 
 @contextlib.contextmanager
-def limits(seconds: float = TIME_LIMIT, memory: int = MEMORY_LIMIT):
-    """Run the body under a wall-clock alarm and an address-space cap (both restored afterwards)."""
-    old_handler = signal.signal(signal.SIGALRM, _alarm)
+def limits(seconds: float = TIME_LIMIT, memory: int = MEMORY_LIMIT, wall: float = WALL_LIMIT):
+    """Run the body under a CPU-time alarm (``seconds`` of this process's user + system CPU, ITIMER_PROF),
+    a wall-clock backstop (``wall`` seconds, ITIMER_REAL) and an address-space cap (all restored afterwards)."""
+    old_prof = signal.signal(signal.SIGPROF, _alarm)
+    old_alrm = signal.signal(signal.SIGALRM, _alarm)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = _vm_size() + memory
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-        signal.signal(signal.SIGALRM, old_handler)
+        signal.signal(signal.SIGPROF, old_prof)
+        signal.signal(signal.SIGALRM, old_alrm)
 
 
 def _run(func, args, kwargs):
@@ -382,6 +396,35 @@ ENUMERATION = targets()
 
 def test_the_enumeration_is_broad():
     assert len(VALID) >= 100 and len(ENUMERATION) > 2500
+
+
+def test_the_limits_catch_a_runaway_loop_and_a_blocked_call_but_not_waiting_for_the_cpu():
+    """The hang detector itself: a loop without a bound is stopped by the CPU-time limit, a call that blocks
+    without computing by the wall-clock backstop, and a call that only waits (as a correct call does on a
+    loaded machine, where it is off the CPU) is not mistaken for a hang by the CPU-time limit."""
+    import time
+
+    def spin():
+        while True:
+            pass
+
+    def block():
+        time.sleep(5)
+
+    def wait_then_return():
+        time.sleep(0.3)  # wall time passes, almost no CPU time
+        return 1
+
+    start = time.process_time()
+    with pytest.raises(_Timeout), limits(seconds=0.2, wall=30):
+        spin()
+    assert 0.15 <= time.process_time() - start < 5  # stopped by the CPU clock, not the wall clock
+    start = time.monotonic()
+    with pytest.raises(_Timeout), limits(seconds=3, wall=0.2):
+        block()
+    assert time.monotonic() - start < 3
+    with limits(seconds=0.2, wall=30):
+        assert wait_then_return() == 1
 
 
 # Calls that still break the contract (gaps left open, not rules): the test fails if any other call breaks

@@ -9,13 +9,13 @@ that the lists only shrink.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import sys
 import textwrap
 from pathlib import Path
 
-import jupytext
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +30,11 @@ pytestmark = pytest.mark.simd_independent
 MAX_CELL_LINES = 80        # non-blank lines of one export cell (d2l's longest is 62, nbdev's 48)
 
 
+@functools.cache                                          # read once per session: two tests use it
 def export_cells() -> dict[tuple[str, str], int]:
     """``{(chapter, first name the cell defines): non-blank lines}`` for every export cell."""
+    import jupytext                                       # imported here: 2 s at collection otherwise
+
     out = {}
     for path in sorted((ROOT / "notebooks").rglob("*.py")):
         if ".ipynb_checkpoints" in path.parts:
@@ -87,6 +90,8 @@ def test_the_cell_count_sees_a_long_cell(tmp_path):
     body = "\n".join(f"x{i} = {i}" for i in range(81))
     chapter = ('# ---\n# jupyter:\n#   bandit_unlearning:\n#     export: bandit_unlearning.demo\n# ---\n\n'
                f'# %% tags=["export"]\n{body}\n')
+    import jupytext
+
     cell = jupytext.reads(chapter, fmt="py:percent").cells[0]
     assert sum(1 for line in cell.source.splitlines() if line.strip()) == MAX_CELL_LINES + 1
 

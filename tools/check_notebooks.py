@@ -24,8 +24,20 @@ def notebooks(root: Path, suffix: str) -> list[Path]:
     )
 
 
+_PARSED: dict[tuple[str, str], object] = {}
+
+
+def read_notebook(path: Path):
+    """``jupytext.read(path)``, memoised on the file's suffix and text: a notebook is parsed once per process
+    however many trees (the real one, the tests' copies) hold it.  Callers only read what it returns."""
+    key = (path.suffix, path.read_text(encoding="utf-8"))
+    if key not in _PARSED:
+        _PARSED[key] = jupytext.read(path)
+    return _PARSED[key]
+
+
 def _cells(path: Path) -> list[tuple[str, str]]:
-    nb = jupytext.read(path)
+    nb = read_notebook(path)
     return [(c.cell_type, c.source.strip()) for c in nb.cells]
 
 
@@ -52,7 +64,7 @@ def output_problems(root: Path) -> list[str]:
     """Notebooks with code cells that were never executed."""
     problems = []
     for path in notebooks(root, ".ipynb"):
-        nb = jupytext.read(path)
+        nb = read_notebook(path)
         missing = [
             i
             for i, c in enumerate(nb.cells)

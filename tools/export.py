@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import re
 import sys
 from dataclasses import dataclass
@@ -134,12 +135,25 @@ def _heading(markdown: str) -> str | None:
     return found if len(found) <= 60 else found[:57].rstrip() + "..."
 
 
+_PARSED: dict[tuple[str, str], object] = {}
+
+
+def read_chapter(path: Path):
+    """``jupytext.read(path)``, memoised on the file's suffix and text: a chapter is parsed once per process
+    however many trees (the real one, the tests' copies) hold it (the parse is ~1.3 s for all chapters, a
+    drift check ~2.4 s).  Callers only read the notebook it returns."""
+    key = (path.suffix, path.read_text(encoding="utf-8"))
+    if key not in _PARSED:
+        _PARSED[key] = jupytext.read(path)
+    return _PARSED[key]
+
+
 def collect(root: Path) -> dict[str, list[Chunk]]:
     """Map module name -> exported chunks, in chapter order then cell order.  Raises on ambiguous
     sources (several export tags on a cell, no default module, a target outside the package)."""
     modules: dict[str, list[Chunk]] = {}
     for path in chapter_files(root):
-        nb = jupytext.read(path)
+        nb = read_chapter(path)
         default = _default_module(nb)
         lines = _cell_lines(path)
         lines = lines if len(lines) == len(nb.cells) else [None] * len(nb.cells)
@@ -282,11 +296,18 @@ def locate(root: Path, module_file: Path, lineno: int, modules: dict | None = No
         raise ValueError(f"lineno must lie in [1, {len(text)}], got {lineno}")
     module = ".".join(Path(module_file).resolve().relative_to(root.resolve()).with_suffix("").parts)
     modules = collect(root) if modules is None else modules
-    _, origins = render_with_origins(module, modules[module])
+    origins = _origins(module, tuple(modules[module]))
     origin = origins[lineno - 1] if lineno <= len(origins) else None
     if origin is None:
         raise ValueError(f"line {lineno} of {module_file} is not inside an exported cell's code")
     return origin
+
+
+@functools.lru_cache(maxsize=128)
+def _origins(module: str, chunks: tuple[Chunk, ...]) -> list[tuple[Path, int] | None]:
+    """The origins of ``render_with_origins`` for one module, memoised (chunks are frozen): locating every
+    marker of a module renders it once, not once per marker."""
+    return render_with_origins(module, list(chunks))[1]
 
 
 def _render_from(level: int, module: str | None, aliases: list[ast.alias]) -> str:

@@ -37,7 +37,20 @@ from bandit_unlearning.rl.ucbvi import StatsLayout
 
 # --- from notebooks/rl/08_exact_unlearning_rl.py, cell 4 (line 96): "2. Exactness tests" ---
 def policy_code(policy, cache: dict) -> int:
-    """An integer code for a policy: the same policy always gets the same code from ``cache``."""
+    """An integer code for a policy: the same policy always gets the same code from ``cache``.
+
+    Parameters
+    ----------
+    policy : array of int
+        A deterministic policy (integer actions, any shape).
+    cache : dict
+        Shared by every run compared; its entry ``"codes"`` maps a policy's bytes to its code.
+
+    Returns
+    -------
+    int
+        The policy's code: ``0, 1, 2, ...`` in the order policies are first seen.
+    """
     check_instance(cache, dict, "cache")
     policy = as_array(policy, "policy")
     if policy.size and policy.dtype.kind not in "iu":
@@ -47,7 +60,22 @@ def policy_code(policy, cache: dict) -> int:
 
 
 def policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
-    """Exact expected regret ``V*_1 - V^pi_1`` of one policy, memoised in ``cache`` (runs revisit few policies)."""
+    """Exact expected regret ``V*_1 - V^pi_1`` of one policy, memoised in ``cache`` (runs revisit few policies).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    policy : array of int
+        A deterministic policy of ``mdp`` (shape ``(H, S)``, checked by ``check_policy``).
+    cache : dict
+        Shared by every run compared; its entry ``("regret", mdp)`` holds the values computed so far.
+
+    Returns
+    -------
+    float
+        The regret of ``policy`` from the initial state.
+    """
     check_instance(cache, dict, "cache")
     check_policy(mdp, policy)
     values = cache.setdefault(("regret", mdp), {})
@@ -57,12 +85,28 @@ def policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
     return values[key]
 
 
+# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 6 (line 176): "2. Exactness tests" ---
 def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     """Statistics of one run of TV-stable UCB-VI for a deletion at position ``t`` (dict name -> value):
     noisy visit and reward totals of every complete path node of leaf ``t``, the final policy
     (integer code, categorical), the number of policy changes, the total exact expected regret of
     ``pi_1 .. pi_T`` and the number of visits to states ``s >= 1`` (clean leaves).  ``cache`` (a dict,
-    shared by all runs compared) holds the policy codes and memoised policy values."""
+    shared by all runs compared) holds the policy codes and memoised policy values.
+
+    Parameters
+    ----------
+    run : Run
+        A run of TV-stable UCB-VI (its oracle an ``EpisodeOracle``).
+    t : int
+        The deleted position, ``1 <= t <= run.T``: whose leaf's path nodes are read.
+    cache : dict
+        Shared by every run compared (``policy_code``, ``policy_regret``).
+
+    Returns
+    -------
+    dict
+        Statistic name -> float value (the final policy as its integer code).
+    """
     check_instance(run, Run, "run")
     t = check_int(t, "t", 1, run.T)
     check_instance(cache, dict, "cache")
@@ -84,7 +128,7 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     return out
 
 
-# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 6 (line 175): "2. Exactness tests" ---
+# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 8 (line 223): "2. Exactness tests" ---
 def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng=None,
                        seed: int | None = None, calibration: str = "paper", bonus_scale: float = 1.0,
                        tree_factory=LightTree) -> dict:
@@ -94,7 +138,36 @@ def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run:
     Returns ``{(rho, T): measurements}`` -- a cost experiment, whose exact per-request values are
     computed from the deleted episodes (``diagnostics=True`` inside ``measure_unlearning``).  Every
     argument is checked before the first run (``rng``: a Generator, None -- fresh OS entropy -- or an
-    int seed)."""
+    int seed).
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    Ts : sequence of int
+        Numbers of episodes (each >= 2).
+    rhos : sequence of float
+        Stability parameters (each > 0; ``inf`` allowed: no noise).
+    n_runs : int
+        Runs per ``(rho, T)`` (>= 1).
+    requests_per_run : int
+        Deletions measured on each run (>= 1).
+    rng : numpy.random.Generator, int or None
+        The randomness of the runs, the users (when ``seed`` is None) and the deletions.
+    seed : int or None
+        Population seed of the users (``population_users``), in ``[0, 2**64)``; None: fresh users.
+    calibration : str
+        One of ``SIGMA_CALIBRATIONS`` (how sigma is set from ``rho``).
+    bonus_scale : float
+        Multiplier of UCB-VI's bonus (>= 0).
+    tree_factory : callable
+        The tree class of the learner (default ``LightTree``).
+
+    Returns
+    -------
+    dict
+        ``{(rho, T): measurements}``, the dict of arrays ``measure_unlearning`` returns.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     Ts = check_int_array(Ts, "Ts", 2, ndim=1).tolist()
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()

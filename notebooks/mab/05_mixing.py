@@ -661,22 +661,88 @@ def _out(x):
 def theorem_a10_bound(n: int, n_arms: int, n_a0, k, k_prime, gamma):
     """Theorem A.10 (M_f, a0 = a*, tau = 1/N): the sub-optimality bound of Algorithm 4 with k' rolled back,
     ``sqrt(2 ln(Nm)/(N(a0)-k')) + 3(k-k') gamma / (2 sqrt(2 pi) (N(a0)-k')) + 4/N``.
-    Arrays broadcast (n_a0, k, k_prime, gamma).  Refuses k violating Lemma A.1's condition."""
+    Arrays broadcast (n_a0, k, k_prime, gamma).  Refuses k violating Lemma A.1's condition.
+
+    Parameters
+    ----------
+    n : int
+        Total number of samples N (>= 2).
+    n_arms : int
+        Number of arms m (>= 1); ``L = ln(N m)``.
+    n_a0 : int or array of int
+        Samples N(a0) of the optimal arm a0 = a*, ``k < N(a0) <= N``.
+    k : int or array of int
+        Deleted samples of a0, ``k >= 1`` (and Lemma A.1's condition on k).
+    k_prime : int or array of int
+        Deleted samples rolled back, ``0 <= k' <= k``.
+    gamma : float or array of float
+        The noise parameter gamma (> 0).
+
+    Returns
+    -------
+    float or ndarray
+        The bound, a float when every argument is a scalar, else an array of the broadcast shape.
+    """
     n_a0, k, k_prime, gamma, L = _check(n, n_arms, n_a0, k, k_prime, gamma)
     rest = n_a0 - k_prime
     return _out(np.sqrt(2 * L / rest) + 3 * (k - k_prime) * gamma / (2 * np.sqrt(2 * np.pi) * rest) + 4 / n)
 
 
+# %% [markdown]
+# The numerator of the bound's derivative in $k'$, and the $k'$ that minimises the bound.
+
+# %% tags=["export"]
 def theorem_a10_numerator(n: int, n_arms: int, n_a0, k, k_prime, gamma):
     """The numerator ``h(k') = sqrt(L/2) sqrt(N(a0)-k') - 3 gamma (N(a0)-k) / (2 sqrt(2 pi))`` of
-    ``dB/dk' = h(k') / (N(a0)-k')^2`` (``L = ln(Nm)``): strictly decreasing in k', so B rises then falls."""
+    ``dB/dk' = h(k') / (N(a0)-k')^2`` (``L = ln(Nm)``): strictly decreasing in k', so B rises then falls.
+
+    Parameters
+    ----------
+    n : int
+        Total number of samples N (>= 2).
+    n_arms : int
+        Number of arms m (>= 1); ``L = ln(N m)``.
+    n_a0 : int or array of int
+        Samples N(a0) of the optimal arm a0 = a*, ``k < N(a0) <= N``.
+    k : int or array of int
+        Deleted samples of a0, ``k >= 1`` (and Lemma A.1's condition on k).
+    k_prime : int or array of int
+        Deleted samples rolled back, ``0 <= k' <= k``.
+    gamma : float or array of float
+        The noise parameter gamma (> 0).
+
+    Returns
+    -------
+    float or ndarray
+        ``h(k')``, a float when every argument is a scalar, else an array of the broadcast shape.
+    """
     n_a0, k, k_prime, gamma, L = _check(n, n_arms, n_a0, k, k_prime, gamma)
     return _out(np.sqrt(L / 2) * np.sqrt(n_a0 - k_prime) - 3 * gamma * (n_a0 - k) / (2 * np.sqrt(2 * np.pi)))
 
 
 def theorem_a10_best_k_prime(n: int, n_arms: int, n_a0, k, gamma):
     """The k' in [0, k] minimising ``theorem_a10_bound``: 0 if ``B(0) <= B(k)`` (i.e. gamma <= gamma*,
-    the exact crossing of erratum E3), else k.  Never an interior value (the bound rises then falls)."""
+    the exact crossing of erratum E3), else k.  Never an interior value (the bound rises then falls).
+
+    Parameters
+    ----------
+    n : int
+        Total number of samples N (>= 2).
+    n_arms : int
+        Number of arms m (>= 1); ``L = ln(N m)``.
+    n_a0 : int or array of int
+        Samples N(a0) of the optimal arm a0 = a*, ``k < N(a0) <= N``.
+    k : int or array of int
+        Deleted samples of a0, ``k >= 1`` (and Lemma A.1's condition on k).
+    gamma : float or array of float
+        The noise parameter gamma (> 0).
+
+    Returns
+    -------
+    float or ndarray
+        The minimising k' (0 or k), a float when every argument is a scalar, else an array of the
+        broadcast shape.
+    """
     b0 = theorem_a10_bound(n, n_arms, n_a0, k, 0, gamma)
     bk = theorem_a10_bound(n, n_arms, n_a0, k, k, gamma)
     return _out(np.where(np.asarray(b0) <= np.asarray(bk), 0, np.broadcast_to(np.asarray(k), np.shape(b0))))
