@@ -41,6 +41,7 @@ from bandit_unlearning.mab.contextual import (
 )
 from bandit_unlearning.mab.model import admits, check_row_ids, gdp_budget, gdp_delta, request_mus
 from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
+from bandit_unlearning.literate import FieldView
 
 
 # --- from notebooks/mab/10b_contextual_in_use.py, cell 4 (line 78): "1. The promise after a sequence of requests" ---
@@ -130,6 +131,9 @@ class ContextualModel:
         The model's whole state, keyword-only, as ``fit`` and ``load`` build it; not for direct use.
     """
 
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
+
     def __init__(self, *, contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound,
                  pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon,
                  delta, sigma, eval_contexts, rng):
@@ -190,7 +194,7 @@ class ContextualModel:
     def __len__(self) -> int:
         return int(self._alive.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 267): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 273): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -251,7 +255,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 11 (line 337): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 11 (line 343): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -288,14 +292,6 @@ class ContextualModel:
         return tuple(self._pending)
 
     @property
-    def method(self) -> str:
-        return self._method
-
-    @property
-    def mu_budget(self):
-        return self._mu_budget
-
-    @property
     def mu_max(self) -> float:
         return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
 
@@ -305,7 +301,7 @@ class ContextualModel:
         ids.setflags(write=False)
         return ids
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 13 (line 413): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 13 (line 407): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -343,7 +339,7 @@ class ContextualModel:
         return state_from_statistics(gram, moments, counts, lam=self._lam, beta=self._beta,
                                      context_bound=self._bound), tuple(int(a) for a in touched)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 15 (line 459): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 15 (line 453): "2. The model" ---
     def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
         """Delete one user's rows or the given rows, then make one release.
 
@@ -418,7 +414,7 @@ class ContextualModel:
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 652): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 646): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -445,7 +441,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 17 (line 542): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 17 (line 536): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -506,7 +502,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 603): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 597): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 

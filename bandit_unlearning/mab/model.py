@@ -61,6 +61,7 @@ from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_delta, check_epsilon, gaussian_delta
 from bandit_unlearning.protocol import register_unlearn, unlearn
+from bandit_unlearning.literate import FieldView
 
 
 # --- from notebooks/mab/09a_deletion_stream.py, cell 5 (line 156): "2.1 The accountant" ---
@@ -773,10 +774,16 @@ class LCBModel:
     Parameters
     ----------
     labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums, pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng, exact_sums, reference
-        The model's whole state, keyword-only, as the constructors build it; not for direct use (the
-        fields that a deletion changes are those of ``ReleaseState``; ``rng`` must be a
-        ``numpy.random.Generator``).
+        The model's whole state (keyword-only; ``rng`` a ``numpy.random.Generator``), as the
+        constructors build it: not for direct use.  A deletion changes the fields of ``ReleaseState``.
     """
+
+    labels = FieldView("The arm labels, in arm-index order (fixed at fit).")
+    tau = FieldView("The confidence level, fixed at fit.")
+    n_fit = FieldView("The number of rows at fit (row ids are ``0 .. n_fit - 1``).")
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    policy_index = FieldView("The arm index of the latest release (``labels[policy_index] == policy``).", "_policy")
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
@@ -840,7 +847,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 26 (line 1071): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 26 (line 1080): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -916,7 +923,7 @@ class LCBModel:
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 28 (line 1162): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 28 (line 1171): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -992,25 +999,8 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 30 (line 1249): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 30 (line 1258): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
-    @property
-    def labels(self) -> tuple:
-        return self._labels
-
-    @property
-    def tau(self) -> float:
-        """The confidence level, fixed at fit."""
-        return self._tau
-
-    @property
-    def n_fit(self) -> int:
-        return self._n_fit
-
-    @property
-    def method(self) -> str:
-        return self._method
-
     @property
     def reference(self) -> str:
         """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
@@ -1023,10 +1013,6 @@ class LCBModel:
         return self._labels[self._policy]
 
     @property
-    def policy_index(self) -> int:
-        return self._policy
-
-    @property
     def statistics(self) -> LCBState:
         """The exact statistic of the rows not yet deleted (tau fixed at fit): bit for bit ``fit`` on them."""
         return LCBState(self._counts, self._sums, self._tau)
@@ -1036,7 +1022,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 32 (line 1317): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 32 (line 1295): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -1050,10 +1036,6 @@ class LCBModel:
     def pending_counts(self) -> np.ndarray:
         """Per-arm number of pending rows (public: ``plan_release`` can be replayed from it)."""
         return _frozen(self._pending_counts)
-
-    @property
-    def mu_budget(self):
-        return self._mu_budget
 
     @property
     def mu_max(self) -> float:
@@ -1074,7 +1056,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 34 (line 1377): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 34 (line 1349): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -1098,7 +1080,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 36 (line 1414): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 36 (line 1386): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -1174,7 +1156,7 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 64 (line 2383): "2.5 Loading: every entry checked before it is used" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 64 (line 2355): "2.5 Loading: every entry checked before it is used" ---
     def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
         """``save_model(self, path, ...)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -1201,7 +1183,7 @@ class LCBModel:
         return load_model(path, rng, key=key, progress=progress)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 38 (line 1511): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 38 (line 1483): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1233,7 +1215,7 @@ def _typed_column(values, codes, sort):
     return values[order], rank[codes]
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 40 (line 1547): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 40 (line 1519): "2.3 The model" ---
 def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
     """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
     for every column but ``reward``, which is returned as a float64 array.
@@ -1321,7 +1303,7 @@ def _parses_as_float(v) -> bool:
     return True
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 42 (line 1638): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 42 (line 1610): "2.3 The model" ---
 def plot_budget(model, ax=None):
     """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
     the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes.
@@ -1355,7 +1337,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 44 (line 1725): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 44 (line 1697): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1446,7 +1428,7 @@ def _record_json(r: DeletionRecord) -> dict:
             "policy": r.policy}
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 46 (line 1820): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 46 (line 1792): "2.4 Persistence" ---
 def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
@@ -1509,7 +1491,7 @@ def _process_runs(pid: int) -> bool:
     return True
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 47 (line 1883): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 47 (line 1855): "2.4 Persistence" ---
 def remove_stale_temporary_files(path) -> list:
     """Remove the temporary files that a save to ``path`` interrupted by a killed process left behind
     (a file of a process that still runs is kept: it may be another writer).  Returns their paths.
@@ -1539,7 +1521,7 @@ def remove_stale_temporary_files(path) -> list:
     return removed
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1917): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1889): "2.4 Persistence" ---
 def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
@@ -1588,7 +1570,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1974): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1946): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1661,7 +1643,7 @@ def _read_entries(path, keys):
         raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 2050): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 2022): "2.5 Loading: every entry checked before it is used" ---
 def _verify(path, arrays, sections, key):
     """Digests of the given sections (bound to the statistics digest), then the key's tag."""
     try:
@@ -1702,7 +1684,7 @@ def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 2095): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 2067): "2.5 Loading: every entry checked before it is used" ---
 _RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
                   "mu_max", "delta_at_target", "policy"}
 
@@ -1782,7 +1764,7 @@ def _check_statistics_section(path, a) -> dict:
     return meta
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 57 (line 2179): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 57 (line 2151): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_section(path, a, meta, pending_counts) -> list:
     mus = a["release_mus"]
     if not (np.all(np.isfinite(mus)) and np.all(mus >= 0)):
@@ -1858,7 +1840,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
     return records
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 58 (line 2254): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 58 (line 2226): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_row_ids(path, a, meta, records) -> None:
     """The log's kept row ids: ``log_offsets`` delimit each record's ``n_rows`` distinct ids below ``n_fit``."""
     rows, offsets = a["log_rows"], a["log_offsets"]
@@ -1872,7 +1854,7 @@ def _check_log_row_ids(path, a, meta, records) -> None:
         _refuse(path, "row ids present in the log although row_ids_kept is false")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2271): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2243): "2.5 Loading: every entry checked before it is used" ---
 def _check_rows_section(path, a, meta):
     n_live, m = meta["n_live"], len(meta["labels"])
     ids, arms, rewards = a["row_ids"], a["row_arms"], a["row_rewards"]
@@ -1910,7 +1892,7 @@ def _check_rows_section(path, a, meta):
     return users, exact
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2312): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2284): "2.5 Loading: every entry checked before it is used" ---
 @_plain
 def load_statistics(path, *, key=None) -> LCBState:
     """The exact statistic of what remains, read and verified without the row store or the log: O(m).

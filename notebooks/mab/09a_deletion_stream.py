@@ -984,6 +984,9 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
 # generator, and failing on this one.
 
 # %% tags=["export"]
+from bandit_unlearning.literate import FieldView
+
+
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -995,10 +998,16 @@ class LCBModel:
     Parameters
     ----------
     labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums, pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng, exact_sums, reference
-        The model's whole state, keyword-only, as the constructors build it; not for direct use (the
-        fields that a deletion changes are those of ``ReleaseState``; ``rng`` must be a
-        ``numpy.random.Generator``).
+        The model's whole state (keyword-only; ``rng`` a ``numpy.random.Generator``), as the
+        constructors build it: not for direct use.  A deletion changes the fields of ``ReleaseState``.
     """
+
+    labels = FieldView("The arm labels, in arm-index order (fixed at fit).")
+    tau = FieldView("The confidence level, fixed at fit.")
+    n_fit = FieldView("The number of rows at fit (row ids are ``0 .. n_fit - 1``).")
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    policy_index = FieldView("The arm index of the latest release (``labels[policy_index] == policy``).", "_policy")
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
@@ -1253,31 +1262,6 @@ from bandit_unlearning.literate import add_to_class
 # -- what the model shows -------------------------------------------------------------------
 @add_to_class(LCBModel)
 @property
-def labels(self) -> tuple:
-    return self._labels
-
-
-@add_to_class(LCBModel)
-@property
-def tau(self) -> float:
-    """The confidence level, fixed at fit."""
-    return self._tau
-
-
-@add_to_class(LCBModel)
-@property
-def n_fit(self) -> int:
-    return self._n_fit
-
-
-@add_to_class(LCBModel)
-@property
-def method(self) -> str:
-    return self._method
-
-
-@add_to_class(LCBModel)
-@property
 def reference(self) -> str:
     """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
     adaptive models fitted with ``reference="literal"``) or ``"conditional"``."""
@@ -1289,12 +1273,6 @@ def reference(self) -> str:
 def policy(self):
     """The arm label of the latest release."""
     return self._labels[self._policy]
-
-
-@add_to_class(LCBModel)
-@property
-def policy_index(self) -> int:
-    return self._policy
 
 
 @add_to_class(LCBModel)
@@ -1336,12 +1314,6 @@ def pending(self) -> tuple:
 def pending_counts(self) -> np.ndarray:
     """Per-arm number of pending rows (public: ``plan_release`` can be replayed from it)."""
     return _frozen(self._pending_counts)
-
-
-@add_to_class(LCBModel)
-@property
-def mu_budget(self):
-    return self._mu_budget
 
 
 @add_to_class(LCBModel)

@@ -186,6 +186,9 @@ class ContextualDeletionRecord:
 # changes nothing.  `statistics` is the exact state of what remains; `release` the current policy.
 
 # %% tags=["export"]
+from bandit_unlearning.literate import FieldView
+
+
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
@@ -197,6 +200,9 @@ class ContextualModel:
     contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound, pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon, delta, sigma, eval_contexts, rng
         The model's whole state, keyword-only, as ``fit`` and ``load`` build it; not for direct use.
     """
+
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
 
     def __init__(self, *, contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound,
                  pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon,
@@ -378,18 +384,6 @@ def log(self) -> tuple:
 def pending(self) -> tuple:
     """Ids of the requests whose rows are still inside the released-from statistics."""
     return tuple(self._pending)
-
-
-@add_to_class(ContextualModel)
-@property
-def method(self) -> str:
-    return self._method
-
-
-@add_to_class(ContextualModel)
-@property
-def mu_budget(self):
-    return self._mu_budget
 
 
 @add_to_class(ContextualModel)
