@@ -91,7 +91,26 @@ def _describe(value) -> str:
 def as_generator(rng, name: str = "rng") -> np.random.Generator:
     """The generator to draw from: ``rng`` itself (a ``numpy.random.Generator``), a fresh one from OS
     entropy (``None``) or ``np.random.default_rng(seed)`` for an int ``seed >= 0`` (an explicit,
-    reproducible opt-in).  Anything else: ``TypeError`` naming ``name``."""
+    reproducible opt-in).  Anything else: ``TypeError`` naming ``name``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator, int or None
+        A generator (used as is: its stream advances), ``None`` (fresh OS entropy) or a seed ``>= 0``.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        For any other type (``bool`` included).
+    ValueError
+        For a negative seed.
+    """
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None:
@@ -143,7 +162,24 @@ def check_int(value, name: str, low: int | None = None, high: int | None = None,
     """An integer argument in ``[low, high]`` (``None``: no limit), returned as a Python int.
 
     ``TypeError`` unless ``value`` is a Python or numpy integer (``bool`` refused; a whole float such
-    as ``3.0`` only with ``whole_float=True``); ``ValueError`` outside the range."""
+    as ``3.0`` only with ``whole_float=True``); ``ValueError`` outside the range.
+
+    Parameters
+    ----------
+    value : int or numpy.integer
+        The argument (a 0-d integer array counts as its scalar).
+    name : str
+        The argument's name, used in error messages.
+    low, high : int or None
+        The inclusive limits; ``None``: no limit on that side.
+    whole_float : bool
+        Accept a whole float such as ``3.0`` too.
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+    """
     if isinstance(value, np.ndarray) and value.ndim == 0 and type(value) is np.ndarray:
         value = value[()]                                  # a 0-d array: its scalar
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -180,7 +216,19 @@ def _not_real(value, name: str) -> TypeError:
 
 def as_real(value, name: str) -> float:
     """``float(value)`` for a real number (nan and infinities included; the caller checks the range);
-    ``TypeError`` for anything else (``bool``, strings, arrays of more than one number, None...)."""
+    ``TypeError`` for anything else (``bool``, strings, arrays of more than one number, None...).
+
+    Parameters
+    ----------
+    value : int, float, numpy scalar or 0-d array
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    float
+    """
     if not _is_real_scalar(value):
         raise _not_real(value, name)
     return float(value)
@@ -191,7 +239,25 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     """A real number in the given interval, returned as a float.
 
     ``TypeError`` unless ``value`` is a real number (``bool`` and strings refused); ``ValueError`` for
-    nan, for an infinity (unless ``allow_inf``) and outside the interval."""
+    nan, for an infinity (unless ``allow_inf``) and outside the interval.
+
+    Parameters
+    ----------
+    value : int, float, numpy scalar or 0-d array
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+    low, high : float or None
+        The limits of the interval; ``None``: unbounded on that side.
+    low_open, high_open : bool
+        Exclude that end of the interval.
+    allow_inf : bool
+        Accept ``inf`` and ``-inf`` (when the interval admits them).
+
+    Returns
+    -------
+    float
+    """
     if not _is_real_scalar(value):
         raise _not_real(value, name)
     v = float(value)
@@ -201,24 +267,91 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
 
 
 def check_positive(value, name: str) -> float:
-    """A finite real number ``> 0``."""
+    """A finite real number ``> 0``.
+
+    Parameters
+    ----------
+    value : real number
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        Unless ``value`` is a real number.
+    ValueError
+        For nan, an infinity, 0 or a negative number.
+    """
     return check_real(value, name, 0, low_open=True)
 
 
 def check_probability(value, name: str, *, low_open: bool = True, high_open: bool = True) -> float:
-    """A number in ``(0, 1)`` (``low_open``/``high_open`` False to include an end)."""
+    """A number in ``(0, 1)`` (``low_open``/``high_open`` False to include an end).
+
+    Parameters
+    ----------
+    value : real number
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+    low_open, high_open : bool
+        Exclude 0 (``low_open``) or 1 (``high_open``); both excluded by default.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        Unless ``value`` is a real number.
+    ValueError
+        Outside the interval (nan included).
+    """
     return check_real(value, name, 0, 1, low_open=low_open, high_open=high_open)
 
 
 def check_bool(value, name: str) -> bool:
-    """``True`` or ``False`` (numpy booleans too); anything else is a ``TypeError``."""
+    """``True`` or ``False`` (numpy booleans too); anything else is a ``TypeError``.
+
+    Parameters
+    ----------
+    value : bool or numpy.bool_
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    bool
+    """
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
     return bool(value)
 
 
 def check_choice(value, name: str, allowed) -> str:
-    """One of the strings ``allowed``: ``TypeError`` for a non-string, ``ValueError`` for another string."""
+    """One of the strings ``allowed``: ``TypeError`` for a non-string, ``ValueError`` for another string.
+
+    Parameters
+    ----------
+    value : str
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+    allowed : iterable of str
+        The accepted strings (named in the error message).
+
+    Returns
+    -------
+    str
+        ``value`` itself.
+    """
     allowed = tuple(allowed)
     if not isinstance(value, str):
         raise TypeError(f"{name} must be one of {allowed}, got {type(value).__name__}")
@@ -228,13 +361,42 @@ def check_choice(value, name: str, allowed) -> str:
 
 
 def check_callable(value, name: str):
+    """``value`` itself if it is callable, else ``TypeError`` naming ``name``.
+
+    Parameters
+    ----------
+    value : object
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    callable
+        ``value`` itself.
+    """
     if not callable(value):
         raise TypeError(f"{name} must be callable, got {type(value).__name__}")
     return value
 
 
 def check_instance(value, cls, name: str):
-    """``value`` itself if it is an instance of ``cls`` (a class or a tuple of classes), else ``TypeError``."""
+    """``value`` itself if it is an instance of ``cls`` (a class or a tuple of classes), else ``TypeError``.
+
+    Parameters
+    ----------
+    value : object
+        The argument.
+    cls : type or tuple of type
+        The accepted class(es), named in the error message.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    object
+        ``value`` itself.
+    """
     if not isinstance(value, cls):
         names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
         if names[:2].isupper():                             # an acronym is read letter by letter
@@ -250,7 +412,20 @@ def as_array(x, name: str) -> np.ndarray:
     ragged or non-numeric input turned into a ``TypeError`` naming the argument.  A boolean *array* is
     returned as is (masks are arrays of booleans; ``check_real_array``, ``check_int_array`` and
     ``as_real_array`` refuse them), but a lone ``True`` or ``False`` is refused (``TypeError``): it is
-    never a number; and a masked array is refused (``TypeError``): numpy would drop its mask."""
+    never a number; and a masked array is refused (``TypeError``): numpy would drop its mask.
+
+    Parameters
+    ----------
+    x : array_like
+        Numbers (booleans only inside an array).
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``np.asarray(x)``: ``x`` itself when it already is an array (the caller must not write into it).
+    """
     if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, a real number or an array of numbers, not booleans (got {x!r})")
     return _as_array(x, name)
@@ -271,7 +446,20 @@ def _as_array(x, name: str) -> np.ndarray:
 
 def as_real_array(x, name: str) -> np.ndarray:
     """A new float array of the numbers in ``x`` (``as_array(x, name).astype(float)``), booleans refused
-    (``TypeError``: ``True`` is not a reward, a mean or a privacy level).  Ranges are the caller's."""
+    (``TypeError``: ``True`` is not a reward, a mean or a privacy level).  Ranges are the caller's.
+
+    Parameters
+    ----------
+    x : array_like
+        Real numbers, any shape.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float array of the shape of ``x``.
+    """
     a = _as_array(x, name)
     if a.dtype.kind == "b":
         raise TypeError(f"{name} must hold real numbers, not booleans")
@@ -292,7 +480,28 @@ def check_int_array(x, name: str, low: int | None = None, high: int | None = Non
     """A new int64 array of whole numbers in ``[low, high]``.
 
     ``TypeError`` for booleans or non-numbers; ``ValueError`` for non-whole or non-finite floats, a
-    wrong ``ndim``/``shape``, an empty array (``nonempty``) or an entry outside the range."""
+    wrong ``ndim``/``shape``, an empty array (``nonempty``) or an entry outside the range.
+
+    Parameters
+    ----------
+    x : array_like
+        Whole numbers (integers, or floats with no fractional part).
+    name : str
+        The argument's name, used in error messages.
+    low, high : int or None
+        The inclusive limits of every entry; ``None``: no limit on that side.
+    ndim : int or None
+        The number of dimensions required (``None``: any).
+    shape : tuple of int or None
+        The shape required (``None``: any).
+    nonempty : bool
+        Refuse an empty array.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new int64 array of the shape of ``x``.
+    """
     a = _as_array(x, name)
     if a.dtype.kind == "b":
         raise TypeError(f"{name} must hold integers, not booleans")
@@ -316,7 +525,32 @@ def check_real_array(x, name: str, low: float | None = None, high: float | None 
                      low_open: bool = False, high_open: bool = False, allow_inf: bool = False,
                      ndim: int | None = None, shape=None, nonempty: bool = False) -> np.ndarray:
     """A new float array with finite entries (infinities only with ``allow_inf``; never nan) in the
-    interval.  ``TypeError`` for non-numbers; ``ValueError`` for the other rules."""
+    interval.  ``TypeError`` for non-numbers; ``ValueError`` for the other rules.
+
+    Parameters
+    ----------
+    x : array_like
+        Real numbers (booleans refused).
+    name : str
+        The argument's name, used in error messages.
+    low, high : float or None
+        The limits of every entry; ``None``: unbounded on that side.
+    low_open, high_open : bool
+        Exclude that end of the interval.
+    allow_inf : bool
+        Accept infinite entries.
+    ndim : int or None
+        The number of dimensions required (``None``: any).
+    shape : tuple of int or None
+        The shape required (``None``: any).
+    nonempty : bool
+        Refuse an empty array.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float array of the shape of ``x``.
+    """
     a = _as_array(x, name)
     if a.dtype.kind == "b":
         raise TypeError(f"{name} must hold real numbers, not booleans")
@@ -331,7 +565,22 @@ def check_real_array(x, name: str, low: float | None = None, high: float | None 
 
 def check_size(size: int, limit: int | None, what: str) -> int:
     """Refuse (``ValueError``) an exact enumeration (or an allocation) of ``size`` items when it exceeds
-    ``limit`` (``None``: ``SIZE_LIMIT``)."""
+    ``limit`` (``None``: ``SIZE_LIMIT``).
+
+    Parameters
+    ----------
+    size : int
+        The number of items the caller is about to enumerate or allocate.
+    limit : int or None
+        The caller's own limit; ``None``: ``SIZE_LIMIT`` read at call time.
+    what : str
+        What is being enumerated, for the error message.
+
+    Returns
+    -------
+    int
+        ``size`` itself.
+    """
     if limit is None:
         limit = SIZE_LIMIT
     if size > limit:
@@ -341,7 +590,29 @@ def check_size(size: int, limit: int | None, what: str) -> int:
 
 def check_count(value, name: str, low: int | None = 0, high: int | None = None) -> int:
     """An integer that sizes an array or a loop: ``check_int(value, name, low, high)`` and at most
-    ``SIZE_LIMIT`` (read at call time), refused with a ``ValueError`` that says how to raise the limit."""
+    ``SIZE_LIMIT`` (read at call time), refused with a ``ValueError`` that says how to raise the limit.
+
+    Parameters
+    ----------
+    value : int
+        The argument.
+    name : str
+        The argument's name, used in error messages.
+    low, high : int or None
+        The inclusive limits (``low`` is 0 by default); ``high`` is capped by ``SIZE_LIMIT``.
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+
+    Raises
+    ------
+    TypeError
+        Unless ``value`` is an integer (``bool`` refused).
+    ValueError
+        Outside ``[low, high]`` or above ``SIZE_LIMIT``.
+    """
     value = check_int(value, name, low, high)
     if value > SIZE_LIMIT:
         raise ValueError(f"{name} must be <= {SIZE_LIMIT} (bandit_unlearning.checks.SIZE_LIMIT: sizes an array or "

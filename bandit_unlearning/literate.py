@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["add_to_class"]
+__all__ = ["add_to_class", "FieldView"]
 
 
 def _function_of(member: Any) -> Any:
@@ -68,3 +68,45 @@ def add_to_class(cls: type) -> Callable[[Any], Any]:
         return member
 
     return decorate
+
+
+class FieldView:
+    """A read-only attribute that shows a private one: ``labels = FieldView("...")`` in a class body
+    makes ``obj.labels`` return ``obj._labels`` -- one line for each plain getter of a class (the
+    fixed parameters of a model) instead of a ``@property`` function each.
+
+    Parameters
+    ----------
+    doc : str
+        The attribute's docstring (what ``help`` shows).
+    attribute : str or None
+        The private attribute shown; ``None``: ``"_" + name`` for the name the view is bound to.
+
+    Raises
+    ------
+    AttributeError
+        On assignment or deletion through the view (as for a property without a setter).
+    """
+
+    def __init__(self, doc: str, attribute: str | None = None):
+        if not isinstance(doc, str):
+            raise TypeError(f"doc must be a str, got {type(doc).__name__}")
+        if attribute is not None and not isinstance(attribute, str):
+            raise TypeError(f"attribute must be a str or None, got {type(attribute).__name__}")
+        self.__doc__, self._attribute, self._name = doc, attribute, attribute
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+        if self._attribute is None:
+            self._attribute = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj, self._attribute)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise AttributeError(f"{self._name} is read-only")
+
+    def __delete__(self, obj: Any) -> None:
+        raise AttributeError(f"{self._name} is read-only")

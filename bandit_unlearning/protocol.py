@@ -42,7 +42,13 @@ _VERIFY: dict = {}           # state type -> check
 @dataclass(frozen=True)
 class DeleteStep:
     """Delete the user of step ``t`` (1-based) of a run: Paper B's Algorithm 3.  ``t`` is an integer;
-    the run checks that it names one of its steps ``1 .. T``."""
+    the run checks that it names one of its steps ``1 .. T``.
+
+    Parameters
+    ----------
+    t : int
+        The step whose user is deleted, ``1 .. T`` of the run it is served on.
+    """
 
     t: int
 
@@ -53,7 +59,20 @@ class DeleteStep:
 @dataclass(frozen=True)
 class DeleteSteps:
     """Delete the users of several steps of a run in one coupling pass (chapter B11).  ``steps``: a
-    non-empty sequence of integers; the run checks that they are distinct steps ``1 .. T``."""
+    non-empty sequence of integers; the run checks that they are distinct steps ``1 .. T``.
+
+    Parameters
+    ----------
+    steps : sequence of int
+        The distinct steps ``1 .. T`` whose users are deleted together (stored as a tuple of ints).
+
+    Raises
+    ------
+    TypeError
+        When ``steps`` is not a sequence (a string included) or holds a non-integer.
+    ValueError
+        When ``steps`` is empty.
+    """
 
     steps: tuple
 
@@ -69,7 +88,15 @@ class DeleteSteps:
 @dataclass(frozen=True, eq=False)
 class DeleteUser:
     """Delete every step of ``user`` from a run (chapter B11).  ``key``: how two users are the same
-    person (``key(u) == key(user)``, e.g. ``lambda u: u.key``); ``None`` compares with ``==``."""
+    person (``key(u) == key(user)``, e.g. ``lambda u: u.key``); ``None`` compares with ``==``.
+
+    Parameters
+    ----------
+    user : object
+        The user to forget: every step whose user is the same person is deleted.
+    key : callable or None
+        ``key(u)`` identifies a person; ``None`` compares users with ``==``.
+    """
 
     user: Any
     key: Callable | None = None
@@ -79,10 +106,23 @@ class DeleteUser:
             check_callable(self.key, "key")
 
 
-# --- from notebooks/00_tour.py, cell 19 (line 285): "3. One protocol for every learner" ---
+# --- from notebooks/00_tour.py, cell 19 (line 312): "3. One protocol for every learner" ---
 def register_unlearn(state_type: type, request_type: type):
     """Decorator: register ``fn(state, request, *, options, rng) -> (new_state, record)`` as the way
-    ``unlearn`` serves a ``request_type`` on a ``state_type`` (a later registration replaces one)."""
+    ``unlearn`` serves a ``request_type`` on a ``state_type`` (a later registration replaces one).
+
+    Parameters
+    ----------
+    state_type : type
+        The learner state the implementation serves (looked up by exact type).
+    request_type : type
+        The request it serves (``DeletionRequest``, ``DeleteStep``...).
+
+    Returns
+    -------
+    callable
+        A decorator that records ``fn`` and returns it unchanged.
+    """
     check_instance(state_type, type, "state_type"), check_instance(request_type, type, "request_type")
 
     def add(fn):
@@ -92,7 +132,18 @@ def register_unlearn(state_type: type, request_type: type):
 
 
 def register_verify(state_type: type):
-    """Decorator: register ``fn(state) -> None`` (raising ``ValueError``) as ``verify`` for ``state_type``."""
+    """Decorator: register ``fn(state) -> None`` (raising ``ValueError``) as ``verify`` for ``state_type``.
+
+    Parameters
+    ----------
+    state_type : type
+        The learner state the check applies to (looked up by exact type).
+
+    Returns
+    -------
+    callable
+        A decorator that records ``fn`` and returns it unchanged.
+    """
     check_instance(state_type, type, "state_type")
 
     def add(fn):
@@ -151,6 +202,7 @@ def unlearn(state, request, *, options=None, rng=None):
     return fn(state, request, options=options, rng=rng)
 
 
+# --- from notebooks/00_tour.py, cell 20 (line 408): "3. One protocol for every learner" ---
 def verify(state) -> None:
     """Replay ``state`` and raise ``ValueError`` at the first inconsistency.
 

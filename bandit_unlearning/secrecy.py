@@ -33,7 +33,14 @@ _ALLOWED = contextvars.ContextVar("bandit_unlearning_secrets_allowed", default=F
 def allow_secrets():
     """``with allow_secrets(): pickle.dumps(obj)`` -- the explicit opt-in to pickle an object holding
     key material (node keys, or noise).  The pickle then is key material: keep it as secret as the
-    keys, and do not keep it past a deletion it should forget."""
+    keys, and do not keep it past a deletion it should forget.
+
+    Yields
+    ------
+    None
+        Inside the ``with`` block (and in code it calls, in the same context), key-holding objects may
+        be pickled; the permission ends with the block, also on an exception.
+    """
     token = _ALLOWED.set(True)
     try:
         yield
@@ -42,7 +49,13 @@ def allow_secrets():
 
 
 def secrets_allowed() -> bool:
-    """Whether the caller is inside ``allow_secrets()``."""
+    """Whether the caller is inside ``allow_secrets()``.
+
+    Returns
+    -------
+    bool
+        ``True`` inside ``allow_secrets()`` (in the current context), else ``False``.
+    """
     return _ALLOWED.get()
 
 

@@ -1964,6 +1964,7 @@ T("path must be a str or os.PathLike", CMODEL.save, 3)
 V("path must name a file in an existing folder", ctxm.save_contextual_model, CMODEL, A_DIR / "missing" / "m.npz")
 V("not a readable contextual model file", ctxm.load_contextual_model, A_FILE)
 T("rng must be a numpy.random.Generator", ctxm.load_contextual_model, A_FILE, rng="rng")
+V("not a readable contextual model file", ctxm.ContextualModel.load, A_FILE)
 
 # --- bandit_unlearning.experiments.guarantees (the guarantee matrix)
 from bandit_unlearning.experiments import paper_numbers as pn  # noqa: E402
@@ -2111,6 +2112,11 @@ from bandit_unlearning.literate import add_to_class  # noqa: E402
 
 T("cls must be a class", add_to_class, "LightTree")
 T("cls must be a class", add_to_class, 3)
+
+from bandit_unlearning.literate import FieldView  # noqa: E402
+
+T("doc must be a str", FieldView, 3)
+T("attribute must be a str or None", FieldView, "the arm labels", 3)
 V(r"delta must lie in \(0, 1\)", linucb.vector_bound, 1.0, 2, 8, 2, 0.0)
 
 

@@ -184,3 +184,22 @@ def test_a_refused_request_changes_nothing():
         unlearn(run, ROWS)
     with allow_secrets():
         assert _same(_image(run), before)
+
+
+def test_a_request_is_validated_once_per_unlearn(monkeypatch):
+    """``DeletionRequest.validate_against`` runs exactly once when ``unlearn`` serves a request on the LCB
+    statistic, under every method and branch; a request it refuses is refused by that one call.  (A
+    model's ``ReleaseState`` checks its live counts with its own rules.)"""
+    calls = []
+    original = DeletionRequest.validate_against
+    monkeypatch.setattr(DeletionRequest, "validate_against", lambda self, state: (calls.append(1), original(self, state))[1])
+    cases = [(fit_lcb(DATA), UnlearnOptions(method, gamma=gamma))
+             for method, gamma in (("rollback", 0.5), ("gaussian", 0.5), ("adaptive", 0.5), ("adaptive", 5.0))]
+    for state, options in cases:
+        calls.clear()
+        unlearn(state, DeletionRequest([0, 0], [1.0, 0.0]), options=options, rng=1)
+        assert len(calls) == 1, (type(state).__name__, options)
+    calls.clear()
+    with pytest.raises(ValueError):
+        unlearn(fit_lcb(DATA), DeletionRequest([2, 2, 2], [1.0, 1.0, 1.0]), options=cases[0][1], rng=1)  # arm 2: 2 points
+    assert len(calls) == 1

@@ -472,3 +472,65 @@ def test_deletion_paths_change_no_global_but_public_caches():
 def test_a_module_level_generator_shows_up_as_a_changed_global(monkeypatch):
     install_module_level_generator(monkeypatch)
     assert "bandit_unlearning.exact.tree._NOISE_BITS" in _changed_globals()
+
+
+# --- Paper A: the deletion stream's state and records ----------------------------------------------
+def _long_bytes(value: int) -> bytes:
+    """The bytes ``pickle`` writes for a Python int (two's complement, little-endian, as LONG1/LONG4)."""
+    return value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+
+
+def _paper_a_deletion(method: str, seed: int):
+    """An LCB model on continuous rewards (every reward a distinct, non-trivial float), one request of
+    3 rows of the served arm served through ``LCBModel.delete`` (which calls the protocol's
+    ``unlearn`` on a ``ReleaseState``) and the same request served by ``unlearn`` on the LCB statistic.
+    Returns the objects a caller holds afterwards and the byte strings none of them may hold: the
+    deleted rewards, their per-arm sum ``s_a``, and the arm's reward sum before the deletion
+    (``S(a)``: with the new sum it gives ``s_a`` back), as floats and as the model's exact integer sum."""
+    from bandit_unlearning.mab.data import OfflineDataset
+    from bandit_unlearning.mab.lcb import fit_lcb
+    from bandit_unlearning.mab.mechanisms import DeletionRequest
+    from bandit_unlearning.mab.model import LCBModel
+    from bandit_unlearning.mab.unlearn import UnlearnOptions
+    from bandit_unlearning.protocol import unlearn as unlearn_any
+
+    data = np.random.default_rng(seed)
+    arms = np.repeat(np.arange(3), 200)
+    rewards = data.uniform(0.05, 0.95, arms.size)
+    options = {} if method == "rollback" else dict(epsilon=1.0, delta=1e-5, sigma=0.3)
+    model = LCBModel.fit(arms, rewards, method=method, **options)
+    served = model.policy_index
+    before = model.release_state
+    rows = np.flatnonzero(arms == served)[:3]
+    request = DeletionRequest(arms[rows], rewards[rows])
+    record = model.delete(rows=rows.tolist())
+    after = model.release_state
+    state = fit_lcb(OfflineDataset(arms, rewards, 3))
+    new_state, result = unlearn_any(state, request, options=UnlearnOptions("rollback"))
+    floats = rewards[rows].tolist() + [float(rewards[rows].sum()), float(before.sums[served]),
+                                       float(state.reward_sums[served])]
+    secrets = F.float_bytes(floats) + [_long_bytes(int(before.exact_sums[served]))]
+    return (model, after, record, new_state, result), secrets, record
+
+
+def test_paper_a_pickles_after_a_rollback_hold_nothing_deleted():
+    """After a rolled-back deletion, pickles of the model, its new ``ReleaseState``, the ``DeletionRecord``,
+    the new ``LCBState`` and the ``UnlearnResult`` hold none of the deleted statistic's byte strings.
+    The rewards are uniform floats, so a chance collision of 8 bytes has probability ~1e-15 per search."""
+    for seed in range(3):
+        held, secrets, record = _paper_a_deletion("rollback", seed)
+        assert record.method == "rollback"
+        for obj in held:
+            found = F.pickle_walk(obj, secrets)
+            assert not found.refused and found.hits == 0, (type(obj).__name__, found.hits)
+
+
+def test_paper_a_pickle_walk_finds_a_pending_request():
+    """Teeth: while an adaptive model keeps a request pending (the Gaussian branch noises the score of
+    the data the request is still part of), its released-from statistic holds the arm's sum before the
+    deletion, and the same byte search finds it in the pickled ``ReleaseState`` -- by design: a later
+    release is computed from it, and it leaves the state when the request is rolled back."""
+    for seed in range(3):
+        (model, after, *_), secrets, record = _paper_a_deletion("adaptive", seed)
+        assert record.method == "gaussian" and after.pending_ids, record
+        assert F.pickle_walk(after, secrets).hits > 0

@@ -105,6 +105,38 @@ def theorem33_bound(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
     ``a0 == a*`` and ``gamma >= gamma0``: ``sqrt(2 ln(Nm)/(N(a0)-k)) + 4/N``;
     ``a0 != a*``: ``sqrt(2 ln(Nm)/N_*) + 2/N``.  ``gamma0``: the threshold the algorithm used
     (default: the paper's ``gamma0_paper``).  Refuses k violating Lemma A.1's condition.
+
+    Parameters
+    ----------
+    n : int
+        Dataset size ``N`` (``tau = 1/N``).
+    n_arms : int
+        Number of arms ``m``.
+    n_a0 : int
+        ``N(a0)``, the points of the source arm ``a0`` before the deletion.
+    n_star : int
+        ``N_*``, the points of the optimal arm ``a*``.
+    k : int
+        The number of deleted points (all from ``a0``).
+    gamma : float
+        The privacy level ``gamma > 0`` of Algorithm 2.
+    a0_is_best : bool
+        Whether the source arm is the optimal arm (``a0 == a*``).
+    gamma0 : float or None
+        The threshold the algorithm used; ``None``: ``gamma0_paper``.
+
+    (``theorem33_order`` and ``theorem35_bound`` take the arguments they share with this one in the
+    same meaning.)
+
+    Returns
+    -------
+    float
+        The bound on ``E[mu(a*) - mu(a_hat)]`` after unlearning.
+
+    Raises
+    ------
+    ValueError
+        For ``k`` violating Lemma A.1's condition, and for arguments out of range.
     """
     L = _model(n, n_arms)
     n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
@@ -125,7 +157,18 @@ def theorem33_order(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
                     gamma0: float | None = None) -> float:
     """The order form of Theorem 3.3 (constants dropped):
     ``max{sqrt(ln(Nm)/N(a0)) + k gamma/N(a0), sqrt(ln(Nm)/N_*)}`` for ``gamma < gamma0``,
-    ``max{sqrt(ln(Nm)/(N(a0)-k)), sqrt(ln(Nm)/N_*)}`` otherwise."""
+    ``max{sqrt(ln(Nm)/(N(a0)-k)), sqrt(ln(Nm)/N_*)}`` otherwise.
+
+    Parameters
+    ----------
+    n, n_arms, n_a0, n_star, k, gamma, gamma0
+        As in ``theorem33_bound``.
+
+    Returns
+    -------
+    float
+        The order term (no constants, so not a bound by itself).
+    """
     L = _model(n, n_arms)
     n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
     n_star = check_real(n_star, "n_star", 0, low_open=True)
@@ -136,11 +179,25 @@ def theorem33_order(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
     return float(max(own, np.sqrt(L / n_star)))
 
 
+# --- from notebooks/mab/03d_utility.py, cell 5 (line 162): "1. Theorems 3.3 and 3.5: what unlearning costs in accuracy" ---
 def theorem35_bound(n: int, n_arms: int, c_star: float, k: int, gamma: float, a0_is_best: bool) -> float:
     """Theorem 3.5 (M_d), explicit, ``tau = 1/N``, for ``N > 8 C* ln N``:
     ``a0 == a*``: ``min{sqrt(4 C* ln(Nm)/max(1, N - 2kC*)), sqrt(4 C* ln(Nm)/N) + 3 k gamma C*/(sqrt(2 pi) N)} + 5/N``;
     ``a0 != a*``: ``2 sqrt(C* ln(Nm)/N) + 2/N``.  (Lemma A.1's condition on k concerns the random N(a0);
-    the caller checks it on the data.)"""
+    the caller checks it on the data.)
+
+    Parameters
+    ----------
+    n, n_arms, k, gamma, a0_is_best
+        As in ``theorem33_bound``.
+    c_star : float
+        Concentrability ``C*`` of the behaviour policy (``N > 8 C* ln N`` is required).
+
+    Returns
+    -------
+    float
+        The bound on the expected sub-optimality after unlearning.
+    """
     L = _model(n, n_arms)
     c = check_real(c_star, "c_star (C*)", 1, low_open=True)
     if not n > 8 * c * np.log(n):

@@ -113,6 +113,11 @@ class ContextualState:
     Use ``fit_contextual`` or ``state_from_statistics``.  Fields: ``gram`` (m, d, d) = ``V_a``,
     ``moments`` (m, d) = ``b_a``, ``counts`` (m,), ``lam``, ``beta``, ``context_bound`` ``L``, and the
     derived ``theta`` (m, d), ``gram_inv`` (m, d, d), ``lam_min`` (m,) (smallest eigenvalue of ``V_a``).
+
+    Parameters
+    ----------
+    gram, moments, counts, lam, beta, context_bound, theta, gram_inv, lam_min
+        The fields above, with the shapes given (``m`` arms, dimension ``d``).
     """
 
     gram: np.ndarray
@@ -144,7 +149,7 @@ class ContextualState:
         return int(self.moments.shape[1])
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 8 (line 217): "1. The learner" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 8 (line 222): "1. The learner" ---
 def state_from_statistics(gram, moments, counts, *, lam, beta, context_bound) -> ContextualState:
     """Build a ``ContextualState`` from per-arm ``V_a`` (with the ridge included), ``b_a`` and counts.
 
@@ -215,7 +220,7 @@ def _per_arm_sums(contexts, arms, rewards, n_arms: int):
     return gram, moments, np.diff(bounds)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 10 (line 292): "1. The learner" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 10 (line 297): "1. The learner" ---
 def fit_contextual(contexts, arms, rewards, *, n_arms, lam=1.0, context_bound, tau=None, theta_bound=1.0,
                    beta=None) -> ContextualState:
     """Fit the contextual LCB learner on logged rows ``(contexts[i], arms[i], rewards[i])``.
@@ -295,11 +300,21 @@ def _scores(theta, gram_inv, beta, contexts):
     return contexts @ theta.T - beta * _widths(gram_inv, contexts)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 12 (line 376): "1. The learner" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 12 (line 381): "1. The learner" ---
 @dataclass(frozen=True, eq=False)
 class ReleasedPolicy:
     """What a release shows: centres ``theta`` (m, d) (noised where a Gaussian branch ran), width
-    matrices ``gram_inv`` (m, d, d) and the radius ``beta``; ``actions(contexts)`` is the policy."""
+    matrices ``gram_inv`` (m, d, d) and the radius ``beta``; ``actions(contexts)`` is the policy.
+
+    Parameters
+    ----------
+    theta : array_like (m, d)
+        The released centres.
+    gram_inv : array_like (m, d, d)
+        The width matrices ``W_a``.
+    beta : float
+        The confidence radius.
+    """
 
     theta: np.ndarray
     gram_inv: np.ndarray
@@ -313,31 +328,70 @@ class ReleasedPolicy:
         check_real(self.beta, "beta", 0)
 
     def scores(self, contexts) -> np.ndarray:
-        """``x^T theta_a - beta ||x||_{W_a}`` for each context (rows) and arm (columns)."""
+        """``x^T theta_a - beta ||x||_{W_a}`` for each context (rows) and arm (columns).
+
+        Parameters
+        ----------
+        contexts : array_like (n, d)
+            One context per row, of the state's dimension ``d``.
+
+        Returns
+        -------
+        numpy.ndarray (n, m)
+        """
         contexts = check_real_array(contexts, "contexts", ndim=2)
         if contexts.shape[1] != self.theta.shape[1]:
             raise ValueError(f"contexts must have {self.theta.shape[1]} columns, got {contexts.shape[1]}")
         return _scores(self.theta, self.gram_inv, self.beta, contexts)
 
     def actions(self, contexts) -> np.ndarray:
-        """The policy: ``argmax_a`` of the scores, ties to the lowest arm index."""
+        """The policy: ``argmax_a`` of the scores, ties to the lowest arm index.
+
+        Parameters
+        ----------
+        contexts : array_like (n, d)
+            One context per row, of the state's dimension ``d``.
+
+        Returns
+        -------
+        numpy.ndarray of int (n,)
+        """
         return np.argmax(self.scores(contexts), axis=1)
 
 
 def release_exact(state: ContextualState) -> ReleasedPolicy:
-    """The release of the learner itself (no deletion): ``(theta_a, V_a^{-1}, beta)`` of ``state``."""
+    """The release of the learner itself (no deletion): ``(theta_a, V_a^{-1}, beta)`` of ``state``.
+
+    Parameters
+    ----------
+    state : ContextualState
+
+    Returns
+    -------
+    ReleasedPolicy
+    """
     check_instance(state, ContextualState, "state")
     return ReleasedPolicy(state.theta, state.gram_inv, state.beta)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 14 (line 434): "2. Rollback: a rank-$k$ downdate, equal to retraining" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 14 (line 478): "2. Rollback: a rank-$k$ downdate, equal to retraining" ---
 DOWNDATE_TOLERANCE = 1e-6
 _UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2
 
 
 @dataclass(frozen=True, eq=False)
 class ContextualRequest:
-    """A deletion request: the deleted rows' ``contexts`` (k, d), ``arms`` (k,) and ``rewards`` (k,)."""
+    """A deletion request: the deleted rows' ``contexts`` (k, d), ``arms`` (k,) and ``rewards`` (k,).
+
+    Parameters
+    ----------
+    contexts : array_like (k, d)
+        The deleted rows' contexts.
+    arms : array_like of int (k,)
+        Their arms (>= 0; checked against the state when served).
+    rewards : array_like (k,)
+        Their rewards, in [0, 1].
+    """
 
     contexts: np.ndarray
     arms: np.ndarray
@@ -354,7 +408,17 @@ class ContextualRequest:
         object.__setattr__(self, "rewards", _readonly(rewards))
 
     def counts(self, n_arms: int) -> np.ndarray:
-        """Rows per arm, ``k_a``."""
+        """Rows per arm, ``k_a``.
+
+        Parameters
+        ----------
+        n_arms : int
+            The state's number of arms ``m`` (>= 1).
+
+        Returns
+        -------
+        numpy.ndarray of int64 (n_arms,)
+        """
         return np.bincount(self.arms, minlength=check_int(n_arms, "n_arms", 1))
 
 
@@ -373,6 +437,7 @@ def _check_request(state: ContextualState, request: ContextualRequest):
     return k
 
 
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 15 (line 541): "2. Rollback: a rank-$k$ downdate, equal to retraining" ---
 def rollback(state: ContextualState, request: ContextualRequest) -> ContextualState:
     """Remove the request's rows from the statistics (rank-k downdate); equals retraining on ``D \\ U``.
 
@@ -415,7 +480,7 @@ def rollback(state: ContextualState, request: ContextualRequest) -> ContextualSt
                            _readonly(lam_min))
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 20 (line 660): "3. The Gaussian mechanism on the released centres" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 21 (line 725): "3. The Gaussian mechanism on the released centres" ---
 def parameter_sensitivity(lam_min, k, context_bound, theta_norm):
     """The lemma's bound on ``||theta_a(D' + U) - theta_a(D')||`` for ``k`` added rows (A1, A2).
 
@@ -483,14 +548,29 @@ def deletion_sensitivity(state_after: ContextualState, k, *, eigen_floor=None) -
 
 def calibrate_sigma(sensitivity, epsilon, delta, calibration: str = "analytic") -> float:
     """Noise scale for an L2 ``sensitivity`` at ``(epsilon, delta)``: ``"analytic"`` (Balle & Wang, every
-    epsilon) or ``"classic"`` (``Delta sqrt(2 ln(1.25/delta))/epsilon``, refused for epsilon >= 1)."""
+    epsilon) or ``"classic"`` (``Delta sqrt(2 ln(1.25/delta))/epsilon``, refused for epsilon >= 1).
+
+    Parameters
+    ----------
+    sensitivity : float
+        The L2 sensitivity ``Delta`` (>= 0).
+    epsilon, delta : float
+        The target guarantee.
+    calibration : str
+        ``"analytic"`` or ``"classic"``.
+
+    Returns
+    -------
+    float
+        ``sigma``.
+    """
     check_choice(calibration, "calibration", ("analytic", "classic"))
     if calibration == "classic":
         return classic_gaussian_sigma(sensitivity, epsilon, delta)
     return analytic_gaussian_sigma(sensitivity, epsilon, delta)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 22 (line 771): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 23 (line 851): "4. The adaptive switch, from the two branch bounds" ---
 CONTEXTUAL_METHODS = ("rollback", "gaussian", "adaptive")
 SWITCHES = ("literal", "conditional")
 
@@ -498,7 +578,17 @@ SWITCHES = ("literal", "conditional")
 @dataclass(frozen=True)
 class BranchBounds:
     """The two branch bounds averaged over the evaluation contexts, and the switch's threshold:
-    the Gaussian branch is chosen iff ``sigma < sigma_threshold`` (i.e. ``gaussian < rollback``)."""
+    the Gaussian branch is chosen iff ``sigma < sigma_threshold`` (i.e. ``gaussian < rollback``).
+
+    Parameters
+    ----------
+    gaussian : float
+        The Gaussian branch's bound, averaged over the evaluation contexts.
+    rollback : float
+        The rollback branch's bound, averaged likewise.
+    sigma_threshold : float
+        The noise scale at which the two bounds are equal.
+    """
 
     gaussian: float
     rollback: float
@@ -566,12 +656,21 @@ def branch_bounds(state_after: ContextualState, k, sigma, contexts, *, gram_befo
     return BranchBounds(r_gauss, r_roll, threshold)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 24 (line 854): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 25 (line 944): "4. The adaptive switch, from the two branch bounds" ---
 @dataclass(frozen=True)
 class ContextualRecord:
     """What an unlearning call did: ``branch`` ("rollback" / "gaussian"), ``guarantee`` ("exact" /
     "(epsilon, delta)"), ``reference`` ("literal" or "conditional on the branch"), the noised arms,
-    the joint ``sensitivity``, ``sigma``, ``calibration``, ``epsilon``, ``delta``, ``sigma_threshold``."""
+    the joint ``sensitivity``, ``sigma``, ``calibration``, ``epsilon``, ``delta``, ``sigma_threshold``.
+
+    Parameters
+    ----------
+    branch, guarantee, reference, noised_arms, sensitivity, sigma, calibration, epsilon, delta, sigma_threshold
+        As described above (``sigma`` is 0 and ``epsilon``, ``delta``, ``sigma_threshold`` may be
+        ``None`` on the rollback branch).
+    release : ReleasedPolicy or None
+        The policy released by the call.
+    """
 
     branch: str
     guarantee: str
@@ -626,14 +725,21 @@ def _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts,
     return epsilon, delta, contexts
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 26 (line 918): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 27 (line 1017): "4. The adaptive switch, from the two branch bounds" ---
 @dataclass(frozen=True, eq=False)
 class ContextualOptions:
     """How the contextual learner unlearns (``unlearn(state, request, options=ContextualOptions(...))``):
     ``method`` ("adaptive", "gaussian" or "rollback"), ``epsilon`` / ``delta`` (the Gaussian branch's
     target), ``contexts`` (public evaluation contexts of the adaptive switch), ``switch`` ("literal" or
     "conditional"), ``calibration`` ("analytic" or "classic"), ``eigen_floor`` (a data-independent
-    sensitivity, optional).  Checked against the state when used (``contexts`` needs its dimension)."""
+    sensitivity, optional).  Checked against the state when used (``contexts`` needs its dimension).
+
+    Parameters
+    ----------
+    method, epsilon, delta, contexts, switch, calibration, eigen_floor
+        As described above; ``epsilon`` and ``delta`` are needed whenever a Gaussian branch may run,
+        ``contexts`` (array_like (n, d)) for the adaptive switch.
+    """
 
     method: str = "adaptive"
     epsilon: float | None = None
@@ -697,7 +803,7 @@ def _unlearn_contextual(state: ContextualState, request: ContextualRequest, *, o
     return after, record
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 28 (line 993): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 29 (line 1099): "4. The adaptive switch, from the two branch bounds" ---
 def reference_contextual(state_after: ContextualState, k, *, options: ContextualOptions | None = None,
                          branch=None, rng=None):
     """The reference mechanism: run on ``D \\ U`` (nothing to delete), told only ``k`` per arm.
@@ -710,6 +816,19 @@ def reference_contextual(state_after: ContextualState, k, *, options: Contextual
     -------
     (ReleasedPolicy, str)
         The release and the branch it took.
+
+    Parameters
+    ----------
+    state_after : ContextualState
+        The statistic of ``D \\ U``.
+    k : array_like of int (m,)
+        The deleted rows per arm.
+    options : ContextualOptions
+        Required.
+    branch : str or None
+        The conditional switch's decision (``"rollback"`` or ``"gaussian"``); only with it.
+    rng : numpy.random.Generator, int or None
+        The noise's source (``checks.as_generator``).
     """
     check_instance(state_after, ContextualState, "state_after")
     if options is None:
@@ -737,7 +856,7 @@ def reference_contextual(state_after: ContextualState, k, *, options: Contextual
     return _noised_release(state_after, state_after, touched, sigma, rng), "gaussian"
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 30 (line 1040): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 31 (line 1159): "4. The adaptive switch, from the two branch bounds" ---
 def noisy_action_probability(centre: ReleasedPolicy, arm: int, sigma, contexts) -> np.ndarray:
     """``P[policy(x) = arm]`` when only ``arm``'s centre carries ``N(0, sigma^2 I)`` noise around
     ``centre.theta[arm]``: ``Phi((s_arm(x) - max_{b != arm} s_b(x)) / (sigma ||x||))`` per context.

@@ -41,6 +41,7 @@ from bandit_unlearning.mab.contextual import (
 )
 from bandit_unlearning.mab.model import admits, check_row_ids, gdp_budget, gdp_delta, request_mus
 from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
+from bandit_unlearning.literate import FieldView
 
 
 # --- from notebooks/mab/10b_contextual_in_use.py, cell 4 (line 78): "1. The promise after a sequence of requests" ---
@@ -70,10 +71,33 @@ def sequential_sensitivity(state_live: ContextualState, pending_counts) -> np.nd
                       dtype=float)
 
 
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 5 (line 134): "1. The promise after a sequence of requests" ---
 @dataclass(frozen=True)
 class ContextualDeletionRecord:
     """One entry of the deletion log.  Nothing in it is computed from the deleted rows' rewards or
-    contexts: counts, the branch, the noise scale and the accountant's numbers (read from live data)."""
+    contexts: counts, the branch, the noise scale and the accountant's numbers (read from live data).
+
+    Parameters
+    ----------
+    request_id : int
+        The request's position in the log (0 first).
+    rows : tuple of int
+        The deleted row ids.
+    method : str
+        ``"gaussian"`` (kept pending, noised) or ``"rollback"``.
+    rolled_back : tuple of int
+        The request ids whose rows this release rolled back.
+    noised_arms : tuple of int
+        The arms whose centres this release noised.
+    refit_arms : tuple of int
+        The arms refit from their rows (an ill-conditioned downdate).
+    reason : str
+        Why this branch, one of ``REASONS``.
+    sigma : float
+        The noise scale on the centres (0 when nothing is noised).
+    mu_release, mu_max, delta_at_target : float
+        The accountant's numbers, as in ``DeletionRecord`` of chapter A9a.
+    """
 
     request_id: int
     rows: tuple
@@ -94,13 +118,21 @@ class ContextualDeletionRecord:
         check_real(self.mu_release, "mu_release", 0)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 6 (line 165): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 7 (line 188): "2. The model" ---
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
     Use ``ContextualModel.fit`` or ``ContextualModel.load``.  After each request the model makes one
     release (``release``: a ``ReleasedPolicy``; ``actions(contexts)`` applies it).
+
+    Parameters
+    ----------
+    contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound, pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon, delta, sigma, eval_contexts, rng
+        The model's whole state, keyword-only, as ``fit`` and ``load`` build it; not for direct use.
     """
+
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
 
     def __init__(self, *, contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound,
                  pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon,
@@ -162,7 +194,7 @@ class ContextualModel:
     def __len__(self) -> int:
         return int(self._alive.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 239): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 273): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -172,7 +204,29 @@ class ContextualModel:
 
         ``method="adaptive"`` needs the target ``epsilon``, ``delta``, the noise scale ``sigma`` on the
         centres (fixed at fit) and public ``eval_contexts`` for the switch.  Other arguments as in
-        ``fit_contextual``; ``rng`` as in ``checks.as_generator`` (a seed is key material)."""
+        ``fit_contextual``; ``rng`` as in ``checks.as_generator`` (a seed is key material).
+
+        Parameters
+        ----------
+        contexts, arms, rewards, n_arms, context_bound, lam, tau, theta_bound, beta
+            As in ``fit_contextual``.
+        users : sequence or None
+            One user id per row (str or int to be saved), for ``delete(user=...)``.
+        method : str
+            ``"rollback"`` or ``"adaptive"``.
+        epsilon, delta : float or None
+            The adaptive model's target guarantee.
+        sigma : float or None
+            The adaptive model's noise scale on the centres.
+        eval_contexts : array_like (n, d) or None
+            The public contexts of the adaptive switch.
+        rng : numpy.random.Generator, int or None
+            The noise's source (``checks.as_generator``).
+
+        Returns
+        -------
+        ContextualModel
+        """
         check_choice(method, "method", MODEL_METHODS)
         state = fit_contextual(contexts, arms, rewards, n_arms=n_arms, lam=lam, context_bound=context_bound,
                                tau=tau, theta_bound=theta_bound, beta=beta)
@@ -201,7 +255,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 10 (line 287): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 11 (line 343): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -214,7 +268,18 @@ class ContextualModel:
         return self._release
 
     def actions(self, contexts) -> np.ndarray:
-        """The latest release applied to ``contexts`` (n, d)."""
+        """The latest release applied to ``contexts`` (n, d).
+
+        Parameters
+        ----------
+        contexts : array_like (n, d)
+            One context per row.
+
+        Returns
+        -------
+        numpy.ndarray of int (n,)
+            The arm the latest release chooses for each context.
+        """
         return self._release.actions(contexts)
 
     @property
@@ -227,14 +292,6 @@ class ContextualModel:
         return tuple(self._pending)
 
     @property
-    def method(self) -> str:
-        return self._method
-
-    @property
-    def mu_budget(self):
-        return self._mu_budget
-
-    @property
     def mu_max(self) -> float:
         return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
 
@@ -244,7 +301,7 @@ class ContextualModel:
         ids.setflags(write=False)
         return ids
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 352): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 13 (line 407): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -282,12 +339,25 @@ class ContextualModel:
         return state_from_statistics(gram, moments, counts, lam=self._lam, beta=self._beta,
                                      context_bound=self._bound), tuple(int(a) for a in touched)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 398): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 15 (line 453): "2. The model" ---
     def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
         """Delete one user's rows or the given rows, then make one release.
 
         Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
-        user, a row named twice, both or neither of ``user`` and ``rows``."""
+        user, a row named twice, both or neither of ``user`` and ``rows``.
+
+        Parameters
+        ----------
+        user : object, optional
+            A user id given at fit: all of that user's live rows are deleted.
+        rows : array_like of int, optional
+            Row ids (positions at fit) to delete, each live and named once.
+
+        Returns
+        -------
+        ContextualDeletionRecord
+            The log entry of the release that followed.
+        """
         rows = self._rows_of(user, rows)
         request = ContextualRequest(self._x[rows], self._a[rows], self._r[rows])
         live, refit_arms = self._live_after(rows, request)
@@ -344,8 +414,34 @@ class ContextualModel:
         self._log.append(record)
         return record
 
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 646): "2. The model" ---
+    def save(self, path) -> None:
+        """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 468): "2. The model" ---
+        Parameters
+        ----------
+        path
+            As in ``save_contextual_model``, which describes it once.
+        """
+        save_contextual_model(self, path)
+
+    @staticmethod
+    def load(path, rng=None) -> "ContextualModel":
+        """``load_contextual_model(path, rng)``: read a model written by ``save``, checksum verified.
+
+        Parameters
+        ----------
+        path, rng
+            As in ``load_contextual_model``, which describes them once.
+
+        Returns
+        -------
+        ContextualModel
+        """
+        return load_contextual_model(path, rng)
+
+
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 17 (line 536): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -359,7 +455,15 @@ def _digest(arrays) -> str:
 
 
 def save_contextual_model(model: "ContextualModel", path) -> None:
-    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``."""
+    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
+
+    Parameters
+    ----------
+    model : ContextualModel
+        The model to write (its user ids, if any, must be str or int).
+    path : str or os.PathLike
+        The file to write; its folder must exist.
+    """
     check_instance(model, ContextualModel, "model")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -398,8 +502,26 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 597): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
-    """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``."""
+    """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file written by ``save_contextual_model``.
+    rng : numpy.random.Generator, int or None
+        The noise generator of the loaded model, as in ``fit`` (the file holds none).
+
+    Returns
+    -------
+    ContextualModel
+
+    Raises
+    ------
+    ValueError
+        For an unreadable file, a checksum mismatch or another format.
+    """
     rng = as_generator(rng, "rng")
     try:
         with np.load(os.fspath(path), allow_pickle=False) as z:
@@ -423,12 +545,3 @@ def load_contextual_model(path, rng=None) -> "ContextualModel":
         pending={int(k): v for k, v in meta["pending"].items()}, release_mus=arrays["release_mus"].tolist(),
         log=log, release_theta=arrays["release_theta"], method=meta["method"], epsilon=meta["epsilon"],
         delta=meta["delta"], sigma=meta["sigma"], eval_contexts=meta["eval_contexts"], rng=rng)
-
-
-def _save(self, path) -> None:
-    save_contextual_model(self, path)
-
-
-_save.__name__, _save.__qualname__, _save.__doc__ = "save", "ContextualModel.save", save_contextual_model.__doc__
-ContextualModel.save = _save
-ContextualModel.load = staticmethod(load_contextual_model)

@@ -42,7 +42,15 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 def restore_readonly(obj, state: dict) -> None:
     """``__setstate__`` of a frozen dataclass that stores read-only arrays: unpickling rebuilds them
-    as fresh, writeable arrays, so set the state and make every array in it read-only again."""
+    as fresh, writeable arrays, so set the state and make every array in it read-only again.
+
+    Parameters
+    ----------
+    obj : object
+        The frozen dataclass being unpickled.
+    state : dict
+        Its pickled ``__dict__``.
+    """
     if not isinstance(state, dict):
         raise TypeError(f"state must be a dict, got {type(state).__name__}")
     obj.__dict__.update(state)
@@ -52,7 +60,18 @@ def restore_readonly(obj, state: dict) -> None:
 
 
 def check_means(means) -> np.ndarray:
-    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1]); returns a new array."""
+    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1]); returns a new array.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float array.
+    """
     means = check_real_array(means, "means")
     if means.ndim != 1 or means.size == 0:
         raise ValueError(f"means must be a non-empty 1-D array, got shape {means.shape}")
@@ -62,7 +81,22 @@ def check_means(means) -> np.ndarray:
 
 
 def check_distribution(p, n_arms: int, name: str = "behavior") -> np.ndarray:
-    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1); returns a new array."""
+    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1); returns a new array.
+
+    Parameters
+    ----------
+    p : array_like (n_arms,)
+        The probability of each arm.
+    n_arms : int
+        The length ``p`` must have.
+    name : str
+        The argument's name, for error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float array.
+    """
     n_arms = check_int(n_arms, "n_arms", 1)
     p = as_real_array(p, name)
     if p.shape != (n_arms,):
@@ -72,7 +106,7 @@ def check_distribution(p, n_arms: int, name: str = "behavior") -> np.ndarray:
     return p
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 6 (line 115): "1. Data" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 6 (line 149): "1. Data" ---
 @dataclass(frozen=True)
 class OfflineDataset:
     """An offline bandit dataset ``D = [(a_i, r_i)]``: arm ``arms[i]`` gave reward ``rewards[i]``.
@@ -80,6 +114,15 @@ class OfflineDataset:
     The arrays are stored as read-only copies; construction validates that arms are integers in
     ``[0, n_arms)``, rewards are finite and in ``[0, 1]``, and both have the same length.
     An empty dataset is legal (it is what deleting everything leaves).
+
+    Parameters
+    ----------
+    arms : array_like of int (N,)
+        The arm ``a_i`` of each row, in ``[0, n_arms)``.
+    rewards : array_like of float (N,)
+        The reward ``r_i`` of each row, in [0, 1].
+    n_arms : int
+        The number of arms ``m`` (>= 1), also of arms never logged.
     """
 
     arms: np.ndarray
@@ -120,7 +163,18 @@ class OfflineDataset:
 
     def without(self, indices) -> "OfflineDataset":
         """``D \\ U`` for ``U`` given as distinct positions into this dataset (integers; booleans and
-        non-whole numbers are refused)."""
+        non-whole numbers are refused).
+
+        Parameters
+        ----------
+        indices : array_like of int
+            Distinct positions in ``[0, N)`` (any shape; flattened).
+
+        Returns
+        -------
+        OfflineDataset
+            A new dataset of the other rows, in their order, with the same ``n_arms``.
+        """
         indices = check_int_array(indices, "indices").ravel()
         if np.any((indices < 0) | (indices >= len(self))):
             raise ValueError(f"indices must lie in [0, {len(self)})")
@@ -131,16 +185,40 @@ class OfflineDataset:
         return OfflineDataset(self.arms[keep], self.rewards[keep], self.n_arms)
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 8 (line 181): "1. Data" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 8 (line 235): "1. Data" ---
 def bernoulli_rewards(arm_means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One Bernoulli(``arm_means[i]``) reward per entry (``rng``: a Generator, None or a seed)."""
+    """One Bernoulli(``arm_means[i]``) reward per entry (``rng``: a Generator, None or a seed).
+
+    Parameters
+    ----------
+    arm_means : numpy.ndarray
+        The success probability of each entry, in [0, 1] (any shape).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Float rewards 0.0 or 1.0, of the shape of ``arm_means``.
+    """
     arm_means = check_real_array(arm_means, "arm_means", 0, 1)
     rng = as_generator(rng)
     return (rng.random(arm_means.shape) < arm_means).astype(float)
 
 
 def round_robin_arms(counts) -> np.ndarray:
-    """Arms in round-robin order (0, 1, ..., m-1, 0, 1, ...), skipping arms whose count is used up."""
+    """Arms in round-robin order (0, 1, ..., m-1, 0, 1, ...), skipping arms whose count is used up.
+
+    Parameters
+    ----------
+    counts : array_like of int (m,)
+        How many times each arm appears (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray of int64 (sum(counts),)
+        The arm of each position.
+    """
     counts = check_int_array(counts, "counts")
     if counts.ndim != 1 or np.any(counts < 0):
         raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts}")
@@ -154,7 +232,25 @@ def fixed_sample_dataset(
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
     """A dataset of the fixed-sample model M_f: ``counts[a]`` pulls of arm ``a``, round-robin order.
-    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    counts : array_like of int (m,)
+        Pulls ``N(a) >= 0`` of each arm.
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    sample_rewards : callable
+        ``sample_rewards(arm_means, rng) -> rewards``: one reward in [0, 1] per entry of ``arm_means``
+        (default: ``bernoulli_rewards``).
+
+    Returns
+    -------
+    OfflineDataset
+        ``sum(counts)`` rows in ``round_robin_arms(counts)`` order.
+    """
     means = check_means(means)
     counts = check_int_array(counts, "counts")
     if counts.shape != means.shape:
@@ -165,12 +261,32 @@ def fixed_sample_dataset(
     return OfflineDataset(arms, sample_rewards(means[arms], rng), means.size)
 
 
+# --- from notebooks/mab/01_data_and_lcb.py, cell 9 (line 311): "1. Data" ---
 def distribution_dataset(
     means, behavior, n: int, rng: np.random.Generator,
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
     """A dataset of the distribution model M_d: ``n`` arms i.i.d. from ``behavior``, then rewards.
-    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    behavior : array_like (m,)
+        The behaviour policy's distribution over arms (``check_distribution``).
+    n : int
+        Dataset size ``N`` (>= 0).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    sample_rewards : callable
+        ``sample_rewards(arm_means, rng) -> rewards``: one reward in [0, 1] per entry of ``arm_means``
+        (default: ``bernoulli_rewards``).
+
+    Returns
+    -------
+    OfflineDataset
+    """
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
     n = check_count(n, "n", 0)
@@ -181,7 +297,22 @@ def distribution_dataset(
 
 
 def concentrability_behavior(n_arms: int, c_star: float, best_arm: int = 0) -> np.ndarray:
-    """The paper's behaviour policy: ``best_arm`` with probability ``1/C*``, the others uniform."""
+    """The paper's behaviour policy: ``best_arm`` with probability ``1/C*``, the others uniform.
+
+    Parameters
+    ----------
+    n_arms : int
+        Number of arms ``m`` (>= 2).
+    c_star : float
+        Concentrability ``C*`` (> 1): the best arm is logged with probability ``1/C*``.
+    best_arm : int
+        The optimal arm, in ``[0, n_arms)``.
+
+    Returns
+    -------
+    numpy.ndarray (n_arms,)
+        The behaviour distribution.
+    """
     n_arms = check_count(n_arms, "n_arms", 2)
     c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
     best_arm = check_int(best_arm, "best_arm", 0, n_arms - 1)
@@ -195,6 +326,22 @@ def sample_statistics_fixed(means, counts, rng: np.random.Generator, size: int =
 
     Equal in distribution to the per-arm statistics of ``fixed_sample_dataset`` (a sum of Bernoulli
     rewards is Binomial), at a cost independent of N.  Returns arrays of shape ``(size, m)``.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    counts : array_like of int (m,)
+        Pulls ``N(a) >= 0`` of each arm (the same in every replicate).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    size : int
+        Number of replicates (>= 0).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(counts, reward_sums)``, each of shape ``(size, m)``.
     """
     means = check_means(means)
     counts = check_int_array(counts, "counts")
@@ -206,8 +353,28 @@ def sample_statistics_fixed(means, counts, rng: np.random.Generator, size: int =
     return n.copy(), rng.binomial(n, means).astype(float)
 
 
+# --- from notebooks/mab/01_data_and_lcb.py, cell 10 (line 403): "1. Data" ---
 def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Generator, size: int = 1):
-    """``size`` replicates of ``(counts, reward_sums)`` under M_d with Bernoulli rewards."""
+    """``size`` replicates of ``(counts, reward_sums)`` under M_d with Bernoulli rewards.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    behavior : array_like (m,)
+        The behaviour policy's distribution over arms.
+    n : int
+        Dataset size ``N`` of each replicate (>= 0).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    size : int
+        Number of replicates (>= 0).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(counts, reward_sums)``, each of shape ``(size, m)``: multinomial counts and binomial sums.
+    """
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
     n, size = check_count(n, "n", 0), check_count(size, "size", 0)

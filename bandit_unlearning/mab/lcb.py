@@ -27,7 +27,7 @@ from bandit_unlearning.checks import (
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 12 (line 308): "2. The LCB learner (Algorithm 1)" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 14 (line 475): "2. The LCB learner (Algorithm 1)" ---
 _MAX_TOTAL = 2**62          # a dataset size N the int64 arithmetic of the statistics can hold
 
 
@@ -67,12 +67,9 @@ def lcb_scores(counts, reward_sums, tau: float):
 
     Parameters
     ----------
-    counts : array_like (..., m)
-        Per-arm counts ``N(a)``.
-    reward_sums : array_like (..., m)
-        Per-arm reward sums, the same shape as ``counts``.
-    tau : float
-        Confidence level in (0, 1).
+    counts, reward_sums, tau
+        As in ``LCBState``, except that the statistics may carry leading axes: shape ``(..., m)``,
+        the same for both.
 
     Returns
     -------
@@ -89,10 +86,23 @@ def lcb_scores(counts, reward_sums, tau: float):
     return means, radii, means - radii
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 14 (line 388): "2. The LCB learner (Algorithm 1)" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 16 (line 552): "2. The LCB learner (Algorithm 1)" ---
 @dataclass(frozen=True)
 class LCBState:
-    """The stored statistic T(D) of the LCB learner: per-arm counts and reward sums, and tau."""
+    """The stored statistic T(D) of the LCB learner: per-arm counts and reward sums, and tau.
+
+    These are the shared meanings of the LCB learner's arguments; the other functions of this module
+    refer to them ("as in ``LCBState``") instead of repeating them.
+
+    Parameters
+    ----------
+    counts : array_like of int (m,)
+        Per-arm counts ``N(a) >= 0`` (``m >= 1``; their sum at most 2**62); stored as a read-only copy.
+    reward_sums : array_like of float (m,)
+        Per-arm reward sums ``S(a)``, in ``[0, N(a)]`` (rewards lie in [0, 1]); a read-only copy.
+    tau : float
+        The confidence level of the LCB radius, in (0, 1) (``check_tau``), fixed at training time.
+    """
 
     counts: np.ndarray
     reward_sums: np.ndarray
@@ -151,7 +161,7 @@ class LCBState:
         return int(np.argmax(self.scores))
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 16 (line 453): "2. The LCB learner (Algorithm 1)" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 18 (line 630): "2. The LCB learner (Algorithm 1)" ---
 def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
     """Algorithm 1: the LCB learner on ``dataset``.  ``tau`` defaults to ``1/N``.
 
@@ -160,7 +170,7 @@ def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
     dataset : OfflineDataset
         The logged rows ``D`` (arms and rewards).
     tau : float or None
-        Confidence level in (0, 1); ``None`` means ``1/N`` (which needs ``N >= 2``).
+        As in ``LCBState``; ``None`` means ``1/N`` (which needs ``N >= 2``).
 
     Returns
     -------
@@ -190,7 +200,7 @@ def lemma31_bound_fixed(n_star: float, n_arms: int, tau: float) -> float:
     n_arms : int
         Number of arms ``m`` (>= 1).
     tau : float
-        Confidence level in (0, 1).
+        As in ``LCBState``.
 
     Returns
     -------
@@ -214,7 +224,7 @@ def lemma31_bound_distribution(n: float, c_star: float, n_arms: int, tau: float)
     n_arms : int
         Number of arms ``m`` (>= 1).
     tau : float
-        Confidence level in (0, 1).
+        As in ``LCBState``.
 
     Returns
     -------

@@ -117,18 +117,39 @@ def _out(x):
 # --- from notebooks/mab/04a_lower_bounds.py, cell 6 (line 217): "3. Implementation" ---
 # ------------------------------------------------------------------------------- the constructions
 def gap_fixed(n_a0: int, k: int) -> float:
-    """Theorem 3.7's gap ``Delta = min{1/5, (1/2) sqrt(1 / (5 (N(a0) - k)))}``."""
+    """Theorem 3.7's gap ``Delta = min{1/5, (1/2) sqrt(1 / (5 (N(a0) - k)))}``.
+
+    Parameters
+    ----------
+    n_a0, k
+        As in ``fixed_sample_pair``.
+
+    Returns
+    -------
+    float
+    """
     n_a0, k = _counts_k("n_a0", n_a0, k)
     return float(min(0.2, 0.5 * np.sqrt(1 / (5 * (n_a0 - k)))))
 
 
 def gap_distribution(n: int, k: int, c_star: float) -> float:
-    """Theorem 3.9's gap ``Delta = min{1/5, (1/2) sqrt(C* / (5 (N - k)))}`` (C* >= 2)."""
+    """Theorem 3.9's gap ``Delta = min{1/5, (1/2) sqrt(C* / (5 (N - k)))}`` (C* >= 2).
+
+    Parameters
+    ----------
+    n, k, c_star
+        As in ``distribution_pair``.
+
+    Returns
+    -------
+    float
+    """
     n, k = _counts_k("n", n, k)
     c = _c_star(c_star, 2.0, np.inf, "Theorem 3.9")
     return float(min(0.2, 0.5 * np.sqrt(c / (5 * (n - k)))))
 
 
+# --- from notebooks/mab/04a_lower_bounds.py, cell 7 (line 252): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class TwoPointPair:
     """Two instances I1 (index 0) and I2 (index 1) of a 2-armed Bernoulli bandit for Le Cam's method.
@@ -139,6 +160,28 @@ class TwoPointPair:
     Under M_f ``counts`` are the fixed N(a) of both instances; under M_d ``behaviors[i]`` is instance
     i's behaviour policy.  Requests delete k uniformly chosen points of ``source`` = arm 0 (a0); under
     M_d the dataset is conditioned on N(a0) >= k so that such a request exists.
+
+    Parameters
+    ----------
+    kind : str
+        ``"fixed"``, ``"distribution"`` or ``"small_cstar"``.
+    means : array_like (2, 2)
+        ``means[i, a]``: the mean reward of arm ``a`` in instance ``i``, in [0, 1]; the instances have
+        different best arms and the same gap.
+    gap : float
+        The sub-optimality gap ``Delta``, in (0, 1].
+    k : int
+        The request size (``1 <= k < n``).
+    n : int
+        The dataset size ``N`` (>= 2).
+    counts : array_like of int (2,) or None
+        M_f only: ``N(a) >= 1`` of both arms, summing to ``n``, with more than ``k`` of the source arm.
+    behaviors : array_like (2, 2) or None
+        M_d only: ``behaviors[i]`` is instance ``i``'s distribution over the arms.
+    c_star : float or None
+        M_d only: the concentrability ``C* > 1``.
+    source : int
+        The arm the requests delete from (0 or 1).
     """
 
     kind: str
@@ -189,7 +232,7 @@ class TwoPointPair:
 
     __setstate__ = restore_readonly               # read-only again after unpickling
 
-    # --- from notebooks/mab/04a_lower_bounds.py, cell 10 (line 333): "3. Implementation" ---
+    # --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 421): "3. Implementation" ---
     @property
     def model(self) -> str:
         """``"fixed"`` (M_f) or ``"distribution"`` (M_d)."""
@@ -206,7 +249,20 @@ class TwoPointPair:
         return int(self.counts[self.source] - self.k) if self.model == "fixed" else self.n - self.k
 
     def suboptimality(self, instance: int, arms):
-        """``mu_I(a*_I) - mu_I(arms)`` for instance 0 (I1) or 1 (I2); arrays of arms broadcast."""
+        """``mu_I(a*_I) - mu_I(arms)`` for instance 0 (I1) or 1 (I2); arrays of arms broadcast.
+
+        Parameters
+        ----------
+        instance : int
+            0 for I1, 1 for I2.
+        arms : int or array_like of int
+            Arms 0 or 1.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The broadcast shape of the arguments; a float for scalars.
+        """
         _check_instance(instance)
         arms = check_int_array(arms, "arms")
         if np.any((arms < 0) | (arms > 1)):
@@ -215,7 +271,18 @@ class TwoPointPair:
 
     def source_count_pmf(self, instance: int) -> np.ndarray:
         """Law of N(a0) on ``0..N`` (a point mass under M_f; Binomial(N, d(a0)) conditioned on
-        N(a0) >= k under M_d)."""
+        N(a0) >= k under M_d).
+
+        Parameters
+        ----------
+        instance : int
+            0 for I1, 1 for I2.
+
+        Returns
+        -------
+        numpy.ndarray (N + 1,)
+            ``P[N(a0) = j]`` for ``j = 0 .. N``.
+        """
         _check_instance(instance)
         support = np.arange(self.n + 1)
         if self.model == "fixed":
@@ -225,10 +292,25 @@ class TwoPointPair:
         return pmf / pmf.sum()
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 8 (line 297): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 340): "3. Implementation" ---
 def fixed_sample_pair(n_a0: int, k: int, n_other: int | None = None) -> TwoPointPair:
     """Theorem 3.7 (M_f): ``mu_I1 = (1/2 + Delta, 1/2)``, ``mu_I2 = (1/2 - Delta, 1/2)``, counts
-    ``(N(a0), n_other)`` (default ``n_other = N(a0)``) in both, ``Delta = gap_fixed(N(a0), k)``."""
+    ``(N(a0), n_other)`` (default ``n_other = N(a0)``) in both, ``Delta = gap_fixed(N(a0), k)``.
+
+    Parameters
+    ----------
+    n_a0 : int
+        ``N(a0)``, the points of the source arm (> k).
+    k : int
+        Request size (>= 1).
+    n_other : int or None
+        The points of the other arm (>= 1); ``None``: ``n_a0``.
+
+    Returns
+    -------
+    TwoPointPair
+        Of kind ``"fixed"``.
+    """
     n_a0, k = _counts_k("n_a0", n_a0, k)
     n_other = n_a0 if n_other is None else _integer("n_other", n_other, 1)
     gap = gap_fixed(n_a0, k)
@@ -239,7 +321,22 @@ def fixed_sample_pair(n_a0: int, k: int, n_other: int | None = None) -> TwoPoint
 
 def distribution_pair(n: int, k: int, c_star: float) -> TwoPointPair:
     """Theorem 3.9 (M_d, C* >= 2): the means of Theorem 3.7 with ``Delta = gap_distribution(N, k, C*)``
-    and behaviour ``d = (1/C*, 1 - 1/C*)`` in both instances."""
+    and behaviour ``d = (1/C*, 1 - 1/C*)`` in both instances.
+
+    Parameters
+    ----------
+    n : int
+        Dataset size ``N``.
+    k : int
+        Request size (``1 <= k < N``).
+    c_star : float
+        Concentrability ``C* >= 2``.
+
+    Returns
+    -------
+    TwoPointPair
+        Of kind ``"distribution"``.
+    """
     gap = gap_distribution(n, k, c_star)
     c = float(c_star)
     d = [1 / c, 1 - 1 / c]
@@ -249,7 +346,22 @@ def distribution_pair(n: int, k: int, c_star: float) -> TwoPointPair:
 
 def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
     """M_d with C* in (1, 2): ``mu_I1 = (1/2 + Delta, 1/2)``, ``mu_I2 = (1/2, 1/2 + Delta)``,
-    ``Delta = (2 - C*)/2``, ``d_I1 = (1/C*, 1 - 1/C*)``, ``d_I2 = (1 - 1/C*, 1/C*)``."""
+    ``Delta = (2 - C*)/2``, ``d_I1 = (1/C*, 1 - 1/C*)``, ``d_I2 = (1 - 1/C*, 1/C*)``.
+
+    Parameters
+    ----------
+    n : int
+        Dataset size ``N``.
+    k : int
+        Request size (``1 <= k < N``).
+    c_star : float
+        Concentrability ``C*`` in (1, 2).
+
+    Returns
+    -------
+    TwoPointPair
+        Of kind ``"small_cstar"``.
+    """
     n, k = _counts_k("n", n, k)
     c = _c_star(c_star, 1.0, 2.0, "The C* in (1, 2) lower bound")
     gap = (2 - c) / 2
@@ -257,7 +369,7 @@ def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
                         behaviors=np.array([[1 / c, 1 - 1 / c], [1 - 1 / c, 1 / c]]), c_star=c)
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 13 (line 429): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 541): "3. Implementation" ---
 # ------------------------------------------------------------------------------------- sampling
 def _check_pair(pair, instance=None):
     if not isinstance(pair, TwoPointPair):
@@ -268,7 +380,23 @@ def _check_pair(pair, instance=None):
 
 def sample_source_counts(pair: TwoPointPair, instance: int, rng: np.random.Generator, size: int = 1) -> np.ndarray:
     """``size`` draws of N(a0): fixed under M_f; Binomial(N, d_I(a0)) conditioned on ``N(a0) >= k``
-    under M_d (inverse-CDF sampling of the truncated law)."""
+    under M_d (inverse-CDF sampling of the truncated law).
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+    instance : int
+        0 for I1, 1 for I2.
+    rng : numpy.random.Generator, int or None
+        The source of randomness (``checks.as_generator``).
+    size : int
+        Number of draws.
+
+    Returns
+    -------
+    numpy.ndarray of int64 (size,)
+    """
     _check_pair(pair, instance)
     size = _integer("size", size, 1)
     rng = as_generator(rng)
@@ -290,6 +418,22 @@ def sample_pair_statistics(pair: TwoPointPair, instance: int, rng: np.random.Gen
     return them); ``deleted_sums``: shape ``(size,)``, the reward sum of a request of k points of arm
     a0 chosen uniformly at random, independently of the rewards (so hypergeometric given a0's reward
     sum).  Ready for ``unlearn_batch(counts, reward_sums, tau, pair.source, pair.k, deleted_sums, ...)``.
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+    instance : int
+        0 for I1, 1 for I2.
+    rng : numpy.random.Generator, int or None
+        The source of randomness (``checks.as_generator``).
+    size : int
+        Number of replicates.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(counts, reward_sums, deleted_sums)`` with the shapes above.
     """
     rng = as_generator(rng)
     n0 = sample_source_counts(pair, instance, rng, size)
@@ -300,9 +444,25 @@ def sample_pair_statistics(pair: TwoPointPair, instance: int, rng: np.random.Gen
     return counts, sums, deleted
 
 
+# --- from notebooks/mab/04a_lower_bounds.py, cell 15 (line 616): "3. Implementation" ---
 def sample_pair_dataset(pair: TwoPointPair, instance: int, rng: np.random.Generator) -> OfflineDataset:
     """One dataset of instance 0 (I1) or 1 (I2): round-robin arms under M_f; i.i.d. arms from the
-    instance's behaviour policy conditioned on ``N(a0) >= k`` under M_d; Bernoulli rewards."""
+    instance's behaviour policy conditioned on ``N(a0) >= k`` under M_d; Bernoulli rewards.
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+    instance : int
+        0 for I1, 1 for I2.
+    rng : numpy.random.Generator, int or None
+        The source of randomness (``checks.as_generator``).
+
+    Returns
+    -------
+    OfflineDataset
+        ``pair.n`` rows.
+    """
     rng = as_generator(rng)
     n0 = int(sample_source_counts(pair, instance, rng, 1)[0])
     if pair.model == "fixed":
@@ -318,7 +478,24 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
                         scheme: str = "source") -> np.ndarray:
     """Positions (sorted) of a request of ``pair.k`` points chosen uniformly at random, independently of
     the rewards: from arm a0 (``scheme="source"``, the single-source request of the algorithms) or from
-    all of D (``"uniform"``, Lemma A.8).  Use ``DeletionRequest.from_indices(dataset, positions)``."""
+    all of D (``"uniform"``, Lemma A.8).  Use ``DeletionRequest.from_indices(dataset, positions)``.
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+    dataset : OfflineDataset
+        A dataset of the pair (``sample_pair_dataset``).
+    rng : numpy.random.Generator, int or None
+        The source of randomness (``checks.as_generator``).
+    scheme : str
+        ``"source"`` or ``"uniform"``.
+
+    Returns
+    -------
+    numpy.ndarray of int (k,)
+        Sorted, distinct positions into ``dataset``.
+    """
     _check_pair(pair)
     check_instance(dataset, OfflineDataset, "dataset")
     check_choice(scheme, "scheme", REQUEST_SCHEMES)
@@ -329,10 +506,21 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     return np.sort(rng.choice(pool, size=pair.k, replace=False))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 15 (line 506): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 17 (line 683): "3. Implementation" ---
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
-    """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts."""
+    """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts.
+
+    Parameters
+    ----------
+    p, q : float or array_like
+        Success probabilities in [0, 1].
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     p, q = as_real_array(p, "p"), as_real_array(q, "q")
     try:
         np.broadcast_shapes(p.shape, q.shape)
@@ -345,7 +533,19 @@ def bernoulli_kl(p, q):
 
 def per_sample_kl(pair: TwoPointPair) -> float:
     """KL between the laws of one (arm, reward) pair of M_d under I1 and I2:
-    ``sum_a d_1(a) [ln(d_1(a)/d_2(a)) + kl(mu_1(a) || mu_2(a))]``."""
+    ``sum_a d_1(a) [ln(d_1(a)/d_2(a)) + kl(mu_1(a) || mu_2(a))]``.
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+        Of kind ``"distribution"`` or ``"small_cstar"`` (M_d).
+
+    Returns
+    -------
+    float
+        In nats.
+    """
     _check_pair(pair)
     if pair.model != "distribution":
         raise ValueError("per_sample_kl is for M_d pairs (under M_f the arms are not sampled)")
@@ -361,6 +561,18 @@ def retained_kl(pair: TwoPointPair, scheme: str = "source") -> float:
     size N - k (Lemma A.8), so ``(N - k) per_sample_kl``.  M_d, ``"source"``: the KL of the law of
     N(a0) (conditioned on N(a0) >= k) plus the expected KL of the retained rewards.  The order of the
     retained points carries no information (uniform given the counts in both instances).
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+    scheme : str
+        ``"source"`` or ``"uniform"``.
+
+    Returns
+    -------
+    float
+        In nats.
     """
     _check_pair(pair)
     check_choice(scheme, "scheme", REQUEST_SCHEMES)
@@ -378,10 +590,22 @@ def retained_kl(pair: TwoPointPair, scheme: str = "source") -> float:
     return counts_kl + float(p1 @ (n0 - pair.k).clip(0)) * kl_arms[a0] + float(p1 @ (pair.n - n0)) * kl_arms[other]
 
 
+# --- from notebooks/mab/04a_lower_bounds.py, cell 18 (line 767): "3. Implementation" ---
 def paper_kl_bound(pair: TwoPointPair) -> float:
     """The paper's bound on the KL of the retained data: ``10 Delta^2 (N(a0) - k)`` (Theorem 3.7),
     ``10 Delta^2 (N - k) / C*`` (Theorem 3.9), and the closed form
-    ``(N - k) (2 - C*)/C* ln(2/(C* - 1))`` for C* in (1, 2)."""
+    ``(N - k) (2 - C*)/C* ln(2/(C* - 1))`` for C* in (1, 2).
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+
+    Returns
+    -------
+    float
+        In nats.
+    """
     _check_pair(pair)
     if pair.kind == "fixed":
         return float(10 * pair.gap ** 2 * pair.retained)
@@ -391,7 +615,7 @@ def paper_kl_bound(pair: TwoPointPair) -> float:
     return float(pair.retained * (2 - c) / c * np.log(2 / (c - 1)))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 17 (line 571): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 20 (line 795): "3. Implementation" ---
 def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=None) -> float:
     """The extra KL of revealing the LCB learner's output ``pi(D)`` (``tau``, default ``1/N``) on top
     of D \\ U (single-source request): ``E_I1[kl(P_I1[pi(D) = a0 | D\\U] || P_I2[pi(D) = a0 | D\\U])]``.
@@ -401,6 +625,20 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     values of N(a0) at which pi(D) is revealed (default: all); for Algorithm 3, those where the
     Gaussian branch is possible.  The sum runs over every such N(a0) of positive probability and
     every retained reward sum: about N(a0) x N(other) terms per N(a0).
+
+    Parameters
+    ----------
+    pair : TwoPointPair
+        The two instances.
+    tau : float or None
+        The LCB learner's confidence level; ``None``: ``1/N``.
+    source_counts : array_like of int or None
+        The values of ``N(a0)`` at which the output is revealed; ``None``: all.
+
+    Returns
+    -------
+    float
+        The extra KL, in nats (>= 0).
     """
     _check_pair(pair)
     tau = 1 / pair.n if tau is None else check_tau(tau)
@@ -431,14 +669,31 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     return total
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 20 (line 631): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 23 (line 869): "3. Implementation" ---
 # ----------------------------------------------------------------------------------------- bounds
 def le_cam_bound(gap, kl, epsilon, delta=0.0):
     """The two-point chain with any KL bound and delta: for every (epsilon, delta)-unlearning mechanism,
     the average over I1, I2 of ``E[mu_I(a*_I) - mu_I(output)]`` is at least
     ``(gap / 2) e^-epsilon max{0, e^-kl / 2 - 2 delta}`` when ``kl`` bounds the KL between the laws of
     what the reference mechanism reads (D \\ U) under the two instances.  epsilon >= 0 (0 for a (0, 0)
-    mechanism such as rollback).  Broadcasts."""
+    mechanism such as rollback).  Broadcasts.
+
+    Parameters
+    ----------
+    gap : float or array_like
+        The sub-optimality gap of both instances, in (0, 1].
+    kl : float or array_like
+        An upper bound (>= 0) on the KL between the two laws of what the reference mechanism reads.
+    epsilon : float or array_like
+        The unlearning guarantee's ``epsilon >= 0``.
+    delta : float or array_like
+        The guarantee's ``delta``, in [0, 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     gap, kl = as_real_array(gap, "gap"), as_real_array(kl, "kl")
     if np.any(~np.isfinite(gap)) or np.any((gap <= 0) | (gap > 1)):
         raise ValueError(f"gap must lie in (0, 1], got {gap}")
@@ -464,20 +719,53 @@ def _counts_k_array(n_name, n, k):
 def lower_bound_fixed(n_a0, k, epsilon, delta=None):
     """Theorem 3.7 (M_f): ``SubOpt >= (e^-epsilon / 16) sqrt(1 / (5 e (N(a0) - k)))`` for every
     (epsilon, delta)-unlearning mechanism with ``delta <= 1/(8 sqrt(e))`` (``delta``, if given, is
-    checked against that).  Arrays broadcast."""
+    checked against that).  Arrays broadcast.
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        ``N(a0)`` and the request size (``1 <= k < N(a0)``).
+    epsilon : float or array_like
+        The unlearning guarantee's ``epsilon >= 0``.
+    delta : float, array_like or None
+        If given, checked to be at most ``1/(8 sqrt(e))``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     n, k = _counts_k_array("n_a0", n_a0, k)
     eps = _epsilon(epsilon)
     _theorem_delta(delta)
     return _out(np.exp(-eps) / 16 * np.sqrt(1 / (5 * np.e * (n - k))))
 
 
+# --- from notebooks/mab/04a_lower_bounds.py, cell 24 (line 941): "3. Implementation" ---
 def lower_bound_distribution(n, k, c_star, epsilon, delta=None):
     """Theorem 3.9 (M_d, C* >= 2): ``SubOpt >= (e^-epsilon / 16) sqrt(C* / (5 e (N - k)))`` for every
     (epsilon, delta)-unlearning mechanism with ``delta <= 1/(8 sqrt(e))``.  Arrays broadcast.
 
     The printed formula follows from the paper's proof only for ``N - k >= 1.25 C*`` (where the cap
     ``Delta <= 1/5`` is inactive); below that it is unproven, and for ``C*/(N - k) > 1280 e e^(2 epsilon)``
-    it exceeds 1, so it cannot hold there (chapter A4b, Section 2)."""
+    it exceeds 1, so it cannot hold there (chapter A4b, Section 2).
+
+    Parameters
+    ----------
+    n, k : int or array_like of int
+        Dataset and request size (``1 <= k < N``).
+    c_star : float or array_like
+        Concentrability ``C* >= 2``.
+    epsilon : float or array_like
+        The unlearning guarantee's ``epsilon >= 0``.
+    delta : float, array_like or None
+        If given, checked to be at most ``1/(8 sqrt(e))``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     n, k = _counts_k_array("n", n, k)
     c = _c_star(c_star, 2.0, np.inf, "Theorem 3.9")
     eps = _epsilon(epsilon)
@@ -491,7 +779,24 @@ def lower_bound_small_cstar(n, k, c_star, epsilon, kl="paper"):
     ``kl="paper"``: the closed form ``(N - k)(2 - C*)/C* ln(2/(C* - 1))`` (an upper bound on the exact
     KL of the paper's construction -- checked in chapter A4b); ``"exact"``: ``(N - k) per_sample_kl``
     (Lemma A.8, uniform deletion; the tightest valid value); or a number: any upper bound on the KL of
-    the retained data of the construction actually used."""
+    the retained data of the construction actually used.
+
+    Parameters
+    ----------
+    n, k : int or array_like of int
+        Dataset and request size (``1 <= k < N``).
+    c_star : float or array_like
+        Concentrability ``C*`` in (1, 2).
+    epsilon : float or array_like
+        The unlearning guarantee's ``epsilon >= 0``.
+    kl : str or float
+        ``"paper"``, ``"exact"`` or a number, as above.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     n_, k_ = _counts_k_array("n", n, k)
     c = _c_star(c_star, 1.0, 2.0, "The C* in (1, 2) lower bound")
     eps = _epsilon(epsilon)

@@ -61,6 +61,7 @@ from bandit_unlearning.mab.lcb import LCBState, check_tau, lcb_scores
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, check_delta, check_epsilon, gaussian_delta
 from bandit_unlearning.protocol import register_unlearn, unlearn
+from bandit_unlearning.literate import FieldView
 
 
 # --- from notebooks/mab/09a_deletion_stream.py, cell 5 (line 156): "2.1 The accountant" ---
@@ -68,27 +69,78 @@ def gdp_budget(epsilon, delta) -> float:
     """The largest ``mu`` whose Gaussian-DP pair is (epsilon, delta)-close: ``delta_mu(epsilon) <= delta``.
 
     ``1 / analytic_gaussian_sigma(1, epsilon, delta)`` (the calibration is certified, so the budget errs
-    on the safe side)."""
+    on the safe side).
+
+    Parameters
+    ----------
+    epsilon : float
+        The target ``epsilon > 0``.
+    delta : float
+        The target ``delta`` in (0, 1).
+
+    Returns
+    -------
+    float
+        ``mu*``.
+    """
     return 1.0 / analytic_gaussian_sigma(1.0, check_epsilon(epsilon), check_delta(delta))
 
 
 def gdp_delta(mu, epsilon) -> float:
-    """``delta_mu(epsilon)``: the exact privacy profile of a mu-GDP pair (Gaussian noise 1, shift mu)."""
+    """``delta_mu(epsilon)``: the exact privacy profile of a mu-GDP pair (Gaussian noise 1, shift mu).
+
+    Parameters
+    ----------
+    mu : float
+        The shift (>= 0).
+    epsilon : float
+        The ``epsilon`` at which to read the profile.
+
+    Returns
+    -------
+    float
+    """
     mu = check_real(mu, "mu", 0)
     return 0.0 if mu == 0 else float(gaussian_delta(1.0, mu, check_epsilon(epsilon)))
 
 
 def request_mus(release_mus) -> np.ndarray:
-    """``mu_{j:t} = sqrt(sum_{s >= j} mu_s^2)`` for every request ``j`` (release ``s`` follows request ``s``)."""
+    """``mu_{j:t} = sqrt(sum_{s >= j} mu_s^2)`` for every request ``j`` (release ``s`` follows request ``s``).
+
+    Parameters
+    ----------
+    release_mus : array_like of float (s,)
+        The whitened shift ``mu_s >= 0`` of every release so far, oldest first.
+
+    Returns
+    -------
+    numpy.ndarray (s,)
+        ``mu_{j:t}`` for ``j = 1 .. s`` (non-increasing).
+    """
     mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
     return np.sqrt(np.cumsum((mus ** 2)[::-1])[::-1])
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 6 (line 249): "2.1 The accountant" ---
 def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
     """The accountant: may a release with whitened shift ``mu_new`` follow ``release_mus``?
 
     Every request's composed ``mu_{j:t}`` must stay within the budget; the oldest request's is the
-    largest, and a new request's own window starts with this release."""
+    largest, and a new request's own window starts with this release.
+
+    Parameters
+    ----------
+    release_mus : array_like of float (s,)
+        The whitened shift ``mu_s >= 0`` of every release so far, oldest first.
+    mu_new : float
+        The shift of the candidate release (>= 0).
+    mu_budget : float
+        The budget ``mu*`` (``gdp_budget``).
+
+    Returns
+    -------
+    bool
+    """
     mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
     mus = np.append(mus, check_real(mu_new, "mu_new", 0))
     return bool(request_mus(mus)[0] <= check_real(mu_budget, "mu_budget", 0))
@@ -96,7 +148,24 @@ def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
 
 def release_shift(pub_counts, pending_counts, log_term: float, sigma: float) -> float:
     """Whitened shift ``mu_s`` of a release: the L2 norm over the arms with pending rows of the exact
-    sensitivity (removing ``pending_counts[a]`` of ``pub_counts[a]`` rows), divided by ``sigma``."""
+    sensitivity (removing ``pending_counts[a]`` of ``pub_counts[a]`` rows), divided by ``sigma``.
+
+    Parameters
+    ----------
+    pub_counts : array_like of int (m,)
+        Rows per arm of the released-from statistic.
+    pending_counts : array_like of int (m,)
+        Pending rows per arm (those the release would leave inside it).
+    log_term : float
+        ``L = ln(m / tau)``.
+    sigma : float
+        The noise scale (> 0).
+
+    Returns
+    -------
+    float
+        ``mu_s`` (0 when nothing is pending).
+    """
     sigma = check_positive(sigma, "sigma")
     pub, pend = np.asarray(pub_counts), np.asarray(pending_counts)
     arms = np.flatnonzero(pend > 0)
@@ -110,7 +179,28 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
                       max_requests: int = 100_000) -> int:
     """How many consecutive requests of ``k`` rows on the served arm (``n_arm`` rows) the adaptive model
     keeps pending before the accountant forces a rollback: the largest ``c`` with
-    ``sum_{j=1..c} (Delta(n_arm, j k) / sigma)^2 <= mu_budget^2``."""
+    ``sum_{j=1..c} (Delta(n_arm, j k) / sigma)^2 <= mu_budget^2``.
+
+    Parameters
+    ----------
+    n_arm : int
+        The rows of the served arm (>= 1).
+    k : int
+        The rows of each request, in ``[1, n_arm]``.
+    log_term : float
+        ``L = ln(m / tau)``.
+    sigma : float
+        The model's noise scale (> 0).
+    epsilon, delta
+        The model's guarantee (they fix ``mu_budget``).
+    max_requests : int
+        Where to stop counting.
+
+    Returns
+    -------
+    int
+        The capacity ``c``, at most ``max_requests``.
+    """
     n_arm = check_int(n_arm, "n_arm", 1)
     k, max_requests = check_int(k, "k", 1, n_arm), check_int(max_requests, "max_requests", 0)
     sigma = check_positive(sigma, "sigma")
@@ -123,11 +213,23 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 7 (line 260): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 8 (line 349): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
-    row (``rollback_pending``), the arms noised, and the release's whitened shift ``mu``."""
+    row (``rollback_pending``), the arms noised, and the release's whitened shift ``mu``.
+
+    Parameters
+    ----------
+    noise_request : bool
+        Keep the new request pending and noise its arms.
+    rollback_pending : bool
+        Roll back every pending row (the new request's included).
+    noised_arms : tuple of int
+        The arm indices noised.
+    mu : float
+        The release's whitened shift ``mu_s`` (0 when nothing is noised).
+    """
 
     noise_request: bool
     rollback_pending: bool
@@ -149,7 +251,37 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     ``reference="conditional"`` (Paper A's rule): an adaptive request is kept pending only when it sits
     on the served arm (``on_policy``), a decision that reads the previous release.
     ``reference="literal"``: every adaptive request is kept pending when the accountant admits it;
-    ``on_policy`` is not read, so the plan is a function of counts and earlier shifts alone."""
+    ``on_policy`` is not read, so the plan is a function of counts and earlier shifts alone.
+
+    Parameters
+    ----------
+    pub_counts : array_like of int (m,)
+        Rows per arm of the released-from statistic.
+    pending_counts : array_like of int (m,)
+        Pending rows per arm before this request.
+    request_counts : array_like of int (m,)
+        The new request's rows per arm.
+    on_policy : bool
+        Whether every row of the request is on the served arm.
+    release_mus : array_like of float (s,)
+        The whitened shift ``mu_s >= 0`` of every release so far, oldest first.
+    log_term : float
+        ``L = ln(m / tau)``.
+    sigma : float or None
+        The noise scale (``None`` for a rollback model).
+    mu_budget : float or None
+        The accountant's budget (``None`` for a rollback model).
+    method : str
+        One of ``MODEL_METHODS``.
+    admit : callable
+        ``admit(release_mus, mu_new, mu_budget) -> bool`` (default ``admits``).
+    reference : str
+        One of ``REFERENCES``.
+
+    Returns
+    -------
+    ReleasePlan
+    """
     check_choice(method, "method", MODEL_METHODS)
     check_choice(reference, "reference", REFERENCES)
     pub = np.asarray(pub_counts, dtype=np.int64)
@@ -164,7 +296,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 9 (line 344): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 10 (line 475): "2.3 The model" ---
 MODEL_METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
@@ -180,7 +312,37 @@ class DeletionRecord:
     reference world the promise holds against (``REFERENCES``): ``"literal"`` (a model that never saw
     the deleted rows: every release of ``method="rollback"``, every release of an adaptive model fitted
     with ``reference="literal"``) or ``"conditional"`` (given the releases already made: Paper A's
-    branch rule reads the served arm, which depends on the deleted rewards)."""
+    branch rule reads the served arm, which depends on the deleted rewards).
+
+    Parameters
+    ----------
+    request_id : int
+        The request's position in the log (0 first).
+    rows : tuple or None
+        The deleted row ids, or ``None`` (then ``n_rows`` is required).
+    method : str
+        ``"gaussian"`` (the request kept pending, its arms noised) or ``"rollback"``.
+    rolled_back : tuple of int
+        The request ids whose rows this release rolled back.
+    noised_arms : tuple
+        The arm labels noised in this release.
+    sigma : float
+        The noise's standard deviation (0 when nothing is noised).
+    mu_release : float
+        This release's whitened shift ``mu_s``.
+    mu_max : float
+        The largest composed ``mu_{j:t}`` over the requests so far.
+    delta_at_target : float
+        ``delta_mu(epsilon)`` of ``mu_max`` (0 for ``"rollback"``).
+    policy : object
+        The arm label released.
+    reason : str
+        Why the release did what it did, one of ``REASONS``.
+    n_rows : int or None
+        The number of deleted rows (``None``: ``len(rows)``).
+    reference : str
+        One of ``REFERENCES``.
+    """
 
     request_id: int
     rows: tuple | None
@@ -214,7 +376,7 @@ class DeletionRecord:
         return DeletionRecord(**{**self.__dict__, "rows": None})
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 11 (line 399): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 12 (line 560): "2.3 The model" ---
 _DENSE_SPAN = 1 << 24          # integer labels spanning at most this many values are numbered by counting
 
 
@@ -251,7 +413,7 @@ def _code_point_labels(arms):
     return np.ascontiguousarray(back).view(arms.dtype).reshape(-1), inverse
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 13 (line 440): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 14 (line 601): "2.3 The model" ---
 def _labels_and_index(arms, labels):
     """(arm labels, int64 index of each row's label) for ``LCBModel.fit``.
 
@@ -327,7 +489,7 @@ def _labels_and_index_slow(arms, labels):
     return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 15 (line 521): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 16 (line 682): "2.3 The model" ---
 def check_row_ids(rows, n_fit: int, alive: np.ndarray) -> np.ndarray:
     """The live row ids ``rows`` of a model fitted on ``n_fit`` rows, as a sorted int64 array.
 
@@ -417,7 +579,7 @@ def _frozen(a):
     return a
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 17 (line 615): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 18 (line 776): "2.3 The model" ---
 _SCALE = 1127                  # every reward in [0, 1] is an integer multiple of 2**-1127 (53 + 1074 bits)
 _DYADIC = 20                   # rewards that are multiples of 2**-20 (clicks, ratings, ...) sum exactly in floats
 
@@ -469,7 +631,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 19 (line 677): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 20 (line 838): "2.3 The model" ---
 @dataclass(frozen=True, eq=False)
 class ReleaseState:
     """What one deletion of an ``LCBModel`` changes, immutable: ``labels``, ``tau``, ``method``,
@@ -477,7 +639,13 @@ class ReleaseState:
     ``sums`` and ``exact_sums`` (the live rows' statistic, the sums also exactly, in units of
     ``2**-1127``); ``pub_counts``, ``pub_sums``, ``pub_exact`` (the released-from statistic);
     ``pending_counts``, ``pending_ids``; ``release_mus`` (every release's shift); ``policy`` (the arm
-    index served); ``n_requests`` (requests so far).  Arrays are read-only copies."""
+    index served); ``n_requests`` (requests so far).  Arrays are read-only copies.
+
+    Parameters
+    ----------
+    labels, tau, method, epsilon, delta, sigma, mu_budget, reference, counts, sums, exact_sums, pub_counts, pub_sums, pub_exact, pending_counts, pending_ids, release_mus, policy, n_requests
+        The fields above; ``LCBModel.release_state`` builds it.
+    """
 
     labels: tuple
     tau: float
@@ -514,7 +682,7 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 21 (line 726): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 22 (line 893): "2.3 The model" ---
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -594,7 +762,7 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
     return new, record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 23 (line 819): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 24 (line 986): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -602,7 +770,20 @@ class LCBModel:
     ``LCBModel.load``.  After each request the model makes one release, ``policy`` (an arm label).
     ``statistics`` is the exact ``LCBState`` of what remains (tau fixed at fit).  Pickling drops the
     noise generator (as ``save`` does); an unpickled model draws fresh OS entropy.
+
+    Parameters
+    ----------
+    labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums, pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng, exact_sums, reference
+        The model's whole state (keyword-only; ``rng`` a ``numpy.random.Generator``), as the
+        constructors build it: not for direct use.  A deletion changes the fields of ``ReleaseState``.
     """
+
+    labels = FieldView("The arm labels, in arm-index order (fixed at fit).")
+    tau = FieldView("The confidence level, fixed at fit.")
+    n_fit = FieldView("The number of rows at fit (row ids are ``0 .. n_fit - 1``).")
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    policy_index = FieldView("The arm index of the latest release (``labels[policy_index] == policy``).", "_policy")
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
@@ -666,7 +847,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 25 (line 897): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 26 (line 1080): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -742,7 +923,7 @@ class LCBModel:
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 27 (line 988): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 28 (line 1171): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -758,6 +939,10 @@ class LCBModel:
         Arm labels are integers when every label in the file is a canonical decimal integer
         (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
         is installed, with numpy's reader otherwise: the same model either way.
+
+        Returns
+        -------
+        LCBModel
         """
         size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
         stages = _Stages(progress, ("read", "fit"), "from_csv", size)
@@ -789,7 +974,21 @@ class LCBModel:
     @classmethod
     def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                    **options) -> "LCBModel":
-        """Fit on a pandas DataFrame (or any mapping of column name -> sequence); labels keep their type."""
+        """Fit on a pandas DataFrame (or any mapping of column name -> sequence); labels keep their type.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame or mapping
+            The columns (column name -> sequence).
+        arm, reward, user
+            The column names, as in ``from_csv``.
+        **options
+            As in ``fit``.
+
+        Returns
+        -------
+        LCBModel
+        """
         names = list(frame.keys()) if hasattr(frame, "keys") else []
         missing = [c for c in (arm, reward, user) if c is not None and c not in names]
         if missing:
@@ -800,25 +999,8 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 29 (line 1057): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 30 (line 1258): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
-    @property
-    def labels(self) -> tuple:
-        return self._labels
-
-    @property
-    def tau(self) -> float:
-        """The confidence level, fixed at fit."""
-        return self._tau
-
-    @property
-    def n_fit(self) -> int:
-        return self._n_fit
-
-    @property
-    def method(self) -> str:
-        return self._method
-
     @property
     def reference(self) -> str:
         """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
@@ -831,10 +1013,6 @@ class LCBModel:
         return self._labels[self._policy]
 
     @property
-    def policy_index(self) -> int:
-        return self._policy
-
-    @property
     def statistics(self) -> LCBState:
         """The exact statistic of the rows not yet deleted (tau fixed at fit): bit for bit ``fit`` on them."""
         return LCBState(self._counts, self._sums, self._tau)
@@ -844,7 +1022,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 31 (line 1125): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 32 (line 1295): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -858,10 +1036,6 @@ class LCBModel:
     def pending_counts(self) -> np.ndarray:
         """Per-arm number of pending rows (public: ``plan_release`` can be replayed from it)."""
         return _frozen(self._pending_counts)
-
-    @property
-    def mu_budget(self):
-        return self._mu_budget
 
     @property
     def mu_max(self) -> float:
@@ -882,7 +1056,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 33 (line 1185): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 34 (line 1349): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -906,7 +1080,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 35 (line 1222): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 36 (line 1386): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -982,33 +1156,25 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2167): "2.5 Loading: every entry checked before it is used" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 64 (line 2355): "2.5 Loading: every entry checked before it is used" ---
     def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
-        """Write the model to ``path`` (``.npz``) atomically, as ``save_model`` does.
+        """``save_model(self, path, ...)``: write the model to ``path`` (``.npz``) atomically.
 
         Parameters
         ----------
-        path : the file to write (its folder must exist).
-        keep_row_ids : also write the deleted row ids of every request (default: only their number).
-        key : optional secret (bytes, at least 16) for an HMAC-SHA256 tag; ``load`` then needs it.
-        progress : None (a bar on a terminal for a large model), False, or ``callable(stage, done, total)``.
-
-        Returns
-        -------
-        None
+        path, keep_row_ids, key, progress
+            As in ``save_model``, which describes them once.
         """
         save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
 
     @staticmethod
     def load(path, rng=None, *, key=None, progress=None) -> "LCBModel":
-        """Read a model written by ``save``, after checking every section (``load_model``).
+        """``load_model(path, ...)``: read a model written by ``save``, after checking every section.
 
         Parameters
         ----------
-        path : the file.
-        rng : the noise generator of the loaded model, as in ``fit`` (the file holds none).
-        key : the HMAC key the file was saved with (required for an authenticated file).
-        progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
+        path, rng, key, progress
+            As in ``load_model``, which describes them once.
 
         Returns
         -------
@@ -1017,7 +1183,7 @@ class LCBModel:
         return load_model(path, rng, key=key, progress=progress)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 37 (line 1319): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 38 (line 1483): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1049,7 +1215,7 @@ def _typed_column(values, codes, sort):
     return values[order], rank[codes]
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 39 (line 1355): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 40 (line 1519): "2.3 The model" ---
 def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
     """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
     for every column but ``reward``, which is returned as a float64 array.
@@ -1137,10 +1303,22 @@ def _parses_as_float(v) -> bool:
     return True
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 41 (line 1446): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 42 (line 1610): "2.3 The model" ---
 def plot_budget(model, ax=None):
     """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
-    the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes."""
+    the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes.
+
+    Parameters
+    ----------
+    model : LCBModel
+        An adaptive model.
+    ax : matplotlib.axes.Axes or None
+        Where to draw; ``None``: a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
     check_instance(model, LCBModel, "model")
     import matplotlib.pyplot as plt
     if ax is None:
@@ -1159,7 +1337,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 43 (line 1521): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 44 (line 1697): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1250,7 +1428,7 @@ def _record_json(r: DeletionRecord) -> dict:
             "policy": r.policy}
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 45 (line 1616): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 46 (line 1792): "2.4 Persistence" ---
 def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
@@ -1313,9 +1491,21 @@ def _process_runs(pid: int) -> bool:
     return True
 
 
+# --- from notebooks/mab/09a_deletion_stream.py, cell 47 (line 1855): "2.4 Persistence" ---
 def remove_stale_temporary_files(path) -> list:
     """Remove the temporary files that a save to ``path`` interrupted by a killed process left behind
-    (a file of a process that still runs is kept: it may be another writer).  Returns their paths."""
+    (a file of a process that still runs is kept: it may be another writer).  Returns their paths.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file whose folder is cleaned (the folder must exist).
+
+    Returns
+    -------
+    list of str
+        The paths removed.
+    """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
@@ -1331,7 +1521,7 @@ def remove_stale_temporary_files(path) -> list:
     return removed
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 47 (line 1701): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1889): "2.4 Persistence" ---
 def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
@@ -1380,7 +1570,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1758): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1946): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1453,7 +1643,7 @@ def _read_entries(path, keys):
         raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1834): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 2022): "2.5 Loading: every entry checked before it is used" ---
 def _verify(path, arrays, sections, key):
     """Digests of the given sections (bound to the statistics digest), then the key's tag."""
     try:
@@ -1494,7 +1684,7 @@ def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 1879): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 2067): "2.5 Loading: every entry checked before it is used" ---
 _RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
                   "mu_max", "delta_at_target", "policy"}
 
@@ -1574,7 +1764,7 @@ def _check_statistics_section(path, a) -> dict:
     return meta
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 1963): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 57 (line 2151): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_section(path, a, meta, pending_counts) -> list:
     mus = a["release_mus"]
     if not (np.all(np.isfinite(mus)) and np.all(mus >= 0)):
@@ -1650,7 +1840,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
     return records
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 56 (line 2038): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 58 (line 2226): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_row_ids(path, a, meta, records) -> None:
     """The log's kept row ids: ``log_offsets`` delimit each record's ``n_rows`` distinct ids below ``n_fit``."""
     rows, offsets = a["log_rows"], a["log_offsets"]
@@ -1664,7 +1854,7 @@ def _check_log_row_ids(path, a, meta, records) -> None:
         _refuse(path, "row ids present in the log although row_ids_kept is false")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 58 (line 2055): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2243): "2.5 Loading: every entry checked before it is used" ---
 def _check_rows_section(path, a, meta):
     n_live, m = meta["n_live"], len(meta["labels"])
     ids, arms, rewards = a["row_ids"], a["row_arms"], a["row_rewards"]
@@ -1702,7 +1892,7 @@ def _check_rows_section(path, a, meta):
     return users, exact
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2096): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2284): "2.5 Loading: every entry checked before it is used" ---
 @_plain
 def load_statistics(path, *, key=None) -> LCBState:
     """The exact statistic of what remains, read and verified without the row store or the log: O(m).

@@ -21,7 +21,7 @@ from bandit_unlearning.checks import as_array, check_bool, check_int, check_real
 from bandit_unlearning.mab.bounds import gamma0_paper, gaussian_branch_bound, rollback_branch_bound
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 23 (line 729): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
+# --- from notebooks/mab/07_multi_source.py, cell 23 (line 748): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
 def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int, gamma: float,
                      star_is_source: bool, gamma0: float | None = None) -> float:
     """Theorem 3.13 (M_f, tau = 1/N, L = ln(Nm)): the sub-optimality bound of Algorithm 7 for source arms
@@ -34,6 +34,24 @@ def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int,
     otherwise ``sqrt(2L/N_*) + 2/N``.  ``gamma0``: the threshold the algorithm used (default the paper's
     ``gamma0' = (4/3) sqrt(pi L / (N_min - k_max))``).  Refuses source arms violating Lemma A.1's condition
     ``k_i <= N_i - sqrt(N_i L / 2)`` or ``k_max >= N_min`` (the theorem's assumptions).
+
+    Parameters
+    ----------
+    n, n_arms, n_star, gamma
+        As in ``theorem33_bound``.
+    source_counts : array_like of int (s,)
+        ``N_i``, the points of each source arm before the deletion.
+    source_ks : array_like of int (s,)
+        ``k_i >= 1``, the points deleted from each source arm (same length as ``source_counts``).
+    star_is_source : bool
+        Whether the optimal arm ``a*`` is one of the source arms.
+    gamma0 : float or None
+        The threshold the algorithm used; ``None``: the paper's ``gamma0'``.
+
+    Returns
+    -------
+    float
+        The bound on the expected sub-optimality after unlearning.
     """
     n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     counts, ks = np.atleast_1d(as_array(source_counts, "source_counts")), np.atleast_1d(as_array(source_ks, "source_ks"))

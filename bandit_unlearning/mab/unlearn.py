@@ -659,11 +659,10 @@ def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnO
     options = check_options(options)
     _check_call(state, request, rng)
     rng = as_generator(rng)
-    request.validate_against(state)
+    rolled = rollback(state, request)               # validates the request against the state; draws nothing
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
     rng = np.random.default_rng() if rng is None else rng          # OS entropy unless the caller opts in
-    rolled = rollback(state, request)
     base, rolled_back = _unlearned_base(state, request, rolled, plans, rng)
     scores = _release(base, plans, rng)
     return rolled, UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options,
@@ -1047,6 +1046,25 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     ``(f_j - f_i)/sigma_i`` as break points, absolute tolerance ``epsabs``; a ``RuntimeError`` is
     raised if quad's error estimate exceeds ``1e-9`` for some arm.  The result is renormalised (the
     sum is 1 to within the quadrature error before that).
+
+    Parameters
+    ----------
+    scores : array_like (m,)
+        The scores before noise (finite).
+    sigmas : array_like (m,)
+        The noise's standard deviation on each arm (finite, >= 0; 0: a noiseless arm).
+    epsabs : float
+        The absolute tolerance given to ``quad`` for each arm's integral.
+
+    Returns
+    -------
+    numpy.ndarray (m,)
+        ``P[argmax = a]`` for every arm (non-negative, sums to 1).
+
+    Raises
+    ------
+    RuntimeError
+        When the quadrature's error estimate exceeds 1e-9.
     """
     scores, sigmas = check_real_array(scores, "scores"), as_array(sigmas, "sigmas").astype(float)
     epsabs = check_real(epsabs, "epsabs", 0, low_open=True)
@@ -1087,7 +1105,7 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     return out / out.sum()
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 13 (line 414): "5b. Noise on several arms is one mechanism" ---
+# --- from notebooks/mab/07_multi_source.py, cell 13 (line 433): "5b. Noise on several arms is one mechanism" ---
 def _joint_sensitivity(delta_fs):
     """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
     that the scalar and the batched paths give the same bits."""

@@ -13,10 +13,25 @@ import numpy as np
 from bandit_unlearning.checks import check_int, check_real, check_real_array
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 21 (line 591): "3. Lemma 3.1: why pessimism works" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 23 (line 768): "3. Lemma 3.1: why pessimism works" ---
 def hoeffding_margin(n_samples: int, width: float, fail_prob: float) -> float:
     """One-sided Hoeffding deviation: ``P[mean - E > t] <= fail_prob`` for ``n_samples`` i.i.d.
-    values in an interval of length ``width``; returns ``t = width sqrt(ln(1/fail_prob) / (2 n))``."""
+    values in an interval of length ``width``; returns ``t = width sqrt(ln(1/fail_prob) / (2 n))``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of i.i.d. values averaged (>= 1).
+    width : float
+        Length of the interval the values lie in (>= 0).
+    fail_prob : float
+        The probability, in (0, 1), that the deviation exceeds the margin.
+
+    Returns
+    -------
+    float
+        The margin ``t``.
+    """
     n_samples = check_int(n_samples, "n_samples", 1)
     width = check_real(width, "width", 0)
     fail_prob = check_real(fail_prob, "fail_prob", 0, 1, low_open=True, high_open=True)
@@ -24,7 +39,20 @@ def hoeffding_margin(n_samples: int, width: float, fail_prob: float) -> float:
 
 
 def mean_and_stderr(values, axis: int = 0):
-    """Sample mean and its standard error along ``axis`` (at least one value along it)."""
+    """Sample mean and its standard error along ``axis`` (at least one value along it).
+
+    Parameters
+    ----------
+    values : array_like
+        The samples.
+    axis : int
+        The axis to average over.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(mean, stderr)``, with ``axis`` removed; ``stderr = std(ddof=1) / sqrt(n)`` (0 for one value).
+    """
     values = check_real_array(values, "values", allow_inf=True)
     axis = check_int(axis, "axis", -max(values.ndim, 1), max(values.ndim, 1) - 1)
     if values.ndim == 0 or values.shape[axis] == 0:

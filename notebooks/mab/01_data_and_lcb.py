@@ -77,7 +77,15 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 def restore_readonly(obj, state: dict) -> None:
     """``__setstate__`` of a frozen dataclass that stores read-only arrays: unpickling rebuilds them
-    as fresh, writeable arrays, so set the state and make every array in it read-only again."""
+    as fresh, writeable arrays, so set the state and make every array in it read-only again.
+
+    Parameters
+    ----------
+    obj : object
+        The frozen dataclass being unpickled.
+    state : dict
+        Its pickled ``__dict__``.
+    """
     if not isinstance(state, dict):
         raise TypeError(f"state must be a dict, got {type(state).__name__}")
     obj.__dict__.update(state)
@@ -87,7 +95,18 @@ def restore_readonly(obj, state: dict) -> None:
 
 
 def check_means(means) -> np.ndarray:
-    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1]); returns a new array."""
+    """Validate a vector of mean rewards (1-D, non-empty, finite, in [0, 1]); returns a new array.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float array.
+    """
     means = check_real_array(means, "means")
     if means.ndim != 1 or means.size == 0:
         raise ValueError(f"means must be a non-empty 1-D array, got shape {means.shape}")
@@ -97,7 +116,22 @@ def check_means(means) -> np.ndarray:
 
 
 def check_distribution(p, n_arms: int, name: str = "behavior") -> np.ndarray:
-    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1); returns a new array."""
+    """Validate a probability vector over ``n_arms`` arms (non-negative, sums to 1); returns a new array.
+
+    Parameters
+    ----------
+    p : array_like (n_arms,)
+        The probability of each arm.
+    n_arms : int
+        The length ``p`` must have.
+    name : str
+        The argument's name, for error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new float array.
+    """
     n_arms = check_int(n_arms, "n_arms", 1)
     p = as_real_array(p, name)
     if p.shape != (n_arms,):
@@ -120,6 +154,15 @@ class OfflineDataset:
     The arrays are stored as read-only copies; construction validates that arms are integers in
     ``[0, n_arms)``, rewards are finite and in ``[0, 1]``, and both have the same length.
     An empty dataset is legal (it is what deleting everything leaves).
+
+    Parameters
+    ----------
+    arms : array_like of int (N,)
+        The arm ``a_i`` of each row, in ``[0, n_arms)``.
+    rewards : array_like of float (N,)
+        The reward ``r_i`` of each row, in [0, 1].
+    n_arms : int
+        The number of arms ``m`` (>= 1), also of arms never logged.
     """
 
     arms: np.ndarray
@@ -160,7 +203,18 @@ class OfflineDataset:
 
     def without(self, indices) -> "OfflineDataset":
         """``D \\ U`` for ``U`` given as distinct positions into this dataset (integers; booleans and
-        non-whole numbers are refused)."""
+        non-whole numbers are refused).
+
+        Parameters
+        ----------
+        indices : array_like of int
+            Distinct positions in ``[0, N)`` (any shape; flattened).
+
+        Returns
+        -------
+        OfflineDataset
+            A new dataset of the other rows, in their order, with the same ``n_arms``.
+        """
         indices = check_int_array(indices, "indices").ravel()
         if np.any((indices < 0) | (indices >= len(self))):
             raise ValueError(f"indices must lie in [0, {len(self)})")
@@ -180,14 +234,38 @@ class OfflineDataset:
 
 # %% tags=["export:bandit_unlearning.mab.data"]
 def bernoulli_rewards(arm_means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One Bernoulli(``arm_means[i]``) reward per entry (``rng``: a Generator, None or a seed)."""
+    """One Bernoulli(``arm_means[i]``) reward per entry (``rng``: a Generator, None or a seed).
+
+    Parameters
+    ----------
+    arm_means : numpy.ndarray
+        The success probability of each entry, in [0, 1] (any shape).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Float rewards 0.0 or 1.0, of the shape of ``arm_means``.
+    """
     arm_means = check_real_array(arm_means, "arm_means", 0, 1)
     rng = as_generator(rng)
     return (rng.random(arm_means.shape) < arm_means).astype(float)
 
 
 def round_robin_arms(counts) -> np.ndarray:
-    """Arms in round-robin order (0, 1, ..., m-1, 0, 1, ...), skipping arms whose count is used up."""
+    """Arms in round-robin order (0, 1, ..., m-1, 0, 1, ...), skipping arms whose count is used up.
+
+    Parameters
+    ----------
+    counts : array_like of int (m,)
+        How many times each arm appears (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray of int64 (sum(counts),)
+        The arm of each position.
+    """
     counts = check_int_array(counts, "counts")
     if counts.ndim != 1 or np.any(counts < 0):
         raise ValueError(f"counts must be a 1-D array of non-negative integers, got {counts}")
@@ -201,7 +279,25 @@ def fixed_sample_dataset(
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
     """A dataset of the fixed-sample model M_f: ``counts[a]`` pulls of arm ``a``, round-robin order.
-    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    counts : array_like of int (m,)
+        Pulls ``N(a) >= 0`` of each arm.
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    sample_rewards : callable
+        ``sample_rewards(arm_means, rng) -> rewards``: one reward in [0, 1] per entry of ``arm_means``
+        (default: ``bernoulli_rewards``).
+
+    Returns
+    -------
+    OfflineDataset
+        ``sum(counts)`` rows in ``round_robin_arms(counts)`` order.
+    """
     means = check_means(means)
     counts = check_int_array(counts, "counts")
     if counts.shape != means.shape:
@@ -212,12 +308,32 @@ def fixed_sample_dataset(
     return OfflineDataset(arms, sample_rewards(means[arms], rng), means.size)
 
 
+# %% tags=["export:bandit_unlearning.mab.data"]
 def distribution_dataset(
     means, behavior, n: int, rng: np.random.Generator,
     sample_rewards: Callable[[np.ndarray, np.random.Generator], np.ndarray] = bernoulli_rewards,
 ) -> OfflineDataset:
     """A dataset of the distribution model M_d: ``n`` arms i.i.d. from ``behavior``, then rewards.
-    ``rng``: a Generator, None (fresh OS entropy) or an int seed."""
+    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    behavior : array_like (m,)
+        The behaviour policy's distribution over arms (``check_distribution``).
+    n : int
+        Dataset size ``N`` (>= 0).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    sample_rewards : callable
+        ``sample_rewards(arm_means, rng) -> rewards``: one reward in [0, 1] per entry of ``arm_means``
+        (default: ``bernoulli_rewards``).
+
+    Returns
+    -------
+    OfflineDataset
+    """
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
     n = check_count(n, "n", 0)
@@ -228,7 +344,22 @@ def distribution_dataset(
 
 
 def concentrability_behavior(n_arms: int, c_star: float, best_arm: int = 0) -> np.ndarray:
-    """The paper's behaviour policy: ``best_arm`` with probability ``1/C*``, the others uniform."""
+    """The paper's behaviour policy: ``best_arm`` with probability ``1/C*``, the others uniform.
+
+    Parameters
+    ----------
+    n_arms : int
+        Number of arms ``m`` (>= 2).
+    c_star : float
+        Concentrability ``C*`` (> 1): the best arm is logged with probability ``1/C*``.
+    best_arm : int
+        The optimal arm, in ``[0, n_arms)``.
+
+    Returns
+    -------
+    numpy.ndarray (n_arms,)
+        The behaviour distribution.
+    """
     n_arms = check_count(n_arms, "n_arms", 2)
     c_star = check_real(c_star, "c_star (C*)", 1, low_open=True)
     best_arm = check_int(best_arm, "best_arm", 0, n_arms - 1)
@@ -242,6 +373,22 @@ def sample_statistics_fixed(means, counts, rng: np.random.Generator, size: int =
 
     Equal in distribution to the per-arm statistics of ``fixed_sample_dataset`` (a sum of Bernoulli
     rewards is Binomial), at a cost independent of N.  Returns arrays of shape ``(size, m)``.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    counts : array_like of int (m,)
+        Pulls ``N(a) >= 0`` of each arm (the same in every replicate).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    size : int
+        Number of replicates (>= 0).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(counts, reward_sums)``, each of shape ``(size, m)``.
     """
     means = check_means(means)
     counts = check_int_array(counts, "counts")
@@ -253,8 +400,28 @@ def sample_statistics_fixed(means, counts, rng: np.random.Generator, size: int =
     return n.copy(), rng.binomial(n, means).astype(float)
 
 
+# %% tags=["export:bandit_unlearning.mab.data"]
 def sample_statistics_distribution(means, behavior, n: int, rng: np.random.Generator, size: int = 1):
-    """``size`` replicates of ``(counts, reward_sums)`` under M_d with Bernoulli rewards."""
+    """``size`` replicates of ``(counts, reward_sums)`` under M_d with Bernoulli rewards.
+
+    Parameters
+    ----------
+    means : array_like (m,)
+        Mean reward of each arm, in [0, 1].
+    behavior : array_like (m,)
+        The behaviour policy's distribution over arms.
+    n : int
+        Dataset size ``N`` of each replicate (>= 0).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    size : int
+        Number of replicates (>= 0).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(counts, reward_sums)``, each of shape ``(size, m)``: multinomial counts and binomial sums.
+    """
     means = check_means(means)
     behavior = check_distribution(behavior, means.size)
     n, size = check_count(n, "n", 0), check_count(size, "size", 0)
@@ -360,12 +527,9 @@ def lcb_scores(counts, reward_sums, tau: float):
 
     Parameters
     ----------
-    counts : array_like (..., m)
-        Per-arm counts ``N(a)``.
-    reward_sums : array_like (..., m)
-        Per-arm reward sums, the same shape as ``counts``.
-    tau : float
-        Confidence level in (0, 1).
+    counts, reward_sums, tau
+        As in ``LCBState``, except that the statistics may carry leading axes: shape ``(..., m)``,
+        the same for both.
 
     Returns
     -------
@@ -388,7 +552,20 @@ def lcb_scores(counts, reward_sums, tau: float):
 # %% tags=["export"]
 @dataclass(frozen=True)
 class LCBState:
-    """The stored statistic T(D) of the LCB learner: per-arm counts and reward sums, and tau."""
+    """The stored statistic T(D) of the LCB learner: per-arm counts and reward sums, and tau.
+
+    These are the shared meanings of the LCB learner's arguments; the other functions of this module
+    refer to them ("as in ``LCBState``") instead of repeating them.
+
+    Parameters
+    ----------
+    counts : array_like of int (m,)
+        Per-arm counts ``N(a) >= 0`` (``m >= 1``; their sum at most 2**62); stored as a read-only copy.
+    reward_sums : array_like of float (m,)
+        Per-arm reward sums ``S(a)``, in ``[0, N(a)]`` (rewards lie in [0, 1]); a read-only copy.
+    tau : float
+        The confidence level of the LCB radius, in (0, 1) (``check_tau``), fixed at training time.
+    """
 
     counts: np.ndarray
     reward_sums: np.ndarray
@@ -459,7 +636,7 @@ def fit_lcb(dataset: OfflineDataset, tau: float | None = None) -> LCBState:
     dataset : OfflineDataset
         The logged rows ``D`` (arms and rewards).
     tau : float or None
-        Confidence level in (0, 1); ``None`` means ``1/N`` (which needs ``N >= 2``).
+        As in ``LCBState``; ``None`` means ``1/N`` (which needs ``N >= 2``).
 
     Returns
     -------
@@ -489,7 +666,7 @@ def lemma31_bound_fixed(n_star: float, n_arms: int, tau: float) -> float:
     n_arms : int
         Number of arms ``m`` (>= 1).
     tau : float
-        Confidence level in (0, 1).
+        As in ``LCBState``.
 
     Returns
     -------
@@ -513,7 +690,7 @@ def lemma31_bound_distribution(n: float, c_star: float, n_arms: int, tau: float)
     n_arms : int
         Number of arms ``m`` (>= 1).
     tau : float
-        Confidence level in (0, 1).
+        As in ``LCBState``.
 
     Returns
     -------
@@ -598,7 +775,22 @@ from bandit_unlearning.checks import check_int, check_real, check_real_array
 
 def hoeffding_margin(n_samples: int, width: float, fail_prob: float) -> float:
     """One-sided Hoeffding deviation: ``P[mean - E > t] <= fail_prob`` for ``n_samples`` i.i.d.
-    values in an interval of length ``width``; returns ``t = width sqrt(ln(1/fail_prob) / (2 n))``."""
+    values in an interval of length ``width``; returns ``t = width sqrt(ln(1/fail_prob) / (2 n))``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of i.i.d. values averaged (>= 1).
+    width : float
+        Length of the interval the values lie in (>= 0).
+    fail_prob : float
+        The probability, in (0, 1), that the deviation exceeds the margin.
+
+    Returns
+    -------
+    float
+        The margin ``t``.
+    """
     n_samples = check_int(n_samples, "n_samples", 1)
     width = check_real(width, "width", 0)
     fail_prob = check_real(fail_prob, "fail_prob", 0, 1, low_open=True, high_open=True)
@@ -606,7 +798,20 @@ def hoeffding_margin(n_samples: int, width: float, fail_prob: float) -> float:
 
 
 def mean_and_stderr(values, axis: int = 0):
-    """Sample mean and its standard error along ``axis`` (at least one value along it)."""
+    """Sample mean and its standard error along ``axis`` (at least one value along it).
+
+    Parameters
+    ----------
+    values : array_like
+        The samples.
+    axis : int
+        The axis to average over.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(mean, stderr)``, with ``axis`` removed; ``stderr = std(ddof=1) / sqrt(n)`` (0 for one value).
+    """
     values = check_real_array(values, "values", allow_inf=True)
     axis = check_int(axis, "axis", -max(values.ndim, 1), max(values.ndim, 1) - 1)
     if values.ndim == 0 or values.shape[axis] == 0:
@@ -700,6 +905,22 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
     ``tau = 1/N``.  Returns lists keyed ``"Mf"``, ``"Md"``, ``"Mf stderr"``, ``"Md stderr"``,
     ``"Mf bound"``, ``"Md bound"``.  ``ns``: integers >= 5 (so that ``N/m >= 1``); ``reps >= 2``;
     ``rng``: a Generator, None (fresh OS entropy) or an int seed.
+
+    Parameters
+    ----------
+    ns : array_like of int
+        The dataset sizes N (1-D, each >= the number of arms 5).
+    rng : numpy.random.Generator, int or None
+        Drawn from; ``None``: fresh OS entropy; an int: a seed (``checks.as_generator``).
+    reps : int
+        Monte Carlo replicates per N (>= 2).
+    c_star : float
+        Concentrability ``C*`` of the M_d behaviour policy (> 1).
+
+    Returns
+    -------
+    dict of str to list of float
+        The six keys above, each one value per N in ``ns``.
     """
     mu = np.array(PAPER_MEANS)
     m = mu.size
@@ -722,8 +943,24 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
     return out
 
 
+# %% tags=["export:bandit_unlearning.experiments.lemma31"]
 def plot_lemma31(ns, curve: dict, ax=None):
-    """Log-log plot of ``lemma31_curve``'s output (``curve`` holds one value per N in ``ns`` under each key)."""
+    """Log-log plot of ``lemma31_curve``'s output (``curve`` holds one value per N in ``ns`` under each key).
+
+    Parameters
+    ----------
+    ns : sequence of int
+        The dataset sizes N of the curve (the x axis).
+    curve : dict
+        ``lemma31_curve(ns, ...)``.
+    ax : matplotlib.axes.Axes or None
+        The axes to draw on; ``None``: a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
     check_instance(curve, dict, "curve")
     keys = ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")
     missing = [k for k in keys if k not in curve]

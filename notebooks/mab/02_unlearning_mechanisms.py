@@ -170,6 +170,21 @@ class DeletionRequest:
     ``DeletionRequest.from_indices(dataset, indices)``.  Construction checks the request alone (1-D,
     equal lengths, at least one point, integer arms >= 0, rewards in [0, 1]); ``validate_against``
     checks it against a stored statistic.  The arrays are read-only copies.  Equality is identity.
+
+    Parameters
+    ----------
+    arms : array_like of int (k,)
+        The arm of each deleted point (>= 0; checked against the number of arms by ``validate_against``).
+    rewards : array_like of float (k,)
+        The reward of each deleted point, in [0, 1].
+
+    Raises
+    ------
+    TypeError
+        For booleans or non-numbers.
+    ValueError
+        For arrays that are not 1-D, of unequal lengths or empty, non-integer or negative arms, or
+        rewards outside [0, 1].
     """
 
     arms: np.ndarray
@@ -184,7 +199,20 @@ class DeletionRequest:
 
     @classmethod
     def from_indices(cls, dataset: OfflineDataset, indices) -> "DeletionRequest":
-        """The request deleting the points at distinct positions ``indices`` of ``dataset``."""
+        """The request deleting the points at distinct positions ``indices`` of ``dataset``.
+
+        Parameters
+        ----------
+        dataset : OfflineDataset
+            The data the points are deleted from.
+        indices : array_like of int
+            Distinct positions in ``[0, len(dataset))``.
+
+        Returns
+        -------
+        DeletionRequest
+            Its points in the order of ``indices``.
+        """
         check_instance(dataset, OfflineDataset, "dataset")
         idx = check_int_array(indices, "indices")
         if idx.ndim != 1 or idx.size == 0:
@@ -212,46 +240,93 @@ class DeletionRequest:
                 f"request names unknown arm {int(self.arms.max())}: the state has arms 0..{int(n_arms) - 1}")
         return int(n_arms)
 
-    def deleted_counts(self, n_arms: int) -> np.ndarray:
-        """``k_a``: the number of deleted points of every arm (length ``n_arms``)."""
-        return np.bincount(self.arms, minlength=self._check_n_arms(n_arms))
+# %% [markdown]
+# What rollback and the mechanisms read of a request, per arm ($k_a$ and $s_a$), and the check of a
+# request against the stored statistic it is to be served on: every rule that needs the state (the
+# arms it has, what each arm holds).
 
-    def deleted_sums(self, n_arms: int) -> np.ndarray:
-        """``s_a``: the sum of the deleted rewards of every arm (length ``n_arms``)."""
-        return np.bincount(self.arms, weights=self.rewards, minlength=self._check_n_arms(n_arms))
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
 
-    def validate_against(self, state: LCBState) -> None:
-        """Raise ``ValueError`` naming the broken rule unless this request can come from ``state``.
 
-        Rules: every arm exists in the state; no arm loses more points than it holds (deleting all
-        is legal, erratum E7); rewards in [0, 1]; per arm, the deleted reward sum does not exceed the
-        stored reward sum and the rewards left behind again fit in [0, 1] (``S - s <= N - k``).
-        """
-        if not isinstance(state, LCBState):
-            raise TypeError(f"state must be an LCBState, got {type(state).__name__}")
-        _check_points(self.arms, self.rewards)
-        k = self.deleted_counts(state.n_arms)
-        s = self.deleted_sums(state.n_arms)
-        over = np.flatnonzero(k > state.counts)
-        if over.size:
-            a = int(over[0])
-            raise ValueError(
-                f"request deletes {int(k[a])} points of arm {a}, which holds only {int(state.counts[a])} "
-                "(more deletions than the arm holds)")
-        tol = SUM_ATOL * (1 + state.counts)
-        too_much = np.flatnonzero(s > state.reward_sums + tol)
-        if too_much.size:
-            a = int(too_much[0])
-            raise ValueError(
-                f"the deleted rewards of arm {a} sum to {s[a]:.6g}, more than the arm's stored reward sum "
-                f"{state.reward_sums[a]:.6g} (request does not match the state)")
-        left = state.reward_sums - s
-        too_high = np.flatnonzero(left > state.counts - k + tol)
-        if too_high.size:
-            a = int(too_high[0])
-            raise ValueError(
-                f"after the deletion arm {a} would keep {int(state.counts[a] - k[a])} point(s) with reward sum "
-                f"{left[a]:.6g}, impossible for rewards in [0, 1] (request does not match the state)")
+@add_to_class(DeletionRequest)
+def deleted_counts(self, n_arms: int) -> np.ndarray:
+    """``k_a``: the number of deleted points of every arm (length ``n_arms``).
+
+    Parameters
+    ----------
+    n_arms : int
+        The number of arms ``m`` of the state the request is served on (every arm of the request
+        must be below it, else ``ValueError``).
+
+    Returns
+    -------
+    numpy.ndarray of int64 (n_arms,)
+    """
+    return np.bincount(self.arms, minlength=self._check_n_arms(n_arms))
+
+
+@add_to_class(DeletionRequest)
+def deleted_sums(self, n_arms: int) -> np.ndarray:
+    """``s_a``: the sum of the deleted rewards of every arm (length ``n_arms``).
+
+    Parameters
+    ----------
+    n_arms : int
+        As in ``deleted_counts``.
+
+    Returns
+    -------
+    numpy.ndarray of float (n_arms,)
+    """
+    return np.bincount(self.arms, weights=self.rewards, minlength=self._check_n_arms(n_arms))
+
+
+@add_to_class(DeletionRequest)
+def validate_against(self, state: LCBState) -> None:
+    """Raise ``ValueError`` naming the broken rule unless this request can come from ``state``.
+
+    Rules: every arm exists in the state; no arm loses more points than it holds (deleting all
+    is legal, erratum E7); rewards in [0, 1]; per arm, the deleted reward sum does not exceed the
+    stored reward sum and the rewards left behind again fit in [0, 1] (``S - s <= N - k``).
+
+    Parameters
+    ----------
+    state : LCBState
+        The stored statistic the request is to be served on.
+
+    Raises
+    ------
+    TypeError
+        Unless ``state`` is an ``LCBState``.
+    ValueError
+        For the first rule broken.
+    """
+    if not isinstance(state, LCBState):
+        raise TypeError(f"state must be an LCBState, got {type(state).__name__}")
+    _check_points(self.arms, self.rewards)
+    k = self.deleted_counts(state.n_arms)
+    s = self.deleted_sums(state.n_arms)
+    over = np.flatnonzero(k > state.counts)
+    if over.size:
+        a = int(over[0])
+        raise ValueError(
+            f"request deletes {int(k[a])} points of arm {a}, which holds only {int(state.counts[a])} "
+            "(more deletions than the arm holds)")
+    tol = SUM_ATOL * (1 + state.counts)
+    too_much = np.flatnonzero(s > state.reward_sums + tol)
+    if too_much.size:
+        a = int(too_much[0])
+        raise ValueError(
+            f"the deleted rewards of arm {a} sum to {s[a]:.6g}, more than the arm's stored reward sum "
+            f"{state.reward_sums[a]:.6g} (request does not match the state)")
+    left = state.reward_sums - s
+    too_high = np.flatnonzero(left > state.counts - k + tol)
+    if too_high.size:
+        a = int(too_high[0])
+        raise ValueError(
+            f"after the deletion arm {a} would keep {int(state.counts[a] - k[a])} point(s) with reward sum "
+            f"{left[a]:.6g}, impossible for rewards in [0, 1] (request does not match the state)")
 
 
 # %% [markdown]
@@ -266,6 +341,18 @@ def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
     ``N'(a) = N(a) - k_a`` and ``S'(a) = S(a) - s_a`` for every source arm, with the SAME ``tau``
     (fixed at training time, erratum E12), so the scores equal those of ``fit_lcb(D \\ U, tau=state.tau)``.
     An arm left without data gets mean 0 and radius 1 (erratum E7).  ``state`` is not modified.
+
+    Parameters
+    ----------
+    state : LCBState
+        The stored statistic ``T(D)``.
+    request : DeletionRequest
+        The points ``U`` to remove; checked with ``request.validate_against(state)`` first.
+
+    Returns
+    -------
+    LCBState
+        ``T(D \\ U)``.
     """
     check_instance(request, DeletionRequest, "request")
     request.validate_against(state)
@@ -282,6 +369,22 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
     mechanism applies the same noise to the scores of ``D \\ U``.  The noise is a secret (the
     released score minus the noise is ``f_arm(D)``): ``rng=None`` (default) draws it from a generator
     seeded with OS entropy; a seeded generator is an opt-in whose seed is then key material.
+
+    Parameters
+    ----------
+    state : LCBState
+        The stored statistic whose scores are released.
+    arm : int
+        The arm whose score is noised, in ``[0, m)``.
+    sigma : float
+        The noise's standard deviation (>= 0; 0 releases the scores unchanged).
+    rng : numpy.random.Generator, int or None
+        The noise's source (``checks.as_generator``).
+
+    Returns
+    -------
+    numpy.ndarray (m,)
+        A new array of released scores.
     """
     check_instance(state, LCBState, "state")
     arm = check_int(arm, "arm", 0, state.n_arms - 1)
@@ -483,13 +586,41 @@ def _scalar_or_array(x):
 
 
 def sensitivity_condition_holds(n_a0, k, log_term):
-    """Lemma A.1's condition ``k <= N(a0) - sqrt(N(a0) L / 2)`` (arrays broadcast; bool for scalars)."""
+    """Lemma A.1's condition ``k <= N(a0) - sqrt(N(a0) L / 2)`` (arrays broadcast; bool for scalars).
+
+    Parameters
+    ----------
+    n_a0 : int or array_like of int
+        ``N(a0)``, the points of the source arm before the deletion (>= 1).
+    k : int or array_like of int
+        The number of deleted points, in ``[0, N(a0)]``.
+    log_term : float or array_like
+        ``L = ln(m / tau)`` of the stored statistic (finite, > 0).
+
+    (``paper_sensitivity`` and ``exact_sensitivity`` take the same arguments.)
+
+    Returns
+    -------
+    bool or numpy.ndarray of bool
+        The broadcast shape of the arguments; a bool for scalars.
+    """
     n, k = _check_counts(n_a0, k)
     return _scalar_or_array(k <= n - np.sqrt(n * _check_log_term(log_term) / 2))
 
 
 def paper_sensitivity(n_a0, k):
-    """Lemma A.1's bound ``3k / (2 N(a0))`` -- valid only where ``sensitivity_condition_holds``."""
+    """Lemma A.1's bound ``3k / (2 N(a0))`` -- valid only where ``sensitivity_condition_holds``.
+
+    Parameters
+    ----------
+    n_a0, k
+        As in ``sensitivity_condition_holds``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     n, k = _check_counts(n_a0, k)
     return _scalar_or_array(3 * k / (2 * n))
 
@@ -500,6 +631,16 @@ def exact_sensitivity(n_a0, k, log_term):
     ``k/N + sqrt(L/2) (1/sqrt(N-k) - 1/sqrt(N))`` for ``k < N`` (deleted rewards 1, kept 0);
     for ``k = N`` the arm becomes empty (score -1, erratum E7) and the worst case is
     ``max(|1 - b|, |2 - b|)`` with ``b = sqrt(L / (2N))``.  Arrays broadcast.
+
+    Parameters
+    ----------
+    n_a0, k, log_term
+        As in ``sensitivity_condition_holds``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
     """
     n, k = _check_counts(n_a0, k)
     log_term = _check_log_term(log_term)

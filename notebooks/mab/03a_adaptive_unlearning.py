@@ -907,11 +907,10 @@ def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnO
     options = check_options(options)
     _check_call(state, request, rng)
     rng = as_generator(rng)
-    request.validate_against(state)
+    rolled = rollback(state, request)               # validates the request against the state; draws nothing
     plans, gamma0 = plan_unlearning(state.arm, state.counts, request.deleted_counts(state.n_arms),
                                     state.log_term, options)
     rng = np.random.default_rng() if rng is None else rng          # OS entropy unless the caller opts in
-    rolled = rollback(state, request)
     base, rolled_back = _unlearned_base(state, request, rolled, plans, rng)
     scores = _release(base, plans, rng)
     return rolled, UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options,

@@ -113,6 +113,15 @@ def most_frequent_arm(counts):
 
     ``counts`` has shape ``(..., m)``; every row must have a positive total (on an empty dataset the
     count rule is undefined).  Returns an int for 1-D input, an integer array otherwise.
+
+    Parameters
+    ----------
+    counts : array_like of int (..., m)
+        Per-arm counts ``N(a) >= 0``; leading axes are independent rows.
+
+    Returns
+    -------
+    int or numpy.ndarray of int (...)
     """
     counts = _integer_array(counts, "counts")
     if counts.sum(axis=-1, dtype=float).max(initial=0) > 2**62:
@@ -133,7 +142,13 @@ def most_frequent_arm(counts):
 # %% tags=["export"]
 @dataclass(frozen=True)
 class ImitationState:
-    """The stored statistic T(D) of the imitation learner: the per-arm counts ``N(a)`` (total > 0)."""
+    """The stored statistic T(D) of the imitation learner: the per-arm counts ``N(a)`` (total > 0).
+
+    Parameters
+    ----------
+    counts : array_like of int (m,)
+        ``N(a) >= 0`` for every arm, with a positive total; stored as a read-only copy.
+    """
 
     counts: np.ndarray
 
@@ -165,7 +180,17 @@ class ImitationState:
 
 
 def fit_imitation(dataset: OfflineDataset) -> ImitationState:
-    """Algorithm 6, learner: the counts of ``dataset`` (its output is ``.arm``).  Refuses an empty dataset."""
+    """Algorithm 6, learner: the counts of ``dataset`` (its output is ``.arm``).  Refuses an empty dataset.
+
+    Parameters
+    ----------
+    dataset : OfflineDataset
+        The logged data (non-empty; rewards are not read).
+
+    Returns
+    -------
+    ImitationState
+    """
     if not isinstance(dataset, OfflineDataset):
         raise TypeError(f"dataset must be an OfflineDataset, got {type(dataset).__name__}")
     if len(dataset) == 0:
@@ -175,7 +200,19 @@ def fit_imitation(dataset: OfflineDataset) -> ImitationState:
 
 def deletion_counts(request, n_arms: int) -> np.ndarray:
     """Per-arm deletion counts ``k_a`` of ``request``: a ``DeletionRequest`` or a length-``n_arms``
-    vector of non-negative integers.  Unknown arms raise ``ValueError``."""
+    vector of non-negative integers.  Unknown arms raise ``ValueError``.
+
+    Parameters
+    ----------
+    request : DeletionRequest or array_like of int
+        The request, or its per-arm counts ``k_a``.
+    n_arms : int
+        Number of arms ``m``.
+
+    Returns
+    -------
+    numpy.ndarray of int64 (n_arms,)
+    """
     n_arms = check_count(n_arms, "n_arms", 1)
     if isinstance(request, DeletionRequest):
         return request.deleted_counts(n_arms)
@@ -198,7 +235,13 @@ def deletion_counts(request, n_arms: int) -> np.ndarray:
 @dataclass(frozen=True)
 class DeletionCounts:
     """A request given by its per-arm deletion counts ``k_a`` alone (non-negative integers, one per arm):
-    all that Algorithm 6 reads of a request."""
+    all that Algorithm 6 reads of a request.
+
+    Parameters
+    ----------
+    k : array_like of int (m,)
+        ``k_a >= 0`` for every arm ``a``; stored as a read-only copy.
+    """
 
     k: np.ndarray
 
@@ -216,7 +259,17 @@ class DeletionCounts:
 class ImitationRecord:
     """What unlearning the imitation learner did: ``arm``, the new output ``argmax_a N'(a)``, and
     ``n_deleted``, the request's size.  The guarantee is exact, (0, 0), against the literal reference
-    (the learner on ``D \\ U``): the new state equals ``fit_imitation(D \\ U)``."""
+    (the learner on ``D \\ U``): the new state equals ``fit_imitation(D \\ U)``.
+
+    Parameters
+    ----------
+    arm : int
+        The output after the deletion.
+    n_deleted : int
+        The number of deleted points, ``sum_a k_a``.
+    reference : str
+        The reference the guarantee holds against: ``"literal"``.
+    """
 
     arm: int
     n_deleted: int
@@ -263,7 +316,20 @@ def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None
 # %% tags=["export"]
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
-    checking ``0 <= k <= counts`` elementwise."""
+    checking ``0 <= k <= counts`` elementwise.
+
+    Parameters
+    ----------
+    counts : array_like of int (..., m)
+        Per-arm counts ``N(a) >= 0``; leading axes are independent rows.
+    k : array_like of int (..., m)
+        Per-arm deletion counts, of the shape of ``counts``, with ``k <= counts``.
+
+    Returns
+    -------
+    int or numpy.ndarray of int (...)
+        Algorithm 6's output for every row.
+    """
     counts, k = _integer_array(counts, "counts"), _integer_array(k, "deletion counts k")
     if k.shape != counts.shape:
         raise ValueError(f"deletion counts k must have the shape of counts {counts.shape}, got {k.shape}")
@@ -277,6 +343,20 @@ def source_request_counts(counts, k: int, source: int = 0):
     it can (all of it when ``N(source) >= k``), the rest from the other arms in index order.
 
     Vectorised over leading axes of ``counts``; requires ``k <= N`` in every row.
+
+    Parameters
+    ----------
+    counts : array_like of int (..., m)
+        Per-arm counts ``N(a) >= 0``; leading axes are independent rows.
+    k : int
+        Request size (>= 0).
+    source : int
+        The arm the request deletes from first.
+
+    Returns
+    -------
+    numpy.ndarray of int (..., m)
+        The deletion counts ``k_a`` (each row sums to ``k``).
     """
     counts = _integer_array(counts, "counts")
     if counts.ndim < 1 or counts.shape[-1] < 1:
@@ -302,7 +382,20 @@ def source_request_counts(counts, k: int, source: int = 0):
 # %% tags=["export"]
 def count_vectors(n: int, m: int) -> np.ndarray:
     """Every count vector of ``n`` points over ``m`` arms (shape ``(C(n+m-1, m-1), m)``), by stars
-    and bars; for exact enumerations over small datasets (at most ``MAX_COUNT_VECTORS`` rows)."""
+    and bars; for exact enumerations over small datasets (at most ``MAX_COUNT_VECTORS`` rows).
+
+    Parameters
+    ----------
+    n : int
+        Number of points (>= 0).
+    m : int
+        Number of arms (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray of int (C(n+m-1, m-1), m)
+        One count vector (summing to ``n``) per row.
+    """
     n, m = check_int(n, "n"), check_int(m, "m")
     if n < 0 or m < 1:
         raise ValueError(f"need n >= 0 and m >= 1, got n={n}, m={m}")
@@ -314,7 +407,20 @@ def count_vectors(n: int, m: int) -> np.ndarray:
 
 
 def multinomial_pmf(counts, behavior) -> np.ndarray:
-    """``P[counts]`` under ``Multinomial(N, behavior)`` with ``N = counts.sum(-1)`` (via log-gamma)."""
+    """``P[counts]`` under ``Multinomial(N, behavior)`` with ``N = counts.sum(-1)`` (via log-gamma).
+
+    Parameters
+    ----------
+    counts : array_like of int (..., m)
+        Count vectors, one per row.
+    behavior : array_like (m,)
+        The probability of each arm.
+
+    Returns
+    -------
+    numpy.ndarray (...)
+        One probability per row.
+    """
     counts = _integer_array(counts, "counts")
     if counts.ndim < 1:
         raise ValueError(f"counts must have shape (..., m), got a scalar")
@@ -326,6 +432,7 @@ def multinomial_pmf(counts, behavior) -> np.ndarray:
     return np.where(impossible, 0.0, np.exp(log_p))
 
 
+# %% tags=["export"]
 def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=unlearned_arms):
     """Exact output distributions under M_d of (unlearned, reference) for a request of ``k`` points
     drawn uniformly at random from ``D`` (independently of the rewards).
@@ -334,6 +441,27 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     multivariate hypergeometric.  Reference: the learner on ``D \\ U``, whose counts are
     Multinomial(N - k, behavior) (Lemma A.8), computed by a separate enumeration.  ``mechanism``
     maps ``(counts, k)`` arrays to arms (default: Algorithm 6); pass a broken one to see it fail.
+
+    Parameters
+    ----------
+    behavior : array_like (m,)
+        The behaviour policy of M_d.
+    n : int
+        Dataset size ``N``.
+    k : int
+        Request size, ``0 <= k < N``.
+    mechanism : callable
+        ``mechanism(counts, k) -> arms`` on arrays of shape ``(r, m)``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray (m,)
+        ``(p_unlearned, p_reference)``.
+
+    Raises
+    ------
+    ValueError
+        When the enumeration would exceed ``MAX_PAIR_ENTRIES``.
     """
     behavior = as_array(behavior, "behavior")
     behavior = check_distribution(behavior, max(behavior.size, 1))
@@ -380,7 +508,21 @@ def _theorem311_args(n, k, c_star):
 
 
 def theorem311_condition(n, k, c_star) -> bool:
-    """Theorem 3.11's condition ``k <= min(3N/4, (2 - C*) N / C*)`` with ``C*`` in (1, 2)."""
+    """Theorem 3.11's condition ``k <= min(3N/4, (2 - C*) N / C*)`` with ``C*`` in (1, 2).
+
+    Parameters
+    ----------
+    n : int
+        Dataset size ``N`` (>= 1).
+    k : int
+        Request size (>= 0).
+    c_star : float
+        Concentrability ``C*`` in (1, 2).
+
+    Returns
+    -------
+    bool
+    """
     n, k = check_int(n, "n", 1), check_int(k, "k", 0)
     c_star = _theorem311_args(n, k, c_star)[2]
     return bool(k <= min(3 * n / 4, (2 - c_star) * n / c_star))
@@ -388,7 +530,22 @@ def theorem311_condition(n, k, c_star) -> bool:
 
 def theorem311_expression(n, k, c_star):
     """The paper's (constant-free) expression inside Theorem 3.11's O(.):
-    ``exp(-((N-k)/2) ln(C*/(8(C*-1))) + ((N+k)/2) ln(2/C*))``.  Broadcasts."""
+    ``exp(-((N-k)/2) ln(C*/(8(C*-1))) + ((N+k)/2) ln(2/C*))``.  Broadcasts.
+
+    Parameters
+    ----------
+    n : int or array_like of int
+        Dataset size ``N`` (>= 1).
+    k : int or array_like of int
+        Request size (>= 0).
+    c_star : float or array_like
+        Concentrability ``C*`` in (1, 2).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     n, k, c_star = _theorem311_args(n, k, c_star)
     with np.errstate(over="ignore"):                    # the expression can exceed 1e308 (it is vacuous there)
         out = np.exp(-(n - k) / 2 * np.log(c_star / (8 * (c_star - 1))) + (n + k) / 2 * np.log(2 / c_star))
@@ -399,7 +556,22 @@ def theorem311_failure_bound(n, k, c_star):
     """Explicit Chernoff bound ``exp(-N KL((N+k)/(2N) || 1/C*))`` (1 when ``(N+k)/(2N) >= 1/C*``) on
     ``P[Algorithm 6 after deleting k points does not output a*]``, for every behaviour policy with
     ``d(a*) >= 1/C*`` and every request of size ``k`` (even one chosen after seeing the data).
-    Multiply by the largest gap for a sub-optimality bound.  Broadcasts."""
+    Multiply by the largest gap for a sub-optimality bound.  Broadcasts.
+
+    Parameters
+    ----------
+    n : int or array_like of int
+        Dataset size ``N`` (>= 1).
+    k : int or array_like of int
+        Request size (>= 0).
+    c_star : float or array_like
+        Concentrability ``C*`` in (1, 2).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The broadcast shape of the arguments; a float for scalars.
+    """
     n, k, c_star = _theorem311_args(n, k, c_star)
     x, p = (n + k) / (2 * n), 1.0 / c_star
     kl = special.rel_entr(x, p) + special.rel_entr(1 - x, 1 - p)
@@ -416,10 +588,28 @@ def _difference_chernoff(n: int, k: int, p: float, q: float) -> float:
     return float(min(1.0, np.exp(min(res.fun, 0.0))))
 
 
+# %% tags=["export"]
 def instance_failure_bounds(n: int, k: int, behavior, best_arm: int = 0) -> np.ndarray:
     """Per-arm Chernoff bounds ``P[Algorithm 6 outputs b after deleting k points] <=
     P[N(a*) - N(b) <= k]`` for a known behaviour policy (any request of size k); entry ``best_arm``
-    is 0.  ``SubOpt <= sum_b gap(b) * bound(b)``."""
+    is 0.  ``SubOpt <= sum_b gap(b) * bound(b)``.
+
+    Parameters
+    ----------
+    n : int
+        Dataset size ``N`` (>= 1).
+    k : int
+        Request size (>= 0).
+    behavior : array_like (m,)
+        The behaviour policy's distribution over the arms.
+    best_arm : int
+        The optimal arm ``a*``.
+
+    Returns
+    -------
+    numpy.ndarray (m,)
+        The bound for every arm ``b`` (0 at ``best_arm``).
+    """
     behavior = check_distribution(behavior, max(np.size(behavior), 1))
     n, k = check_int(n, "n", 1), check_int(k, "k", 0)
     best_arm = check_int(best_arm, "best_arm", 0, behavior.size - 1)

@@ -306,6 +306,25 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     ``(f_j - f_i)/sigma_i`` as break points, absolute tolerance ``epsabs``; a ``RuntimeError`` is
     raised if quad's error estimate exceeds ``1e-9`` for some arm.  The result is renormalised (the
     sum is 1 to within the quadrature error before that).
+
+    Parameters
+    ----------
+    scores : array_like (m,)
+        The scores before noise (finite).
+    sigmas : array_like (m,)
+        The noise's standard deviation on each arm (finite, >= 0; 0: a noiseless arm).
+    epsabs : float
+        The absolute tolerance given to ``quad`` for each arm's integral.
+
+    Returns
+    -------
+    numpy.ndarray (m,)
+        ``P[argmax = a]`` for every arm (non-negative, sums to 1).
+
+    Raises
+    ------
+    RuntimeError
+        When the quadrature's error estimate exceeds 1e-9.
     """
     scores, sigmas = check_real_array(scores, "scores"), as_array(sigmas, "sigmas").astype(float)
     epsabs = check_real(epsabs, "epsabs", 0, low_open=True)
@@ -755,6 +774,24 @@ def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int,
     otherwise ``sqrt(2L/N_*) + 2/N``.  ``gamma0``: the threshold the algorithm used (default the paper's
     ``gamma0' = (4/3) sqrt(pi L / (N_min - k_max))``).  Refuses source arms violating Lemma A.1's condition
     ``k_i <= N_i - sqrt(N_i L / 2)`` or ``k_max >= N_min`` (the theorem's assumptions).
+
+    Parameters
+    ----------
+    n, n_arms, n_star, gamma
+        As in ``theorem33_bound``.
+    source_counts : array_like of int (s,)
+        ``N_i``, the points of each source arm before the deletion.
+    source_ks : array_like of int (s,)
+        ``k_i >= 1``, the points deleted from each source arm (same length as ``source_counts``).
+    star_is_source : bool
+        Whether the optimal arm ``a*`` is one of the source arms.
+    gamma0 : float or None
+        The threshold the algorithm used; ``None``: the paper's ``gamma0'``.
+
+    Returns
+    -------
+    float
+        The bound on the expected sub-optimality after unlearning.
     """
     n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     counts, ks = np.atleast_1d(as_array(source_counts, "source_counts")), np.atleast_1d(as_array(source_ks, "source_ks"))

@@ -194,27 +194,78 @@ def gdp_budget(epsilon, delta) -> float:
     """The largest ``mu`` whose Gaussian-DP pair is (epsilon, delta)-close: ``delta_mu(epsilon) <= delta``.
 
     ``1 / analytic_gaussian_sigma(1, epsilon, delta)`` (the calibration is certified, so the budget errs
-    on the safe side)."""
+    on the safe side).
+
+    Parameters
+    ----------
+    epsilon : float
+        The target ``epsilon > 0``.
+    delta : float
+        The target ``delta`` in (0, 1).
+
+    Returns
+    -------
+    float
+        ``mu*``.
+    """
     return 1.0 / analytic_gaussian_sigma(1.0, check_epsilon(epsilon), check_delta(delta))
 
 
 def gdp_delta(mu, epsilon) -> float:
-    """``delta_mu(epsilon)``: the exact privacy profile of a mu-GDP pair (Gaussian noise 1, shift mu)."""
+    """``delta_mu(epsilon)``: the exact privacy profile of a mu-GDP pair (Gaussian noise 1, shift mu).
+
+    Parameters
+    ----------
+    mu : float
+        The shift (>= 0).
+    epsilon : float
+        The ``epsilon`` at which to read the profile.
+
+    Returns
+    -------
+    float
+    """
     mu = check_real(mu, "mu", 0)
     return 0.0 if mu == 0 else float(gaussian_delta(1.0, mu, check_epsilon(epsilon)))
 
 
 def request_mus(release_mus) -> np.ndarray:
-    """``mu_{j:t} = sqrt(sum_{s >= j} mu_s^2)`` for every request ``j`` (release ``s`` follows request ``s``)."""
+    """``mu_{j:t} = sqrt(sum_{s >= j} mu_s^2)`` for every request ``j`` (release ``s`` follows request ``s``).
+
+    Parameters
+    ----------
+    release_mus : array_like of float (s,)
+        The whitened shift ``mu_s >= 0`` of every release so far, oldest first.
+
+    Returns
+    -------
+    numpy.ndarray (s,)
+        ``mu_{j:t}`` for ``j = 1 .. s`` (non-increasing).
+    """
     mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
     return np.sqrt(np.cumsum((mus ** 2)[::-1])[::-1])
 
 
+# %% tags=["export"]
 def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
     """The accountant: may a release with whitened shift ``mu_new`` follow ``release_mus``?
 
     Every request's composed ``mu_{j:t}`` must stay within the budget; the oldest request's is the
-    largest, and a new request's own window starts with this release."""
+    largest, and a new request's own window starts with this release.
+
+    Parameters
+    ----------
+    release_mus : array_like of float (s,)
+        The whitened shift ``mu_s >= 0`` of every release so far, oldest first.
+    mu_new : float
+        The shift of the candidate release (>= 0).
+    mu_budget : float
+        The budget ``mu*`` (``gdp_budget``).
+
+    Returns
+    -------
+    bool
+    """
     mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
     mus = np.append(mus, check_real(mu_new, "mu_new", 0))
     return bool(request_mus(mus)[0] <= check_real(mu_budget, "mu_budget", 0))
@@ -222,7 +273,24 @@ def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
 
 def release_shift(pub_counts, pending_counts, log_term: float, sigma: float) -> float:
     """Whitened shift ``mu_s`` of a release: the L2 norm over the arms with pending rows of the exact
-    sensitivity (removing ``pending_counts[a]`` of ``pub_counts[a]`` rows), divided by ``sigma``."""
+    sensitivity (removing ``pending_counts[a]`` of ``pub_counts[a]`` rows), divided by ``sigma``.
+
+    Parameters
+    ----------
+    pub_counts : array_like of int (m,)
+        Rows per arm of the released-from statistic.
+    pending_counts : array_like of int (m,)
+        Pending rows per arm (those the release would leave inside it).
+    log_term : float
+        ``L = ln(m / tau)``.
+    sigma : float
+        The noise scale (> 0).
+
+    Returns
+    -------
+    float
+        ``mu_s`` (0 when nothing is pending).
+    """
     sigma = check_positive(sigma, "sigma")
     pub, pend = np.asarray(pub_counts), np.asarray(pending_counts)
     arms = np.flatnonzero(pend > 0)
@@ -236,7 +304,28 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
                       max_requests: int = 100_000) -> int:
     """How many consecutive requests of ``k`` rows on the served arm (``n_arm`` rows) the adaptive model
     keeps pending before the accountant forces a rollback: the largest ``c`` with
-    ``sum_{j=1..c} (Delta(n_arm, j k) / sigma)^2 <= mu_budget^2``."""
+    ``sum_{j=1..c} (Delta(n_arm, j k) / sigma)^2 <= mu_budget^2``.
+
+    Parameters
+    ----------
+    n_arm : int
+        The rows of the served arm (>= 1).
+    k : int
+        The rows of each request, in ``[1, n_arm]``.
+    log_term : float
+        ``L = ln(m / tau)``.
+    sigma : float
+        The model's noise scale (> 0).
+    epsilon, delta
+        The model's guarantee (they fix ``mu_budget``).
+    max_requests : int
+        Where to stop counting.
+
+    Returns
+    -------
+    int
+        The capacity ``c``, at most ``max_requests``.
+    """
     n_arm = check_int(n_arm, "n_arm", 1)
     k, max_requests = check_int(k, "k", 1, n_arm), check_int(max_requests, "max_requests", 0)
     sigma = check_positive(sigma, "sigma")
@@ -261,7 +350,19 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
-    row (``rollback_pending``), the arms noised, and the release's whitened shift ``mu``."""
+    row (``rollback_pending``), the arms noised, and the release's whitened shift ``mu``.
+
+    Parameters
+    ----------
+    noise_request : bool
+        Keep the new request pending and noise its arms.
+    rollback_pending : bool
+        Roll back every pending row (the new request's included).
+    noised_arms : tuple of int
+        The arm indices noised.
+    mu : float
+        The release's whitened shift ``mu_s`` (0 when nothing is noised).
+    """
 
     noise_request: bool
     rollback_pending: bool
@@ -283,7 +384,37 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     ``reference="conditional"`` (Paper A's rule): an adaptive request is kept pending only when it sits
     on the served arm (``on_policy``), a decision that reads the previous release.
     ``reference="literal"``: every adaptive request is kept pending when the accountant admits it;
-    ``on_policy`` is not read, so the plan is a function of counts and earlier shifts alone."""
+    ``on_policy`` is not read, so the plan is a function of counts and earlier shifts alone.
+
+    Parameters
+    ----------
+    pub_counts : array_like of int (m,)
+        Rows per arm of the released-from statistic.
+    pending_counts : array_like of int (m,)
+        Pending rows per arm before this request.
+    request_counts : array_like of int (m,)
+        The new request's rows per arm.
+    on_policy : bool
+        Whether every row of the request is on the served arm.
+    release_mus : array_like of float (s,)
+        The whitened shift ``mu_s >= 0`` of every release so far, oldest first.
+    log_term : float
+        ``L = ln(m / tau)``.
+    sigma : float or None
+        The noise scale (``None`` for a rollback model).
+    mu_budget : float or None
+        The accountant's budget (``None`` for a rollback model).
+    method : str
+        One of ``MODEL_METHODS``.
+    admit : callable
+        ``admit(release_mus, mu_new, mu_budget) -> bool`` (default ``admits``).
+    reference : str
+        One of ``REFERENCES``.
+
+    Returns
+    -------
+    ReleasePlan
+    """
     check_choice(method, "method", MODEL_METHODS)
     check_choice(reference, "reference", REFERENCES)
     pub = np.asarray(pub_counts, dtype=np.int64)
@@ -357,7 +488,37 @@ class DeletionRecord:
     reference world the promise holds against (``REFERENCES``): ``"literal"`` (a model that never saw
     the deleted rows: every release of ``method="rollback"``, every release of an adaptive model fitted
     with ``reference="literal"``) or ``"conditional"`` (given the releases already made: Paper A's
-    branch rule reads the served arm, which depends on the deleted rewards)."""
+    branch rule reads the served arm, which depends on the deleted rewards).
+
+    Parameters
+    ----------
+    request_id : int
+        The request's position in the log (0 first).
+    rows : tuple or None
+        The deleted row ids, or ``None`` (then ``n_rows`` is required).
+    method : str
+        ``"gaussian"`` (the request kept pending, its arms noised) or ``"rollback"``.
+    rolled_back : tuple of int
+        The request ids whose rows this release rolled back.
+    noised_arms : tuple
+        The arm labels noised in this release.
+    sigma : float
+        The noise's standard deviation (0 when nothing is noised).
+    mu_release : float
+        This release's whitened shift ``mu_s``.
+    mu_max : float
+        The largest composed ``mu_{j:t}`` over the requests so far.
+    delta_at_target : float
+        ``delta_mu(epsilon)`` of ``mu_max`` (0 for ``"rollback"``).
+    policy : object
+        The arm label released.
+    reason : str
+        Why the release did what it did, one of ``REASONS``.
+    n_rows : int or None
+        The number of deleted rows (``None``: ``len(rows)``).
+    reference : str
+        One of ``REFERENCES``.
+    """
 
     request_id: int
     rows: tuple | None
@@ -682,7 +843,13 @@ class ReleaseState:
     ``sums`` and ``exact_sums`` (the live rows' statistic, the sums also exactly, in units of
     ``2**-1127``); ``pub_counts``, ``pub_sums``, ``pub_exact`` (the released-from statistic);
     ``pending_counts``, ``pending_ids``; ``release_mus`` (every release's shift); ``policy`` (the arm
-    index served); ``n_requests`` (requests so far).  Arrays are read-only copies."""
+    index served); ``n_requests`` (requests so far).  Arrays are read-only copies.
+
+    Parameters
+    ----------
+    labels, tau, method, epsilon, delta, sigma, mu_budget, reference, counts, sums, exact_sums, pub_counts, pub_sums, pub_exact, pending_counts, pending_ids, release_mus, policy, n_requests
+        The fields above; ``LCBModel.release_state`` builds it.
+    """
 
     labels: tuple
     tau: float
@@ -817,6 +984,9 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
 # generator, and failing on this one.
 
 # %% tags=["export"]
+from bandit_unlearning.literate import FieldView
+
+
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -824,7 +994,20 @@ class LCBModel:
     ``LCBModel.load``.  After each request the model makes one release, ``policy`` (an arm label).
     ``statistics`` is the exact ``LCBState`` of what remains (tau fixed at fit).  Pickling drops the
     noise generator (as ``save`` does); an unpickled model draws fresh OS entropy.
+
+    Parameters
+    ----------
+    labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums, pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng, exact_sums, reference
+        The model's whole state (keyword-only; ``rng`` a ``numpy.random.Generator``), as the
+        constructors build it: not for direct use.  A deletion changes the fields of ``ReleaseState``.
     """
+
+    labels = FieldView("The arm labels, in arm-index order (fixed at fit).")
+    tau = FieldView("The confidence level, fixed at fit.")
+    n_fit = FieldView("The number of rows at fit (row ids are ``0 .. n_fit - 1``).")
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    policy_index = FieldView("The arm index of the latest release (``labels[policy_index] == policy``).", "_policy")
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
 
     def __init__(self, *, labels, tau, n_fit, arms, rewards, row_ids, users, pub_counts, pub_sums,
                  pending_counts, pending_ids, release_mus, log, policy, method, epsilon, delta, sigma, rng,
@@ -1005,6 +1188,10 @@ def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str |
     Arm labels are integers when every label in the file is a canonical decimal integer
     (``"7"``, ``"-3"``, not ``"07"``), else strings; user ids likewise.  Read with pandas when it
     is installed, with numpy's reader otherwise: the same model either way.
+
+    Returns
+    -------
+    LCBModel
     """
     size = os.path.getsize(path) if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) else 0
     stages = _Stages(progress, ("read", "fit"), "from_csv", size)
@@ -1038,7 +1225,21 @@ def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str |
 @classmethod
 def from_frame(cls, frame, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                **options) -> "LCBModel":
-    """Fit on a pandas DataFrame (or any mapping of column name -> sequence); labels keep their type."""
+    """Fit on a pandas DataFrame (or any mapping of column name -> sequence); labels keep their type.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or mapping
+        The columns (column name -> sequence).
+    arm, reward, user
+        The column names, as in ``from_csv``.
+    **options
+        As in ``fit``.
+
+    Returns
+    -------
+    LCBModel
+    """
     names = list(frame.keys()) if hasattr(frame, "keys") else []
     missing = [c for c in (arm, reward, user) if c is not None and c not in names]
     if missing:
@@ -1061,31 +1262,6 @@ from bandit_unlearning.literate import add_to_class
 # -- what the model shows -------------------------------------------------------------------
 @add_to_class(LCBModel)
 @property
-def labels(self) -> tuple:
-    return self._labels
-
-
-@add_to_class(LCBModel)
-@property
-def tau(self) -> float:
-    """The confidence level, fixed at fit."""
-    return self._tau
-
-
-@add_to_class(LCBModel)
-@property
-def n_fit(self) -> int:
-    return self._n_fit
-
-
-@add_to_class(LCBModel)
-@property
-def method(self) -> str:
-    return self._method
-
-
-@add_to_class(LCBModel)
-@property
 def reference(self) -> str:
     """The reference world the model's promise holds against: ``"literal"`` (rollback models, and
     adaptive models fitted with ``reference="literal"``) or ``"conditional"``."""
@@ -1097,12 +1273,6 @@ def reference(self) -> str:
 def policy(self):
     """The arm label of the latest release."""
     return self._labels[self._policy]
-
-
-@add_to_class(LCBModel)
-@property
-def policy_index(self) -> int:
-    return self._policy
 
 
 @add_to_class(LCBModel)
@@ -1144,12 +1314,6 @@ def pending(self) -> tuple:
 def pending_counts(self) -> np.ndarray:
     """Per-arm number of pending rows (public: ``plan_release`` can be replayed from it)."""
     return _frozen(self._pending_counts)
-
-
-@add_to_class(LCBModel)
-@property
-def mu_budget(self):
-    return self._mu_budget
 
 
 @add_to_class(LCBModel)
@@ -1446,7 +1610,19 @@ def _parses_as_float(v) -> bool:
 # %% tags=["export"]
 def plot_budget(model, ax=None):
     """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
-    the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes."""
+    the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes.
+
+    Parameters
+    ----------
+    model : LCBModel
+        An adaptive model.
+    ax : matplotlib.axes.Axes or None
+        Where to draw; ``None``: a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
     check_instance(model, LCBModel, "model")
     import matplotlib.pyplot as plt
     if ax is None:
@@ -1676,9 +1852,21 @@ def _process_runs(pid: int) -> bool:
     return True
 
 
+# %% tags=["export"]
 def remove_stale_temporary_files(path) -> list:
     """Remove the temporary files that a save to ``path`` interrupted by a killed process left behind
-    (a file of a process that still runs is kept: it may be another writer).  Returns their paths."""
+    (a file of a process that still runs is kept: it may be another writer).  Returns their paths.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file whose folder is cleaned (the folder must exist).
+
+    Returns
+    -------
+    list of str
+        The paths removed.
+    """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
@@ -2170,18 +2358,12 @@ from bandit_unlearning.literate import add_to_class
 
 @add_to_class(LCBModel)
 def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
-    """Write the model to ``path`` (``.npz``) atomically, as ``save_model`` does.
+    """``save_model(self, path, ...)``: write the model to ``path`` (``.npz``) atomically.
 
     Parameters
     ----------
-    path : the file to write (its folder must exist).
-    keep_row_ids : also write the deleted row ids of every request (default: only their number).
-    key : optional secret (bytes, at least 16) for an HMAC-SHA256 tag; ``load`` then needs it.
-    progress : None (a bar on a terminal for a large model), False, or ``callable(stage, done, total)``.
-
-    Returns
-    -------
-    None
+    path, keep_row_ids, key, progress
+        As in ``save_model``, which describes them once.
     """
     save_model(self, path, keep_row_ids=keep_row_ids, key=key, progress=progress)
 
@@ -2189,14 +2371,12 @@ def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> 
 @add_to_class(LCBModel)
 @staticmethod
 def load(path, rng=None, *, key=None, progress=None) -> "LCBModel":
-    """Read a model written by ``save``, after checking every section (``load_model``).
+    """``load_model(path, ...)``: read a model written by ``save``, after checking every section.
 
     Parameters
     ----------
-    path : the file.
-    rng : the noise generator of the loaded model, as in ``fit`` (the file holds none).
-    key : the HMAC key the file was saved with (required for an authenticated file).
-    progress : None (a bar on a terminal for a large file), False, or ``callable(stage, done, total)``.
+    path, rng, key, progress
+        As in ``load_model``, which describes them once.
 
     Returns
     -------

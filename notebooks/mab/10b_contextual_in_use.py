@@ -131,10 +131,33 @@ def sequential_sensitivity(state_live: ContextualState, pending_counts) -> np.nd
                       dtype=float)
 
 
+# %% tags=["export"]
 @dataclass(frozen=True)
 class ContextualDeletionRecord:
     """One entry of the deletion log.  Nothing in it is computed from the deleted rows' rewards or
-    contexts: counts, the branch, the noise scale and the accountant's numbers (read from live data)."""
+    contexts: counts, the branch, the noise scale and the accountant's numbers (read from live data).
+
+    Parameters
+    ----------
+    request_id : int
+        The request's position in the log (0 first).
+    rows : tuple of int
+        The deleted row ids.
+    method : str
+        ``"gaussian"`` (kept pending, noised) or ``"rollback"``.
+    rolled_back : tuple of int
+        The request ids whose rows this release rolled back.
+    noised_arms : tuple of int
+        The arms whose centres this release noised.
+    refit_arms : tuple of int
+        The arms refit from their rows (an ill-conditioned downdate).
+    reason : str
+        Why this branch, one of ``REASONS``.
+    sigma : float
+        The noise scale on the centres (0 when nothing is noised).
+    mu_release, mu_max, delta_at_target : float
+        The accountant's numbers, as in ``DeletionRecord`` of chapter A9a.
+    """
 
     request_id: int
     rows: tuple
@@ -163,12 +186,23 @@ class ContextualDeletionRecord:
 # changes nothing.  `statistics` is the exact state of what remains; `release` the current policy.
 
 # %% tags=["export"]
+from bandit_unlearning.literate import FieldView
+
+
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
     Use ``ContextualModel.fit`` or ``ContextualModel.load``.  After each request the model makes one
     release (``release``: a ``ReleasedPolicy``; ``actions(contexts)`` applies it).
+
+    Parameters
+    ----------
+    contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound, pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon, delta, sigma, eval_contexts, rng
+        The model's whole state, keyword-only, as ``fit`` and ``load`` build it; not for direct use.
     """
+
+    method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
+    mu_budget = FieldView("The accountant's Gaussian-DP budget ``mu*`` (``None`` for a rollback model).")
 
     def __init__(self, *, contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound,
                  pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon,
@@ -250,7 +284,29 @@ def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=
 
     ``method="adaptive"`` needs the target ``epsilon``, ``delta``, the noise scale ``sigma`` on the
     centres (fixed at fit) and public ``eval_contexts`` for the switch.  Other arguments as in
-    ``fit_contextual``; ``rng`` as in ``checks.as_generator`` (a seed is key material)."""
+    ``fit_contextual``; ``rng`` as in ``checks.as_generator`` (a seed is key material).
+
+    Parameters
+    ----------
+    contexts, arms, rewards, n_arms, context_bound, lam, tau, theta_bound, beta
+        As in ``fit_contextual``.
+    users : sequence or None
+        One user id per row (str or int to be saved), for ``delete(user=...)``.
+    method : str
+        ``"rollback"`` or ``"adaptive"``.
+    epsilon, delta : float or None
+        The adaptive model's target guarantee.
+    sigma : float or None
+        The adaptive model's noise scale on the centres.
+    eval_contexts : array_like (n, d) or None
+        The public contexts of the adaptive switch.
+    rng : numpy.random.Generator, int or None
+        The noise's source (``checks.as_generator``).
+
+    Returns
+    -------
+    ContextualModel
+    """
     check_choice(method, "method", MODEL_METHODS)
     state = fit_contextual(contexts, arms, rewards, n_arms=n_arms, lam=lam, context_bound=context_bound,
                            tau=tau, theta_bound=theta_bound, beta=beta)
@@ -302,7 +358,18 @@ def release(self) -> ReleasedPolicy:
 
 @add_to_class(ContextualModel)
 def actions(self, contexts) -> np.ndarray:
-    """The latest release applied to ``contexts`` (n, d)."""
+    """The latest release applied to ``contexts`` (n, d).
+
+    Parameters
+    ----------
+    contexts : array_like (n, d)
+        One context per row.
+
+    Returns
+    -------
+    numpy.ndarray of int (n,)
+        The arm the latest release chooses for each context.
+    """
     return self._release.actions(contexts)
 
 
@@ -317,18 +384,6 @@ def log(self) -> tuple:
 def pending(self) -> tuple:
     """Ids of the requests whose rows are still inside the released-from statistics."""
     return tuple(self._pending)
-
-
-@add_to_class(ContextualModel)
-@property
-def method(self) -> str:
-    return self._method
-
-
-@add_to_class(ContextualModel)
-@property
-def mu_budget(self):
-    return self._mu_budget
 
 
 @add_to_class(ContextualModel)
@@ -401,7 +456,20 @@ def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
     """Delete one user's rows or the given rows, then make one release.
 
     Refused (``ValueError`` / ``TypeError``, nothing changed): unknown or already deleted rows or
-    user, a row named twice, both or neither of ``user`` and ``rows``."""
+    user, a row named twice, both or neither of ``user`` and ``rows``.
+
+    Parameters
+    ----------
+    user : object, optional
+        A user id given at fit: all of that user's live rows are deleted.
+    rows : array_like of int, optional
+        Row ids (positions at fit) to delete, each live and named once.
+
+    Returns
+    -------
+    ContextualDeletionRecord
+        The log entry of the release that followed.
+    """
     rows = self._rows_of(user, rows)
     request = ContextualRequest(self._x[rows], self._a[rows], self._r[rows])
     live, refit_arms = self._live_after(rows, request)
@@ -479,7 +547,15 @@ def _digest(arrays) -> str:
 
 
 def save_contextual_model(model: "ContextualModel", path) -> None:
-    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``."""
+    """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
+
+    Parameters
+    ----------
+    model : ContextualModel
+        The model to write (its user ids, if any, must be str or int).
+    path : str or os.PathLike
+        The file to write; its folder must exist.
+    """
     check_instance(model, ContextualModel, "model")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -518,8 +594,26 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
+# %% tags=["export"]
 def load_contextual_model(path, rng=None) -> "ContextualModel":
-    """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``."""
+    """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file written by ``save_contextual_model``.
+    rng : numpy.random.Generator, int or None
+        The noise generator of the loaded model, as in ``fit`` (the file holds none).
+
+    Returns
+    -------
+    ContextualModel
+
+    Raises
+    ------
+    ValueError
+        For an unreadable file, a checksum mismatch or another format.
+    """
     rng = as_generator(rng, "rng")
     try:
         with np.load(os.fspath(path), allow_pickle=False) as z:
@@ -545,13 +639,41 @@ def load_contextual_model(path, rng=None) -> "ContextualModel":
         delta=meta["delta"], sigma=meta["sigma"], eval_contexts=meta["eval_contexts"], rng=rng)
 
 
-def _save(self, path) -> None:
+# %% [markdown]
+# `save` and `load` are the model's own methods; `save_contextual_model` and `load_contextual_model`
+# above do the work.
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+@add_to_class(ContextualModel)
+def save(self, path) -> None:
+    """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
+
+    Parameters
+    ----------
+    path
+        As in ``save_contextual_model``, which describes it once.
+    """
     save_contextual_model(self, path)
 
 
-_save.__name__, _save.__qualname__, _save.__doc__ = "save", "ContextualModel.save", save_contextual_model.__doc__
-ContextualModel.save = _save
-ContextualModel.load = staticmethod(load_contextual_model)
+@add_to_class(ContextualModel)
+@staticmethod
+def load(path, rng=None) -> "ContextualModel":
+    """``load_contextual_model(path, rng)``: read a model written by ``save``, checksum verified.
+
+    Parameters
+    ----------
+    path, rng
+        As in ``load_contextual_model``, which describes them once.
+
+    Returns
+    -------
+    ContextualModel
+    """
+    return load_contextual_model(path, rng)
 
 
 # %% [markdown]
