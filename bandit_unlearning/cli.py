@@ -395,7 +395,18 @@ def _summary_table(result: dict) -> str:
 
 
 def write_summary(out: Path) -> Path:
-    """Rebuild ``out/summary.md`` from every result JSON in ``out`` (so partial runs accumulate)."""
+    """Rebuild ``out/summary.md`` from every result JSON in ``out`` (so partial runs accumulate).
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        An existing folder holding result JSON files.
+
+    Returns
+    -------
+    pathlib.Path
+        The path of the summary written, ``out / "summary.md"``.
+    """
     check_instance(out, Path, "out")
     if not out.is_dir():
         raise ValueError(f"out must be an existing folder, got {str(out)!r}")
@@ -432,7 +443,28 @@ def reproduce(names: list[str], out: Path, scale: str = "paper", seed: int = 0, 
     (started here and closed at the end) or ``"tcp://HOST:PORT"`` (see
     ``experiments.runner.dask_executor``); not together with ``workers > 1``.  Every argument is
     checked, and the cluster reached, before the folder is created or anything is run.  Prints one
-    line per finished experiment and the total wall time."""
+    line per finished experiment and the total wall time.
+
+    Parameters
+    ----------
+    names : list of str
+        Experiments (``figure1``, ``figure2``, ``figure3``, ``table2``, ``lemma31``, ``rl``) or ``all``.
+    out : pathlib.Path
+        Output folder, created if missing.
+    scale : str
+        ``"paper"`` (the papers' sizes) or ``"quick"``.
+    seed : int
+        Master seed, >= 0; the results depend only on it.
+    workers : int
+        Worker processes, >= 1.
+    scheduler : str or None
+        A Dask scheduler (``"local"``, ``"local:N"`` or ``"tcp://HOST:PORT"``), or None to run here.
+
+    Returns
+    -------
+    list of dict
+        The JSON-ready result of each experiment, in the order run.
+    """
     if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
         raise TypeError(f"names must be a list of experiment names, got {names!r}")
     if not names:
@@ -540,7 +572,18 @@ def _quiet_dask_logs() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: ``reproduce`` and ``copy`` (``--help`` lists their options)."""
+    """The command line: ``reproduce`` and ``copy`` (``--help`` lists their options).
+
+    Parameters
+    ----------
+    argv : list of str or None
+        The arguments after the program name (None: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status (0 on success).
+    """
     if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings (command-line arguments), got {argv!r}")
     parser = argparse.ArgumentParser(prog="python -m bandit_unlearning",

@@ -205,6 +205,8 @@ UNCHECKED: set = {
     "bandit_unlearning.rl.bernstein.run_planned",
     "bandit_unlearning.experiments.protocol.deletion_starts_unchecked",
     "bandit_unlearning.experiments.protocol.run_sums_unchecked",
+    "bandit_unlearning.mab.unlearn.batch_scores_unchecked",
+    "bandit_unlearning.mab.unlearn.unlearn_batch_unchecked",
 }
 
 

@@ -63,9 +63,6 @@ def export_cells() -> dict[tuple[str, str], int]:
 # (chapter, first name defined) -> non-blank lines today.  Debt: split these beside their prose
 # (functions into their own cells, a class's methods into later cells with ``add_to_class``).
 LONG_CELLS: dict[tuple[str, str], int] = {
-    ('notebooks/mab/03a_adaptive_unlearning.py', 'threshold_gamma0'): 97,
-    ('notebooks/mab/03b_output_distributions.py', 'unlearn_batch'): 147,
-    ('notebooks/mab/08b_paper_figures.py', 'plot_experiment'): 82,
 }
 
 

@@ -11,7 +11,7 @@ from bandit_unlearning.mab.bounds import (
     gamma0_exact, gamma0_paper, gaussian_branch_bound, rollback_branch_bound, theorem33_bound,
     theorem33_order, theorem35_bound,
 )
-from bandit_unlearning.mab.data import OfflineDataset
+from bandit_unlearning.mab.data import OfflineDataset, sample_statistics_fixed
 from bandit_unlearning.mab.lcb import LCBState, fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest, exact_sensitivity, paper_sensitivity, rollback
 from bandit_unlearning.mab.unlearn import (
@@ -518,3 +518,31 @@ def test_two_reference_worlds_on_the_counterexample():
     _, noised, _ = unlearn_batch(c, s, state.tau, 0, 10, np.array([10.0]), "adaptive", gamma=g, world="literal",
                                  reference="literal", z=np.zeros(1))
     assert noised[0]
+
+
+def test_unchecked_core_gives_unlearn_batch_bit_for_bit():
+    """``unlearn_batch`` validates once and calls ``unlearn_batch_unchecked``; the engine calls the core
+    directly, with the scores computed once (``batch_scores_unchecked``).  Same bits, same draws."""
+    from bandit_unlearning.mab.unlearn import batch_scores_unchecked, unlearn_batch_unchecked
+
+    rng = np.random.default_rng(7)
+    settings = [dict(method="adaptive", gamma=0.8), dict(method="gaussian", gamma=0.5, sensitivity="exact"),
+                dict(method="rollback"), dict(method="mixing", gamma=0.5, eta=0.5),
+                dict(method="adaptive", gamma=0.3, reference="literal", threshold="exact")]
+    for trial in range(20):
+        counts, sums = sample_statistics_fixed(rng.random(4), [30] * 4, rng, size=40)
+        src, ks = np.array([1], dtype=np.int64), np.array([int(rng.integers(1, 20))], dtype=np.int64)
+        ds = rng.hypergeometric(sums[:, 1].astype(int), (counts[:, 1] - sums[:, 1]).astype(int), int(ks[0]))
+        for opts in settings:
+            options = UnlearnOptions(**opts)
+            for world in ("unlearned", "reference", "literal"):
+                seed = int(rng.integers(2**31))
+                a = unlearn_batch(counts, sums, 1 / 120, 1, int(ks[0]), ds, options=options, world=world,
+                                  rng=np.random.default_rng(seed))
+                deleted = ds.astype(float)[:, None]
+                scores = batch_scores_unchecked(counts, sums, 1 / 120, src, ks, deleted)
+                for sc in (None, scores):
+                    b = unlearn_batch_unchecked(counts, sums, 1 / 120, src, ks, deleted, options, world,
+                                                np.random.default_rng(seed), scores=sc)
+                    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1][:, 0])
+                    assert np.array_equal(a[2], b[2][:, 0])

@@ -85,6 +85,26 @@ def run_tasks(
     ``ProcessPoolExecutor`` for the call (``workers`` is ignored when an executor is given or active).
     Results are in task order.  ``progress``: a tqdm bar on a terminal, else one line per finished
     task, both on standard error.
+
+    Parameters
+    ----------
+    fn : callable
+        The function applied to each task (picklable for process executors).
+    tasks : sequence
+        The task descriptions.
+    executor : concurrent.futures.Executor or None
+        Where to run the tasks (not shut down here).
+    workers : int
+        Worker processes when no executor is given or active, >= 1.
+    desc : str
+        The label of the progress output.
+    progress : bool
+        Whether to report progress on standard error.
+
+    Returns
+    -------
+    list
+        ``fn(t)`` for every task ``t``, in task order.
     """
     check_callable(fn, "fn")
     workers = check_int(workers, "workers", 1)
@@ -138,7 +158,20 @@ def _ignore_interrupts() -> None:
 
 
 def chunks(items: Iterable[Any], size: int) -> list[list[Any]]:
-    """Split ``items`` into consecutive lists of at most ``size`` items (``size >= 1``)."""
+    """Split ``items`` into consecutive lists of at most ``size`` items (``size >= 1``).
+
+    Parameters
+    ----------
+    items : iterable
+        The items to split (not a string).
+    size : int
+        The largest chunk, >= 1.
+
+    Returns
+    -------
+    list of list
+        The chunks, in order; only the last may be shorter than ``size``.
+    """
     size = check_int(size, "size", 1)
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
         raise TypeError(f"items must be iterable, got {type(items).__name__}")
@@ -148,7 +181,18 @@ def chunks(items: Iterable[Any], size: int) -> list[list[Any]]:
 
 def use_executor(executor: Executor):
     """``with use_executor(ex): ...`` -- every ``run_tasks`` call in the block that is given no
-    executor runs on ``ex`` (which is not shut down here).  Blocks nest; the innermost wins."""
+    executor runs on ``ex`` (which is not shut down here).  Blocks nest; the innermost wins.
+
+    Parameters
+    ----------
+    executor : concurrent.futures.Executor
+        The executor the block's ``run_tasks`` calls use.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        A context manager that yields ``executor``.
+    """
     if not isinstance(executor, Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
     return _active(executor)
@@ -203,7 +247,18 @@ def dask_executor(scheduler: str):
     ``"tcp://HOST:PORT"`` (a ``dask scheduler`` whose ``dask worker``s have this package installed;
     only the client is closed on leaving).  The value is checked, and Dask's presence too, when this is
     called; the cluster is reached on entering the block.  Tasks are submitted with ``pure=False``, so
-    each one runs."""
+    each one runs.
+
+    Parameters
+    ----------
+    scheduler : str
+        ``"local"``, ``"local:N"`` or ``"tcp://HOST:PORT"``.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        A context manager that yields a ``concurrent.futures.Executor`` on the cluster.
+    """
     kind, value = _parse_scheduler(scheduler)
     distributed = _import_distributed()
     return _dask(distributed, kind, value)

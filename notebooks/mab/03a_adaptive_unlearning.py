@@ -555,13 +555,69 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
 # %% tags=["export"]
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
-    For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``)."""
+    For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``).
+
+    Parameters
+    ----------
+    n, k : int or array_like of int
+        ``N(a0)`` (or ``N_min``) and the number of deleted points (or ``k_max``), ``1 <= k <= n``.
+    log_term : float or array_like
+        ``L = ln(m / tau) > 0``.
+    options : UnlearnOptions
+        Chooses the threshold (``"paper"`` or ``"exact"``) and its ``threshold_scale``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The threshold (``inf`` where ``k = n``), of the broadcast shape of the arguments.
+    """
     check_instance(options, UnlearnOptions, "options")
     base = gamma0_paper(n, k, log_term) if options.threshold == "paper" else gamma0_exact(n, k, log_term)
     return base * options.threshold_scale
 
+# %% [markdown]
+# The plan is one `SourcePlan` per source arm: Algorithm 2's threshold test (Algorithm 7's on
+# several arms) decides between noise and rollback for the learner's arm, the method's fixed choice
+# applies elsewhere, and every fallback says why it was taken.
 
+# %% tags=["export"]
+def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, log_term: float,
+                     options: UnlearnOptions) -> tuple:
+    """One source arm's ``(arm, k, n, k_rb, delta_f, reason, note)`` under ``plan_unlearning``'s rules
+    (``whole``: the reason and note when the whole request falls back, else None)."""
+    literal, refuse = options.reference == "literal", options.fallback == "refuse"
+    reason, note = "method", ""
+    if whole is not None:
+        k_rb, (reason, note) = k, whole
+    elif options.method == "adaptive":
+        k_rb = 0 if ((literal or learner_arm == a) and options.gamma < gamma0) else k
+        reason = "branch_rule"
+    elif options.method == "gaussian":
+        k_rb = 0
+    elif options.method == "rollback":
+        k_rb = k
+    else:
+        k_prime = options.k_rollback_for(k)            # validates k' <= k whatever the learner's arm
+        k_rb = k_prime if (literal or learner_arm == a) else k
+        reason = "branch_rule"
+    delta_f = 0.0
+    if k_rb < k:
+        if options.sensitivity == "paper" and not sensitivity_condition_holds(n - k_rb, k - k_rb, log_term) \
+                and not refuse:
+            note = (f"sensitivity='paper' (3k/(2N), Lemma A.1) needs k <= N - sqrt(N L / 2), which fails for "
+                    f"k = {k - k_rb}, N = {n - k_rb} on arm {int(a)}: rolled back")
+            k_rb, reason = k, "condition_failed"
+        else:
+            delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity))   # refuses if it fails
+    return (int(a), k, n, k_rb, delta_f, reason, note)
 
+# %% [markdown]
+# `plan_unlearning` checks the request against the counts, settles what applies to the whole request
+# (mixing on several arms, an undefined threshold) and computes the threshold once, then decides each
+# source arm as above and calibrates the noise, jointly over several noised arms when
+# $(\varepsilon, \delta)$ were given.
+
+# %% tags=["export"]
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
     """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``
     (read only by the paper's rules, ``options.reference="conditional"``), the counts ``N(a)`` of D, the
@@ -618,34 +674,8 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
             if refuse:
                 raise ValueError(note + "; use method='rollback' or 'gaussian'")
             whole = ("threshold_undefined", note + ": rolled back")
-    literal = options.reference == "literal"
-    decisions = []
-    for a in sources:
-        n, k = int(counts[a]), int(deleted[a])
-        reason, note = "method", ""
-        if whole is not None:
-            k_rb, (reason, note) = k, whole
-        elif options.method == "adaptive":
-            k_rb = 0 if ((literal or learner_arm == a) and options.gamma < gamma0) else k
-            reason = "branch_rule"
-        elif options.method == "gaussian":
-            k_rb = 0
-        elif options.method == "rollback":
-            k_rb = k
-        else:
-            k_prime = options.k_rollback_for(k)            # validates k' <= k whatever the learner's arm
-            k_rb = k_prime if (literal or learner_arm == a) else k
-            reason = "branch_rule"
-        delta_f = 0.0
-        if k_rb < k:
-            if options.sensitivity == "paper" and not sensitivity_condition_holds(n - k_rb, k - k_rb, log_term) \
-                    and not refuse:
-                note = (f"sensitivity='paper' (3k/(2N), Lemma A.1) needs k <= N - sqrt(N L / 2), which fails for "
-                        f"k = {k - k_rb}, N = {n - k_rb} on arm {int(a)}: rolled back")
-                k_rb, reason = k, "condition_failed"
-            else:
-                delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity))   # refuses if it fails
-        decisions.append((int(a), k, n, k_rb, delta_f, reason, note))
+    decisions = [_source_decision(a, int(counts[a]), int(deleted[a]), learner_arm, gamma0, whole, log_term, options)
+                 for a in sources]
     noised_df = [d[4] for d in decisions if d[3] < d[1]]
     joint = options.joint_noise and len(noised_df) > 1
     joint_sigma = float(options.sigma_for(_joint_sensitivity(noised_df))) if joint else None

@@ -68,6 +68,20 @@ def noisy_argmax_distribution(scores, arm: int, sigma):
     ``P[arm] = P[f_arm + nu > f_b] = Phi((f_arm - f_b) / sigma)`` (equality has probability 0 when
     sigma > 0; lower-index ties are then irrelevant), ``P[b] = 1 - P[arm]``.  With sigma = 0 the
     distribution is the point mass at ``argmax(scores)``.
+
+    Parameters
+    ----------
+    scores : array_like (..., m)
+        The scores before noise.
+    arm : int
+        The noised arm, in ``[0, m)``.
+    sigma : float or array_like
+        Noise standard deviation(s) >= 0, broadcasting against the leading axes of ``scores``.
+
+    Returns
+    -------
+    numpy.ndarray (..., m)
+        The probability of each arm being released.
     """
     scores = check_real_array(scores, "scores")
     if scores.ndim < 1 or scores.shape[-1] < 1:
@@ -133,6 +147,22 @@ def output_distributions(state: LCBState, request: DeletionRequest, *, options: 
     the request's rewards of ``a0``: hypergeometric for 0/1 rewards), of those closed forms -- exact.
     Several noised arms ("gaussian" on a multi-source request): ``multi_noisy_argmax_distribution``
     (1-D quadrature, absolute error ~1e-12).  ``options``: an ``UnlearnOptions`` (``options=``, as in ``unlearn``).
+
+    Parameters
+    ----------
+    state : LCBState
+        The stored statistic of D.
+    request : DeletionRequest
+        The points to delete.
+    options : UnlearnOptions
+        The method and its parameters.
+    against : str
+        ``"conditional"`` or ``"literal"``: which reference world.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(p_unlearned, p_reference)``, each of shape ``(m,)``.
     """
     options = check_options(options)
     check_choice(against, "against", ("conditional", "literal"))
@@ -207,13 +237,98 @@ def _source_arms_and_k(arm, k, m):
         raise ValueError(f"k must be one integer or one per source arm ({arms.size}), got {k!r}")
     return single, arms.astype(np.int64), ks.astype(np.int64)
 
+# %% [markdown]
+# **Validate at the boundary, then compute unchecked.**  The experiments of chapter A8a call this
+# mechanism thousands of times on arrays they built themselves, so `unlearn_batch` is two layers:
+# the public function checks every argument once (the data, then the options against the data) and
+# hands validated arrays to `unlearn_batch_unchecked`, which checks nothing and is what the engine's
+# loops call.  First the data: statistics of shape $(R, m)$, the source arms and their $k$, and the
+# deleted reward sums, each consistent with the arm it was deleted from.
+
 # %% tags=["export"]
-from bandit_unlearning.checks import as_generator, check_int_array
-from bandit_unlearning.mab.lcb import check_tau, lcb_scores
-from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
-from bandit_unlearning.mab.unlearn import _choice, noise_sensitivity, threshold_gamma0, UnlearnOptions
+from bandit_unlearning.checks import check_int_array
+from bandit_unlearning.mab.lcb import check_tau
 
 
+def _check_batch_data(counts, reward_sums, tau, arm, k, deleted_sums):
+    """The data of one ``unlearn_batch`` call, validated: ``(counts, sums, tau, single, src, ks, s, tol)``
+    with ``s`` of shape ``(R, l)`` and ``tol`` the rounding slack of the consistency checks."""
+    tau = check_tau(tau)
+    counts, sums = check_int_array(counts, "counts", 0), check_real_array(reward_sums, "reward_sums")
+    if counts.ndim != 2 or sums.shape != counts.shape:
+        raise ValueError(f"counts and reward_sums must have the same shape (R, m), got {counts.shape} and {sums.shape}")
+    if np.any(sums < -1e-9) or np.any(sums > counts + 1e-9 * (1 + counts)):
+        raise ValueError("reward_sums must lie in [0, counts] (rewards in [0, 1])")
+    n_rep, m = counts.shape
+    single, src, ks = _source_arms_and_k(arm, k, m)
+    shape = (n_rep,) if single else (n_rep, src.size)
+    s = as_array(deleted_sums, "deleted_sums").astype(float)
+    if s.shape != shape:
+        raise ValueError(f"deleted_sums must have shape {shape}, got {s.shape}")
+    s = s.reshape(n_rep, src.size)
+    n_a = counts[:, src]
+    if np.any(n_a < ks):
+        i = int(np.argmax(np.any(n_a < ks, axis=0)))
+        raise ValueError(f"more deletions (k = {int(ks[i])}) than arm {int(src[i])} holds in some replicate "
+                         f"(min N = {int(n_a[:, i].min())})")
+    tol = 1e-9 * (1 + n_a)
+    if not np.all(np.isfinite(s)) or np.any(s < -tol) or np.any(s > ks + tol) or np.any(s > sums[:, src] + tol) \
+            or np.any(sums[:, src] - s > n_a - ks + tol):
+        raise ValueError("deleted_sums must be sums of k rewards in [0, 1] consistent with the arm's reward sum")
+    return counts, sums, tau, single, src, ks, s, tol
+
+# %% [markdown]
+# Then what depends on the options: mixing is single-source; its rolled-back sums, if given, must be
+# sums of $k'$ of the deleted rewards (and may be drawn hypergeometrically only for 0/1 rewards);
+# the noise `z` must have the request's shape; and with `fallback="refuse"` Algorithm 7's threshold
+# must be defined in every replicate.  Nothing has been drawn yet when any of these refuses.
+
+# %% tags=["export"]
+from bandit_unlearning.checks import as_generator
+
+
+def _check_batch_options(options, world, src, ks, s, tol, n_a, single, rng, z, rolled_sums):
+    """The options side of one ``unlearn_batch`` call: ``(rng, z, rolled_sums)`` validated (``rng`` a
+    Generator where something will be drawn, else as given)."""
+    n_rep, n_src = s.shape
+    shape = (n_rep,) if single else (n_rep, n_src)
+    mixing, refuse = options.method == "mixing", options.fallback == "refuse"
+    if mixing and n_src > 1 and refuse:
+        raise ValueError(f"method='mixing' (Algorithm 4) is single-source, got source arms {src.tolist()}")
+    if rolled_sums is not None and not mixing:
+        raise ValueError(f"rolled_sums only applies to method='mixing', not to method={options.method!r}")
+    mixing = mixing and n_src == 1                     # several arms: rolled back (the fallback)
+    k_mix = options.k_rollback_for(int(ks[0])) if mixing else None
+    draw_rolled = mixing and world == "unlearned" and rolled_sums is None and 0 < k_mix < ks[0]
+    if mixing and rolled_sums is not None:
+        rolled_sums = as_array(rolled_sums, "rolled_sums").astype(float)
+        if rolled_sums.shape != (n_rep,) or not np.all(np.isfinite(rolled_sums)):
+            raise ValueError(f"rolled_sums must be {n_rep} finite reward sums, shape ({n_rep},)")
+        s0, t0 = s[:, 0], tol[:, 0]
+        if np.any(rolled_sums < -t0) or np.any(rolled_sums > k_mix + t0) or np.any(rolled_sums > s0 + t0) \
+                or np.any(s0 - rolled_sums > ks[0] - k_mix + t0):
+            raise ValueError(f"rolled_sums must be sums of k' = {k_mix} of the deleted rewards: "
+                             "0 <= s' <= min(k', s) and s - s' <= k - k'")
+    if draw_rolled and not np.all(np.mod(s[:, 0], 1) == 0):
+        raise ValueError("drawing the rolled-back sums hypergeometrically needs 0/1 rewards (integer deleted_sums); "
+                         "give rolled_sums")
+    if z is not None:
+        z = as_array(z, "z").astype(float)
+        if z.shape != shape or not np.all(np.isfinite(z)):
+            raise ValueError(f"z must be finite standard normal draws of shape {shape}")
+        z = z.reshape(n_rep, n_src)
+    if rng is not None or z is None or draw_rolled:
+        rng = as_generator(rng)                        # None: fresh OS entropy, drawn from only if needed
+    if options.method == "adaptive" and refuse and ks.max() > n_a.min():
+        raise ValueError(
+            f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min, got "
+            f"k_max = {int(ks.max())} > N_min = {int(n_a.min())} in some replicate; use method='rollback' or 'gaussian'")
+    return rng, z, rolled_sums
+
+# %% [markdown]
+# The public function is these two checks and one call of the unchecked mechanism.
+
+# %% tags=["export"]
 def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
                   options: UnlearnOptions | None = None, world: str = "unlearned",
                   rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):
@@ -245,119 +360,225 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     reward_sums[r], tau)`` with a generator whose next standard normals (noised arms in increasing
     arm order) are ``z[r]``, and (mixing) with ``U'`` of reward sum ``rolled_sums[r]``.  Inputs are not
     modified; every input is validated before anything is drawn.
+
+    Parameters
+    ----------
+    counts, reward_sums : array_like (R, m)
+        The statistics of D, one row per replicate.
+    tau : float
+        The training-time confidence level, in (0, 1).
+    arm : int or sequence of int
+        The source arm (single-source) or the distinct source arms.
+    k : int or sequence of int
+        Deleted points per source arm.
+    deleted_sums : array_like (R,) or (R, l)
+        Reward sums of the deleted points.
+    method : str or None
+        With keyword fields of ``UnlearnOptions``: the convenience form of ``options``.
+    options : UnlearnOptions or None
+        The options (not together with ``method``).
+    world : str
+        ``"unlearned"``, ``"reference"`` or ``"literal"``.
+    rng : numpy.random.Generator, int or None
+        Randomness for ``z`` and the mixing subsets when they are not given.
+    z : array_like or None
+        Standard normals of the shape of ``deleted_sums``.
+    rolled_sums : array_like (R,) or None
+        Mixing: reward sums of the rolled-back subsets.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(arms, noised, sigma)`` as described above.
     """
     options = _resolve_options(method, options, settings)
     _choice("world", world, ("unlearned", "reference", "literal"))
-    tau = check_tau(tau)
-    counts, sums = check_int_array(counts, "counts", 0), check_real_array(reward_sums, "reward_sums")
-    if counts.ndim != 2 or sums.shape != counts.shape:
-        raise ValueError(f"counts and reward_sums must have the same shape (R, m), got {counts.shape} and {sums.shape}")
-    if np.any(sums < -1e-9) or np.any(sums > counts + 1e-9 * (1 + counts)):
-        raise ValueError("reward_sums must lie in [0, counts] (rewards in [0, 1])")
-    n_rep, m = counts.shape
-    single, src, ks = _source_arms_and_k(arm, k, m)
-    n_src = src.size
-    shape = (n_rep,) if single else (n_rep, n_src)
-    s = as_array(deleted_sums, "deleted_sums").astype(float)
-    if s.shape != shape:
-        raise ValueError(f"deleted_sums must have shape {shape}, got {s.shape}")
-    s = s.reshape(n_rep, n_src)
-    n_a = counts[:, src]
-    if np.any(n_a < ks):
-        i = int(np.argmax(np.any(n_a < ks, axis=0)))
-        raise ValueError(f"more deletions (k = {int(ks[i])}) than arm {int(src[i])} holds in some replicate "
-                         f"(min N = {int(n_a[:, i].min())})")
-    tol = 1e-9 * (1 + n_a)
-    if not np.all(np.isfinite(s)) or np.any(s < -tol) or np.any(s > ks + tol) or np.any(s > sums[:, src] + tol) \
-            or np.any(sums[:, src] - s > n_a - ks + tol):
-        raise ValueError("deleted_sums must be sums of k rewards in [0, 1] consistent with the arm's reward sum")
-    mixing = options.method == "mixing"
+    counts, sums, tau, single, src, ks, s, tol = _check_batch_data(counts, reward_sums, tau, arm, k, deleted_sums)
+    rng, z, rolled_sums = _check_batch_options(options, world, src, ks, s, tol, counts[:, src], single, rng, z,
+                                               rolled_sums)
+    out, noised, sigma = unlearn_batch_unchecked(counts, sums, tau, src, ks, s, options, world, rng, z, rolled_sums)
+    if single:
+        return out, noised[:, 0], sigma[:, 0]
+    return out, noised, sigma
+
+# %% [markdown]
+# **The unchecked mechanism, step by step.**  It evaluates the package's formulas without their
+# argument checks: the LCB scores of chapter A1 and Lemma A.1's condition and sensitivities of
+# chapter A2, each written here with the same floating-point operations in the same order, so the
+# results are the checked functions' bits (the first check below compares them through
+# `unlearn_batch` against the scalar `unlearn`).
+
+# %% tags=["export"]
+def _lcb_scores_unchecked(counts, sums, log_term: float):
+    """``lcb_scores(counts, sums, tau)[2]`` for validated int ``counts`` and float ``sums``, ``L = ln(m/tau)``."""
+    counts = counts.astype(float)
+    covered = counts > 0
+    safe = np.where(covered, counts, 1.0)
+    return np.where(covered, sums / safe, 0.0) - np.where(covered, np.sqrt(log_term / (2 * safe)), 1.0)
+
+
+def _condition_holds_unchecked(n, k, log_term: float):
+    """``sensitivity_condition_holds(n, k, log_term)`` for validated integer arrays ``1 <= n``, ``0 <= k <= n``."""
+    n, k = n.astype(float), k.astype(float)
+    return k <= n - np.sqrt(n * log_term / 2)
+
+
+def _noise_sensitivity_unchecked(n, k, k_rollback, log_term: float, rule: str):
+    """``noise_sensitivity`` for validated arrays, where Lemma A.1's condition holds if ``rule="paper"``."""
+    n, k = (n - k_rollback).astype(float), (k - k_rollback).astype(float)
+    if rule == "paper":
+        return 3 * k / (2 * n)
+    b = np.sqrt(log_term / (2 * n))
+    rest = np.where(k < n, n - k, 1.0)
+    partial = k / n + np.sqrt(log_term / 2) * (1 / np.sqrt(rest) - 1 / np.sqrt(n))
+    return np.where(k < n, partial, np.maximum(np.abs(1 - b), np.abs(2 - b)))
+
+# %% [markdown]
+# Step 1, the plan: how many of each source arm's $k$
+# deleted points are rolled back in each replicate, $k'_{r,i} \in \{0, k'_{\text{mix}}, k\}$, by the
+# rule of `plan_unlearning` (chapter A3a) vectorised — Algorithm 2's (or 7's) threshold on the
+# learner's arm, the method's fixed choice otherwise, and the paper's sensitivity refused (rolled
+# back) where Lemma A.1's condition fails.
+
+# %% tags=["export"]
+from bandit_unlearning.mab.unlearn import _choice, noise_sensitivity, threshold_gamma0, UnlearnOptions
+
+
+def _batch_rollback_counts(options, n_a, ks, is_learner, log_term):
+    """Step 1 of ``unlearn_batch_unchecked``: ``k_rb`` of shape ``(R, l)``, the rolled-back count per
+    replicate and source arm (``k_rb < k``: the arm is noised)."""
+    n_rep, n_src = n_a.shape
     refuse = options.fallback == "refuse"
-    if mixing and n_src > 1 and refuse:
-        raise ValueError(f"method='mixing' (Algorithm 4) is single-source, got source arms {src.tolist()}")
-    if rolled_sums is not None and not mixing:
-        raise ValueError(f"rolled_sums only applies to method='mixing', not to method={options.method!r}")
-    k_mix = options.k_rollback_for(int(ks[0])) if mixing and n_src == 1 else None
-    mixing = mixing and n_src == 1                     # several arms: rolled back (the fallback) below
-    draw_rolled = mixing and world == "unlearned" and rolled_sums is None and 0 < k_mix < ks[0]
-    if mixing and rolled_sums is not None:
-        rolled_sums = as_array(rolled_sums, "rolled_sums").astype(float)
-        if rolled_sums.shape != (n_rep,) or not np.all(np.isfinite(rolled_sums)):
-            raise ValueError(f"rolled_sums must be {n_rep} finite reward sums, shape ({n_rep},)")
-        s0, t0 = s[:, 0], tol[:, 0]
-        if np.any(rolled_sums < -t0) or np.any(rolled_sums > k_mix + t0) or np.any(rolled_sums > s0 + t0) \
-                or np.any(s0 - rolled_sums > ks[0] - k_mix + t0):
-            raise ValueError(f"rolled_sums must be sums of k' = {k_mix} of the deleted rewards: "
-                             "0 <= s' <= min(k', s) and s - s' <= k - k'")
-    if draw_rolled and not np.all(np.mod(s[:, 0], 1) == 0):
-        raise ValueError("drawing the rolled-back sums hypergeometrically needs 0/1 rewards (integer deleted_sums); "
-                         "give rolled_sums")
-    if z is not None:
-        z = as_array(z, "z").astype(float)
-        if z.shape != shape or not np.all(np.isfinite(z)):
-            raise ValueError(f"z must be finite standard normal draws of shape {shape}")
-    if rng is not None or z is None or draw_rolled:
-        rng = as_generator(rng)                        # None: fresh OS entropy, drawn from only if needed
-    log_term = float(np.log(m / tau))
-    scores_d = lcb_scores(counts, sums, tau)[2]
-    counts_du, sums_du = counts.copy(), sums.copy()
-    counts_du[:, src] -= ks
-    sums_du[:, src] = np.clip(sums_du[:, src] - s, 0.0, counts_du[:, src])
-    scores_du = lcb_scores(counts_du, sums_du, tau)[2]
-    learner = np.argmax(scores_du if world == "literal" else scores_d, axis=-1)
-    is_learner = (learner[:, None] == src[None, :]) | (options.reference == "literal")
     if options.method == "adaptive":
         n_min, k_max = n_a.min(axis=1), ks.max()
         defined = k_max <= n_min
-        if refuse and not np.all(defined):
-            raise ValueError(
-                f"Algorithm 7's threshold gamma0' = (4/3) sqrt(pi L / (N_min - k_max)) needs k_max <= N_min, got "
-                f"k_max = {int(k_max)} > N_min = {int(n_min.min())} in some replicate; use method='rollback' or 'gaussian'")
         below = defined & (options.gamma < threshold_gamma0(np.maximum(n_min, k_max), k_max, log_term, options))
         k_rb = np.where(is_learner & below[:, None], 0, ks)          # undefined threshold: rolled back
     elif options.method == "gaussian":
         k_rb = np.zeros((n_rep, n_src), dtype=np.int64)
-    elif options.method == "rollback" or not mixing:                 # (mixing on several arms: rolled back)
+    elif options.method == "rollback" or n_src > 1:                  # (mixing on several arms: rolled back)
         k_rb = np.broadcast_to(ks, (n_rep, n_src))
     else:
-        k_rb = np.where(is_learner, k_mix, ks)
+        k_rb = np.where(is_learner, options.k_rollback_for(int(ks[0])), ks)
     if options.sensitivity == "paper" and not refuse and np.any(k_rb < ks):   # Lemma A.1 fails: rolled back
         ks_full = np.broadcast_to(ks, k_rb.shape)
         noisy, holds = k_rb < ks_full, np.ones(k_rb.shape, dtype=bool)
-        holds[noisy] = sensitivity_condition_holds((n_a - k_rb)[noisy], (ks_full - k_rb)[noisy], log_term)
+        holds[noisy] = _condition_holds_unchecked((n_a - k_rb)[noisy], (ks_full - k_rb)[noisy], log_term)
         k_rb = np.where(noisy & ~holds, ks_full, k_rb)
+    return k_rb
+
+# %% [markdown]
+# Step 2, the noise level of every noised arm: its sensitivity to the deleted points that stay
+# (`noise_sensitivity`), joint over several noised arms when $(\varepsilon, \delta)$ were given
+# (chapter A7), times the calibration's unit $\sigma$.
+
+# %% tags=["export"]
+def _batch_sigmas(options, n_a, ks, k_rb, src, log_term):
+    """Step 2 of ``unlearn_batch_unchecked``: ``sigma`` of shape ``(R, l)`` (0 where not noised)."""
     noised = k_rb < ks
-    sigma = np.zeros((n_rep, n_src))
+    sigma = np.zeros(noised.shape)
     if noised.any():
-        delta_f = np.zeros((n_rep, n_src))
-        delta_f[noised] = noise_sensitivity(n_a[noised], np.broadcast_to(ks, noised.shape)[noised], k_rb[noised],
-                                            log_term, options.sensitivity)
-        if options.joint_noise and n_src > 1:          # one sigma per replicate for its noised arms
+        delta_f = np.zeros(noised.shape)
+        n_s, k_s, kr_s = n_a[noised], np.broadcast_to(ks, noised.shape)[noised], k_rb[noised]
+        if options.sensitivity == "paper" and options.fallback == "refuse":   # refuses where Lemma A.1 fails
+            delta_f[noised] = noise_sensitivity(n_s, k_s, kr_s, log_term, "paper")
+        else:                                          # (otherwise step 1 rolled those arms back)
+            delta_f[noised] = _noise_sensitivity_unchecked(n_s, k_s, kr_s, log_term, options.sensitivity)
+        if options.joint_noise and src.size > 1:       # one sigma per replicate for its noised arms
             joint = _joint_sensitivity(delta_f[:, np.argsort(src)])
             delta_f = np.where((noised.sum(axis=1) > 1)[:, None], joint[:, None], delta_f)
         sigma[noised] = options.sigma_for(delta_f[noised])
-    if draw_rolled:
-        s_int = s[:, 0].astype(np.int64)
+    return sigma
+
+# %% [markdown]
+# Step 3 assembles the release: the base scores are $f(D \setminus U)$, with the noised arms' scores
+# taken on $D$ in the unlearned world (on $D \setminus U'$ for a mixing arm, $U'$ of $k'$ points whose
+# reward sum is given or drawn hypergeometrically), plus $\sigma z$; the released arm is the argmax.
+# The draws come in the documented order: the rolled-back sums, then $z$.  The scores $f(D)$ and
+# $f(D \setminus U)$ do not depend on the method, so a caller that runs several methods on the same
+# replicates (the experiments of chapter A8a) computes them once, with `batch_scores_unchecked`.
+
+# %% tags=["export"]
+def batch_scores_unchecked(counts, sums, tau, src, ks, deleted):
+    """Unchecked: the LCB scores ``(f(D), f(D \\ U))``, both ``(R, m)``, that ``unlearn_batch_unchecked`` uses.
+
+    Parameters
+    ----------
+    counts, sums, tau, src, ks, deleted
+        As in ``unlearn_batch_unchecked`` (validated, not checked here).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(scores_d, scores_du)``: the scores of D and of D without the deleted points.
+    """
+    log_term = float(np.log(counts.shape[-1] / tau))
+    counts_du, sums_du = counts.copy(), sums.copy()
+    counts_du[:, src] -= ks
+    sums_du[:, src] = np.clip(sums_du[:, src] - deleted, 0.0, counts_du[:, src])
+    return _lcb_scores_unchecked(counts, sums, log_term), _lcb_scores_unchecked(counts_du, sums_du, log_term)
+
+# %% tags=["export"]
+def unlearn_batch_unchecked(counts, sums, tau, src, ks, deleted, options, world, rng, z=None, rolled_sums=None,
+                            scores=None):
+    """Unchecked ``unlearn_batch`` on validated arrays: the engine's inner call (chapter A8a).
+
+    Parameters
+    ----------
+    counts, sums : numpy.ndarray (R, m)
+        int64 counts and float reward sums of D, consistent with each other.
+    tau : float
+        The training-time confidence level, in (0, 1).
+    src, ks : numpy.ndarray (l,)
+        Distinct int64 source arms and their deletion counts (``ks <= counts[:, src]``).
+    deleted : numpy.ndarray (R, l)
+        Float reward sums of the deleted points, consistent with ``sums``.
+    options : UnlearnOptions
+        The method and its parameters.
+    world : str
+        ``"unlearned"``, ``"reference"`` or ``"literal"``.
+    rng : numpy.random.Generator or None
+        Drawn from for ``z`` (if None) and the mixing rolled-back sums (if None and needed).
+    z : numpy.ndarray (R, l) or None
+        Standard normals, one per replicate and source arm.
+    rolled_sums : numpy.ndarray (R,) or None
+        Mixing: the reward sums of the rolled-back subsets.
+    scores : tuple of numpy.ndarray or None
+        ``batch_scores_unchecked`` of the same arguments, if already computed.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(arms, noised, sigma)`` of shapes ``(R,)``, ``(R, l)``, ``(R, l)``: what ``unlearn_batch``
+        returns for a sequence ``arm``, bit for bit.  Arguments are not checked (``unlearn_batch`` does).
+    """
+    n_rep, m = counts.shape
+    log_term = float(np.log(m / tau))
+    scores_d, scores_du = scores if scores is not None else batch_scores_unchecked(counts, sums, tau, src, ks, deleted)
+    learner = np.argmax(scores_du if world == "literal" else scores_d, axis=-1)
+    is_learner = (learner[:, None] == src[None, :]) | (options.reference == "literal")
+    n_a = counts[:, src]
+    k_rb = _batch_rollback_counts(options, n_a, ks, is_learner, log_term)
+    noised = k_rb < ks
+    sigma = _batch_sigmas(options, n_a, ks, k_rb, src, log_term)
+    mixing = options.method == "mixing" and src.size == 1
+    k_mix = options.k_rollback_for(int(ks[0])) if mixing else None
+    partial_mix = mixing and world == "unlearned" and 0 < k_mix < ks[0]
+    if partial_mix and rolled_sums is None:
+        s_int = deleted[:, 0].astype(np.int64)
         rolled_sums = rng.hypergeometric(s_int, ks[0] - s_int, k_mix).astype(float)
     if z is None:
-        z = rng.standard_normal(shape)
-    z = z.reshape(n_rep, n_src)
+        z = rng.standard_normal((n_rep, src.size))
     released = scores_du.copy()
-    if world == "unlearned":
-        if mixing and 0 < k_mix < ks[0]:
-            a = int(src[0])
-            counts_p, sums_p = counts.copy(), sums.copy()
-            counts_p[:, a] -= k_mix
-            sums_p[:, a] = np.clip(sums_p[:, a] - rolled_sums, 0.0, counts_p[:, a])
-            partial = lcb_scores(counts_p, sums_p, tau)[2][:, a]
-            released[:, a] = np.where(noised[:, 0], partial, scores_du[:, a])
-        else:
-            released[:, src] = np.where(noised, scores_d[:, src], scores_du[:, src])
+    if partial_mix:
+        a = int(src[0])
+        counts_p, sums_p = counts[:, a] - k_mix, sums[:, a]
+        partial = _lcb_scores_unchecked(counts_p, np.clip(sums_p - rolled_sums, 0.0, counts_p), log_term)
+        released[:, a] = np.where(noised[:, 0], partial, scores_du[:, a])
+    elif world == "unlearned":
+        released[:, src] = np.where(noised, scores_d[:, src], scores_du[:, src])
     released[:, src] += np.where(noised, sigma * z, 0.0)
-    out = np.argmax(released, axis=-1)
-    if single:
-        return out, noised[:, 0], sigma[:, 0]
-    return out, noised, sigma
+    return np.argmax(released, axis=-1), noised, sigma
 
 # %%
 from bandit_unlearning.mab.unlearn import *  # noqa: F403

@@ -369,7 +369,10 @@ assert broken_rejected == len(cases) - 1
 #
 # Every method is computed by the package's own mechanisms: `unlearn_batch` (Algorithms 2, 4, 7 and
 # the forced Gaussian/rollback variants, vectorised over replicates) and `unlearned_arms`
-# (Algorithm 6).  A configuration is $R = 200 \times 5$ replicates; one *run* of one data model is
+# (Algorithm 6).  The engine checks its arguments once, in `request_losses`/`evaluate`, and then
+# calls the mechanism's unchecked core `unlearn_batch_unchecked` (chapter A3b) on the arrays it has
+# built, with one `UnlearnOptions` per method and sensitivity rule: the same bits as `unlearn_batch`,
+# without re-validating thousands of times per experiment.  A configuration is $R = 200 \times 5$ replicates; one *run* of one data model is
 # a task (all its panels share the run's trajectories), and the 10 runs × 2 models are independent
 # tasks for any `concurrent.futures.Executor`.  The seed of a task is `(seed, experiment, model,
 # run)`, so results never depend on which executor ran them.
@@ -395,7 +398,7 @@ from bandit_unlearning.mab.data import PAPER_MEANS, check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
-from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
+from bandit_unlearning.mab.unlearn import UnlearnOptions, batch_scores_unchecked, unlearn_batch_unchecked
 
 
 @dataclass(frozen=True)
@@ -510,45 +513,69 @@ def _mixing_k_prime(method: str, k: int, protocol: ProtocolA) -> int:
     return UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k)
 
 
-def _outputs(method, counts, sums, tau, arms, ks, deleted, rolled, gamma, rng, protocol):
+# %% [markdown]
+# **The release of each method.**  `_rule_parts` splits a batch of replicates once by the sensitivity
+# rule that can calibrate it (Lemma A.1 where its condition holds, the exact worst case elsewhere) and
+# computes each part's scores once; `_outputs` then runs one method on every part through the
+# unchecked mechanism, with that method's `UnlearnOptions` (`_method_options`).
+
+# %% tags=["export"]
+_MECHANISMS = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive",
+               "Alg2-literal": "adaptive", "Alg7-literal": "adaptive"}   # -literal: reference="literal" (A3a)
+
+
+def _method_options(method: str, k: int, gamma: float, rule: str, protocol: ProtocolA) -> UnlearnOptions:
+    """The ``UnlearnOptions`` of one mechanism method under sensitivity ``rule`` (``"paper"``/``"exact"``)."""
+    settings = dict(gamma=None if method == "Rollback" else gamma, threshold_scale=protocol.threshold_scale,
+                    sensitivity=rule)
+    if method.endswith("-literal"):
+        settings["reference"] = "literal"
+    if method == "Mixing" or method.startswith("eta="):
+        return UnlearnOptions(method="mixing", k_prime=_mixing_k_prime(method, k, protocol), **settings)
+    if method not in _MECHANISMS:
+        raise ValueError(f"unknown method {method!r}")
+    return UnlearnOptions(method=_MECHANISMS[method], **settings)
+
+
+def _rule_parts(counts, sums, tau, sources, k, deleted):
+    """The replicates split by sensitivity rule, once per request batch: ``([(rule, rows, counts, sums,
+    deleted (R_rule, l), scores), ...], n_exact)`` -- ``"paper"`` where Lemma A.1's condition holds for
+    every source arm, ``"exact"`` (erratum E2) elsewhere; empty parts are left out.  ``scores``: the
+    part's ``batch_scores_unchecked``, shared by every method."""
+    log_term = np.log(counts.shape[-1] / tau)
+    holds = np.logical_and.reduce([np.asarray(sensitivity_condition_holds(counts[:, a], k, log_term))
+                                   for a in sources])
+    src, ks = np.array(sources, dtype=np.int64), np.full(len(sources), k, dtype=np.int64)
+    parts = []
+    for rows, rule in ((holds, "paper"), (~holds, "exact")):
+        if rows.any():
+            part = (counts[rows], sums[rows], np.stack([d[rows] for d in deleted], axis=-1))
+            parts.append((rule, rows) + part + (batch_scores_unchecked(*part[:2], tau, src, ks, part[2]),))
+    return parts, int((~holds).sum())
+
+
+def _outputs(method, counts, sums, tau, sources, k, parts, n_exact, rolled, gamma, rng, protocol):
     """Output arms of ``method`` on ``R`` replicates (shape ``(R,)``) and how many replicates needed
-    the exact sensitivity (E2).  ``arms``/``ks``/``deleted``: the source arms, their deletion counts
-    and deleted reward sums (``(R,)`` each); ``rolled(k')``: the reward sums of the first ``k'``
-    deleted samples of each source arm (for mixing)."""
+    the exact sensitivity (E2).  ``parts``, ``n_exact``: ``_rule_parts`` of the batch; ``rolled(k')``:
+    the reward sums of the first ``k'`` deleted samples of each source arm (for mixing).  Every call of
+    the mechanism is ``unlearn_batch_unchecked`` on arrays validated by ``request_losses``/``evaluate``."""
     if method == "Oracle":
         return np.argmax(lcb_scores(counts, sums, tau)[2], axis=-1), 0
     if method == "Alg6":
         kvec = np.zeros(counts.shape[-1], dtype=np.int64)
-        kvec[list(arms)] = ks
+        kvec[list(sources)] = k
         return unlearned_arms(counts, np.broadcast_to(kvec, counts.shape)), 0
-    names = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive",
-             "Alg2-literal": "adaptive", "Alg7-literal": "adaptive"}       # -literal: reference="literal" (A3a)
-    mixing = method == "Mixing" or method.startswith("eta=")
-    if not mixing and method not in names:
-        raise ValueError(f"unknown method {method!r}")
-    log_term = np.log(counts.shape[-1] / tau)
-    holds = np.logical_and.reduce([np.asarray(sensitivity_condition_holds(counts[:, a], k, log_term))
-                                   for a, k in zip(arms, ks)])
-    single = len(arms) == 1
+    src, ks = np.array(sources, dtype=np.int64), np.full(len(sources), k, dtype=np.int64)
     out = np.empty(counts.shape[0], dtype=np.int64)
-    for rows, rule in ((holds, "paper"), (~holds, "exact")):
-        if not rows.any():
-            continue
-        common = dict(gamma=None if method == "Rollback" else gamma, rng=rng,
-                      threshold_scale=protocol.threshold_scale, sensitivity=rule)
-        if method.endswith("-literal"):
-            common["reference"] = "literal"
-        arm_arg = arms[0] if single else list(arms)
-        k_arg = ks[0] if single else list(ks)
-        del_arg = deleted[0][rows] if single else np.stack([d[rows] for d in deleted], axis=-1)
-        if mixing:
-            k_prime = _mixing_k_prime(method, ks[0], protocol)
-            out[rows] = unlearn_batch(counts[rows], sums[rows], tau, arm_arg, k_arg, del_arg, "mixing",
-                                      k_prime=k_prime, rolled_sums=rolled(k_prime)[0][rows], **common)[0]
-        else:
-            out[rows] = unlearn_batch(counts[rows], sums[rows], tau, arm_arg, k_arg, del_arg,
-                                      names[method], **common)[0]
-    return out, (int((~holds).sum()) if method != "Rollback" else 0)
+    rolled_all = None
+    for rule, rows, counts_r, sums_r, deleted_r, scores in parts:
+        options = _method_options(method, k, gamma, rule, protocol)
+        if options.method == "mixing" and rolled_all is None:
+            rolled_all = rolled(options.k_prime)[0]
+        rolled_r = rolled_all[rows] if options.method == "mixing" else None
+        out[rows] = unlearn_batch_unchecked(counts_r, sums_r, tau, src, ks, deleted_r, options, "unlearned", rng,
+                                            None, rolled_r, scores)[0]
+    return out, (n_exact if method != "Rollback" else 0)
 
 # %% [markdown]
 # **The loss of one request.** `request_losses` is each method's sub-optimality $\mu(a^*) -
@@ -563,6 +590,32 @@ def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gam
     ``starts``: one array ``(R, n_requests)`` per source arm, the first deleted sample of that arm
     (``consecutive_deletions``); every replicate must hold ``k`` samples from there on.  Returns
     ``({method: losses of shape (R * n_requests,)}, exact_sensitivity_count)``.
+
+    Parameters
+    ----------
+    traj : Trajectories
+        The trajectories.
+    prefix : int
+        Index of the prefix (dataset size) in ``traj.prefixes``.
+    sources : sequence of int
+        The distinct source arms.
+    k : int
+        Deletions per source arm, >= 1.
+    starts : list of numpy.ndarray
+        One ``(R, n_requests)`` array of first deleted samples per source arm.
+    gamma : float
+        The privacy parameter of the paper's calibration, > 0.
+    methods : sequence of str
+        Method names (``_METHODS`` or ``"eta=x"``).
+    rng : numpy.random.Generator, int or None
+        The noise's randomness.
+    protocol : ProtocolA
+        The protocol's knobs.
+
+    Returns
+    -------
+    tuple
+        ``(losses, exact_sensitivity_count)`` as above.
     """
     prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
     methods = _check_methods(methods)
@@ -585,15 +638,20 @@ def _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, proto
     sums = np.repeat(traj._prefix_reward_sums(prefix), n_req, axis=0)
     deleted = [run_sums_unchecked(traj, a, s, k).ravel() for a, s in zip(sources, starts)]
     rolled = lambda kp: [run_sums_unchecked(traj, a, s, kp).ravel() for a, s in zip(sources, starts)]  # noqa: E731
+    parts, n_rule = _rule_parts(counts, sums, tau, sources, k, deleted)
     losses, n_exact = {}, 0
     for method in methods:
-        arms, n = _outputs(method, counts, sums, tau, list(sources), [k] * len(sources), deleted, rolled,
-                           gamma, rng, protocol)
+        arms, n = _outputs(method, counts, sums, tau, list(sources), k, parts, n_rule, rolled, gamma, rng, protocol)
         losses[method] = means.max() - means[arms]
         n_exact += n
     return losses, n_exact
 
 
+# %% [markdown]
+# `evaluate` draws the requests of one configuration (fresh starting samples per request), drops the
+# replicates whose prefix holds too few samples of a source arm, and averages the losses.
+
+# %% tags=["export"]
 def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, methods, rng, protocol):
     """Mean sub-optimality of each method on prefix number ``prefix`` of ``traj``, over
     ``n_trajectories x n_requests`` replicates (fresh requests and noise from ``rng``).
@@ -601,6 +659,16 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     ``sources``: the source arm(s) of the request (one for Algorithms 2, 4, 6; two for Algorithm 7),
     ``k`` deletions from each.  Returns ``{method: mean}``, plus ``"_excluded"`` (replicates whose
     prefix holds fewer than ``k`` samples of a source arm: dropped) and ``"_exact_sensitivity"``.
+
+    Parameters
+    ----------
+    traj, prefix, sources, k, gamma, methods, rng, protocol
+        As in ``request_losses`` (the requests are drawn here).
+
+    Returns
+    -------
+    dict
+        ``{method: mean sub-optimality}`` with the two counts above.
     """
     prefix, sources, k, gamma, rng = _check_request(traj, prefix, sources, k, gamma, rng, protocol)
     methods = _check_methods(methods)
@@ -644,7 +712,20 @@ def _check_experiment(experiment) -> str:
 
 def panels(experiment: str, protocol: ProtocolA) -> list:
     """The panels of an experiment: dicts with ``id, model, case, vary, x, sources`` and, per x, the
-    ``(N, k, gamma)`` used (``points``) and the method names."""
+    ``(N, k, gamma)`` used (``points``) and the method names.
+
+    Parameters
+    ----------
+    experiment : str
+        One of ``EXPERIMENTS``.
+    protocol : ProtocolA
+        The protocol's knobs.
+
+    Returns
+    -------
+    list of dict
+        The panels, in plotting order.
+    """
     _check_experiment(experiment)
     check_instance(protocol, ProtocolA, "protocol")
     p = protocol
@@ -693,7 +774,18 @@ def panels(experiment: str, protocol: ProtocolA) -> list:
 def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of
-    per-point mean sub-optimality, and the excluded / exact-sensitivity counts."""
+    per-point mean sub-optimality, and the excluded / exact-sensitivity counts.
+
+    Parameters
+    ----------
+    task : tuple
+        ``(experiment, protocol, model, run, seed)``.
+
+    Returns
+    -------
+    dict
+        ``{panel id: {"values", "excluded", "exact_sensitivity"}}``.
+    """
     if not isinstance(task, tuple) or len(task) != 5:
         raise TypeError("task must be a tuple (experiment, protocol, model, run, seed)")
     experiment, protocol, model, run, seed = task
@@ -723,6 +815,12 @@ def run_once(task: tuple) -> dict:
     return result
 
 
+# %% [markdown]
+# `run_experiment` makes the tasks of an experiment, runs them on any executor, and aggregates the
+# runs into the JSON layout the figures read: per panel and method, the mean over runs and its
+# standard error.
+
+# %% tags=["export"]
 def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: int = 0, executor=None,
                    workers: int = 1, progress: bool = True, scale: str = "custom") -> dict:
     """Run ``experiment`` (one of ``EXPERIMENTS``) and return its JSON-ready result (issue layout:
@@ -730,7 +828,30 @@ def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: 
 
     The ``n_runs`` runs of each model are independent tasks; ``executor`` (any
     ``concurrent.futures.Executor``) or ``workers`` processes run them.  Results depend only on
-    ``seed``, never on the executor."""
+    ``seed``, never on the executor.
+
+    Parameters
+    ----------
+    experiment : str
+        One of ``EXPERIMENTS``.
+    protocol : ProtocolA or None
+        The protocol (None: the paper's, ``ProtocolA()``).
+    seed : int
+        Master seed, >= 0.
+    executor : concurrent.futures.Executor or None
+        Where to run the tasks.
+    workers : int
+        Worker processes when no executor is given, >= 1.
+    progress : bool
+        Whether to report progress on standard error.
+    scale : str
+        A label recorded in the result (``"paper"``, ``"quick"``, ...).
+
+    Returns
+    -------
+    dict
+        The JSON-ready result.
+    """
     from bandit_unlearning.experiments.runner import run_tasks
 
     _check_experiment(experiment)
@@ -779,7 +900,7 @@ from bandit_unlearning.experiments.paper_a import *  # noqa: F403
 # %%
 from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.mab.unlearn import output_distributions, UnlearnOptions
+from bandit_unlearning.mab.unlearn import output_distributions, unlearn_batch, UnlearnOptions
 from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
@@ -835,7 +956,8 @@ for gamma in (0.05, 0.5):
 # %%
 counts0 = np.repeat(traj.arm_counts[:, 0, :], n_req, axis=0)
 sums0 = np.repeat(traj.reward_sums()[:, 0, :], n_req, axis=0)
-skipped = unlearn_batch(counts0, sums0, 1 / n, 0, k, np.zeros(counts0.shape[0]), "rollback", rng=rng)[0]
+skipped = unlearn_batch(counts0, sums0, 1 / n, 0, k, np.zeros(counts0.shape[0]), options=UnlearnOptions(method="rollback"),
+                        rng=rng)[0]
 skipped_loss = np.asarray(PAPER_MEANS).max() - np.asarray(PAPER_MEANS)[skipped]
 exact_rollback = loop_oracle(arms_raw, rewards_raw, n, 0, k, starts, 0.5, "Rollback", proto)
 n_diff = int(np.sum(skipped_loss != exact_rollback))

@@ -140,14 +140,55 @@ def _scale(result):
 
 # %% [markdown]
 # The figure: one grid of line panels per experiment (grouped bars for Figure 3), in the styles
-# above, with error bars of one standard error over the independent runs.
+# above, with error bars of one standard error over the independent runs.  Figure 3 compares a few
+# fixed configurations, so its panels are grouped bars, one group per configuration:
+
+# %% tags=["export:bandit_unlearning.experiments.plots_a"]
+def _bar_figure(pls, protocol: dict, experiment: str, ylabel: str, title: str, errorbars: bool):
+    """Figure 3's grouped bars: one panel per source-arm case, one group of bars per configuration."""
+    fig, axes = plt.subplots(1, len(pls), figsize=(6.5 * len(pls), 4.6), squeeze=False, layout="constrained")
+    for ax, pl in zip(axes[0], pls):
+        names = list(pl["methods"])
+        width = 0.8 / len(names)
+        xs = np.arange(len(pl["x"]))
+        for i, name in enumerate(names):
+            color, _, _, _, hollow = _style(name, i, len(names))
+            ax.bar(xs + i * width, pl["methods"][name], width, yerr=pl["stderr"][name] if errorbars else None,
+                   label=_label(name, protocol), color="white" if hollow else color, edgecolor=color,
+                   hatch="//" if hollow else None, capsize=2)
+        ax.set_xticks(xs + 0.4 - width / 2)
+        ax.set_xticklabels([f"N={n}\n$\\gamma$={g:g}\nk={k}" for n, g, k in pl["x"]], fontsize=7)
+        ax.set(ylabel=ylabel, xlabel=r"configuration (k deleted from each source arm)")
+        ax.set_title(_column_title(pl, protocol, experiment), fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+# %% [markdown]
+# Every other experiment is a grid of line panels: one row per swept quantity ($N$, $k$ or $\gamma$),
+# one column per data model and case, the methods drawn slightly apart along $x$ so that coinciding
+# curves stay visible (and named in the panel when they coincide exactly).
 
 # %% tags=["export:bandit_unlearning.experiments.plots_a"]
 def plot_experiment(result: dict, errorbars: bool = True):
     """One figure for ``result``: a grid of line panels (Figures 1, 2; Table 2) or grouped bars
     (Figure 3), with one shared legend and the fixed settings in the titles.  The y axis is the mean
     sub-optimality mu(a*) - mu(a_hat') of the arm chosen after unlearning; error bars are one standard
-    error over the independent runs.  Returns the matplotlib figure."""
+    error over the independent runs.
+
+    Parameters
+    ----------
+    result : dict
+        What ``run_experiment`` returns (or its JSON, loaded).
+    errorbars : bool
+        Whether to draw error bars of one standard error.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown, not saved).
+    """
     check_instance(result, dict, "result")
     check_bool(errorbars, "errorbars")
     missing = [key for key in ("experiment", "panels", "scale", "seed") if key not in result]
@@ -165,24 +206,7 @@ def plot_experiment(result: dict, errorbars: bool = True):
              + (f", {len(means)} Bernoulli arms with means {tuple(means)}" if means else "")
              + f"\n{_scale(result)}; {bars}")
     if result["experiment"] == "figure3":
-        fig, axes = plt.subplots(1, len(pls), figsize=(6.5 * len(pls), 4.6), squeeze=False, layout="constrained")
-        for ax, pl in zip(axes[0], pls):
-            names = list(pl["methods"])
-            width = 0.8 / len(names)
-            xs = np.arange(len(pl["x"]))
-            for i, name in enumerate(names):
-                color, _, _, _, hollow = _style(name, i, len(names))
-                ax.bar(xs + i * width, pl["methods"][name], width, yerr=pl["stderr"][name] if errorbars else None,
-                       label=_label(name, protocol), color="white" if hollow else color, edgecolor=color,
-                       hatch="//" if hollow else None, capsize=2)
-            ax.set_xticks(xs + 0.4 - width / 2)
-            ax.set_xticklabels([f"N={n}\n$\\gamma$={g:g}\nk={k}" for n, g, k in pl["x"]], fontsize=7)
-            ax.set(ylabel=ylabel, xlabel=r"configuration (k deleted from each source arm)")
-            ax.set_title(_column_title(pl, protocol, result["experiment"]), fontsize=9)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
-        fig.suptitle(title, fontsize=10)
-        return fig
+        return _bar_figure(pls, protocol, result["experiment"], ylabel, title, errorbars)
     rows = sorted({pl["vary"] for pl in pls}, key=["N", "k", "gamma"].index)
     cols = list(dict.fromkeys((pl["model"], pl["case"]) for pl in pls))
     fig, axes = plt.subplots(len(rows), len(cols), figsize=(max(3.9 * len(cols), 10), 3.0 * len(rows) + 1.2),
