@@ -529,7 +529,8 @@ def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: flo
     G, b = _unpack(u_tilde, K, d)
     c = _gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
     gamma = _vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
-    G += (config.l2 + SHIFT_FACTOR * c) * _layout(d)[5]
+    diagonal = G.reshape(K, d * d)[:, :: d + 1]                    # a view of the K diagonals
+    diagonal += config.l2 + SHIFT_FACTOR * c                      # only the diagonal moves: + 0 elsewhere
     Vinv = np.linalg.inv(G)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
     return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
@@ -566,7 +567,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 23 (line 769): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 23 (line 770): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1).
 
@@ -604,7 +605,7 @@ def linucb_rewards(run: Run) -> np.ndarray:
     return np.array([u.rewards[a] if a >= 0 else 0.0 for u, a in zip(run.users, arms)])
 
 
-# --- from notebooks/rl/12_linucb.py, cell 25 (line 809): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 25 (line 810): "3. Implementation" ---
 def linear_users(theta, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Synthetic users: context uniform in the unit ball of dimension ``theta.shape[1]``, reward of arm
     ``a`` Bernoulli(clip(theta_a . x, 0, 1)), all drawn from the user's own key (``replayable_users``:

@@ -727,7 +727,8 @@ def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: flo
     G, b = _unpack(u_tilde, K, d)
     c = _gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
     gamma = _vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
-    G += (config.l2 + SHIFT_FACTOR * c) * _layout(d)[5]
+    diagonal = G.reshape(K, d * d)[:, :: d + 1]                    # a view of the K diagonals
+    diagonal += config.l2 + SHIFT_FACTOR * c                      # only the diagonal moves: + 0 elsewhere
     Vinv = np.linalg.inv(G)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
     return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
