@@ -1802,7 +1802,7 @@ from bandit_unlearning.experiments import linucb_sets  # noqa: E402
 
 LS_USERS = linucb.classification_users([[0.1, 0.2], [0.3, 0.1]], [0, 1], 2)
 V("name must be one of", linucb_sets.pca_users, "mnist", 4, True)
-T("name must be a string", linucb_sets.pca_users, 3, 4, True)
+T("name must be one of .*got int", linucb_sets.pca_users, 3, 4, True)
 V("dim must be at most 4", linucb_sets.pca_users, "iris", 5, True)
 V("dim must be >= 1", linucb_sets.pca_users, "iris", 0, True)
 T("standardise must be True or False", linucb_sets.pca_users, "iris", 2, 1)
