@@ -1140,8 +1140,9 @@ for name in ("U",) + tuple(VARIANTS):
 # of the 5 digits runs at $\rho = 1$ scored 0.15-0.26 and every run of the first design 0.11-0.12
 # (chance 0.10); wine 0.55 on average (0.47-0.65) against a majority class of 0.40.
 #
-# **Would a sharper noise bound help at small $\rho$?  Measured: no.**  On digits at $\rho = 1$ (5 runs
-# each, per-run sd about 0.03), multiplying both bounds $c_t$ and $\gamma_t$ by 0.85, 0.7, 0.5 and 0.25 —
+# **Would a sharper noise bound help at small $\rho$?  Measured: no.**  On digits at $\rho = 1$ (6 runs
+# each, 5 for the factor 0.25 and for no widening; per-run sd 0.01-0.03), multiplying both bounds
+# $c_t$ and $\gamma_t$ by 0.85, 0.7, 0.5 and 0.25 —
 # as if a sharper spectral bound had been proved — gave accuracy 0.21, 0.20, 0.20 and 0.17 against 0.21
 # as is: a smaller bound shrinks the radius but also the ridge $2c_t$ that damps the noisy Gram matrix,
 # and the two effects cancel.  Dropping the widening altogether (radius $\alpha$; no valid confidence
