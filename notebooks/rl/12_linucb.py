@@ -1300,17 +1300,20 @@ def set_accuracy(users, config: LinUCBConfig, rhos, reps: int, rng, previous_rho
     reps, previous_reps = check_count(reps, "reps", 1), check_count(previous_reps, "previous_reps", 1)
     rng = as_generator(rng)
     T, K = len(users), config.n_arms
-    out = {"majority": max(float(np.mean([u.rewards[a] for u in users])) for a in range(K)),
-           "non_private": linucb_rewards(train(linucb_learner(config, 0.0), users, rng)),
-           "rewards": {}, "previous": {}, "sigma": {}}
+    majority = max(float(np.mean([u.rewards[a] for u in users])) for a in range(K))
+    non_private = linucb_rewards(train(linucb_learner(config, 0.0), users, rng))
+    rewards: dict = {}
+    previous: dict = {}
+    sigmas: dict = {}
     for rho in rhos:
-        out["sigma"][rho] = sigma = sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T)
+        sigmas[rho] = sigma = sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T)
         learner = linucb_learner(config, sigma)
-        out["rewards"][rho] = [linucb_rewards(train(learner, users, rng)) for _ in range(reps)]
+        rewards[rho] = [linucb_rewards(train(learner, users, rng)) for _ in range(reps)]
     for rho in previous_rhos:
         learner = previous_learner(config, sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T))
-        out["previous"][rho] = [linucb_rewards(train(learner, users, rng)) for _ in range(previous_reps)]
-    return out
+        previous[rho] = [linucb_rewards(train(learner, users, rng)) for _ in range(previous_reps)]
+    return {"majority": majority, "non_private": non_private, "rewards": rewards, "previous": previous,
+            "sigma": sigmas}
 
 # %%
 from bandit_unlearning.experiments.linucb_sets import pca_users, previous_learner, set_accuracy  # noqa: E402
