@@ -198,12 +198,16 @@ def stable_linucb_loop(users, config, sigma: float, rng) -> None:
     """Plain TV-stable LinUCB: the statistic of each step into a binary counter of noisy nodes (one
     node closed per step, ``sigma`` Gaussian noise on it), the noisy prefix sum unpacked and the
     regularised Gram matrices inverted every step."""
+    from bandit_unlearning.exact import linucb
     from bandit_unlearning.exact.linucb import _layout, block_size, gram_shift, vector_bound, widened_radius
 
     K, d = config.n_arms, config.dim
-    # the same algorithm as the package at hand: today's learner shifts the noisy Gram matrix by 2 c_t
-    # (its radius docstring says so), the baseline's by c_t
-    shift_factor = 2.0 if "shifted by ``2 c``" in (widened_radius.__doc__ or "") else 1.0
+    # the same algorithm as the package at hand: the learner shifts the noisy Gram matrix by
+    # SHIFT_FACTOR c_t (a constant the chapter exports); the baseline revisions measured before that
+    # constant existed shifted by 2 c_t if their radius docstring says so, else by c_t
+    shift_factor = getattr(linucb, "SHIFT_FACTOR", None)
+    if shift_factor is None:
+        shift_factor = 2.0 if "shifted by ``2 c``" in (widened_radius.__doc__ or "") else 1.0
     upper, up, down, full = _layout(d)[:4]
     p, m = block_size(d), upper.size
     nodes: list = []                                   # (size, noisy sum) of the counter's open nodes

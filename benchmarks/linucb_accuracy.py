@@ -5,7 +5,8 @@ for the right class): ``digits`` (1,797 rows, 10 classes; pixels centred, first 
 ``iris`` (150, 3), ``wine`` (178, 3), ``breast_cancer`` (569, 2) (features standardised, first 4 principal
 components); contexts scaled into the unit ball, rows in a fixed random order.  For every
 ``rho in --rhos`` the noise is ``sigma = sigma_paper(rho, sqrt 2, T)`` (the chapter's calibration,
-unchanged) and we report the accuracy (fraction of correct arms over the whole stream) of
+unchanged) and ``rho = inf`` (``sigma = 0``, non-private LinUCB, the same for both designs, one run)
+and we report the accuracy (fraction of correct arms over the whole stream) of
 
 * ``current``: this package's learner (shift ``2 c_t`` with the GOE spectral bound
   ``c_t = s_t (sqrt(2d) + sqrt(2 ln(3 K t (t+1) / delta)))``, radius
@@ -13,7 +14,8 @@ unchanged) and we report the accuracy (fraction of correct arms over the whole s
 * ``previous``: the chapter's first design (Gordon's bound ``s_t (2 sqrt d + sqrt(2 ln(2 K t (t+1) / delta)))``,
   shift ``c_t``, radius ``alpha + S (sqrt(l2 + 2 c_t) - sqrt(l2)) + gamma_t / sqrt(l2)``);
 
-beside non-private LinUCB (``sigma = 0``, the same for both designs) and the majority class's share.
+beside the majority class's share.  The conversion (``pca_users``) and the loop (``set_accuracy``) are
+the chapter's, imported from ``bandit_unlearning.experiments.linucb_sets``.
 ``alpha = 0.5``, ``l2 = 1``, ``S = 1``, ``delta = 0.01``; ``--reps`` runs per (set, rho, design) with fresh
 tree noise.  Usage: ``python benchmarks/linucb_accuracy.py [--out results/linucb_accuracy.json]
 [--rhos 0.3,1,3,10,100] [--reps 5] [--seed 0]``
@@ -28,7 +30,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -40,47 +41,10 @@ import sklearn.datasets  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bandit_unlearning.exact.learner import PrefixSumLearner, train  # noqa: E402
-from bandit_unlearning.exact.linucb import (  # noqa: E402
-    SENSITIVITY_ZERO_DUMMY, LinUCBConfig, LinUCBModel, block_size, choose, classification_users, initial_model,
-    linucb_learner, linucb_rewards, linucb_scores, linucb_statistics, noise_nodes, unit_ball, unpack,
-)
-from bandit_unlearning.exact.tree import sigma_paper  # noqa: E402
+from bandit_unlearning.exact.linucb import LinUCBConfig  # noqa: E402
+from bandit_unlearning.experiments.linucb_sets import pca_users, set_accuracy  # noqa: E402
 
 SETS = {"digits": (12, False), "iris": (4, True), "wine": (4, True), "breast_cancer": (4, True)}
-
-
-def pca_users(name: str, dim: int, standardise: bool) -> tuple:
-    """Rows of a bundled scikit-learn set as LinUCB users (as in chapter B12, section 4e)."""
-    X, y = getattr(sklearn.datasets, f"load_{name}")(return_X_y=True)
-    X = X - X.mean(axis=0)
-    if standardise:
-        X = X / np.maximum(X.std(axis=0), 1e-12)
-    Z = X @ np.linalg.svd(X, full_matrices=False)[2][:dim].T
-    order = np.random.default_rng(11).permutation(len(y))
-    return classification_users(unit_ball(Z[order] / np.linalg.norm(Z, axis=1).max()), y[order], int(y.max()) + 1)
-
-
-def previous_learner(config: LinUCBConfig, sigma: float) -> PrefixSumLearner:
-    """The chapter's first design (Gordon's bound, shift c_t, radius term gamma_t / sqrt(l2))."""
-    K, d = config.n_arms, config.dim
-
-    def oracle(user, t, model):
-        arm = choose(linucb_scores(model, user.context))
-        return linucb_statistics(arm, user.context, user.rewards[arm], K)
-
-    def update(u, t, model):
-        G, b = unpack(u, K, d)
-        s_t = sigma * math.sqrt(noise_nodes(t))
-        dev = math.sqrt(2 * math.log(2 * K * t * (t + 1) / config.delta))
-        c, g = s_t * (2 * math.sqrt(d) + dev), s_t * (math.sqrt(d) + dev)
-        Vinv = np.linalg.inv(G + (config.l2 + c) * np.eye(d))
-        radius = config.alpha + config.theta_bound * (math.sqrt(config.l2 + 2 * c) - math.sqrt(config.l2)) \
-            + g / math.sqrt(config.l2)
-        return LinUCBModel((Vinv @ b[:, :, None])[:, :, 0], Vinv, radius, c)
-
-    return PrefixSumLearner(d=K * block_size(d), sigma=sigma, oracle=oracle, update=update,
-                            initial_model=initial_model(config), B=SENSITIVITY_ZERO_DUMMY)
 
 
 def _summary(values) -> dict:
@@ -100,21 +64,23 @@ def main(argv=None) -> dict:
 
     sets = {}
     for name, (dim, standardise) in SETS.items():
-        users = pca_users(name, dim, standardise)
+        users = pca_users(name, dim, standardise)             # the chapter's conversion and accuracy loop
         T, K = len(users), users[0].rewards.size
         cfg = LinUCBConfig(K, dim, alpha=0.5, l2=1.0)
-        majority = max(float(np.mean([u.rewards[k] for u in users])) for k in range(K))
-        entry = {"T": T, "K": K, "d": dim, "majority_class": majority,
-                 "non_private": float(linucb_rewards(train(linucb_learner(cfg, 0.0), users, rng)).mean()),
+        res = set_accuracy(users, cfg, rhos, a.reps, rng, previous_rhos=rhos, previous_reps=a.reps)
+        non_private = float(res["non_private"].mean())
+        entry = {"T": T, "K": K, "d": dim, "majority_class": res["majority"], "non_private": non_private,
                  "by_rho": {}}
         for rho in rhos:
-            sigma = sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T)
-            cur = [linucb_rewards(train(linucb_learner(cfg, sigma), users, rng)).mean() for _ in range(a.reps)]
-            prev = [linucb_rewards(train(previous_learner(cfg, sigma), users, rng)).mean() for _ in range(a.reps)]
-            entry["by_rho"][f"{rho:g}"] = {"sigma": sigma, "current": _summary(cur), "previous": _summary(prev)}
-            print(f"{name:>13} rho = {rho:5g} sigma = {sigma:6.3f}: current {np.mean(cur):.3f} +- {np.std(cur):.3f}, "
-                  f"previous {np.mean(prev):.3f} (non-private {entry['non_private']:.3f}, majority {majority:.3f})",
-                  flush=True)
+            cur = [float(r.mean()) for r in res["rewards"][rho]]
+            prev = [float(r.mean()) for r in res["previous"][rho]]
+            entry["by_rho"][f"{rho:g}"] = {"sigma": res["sigma"][rho], "current": _summary(cur),
+                                           "previous": _summary(prev)}
+            print(f"{name:>13} rho = {rho:5g} sigma = {res['sigma'][rho]:6.3f}: current {np.mean(cur):.3f} "
+                  f"+- {np.std(cur):.3f}, previous {np.mean(prev):.3f} (non-private {non_private:.3f}, "
+                  f"majority {res['majority']:.3f})", flush=True)
+        entry["by_rho"]["inf"] = {"sigma": 0.0, "current": _summary([non_private]),
+                                  "previous": _summary([non_private])}
         sets[name] = entry
 
     result = {

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from bandit_unlearning.exact.learner import train  # noqa: E402
 from bandit_unlearning.protocol import DeleteStep, unlearn  # noqa: E402
 from bandit_unlearning.exact.linucb import (  # noqa: E402
-    SENSITIVITY_ZERO_DUMMY, TIE_TOLERANCE, LinUCBConfig, block_size, gram_shift, linear_users, linucb_arms,
+    SENSITIVITY_ZERO_DUMMY, SHIFT_FACTOR, TIE_TOLERANCE, LinUCBConfig, block_size, gram_shift, linear_users, linucb_arms,
     linucb_learner, vector_bound, widened_radius,
 )
 from bandit_unlearning.exact.tree import sigma_paper  # noqa: E402
@@ -113,7 +113,7 @@ def plain_tv_loop(contexts: np.ndarray, rewards: np.ndarray, cfg: LinUCBConfig, 
         blocks = prefix.reshape(K, p)
         G = blocks[:, :m][:, full.ravel()].reshape(K, d, d) * scale.reshape(d, d)
         c, g = gram_shift(sigma, d, t, K, cfg.delta), vector_bound(sigma, d, t, K, cfg.delta)
-        Vinv = np.linalg.inv(G + (cfg.l2 + 2 * c) * eye)
+        Vinv = np.linalg.inv(G + (cfg.l2 + SHIFT_FACTOR * c) * eye)
         theta = (Vinv @ blocks[:, m:, None])[:, :, 0]
         radius = widened_radius(cfg.alpha, cfg.l2, cfg.theta_bound, c, g)
     return arms

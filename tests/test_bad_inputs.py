@@ -1809,6 +1809,26 @@ V("labels must be integers in", linucb.classification_users, [[0.1, 0.2]], [5], 
 V("one label per row", linucb.classification_users, [[0.1, 0.2]], [0, 1], 2)
 V("n_classes must be >= 1", linucb.classification_users, [[0.1, 0.2]], [0], 0)
 
+# --- bandit_unlearning.experiments.linucb_sets
+from bandit_unlearning.experiments import linucb_sets  # noqa: E402
+
+LS_USERS = linucb.classification_users([[0.1, 0.2], [0.3, 0.1]], [0, 1], 2)
+V("name must be one of", linucb_sets.pca_users, "mnist", 4, True)
+T("name must be one of .*got int", linucb_sets.pca_users, 3, 4, True)
+V("dim must be at most 4", linucb_sets.pca_users, "iris", 5, True)
+V("dim must be >= 1", linucb_sets.pca_users, "iris", 0, True)
+T("standardise must be True or False", linucb_sets.pca_users, "iris", 2, 1)
+T("config must be a LinUCBConfig", linucb_sets.previous_learner, (2, 2), 0.1)
+V("sigma", linucb_sets.previous_learner, LCFG, -1.0)
+T("config must be a LinUCBConfig", linucb_sets.set_accuracy, LS_USERS, (2, 2), [1.0], 1, 0)
+V("users must be a non-empty sequence of LinUCBUser", linucb_sets.set_accuracy, (), LCFG, [1.0], 1, 0)
+V("users must be a non-empty sequence of LinUCBUser", linucb_sets.set_accuracy, LS_USERS, linucb.LinUCBConfig(3, 2), [1.0], 1, 0)
+V("rhos and previous_rhos must be finite and > 0", linucb_sets.set_accuracy, LS_USERS, LCFG, [0.0], 1, 0)
+V("rhos and previous_rhos must be finite and > 0", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 1, 0, [float("inf")])
+V("reps must be >= 1", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 0, 0)
+V("previous_reps must be >= 1", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 1, 0, [1.0], 0)
+T("rng", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 1, "seed")
+
 # --- bandit_unlearning.mab.model (a model that takes a stream of deletions)
 from bandit_unlearning.mab import model as mmodel  # noqa: E402
 

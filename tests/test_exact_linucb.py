@@ -124,7 +124,7 @@ def test_shift_holds_through_the_tree(users):
         assert np.abs(np.linalg.eigvalsh(Gn - Gc)).max() <= gram_shift(0.5, D, t, K, 1e-6)
         assert np.linalg.norm(bn - bc, axis=1).max() <= vector_bound(0.5, D, t, K, 1e-6)
         c = gram_shift(0.5, D, t, K, 1e-6)
-        assert np.allclose(np.linalg.inv(run.models[t].Vinv), Gn + (1.0 + 2 * c) * np.eye(D))
+        assert np.allclose(np.linalg.inv(run.models[t].Vinv), Gn + (1.0 + lin.SHIFT_FACTOR * c) * np.eye(D))
         assert run.models[t].radius == widened_radius(0.5, 1.0, 1.0, gram_shift(0.5, D, t, K, 1e-6),
                                                       vector_bound(0.5, D, t, K, 1e-6))
 
@@ -312,5 +312,38 @@ def test_public_names_are_covered():
               "SENSITIVITY_BETWEEN_USERS", "noise_nodes", "gram_shift", "vector_bound", "widened_radius",
               "LinUCBConfig", "LinUCBModel", "linucb_scores", "choose", "initial_model", "linucb_update",
               "linucb_learner", "linucb_arms", "linucb_rewards", "linear_users", "classification_users",
-              "TIE_TOLERANCE", "SQRT2"}
+              "TIE_TOLERANCE", "SQRT2", "SHIFT_FACTOR"}
     assert set(lin.__all__) <= tested, set(lin.__all__) - tested
+
+
+def test_shift_factor_is_the_one_the_radius_assumes():
+    """The radius of section 2c (``sqrt(l2 + 3 c)`` and ``gamma / sqrt(l2 + c)``) is derived for the shift
+    ``2 c``: the exported factor must be 2 for the confidence set to hold."""
+    assert lin.SHIFT_FACTOR == 2.0
+    c, g = 0.7, 0.3
+    assert widened_radius(0.5, 1.0, 1.0, c, g) == 0.5 + (math.sqrt(1.0 + (lin.SHIFT_FACTOR + 1) * c) - 1.0) \
+        + g / math.sqrt(1.0 + (lin.SHIFT_FACTOR - 1) * c)
+
+
+def test_set_accuracy_is_the_loop_it_describes():
+    """``set_accuracy`` = one sigma = 0 run, ``reps`` runs per rho, then the first design's runs, drawn from
+    one generator in that order: replayed by hand from the same seed, every reward is the same."""
+    pytest.importorskip("sklearn")
+    from bandit_unlearning.exact.tree import sigma_paper
+    from bandit_unlearning.experiments.linucb_sets import pca_users, previous_learner, set_accuracy
+
+    users = pca_users("iris", 3, True)[:60]
+    assert len(users) == 60 and users[0].context.size == 3 and users[0].rewards.size == 3
+    cfg = LinUCBConfig(3, 3, alpha=0.5, l2=1.0)
+    res = set_accuracy(users, cfg, [1.0, 10.0], 2, np.random.default_rng(3), previous_rhos=[1.0])
+    rng = np.random.default_rng(3)
+    assert np.array_equal(res["non_private"], linucb_rewards(train(linucb_learner(cfg, 0.0), users, rng)))
+    for rho in (1.0, 10.0):
+        sigma = sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, 60)
+        assert res["sigma"][rho] == sigma
+        for r in res["rewards"][rho]:
+            assert np.array_equal(r, linucb_rewards(train(linucb_learner(cfg, sigma), users, rng)))
+    prev = linucb_rewards(train(previous_learner(cfg, sigma_paper(1.0, SENSITIVITY_ZERO_DUMMY, 60)), users, rng))
+    assert np.array_equal(res["previous"][1.0][0], prev)
+    majority = max(np.mean([u.rewards[a] for u in users]) for a in range(3))
+    assert res["majority"] == majority

@@ -21,6 +21,7 @@ __all__ = [
     "unpack",
     "SENSITIVITY_ZERO_DUMMY",
     "SENSITIVITY_BETWEEN_USERS",
+    "SHIFT_FACTOR",
     "noise_nodes",
     "gram_shift",
     "vector_bound",
@@ -60,7 +61,15 @@ SQRT2 = math.sqrt(2.0)
 @dataclass(frozen=True, eq=False)
 class LinUCBUser:
     """A replayable contextual-bandit user: ``context`` (``||x||_2 <= 1``) and one reward in
-    ``[0, 1]`` per arm (read-only arrays)."""
+    ``[0, 1]`` per arm (read-only arrays).
+
+    Parameters
+    ----------
+    context : array of shape (d,)
+        The user's context ``x``: finite, ``x @ x <= 1``.
+    rewards : array of shape (K,)
+        The reward of every arm, each in ``[0, 1]`` (the user answers every arm the same way, every time).
+    """
 
     context: np.ndarray
     rewards: np.ndarray
@@ -86,7 +95,18 @@ class LinUCBUser:
 
 def unit_ball(X) -> np.ndarray:
     """Rows of ``X`` scaled into the unit ball: ``x / max(1, ||x||)``, then shrunk by a few ulps so that
-    ``x @ x <= 1`` holds in floating point."""
+    ``x @ x <= 1`` holds in floating point.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        Finite rows (contexts).
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The rows, each of norm below 1.
+    """
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or not np.isfinite(X).all():
         raise ValueError("X must be a finite 2-D array (rows are contexts)")
@@ -94,9 +114,20 @@ def unit_ball(X) -> np.ndarray:
     return X / norms[:, None] * (1 - 4 * np.finfo(float).eps)
 
 
-# --- from notebooks/rl/12_linucb.py, cell 7 (line 275): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 7 (line 294): "3. Implementation" ---
 def block_size(dim: int) -> int:
-    """Entries of one arm's block: ``dim (dim + 1) / 2`` for the Gram matrix, ``dim`` for ``sum r x``."""
+    """Entries of one arm's block: ``dim (dim + 1) / 2`` for the Gram matrix, ``dim`` for ``sum r x``.
+
+    Parameters
+    ----------
+    dim : int
+        The context dimension ``d`` (``>= 1``).
+
+    Returns
+    -------
+    int
+        ``d (d + 1) / 2 + d``.
+    """
     dim = check_int(dim, "dim", 1)
     return dim * (dim + 1) // 2 + dim
 
@@ -120,9 +151,27 @@ def _layout(dim: int):
     return arrays
 
 
+# --- from notebooks/rl/12_linucb.py, cell 9 (line 333): "3. Implementation" ---
 def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarray:
     """``x_t``: zero except in ``arm``'s block, which holds ``vech(x x^T)`` (upper triangle, row by row,
-    off-diagonal entries times ``sqrt 2``) followed by ``r x``."""
+    off-diagonal entries times ``sqrt 2``) followed by ``r x``.
+
+    Parameters
+    ----------
+    arm : int
+        The arm played, in ``[0, n_arms)``.
+    context : array_like of shape (d,)
+        The context ``x``.
+    reward : float
+        The reward ``r`` observed, in ``[0, 1]``.
+    n_arms : int
+        ``K`` (``>= 1``).
+
+    Returns
+    -------
+    ndarray of shape (K (d (d+1)/2 + d),)
+        The statistic (its norm is ``sqrt(||x||^4 + r^2 ||x||^2)``).
+    """
     n_arms = check_count(n_arms, "n_arms", 1)
     arm = check_int(arm, "arm", 0, n_arms - 1)
     x = check_real_array(context, "context", ndim=1, nonempty=True)
@@ -142,7 +191,22 @@ def _statistics(arm: int, x: np.ndarray, reward: float, n_arms: int) -> np.ndarr
 
 def unpack(u, n_arms: int, dim: int):
     """``(G, b)`` of shapes ``(n_arms, dim, dim)`` and ``(n_arms, dim)`` from a (noisy) prefix sum:
-    symmetric Gram matrices (off-diagonal entries times ``1 / sqrt 2``) and reward-weighted sums."""
+    symmetric Gram matrices (off-diagonal entries times ``1 / sqrt 2``) and reward-weighted sums.
+
+    Parameters
+    ----------
+    u : array_like of shape (n_arms (dim (dim+1)/2 + dim),)
+        A sum of statistics (exact or noisy).
+    n_arms, dim : int
+        ``K`` and ``d``.
+
+    Returns
+    -------
+    G : ndarray of shape (n_arms, dim, dim)
+        The Gram matrices.
+    b : ndarray of shape (n_arms, dim)
+        The sums ``sum r x`` (a copy).
+    """
     n_arms, p = check_count(n_arms, "n_arms", 1), block_size(dim)
     G, b = _unpack(check_real_array(u, "u", shape=(n_arms * p,)), n_arms, dim)
     return G, b.copy()
@@ -159,13 +223,25 @@ def _unpack(u: np.ndarray, n_arms: int, dim: int):
     return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 
-# --- from notebooks/rl/12_linucb.py, cell 9 (line 342): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 11 (line 407): "3. Implementation" ---
 SENSITIVITY_ZERO_DUMMY = SQRT2          # ||x_t - 0|| <= sqrt(||x||^4 + r^2 ||x||^2) <= sqrt 2
 SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x.x' = -1/2): sqrt(9/2)
+SHIFT_FACTOR = 2.0                      # the noisy Gram matrix is shifted by SHIFT_FACTOR c_t (section 2b)
 
 
 def noise_nodes(t: int) -> int:
-    """Number of tree nodes summed in the noisy prefix sum at step ``t``: ``popcount(t)``."""
+    """Number of tree nodes summed in the noisy prefix sum at step ``t``: ``popcount(t)``.
+
+    Parameters
+    ----------
+    t : int
+        The step (``>= 1``).
+
+    Returns
+    -------
+    int
+        ``m_t``, the number of ones in the binary expansion of ``t``.
+    """
     return check_int(t, "t", 1).bit_count()
 
 
@@ -189,6 +265,7 @@ def _vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> 
     return sigma * math.sqrt(t.bit_count()) * (math.sqrt(dim) + _deviation(t, n_arms, delta))
 
 
+# --- from notebooks/rl/12_linucb.py, cell 13 (line 451): "3. Implementation" ---
 def gram_shift(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
     """``c_t``, a high-probability bound on the spectral norm of the noise of one arm's Gram matrix at step
     ``t``: ``s (sqrt(2 dim) + sqrt(2 ln(3 K t (t+1) / delta)))`` with ``s = sigma sqrt(popcount t)``.
@@ -258,12 +335,24 @@ def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, ga
                                  check_real(gamma, "gamma", 0)))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 11 (line 444): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 15 (line 524): "3. Implementation" ---
 @dataclass(frozen=True)
 class LinUCBConfig:
-    """Disjoint LinUCB's parameters: ``n_arms`` (K), ``dim`` (d), ``alpha`` (the noiseless radius), ``l2``
-    (ridge lambda), ``theta_bound`` (S >= ||theta_a||, for the widening), ``delta`` (failure probability
-    of the noise bounds over all steps and arms)."""
+    """Disjoint LinUCB's parameters.
+
+    Parameters
+    ----------
+    n_arms, dim : int
+        ``K`` and ``d`` (both ``>= 1``).
+    alpha : float
+        The noiseless confidence radius (``>= 0``).
+    l2 : float
+        The ridge ``lambda`` (``> 0``).
+    theta_bound : float
+        ``S >= ||theta_a||`` (``> 0``), for the widening.
+    delta : float
+        Failure probability of the noise bounds over all steps and arms, in ``(0, 1)``.
+    """
 
     n_arms: int
     dim: int
@@ -285,10 +374,22 @@ class LinUCBConfig:
         object.__setattr__(self, "delta", delta)
 
 
+# --- from notebooks/rl/12_linucb.py, cell 17 (line 565): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class LinUCBModel:
-    """``w_t``: per-arm ridge estimates ``theta`` (K, d), inverse shifted Gram matrices ``Vinv``
-    (K, d, d), the confidence ``radius`` and the ``shift`` used (read-only arrays)."""
+    """``w_t``: the model the learner releases after a step (read-only arrays).
+
+    Parameters
+    ----------
+    theta : array of shape (K, d)
+        Per-arm ridge estimates.
+    Vinv : array of shape (K, d, d)
+        Inverse shifted Gram matrices.
+    radius : float
+        The confidence radius ``alpha_t`` (``>= 0``).
+    shift : float
+        The bound ``c_t`` behind the shift (``>= 0``; the matrices are shifted by ``SHIFT_FACTOR c_t``).
+    """
 
     theta: np.ndarray
     Vinv: np.ndarray
@@ -321,9 +422,22 @@ def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float) -> 
     return model
 
 
-# --- from notebooks/rl/12_linucb.py, cell 13 (line 512): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 19 (line 618): "3. Implementation" ---
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
-    """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0)."""
+    """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0).
+
+    Parameters
+    ----------
+    model : LinUCBModel
+        The released model.
+    context : array_like of shape (d,)
+        The context ``x``.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+        The optimistic index of every arm.
+    """
     check_instance(model, LinUCBModel, "model")
     return _scores(model, check_real_array(context, "context", shape=model.theta.shape[1:]))
 
@@ -335,7 +449,18 @@ def _scores(model: LinUCBModel, x: np.ndarray) -> np.ndarray:
 
 def choose(scores) -> int:
     """The lowest arm whose score is within ``TIE_TOLERANCE`` (1e-9) of the best: decisions do not
-    follow the last bits of floating point."""
+    follow the last bits of floating point.
+
+    Parameters
+    ----------
+    scores : array_like of shape (K,)
+        One score per arm.
+
+    Returns
+    -------
+    int
+        The arm chosen.
+    """
     return _choose(check_real_array(scores, "scores", ndim=1, nonempty=True))
 
 
@@ -344,7 +469,18 @@ def _choose(scores: np.ndarray) -> int:
 
 
 def initial_model(config: LinUCBConfig) -> LinUCBModel:
-    """``w_1``: no data, ``theta = 0``, ``Vinv = I / l2``, radius ``alpha``."""
+    """``w_1``: no data, ``theta = 0``, ``Vinv = I / l2``, radius ``alpha``.
+
+    Parameters
+    ----------
+    config : LinUCBConfig
+        The learner's parameters.
+
+    Returns
+    -------
+    LinUCBModel
+        The model before the first user.
+    """
     K, d = check_instance(config, LinUCBConfig, "config").n_arms, config.dim
     return LinUCBModel(np.zeros((K, d)), np.broadcast_to(np.eye(d) / config.l2, (K, d, d)).copy(), config.alpha, 0.0)
 
@@ -357,7 +493,7 @@ def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np
     return _statistics(arm, user.context, float(user.rewards[arm]), config.n_arms)
 
 
-# --- from notebooks/rl/12_linucb.py, cell 15 (line 553): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 21 (line 694): "3. Implementation" ---
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
     """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + 2 c_t) I``,
     ``theta_a = V_a^{-1} b~_a``, radius ``widened_radius(alpha, l2, S, c_t, gamma_t)`` for
@@ -393,7 +529,8 @@ def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: flo
     G, b = _unpack(u_tilde, K, d)
     c = _gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
     gamma = _vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
-    G += (config.l2 + 2 * c) * _layout(d)[5]
+    diagonal = G.reshape(K, d * d)[:, :: d + 1]                    # a view of the K diagonals
+    diagonal += config.l2 + SHIFT_FACTOR * c                      # only the diagonal moves: + 0 elsewhere
     Vinv = np.linalg.inv(G)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
     return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
@@ -401,7 +538,22 @@ def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: flo
 
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
     """TV-stable disjoint LinUCB as a ``PrefixSumLearner`` (``d = K (dim (dim+1)/2 + dim)``, ``B = sqrt 2``
-    against the zero dummy)."""
+    against the zero dummy).
+
+    Parameters
+    ----------
+    config : LinUCBConfig
+        The learner's parameters.
+    sigma : float
+        The tree's noise scale (``0``: plain LinUCB).
+    tree_factory : callable
+        The tree mechanism (default ``LightTree``).
+
+    Returns
+    -------
+    PrefixSumLearner
+        The learner, for ``train``, ``unlearn`` and ``verify``.
+    """
     if not isinstance(config, LinUCBConfig):
         raise TypeError(f"config must be a LinUCBConfig, got {type(config).__name__}")
     from bandit_unlearning.privacy.coupling import check_sigma
@@ -415,9 +567,20 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 17 (line 613): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 23 (line 770): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
-    """Arms chosen at steps ``1 .. T`` (dummies: -1)."""
+    """Arms chosen at steps ``1 .. T`` (dummies: -1).
+
+    Parameters
+    ----------
+    run : Run
+        A run of a LinUCB learner.
+
+    Returns
+    -------
+    ndarray of int64, shape (T,)
+        The arm of every step.
+    """
     check_instance(run, Run, "run")
     out = [_choose(_scores(w, user.context)) if isinstance(user, LinUCBUser) else -1
            for user, w in zip(run.users, run.models[:-1])]
@@ -425,16 +588,45 @@ def linucb_arms(run: Run) -> np.ndarray:
 
 
 def linucb_rewards(run: Run) -> np.ndarray:
-    """Rewards collected at steps ``1 .. T`` (dummies: 0)."""
+    """Rewards collected at steps ``1 .. T`` (dummies: 0).
+
+    Parameters
+    ----------
+    run : Run
+        A run of a LinUCB learner.
+
+    Returns
+    -------
+    ndarray of shape (T,)
+        The reward of every step.
+    """
     check_instance(run, Run, "run")
     arms = linucb_arms(run)
     return np.array([u.rewards[a] if a >= 0 else 0.0 for u, a in zip(run.users, arms)])
 
 
+# --- from notebooks/rl/12_linucb.py, cell 25 (line 810): "3. Implementation" ---
 def linear_users(theta, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Synthetic users: context uniform in the unit ball of dimension ``theta.shape[1]``, reward of arm
     ``a`` Bernoulli(clip(theta_a . x, 0, 1)), all drawn from the user's own key (``replayable_users``:
-    ``seed=None`` draws keys from OS entropy; an integer seed rebuilds every user -- key material)."""
+    ``seed=None`` draws keys from OS entropy; an integer seed rebuilds every user -- key material).
+
+    Parameters
+    ----------
+    theta : array_like of shape (K, d)
+        The arms' parameters (finite).
+    n : int
+        Number of users.
+    seed : int or None
+        Seed of the users' keys.
+    start : int
+        Index of the first user's key.
+
+    Returns
+    -------
+    tuple of LinUCBUser
+        The users.
+    """
     theta = check_real_array(theta, "theta", allow_inf=True)      # refuses strings, complex, booleans, masks
     if theta.ndim != 2 or not np.isfinite(theta).all():
         raise ValueError("theta must be a finite (n_arms, dim) array")
@@ -451,7 +643,22 @@ def linear_users(theta, n: int, *, seed: int | None = None, start: int = 0) -> t
 
 def classification_users(X, y, n_classes: int) -> tuple:
     """Supervised-to-bandit conversion: row ``i`` is a user with context ``X[i]`` (rows must lie in the
-    unit ball: see ``unit_ball``) and reward 1 for arm ``y[i]``, 0 for every other arm."""
+    unit ball: see ``unit_ball``) and reward 1 for arm ``y[i]``, 0 for every other arm.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        Contexts in the unit ball.
+    y : array_like of int, shape (n,)
+        Labels in ``[0, n_classes)``.
+    n_classes : int
+        ``K``, one arm per class.
+
+    Returns
+    -------
+    tuple of LinUCBUser
+        The users, in the order of the rows.
+    """
     X = np.asarray(X, dtype=float)
     y = np.asarray(y)
     n_classes = check_count(n_classes, "n_classes", 1)
