@@ -116,7 +116,7 @@ def test_peeling_level():
             y = x - 1e-3
             assert np.e * np.ceil(y * np.log(n)) * np.exp(-y) > delta or y < 1
     cfg = UCBVIConfig(3, 2, 4, 100, delta=0.1, bonus_kind="noisy_bernstein")
-    assert noisy_bernstein_constants(cfg).L_kl == pytest.approx(peeling_level(0.1 / (4 * 3 * 2 * 4), 100))
+    assert noisy_bernstein_constants(cfg).L_kl == pytest.approx(peeling_level(2 * 0.1 / (4 * 3 * 2 * 4), 100))   # no noise: all of delta
     for bad in (0.0, 1.0, -0.1, 2.0):
         with pytest.raises(ValueError, match="delta"):
             peeling_level(bad, 10)
@@ -153,3 +153,21 @@ def test_unlearning_with_the_bonus_is_consistent():
         run = train(learner, users, rng)
         unlearned, _ = unlearn(run, DeleteStep(t), rng=rng)
         verify(unlearned)
+
+
+def test_cap_is_one_plus_the_next_step_maximum():
+    """Q*_h <= 1 + max V*_{h+1}: the planner's values obey the same cap, explored or not."""
+    cfg = UCBVIConfig(3, 2, 4, 100, delta=0.1, sigma=1.0, bonus_kind="noisy_bernstein")
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        V, V_low = noisy_bernstein_values(np.abs(rng.normal(30, 10, cfg.layout.d)), cfg)
+        for h in range(cfg.H):
+            assert np.all(V[h] <= min(cfg.H - h, 1.0 + V[h + 1].max()) + 1e-12)
+            assert np.all(V_low[h] <= V[h] + 1e-12)
+
+
+def test_without_noise_the_statistics_get_all_of_delta():
+    quiet = UCBVIConfig(3, 2, 4, 100, delta=0.1, bonus_kind="noisy_bernstein")
+    noisy = dataclasses.replace(quiet, sigma=1.0)
+    assert noisy_bernstein_constants(quiet).L == pytest.approx(noisy_bernstein_constants(noisy).L - np.log(2))
+    assert noisy_bernstein_constants(quiet).L_kl < noisy_bernstein_constants(noisy).L_kl

@@ -7,7 +7,8 @@ __all__ = [
     "NoisyBernsteinConstants",
     "noisy_bernstein_constants",
     "peeling_level",
-    "KL_BISECTIONS",
+    "KL_NEWTON_STEPS",
+    "KL_MARGIN",
     "kl_upper",
     "noisy_bernstein_plan",
     "noisy_bernstein_values",
@@ -27,7 +28,7 @@ from bandit_unlearning.kernel import rollout_lists
 from bandit_unlearning.rl.users import Trajectory
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 4 (line 173): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 4 (line 183): "3. Implementation" ---
 NOISY_BERNSTEIN = "noisy_bernstein"
 
 
@@ -42,7 +43,24 @@ class NoisyBernsteinConstants:
     z scale`` is the factor of ``sqrt(1 + ||V||_2^2)`` bounding the noise of ``R~ + sum_s' N~(s') V*(s')``;
     ``L = ln(16 SAH n_max / delta)`` (``n_max = T``, ``HT`` pooled) is the log term of the empirical
     Bernstein bounds, ``L_kl`` the level of the relative-entropy bound (peeling over the counts:
-    ``e ceil(L_kl ln n_max) exp(-L_kl) <= delta / (4 SAH)``).  Without noise correction ``eps = combo = 0``."""
+    ``e ceil(L_kl ln n_max) exp(-L_kl) <= delta / (4 SAH)``).  Without noise correction ``eps = combo = 0``;
+    without noise (``sigma = 0``) both levels are computed at ``2 delta`` (the statistics get all of it).
+
+    Attributes
+    ----------
+    scale : float
+        Standard deviation bound of one noisy coordinate (``>= 0``).
+    z : float
+        Gaussian quantile of the noise event's union bound (``>= 0``).
+    eps : float
+        Bound on the noise of one count, reward sum or transition count (``z scale``, or 0).
+    combo : float
+        Factor of ``sqrt(1 + ||V||_2^2)`` bounding the noise of the one Gaussian combination per pair.
+    L : float
+        Log term of the empirical Bernstein bounds.
+    L_kl : float
+        Level of the peeled relative-entropy bound.
+    """
 
     scale: float
     z: float
@@ -76,9 +94,10 @@ def noisy_bernstein_constants(config: UCBVIConfig, noise_correction: bool = True
     noise_correction = check_bool(noise_correction, "noise_correction")
     S, A, H, T = config.S, config.A, config.H, config.T
     pool = H if config.pooled else 1
-    L = float(np.log(16 * S * A * H * T * pool / config.delta))
-    L_kl = peeling_level(config.delta / (4 * S * A * H), T * pool)
     scale = float(config.sigma * np.sqrt(T.bit_length() * pool))
+    share = 1.0 if scale > 0 else 2.0          # no noise: the statistics get all of delta
+    L = float(np.log(16 * S * A * H * T * pool / (share * config.delta)))
+    L_kl = peeling_level(share * config.delta / (4 * S * A * H), T * pool)
     gaussians = T * S * A * ((S + 2 + H) if config.pooled else H * (S + 3))   # coordinates read + combinations
     z = float(norm.isf(config.delta / (4 * gaussians)))
     if not noise_correction or scale == 0:
@@ -86,7 +105,7 @@ def noisy_bernstein_constants(config: UCBVIConfig, noise_correction: bool = True
     return NoisyBernsteinConstants(scale, z, z * scale, z * scale, L, L_kl)
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 247): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 6 (line 275): "3. Implementation" ---
 def peeling_level(delta: float, n_max: int) -> float:
     """The smallest ``x >= 1`` (to ``1e-9``, from above) with ``e ceil(x ln n_max) exp(-x) <= delta``:
     the level at which Garivier & Cappe's (2011, Thm. 10) peeling bound makes the one-sided
@@ -129,7 +148,7 @@ def peeling_level(delta: float, n_max: int) -> float:
     return float(x)
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 7 (line 290): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 7 (line 318): "3. Implementation" ---
 def _reward_variance_bound(R, N, m, eps):
     """``max x(1-x)`` over the interval of reward means ``R/n`` possible on the noise event."""
     lo = np.clip((R - eps) / (N + eps), 0.0, 1.0)
@@ -152,14 +171,18 @@ def _next_variance_bound(M, m, eps, V_up, V_low, b):
     return np.minimum(b * b / 4.0, pf)
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 9 (line 316): "3. Implementation" ---
-KL_BISECTIONS = 26
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 9 (line 348): "3. Implementation" ---
+KL_NEWTON_STEPS = 8
+KL_MARGIN = 1e-9
 
 
 def kl_upper(p, c):
     """``max {q in [p, 1] : kl(p, q) <= c}`` elementwise (Bernoulli relative entropy ``kl``), by
-    bisection from Pinsker's bracket ``[p, p + sqrt(c/2)]``, returning the upper end of the final
-    bracket (so never below the exact value; within ``2**-26`` of it).
+    Newton's method from above in ``x = -ln(1 - q)`` (where ``kl(p, .) - c`` is convex and increasing
+    on ``q >= p``, so every Newton iterate started above the root stays above it), started at Pinsker's
+    ``p + sqrt(c/2)``; ``KL_MARGIN`` is added for rounding, and levels whose root lies above
+    ``1 - e^-40`` return 1.  Never below the exact value (for ``c >= 1e-12``; within ``1e-9`` plus
+    the unconverged part of eight Newton steps above it).
 
     Parameters
     ----------
@@ -177,19 +200,28 @@ def kl_upper(p, c):
     c = np.broadcast_to(as_array(c, "c").astype(float), p.shape)
     if np.any(~np.isfinite(c)) or np.any(c < 0):
         raise ValueError("c must be finite and >= 0")
-    lo, hi = p.copy(), np.minimum(1.0, p + np.sqrt(c / 2))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    x_top = 40.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         a = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
         b = np.where(p < 1, (1 - p) * np.log(np.where(p < 1, 1 - p, 1.0)), 0.0)
-        for _ in range(KL_BISECTIONS):
-            q = 0.5 * (lo + hi)
-            kl = a - p * np.log(q) + b - (1 - p) * np.log1p(-q)
-            ok = kl <= c
-            lo, hi = np.where(ok, q, lo), np.where(ok, hi, q)
-    return hi
+
+        def gap(x):                                    # kl(p, 1 - e^-x) - c
+            return a + b - p * np.log(-np.expm1(-x)) + (1 - p) * x - c
+
+        x_low = -np.log1p(-np.minimum(p, 1 - 1e-300))
+        x = np.minimum(x_top, -np.log1p(-np.minimum(1.0 - 1e-17, p + np.sqrt(c / 2))))
+        top = (x >= x_top) & (gap(np.full_like(x, x_top)) <= 0)
+        for _ in range(KL_NEWTON_STEPS):
+            g = gap(x)
+            q = -np.expm1(-x)
+            slope = (q - p) / q                        # d kl(p, 1 - e^-x) / dx
+            step = np.where((g > 0) & (slope > 0), g / np.where(slope > 0, slope, 1.0), 0.0)
+            x = np.maximum(x_low, x - step)
+        q = -np.expm1(-x)
+    return np.where(top | (p >= 1), 1.0, np.minimum(1.0, q + KL_MARGIN))
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 11 (line 356): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 11 (line 401): "3. Implementation" ---
 def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinConstants):
     """The optimistic and pessimistic value iterations of chapter B7c from ``N, R [H, S*A]``,
     ``Nsas [H, S*A, S]``: ``(policy [H, S], Q [H, S*A], V [H+1, S], V_low [H+1, S], explored
@@ -204,7 +236,8 @@ def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinC
     rows = np.arange(S)
     for h in range(H - 1, -1, -1):
         V_up, V_lo, span = V[h + 1], V_low[h + 1], H - h
-        b = span - 1                                     # range of V*_{h+1}
+        b = min(span - 1.0, float(V_up.max() - V_lo.min()))   # V*_{h+1} lies in [min V_low, max V~]
+        cap = min(float(span), 1.0 + float(V_up.max()))        # Q* <= 1 + max V*_{h+1}
         Nh, Rh, Mh, ex = N[h], R[h], Nsas[h], explored[h]
         two = Nh - eps > 1.0                             # at least two true samples: Bernstein applies
         m = np.where(ex, Nh - eps, 1.0)                  # a lower bound on the true count
@@ -218,11 +251,12 @@ def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinC
         if b > 0:
             var = corr * _next_variance_bound(Mh, m2, eps, V_up, V_lo, b)
             beta = beta + np.sqrt(2 * var * L / m2)
-        beta = beta + 7 * span * L / (3 * (m2 - 1))
-        bound = np.where(two, np.minimum(y_up + beta, span * kl_upper(y_up / span, consts.L_kl / m)), span * kl_upper(y_up / span, consts.L_kl / m))
+        beta = beta + 7 * (1.0 + b) * L / (3 * (m2 - 1))        # the range of Y = r + V*_{h+1}(s')
+        kl_bound = span * kl_upper(y_up / span, consts.L_kl / m)
+        bound = np.where(two, np.minimum(y_up + beta, kl_bound), kl_bound)
         upper = plug_in + scale * (bound - plug_in)
         lower = (np.maximum(Rh - eps, 0.0) + np.maximum(Mh - eps, 0.0) @ V_lo) / (Nt + eps) - scale * beta
-        q = np.where(ex, np.clip(upper, 0.0, span), float(span))
+        q = np.where(ex, np.clip(upper, 0.0, cap), cap)
         Q[h] = q
         qs = q.reshape(S, A)
         tied = qs >= qs.max(axis=1, keepdims=True) - Q_TIE_TOLERANCE
@@ -233,7 +267,7 @@ def _noisy_bernstein_vi(N, R, Nsas, config: UCBVIConfig, consts: NoisyBernsteinC
     return policy, Q, V, V_low, explored
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 12 (line 400): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 12 (line 447): "3. Implementation" ---
 def _check_planned(config):
     check_instance(config, UCBVIConfig, "config")
     if config.bonus_kind != NOISY_BERNSTEIN:
@@ -267,7 +301,7 @@ def noisy_bernstein_plan(N, R, Nsas, config: UCBVIConfig) -> OptimisticPlan:
     return OptimisticPlan(policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A))
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 14 (line 438): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 14 (line 485): "3. Implementation" ---
 def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True,
                            constants: NoisyBernsteinConstants | None = None):
     """Optimistic ``V [H+1, S]`` and pessimistic ``V_low [H+1, S]`` of chapter B7c's planner on
@@ -308,7 +342,7 @@ def noisy_bernstein_values(u, config: UCBVIConfig, noise_correction: bool = True
     return out[2], out[3]
 
 
-# --- from notebooks/rl/07c_bernstein_bonus.py, cell 16 (line 482): "3. Implementation" ---
+# --- from notebooks/rl/07c_bernstein_bonus.py, cell 16 (line 529): "3. Implementation" ---
 def run_planned(mdp: TabularMDP, config: UCBVIConfig, users, seed: int, bernoulli: bool,
                 record_values: bool) -> UCBVIRun:
     """Unchecked: ``run_ucbvi`` for ``bonus_kind="noisy_bernstein"`` (called by it, after its checks):

@@ -183,7 +183,24 @@ def _check_mdp(mdp) -> TabularMDP:
 def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> float:
     """Tree noise for rho-TV-stability of T episodes with ``B = sqrt(3H)`` (zero dummy, erratum E8):
     ``sigma_paper(rho, B, T)`` (Theorem 4.1; needs ``T >= 2``) or ``sigma_exact(rho, B, T)``
-    (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private)."""
+    (needs ``rho < 1``).  ``rho = inf`` gives 0 (non-private).
+
+    Parameters
+    ----------
+    rho : float
+        The TV-stability level, ``> 0`` (``math.inf``: non-private).
+    H : int
+        The horizon, ``>= 1``.
+    T : int
+        The number of episodes, ``>= 1``.
+    calibration : str
+        ``"paper"`` or ``"exact"``.
+
+    Returns
+    -------
+    float
+        The tree's per-node noise standard deviation.
+    """
     check_choice(calibration, "calibration", SIGMA_CALIBRATIONS)
     H, T = check_int(H, "H", 1), check_int(T, "T", 1)
     if isinstance(rho, (int, float, np.integer, np.floating)) and not isinstance(rho, bool) and rho == math.inf:
@@ -216,7 +233,13 @@ class EpisodeUser:
     """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
     user draws at ``(stream, h, s, a)`` is output number ``((stream*H + h)*S + s)*A + a`` of
     SplitMix64 seeded with ``key`` (chapter B5's rule for user 0 of population ``key``).  The key is
-    the user's secret -- whoever holds it replays the user's episodes -- so ``repr`` hides it."""
+    the user's secret -- whoever holds it replays the user's episodes -- so ``repr`` hides it.
+
+    Parameters
+    ----------
+    key : int
+        In ``[0, 2**64)``.
+    """
 
     key: int
 
@@ -244,7 +267,19 @@ def episode_users(T: int, *, rng: np.random.Generator | None = None) -> tuple:
     """``T`` independent users.  ``rng=None`` (default): keys from the operating system's entropy
     (``secrets``), which nothing can regenerate.  A generator (or an int seed >= 0, by the package's
     rule ``checks.as_generator``): keys derived one-way from its raw words (``T`` of them) --
-    reproducible, an opt-in whose seed is key material."""
+    reproducible, an opt-in whose seed is key material.
+
+    Parameters
+    ----------
+    T : int
+        The number of users, ``>= 0``.
+    rng : numpy.random.Generator or int, optional
+        Derive the keys from it (reproducible); ``None``: the operating system's entropy.
+
+    Returns
+    -------
+    tuple of EpisodeUser
+    """
     T = check_count(T, "T", 0)
     if rng is None:
         return tuple(EpisodeUser(secrets.randbits(64)) for _ in range(T))
@@ -255,7 +290,23 @@ def population_users(mdp: TabularMDP, T: int, *, seed: int, start: int = 0) -> t
     """Users ``start .. start+T-1`` of chapter B5's replayable population ``seed``: the same episodes
     as ``rollout(mdp, pi, i, seed)`` and ``run_ucbvi(mdp, T, seed=seed)`` (user ``i``'s key is
     ``seed + 3HSA i gamma mod 2^64``).  For comparisons and reproducible research only: any key and
-    its position give the seed, and the seed every user of the population, deleted ones included."""
+    its position give the seed, and the seed every user of the population, deleted ones included.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment (its ``H, S, A`` fix the stride between users).
+    T : int
+        The number of users, ``>= 0``.
+    seed : int
+        The population seed.
+    start : int
+        The first user's index, ``>= 0``.
+
+    Returns
+    -------
+    tuple of EpisodeUser
+    """
     mdp, seed = _check_mdp(mdp), check_seed(seed)
     T, start = check_count(T, "T", 0), check_int(start, "start", 0)
     stride = N_STREAMS * mdp.H * mdp.S * mdp.A * GAMMA
@@ -278,6 +329,13 @@ class EpisodeOracle:
     ``sparse(user, t, policy)`` returns them as ``(indices [3H], values [3H])``.  ``ZERO_USER`` (the
     dummy of a deletion) has zero statistics.  The step ``t`` is not used: the episode depends on
     the user and the policy only.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    reward_noise : str
+        ``"bernoulli"`` (rewards drawn) or ``"mean"`` (mean rewards).
     """
 
     mdp: TabularMDP
@@ -315,7 +373,22 @@ class EpisodeOracle:
     def sparse(self, user, t: int, policy):
         """Statistics of one episode as ``(indices [3H] int64, values [3H])``: visits (value 1),
         rewards (value ``r_h``), transitions (value 1), in ``StatsLayout.sparse``'s order; empty
-        arrays for ``ZERO_USER``."""
+        arrays for ``ZERO_USER``.
+
+        Parameters
+        ----------
+        user : EpisodeUser
+            The user (or ``ZERO_USER``).
+        t : int
+            The step, ``>= 1`` (not used by the episode).
+        policy : array_like
+            Deterministic policy ``[H, S]``.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            ``indices [3H]`` and ``values [3H]``.
+        """
         if type(t) is not int or t < 1:
             check_int(t, "t", 1)
         if user is ZERO_USER:
@@ -328,21 +401,54 @@ class EpisodeOracle:
         ones = [1.0] * len(k)
         return np.array(idx, dtype=np.int64), np.array(ones + rewards + ones)
 
-    def __call__(self, user, t: int, policy) -> np.ndarray:
-        if type(t) is not int or t < 1:
-            check_int(t, "t", 1)
-        x = np.zeros(self._d)
-        if user is ZERO_USER:
-            return x
-        idx, val = self.sparse(user, t, policy)
-        x[idx] = val                                        # indices are distinct (one (s, a) per step)
+
+# %% [markdown]
+# Called on a user, the oracle returns the dense statistic $x_t$ (the sparse one, scattered).
+
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class  # noqa: E402
+
+
+@add_to_class(EpisodeOracle)
+def __call__(self, user, t: int, policy) -> np.ndarray:
+    """The episode's statistics as a fresh dense vector ``[d]`` (zeros for ``ZERO_USER``).
+
+    Parameters
+    ----------
+    user : EpisodeUser
+        The user (or ``ZERO_USER``).
+    t : int
+        The step, ``>= 1`` (not used by the episode).
+    policy : array_like
+        Deterministic policy ``[H, S]``.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    if type(t) is not int or t < 1:
+        check_int(t, "t", 1)
+    x = np.zeros(self._d)
+    if user is ZERO_USER:
         return x
+    idx, val = self.sparse(user, t, policy)
+    x[idx] = val                                        # indices are distinct (one (s, a) per step)
+    return x
 
+# %% [markdown]
+# `PolicyUpdate` is Algorithm 4's update: the planner of chapter B6a on the noisy prefix sum.
 
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class PolicyUpdate:
     """``UPDATE(u~_t, w_{1:t})`` of Algorithm 4: ``ucbvi_update(u_tilde, config)`` (optimistic value
-    iteration on the noisy prefix sum, greedy policy, ties to the lowest action), read-only."""
+    iteration on the noisy prefix sum, greedy policy, ties to the lowest action), read-only.
+
+    Parameters
+    ----------
+    config : UCBVIConfig
+        The planner's configuration.
+    """
 
     config: UCBVIConfig
 
@@ -351,6 +457,22 @@ class PolicyUpdate:
             raise TypeError(f"config must be a UCBVIConfig, got {type(self.config).__name__}")
 
     def __call__(self, u_tilde, t: int, policy) -> np.ndarray:
+        """The next policy, planned from the noisy prefix sum.
+
+        Parameters
+        ----------
+        u_tilde : array_like
+            The tree's noisy prefix sum ``[d]``.
+        t : int
+            The number of episodes summed, ``>= 0``.
+        policy : object
+            The current model (not used).
+
+        Returns
+        -------
+        numpy.ndarray
+            The policy ``[H, S]``, read-only.
+        """
         if type(t) is not int or t < 0:
             check_int(t, "t", 0)
         pi = ucbvi_update(u_tilde, self.config)
@@ -390,7 +512,25 @@ class TrainingCost:
     """An estimate of what training TV-stable UCB-VI costs: ``d`` numbers per tree node statistic,
     ``vector_bytes = 8 d``, ``vectors`` such arrays alive at the peak, ``peak_bytes``, and
     ``seconds_per_episode`` (``None`` unless timed: 2.5 times a probe of the same elementwise work
-    per number, on this machine)."""
+    per number, on this machine).
+
+    Parameters
+    ----------
+    name : str
+        What is estimated.
+    d : int
+        Numbers per tree node statistic.
+    T : int
+        Episodes.
+    vector_bytes : int
+        Bytes of one ``d``-vector.
+    vectors : int
+        ``d``-vectors alive at the peak.
+    peak_bytes : int
+        The estimated peak memory.
+    seconds_per_episode : float or None
+        The estimated time per episode (``None``: not timed).
+    """
 
     name: str
     d: int
@@ -430,10 +570,30 @@ def _probe_seconds_per_number(n: int = 1 << 18) -> float:
     return best / n
 
 
+# %% [markdown]
+# `training_cost` puts the estimate together, and `_check_budget` refuses a run above the budget.
+
+# %% tags=["export"]
 def training_cost(mdp: TabularMDP, T: int, tree_factory: Callable = LightTree, timed: bool = True) -> TrainingCost:
     """Estimate memory (and, if ``timed``, time per episode) of ``train`` on ``stable_ucbvi(mdp, T, ...)``
     before anything is allocated.  Light tree: ``2 floor(log2(T+1)) + 4`` arrays of ``d`` numbers;
-    dense ``BinaryTree``: ``2 (2T - 1) + 4``; another tree factory is estimated as the light tree."""
+    dense ``BinaryTree``: ``2 (2T - 1) + 4``; another tree factory is estimated as the light tree.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    T : int
+        Episodes, ``>= 1``.
+    tree_factory : callable
+        The tree class the learner will use.
+    timed : bool
+        Time a probe of the per-number work on this machine.
+
+    Returns
+    -------
+    TrainingCost
+    """
     mdp = _check_mdp(mdp)
     T = check_int(T, "T", 1)
     check_instance(timed, bool, "timed")
@@ -476,6 +636,31 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     ``ResourceWarning`` gives it above 256 MiB).
     ``learner.B = sqrt(3H)`` (erratum E8); ``learner.oracle`` / ``learner.update`` expose the MDP and
     the config.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    T : int
+        Episodes, ``>= 1``.
+    rho : float, optional
+        TV-stability level (exclusive with ``sigma``).
+    sigma : float, optional
+        Tree noise, ``>= 0`` (exclusive with ``rho``).
+    calibration : str
+        ``stable_sigma``'s calibration.
+    delta, bonus_scale, stabilize, bonus_kind, pooled
+        ``UCBVIConfig``'s fields.
+    reward_noise : str
+        ``"bernoulli"`` or ``"mean"``.
+    tree_factory : callable
+        ``tree_factory(d, sigma, capacity)`` builds the tree.
+    max_memory : float or None
+        Memory budget in bytes (``None``: no limit).
+
+    Returns
+    -------
+    PrefixSumLearner
     """
     mdp = _check_mdp(mdp)
     T = check_count(T, "T", 1)
@@ -502,9 +687,23 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     )
 
 
+# %% [markdown]
+# The policies and the exact regret of a run.
+
+# %% tags=["export"]
 def run_policies(run: Run) -> np.ndarray:
     """Policies ``pi_1 .. pi_T`` played in a run, shape ``[T, H, S]`` (at a deleted position: the
-    policy the dummy episode met)."""
+    policy the dummy episode met).
+
+    Parameters
+    ----------
+    run : Run
+        A run of ``train``.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     if not isinstance(run, Run):
         raise TypeError(f"run must be a Run, got {type(run).__name__}")
     return np.array(run.models[:-1])
@@ -512,7 +711,20 @@ def run_policies(run: Run) -> np.ndarray:
 
 def run_regret(run: Run, mdp: TabularMDP | None = None) -> np.ndarray:
     """Per-episode exact expected regret ``V*_1 - V^{pi_t}_1`` (averaged over the initial state) of
-    the policies of a run; ``mdp`` defaults to the learner's."""
+    the policies of a run; ``mdp`` defaults to the learner's.
+
+    Parameters
+    ----------
+    run : Run
+        A run of ``train``.
+    mdp : TabularMDP, optional
+        The environment (default: the learner's).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[T]`` regrets.
+    """
     check_instance(run, Run, "run")
     if mdp is None and not isinstance(run.learner.oracle, EpisodeOracle):
         raise ValueError("run_regret needs mdp for a run whose oracle is not an EpisodeOracle")
@@ -520,16 +732,45 @@ def run_regret(run: Run, mdp: TabularMDP | None = None) -> np.ndarray:
     return regret(mdp, run_policies(run))
 
 
+# %% [markdown]
+# Theorem 4.1's choice of $\rho$ and the three terms of its bound.
+
+# %% tags=["export"]
 def rho_theorem(S: int, A: int, H: int, T: int) -> float:
     """Theorem 4.1's choice ``rho = sqrt(H S^3 A / T)`` (above 1 when ``T < H S^3 A``: then the
-    TV-stability statement is vacuous)."""
+    TV-stability statement is vacuous).
+
+    Parameters
+    ----------
+    S, A, H, T : int
+        States, actions, horizon, episodes (each ``>= 1``).
+
+    Returns
+    -------
+    float
+    """
     S, A, H, T = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H"), (T, "T")))
     return float(np.sqrt(H * S**3 * A / T))
 
 
 def theorem_41_terms(S: int, A: int, H: int, T, rho) -> dict:
     """The three terms of Theorem 4.1's bound, polylog factors dropped (broadcast over ``T`` and
-    ``rho``): ``H^3 S^2 A``, ``H^2 sqrt(SAT)`` and ``H^2.5 S^2 A / rho``."""
+    ``rho``): ``H^3 S^2 A``, ``H^2 sqrt(SAT)`` and ``H^2.5 S^2 A / rho``.
+
+    Parameters
+    ----------
+    S, A, H : int
+        States, actions, horizon (each ``>= 1``).
+    T : array_like
+        Episodes, ``>= 1``.
+    rho : array_like
+        TV-stability levels, ``> 0``.
+
+    Returns
+    -------
+    dict
+        ``{term name: numpy.ndarray}``.
+    """
     S, A, H = (check_int(v, n, 1) for v, n in ((S, "S"), (A, "A"), (H, "H")))
     T, rho = as_real_array(T, "T"), as_real_array(rho, "rho")
     if np.any(~(T >= 1)):
