@@ -119,8 +119,10 @@ def as_generator(rng, name: str = "rng") -> np.random.Generator:
         if rng < 0:
             raise ValueError(f"{name} as a seed must be an integer >= 0, got {rng}")
         return np.random.default_rng(int(rng))
-    raise TypeError(f"{name} must be a numpy.random.Generator, None (fresh OS entropy) or an int seed >= 0, "
-                    f"got {type(rng).__name__}")
+    raise TypeError(
+        f"{name} must be a numpy.random.Generator, None (fresh OS entropy) or an int seed >= 0, "
+        f"got {type(rng).__name__}"
+    )
 
 
 def _interval(low, high, low_open: bool, high_open: bool) -> str:
@@ -157,8 +159,9 @@ def _outside(value, low, high, low_open: bool, high_open: bool) -> bool:
     return high is not None and bool(np.any(v >= high if high_open else v > high))
 
 
-def check_int(value, name: str, low: int | None = None, high: int | None = None, *,
-              whole_float: bool = False) -> int:
+def check_int(
+    value, name: str, low: int | None = None, high: int | None = None, *, whole_float: bool = False
+) -> int:
     """An integer argument in ``[low, high]`` (``None``: no limit), returned as a Python int.
 
     ``TypeError`` unless ``value`` is a Python or numpy integer (``bool`` refused; a whole float such
@@ -181,10 +184,14 @@ def check_int(value, name: str, low: int | None = None, high: int | None = None,
         ``value`` as a Python int.
     """
     if isinstance(value, np.ndarray) and value.ndim == 0 and type(value) is np.ndarray:
-        value = value[()]                                  # a 0-d array: its scalar
+        value = value[()]  # a 0-d array: its scalar
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if not (whole_float and type(value) in (float, np.float64, np.float32, np.float16)
-                and math.isfinite(value) and float(value).is_integer()):
+        if not (
+            whole_float
+            and type(value) in (float, np.float64, np.float32, np.float16)
+            and math.isfinite(value)
+            and float(value).is_integer()
+        ):
             raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)
     if _outside_scalar(value, low, high, False, False):
@@ -234,8 +241,16 @@ def as_real(value, name: str) -> float:
     return float(value)
 
 
-def check_real(value, name: str, low: float | None = None, high: float | None = None, *,
-               low_open: bool = False, high_open: bool = False, allow_inf: bool = False) -> float:
+def check_real(
+    value,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
     """A real number in the given interval, returned as a float.
 
     ``TypeError`` unless ``value`` is a real number (``bool`` and strings refused); ``ValueError`` for
@@ -261,7 +276,11 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     if not _is_real_scalar(value):
         raise _not_real(value, name)
     v = float(value)
-    if math.isnan(v) or (math.isinf(v) and not allow_inf) or _outside_scalar(v, low, high, low_open, high_open):
+    if (
+        math.isnan(v)
+        or (math.isinf(v) and not allow_inf)
+        or _outside_scalar(v, low, high, low_open, high_open)
+    ):
         raise ValueError(f"{name} must {_rule(low, high, low_open, high_open, allow_inf)}, got {value!r}")
     return v
 
@@ -399,7 +418,7 @@ def check_instance(value, cls, name: str):
     """
     if not isinstance(value, cls):
         names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
-        if names[:2].isupper():                             # an acronym is read letter by letter
+        if names[:2].isupper():  # an acronym is read letter by letter
             article = "an" if names[0] in "AEFHILMNORSX" else "a"
         else:
             article = "an" if names[0].lower() in "aeiou" else "a"
@@ -427,14 +446,18 @@ def as_array(x, name: str) -> np.ndarray:
         ``np.asarray(x)``: ``x`` itself when it already is an array (the caller must not write into it).
     """
     if isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, a real number or an array of numbers, not booleans (got {x!r})")
+        raise TypeError(
+            f"{name} must be an integer, a real number or an array of numbers, not booleans (got {x!r})"
+        )
     return _as_array(x, name)
 
 
 def _as_array(x, name: str) -> np.ndarray:
     if isinstance(x, np.ma.MaskedArray):
-        raise TypeError(f"{name} must not be a masked array (its mask would be ignored); pass "
-                        f"{name}.compressed() or {name}.filled(value)")
+        raise TypeError(
+            f"{name} must not be a masked array (its mask would be ignored); pass "
+            f"{name}.compressed() or {name}.filled(value)"
+        )
     try:
         a = np.asarray(x)
     except (TypeError, ValueError):
@@ -475,8 +498,16 @@ def _check_shape(a: np.ndarray, name: str, ndim, shape, nonempty: bool):
         raise ValueError(f"{name} must not be empty")
 
 
-def check_int_array(x, name: str, low: int | None = None, high: int | None = None, *, ndim: int | None = None,
-                    shape=None, nonempty: bool = False) -> np.ndarray:
+def check_int_array(
+    x,
+    name: str,
+    low: int | None = None,
+    high: int | None = None,
+    *,
+    ndim: int | None = None,
+    shape=None,
+    nonempty: bool = False,
+) -> np.ndarray:
     """A new int64 array of whole numbers in ``[low, high]``.
 
     ``TypeError`` for booleans or non-numbers; ``ValueError`` for non-whole or non-finite floats, a
@@ -521,9 +552,19 @@ def check_int_array(x, name: str, low: int | None = None, high: int | None = Non
     return a
 
 
-def check_real_array(x, name: str, low: float | None = None, high: float | None = None, *,
-                     low_open: bool = False, high_open: bool = False, allow_inf: bool = False,
-                     ndim: int | None = None, shape=None, nonempty: bool = False) -> np.ndarray:
+def check_real_array(
+    x,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+    ndim: int | None = None,
+    shape=None,
+    nonempty: bool = False,
+) -> np.ndarray:
     """A new float array with finite entries (infinities only with ``allow_inf``; never nan) in the
     interval.  ``TypeError`` for non-numbers; ``ValueError`` for the other rules.
 
@@ -615,8 +656,10 @@ def check_count(value, name: str, low: int | None = 0, high: int | None = None) 
     """
     value = check_int(value, name, low, high)
     if value > SIZE_LIMIT:
-        raise ValueError(f"{name} must be <= {SIZE_LIMIT} (bandit_unlearning.checks.SIZE_LIMIT: sizes an array or "
-                         f"a loop; raise the limit to allow more), got {value}")
+        raise ValueError(
+            f"{name} must be <= {SIZE_LIMIT} (bandit_unlearning.checks.SIZE_LIMIT: sizes an array or "
+            f"a loop; raise the limit to allow more), got {value}"
+        )
     return value
 
 

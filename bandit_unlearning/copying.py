@@ -49,11 +49,12 @@ def _normalise(module: str) -> str:
     if name == PACKAGE:
         name = ""
     elif name.startswith(PACKAGE + "."):
-        name = name[len(PACKAGE) + 1:]
+        name = name[len(PACKAGE) + 1 :]
     if _module_path(name) is None:
         known = sorted(_dotted(p) for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
-        raise ValueError(f"module {module!r} is not a module of {PACKAGE}; choose one of "
-                         f"{[k for k in known if k]}")
+        raise ValueError(
+            f"module {module!r} is not a module of {PACKAGE}; choose one of {[k for k in known if k]}"
+        )
     return name
 
 
@@ -68,7 +69,7 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
         target = _module_path(dotted)
         if target is None:
             raise ValueError(f"{path}: imports {PACKAGE}.{dotted}, which does not exist")
-        for name in names:                       # `from x import y`: y may be a submodule of x
+        for name in names:  # `from x import y`: y may be a submodule of x
             sub = f"{dotted}.{name}" if dotted else name
             if _module_path(sub) is not None and sub != dotted:
                 inside.add(sub)
@@ -77,7 +78,7 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
         if not names:
             inside.add(dotted)
         parts = dotted.split(".") if dotted else []
-        for i in range(len(parts)):              # importing a.b.c runs a/__init__ and a/b/__init__
+        for i in range(len(parts)):  # importing a.b.c runs a/__init__ and a/b/__init__
             inside.add(".".join(parts[:i]))
 
     for node in ast.walk(tree):
@@ -85,17 +86,17 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
             for alias in node.names:
                 top = alias.name.split(".")[0]
                 if top == PACKAGE:
-                    add(alias.name[len(PACKAGE) + 1:] if "." in alias.name else "")
+                    add(alias.name[len(PACKAGE) + 1 :] if "." in alias.name else "")
                 else:
                     outside.add(top)
         elif isinstance(node, ast.ImportFrom):
             names = [a.name for a in node.names if a.name != "*"]
             if node.level:
-                base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
                 dotted = ".".join(base + (node.module.split(".") if node.module else []))
                 add(dotted, names)
             elif node.module and node.module.split(".")[0] == PACKAGE:
-                add(node.module[len(PACKAGE) + 1:] if "." in node.module else "", names)
+                add(node.module[len(PACKAGE) + 1 :] if "." in node.module else "", names)
             elif node.module and node.module != "__future__":
                 outside.add(node.module.split(".")[0])
     return inside, outside
@@ -122,10 +123,10 @@ def module_files(module: str) -> tuple[list[Path], list[str]]:
             continue
         seen.add(dotted)
         path = _module_path(dotted)
-        if path is None:                         # _normalise and _imports only yield existing modules
+        if path is None:  # _normalise and _imports only yield existing modules
             raise AssertionError(f"no file for module {dotted!r}")
         if path.name == "__init__.py" and dotted != start and not _defines_names(path, dotted, seen):
-            continue                             # an __init__ that only documents: an empty one will do
+            continue  # an __init__ that only documents: an empty one will do
         needed_inits.add(dotted)
         inside, other = _imports(path)
         outside |= other
@@ -140,7 +141,9 @@ def _defines_names(path: Path, dotted: str, seen: set[str]) -> bool:
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue
-        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+        if isinstance(node, ast.Assign) and all(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
             continue
         return True
     return False
@@ -154,8 +157,12 @@ def _rewrite(source: str, name: str) -> str:
     lines = source.splitlines(keepends=True)
     edits = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and not node.level and node.module and \
-                node.module.split(".")[0] == PACKAGE:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and node.module
+            and node.module.split(".")[0] == PACKAGE
+        ):
             edits.append((node.lineno, node.col_offset, "from", PACKAGE))
         elif isinstance(node, ast.Import):
             for alias in node.names:
@@ -167,7 +174,9 @@ def _rewrite(source: str, name: str) -> str:
         if kind == "from":
             tail = tail.replace(f"from {PACKAGE}", f"from {name}", 1)
         else:
-            tail = tail.replace(f"import {PACKAGE}", f"import {name}", 1).replace(f", {PACKAGE}.", f", {name}.")
+            tail = tail.replace(f"import {PACKAGE}", f"import {name}", 1).replace(
+                f", {PACKAGE}.", f", {name}."
+            )
         lines[lineno - 1] = head + tail
     text = "".join(lines)
     ast.parse(text)
@@ -188,7 +197,9 @@ def copy_module(module: str, dest, name: str = PACKAGE) -> list[Path]:
     The files written (``dest/name/...``), sorted.
     """
     if not isinstance(name, str) or not name.isidentifier() or name in sys.stdlib_module_names:
-        raise ValueError(f"name (--name) must be a Python identifier that is not a standard module, got {name!r}")
+        raise ValueError(
+            f"name (--name) must be a Python identifier that is not a standard module, got {name!r}"
+        )
     if not isinstance(dest, (str, Path)):
         raise TypeError(f"dest must be a path (str or Path), got {type(dest).__name__}")
     files, _ = module_files(module)
@@ -206,15 +217,21 @@ def copy_module(module: str, dest, name: str = PACKAGE) -> list[Path]:
     written = {}
     for path in files:
         rel = path.relative_to(ROOT)
-        header = (f"# Copied from {PACKAGE} {__version__}, {PACKAGE}/{rel.as_posix()}, by "
-                  f"`python -m {PACKAGE} copy {_normalise(module) or PACKAGE}`"
-                  + (f" (imports renamed to {name})" if name != PACKAGE else "") + ".\n")
+        header = (
+            f"# Copied from {PACKAGE} {__version__}, {PACKAGE}/{rel.as_posix()}, by "
+            f"`python -m {PACKAGE} copy {_normalise(module) or PACKAGE}`"
+            + (f" (imports renamed to {name})" if name != PACKAGE else "")
+            + ".\n"
+        )
         written[rel] = header + _rewrite(path.read_text(), name)
-    for rel in list(written):                    # every folder on the way needs an __init__.py
+    for rel in list(written):  # every folder on the way needs an __init__.py
         for folder in rel.parents:
             init = folder / "__init__.py"
-            written.setdefault(init, f'"""Part of a copy of {PACKAGE} {__version__}: only what '
-                                     f'{_normalise(module) or PACKAGE} needs."""\n')
+            written.setdefault(
+                init,
+                f'"""Part of a copy of {PACKAGE} {__version__}: only what '
+                f'{_normalise(module) or PACKAGE} needs."""\n',
+            )
     target.mkdir(parents=True)
     out = []
     for rel, text in sorted(written.items()):

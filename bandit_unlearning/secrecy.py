@@ -64,6 +64,8 @@ def check_pickle_allowed(obj, holds: str) -> None:
     ``holds`` says what key material ``obj`` holds.  For ``__getstate__`` of key-holding classes."""
     if not _ALLOWED.get():
         name = type(obj).__name__
-        raise TypeError(f"a {name} holds {holds}: its pickle would be a copy of that key material. Pickle it "
-                        f"only on purpose, inside `with bandit_unlearning.secrecy.allow_secrets():`, and keep the "
-                        f"bytes as secret as the keys (copy.deepcopy needs no opt-in)")
+        raise TypeError(
+            f"a {name} holds {holds}: its pickle would be a copy of that key material. Pickle it "
+            f"only on purpose, inside `with bandit_unlearning.secrecy.allow_secrets():`, and keep the "
+            f"bytes as secret as the keys (copy.deepcopy needs no opt-in)"
+        )

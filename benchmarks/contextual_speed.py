@@ -34,7 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bandit_unlearning.mab.contextual import (  # noqa: E402
-    ContextualOptions, ContextualRequest, fit_contextual, rollback,
+    ContextualOptions,
+    ContextualRequest,
+    fit_contextual,
+    rollback,
 )
 from bandit_unlearning.protocol import unlearn  # noqa: E402
 
@@ -73,8 +76,11 @@ def measure(n: int, d: int, repeats: int, seed: int) -> dict:
             out["gaussian_k100_s"] = float(np.median(g_times))
             out["adaptive_k100_s"] = float(np.median(a_times))
             keep = np.setdiff1d(np.arange(n), rows)
-            refit, refit_s = timed(lambda: fit_contextual(x[keep], arms[keep], rewards[keep], n_arms=M,
-                                                          context_bound=1.0, beta=state.beta))
+            refit, refit_s = timed(
+                lambda: fit_contextual(
+                    x[keep], arms[keep], rewards[keep], n_arms=M, context_bound=1.0, beta=state.beta
+                )
+            )
             rolled = rollback(state, req)
             out["refit_s"] = refit_s
             out["refit_over_rollback_k100"] = refit_s / out["rollback_k100_s"]
@@ -98,10 +104,19 @@ def main(argv=None) -> int:
         for d in args.d:
             row = measure(n, d, args.repeats, args.seed)
             rows.append(row)
-            print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
-    result = {"benchmark": "contextual_speed", "platform": platform.platform(), "python": platform.python_version(),
-              "numpy": np.__version__, "cpu_count": os.cpu_count(),
-              "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None, "rows": rows}
+            print(
+                json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}),
+                flush=True,
+            )
+    result = {
+        "benchmark": "contextual_speed",
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "rows": rows,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -46,7 +46,10 @@ from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner  # n
 from bandit_unlearning.exact.learner import train, ZERO_USER  # noqa: E402
 from bandit_unlearning.protocol import DeleteUser, unlearn, verify  # noqa: E402
 from bandit_unlearning.exact.linucb import (  # noqa: E402
-    SENSITIVITY_ZERO_DUMMY, LinUCBConfig, linear_users, linucb_learner,
+    SENSITIVITY_ZERO_DUMMY,
+    LinUCBConfig,
+    linear_users,
+    linucb_learner,
 )
 from bandit_unlearning.exact.registry import unlearn_user_sequential, verify_unlearned  # noqa: E402
 from bandit_unlearning.exact.tree import sigma_paper  # noqa: E402
@@ -64,9 +67,11 @@ def _mdp():
         import gymnasium
 
         from bandit_unlearning.rl.gym import from_gymnasium
+
         return from_gymnasium(gymnasium.make("FrozenLake-v1"), horizon=20).mdp
     except ImportError:  # pragma: no cover - without the gym extra
         from bandit_unlearning.rl.envs import riverswim
+
         return riverswim(20)
 
 
@@ -79,15 +84,18 @@ def _learners(quick: bool):
         "UCB bandit (prefix-sum learner)": (
             (128,) if quick else (128, 1024),
             lambda rho, T: ucb_bandit_learner(2, sigma=sigma_paper(rho, np.sqrt(2), T)),
-            lambda T, seed: bandit_users([0.7, 0.4], T, seed=seed)),
+            lambda T, seed: bandit_users([0.7, 0.4], T, seed=seed),
+        ),
         "LinUCB (K = 5, d = 8)": (
             (128,) if quick else (128, 1024),
             lambda rho, T: linucb_learner(cfg, sigma_paper(rho, SENSITIVITY_ZERO_DUMMY, T)),
-            lambda T, seed: linear_users(theta, T, seed=seed)),
+            lambda T, seed: linear_users(theta, T, seed=seed),
+        ),
         f"TV-stable UCB-VI ({mdp.name}, H = {mdp.H})": (
             (32,) if quick else (32, 128),
             lambda rho, T: stable_ucbvi(mdp, T, rho),
-            lambda T, seed: episode_users(T, rng=np.random.default_rng(seed))),
+            lambda T, seed: episode_users(T, rng=np.random.default_rng(seed)),
+        ),
     }
 
 
@@ -107,7 +115,7 @@ def _case(learner, population, T: int, k: int, first: bool, requests: int, rng, 
     for kind, fn in kinds.items():
         ratios, secs, steps, retrained, fresh = [], [], [], [], []
         for _ in range(requests):
-            base = _cpu(lambda: train(learner, dummy_world, rng))[0]     # a retraining, right before
+            base = _cpu(lambda: train(learner, dummy_world, rng))[0]  # a retraining, right before
             s, (new, rec) = _cpu(lambda: fn(run, person, rng))
             recs = (rec,) if kind == "one_pass" else rec
             retrains.append(base)
@@ -117,8 +125,10 @@ def _case(learner, population, T: int, k: int, first: bool, requests: int, rng, 
             retrained.append(any(r.retrained for r in recs))
             fresh.append(any(getattr(r, "method", "") == "retrain" for r in recs))
         out[kind] = {
-            "mean_s": float(np.mean(secs)), "max_s": float(np.max(secs)),
-            "mean_ratio_to_retrain": float(np.mean(ratios)), "median_ratio_to_retrain": float(np.median(ratios)),
+            "mean_s": float(np.mean(secs)),
+            "max_s": float(np.max(secs)),
+            "mean_ratio_to_retrain": float(np.mean(ratios)),
+            "median_ratio_to_retrain": float(np.median(ratios)),
             "max_ratio_to_retrain": float(np.max(ratios)),
             "mean_steps_recomputed_over_T": float(np.mean(steps) / T),
             "max_steps_recomputed_over_T": float(np.max(steps) / T),
@@ -155,32 +165,60 @@ def main(argv=None) -> dict:
                     if k > T:
                         continue
                     row = {"learner": name, "T": T, "rho": rho, "sigma": learner.sigma}
-                    row.update(_case(learner, population(T, int(rng.integers(2**31))), T, k, first,
-                                     args.requests, rng, sequential=k > 1))
+                    row.update(
+                        _case(
+                            learner,
+                            population(T, int(rng.integers(2**31))),
+                            T,
+                            k,
+                            first,
+                            args.requests,
+                            rng,
+                            sequential=k > 1,
+                        )
+                    )
                     rows.append(row)
                     seq = row.get("sequential", {}).get("mean_ratio_to_retrain")
-                    print(f"{name[:24]:24s} T={T:5d} rho={rho:6g} k={row['k']:2d} {row['positions']:7s} "
-                          f"one pass median {row['one_pass']['median_ratio_to_retrain']:5.2f} "
-                          f"(max {row['one_pass']['max_ratio_to_retrain']:5.2f}) x retrain"
-                          + ("" if seq is None else f", sequential {seq:5.2f}")
-                          + f"; verify_run {row['verify_run_ratio_to_retrain']:4.2f}, "
-                          f"verify_unlearned {row['verify_unlearned_ratio_to_retrain']:4.2f}", flush=True)
+                    print(
+                        f"{name[:24]:24s} T={T:5d} rho={rho:6g} k={row['k']:2d} {row['positions']:7s} "
+                        f"one pass median {row['one_pass']['median_ratio_to_retrain']:5.2f} "
+                        f"(max {row['one_pass']['max_ratio_to_retrain']:5.2f}) x retrain"
+                        + ("" if seq is None else f", sequential {seq:5.2f}")
+                        + f"; verify_run {row['verify_run_ratio_to_retrain']:4.2f}, "
+                        f"verify_unlearned {row['verify_unlearned_ratio_to_retrain']:4.2f}",
+                        flush=True,
+                    )
     one = [r["one_pass"]["max_ratio_to_retrain"] for r in rows]
     med = [r["one_pass"]["median_ratio_to_retrain"] for r in rows]
     result = {
-        "benchmark": "deletion_cost", "python": platform.python_version(), "numpy": np.__version__,
-        "machine": platform.machine(), "load_average": list(os.getloadavg()), "args": vars(args),
-        "wall_s": time.perf_counter() - start, "rows": rows,
+        "benchmark": "deletion_cost",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "load_average": list(os.getloadavg()),
+        "args": vars(args),
+        "wall_s": time.perf_counter() - start,
+        "rows": rows,
         "summary": {
             "one_pass_max_ratio_to_retrain": float(max(one)),
             "one_pass_largest_median_ratio_to_retrain": float(max(med)),
-            "one_pass_max_steps_recomputed_over_T": float(max(r["one_pass"]["max_steps_recomputed_over_T"] for r in rows)),
-            "sequential_max_ratio_to_retrain": float(max(r["sequential"]["max_ratio_to_retrain"] for r in rows if "sequential" in r)),
-            "sequential_max_steps_recomputed_over_T": float(max(r["sequential"]["max_steps_recomputed_over_T"] for r in rows if "sequential" in r)),
-            "verify_run_ratio_range": [float(min(r["verify_run_ratio_to_retrain"] for r in rows)),
-                                       float(max(r["verify_run_ratio_to_retrain"] for r in rows))],
-            "verify_unlearned_ratio_range": [float(min(r["verify_unlearned_ratio_to_retrain"] for r in rows)),
-                                             float(max(r["verify_unlearned_ratio_to_retrain"] for r in rows))],
+            "one_pass_max_steps_recomputed_over_T": float(
+                max(r["one_pass"]["max_steps_recomputed_over_T"] for r in rows)
+            ),
+            "sequential_max_ratio_to_retrain": float(
+                max(r["sequential"]["max_ratio_to_retrain"] for r in rows if "sequential" in r)
+            ),
+            "sequential_max_steps_recomputed_over_T": float(
+                max(r["sequential"]["max_steps_recomputed_over_T"] for r in rows if "sequential" in r)
+            ),
+            "verify_run_ratio_range": [
+                float(min(r["verify_run_ratio_to_retrain"] for r in rows)),
+                float(max(r["verify_run_ratio_to_retrain"] for r in rows)),
+            ],
+            "verify_unlearned_ratio_range": [
+                float(min(r["verify_unlearned_ratio_to_retrain"] for r in rows)),
+                float(max(r["verify_unlearned_ratio_to_retrain"] for r in rows)),
+            ],
         },
     }
     out = Path(args.out)

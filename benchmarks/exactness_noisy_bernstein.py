@@ -55,22 +55,38 @@ def main(argv=None):
             unlearned, _ = unlearn(original, DeleteStep(t), rng=rng)
             samples[t]["U"].append(rl_run_statistics(unlearned, t, cache))
             for bug, cls in VARIANTS.items():
-                samples[t][bug].append(rl_run_statistics(unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t, cache))
+                samples[t][bug].append(
+                    rl_run_statistics(
+                        unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t, cache
+                    )
+                )
         verify(unlearned)
     n_tests = sum(len(battery(samples[t]["U"], samples[t]["D"], categorical)) for t in positions)
     level = 1e-6 / n_tests
-    result = {"mdp": mdp.name, "T": T, "sigma": sigma, "R": args.R, "positions": positions, "bonus_kind": "noisy_bernstein",
-              "per_test_level": level, "n_tests": n_tests, "seconds": round(time.perf_counter() - start, 1),
-              "distinct_final_policies": len({s["final policy"] for t in positions for s in samples[t]["D"]}),
-              "mean_policy_changes": float(np.mean([s["policy changes"] for t in positions for s in samples[t]["D"]])),
-              "smallest_p": {}}
+    result = {
+        "mdp": mdp.name,
+        "T": T,
+        "sigma": sigma,
+        "R": args.R,
+        "positions": positions,
+        "bonus_kind": "noisy_bernstein",
+        "per_test_level": level,
+        "n_tests": n_tests,
+        "seconds": round(time.perf_counter() - start, 1),
+        "distinct_final_policies": len({s["final policy"] for t in positions for s in samples[t]["D"]}),
+        "mean_policy_changes": float(
+            np.mean([s["policy changes"] for t in positions for s in samples[t]["D"]])
+        ),
+        "smallest_p": {},
+    }
     for name in ("U",) + tuple(VARIANTS):
         for t in positions:
             pv = battery(samples[t][name], samples[t]["D"], categorical)
             worst = min(pv, key=pv.get)
             result["smallest_p"][f"{'correct' if name == 'U' else name} t={t}"] = [float(pv[worst]), worst]
-    ok = all(v[0] > level for k, v in result["smallest_p"].items() if k.startswith("correct")) and \
-        all(min(result["smallest_p"][f"{bug} t={t}"][0] for t in positions) < level for bug in VARIANTS)
+    ok = all(v[0] > level for k, v in result["smallest_p"].items() if k.startswith("correct")) and all(
+        min(result["smallest_p"][f"{bug} t={t}"][0] for t in positions) < level for bug in VARIANTS
+    )
     result["passed"] = bool(ok)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))

@@ -79,9 +79,11 @@ def unit_costs(n: int = 1 << 21) -> dict:
     """Bulk CPU seconds per standard normal, per uniform and per addition (numpy, SFC64)."""
     g = np.random.Generator(np.random.SFC64(0))
     out, a, b = np.empty(n), np.ones(n), np.ones(n)
-    return {"normal_s": _cpu(lambda: g.standard_normal(out=out), 5) / n,
-            "uniform_s": _cpu(lambda: g.random(out=out), 5) / n,
-            "add_s": _cpu(lambda: np.add(a, b, out=out), 5) / n}
+    return {
+        "normal_s": _cpu(lambda: g.standard_normal(out=out), 5) / n,
+        "uniform_s": _cpu(lambda: g.random(out=out), 5) / n,
+        "add_s": _cpu(lambda: np.add(a, b, out=out), 5) / n,
+    }
 
 
 def tree_row(factory, d: int, steps: int, unit: dict) -> dict:
@@ -106,7 +108,7 @@ def _reference(measure_value) -> dict:
     reference (``reference_value``, kernels switched off), in this process."""
     try:
         from bandit_unlearning.exact import accel
-    except ImportError:                      # an older package: no kernels
+    except ImportError:  # an older package: no kernels
         return {"accel": False}
     if not accel.enabled():
         return {"accel": False}
@@ -126,11 +128,16 @@ def ucbvi_row(T: int, unit: dict) -> dict:
     learner = stable_ucbvi(mdp, T, 1.0)
     users = _population_users(population_users, mdp, 0, T)
     rng = np.random.default_rng(0)
-    train(stable_ucbvi(mdp, 16, 1.0), _population_users(population_users, mdp, 0, 16), rng)               # warm-up
+    train(stable_ucbvi(mdp, 16, 1.0), _population_users(population_users, mdp, 0, 16), rng)  # warm-up
     seconds = _cpu(lambda: train(learner, users, rng), 3) / T
     floor = learner.d * unit["normal_s"]
-    out = {"value": 1 / seconds, "floor": 1 / floor, "share": floor / seconds, "d": learner.d,
-           "floor_ms_per_episode": floor * 1e3}
+    out = {
+        "value": 1 / seconds,
+        "floor": 1 / floor,
+        "share": floor / seconds,
+        "d": learner.d,
+        "floor_ms_per_episode": floor * 1e3,
+    }
     out.update(_reference(lambda: T / _cpu(lambda: train(learner, users, rng), 3)))
     return out
 
@@ -145,7 +152,9 @@ def figure1_draws(protocol) -> tuple[int, int]:
     uniforms = normals = 0
     for model in ("Mf", "Md"):
         points = sum(len(p["points"]) for p in panels("figure1", protocol) if p["model"] == model)
-        uniforms += protocol.n_runs * (R * n_max * (2 if model == "Md" else 1) + points * R * protocol.n_requests)
+        uniforms += protocol.n_runs * (
+            R * n_max * (2 if model == "Md" else 1) + points * R * protocol.n_requests
+        )
         normals += protocol.n_runs * points * R * protocol.n_requests * 4
     return uniforms, normals
 
@@ -210,17 +219,21 @@ def stable_linucb_loop(users, config, sigma: float, rng) -> None:
         shift_factor = 2.0 if "shifted by ``2 c``" in (widened_radius.__doc__ or "") else 1.0
     upper, up, down, full = _layout(d)[:4]
     p, m = block_size(d), upper.size
-    nodes: list = []                                   # (size, noisy sum) of the counter's open nodes
-    theta, Vinv, radius = np.zeros((K, d)), np.broadcast_to(np.eye(d) / config.l2, (K, d, d)).copy(), config.alpha
+    nodes: list = []  # (size, noisy sum) of the counter's open nodes
+    theta, Vinv, radius = (
+        np.zeros((K, d)),
+        np.broadcast_to(np.eye(d) / config.l2, (K, d, d)).copy(),
+        config.alpha,
+    )
     for t, u in enumerate(users, start=1):
         x = u.context
         scores = theta @ x + radius * np.sqrt(np.maximum((Vinv @ x) @ x, 0.0))
         a = int(np.flatnonzero(scores >= scores.max() - 1e-9)[0])
         stat = np.zeros(K * p)
-        stat[a * p: a * p + m] = np.outer(x, x).ravel()[upper] * up
-        stat[a * p + m: (a + 1) * p] = u.rewards[a] * x
+        stat[a * p : a * p + m] = np.outer(x, x).ravel()[upper] * up
+        stat[a * p + m : (a + 1) * p] = u.rewards[a] * x
         size, exact = 1, stat
-        while nodes and nodes[-1][0] == size:          # merge equal-size nodes (a binary counter)
+        while nodes and nodes[-1][0] == size:  # merge equal-size nodes (a binary counter)
             exact = exact + nodes.pop()[2]
             size *= 2
         nodes.append((size, exact + sigma * rng.standard_normal(K * p), exact))
@@ -231,8 +244,9 @@ def stable_linucb_loop(users, config, sigma: float, rng) -> None:
         G += (config.l2 + shift_factor * c) * np.eye(d)
         Vinv = np.linalg.inv(G)
         theta = (Vinv @ blocks[:, m:, None])[:, :, 0]
-        radius = widened_radius(config.alpha, config.l2, config.theta_bound, c,
-                                vector_bound(sigma, d, t, K, config.delta))
+        radius = widened_radius(
+            config.alpha, config.l2, config.theta_bound, c, vector_bound(sigma, d, t, K, config.delta)
+        )
 
 
 def linucb_rows(T: int) -> dict:
@@ -243,18 +257,28 @@ def linucb_rows(T: int) -> dict:
     config, users = _linucb_setup(T)
     rng = np.random.default_rng(0)
     plain = linucb_learner(config, 0.0)
-    train(plain, users[:100], rng)                                       # warm-up
+    train(plain, users[:100], rng)  # warm-up
     s0 = _cpu(lambda: train(plain, users, rng), 3) / T
     f0 = _cpu(lambda: sherman_morrison_loop(users, config.n_arms, config.dim, config.alpha, config.l2), 3) / T
-    same = bool(np.array_equal(linucb_arms(train(plain, users, rng)),
-                               sherman_morrison_loop(users, config.n_arms, config.dim, config.alpha, config.l2)))
+    same = bool(
+        np.array_equal(
+            linucb_arms(train(plain, users, rng)),
+            sherman_morrison_loop(users, config.n_arms, config.dim, config.alpha, config.l2),
+        )
+    )
     sigma = sigma_paper(0.3, SENSITIVITY_ZERO_DUMMY, T)
     stable = linucb_learner(config, sigma)
     s1 = _cpu(lambda: train(stable, users, rng), 3) / T
     f1 = _cpu(lambda: stable_linucb_loop(users, config, sigma, rng), 3) / T
-    return {"linucb_sigma0": {"value": 1 / s0, "floor": 1 / f0, "share": f0 / s0,
-                              "same_arms_as_the_plain_loop": same},
-            "linucb_stable": {"value": 1 / s1, "floor": 1 / f1, "share": f1 / s1, "sigma": sigma}}
+    return {
+        "linucb_sigma0": {
+            "value": 1 / s0,
+            "floor": 1 / f0,
+            "share": f0 / s0,
+            "same_arms_as_the_plain_loop": same,
+        },
+        "linucb_stable": {"value": 1 / s1, "floor": 1 / f1, "share": f1 / s1, "sigma": sigma},
+    }
 
 
 def lcb_fit_rows(n: int) -> dict:
@@ -264,12 +288,18 @@ def lcb_fit_rows(n: int) -> dict:
     arms = rng.integers(0, 10, n)
     rewards = (rng.random(n) < 0.3).astype(float)
     letters = np.array(list("abcdefghij"))[arms]
-    floor = _cpu(lambda: (np.bincount(arms, minlength=10), np.bincount(arms, weights=rewards, minlength=10)), 3)
+    floor = _cpu(
+        lambda: (np.bincount(arms, minlength=10), np.bincount(arms, weights=rewards, minlength=10)), 3
+    )
     out = {}
     for name, labels in (("lcb_fit_int", arms), ("lcb_fit_str", letters)):
         seconds = _cpu(lambda: LCBModel.fit(labels, rewards), 2)
-        out[name] = {"value": seconds, "floor": floor, "share": floor / seconds,
-                     "sort_s": _cpu(lambda: np.sort(labels), 2)}
+        out[name] = {
+            "value": seconds,
+            "floor": floor,
+            "share": floor / seconds,
+            "sort_s": _cpu(lambda: np.sort(labels), 2),
+        }
     return out
 
 
@@ -296,6 +326,7 @@ def measure(quick: bool, only: list | None = None) -> dict:
     if wanted & {"lcb_fit_int", "lcb_fit_str"}:
         rows.update(lcb_fit_rows(10**5 if quick else 10**7))
     import bandit_unlearning
+
     return {"package": str(Path(bandit_unlearning.__file__).parent), "unit_costs": unit, "rows": rows}
 
 
@@ -319,8 +350,10 @@ def _fmt(x: float) -> str:
 
 
 def table(after: dict, today: dict | None, keys=None) -> str:
-    lines = ["| path | unit | issue | today | after | floor | share today | share after | target share |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| path | unit | issue | today | after | floor | share today | share after | target share |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, (label, unit, issue, target) in ROWS.items():
         if keys is not None and key not in keys:
             continue
@@ -328,30 +361,48 @@ def table(after: dict, today: dict | None, keys=None) -> str:
         t = today[key] if today else None
         t_value, t_share = (_fmt(t["value"]), f"{t['share']:.1%}") if t else ("-", "-")
         goal = "-" if target is None else f"{target:.0%}"
-        lines.append(f"| {label} | {unit} | {issue} | {t_value} | {_fmt(a['value'])} | {_fmt(a['floor'])} | "
-                     f"{t_share} | {a['share']:.1%} | {goal} |")
+        lines.append(
+            f"| {label} | {unit} | {issue} | {t_value} | {_fmt(a['value'])} | {_fmt(a['floor'])} | "
+            f"{t_share} | {a['share']:.1%} | {goal} |"
+        )
     return "\n".join(lines)
 
 
 def _median_rows(results: list) -> dict:
     rows = {}
     for key in results[0]["rows"]:
-        rows[key] = {f: statistics.median(r["rows"][key][f] for r in results)
-                     for f in ("value", "floor", "share", "reference_value") if f in results[0]["rows"][key]}
+        rows[key] = {
+            f: statistics.median(r["rows"][key][f] for r in results)
+            for f in ("value", "floor", "share", "reference_value")
+            if f in results[0]["rows"][key]
+        }
         extra = {f: v for f, v in results[0]["rows"][key].items() if f not in rows[key]}
         rows[key].update(extra)
     return rows
 
 
 def main(argv=None) -> int:
+    try:  # the package's kernels are off by default: time them here
+        from bandit_unlearning.exact import accel
+
+        if accel.available():
+            accel.set_enabled(True)
+    except ImportError:  # an older package: no kernels
+        pass
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, default=None, help="directory holding an older bandit_unlearning")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="directory holding an older bandit_unlearning"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "measured")
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", default=None, help="comma-separated row keys (default: every row); "
-                        "the output files are then named floor_table_<first key's group>")
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated row keys (default: every row); "
+        "the output files are then named floor_table_<first key's group>",
+    )
     args = parser.parse_args(argv)
     only = args.only.split(",") if args.only else None
     if only and not set(only) <= set(ROWS):
@@ -360,7 +411,7 @@ def main(argv=None) -> int:
         print(json.dumps(measure(args.quick, only)))
         return 0
     after_runs, today_runs = [], []
-    for _ in range(args.rounds):                       # alternating: both see the same machine state
+    for _ in range(args.rounds):  # alternating: both see the same machine state
         if args.baseline is not None:
             today_runs.append(_subprocess(args.baseline.resolve(), args.quick, only))
         after_runs.append(_subprocess(None, args.quick, only))
@@ -369,15 +420,31 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "hot paths against their floors (benchmarks/floor_table.py)",
         "timing": f"CPU time (process_time), best of repeats per process, median of {args.rounds} alternating "
-                  "rounds in fresh processes",
-        "quick": args.quick, "rounds": args.rounds,
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "processor": platform.machine(),
-                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
-        "unit_costs_ns": {k: statistics.median(r["unit_costs"][k] for r in after_runs) * 1e9
-                          for k in after_runs[0]["unit_costs"]},
-        "rows": {key: {"path": ROWS[key][0], "unit": ROWS[key][1], "issue": ROWS[key][2],
-                       "target_share": ROWS[key][3], "after": after[key],
-                       "today": today[key] if today else None} for key in ROWS if key in after},
+        "rounds in fresh processes",
+        "quick": args.quick,
+        "rounds": args.rounds,
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "processor": platform.machine(),
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
+        "unit_costs_ns": {
+            k: statistics.median(r["unit_costs"][k] for r in after_runs) * 1e9
+            for k in after_runs[0]["unit_costs"]
+        },
+        "rows": {
+            key: {
+                "path": ROWS[key][0],
+                "unit": ROWS[key][1],
+                "issue": ROWS[key][2],
+                "target_share": ROWS[key][3],
+                "after": after[key],
+                "today": today[key] if today else None,
+            }
+            for key in ROWS
+            if key in after
+        },
         "baseline": str(args.baseline) if args.baseline else None,
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -385,19 +452,32 @@ def main(argv=None) -> int:
     if only:
         stem += "_" + "_".join(sorted({k.split("_")[0] for k in only}))
     (args.out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
-    md = [f"# Hot paths against their floors ({time.strftime('%Y-%m-%d', time.gmtime())})", "",
-          f"Written by `benchmarks/floor_table.py`; {result['timing']}.  Load average at the end: "
-          f"{result['machine']['load_average_at_end']}.  Unit costs (bulk, ns per element): "
-          + ", ".join(f"{k} {v:.2f}" for k, v in result["unit_costs_ns"].items()) + ".  "
-          "`share` = floor time / path time.  `today`: the baseline package "
-          f"({result['baseline'] or 'not measured'}); `issue`: the review's figures, quoted.", "",
-          table(after, today, set(after)), ""]
-    refs = [f"{ROWS[k][0]}: {_fmt(after[k]['reference_value'])} {ROWS[k][1]}" for k in ROWS
-            if k in after and "reference_value" in after[k]]
+    md = [
+        f"# Hot paths against their floors ({time.strftime('%Y-%m-%d', time.gmtime())})",
+        "",
+        f"Written by `benchmarks/floor_table.py`; {result['timing']}.  Load average at the end: "
+        f"{result['machine']['load_average_at_end']}.  Unit costs (bulk, ns per element): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in result["unit_costs_ns"].items())
+        + ".  "
+        "`share` = floor time / path time.  `today`: the baseline package "
+        f"({result['baseline'] or 'not measured'}); `issue`: the review's figures, quoted.",
+        "",
+        table(after, today, set(after)),
+        "",
+    ]
+    refs = [
+        f"{ROWS[k][0]}: {_fmt(after[k]['reference_value'])} {ROWS[k][1]}"
+        for k in ROWS
+        if k in after and "reference_value" in after[k]
+    ]
     if refs:
-        md += ["`after` runs the optional compiled kernels (numba, `bandit_unlearning.exact.accel`); the same "
-               "paths on the numpy reference (kernels switched off), in the same processes: " + "; ".join(refs) + ".",
-               ""]
+        md += [
+            "`after` runs the optional compiled kernels (numba, `bandit_unlearning.exact.accel`); the same "
+            "paths on the numpy reference (kernels switched off), in the same processes: "
+            + "; ".join(refs)
+            + ".",
+            "",
+        ]
     (args.out_dir / f"{stem}.md").write_text("\n".join(md))
     print("\n".join(md))
     return 0

@@ -39,16 +39,22 @@ def main(out: Path) -> dict:
                 replacement = dict((lab, rep) for lab, rep, _ in F.variants(value))[label]
                 try:
                     outcome, detail = F.classify(i, pos, replacement, expectation, Path(tmp))
-                except AssertionError as err:                # the valid call itself fails on this code
+                except AssertionError as err:  # the valid call itself fails on this code
                     outcome, detail = "valid call fails", str(err)[:160]
                 counts[outcome] += 1
                 if outcome != "ok":
                     details[outcome].append(f"{F._label(i, pos, label)} {detail}"[:240])
         finally:
             os.chdir(old)
-    result = {"package": os.environ.get("FUZZ_LABEL", "this checkout"), "callables": len({id(f) for f, _ in F.VALID}),
-              "valid_calls": len(F.VALID), "fuzzed_calls": len(F.ENUMERATION), "counts": dict(counts),
-              "seconds": round(time.perf_counter() - start, 1), "not_ok": dict(details)}
+    result = {
+        "package": os.environ.get("FUZZ_LABEL", "this checkout"),
+        "callables": len({id(f) for f, _ in F.VALID}),
+        "valid_calls": len(F.VALID),
+        "fuzzed_calls": len(F.ENUMERATION),
+        "counts": dict(counts),
+        "seconds": round(time.perf_counter() - start, 1),
+        "not_ok": dict(details),
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     return result
@@ -57,4 +63,8 @@ def main(out: Path) -> dict:
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "measured" / "fuzz_counts.json"
     res = main(target)
-    print(json.dumps({k: res[k] for k in ("package", "callables", "valid_calls", "fuzzed_calls", "counts", "seconds")}))
+    print(
+        json.dumps(
+            {k: res[k] for k in ("package", "callables", "valid_calls", "fuzzed_calls", "counts", "seconds")}
+        )
+    )

@@ -55,7 +55,7 @@ from bandit_unlearning.rl.mdp import regret, value_iteration  # noqa: E402
 from bandit_unlearning.rl.stable import population_users, run_regret, stable_ucbvi  # noqa: E402
 from bandit_unlearning.rl.ucbvi import BONUS_KINDS, run_ucbvi  # noqa: E402
 
-NOISE = "none"          # rlberry's FiniteMDP pays the mean reward: the same observations on both sides
+NOISE = "none"  # rlberry's FiniteMDP pays the mean reward: the same observations on both sides
 
 
 def load_rlberry():
@@ -81,7 +81,7 @@ def to_rlberry(mdp, FiniteMDP):
 def run_rlberry(UCBVIAgent, env, mdp, T: int, seed: int, stage_dependent: bool):
     """Policies ``[T, H, S]`` played by rlberry's agent and the training seconds."""
     agent = UCBVIAgent(env, horizon=mdp.H, stage_dependent=stage_dependent, seeder=seed)
-    agent._writer = None                       # writer off (its per-episode logging is not the algorithm)
+    agent._writer = None  # writer off (its per-episode logging is not the algorithm)
     policies = np.empty((T, mdp.H, mdp.S), dtype=np.int8)
     start = time.perf_counter()
     for t in range(T):
@@ -92,8 +92,14 @@ def run_rlberry(UCBVIAgent, env, mdp, T: int, seed: int, stage_dependent: bool):
 
 def summarise(name: str, regrets, seconds, T: int, **extra) -> dict:
     regrets, seconds = np.asarray(regrets, float), np.asarray(seconds, float)
-    return {"learner": name, "regret_mean": float(regrets.mean()), "regret_per_seed": regrets.round(3).tolist(),
-            "episodes_per_s": float(T / seconds.mean()), "seconds_per_seed": seconds.round(4).tolist(), **extra}
+    return {
+        "learner": name,
+        "regret_mean": float(regrets.mean()),
+        "regret_per_seed": regrets.round(3).tolist(),
+        "episodes_per_s": float(T / seconds.mean()),
+        "seconds_per_seed": seconds.round(4).tolist(),
+        **extra,
+    }
 
 
 def ours(mdp, T: int, seeds, kind: str, pooled: bool) -> dict:
@@ -103,8 +109,9 @@ def ours(mdp, T: int, seeds, kind: str, pooled: bool) -> dict:
         run = run_ucbvi(mdp, T, seed=seed, bonus_kind=kind, pooled=pooled, reward_noise=NOISE)
         seconds.append(time.perf_counter() - start)
         regrets.append(regret(mdp, run.policies).sum())
-    return summarise(f"run_ucbvi bonus_kind={kind} pooled={pooled}", regrets, seconds, T,
-                     bonus_kind=kind, pooled=pooled)
+    return summarise(
+        f"run_ucbvi bonus_kind={kind} pooled={pooled}", regrets, seconds, T, bonus_kind=kind, pooled=pooled
+    )
 
 
 def stable(mdp, T: int, seeds, rho: float, kind: str, pooled: bool) -> dict:
@@ -116,11 +123,20 @@ def stable(mdp, T: int, seeds, rho: float, kind: str, pooled: bool) -> dict:
         run = train(learner, users, np.random.default_rng(seed))
         seconds.append(time.perf_counter() - start)
         regrets.append(run_regret(run).sum())
-    return summarise(f"stable_ucbvi rho={rho:g} bonus_kind={kind} pooled={pooled}", regrets, seconds, T,
-                     bonus_kind=kind, pooled=pooled, rho=rho)
+    return summarise(
+        f"stable_ucbvi rho={rho:g} bonus_kind={kind} pooled={pooled}",
+        regrets,
+        seconds,
+        T,
+        bonus_kind=kind,
+        pooled=pooled,
+        rho=rho,
+    )
 
 
-def reach(mdp, T: int, rho: float, kind: str, pooled: bool, window: int, v_star: float, seed: int = 0) -> dict:
+def reach(
+    mdp, T: int, rho: float, kind: str, pooled: bool, window: int, v_star: float, seed: int = 0
+) -> dict:
     """First episode where the mean regret of the last ``window`` episodes is <= 0.1 V*."""
     learner = stable_ucbvi(mdp, T, rho, bonus_kind=kind, pooled=pooled, reward_noise=NOISE)
     start = time.perf_counter()
@@ -130,11 +146,20 @@ def reach(mdp, T: int, rho: float, kind: str, pooled: bool, window: int, v_star:
     moving = np.convolve(per_episode, np.ones(window) / window, mode="valid")
     hit = np.flatnonzero(moving <= 0.1 * v_star)
     t = int(hit[0] + window) if hit.size else None
-    return {"rho": rho, "bonus_kind": kind, "pooled": pooled, "T": T, "sigma": learner.sigma,
-            "eps_unexplored": learner.update.config.eps_unexplored, "episodes_to_0.1_Vstar": t,
-            "seconds_to_0.1_Vstar": None if t is None else seconds * t / T, "seconds_total": seconds,
-            "episodes_per_s": T / seconds, "regret_total": float(per_episode.sum()),
-            "mean_regret_last_window": float(per_episode[-window:].mean())}
+    return {
+        "rho": rho,
+        "bonus_kind": kind,
+        "pooled": pooled,
+        "T": T,
+        "sigma": learner.sigma,
+        "eps_unexplored": learner.update.config.eps_unexplored,
+        "episodes_to_0.1_Vstar": t,
+        "seconds_to_0.1_Vstar": None if t is None else seconds * t / T,
+        "seconds_total": seconds,
+        "episodes_per_s": T / seconds,
+        "regret_total": float(per_episode.sum()),
+        "mean_regret_last_window": float(per_episode[-window:].mean()),
+    }
 
 
 def interleaved_speed(mdp, rl, T: int, repeats: int, kind: str) -> dict:
@@ -146,7 +171,9 @@ def interleaved_speed(mdp, rl, T: int, repeats: int, kind: str) -> dict:
     for pooled in (True, False):
         ratios, ours_rates, their_rates = [], [], []
         for r in range(repeats):
-            _, sec = run_rlberry(UCBVIAgent, to_rlberry(mdp, FiniteMDP), mdp, T, r, stage_dependent=not pooled)
+            _, sec = run_rlberry(
+                UCBVIAgent, to_rlberry(mdp, FiniteMDP), mdp, T, r, stage_dependent=not pooled
+            )
             start = time.perf_counter()
             run_ucbvi(mdp, T, seed=r, bonus_kind=kind, pooled=pooled, reward_noise=NOISE)
             mine = time.perf_counter() - start
@@ -154,8 +181,13 @@ def interleaved_speed(mdp, rl, T: int, repeats: int, kind: str) -> dict:
             ours_rates.append(T / mine)
             ratios.append(sec / mine)
         out["pooled" if pooled else "per_step"] = {
-            "bonus_kind": kind, "T": T, "rlberry_episodes_per_s": their_rates, "ours_episodes_per_s": ours_rates,
-            "speed_ratio_per_repeat": ratios, "speed_ratio_median": float(np.median(ratios))}
+            "bonus_kind": kind,
+            "T": T,
+            "rlberry_episodes_per_s": their_rates,
+            "ours_episodes_per_s": ours_rates,
+            "speed_ratio_per_repeat": ratios,
+            "speed_ratio_median": float(np.median(ratios)),
+        }
     return out
 
 
@@ -165,29 +197,44 @@ def main(argv=None) -> dict:
     ap.add_argument("--T", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--rhos", default="1,10,100")
-    ap.add_argument("--reach-T", default="100:20000,10:50000,1:200000",
-                    help="episodes per rho for the reach runs, rho:T pairs")
+    ap.add_argument(
+        "--reach-T",
+        default="100:20000,10:50000,1:200000",
+        help="episodes per rho for the reach runs, rho:T pairs",
+    )
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--without-rlberry", action="store_true")
-    ap.add_argument("--speed-only", default=None, metavar="KIND",
-                    help="only the interleaved speed comparison for bonus_kind KIND (JSON: --out)")
+    ap.add_argument(
+        "--speed-only",
+        default=None,
+        metavar="KIND",
+        help="only the interleaved speed comparison for bonus_kind KIND (JSON: --out)",
+    )
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
 
     rl = load_rlberry()
     if rl is None and not args.without_rlberry:
-        print("rlberry is not installed (optional `bench` extra, in its own environment: see this script's "
-              "docstring); skipping.  --without-rlberry runs this project's rows alone.")
+        print(
+            "rlberry is not installed (optional `bench` extra, in its own environment: see this script's "
+            "docstring); skipping.  --without-rlberry runs this project's rows alone."
+        )
         return {}
     mdp = gridworld()
     v_star = float(value_iteration(mdp).V[0] @ mdp.initial)
     if args.speed_only is not None:
         if rl is None:
             raise SystemExit("--speed-only needs rlberry")
-        run_ucbvi(mdp, 100, seed=0)                                          # warm-up
-        result = {"mdp": mdp.name, "speed": interleaved_speed(mdp, rl, args.T, args.repeats, args.speed_only),
-                  "machine": {"python": platform.python_version(), "numpy": np.__version__,
-                              "platform": platform.platform()}}
+        run_ucbvi(mdp, 100, seed=0)  # warm-up
+        result = {
+            "mdp": mdp.name,
+            "speed": interleaved_speed(mdp, rl, args.T, args.repeats, args.speed_only),
+            "machine": {
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+                "platform": platform.platform(),
+            },
+        }
         print(json.dumps(result["speed"], indent=1))
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1))
@@ -199,14 +246,30 @@ def main(argv=None) -> dict:
 
     def save(final: bool = False):
         """Write what is measured so far (a long run leaves usable JSON at every phase)."""
-        result = {"mdp": mdp.name, "S": mdp.S, "A": mdp.A, "H": mdp.H, "T": args.T, "seeds": seeds, "V_star": v_star,
-                  "reward_noise": NOISE, "rows": rows, "ratios": ratios, "complete": final,
-                  "best_practical": best and {"bonus_kind": best["bonus_kind"], "pooled": best["pooled"]},
-                  "reach": reaches, "window": args.window,
-                  "machine": {"python": platform.python_version(), "numpy": np.__version__,
-                              "platform": platform.platform()}}
+        result = {
+            "mdp": mdp.name,
+            "S": mdp.S,
+            "A": mdp.A,
+            "H": mdp.H,
+            "T": args.T,
+            "seeds": seeds,
+            "V_star": v_star,
+            "reward_noise": NOISE,
+            "rows": rows,
+            "ratios": ratios,
+            "complete": final,
+            "best_practical": best and {"bonus_kind": best["bonus_kind"], "pooled": best["pooled"]},
+            "reach": reaches,
+            "window": args.window,
+            "machine": {
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+                "platform": platform.platform(),
+            },
+        }
         out.write_text(json.dumps(result, indent=1))
         return result
+
     if rl is not None:
         UCBVIAgent, FiniteMDP, version = rl
         for sd in (False, True):
@@ -215,20 +278,43 @@ def main(argv=None) -> dict:
                 policies, sec = run_rlberry(UCBVIAgent, to_rlberry(mdp, FiniteMDP), mdp, args.T, seed, sd)
                 regrets.append(regret(mdp, policies).sum())
                 seconds.append(sec)
-            rows.append(summarise(f"rlberry UCBVIAgent stage_dependent={sd}", regrets, seconds, args.T,
-                                  pooled=not sd, rlberry_version=version))
-            print(rows[-1]["learner"], round(rows[-1]["regret_mean"], 1), round(rows[-1]["episodes_per_s"]), flush=True)
+            rows.append(
+                summarise(
+                    f"rlberry UCBVIAgent stage_dependent={sd}",
+                    regrets,
+                    seconds,
+                    args.T,
+                    pooled=not sd,
+                    rlberry_version=version,
+                )
+            )
+            print(
+                rows[-1]["learner"],
+                round(rows[-1]["regret_mean"], 1),
+                round(rows[-1]["episodes_per_s"]),
+                flush=True,
+            )
             save()
-    run_ucbvi(mdp, 100, seed=0)                                              # warm-up
+    run_ucbvi(mdp, 100, seed=0)  # warm-up
     for pooled in (True, False):
         for kind in BONUS_KINDS:
             rows.append(ours(mdp, args.T, seeds, kind, pooled))
-            print(rows[-1]["learner"], round(rows[-1]["regret_mean"], 1), round(rows[-1]["episodes_per_s"]), flush=True)
+            print(
+                rows[-1]["learner"],
+                round(rows[-1]["regret_mean"], 1),
+                round(rows[-1]["episodes_per_s"]),
+                flush=True,
+            )
     practical = [r for r in rows if r.get("bonus_kind") not in (None, "paper")]
     best = min(practical, key=lambda r: r["regret_mean"])
     for kind, pooled in (("paper", False), (best["bonus_kind"], best["pooled"])):
         rows.append(stable(mdp, args.T, seeds, 1.0, kind, pooled))
-        print(rows[-1]["learner"], round(rows[-1]["regret_mean"], 1), round(rows[-1]["episodes_per_s"]), flush=True)
+        print(
+            rows[-1]["learner"],
+            round(rows[-1]["regret_mean"], 1),
+            round(rows[-1]["episodes_per_s"]),
+            flush=True,
+        )
         save()
 
     ratios = {}
@@ -237,19 +323,37 @@ def main(argv=None) -> dict:
             ref = next(r for r in rows if r["learner"].startswith("rlberry") and r["pooled"] == pooled)
             mine = min((r for r in practical if r["pooled"] == pooled), key=lambda r: r["regret_mean"])
             ratios["pooled" if pooled else "per_step"] = {
-                "rlberry": ref["learner"], "ours": mine["learner"],
+                "rlberry": ref["learner"],
+                "ours": mine["learner"],
                 "regret_ours_over_rlberry": mine["regret_mean"] / ref["regret_mean"],
                 "speed_ours_over_rlberry": mine["episodes_per_s"] / ref["episodes_per_s"],
-                "target_met": bool(mine["regret_mean"] <= ref["regret_mean"]
-                                   and mine["episodes_per_s"] >= 50 * ref["episodes_per_s"])}
+                "target_met": bool(
+                    mine["regret_mean"] <= ref["regret_mean"]
+                    and mine["episodes_per_s"] >= 50 * ref["episodes_per_s"]
+                ),
+            }
         print(json.dumps(ratios, indent=1))
     save()
 
     reach_T = dict((float(k), int(v)) for k, v in (p.split(":") for p in args.reach_T.split(",")))
-    for rho in sorted((float(r) for r in args.rhos.split(",")), reverse=True):      # the quick ones first
-        reaches.append(reach(mdp, reach_T.get(rho, 20000), rho, best["bonus_kind"], best["pooled"], args.window, v_star))
-        print({k: reaches[-1][k] for k in ("rho", "T", "eps_unexplored", "episodes_to_0.1_Vstar",
-                                            "seconds_to_0.1_Vstar", "episodes_per_s")}, flush=True)
+    for rho in sorted((float(r) for r in args.rhos.split(",")), reverse=True):  # the quick ones first
+        reaches.append(
+            reach(mdp, reach_T.get(rho, 20000), rho, best["bonus_kind"], best["pooled"], args.window, v_star)
+        )
+        print(
+            {
+                k: reaches[-1][k]
+                for k in (
+                    "rho",
+                    "T",
+                    "eps_unexplored",
+                    "episodes_to_0.1_Vstar",
+                    "seconds_to_0.1_Vstar",
+                    "episodes_per_s",
+                )
+            },
+            flush=True,
+        )
         save()
     print(f"wrote {out}")
     return save(final=True)

@@ -64,31 +64,53 @@ def main(argv=None) -> dict:
 
     sets = {}
     for name, (dim, standardise) in SETS.items():
-        users = pca_users(name, dim, standardise)             # the chapter's conversion and accuracy loop
+        users = pca_users(name, dim, standardise)  # the chapter's conversion and accuracy loop
         T, K = len(users), users[0].rewards.size
         cfg = LinUCBConfig(K, dim, alpha=0.5, l2=1.0)
         res = set_accuracy(users, cfg, rhos, a.reps, rng, previous_rhos=rhos, previous_reps=a.reps)
         non_private = float(res["non_private"].mean())
-        entry = {"T": T, "K": K, "d": dim, "majority_class": res["majority"], "non_private": non_private,
-                 "by_rho": {}}
+        entry = {
+            "T": T,
+            "K": K,
+            "d": dim,
+            "majority_class": res["majority"],
+            "non_private": non_private,
+            "by_rho": {},
+        }
         for rho in rhos:
             cur = [float(r.mean()) for r in res["rewards"][rho]]
             prev = [float(r.mean()) for r in res["previous"][rho]]
-            entry["by_rho"][f"{rho:g}"] = {"sigma": res["sigma"][rho], "current": _summary(cur),
-                                           "previous": _summary(prev)}
-            print(f"{name:>13} rho = {rho:5g} sigma = {res['sigma'][rho]:6.3f}: current {np.mean(cur):.3f} "
-                  f"+- {np.std(cur):.3f}, previous {np.mean(prev):.3f} (non-private {non_private:.3f}, "
-                  f"majority {res['majority']:.3f})", flush=True)
-        entry["by_rho"]["inf"] = {"sigma": 0.0, "current": _summary([non_private]),
-                                  "previous": _summary([non_private])}
+            entry["by_rho"][f"{rho:g}"] = {
+                "sigma": res["sigma"][rho],
+                "current": _summary(cur),
+                "previous": _summary(prev),
+            }
+            print(
+                f"{name:>13} rho = {rho:5g} sigma = {res['sigma'][rho]:6.3f}: current {np.mean(cur):.3f} "
+                f"+- {np.std(cur):.3f}, previous {np.mean(prev):.3f} (non-private {non_private:.3f}, "
+                f"majority {res['majority']:.3f})",
+                flush=True,
+            )
+        entry["by_rho"]["inf"] = {
+            "sigma": 0.0,
+            "current": _summary([non_private]),
+            "previous": _summary([non_private]),
+        }
         sets[name] = entry
 
     result = {
         "benchmark": "TV-stable disjoint LinUCB accuracy over rho (bandit_unlearning.exact.linucb), LightTree",
         "calibration": "sigma = sigma_paper(rho, sqrt 2, T) = sqrt(log2 T) / rho (B_0 = sqrt 2), unchanged",
-        "alpha": 0.5, "l2": 1.0, "theta_bound": 1.0, "delta": 0.01, "reps": a.reps, "seed": a.seed,
+        "alpha": 0.5,
+        "l2": 1.0,
+        "theta_bound": 1.0,
+        "delta": 0.01,
+        "reps": a.reps,
+        "seed": a.seed,
         "sets": sets,
-        "python": platform.python_version(), "numpy": np.__version__, "sklearn": sklearn.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sklearn": sklearn.__version__,
         "machine": platform.machine(),
     }
     out = Path(a.out)

@@ -47,8 +47,17 @@ sys.path.insert(0, str(ROOT))
 from bandit_unlearning.exact.learner import train  # noqa: E402
 from bandit_unlearning.protocol import DeleteStep, unlearn  # noqa: E402
 from bandit_unlearning.exact.linucb import (  # noqa: E402
-    SENSITIVITY_ZERO_DUMMY, SHIFT_FACTOR, TIE_TOLERANCE, LinUCBConfig, block_size, gram_shift, linear_users, linucb_arms,
-    linucb_learner, vector_bound, widened_radius,
+    SENSITIVITY_ZERO_DUMMY,
+    SHIFT_FACTOR,
+    TIE_TOLERANCE,
+    LinUCBConfig,
+    block_size,
+    gram_shift,
+    linear_users,
+    linucb_arms,
+    linucb_learner,
+    vector_bound,
+    widened_radius,
 )
 from bandit_unlearning.exact.tree import sigma_paper  # noqa: E402
 
@@ -78,8 +87,9 @@ def sherman_morrison_loop(contexts: np.ndarray, rewards: np.ndarray, alpha: floa
     return arms
 
 
-def plain_tv_loop(contexts: np.ndarray, rewards: np.ndarray, cfg: LinUCBConfig, sigma: float,
-                  rng: np.random.Generator) -> np.ndarray:
+def plain_tv_loop(
+    contexts: np.ndarray, rewards: np.ndarray, cfg: LinUCBConfig, sigma: float, rng: np.random.Generator
+) -> np.ndarray:
     """Reference: the same TV-stable algorithm as a plain numpy loop -- binary tree mechanism (one noisy node
     per step, ``standard_normal`` noise), noisy prefix sum over ``popcount(t)`` nodes, Gram matrices
     shifted by ``l2 + 2 c_t``, ``np.linalg.inv``, the widened radius.  Returns the arms chosen."""
@@ -103,9 +113,9 @@ def plain_tv_loop(contexts: np.ndarray, rewards: np.ndarray, cfg: LinUCBConfig, 
         a = _choose(theta @ x + radius * np.sqrt(np.maximum((Vinv @ x) @ x, 0.0)))
         arms[t - 1] = a
         leaf = np.zeros(K * p)
-        leaf[a * p: a * p + m] = np.outer(x, x)[i, j] * up
-        leaf[a * p + m: (a + 1) * p] = rewards[t - 1, a] * x
-        k = (t & -t).bit_length() - 1                       # the node completed at step t has level k
+        leaf[a * p : a * p + m] = np.outer(x, x)[i, j] * up
+        leaf[a * p + m : (a + 1) * p] = rewards[t - 1, a] * x
+        k = (t & -t).bit_length() - 1  # the node completed at step t has level k
         clean[k] = leaf + clean[:k].sum(axis=0)
         clean[:k] = 0.0
         noisy[k] = clean[k] + sigma * rng.standard_normal(K * p)
@@ -146,7 +156,7 @@ def main(argv=None) -> dict:
     sigma = sigma_paper(a.rho, SENSITIVITY_ZERO_DUMMY, a.T)
     learner, learner0 = linucb_learner(cfg, sigma), linucb_learner(cfg, 0.0)
 
-    train(learner, users[:200], rng)                                   # warm-up
+    train(learner, users[:200], rng)  # warm-up
     plain_tv_loop(contexts[:200], rewards[:200], cfg, sigma, rng)
     sm_arms = sherman_morrison_loop(contexts, rewards, cfg.alpha, cfg.l2)
     plain0_arms = plain_tv_loop(contexts, rewards, cfg, 0.0, rng)
@@ -156,7 +166,7 @@ def main(argv=None) -> dict:
 
     times = {"ours": [], "ours_sigma0": [], "sherman_morrison": [], "plain_loop": []}
     run, train_wall = None, math.inf
-    for _ in range(a.repeats):                                         # alternating rounds
+    for _ in range(a.repeats):  # alternating rounds
         start = time.perf_counter()
         cpu = time.process_time()
         run = train(learner, users, rng)
@@ -164,7 +174,9 @@ def main(argv=None) -> dict:
         train_wall = min(train_wall, time.perf_counter() - start)
         times["plain_loop"].append(_cpu(lambda: plain_tv_loop(contexts, rewards, cfg, sigma, rng)))
         times["ours_sigma0"].append(_cpu(lambda: train(learner0, users, rng)))
-        times["sherman_morrison"].append(_cpu(lambda: sherman_morrison_loop(contexts, rewards, cfg.alpha, cfg.l2)))
+        times["sherman_morrison"].append(
+            _cpu(lambda: sherman_morrison_loop(contexts, rewards, cfg.alpha, cfg.l2))
+        )
     rate = {k: a.T / float(np.median(v)) for k, v in times.items()}
 
     tracemalloc.start()
@@ -183,11 +195,19 @@ def main(argv=None) -> dict:
 
     result = {
         "benchmark": "TV-stable disjoint LinUCB (bandit_unlearning.exact.linucb), LightTree",
-        "T": a.T, "K": a.K, "d": a.d, "statistic_dim": learner.d, "rho": a.rho, "sigma": sigma,
+        "T": a.T,
+        "K": a.K,
+        "d": a.d,
+        "statistic_dim": learner.d,
+        "rho": a.rho,
+        "sigma": sigma,
         "timing": "CPU seconds, median of alternating rounds, one BLAS thread",
-        "steps_per_second": rate["ours"], "steps_per_second_sigma0": rate["ours_sigma0"],
-        "reference_steps_per_second": {"sherman_morrison_sigma0": rate["sherman_morrison"],
-                                       "plain_loop_same_algorithm": rate["plain_loop"]},
+        "steps_per_second": rate["ours"],
+        "steps_per_second_sigma0": rate["ours_sigma0"],
+        "reference_steps_per_second": {
+            "sherman_morrison_sigma0": rate["sherman_morrison"],
+            "plain_loop_same_algorithm": rate["plain_loop"],
+        },
         "ratio_sigma0_vs_sherman_morrison": rate["ours_sigma0"] / rate["sherman_morrison"],
         "target_ratio_sigma0": 0.30,
         "ratio_vs_plain_loop": rate["ours"] / rate["plain_loop"],
@@ -195,13 +215,19 @@ def main(argv=None) -> dict:
         "arms_agreement_sigma0": {"sherman_morrison": agreement_sm, "plain_loop": agreement_plain0},
         "cpu_seconds_all": times,
         "train_seconds": train_wall,
-        "peak_memory_mb": peak / 2**20, "tree_mb": run.tree.nbytes / 2**20,
+        "peak_memory_mb": peak / 2**20,
+        "tree_mb": run.tree.nbytes / 2**20,
         "deletion": {
-            "requests": a.requests, "mean_seconds": float(np.mean(dtimes)), "max_seconds": float(np.max(dtimes)),
-            "mean_steps_recomputed_fraction": float(np.mean(costs)), "retrained_fraction": float(np.mean(retrained)),
+            "requests": a.requests,
+            "mean_seconds": float(np.mean(dtimes)),
+            "max_seconds": float(np.max(dtimes)),
+            "mean_steps_recomputed_fraction": float(np.mean(costs)),
+            "retrained_fraction": float(np.mean(retrained)),
             "mean_time_fraction_of_training": float(np.mean(dtimes) / train_wall),
         },
-        "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "machine": platform.machine(),
     }
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

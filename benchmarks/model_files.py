@@ -84,8 +84,13 @@ print(json.dumps(out))
 
 def child(task: str, **args) -> dict:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", CHILD, task, json.dumps(args)], capture_output=True, text=True,
-                          env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, task, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -96,8 +101,10 @@ def write_csv(path: str, rows: int) -> None:
         fh.write("timestamp,item_id,position,click,user\n")
         for start in range(0, rows, 200_000):
             stop = min(rows, start + 200_000)
-            lines = [f"2019-11-24 {i % 86400:05d}.{i:07d},{items[i]},{1 + i % 3},{int(i % 97 == 0)},user-{i // 4}"
-                     for i in range(start, stop)]
+            lines = [
+                f"2019-11-24 {i % 86400:05d}.{i:07d},{items[i]},{1 + i % 3},{int(i % 97 == 0)},user-{i // 4}"
+                for i in range(start, stop)
+            ]
             fh.write("\n".join(lines) + "\n")
 
 
@@ -110,8 +117,13 @@ def main(argv=None) -> int:
     parser.add_argument("--deletions", type=int, default=500_000)
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
-    out = {"benchmark": "model_files", "label": args.label, "python": sys.version.split()[0],
-           "numpy": np.__version__, "machine": platform.machine()}
+    out = {
+        "benchmark": "model_files",
+        "label": args.label,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+    }
     out["fit"] = {"N": args.N, **child("fit", n=args.N)}
     print("fit", out["fit"], flush=True)
     with tempfile.TemporaryDirectory() as folder:
@@ -120,6 +132,7 @@ def main(argv=None) -> int:
         out["csv"] = {"rows": args.csv_rows, "bytes": os.path.getsize(csv_path)}
         try:
             import pandas  # noqa: F401
+
             out["csv"]["pandas_read_csv"] = child("csv_pandas", path=csv_path)
             out["csv"]["from_csv_pandas"] = child("csv_model", path=csv_path)
         except ImportError:

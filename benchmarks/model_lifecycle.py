@@ -49,8 +49,15 @@ def measure(n: int, k: int, requests: int, seed: int) -> dict:
     arms = rng.integers(0, M, n)
     rewards = (rng.random(n) < 0.3).astype(float)
     model, fit_s = timed(lambda: LCBModel.fit(arms, rewards, rng=seed))
-    adaptive = LCBModel.fit(arms, rewards, method="adaptive", epsilon=1.0, delta=1e-6,
-                            sigma=float(np.sqrt(np.log(M * n) / (2 * n / M))), rng=seed)
+    adaptive = LCBModel.fit(
+        arms,
+        rewards,
+        method="adaptive",
+        epsilon=1.0,
+        delta=1e-6,
+        sigma=float(np.sqrt(np.log(M * n) / (2 * n / M))),
+        rng=seed,
+    )
     times = {"rollback": [], "adaptive": []}
     pick = np.random.default_rng(seed + 1)
     for _ in range(requests):
@@ -60,7 +67,9 @@ def measure(n: int, k: int, requests: int, seed: int) -> dict:
             _, t = timed(lambda: mdl.delete(rows=rows))
             times[name].append(t)
     live = model.row_ids
-    _, refit_model_s = timed(lambda: LCBModel.fit(arms[live], rewards[live], tau=model.tau, labels=model.labels))
+    _, refit_model_s = timed(
+        lambda: LCBModel.fit(arms[live], rewards[live], tau=model.tau, labels=model.labels)
+    )
     _, refit_stat_s = timed(lambda: fit_lcb(OfflineDataset(arms[live], rewards[live], M), tau=model.tau))
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "model.npz")
@@ -70,11 +79,20 @@ def measure(n: int, k: int, requests: int, seed: int) -> dict:
         _, load_model_s = timed(lambda: load_model(path, rng=seed))
     delete_s = {name: float(np.median(t)) for name, t in times.items()}
     return {
-        "N": n, "m": M, "k": k, "requests": requests, "fit_s": fit_s,
-        "delete_k_median_s": delete_s, "refit_model_s": refit_model_s, "refit_statistic_s": refit_stat_s,
+        "N": n,
+        "m": M,
+        "k": k,
+        "requests": requests,
+        "fit_s": fit_s,
+        "delete_k_median_s": delete_s,
+        "refit_model_s": refit_model_s,
+        "refit_statistic_s": refit_stat_s,
         "speedup_vs_refit_model": refit_model_s / delete_s["adaptive"],
         "speedup_vs_refit_statistic": refit_stat_s / delete_s["adaptive"],
-        "save_s": save_s, "file_bytes": size, "load_statistics_s": load_stat, "load_model_s": load_model_s,
+        "save_s": save_s,
+        "file_bytes": size,
+        "load_statistics_s": load_stat,
+        "load_model_s": load_model_s,
     }
 
 
@@ -87,17 +105,25 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     runs = [measure(n, args.k, args.requests, args.seed) for n in args.N]
-    out = {"benchmark": "model_lifecycle", "python": sys.version.split()[0], "numpy": np.__version__,
-           "machine": platform.machine(), "processor": platform.processor(), "runs": runs}
+    out = {
+        "benchmark": "model_lifecycle",
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "runs": runs,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2))
     for r in runs:
-        print(f"N = {r['N']:>10,d}: fit {r['fit_s']:.3f} s; delete k={r['k']} "
-              f"{1e3 * r['delete_k_median_s']['rollback']:.3f} ms (rollback) / "
-              f"{1e3 * r['delete_k_median_s']['adaptive']:.3f} ms (adaptive); refit {r['refit_model_s']:.3f} s "
-              f"(statistic only {r['refit_statistic_s']:.3f} s): x{r['speedup_vs_refit_model']:,.0f} "
-              f"(x{r['speedup_vs_refit_statistic']:,.0f}); save {r['save_s']:.3f} s ({r['file_bytes'] / 1e6:.1f} MB), "
-              f"load statistics {1e3 * r['load_statistics_s']:.2f} ms, load model {r['load_model_s']:.3f} s")
+        print(
+            f"N = {r['N']:>10,d}: fit {r['fit_s']:.3f} s; delete k={r['k']} "
+            f"{1e3 * r['delete_k_median_s']['rollback']:.3f} ms (rollback) / "
+            f"{1e3 * r['delete_k_median_s']['adaptive']:.3f} ms (adaptive); refit {r['refit_model_s']:.3f} s "
+            f"(statistic only {r['refit_statistic_s']:.3f} s): x{r['speedup_vs_refit_model']:,.0f} "
+            f"(x{r['speedup_vs_refit_statistic']:,.0f}); save {r['save_s']:.3f} s ({r['file_bytes'] / 1e6:.1f} MB), "
+            f"load statistics {1e3 * r['load_statistics_s']:.2f} ms, load model {r['load_model_s']:.3f} s"
+        )
     print(f"wrote {args.out}")
     return 0
 

@@ -78,16 +78,26 @@ def grid_row(mdp, T, rho, kind, seed=0):
     v_star = optimal_value(mdp)
     cum = np.cumsum(per)
     ts = [t for t in (100, 300, 1000, 3000, 6000, 12000, 20000) if t <= T]
-    lower = {t: mdp.H * math.sqrt(mdp.S * mdp.A * t) + (0 if rho == math.inf else mdp.S * mdp.A * mdp.H / rho)
-             for t in ts}
-    return {"rho": None if rho == math.inf else rho, "bonus_kind": kind, "T": T, "seed": seed,
-            "seconds": round(sec, 1), "regret_total": round(float(cum[-1]), 1),
-            "mean_regret_last_window": round(float(per[-WINDOW:].mean()), 4),
-            "episodes_to_sustained_0.1_Vstar": sustained(per, 0.1 * v_star),
-            "regret_at": {str(t): round(float(cum[t - 1]), 1) for t in ts},
-            "lower_bound_value_at": {str(t): round(lower[t], 1) for t in ts},
-            "regret_over_lower_bound_at": {str(t): round(float(cum[t - 1]) / lower[t], 2) for t in ts},
-            "moving_mean_every_100": np.convolve(per, np.ones(WINDOW) / WINDOW, mode="valid")[::100].round(4).tolist()}
+    lower = {
+        t: mdp.H * math.sqrt(mdp.S * mdp.A * t) + (0 if rho == math.inf else mdp.S * mdp.A * mdp.H / rho)
+        for t in ts
+    }
+    return {
+        "rho": None if rho == math.inf else rho,
+        "bonus_kind": kind,
+        "T": T,
+        "seed": seed,
+        "seconds": round(sec, 1),
+        "regret_total": round(float(cum[-1]), 1),
+        "mean_regret_last_window": round(float(per[-WINDOW:].mean()), 4),
+        "episodes_to_sustained_0.1_Vstar": sustained(per, 0.1 * v_star),
+        "regret_at": {str(t): round(float(cum[t - 1]), 1) for t in ts},
+        "lower_bound_value_at": {str(t): round(lower[t], 1) for t in ts},
+        "regret_over_lower_bound_at": {str(t): round(float(cum[t - 1]) / lower[t], 2) for t in ts},
+        "moving_mean_every_100": np.convolve(per, np.ones(WINDOW) / WINDOW, mode="valid")[::100]
+        .round(4)
+        .tolist(),
+    }
 
 
 def theorem41_rows(T, rhos, seed=0):
@@ -103,9 +113,15 @@ def theorem41_rows(T, rhos, seed=0):
         cum = np.cumsum(regret(mdp, pol))
         tail = np.array(ts[-3:])
         slope = float(np.polyfit(np.log(tail), np.log(cum[tail - 1]), 1)[0])
-        rows.append({"rho": None if rho == math.inf else rho, "T": T, "seconds": round(sec, 1),
-                     "regret_at": {str(t): round(float(cum[t - 1]), 1) for t in ts},
-                     "loglog_slope_last_two_doublings": round(slope, 3)})
+        rows.append(
+            {
+                "rho": None if rho == math.inf else rho,
+                "T": T,
+                "seconds": round(sec, 1),
+                "regret_at": {str(t): round(float(cum[t - 1]), 1) for t in ts},
+                "loglog_slope_last_two_doublings": round(slope, 3),
+            }
+        )
         print("theorem 4.1", rows[-1], flush=True)
     return {"mdp": mdp.name, "S": mdp.S, "A": mdp.A, "H": mdp.H, "rows": rows}
 
@@ -115,28 +131,39 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "measured" / "noisy_bernstein.json"))
     ap.add_argument("--T-grid", type=int, default=6000)
     ap.add_argument("--T-grid-nonprivate", type=int, default=12000)
-    ap.add_argument("--T-grid-rho", default="",
-                    help="per-rho horizons overriding --T-grid, e.g. '1:20000'")
+    ap.add_argument("--T-grid-rho", default="", help="per-rho horizons overriding --T-grid, e.g. '1:20000'")
     ap.add_argument("--T-lake", type=int, default=10000)
     ap.add_argument("--lake-rhos", default="inf,10", help="FrozenLake rows ('inf': non-private)")
     ap.add_argument("--rhos", default="inf,100,10,1", help="gridworld rows ('inf': non-private)")
     ap.add_argument("--kinds", default="noisy_bernstein,simplified", help="bonus kinds of the gridworld rows")
-    ap.add_argument("--parts", default="grid,rlberry,lake",
-                    help="which parts to run; the others are kept from an existing --out file")
-    ap.add_argument("--merge", default="",
-                    help="comma-separated JSON files of earlier runs of this script (e.g. one rho per process); "
-                         "their gridworld and FrozenLake rows replace the same (rho, bonus) rows of --out")
-    ap.add_argument("--theorem41-only", action="store_true",
-                    help="only the regret-over-T rows on the small RiverSwim (JSON: --out)")
+    ap.add_argument(
+        "--parts",
+        default="grid,rlberry,lake",
+        help="which parts to run; the others are kept from an existing --out file",
+    )
+    ap.add_argument(
+        "--merge",
+        default="",
+        help="comma-separated JSON files of earlier runs of this script (e.g. one rho per process); "
+        "their gridworld and FrozenLake rows replace the same (rho, bonus) rows of --out",
+    )
+    ap.add_argument(
+        "--theorem41-only",
+        action="store_true",
+        help="only the regret-over-T rows on the small RiverSwim (JSON: --out)",
+    )
     ap.add_argument("--T-theorem", type=int, default=8000)
-    ap.add_argument("--theorem-rhos", default="inf,100,30,10,3,1",
-                    help="rows of --theorem41-only; rows of an existing --out for other rho are kept")
+    ap.add_argument(
+        "--theorem-rhos",
+        default="inf,100,30,10,3,1",
+        help="rows of --theorem41-only; rows of an existing --out for other rho are kept",
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     if args.theorem41_only:
         rhos = [float(r) for r in args.theorem_rhos.split(",") if r]
         rows = theorem41_rows(args.T_theorem, rhos)
-        for extra in (x for x in args.merge.split(",") if x):       # rows of other processes (one rho each)
+        for extra in (x for x in args.merge.split(",") if x):  # rows of other processes (one rho each)
             rows["rows"] += json.loads(Path(extra).read_text())["rows"]
         rows["rows"].sort(key=lambda r: -(r["rho"] or math.inf))
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -146,8 +173,16 @@ def main(argv=None):
     kinds = args.kinds.split(",")
     T_rho = {float(k): int(v) for k, v in (x.split(":") for x in args.T_grid_rho.split(",") if x)}
     result = json.loads(out.read_text()) if out.exists() else {}
-    result.update({"machine": {"python": platform.python_version(), "numpy": np.__version__,
-                               "platform": platform.platform()}, "window": WINDOW})
+    result.update(
+        {
+            "machine": {
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+                "platform": platform.platform(),
+            },
+            "window": WINDOW,
+        }
+    )
     result.setdefault("grid", [])
     result.setdefault("frozenlake", [])
     result.setdefault("per_step_vs_rlberry", None)
@@ -177,19 +212,40 @@ def main(argv=None):
                 T = args.T_grid_nonprivate if rho == math.inf else T_rho.get(rho, args.T_grid)
                 row = grid_row(grid, T, rho, kind)
                 replace_row(result["grid"], row)
-                print("grid", rho, kind, T, row["mean_regret_last_window"], row["episodes_to_sustained_0.1_Vstar"],
-                      row["seconds"], flush=True)
+                print(
+                    "grid",
+                    rho,
+                    kind,
+                    T,
+                    row["mean_regret_last_window"],
+                    row["episodes_to_sustained_0.1_Vstar"],
+                    row["seconds"],
+                    flush=True,
+                )
                 save()
 
     if "rlberry" in parts:
         # per step, non-private, against rlberry's stage-dependent UCB-VI (reference measured by learning_vs_rlberry.py)
         ref = json.loads((ROOT / "benchmarks" / "measured" / "learning_vs_rlberry.json").read_text())
         rl_row = next(r for r in ref["rows"] if r["learner"] == "rlberry UCBVIAgent stage_dependent=True")
-        mine = [float(regret(grid, run_ucbvi(grid, ref["T"], seed=s, bonus_kind="noisy_bernstein",
-                                             reward_noise=ref["reward_noise"]).policies).sum()) for s in ref["seeds"]]
-        result["per_step_vs_rlberry"] = {"T": ref["T"], "seeds": ref["seeds"], "rlberry_regret_mean": rl_row["regret_mean"],
-                                         "noisy_bernstein_regret_per_seed": [round(x, 1) for x in mine],
-                                         "ratio": round(float(np.mean(mine)) / rl_row["regret_mean"], 3)}
+        mine = [
+            float(
+                regret(
+                    grid,
+                    run_ucbvi(
+                        grid, ref["T"], seed=s, bonus_kind="noisy_bernstein", reward_noise=ref["reward_noise"]
+                    ).policies,
+                ).sum()
+            )
+            for s in ref["seeds"]
+        ]
+        result["per_step_vs_rlberry"] = {
+            "T": ref["T"],
+            "seeds": ref["seeds"],
+            "rlberry_regret_mean": rl_row["regret_mean"],
+            "noisy_bernstein_regret_per_seed": [round(x, 1) for x in mine],
+            "ratio": round(float(np.mean(mine)) / rl_row["regret_mean"], 3),
+        }
         print(result["per_step_vs_rlberry"], flush=True)
         save()
 
@@ -207,11 +263,20 @@ def main(argv=None):
             for kind in kinds:
                 pol, sec = policies_of(lake.mdp, args.T_lake, rho, kind, 0)
                 success = lake.raw_value(policy_values(lake.mdp, pol[-WINDOW:])).mean()
-                moving = np.convolve(lake.raw_value(policy_values(lake.mdp, pol)), np.ones(WINDOW) / WINDOW, "valid")
-                replace_row(result["frozenlake"], {
-                    "rho": None if rho == math.inf else rho, "bonus_kind": kind, "T": args.T_lake,
-                    "success_last_window": round(float(success), 4), "seconds": round(sec, 1),
-                    "success_moving_mean_every_500": moving[::500].round(4).tolist()})
+                moving = np.convolve(
+                    lake.raw_value(policy_values(lake.mdp, pol)), np.ones(WINDOW) / WINDOW, "valid"
+                )
+                replace_row(
+                    result["frozenlake"],
+                    {
+                        "rho": None if rho == math.inf else rho,
+                        "bonus_kind": kind,
+                        "T": args.T_lake,
+                        "success_last_window": round(float(success), 4),
+                        "seconds": round(sec, 1),
+                        "success_moving_mean_every_500": moving[::500].round(4).tolist(),
+                    },
+                )
                 print("lake", result["frozenlake"][-1], flush=True)
                 save()
     print(f"wrote {out}")

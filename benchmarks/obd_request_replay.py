@@ -54,7 +54,7 @@ def draw_request(kind: str, k: int, dataset, rounds, positions, served: int, rng
     elif kind == "user segment":
         start = int(rng.integers(0, len(dataset) - k + 1))
         order = np.argsort(rounds, kind="stable")
-        return np.sort(order[start:start + k])
+        return np.sort(order[start : start + k])
     else:
         pool = np.flatnonzero(positions == rng.choice(np.unique(positions)))
     return np.sort(rng.choice(pool, size=min(k, pool.size), replace=False))
@@ -69,9 +69,17 @@ def main(argv=None) -> dict:
     rng = np.random.default_rng(args.seed)
     dataset, rounds, positions = load_obd()
     state = fit_lcb(dataset)
-    tau = state.tau                                  # fixed at fit: retraining uses the same tau
-    out = {"requests": args.requests, "seed": args.seed, "epsilon": 1.0, "delta": 1e-5,
-           "calibration": "analytic", "rows": len(dataset), "arms": int(dataset.n_arms), "methods": {}}
+    tau = state.tau  # fixed at fit: retraining uses the same tau
+    out = {
+        "requests": args.requests,
+        "seed": args.seed,
+        "epsilon": 1.0,
+        "delta": 1e-5,
+        "calibration": "analytic",
+        "rows": len(dataset),
+        "arms": int(dataset.n_arms),
+        "methods": {},
+    }
     requests = []
     for _ in range(args.requests):
         kind = KINDS[int(rng.integers(len(KINDS)))]
@@ -90,27 +98,37 @@ def main(argv=None) -> dict:
                 refused_before += 1
                 by_kind[kind] += 1
                 messages[str(error).split(":")[0][:90]] += 1
-            result = unlearn(state, request, options=base, rng=rng)[1]      # the default: never refused
+            result = unlearn(state, request, options=base, rng=rng)[1]  # the default: never refused
             reasons[result.reason] += 1
             references[result.reference] += 1
             if result.fell_back:
                 keep = np.setdiff1d(np.arange(len(dataset)), idx)
-                retrained = fit_lcb(OfflineDataset(dataset.arms[keep], dataset.rewards[keep], dataset.n_arms), tau)
+                retrained = fit_lcb(
+                    OfflineDataset(dataset.arms[keep], dataset.rewards[keep], dataset.n_arms), tau
+                )
                 fallback_checked += 1
-                fallback_exact += bool(result.arm == retrained.arm
-                                       and np.array_equal(result.scores, retrained.scores))
+                fallback_exact += bool(
+                    result.arm == retrained.arm and np.array_equal(result.scores, retrained.scores)
+                )
         out["methods"][method] = {
-            "refused_with_fallback_refuse": refused_before, "refused_by_kind": dict(by_kind),
-            "refusal_messages": dict(messages), "refused_with_default": 0,
-            "reasons": dict(reasons), "references": dict(references),
-            "fell_back": fallback_checked, "fallbacks_equal_to_retraining": fallback_exact}
+            "refused_with_fallback_refuse": refused_before,
+            "refused_by_kind": dict(by_kind),
+            "refusal_messages": dict(messages),
+            "refused_with_default": 0,
+            "reasons": dict(reasons),
+            "references": dict(references),
+            "fell_back": fallback_checked,
+            "fallbacks_equal_to_retraining": fallback_exact,
+        }
         assert fallback_exact == fallback_checked, (method, fallback_exact, fallback_checked)
         assert sum(reasons.values()) == args.requests
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     for method, row in out["methods"].items():
-        print(f"{method:9s} refused before {row['refused_with_fallback_refuse']:4d} / {args.requests}, now 0; "
-              f"reasons {row['reasons']}; references {row['references']}; "
-              f"fallbacks equal to retraining {row['fallbacks_equal_to_retraining']}/{row['fell_back']}")
+        print(
+            f"{method:9s} refused before {row['refused_with_fallback_refuse']:4d} / {args.requests}, now 0; "
+            f"reasons {row['reasons']}; references {row['references']}; "
+            f"fallbacks equal to retraining {row['fallbacks_equal_to_retraining']}/{row['fell_back']}"
+        )
     return out
 
 

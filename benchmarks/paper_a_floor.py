@@ -45,7 +45,9 @@ def _subprocess(package_dir: Path | None) -> dict:
     env = dict(os.environ)
     if package_dir is not None:
         env["PYTHONPATH"] = str(package_dir)
-    out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout)
 
 
@@ -54,8 +56,12 @@ def _medians(results: list) -> dict:
     for name in results[0]["rows"]:
         values = [r["rows"][name]["value"] for r in results]
         floors = [r["rows"][name]["floor"] for r in results]
-        rows[name] = {"value": statistics.median(values), "floor": statistics.median(floors),
-                      "share": statistics.median(floors) / statistics.median(values), "rounds": values}
+        rows[name] = {
+            "value": statistics.median(values),
+            "floor": statistics.median(floors),
+            "share": statistics.median(floors) / statistics.median(values),
+            "rounds": values,
+        }
     return rows
 
 
@@ -75,9 +81,13 @@ def main(argv=None) -> int:
         if args.baseline is not None:
             before.append(_subprocess(args.baseline))
         after.append(_subprocess(None))
-    result = {"load_average_at_start": [round(x, 2) for x in load_start],
-              "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-              "cpu_count": os.cpu_count(), "rounds": args.rounds, "after": _medians(after)}
+    result = {
+        "load_average_at_start": [round(x, 2) for x in load_start],
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "cpu_count": os.cpu_count(),
+        "rounds": args.rounds,
+        "after": _medians(after),
+    }
     if before:
         result["before"] = _medians(before)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -85,8 +95,12 @@ def main(argv=None) -> int:
     for name, row in result["after"].items():
         old = result.get("before", {}).get(name)
         was = f"before {old['value']:.3f} s (share {old['share']:.1%}), " if old else ""
-        print(f"{name:16} {was}after {row['value']:.3f} s, floor {row['floor']:.4f} s, share {row['share']:.1%}")
-    print(f"load average {result['load_average_at_start']} -> {result['load_average_at_end']}; wrote {args.out}")
+        print(
+            f"{name:16} {was}after {row['value']:.3f} s, floor {row['floor']:.4f} s, share {row['share']:.1%}"
+        )
+    print(
+        f"load average {result['load_average_at_start']} -> {result['load_average_at_end']}; wrote {args.out}"
+    )
     return 0
 
 

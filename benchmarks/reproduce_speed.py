@@ -54,10 +54,19 @@ def loop_losses(arms, rewards, n, k, starts, gamma, rng, protocol):
         state = fit_lcb(d)
         positions = np.flatnonzero(arms[r, :n] == 0)
         for s0 in starts[r]:
-            request = DeletionRequest.from_indices(d, positions[s0:s0 + k])
+            request = DeletionRequest.from_indices(d, positions[s0 : s0 + k])
             out["Oracle"].append(mu.max() - mu[state.arm])
             for name, method in METHODS.items():
-                res = unlearn(state, request, options=UnlearnOptions(method=method, gamma=None if method == "rollback" else gamma, threshold_scale=protocol.threshold_scale), rng=rng)[1]
+                res = unlearn(
+                    state,
+                    request,
+                    options=UnlearnOptions(
+                        method=method,
+                        gamma=None if method == "rollback" else gamma,
+                        threshold_scale=protocol.threshold_scale,
+                    ),
+                    rng=rng,
+                )[1]
                 out[name].append(mu.max() - mu[res.arm])
     return {m: np.array(v) for m, v in out.items()}
 
@@ -82,21 +91,52 @@ def engine_vs_loop(n_trajectories: int, seed: int = 0, repeats: int = 3) -> dict
     # deterministic methods agree replicate by replicate (a sanity check, not a timing)
     assert np.array_equal(eng["Oracle"], loop["Oracle"]) and np.array_equal(eng["Rollback"], loop["Rollback"])
     e, lo = min(engine_s), min(loop_s)
-    return {"configuration": {"model": "Mf", "case": "hard", "N": n, "k": k, "gamma": gamma,
-                              "methods": methods, "replicates": n_trajectories * protocol.n_requests},
-            "engine_s": round(e, 5), "loop_s": round(lo, 4), "speedup": round(lo / e, 1),
-            "timing": f"best of {repeats}, time.perf_counter"}
+    return {
+        "configuration": {
+            "model": "Mf",
+            "case": "hard",
+            "N": n,
+            "k": k,
+            "gamma": gamma,
+            "methods": methods,
+            "replicates": n_trajectories * protocol.n_requests,
+        },
+        "engine_s": round(e, 5),
+        "loop_s": round(lo, 4),
+        "speedup": round(lo / e, 1),
+        "timing": f"best of {repeats}, time.perf_counter",
+    }
 
 
 def reproduce_all(workers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = _children_cpu_s(), time.perf_counter()
-        subprocess.run([sys.executable, "-m", "bandit_unlearning", "reproduce", "all", "--scale", "paper",
-                        "--out", tmp, "--workers", str(workers)], check=True, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bandit_unlearning",
+                "reproduce",
+                "all",
+                "--scale",
+                "paper",
+                "--out",
+                tmp,
+                "--workers",
+                str(workers),
+            ],
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
         wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
         per = {p.stem: json.loads(p.read_text()).get("wall_time_s") for p in sorted(Path(tmp).glob("*.json"))}
-    return {"wall_time_s": round(wall, 1), "cpu_time_s": round(cpu, 1), "workers": workers, "per_experiment_s": per,
-            "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "wall_time_s": round(wall, 1),
+        "cpu_time_s": round(cpu, 1),
+        "workers": workers,
+        "per_experiment_s": per,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _children_cpu_s() -> float:
@@ -109,33 +149,67 @@ def reproduce_rl(workers: int) -> dict:
     less sensitive than wall time to other processes on a shared machine) of ``reproduce rl``."""
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = _children_cpu_s(), time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "bandit_unlearning", "reproduce", "rl", "--scale", "paper",
-                               "--out", tmp, "--workers", str(workers)], check=True, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bandit_unlearning",
+                "reproduce",
+                "rl",
+                "--scale",
+                "paper",
+                "--out",
+                tmp,
+                "--workers",
+                str(workers),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
     units = [line for line in done.stderr.splitlines() if line.startswith("reproduce rl:")]
-    return {"wall_time_s": round(wall, 1), "cpu_time_s": round(cpu, 1), "workers": workers, "target_s": 60,
-            "wall_over_target": round(wall / 60, 2), "cpu_over_two_cores_target": round(cpu / 120, 2),
-            "load_average_after": [round(x, 2) for x in os.getloadavg()], "units": units}
+    return {
+        "wall_time_s": round(wall, 1),
+        "cpu_time_s": round(cpu, 1),
+        "workers": workers,
+        "target_s": 60,
+        "wall_over_target": round(wall / 60, 2),
+        "cpu_over_two_cores_target": round(cpu / 120, 2),
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "units": units,
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/reproduce_speed.json"))
-    parser.add_argument("--trajectories", type=int, default=40, help="trajectories in the ratio run (x5 requests)")
+    parser.add_argument(
+        "--trajectories", type=int, default=40, help="trajectories in the ratio run (x5 requests)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-full", action="store_true", help="skip the full paper-scale run")
-    parser.add_argument("--skip-rl", action="store_true", help="skip the paper-scale run of reproduce rl alone")
+    parser.add_argument(
+        "--skip-rl", action="store_true", help="skip the paper-scale run of reproduce rl alone"
+    )
     parser.add_argument("--skip-engine", action="store_true", help="skip Paper A's engine-vs-loop ratio")
     args = parser.parse_args(argv)
-    result = {"machine": {"python": platform.python_version(), "processor": platform.machine(),
-                          "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}}
+    result = {
+        "machine": {
+            "python": platform.python_version(),
+            "processor": platform.machine(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        }
+    }
     if not args.skip_engine:
         result["engine_vs_loop"] = engine_vs_loop(args.trajectories)
     if not args.skip_rl:
         result["reproduce_rl"] = reproduce_rl(args.workers)
     if not args.skip_full:
         result["reproduce_all"] = reproduce_all(args.workers)
-        result["reproduce_all"].update(target_s=90, wall_over_target=round(result["reproduce_all"]["wall_time_s"] / 90, 2))
+        result["reproduce_all"].update(
+            target_s=90, wall_over_target=round(result["reproduce_all"]["wall_time_s"] / 90, 2)
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

@@ -51,15 +51,25 @@ from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform 
 from bandit_unlearning.privacy.coupling import tv_gaussians  # noqa: E402
 from bandit_unlearning.rl import batch as batch_module  # noqa: E402
 from bandit_unlearning.rl.envs import gridworld, riverswim  # noqa: E402
-from bandit_unlearning.rl.stable import EpisodeOracle, PolicyUpdate, population_users, stable_sigma, stable_ucbvi  # noqa: E402
+from bandit_unlearning.rl.stable import (  # noqa: E402
+    EpisodeOracle,
+    PolicyUpdate,
+    population_users,
+    stable_sigma,
+    stable_ucbvi,
+)
 from bandit_unlearning.rl.ucbvi import (  # noqa: E402
-    StatsLayout, UCBVIConfig, plan_from_statistics, run_ucbvi, statistics_sensitivity,
+    StatsLayout,
+    UCBVIConfig,
+    plan_from_statistics,
+    run_ucbvi,
+    statistics_sensitivity,
 )
 
 
 def episodes_per_second(mdp, T: int, repeats: int, seed: int) -> tuple[float, list[float]]:
     """Best-of-``repeats`` episodes/s of ``run_ucbvi`` (the paper's bonus) and all measurements."""
-    run_ucbvi(mdp, min(T, 200), seed=seed)                       # warm-up (caches, imports)
+    run_ucbvi(mdp, min(T, 200), seed=seed)  # warm-up (caches, imports)
     rates = []
     for r in range(repeats):
         start = time.perf_counter()
@@ -73,7 +83,7 @@ def peak_memory_mb(mdp, T: int, seed: int) -> float:
     tracemalloc.start()
     try:
         run_ucbvi(mdp, T, seed=seed)
-        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+        return tracemalloc.get_traced_memory()[1] / 2**20
     finally:
         tracemalloc.stop()
 
@@ -105,7 +115,11 @@ def stable_speed(mdp, T: int, rho: float, repeats: int, seed: int, tree) -> dict
     learner = stable_ucbvi(mdp, T, rho, tree_factory=tree)
     users = population_users(mdp, T, seed=seed)
     rng = np.random.default_rng(seed)
-    train(stable_ucbvi(mdp, min(T, 64), rho, tree_factory=tree), population_users(mdp, min(T, 64), seed=seed), rng)  # warm-up
+    train(
+        stable_ucbvi(mdp, min(T, 64), rho, tree_factory=tree),
+        population_users(mdp, min(T, 64), seed=seed),
+        rng,
+    )  # warm-up
     rates = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -118,9 +132,11 @@ def stable_speed(mdp, T: int, rho: float, repeats: int, seed: int, tree) -> dict
     profile.disable()
     elapsed = time.perf_counter() - start
     st = pstats.Stats(profile).stats
-    shares = {"tree_append_and_noisy_prefix_sum": _cumulative(st, tree.append, tree.noisy_prefix_sum) / elapsed,
-              "oracle_rollout_and_dense_statistics": _cumulative(st, EpisodeOracle.__call__) / elapsed,
-              "update_ucbvi_update": _cumulative(st, PolicyUpdate.__call__) / elapsed}
+    shares = {
+        "tree_append_and_noisy_prefix_sum": _cumulative(st, tree.append, tree.noisy_prefix_sum) / elapsed,
+        "oracle_rollout_and_dense_statistics": _cumulative(st, EpisodeOracle.__call__) / elapsed,
+        "update_ucbvi_update": _cumulative(st, PolicyUpdate.__call__) / elapsed,
+    }
     shares["rest_framework_checks"] = 1 - sum(shares.values())
     return {"best": max(rates), "all": rates, "shares": shares}
 
@@ -131,7 +147,7 @@ def stable_peak_memory_mb(mdp, T: int, rho: float, seed: int, tree) -> float:
     tracemalloc.start()
     try:
         train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(seed))
-        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+        return tracemalloc.get_traced_memory()[1] / 2**20
     finally:
         tracemalloc.stop()
 
@@ -147,15 +163,23 @@ def unlearning_cost(mdp, T: int, rho: float, requests: int, seed: int, tree) -> 
     expected, realised, times = [], [], []
     for t in rng.integers(1, T + 1, size=requests):
         start = time.perf_counter()
-        rec = unlearn(run, DeleteStep(int(t)), options=ExactOptions(diagnostics=True), rng=rng)[1]      # exact expected cost: a research measurement
+        rec = unlearn(run, DeleteStep(int(t)), options=ExactOptions(diagnostics=True), rng=rng)[
+            1
+        ]  # exact expected cost: a research measurement
         times.append(time.perf_counter() - start)
         expected.append(rec.expected_steps_recomputed / T)
         realised.append(rec.steps_recomputed / T)
     B = statistics_sensitivity(mdp.H)
-    by_rho = {str(r): round(expected_cost_uniform(T, tv_gaussians([0.0], [B], stable_sigma(r, mdp.H, T))), 4)
-              for r in (0.01, 0.1, 0.3, 1.0)}
-    return {"expected": float(np.mean(expected)), "realised": float(np.mean(realised)),
-            "time_fraction": float(np.mean(times) / t_train), "worst_case_shift_by_rho": by_rho}
+    by_rho = {
+        str(r): round(expected_cost_uniform(T, tv_gaussians([0.0], [B], stable_sigma(r, mdp.H, T))), 4)
+        for r in (0.01, 0.1, 0.3, 1.0)
+    }
+    return {
+        "expected": float(np.mean(expected)),
+        "realised": float(np.mean(realised)),
+        "time_fraction": float(np.mean(times) / t_train),
+        "worst_case_shift_by_rho": by_rho,
+    }
 
 
 BATCH_RHOS = (float("inf"), 1000.0, 100.0, 10.0, 1.0)
@@ -168,9 +192,11 @@ def batch_speed(mdp, T: int, seed: int, populations: int = 3) -> dict:
     the single runs equal their batch rows."""
     pops = [int(p) for p in np.random.default_rng(seed).integers(2**63, size=populations)]
     specs = [(rho, sc, pop) for sc in BATCH_SCALES for rho in BATCH_RHOS for pop in pops]
-    configs = [UCBVIConfig.of(mdp, T, sigma=stable_sigma(rho, mdp.H, T), bonus_scale=sc) for rho, sc, _ in specs]
+    configs = [
+        UCBVIConfig.of(mdp, T, sigma=stable_sigma(rho, mdp.H, T), bonus_scale=sc) for rho, sc, _ in specs
+    ]
     seeds, noise = [p for _, _, p in specs], list(range(len(specs)))
-    batch_module.run_batch(mdp, configs[:2], seeds[:2], noise[:2])                 # warm-up
+    batch_module.run_batch(mdp, configs[:2], seeds[:2], noise[:2])  # warm-up
     start = time.perf_counter()
     batch = batch_module.run_batch(mdp, configs, seeds, noise)
     batch_s = time.perf_counter() - start
@@ -182,7 +208,9 @@ def batch_speed(mdp, T: int, seed: int, populations: int = 3) -> dict:
             policies = run_ucbvi(mdp, T, seed=pop, bonus_scale=sc).policies
         else:
             learner = stable_ucbvi(mdp, T, rho, bonus_scale=sc)
-            policies = np.array(train(learner, population_users(mdp, T, seed=pop), np.random.default_rng(b)).models[:-1])
+            policies = np.array(
+                train(learner, population_users(mdp, T, seed=pop), np.random.default_rng(b)).models[:-1]
+            )
         single_s += time.perf_counter() - start
         equal &= bool(np.array_equal(policies, batch.policies[b]))
     single_rate = len(sample) * T / single_s
@@ -193,20 +221,34 @@ def batch_speed(mdp, T: int, seed: int, populations: int = 3) -> dict:
     profile.disable()
     elapsed = time.perf_counter() - start
     st = pstats.Stats(profile).stats
-    shares = {"node_noise_normals": _cumulative(st, batch_module._standard_normal) / elapsed,
-              "planner": _cumulative(st, batch_module._BatchPlanner.plan) / elapsed,
-              "rollout": _cumulative(st, batch_module._rollout) / elapsed,
-              "node_keys": _cumulative(st, batch_module._top_node_keys) / elapsed}
+    shares = {
+        "node_noise_normals": _cumulative(st, batch_module._standard_normal) / elapsed,
+        "planner": _cumulative(st, batch_module._BatchPlanner.plan) / elapsed,
+        "rollout": _cumulative(st, batch_module._rollout) / elapsed,
+        "node_keys": _cumulative(st, batch_module._top_node_keys) / elapsed,
+    }
     shares["statistics_and_tree_sums"] = 1 - sum(shares.values())
-    return {"runs": len(specs), "T": T, "run_episodes_per_s": round(len(specs) * T / batch_s, 1),
-            "single_run_episodes_per_s": round(single_rate, 1),
-            "ratio_batch_over_single": round(len(specs) * T / batch_s / single_rate, 2),
-            "single_runs_equal_batch_rows": equal, "single_runs_timed": len(sample),
-            "batch_time_shares": {k: round(v, 3) for k, v in shares.items()}}
+    return {
+        "runs": len(specs),
+        "T": T,
+        "run_episodes_per_s": round(len(specs) * T / batch_s, 1),
+        "single_run_episodes_per_s": round(single_rate, 1),
+        "ratio_batch_over_single": round(len(specs) * T / batch_s / single_rate, 2),
+        "single_runs_equal_batch_rows": equal,
+        "single_runs_timed": len(sample),
+        "batch_time_shares": {k: round(v, 3) for k, v in shares.items()},
+    }
 
 
-def measure(T: int, repeats: int, seed: int, stable_T: int | None = None, rho: float = 1.0, requests: int = 10,
-            tree=LightTree) -> dict:
+def measure(
+    T: int,
+    repeats: int,
+    seed: int,
+    stable_T: int | None = None,
+    rho: float = 1.0,
+    requests: int = 10,
+    tree=LightTree,
+) -> dict:
     stable_T = min(T, 1024) if stable_T is None else stable_T
     out = {}
     for key, mdp in (("gridworld", gridworld(horizon=10)), ("riverswim", riverswim(horizon=20))):
@@ -228,7 +270,11 @@ def measure(T: int, repeats: int, seed: int, stable_T: int | None = None, rho: f
             "unlearning_time_fraction": round(cost["time_fraction"], 4),
             "unlearning_cost_fraction_worst_case_shift_by_rho": cost["worst_case_shift_by_rho"],
             "unlearning_requests": requests,
-            "S": mdp.S, "A": mdp.A, "H": mdp.H, "T": T, "rho": rho,
+            "S": mdp.S,
+            "A": mdp.A,
+            "H": mdp.H,
+            "T": T,
+            "rho": rho,
             "sigma": round(stable_sigma(rho, mdp.H, stable_T), 4),
             "d": StatsLayout.of(mdp).d,
             "mdp": mdp.name,
@@ -236,15 +282,17 @@ def measure(T: int, repeats: int, seed: int, stable_T: int | None = None, rho: f
         }
     out["meta"] = {
         "what": "non-private UCB-VI (sigma = 0, paper's bonus, delta = 0.1), episodes/s = best of repeats over T "
-                "episodes; peak memory = tracemalloc peak of one run (policies, trajectories, statistics included); "
-                "plan_from_statistics_us = one planning call from a dense noisy prefix sum (sigma at rho = 1). "
-                "TV-stable UCB-VI (Algorithm 4, paper's bonus and calibration sigma_paper(rho, sqrt(3H), stable_T)) "
-                "with the tree named in 'tree': stable_episodes_per_s = best of repeats of train() over stable_T "
-                "episodes; stable_time_shares from one profiled run; unlearning_cost_fraction = mean exact expected "
-                "episodes recomputed / stable_T of unlearning_requests deletions at uniform positions of one run "
-                "(Algorithm 3); _measured = realised mean; unlearning_time_fraction = wall time per deletion / "
-                "wall time of training; _worst_case_shift_by_rho = exact expected cost for shift B = sqrt(3H).",
-        "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
+        "episodes; peak memory = tracemalloc peak of one run (policies, trajectories, statistics included); "
+        "plan_from_statistics_us = one planning call from a dense noisy prefix sum (sigma at rho = 1). "
+        "TV-stable UCB-VI (Algorithm 4, paper's bonus and calibration sigma_paper(rho, sqrt(3H), stable_T)) "
+        "with the tree named in 'tree': stable_episodes_per_s = best of repeats of train() over stable_T "
+        "episodes; stable_time_shares from one profiled run; unlearning_cost_fraction = mean exact expected "
+        "episodes recomputed / stable_T of unlearning_requests deletions at uniform positions of one run "
+        "(Algorithm 3); _measured = realised mean; unlearning_time_fraction = wall time per deletion / "
+        "wall time of training; _worst_case_shift_by_rho = exact expected cost for shift B = sqrt(3H).",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     return out
@@ -264,36 +312,63 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--T", type=int, default=20_000, help="episodes per timed run of non-private UCB-VI")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--stable-T", type=int, default=None, help="episodes per run of TV-stable UCB-VI (min(T, 1024))")
+    parser.add_argument(
+        "--stable-T", type=int, default=None, help="episodes per run of TV-stable UCB-VI (min(T, 1024))"
+    )
     parser.add_argument("--rho", type=float, default=1.0, help="TV-stability level of the stable learner")
     parser.add_argument("--requests", type=int, default=10, help="deletion requests for the unlearning cost")
-    parser.add_argument("--tree", default="bandit_unlearning.exact.light_tree:LightTree", help="tree class, module:Class")
-    parser.add_argument("--batch-T", type=int, default=1000, help="episodes of the batched sweep (riverswim; gridworld: a fifth)")
+    parser.add_argument(
+        "--tree", default="bandit_unlearning.exact.light_tree:LightTree", help="tree class, module:Class"
+    )
+    parser.add_argument(
+        "--batch-T",
+        type=int,
+        default=1000,
+        help="episodes of the batched sweep (riverswim; gridworld: a fifth)",
+    )
     parser.add_argument("--only-batch", action="store_true", help="measure only the batched engine")
     args = parser.parse_args(argv)
-    if args.T < 1 or args.repeats < 1 or args.requests < 1 or (args.stable_T is not None and args.stable_T < 2):
+    if (
+        args.T < 1
+        or args.repeats < 1
+        or args.requests < 1
+        or (args.stable_T is not None and args.stable_T < 2)
+    ):
         parser.error("--T, --repeats and --requests must be >= 1, --stable-T >= 2")
     if not args.rho > 0:
         parser.error("--rho must be > 0")
-    result = {} if args.only_batch else measure(args.T, args.repeats, args.seed, args.stable_T, args.rho, args.requests,
-                                               _tree_class(args.tree))
-    result["batch"] = {"riverswim_H10": batch_speed(riverswim(horizon=10), args.batch_T, args.seed),
-                       "gridworld_H10": batch_speed(gridworld(horizon=10), max(args.batch_T // 5, 2), args.seed)}
+    result = (
+        {}
+        if args.only_batch
+        else measure(
+            args.T, args.repeats, args.seed, args.stable_T, args.rho, args.requests, _tree_class(args.tree)
+        )
+    )
+    result["batch"] = {
+        "riverswim_H10": batch_speed(riverswim(horizon=10), args.batch_T, args.seed),
+        "gridworld_H10": batch_speed(gridworld(horizon=10), max(args.batch_T // 5, 2), args.seed),
+    }
     for key, r in result["batch"].items():
-        print(f"batch {key}: {r['runs']} runs x {r['T']} episodes: {r['run_episodes_per_s']:,.0f} run-episodes/s; single "
-              f"runs {r['single_run_episodes_per_s']:,.0f} episodes/s; ratio {r['ratio_batch_over_single']}; equal "
-              f"{r['single_runs_equal_batch_rows']}; shares {r['batch_time_shares']}")
+        print(
+            f"batch {key}: {r['runs']} runs x {r['T']} episodes: {r['run_episodes_per_s']:,.0f} run-episodes/s; single "
+            f"runs {r['single_run_episodes_per_s']:,.0f} episodes/s; ratio {r['ratio_batch_over_single']}; equal "
+            f"{r['single_runs_equal_batch_rows']}; shares {r['batch_time_shares']}"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     for key in [k for k in ("gridworld", "riverswim") if k in result]:
         r = result[key]
-        print(f"{key:10s} S={r['S']:2d} A={r['A']} H={r['H']:2d} T={r['T']}: UCB-VI {r['ucbvi_episodes_per_s']:,.0f} "
-              f"episodes/s, peak memory {r['peak_memory_mb']:.1f} MB, "
-              f"plan_from_statistics {r['plan_from_statistics_us']:.0f} us/call")
-        print(f"{'':10s} TV-stable UCB-VI (rho = {r['rho']}, T = {r['stable_T']}, d = {r['d']}): "
-              f"{r['stable_episodes_per_s']:,.0f} episodes/s, peak memory {r['stable_peak_memory_mb']:.0f} MB, "
-              f"time shares {r['stable_time_shares']}; one deletion costs {r['unlearning_cost_fraction']:.3f} of "
-              f"retraining (measured {r['unlearning_cost_fraction_measured']:.3f}, wall time {r['unlearning_time_fraction']:.3f})")
+        print(
+            f"{key:10s} S={r['S']:2d} A={r['A']} H={r['H']:2d} T={r['T']}: UCB-VI {r['ucbvi_episodes_per_s']:,.0f} "
+            f"episodes/s, peak memory {r['peak_memory_mb']:.1f} MB, "
+            f"plan_from_statistics {r['plan_from_statistics_us']:.0f} us/call"
+        )
+        print(
+            f"{'':10s} TV-stable UCB-VI (rho = {r['rho']}, T = {r['stable_T']}, d = {r['d']}): "
+            f"{r['stable_episodes_per_s']:,.0f} episodes/s, peak memory {r['stable_peak_memory_mb']:.0f} MB, "
+            f"time shares {r['stable_time_shares']}; one deletion costs {r['unlearning_cost_fraction']:.3f} of "
+            f"retraining (measured {r['unlearning_cost_fraction_measured']:.3f}, wall time {r['unlearning_time_fraction']:.3f})"
+        )
     print(f"wrote {args.out}")
     return 0
 

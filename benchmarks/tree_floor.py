@@ -100,20 +100,28 @@ def worker(rounds: int) -> dict:
         xs = _statistics(d, size["nnz"], T)
         for name in TREES:
             digest = hashlib.sha256()
-            _steps(classes[name], d, xs, 0, digest)            # warm-up, and the outputs' fingerprint
+            _steps(classes[name], d, xs, 0, digest)  # warm-up, and the outputs' fingerprint
             ours, floor = [], []
             for r in range(rounds):
                 ours.append(_steps(classes[name], d, xs, r))
                 floor.append(_floor(d * T, r))
             us, floor_us = 1e6 * statistics.median(ours) / T, 1e6 * statistics.median(floor) / T
             nodes_per_step = 2 - bin(T).count("1") / T
-            rows.append({
-                "tree": name, "d": d, "nnz": size["nnz"], "T": T, "us_per_step": us, "floor_us": floor_us,
-                "share_of_floor": floor_us / us,
-                "floor_own_draws_us": floor_us * (nodes_per_step if name == "dense" else 1.0),
-                "ns_per_normal": 1e3 * floor_us / d, "outputs_sha256": digest.hexdigest(),
-                "rounds_us_per_step": [1e6 * s / T for s in ours],
-            })
+            rows.append(
+                {
+                    "tree": name,
+                    "d": d,
+                    "nnz": size["nnz"],
+                    "T": T,
+                    "us_per_step": us,
+                    "floor_us": floor_us,
+                    "share_of_floor": floor_us / us,
+                    "floor_own_draws_us": floor_us * (nodes_per_step if name == "dense" else 1.0),
+                    "ns_per_normal": 1e3 * floor_us / d,
+                    "outputs_sha256": digest.hexdigest(),
+                    "rounds_us_per_step": [1e6 * s / T for s in ours],
+                }
+            )
     return {"numpy": np.__version__, "rows": rows}
 
 
@@ -150,7 +158,7 @@ def combine(measured: list) -> dict:
     rows = []
     for parts in zip(*(m["rows"] for m in measured)):
         row = dict(parts[0])
-        assert len({p["outputs_sha256"] for p in parts}) == 1            # every process: the same outputs
+        assert len({p["outputs_sha256"] for p in parts}) == 1  # every process: the same outputs
         for field in ("us_per_step", "floor_us", "share_of_floor", "floor_own_draws_us", "ns_per_normal"):
             row[field] = statistics.median(p[field] for p in parts)
         row["processes_us_per_step"] = [p["us_per_step"] for p in parts]
@@ -170,30 +178,41 @@ def main(argv=None) -> dict:
     if args.worker is not None:
         print(json.dumps(worker(args.worker)))
         return {}
-    result = {"benchmark": "tree_floor", "workload": "append(x_t, rng) + noisy_prefix_sum(t) per step, fresh tree",
-              "floor": "d standard normals per step, numpy Generator(SFC64).standard_normal(d * T) in one call",
-              "timer": "time.process_time, median of alternating rounds", "rounds": args.rounds, "processes": args.processes,
-              "python": platform.python_version(), "machine": platform.machine(),
-              "load_average": os.getloadavg()}
+    result = {
+        "benchmark": "tree_floor",
+        "workload": "append(x_t, rng) + noisy_prefix_sum(t) per step, fresh tree",
+        "floor": "d standard normals per step, numpy Generator(SFC64).standard_normal(d * T) in one call",
+        "timer": "time.process_time, median of alternating rounds",
+        "rounds": args.rounds,
+        "processes": args.processes,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "load_average": os.getloadavg(),
+    }
     runs = {"after": []}
     with tempfile.TemporaryDirectory() as tmp:
         if args.before:
-            result["before_revision"] = subprocess.run(["git", "rev-parse", args.before], check=True, cwd=ROOT,
-                                                       capture_output=True, text=True).stdout.strip()
+            result["before_revision"] = subprocess.run(
+                ["git", "rev-parse", args.before], check=True, cwd=ROOT, capture_output=True, text=True
+            ).stdout.strip()
             before_root, runs["before"] = export_revision(args.before, Path(tmp)), []
-        for _ in range(args.processes):                  # alternate the two versions' processes
+        for _ in range(args.processes):  # alternate the two versions' processes
             runs["after"].append(run_worker(args.rounds))
             if args.before:
                 runs["before"].append(run_worker(args.rounds, before_root))
     for key, measured in runs.items():
         result[key] = combine(measured)
     if args.before:
-        result["same_outputs"] = all(a["outputs_sha256"] == b["outputs_sha256"]
-                                     for a, b in zip(result["after"]["rows"], result["before"]["rows"]))
+        result["same_outputs"] = all(
+            a["outputs_sha256"] == b["outputs_sha256"]
+            for a, b in zip(result["after"]["rows"], result["before"]["rows"])
+        )
     for key in ("before", "after"):
         for row in result.get(key, {}).get("rows", []):
-            print(f"{key:6s} {row['tree']:5s} d={row['d']:5d}: {row['us_per_step']:8.2f} us/step, "
-                  f"floor {row['floor_us']:6.2f} us, share {100 * row['share_of_floor']:5.1f}%")
+            print(
+                f"{key:6s} {row['tree']:5s} d={row['d']:5d}: {row['us_per_step']:8.2f} us/step, "
+                f"floor {row['floor_us']:6.2f} us, share {100 * row['share_of_floor']:5.1f}%"
+            )
     if args.before:
         print("same outputs before and after:", result["same_outputs"])
     out = Path(args.out)

@@ -51,10 +51,15 @@ myst_dmath_double_inline = True
 # extra and constraints.txt; its files are MathJax 3.2.2's own) and is copied into _static/mathjax/,
 # so no page fetches anything from the network when it is read.  tests/test_book.py loads every page
 # in headless Chromium with name resolution switched off and checks that every formula rendered.
-_MATHJAX = Path(str(importlib.metadata.distribution("sphinx-mathjax-offline").locate_file(
-    "sphinx-mathjax-offline/static")))
+_MATHJAX = Path(
+    str(
+        importlib.metadata.distribution("sphinx-mathjax-offline").locate_file("sphinx-mathjax-offline/static")
+    )
+)
 if not (_MATHJAX / "mathjax" / "tex-chtml.js").is_file():  # pragma: no cover - a broken install
-    raise RuntimeError(f"MathJax not found under {_MATHJAX}; reinstall: pip install -c constraints.txt -e '.[dev]'")
+    raise RuntimeError(
+        f"MathJax not found under {_MATHJAX}; reinstall: pip install -c constraints.txt -e '.[dev]'"
+    )
 mathjax_path = "mathjax/tex-chtml.js"
 html_static_path = [str(_MATHJAX), str(ROOT / "docs" / "_static")]
 # Figures open full size on click (book.js); wide tables wrap instead of scrolling sideways (book.css).
@@ -81,17 +86,23 @@ def toc() -> list[tuple[str, list[str]]]:
     known = {"index", *INTRO, *PAGES}
     sections = [("Start here", list(INTRO))] if INTRO else []
     for folder, caption in PARTS:
-        docs = sorted(p.relative_to(NOTEBOOKS).with_suffix("").as_posix()
-                      for p in (NOTEBOOKS / folder).glob("*.ipynb"))
+        docs = sorted(
+            p.relative_to(NOTEBOOKS).with_suffix("").as_posix() for p in (NOTEBOOKS / folder).glob("*.ipynb")
+        )
         sections.append((caption, docs))
         known.update(docs)
     sections.append(("Errata", list(PAGES)))
-    stray = sorted(p.relative_to(NOTEBOOKS).with_suffix("").as_posix() for p in NOTEBOOKS.rglob("*.ipynb")
-                   if ".ipynb_checkpoints" not in p.parts)
+    stray = sorted(
+        p.relative_to(NOTEBOOKS).with_suffix("").as_posix()
+        for p in NOTEBOOKS.rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in p.parts
+    )
     stray = [d for d in stray if d not in known]
     if stray:
-        raise RuntimeError(f"notebooks outside the book's parts {[f for f, _ in PARTS]}: {stray}; "
-                           "add their folder to PARTS in docs/conf.py")
+        raise RuntimeError(
+            f"notebooks outside the book's parts {[f for f, _ in PARTS]}: {stray}; "
+            "add their folder to PARTS in docs/conf.py"
+        )
     return sections
 
 
@@ -107,7 +118,9 @@ def _append_toc(app, docname, source):
     if docname != root_doc:
         return
     nb = json.loads(source[0])
-    nb["cells"].append({"cell_type": "markdown", "id": "book-toc", "metadata": {}, "source": _toctree_markdown()})
+    nb["cells"].append(
+        {"cell_type": "markdown", "id": "book-toc", "metadata": {}, "source": _toctree_markdown()}
+    )
     source[0] = json.dumps(nb)
 
 
@@ -115,24 +128,49 @@ def _append_toc(app, docname, source):
 # chapter title are written there in plain text.  A title whose TeX this table does not cover fails
 # the build (so a new chapter cannot bring raw TeX back into a title).
 _TITLE_TEX = {
-    r"\varepsilon": "ε", r"\epsilon": "ε", r"\delta": "δ", r"\gamma": "γ", r"\rho": "ρ", r"\sigma": "σ",
-    r"\tau": "τ", r"\eta": "η", r"\mu": "μ", r"\nu": "ν", r"\pi": "π", r"\alpha": "α", r"\beta": "β",
-    r"\star": "*", r"\in": "∈", r"\le": "≤", r"\ge": "≥", r"\to": "→", r"\sqrt": "√", r"\times": "×",
-    r"\mathcal": "", r"\,": " ", r"\ ": " ", r"\log": "log", r"\ln": "ln",
+    r"\varepsilon": "ε",
+    r"\epsilon": "ε",
+    r"\delta": "δ",
+    r"\gamma": "γ",
+    r"\rho": "ρ",
+    r"\sigma": "σ",
+    r"\tau": "τ",
+    r"\eta": "η",
+    r"\mu": "μ",
+    r"\nu": "ν",
+    r"\pi": "π",
+    r"\alpha": "α",
+    r"\beta": "β",
+    r"\star": "*",
+    r"\in": "∈",
+    r"\le": "≤",
+    r"\ge": "≥",
+    r"\to": "→",
+    r"\sqrt": "√",
+    r"\times": "×",
+    r"\mathcal": "",
+    r"\,": " ",
+    r"\ ": " ",
+    r"\log": "log",
+    r"\ln": "ln",
 }
 
 
 def plain_title(title: str) -> str:
     """A chapter title with its math written as plain text: ``\\((\\varepsilon, \\delta)\\)`` -> ``(ε, δ)``."""
+
     def convert(match: re.Match) -> str:
         tex = match.group(1)
         for macro in sorted(_TITLE_TEX, key=len, reverse=True):
             tex = re.sub(re.escape(macro) + r"(?![A-Za-z])", lambda _m, m=macro: _TITLE_TEX[m], tex)
         tex = re.sub(r"[{}^]", "", tex).replace("_", "")
         if "\\" in tex:
-            raise ValueError(f"page title {title!r}: no plain-text form for {match.group(1)!r}; "
-                             "add the macro to _TITLE_TEX in docs/conf.py")
+            raise ValueError(
+                f"page title {title!r}: no plain-text form for {match.group(1)!r}; "
+                "add the macro to _TITLE_TEX in docs/conf.py"
+            )
         return tex
+
     return re.sub(r"\\\((.*?)\\\)", convert, title)
 
 

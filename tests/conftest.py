@@ -12,24 +12,38 @@ matplotlib.use("Agg")
 # check nothing new.  Every other test, and
 # every notebook, runs in both passes.
 SIMD_INDEPENDENT = {
-    "test_bad_inputs.py", "test_book.py", "test_dask.py", "test_forensics.py", "test_literate_sync.py",
-    "test_portability.py", "test_cli_edges.py", "test_copy.py",
+    "test_bad_inputs.py",
+    "test_book.py",
+    "test_dask.py",
+    "test_forensics.py",
+    "test_literate_sync.py",
+    "test_portability.py",
+    "test_cli_edges.py",
+    "test_copy.py",
     # the forensic attack on what a deletion leaves behind: noise regenerated in this process compared
     # with the tree's kept values (as test_forensics.py); the import graph read as text (ast); the task
     # runner on integers (squares, chunks, progress lines, executors)
-    "test_secrets_state.py", "test_private_imports.py", "test_runner.py",
+    "test_secrets_state.py",
+    "test_private_imports.py",
+    "test_runner.py",
 }
 # Single tests of other files that check bytes and messages only: the model file's format (tamper
 # table, checksums, keys, sizes checked before allocation, sections read, temporary files), CSV labels
 # and their errors, refusals of fit, progress lines.  The file's numerical tests (rounding residue after
 # a rollback, exact sums, labelling) stay in both passes.
 SIMD_INDEPENDENT_TESTS = {
-    f"test_model_files.py::{name}" for name in (
-        "test_tamper_table_resealed_files_are_refused", "test_undetectable_without_key_refused_with_it",
-        "test_checksums_bind_sections_of_one_save", "test_authenticated_file_needs_its_key",
-        "test_sizes_checked_before_any_allocation", "test_load_statistics_reads_only_the_statistics_section",
-        "test_stale_temporary_file_of_a_killed_save_is_removed", "test_csv_and_frame_errors_name_what_is_wrong",
-        "test_csv_labels_keep_type_and_order_with_or_without_pandas", "test_fit_refuses_what_it_cannot_keep",
+    f"test_model_files.py::{name}"
+    for name in (
+        "test_tamper_table_resealed_files_are_refused",
+        "test_undetectable_without_key_refused_with_it",
+        "test_checksums_bind_sections_of_one_save",
+        "test_authenticated_file_needs_its_key",
+        "test_sizes_checked_before_any_allocation",
+        "test_load_statistics_reads_only_the_statistics_section",
+        "test_stale_temporary_file_of_a_killed_save_is_removed",
+        "test_csv_and_frame_errors_name_what_is_wrong",
+        "test_csv_labels_keep_type_and_order_with_or_without_pandas",
+        "test_fit_refuses_what_it_cannot_keep",
         "test_progress_reports_every_stage",
     )
 } | {
@@ -37,11 +51,15 @@ SIMD_INDEPENDENT_TESTS = {
     # look-alike argument compared with the valid call in the same process (the same kernels on both
     # sides), the time and memory limits.  Its numerical tests (Clopper-Pearson and Gaussian epsilon
     # checked in exact arithmetic at the returned float) stay in both passes.
-    f"test_fuzz_inputs.py::{name}" for name in (
-        "test_every_valid_call_succeeds", "test_the_enumeration_is_broad",
+    f"test_fuzz_inputs.py::{name}"
+    for name in (
+        "test_every_valid_call_succeeds",
+        "test_the_enumeration_is_broad",
         "test_the_limits_catch_a_runaway_loop_and_a_blocked_call_but_not_waiting_for_the_cpu",
-        "test_fuzzed_arguments_follow_the_contract", "test_arbitrary_numbers_never_crash_hang_or_change_state",
-        "test_numpy_sizes_are_converted_before_any_arithmetic", "test_the_size_limit_is_documented_and_can_be_raised",
+        "test_fuzzed_arguments_follow_the_contract",
+        "test_arbitrary_numbers_never_crash_hang_or_change_state",
+        "test_numpy_sizes_are_converted_before_any_arithmetic",
+        "test_the_size_limit_is_documented_and_can_be_raised",
     )
 }
 
@@ -51,11 +69,21 @@ SIMD_INDEPENDENT_TESTS = {
 # at once), then the chapters and test files with the most CPU time (seconds on the shared machine,
 # nbval and pytest --durations); every other file follows, larger files (more tests) first.
 LONGEST_FIRST = {
-    "test_book.py": 200, "12_linucb.ipynb": 198, "08_exact_unlearning_rl.ipynb": 162,
-    "test_literate_sync.py": 130, "04_theorem_3_3.ipynb": 113, "test_cli_edges.py": 110,
-    "06b_ucbvi_regret.ipynb": 100, "test_portability.py": 100, "07b_stable_ucbvi_regret.ipynb": 75,
-    "test_copy.py": 75, "02_guarantee_matrix.ipynb": 59, "05_mixing.ipynb": 59, "test_dask.py": 45,
-    "test_secrets_state.py": 40, "test_rl_lower_bound.py": 40,
+    "test_book.py": 200,
+    "12_linucb.ipynb": 198,
+    "08_exact_unlearning_rl.ipynb": 162,
+    "test_literate_sync.py": 130,
+    "04_theorem_3_3.ipynb": 113,
+    "test_cli_edges.py": 110,
+    "06b_ucbvi_regret.ipynb": 100,
+    "test_portability.py": 100,
+    "07b_stable_ucbvi_regret.ipynb": 75,
+    "test_copy.py": 75,
+    "02_guarantee_matrix.ipynb": 59,
+    "05_mixing.ipynb": 59,
+    "test_dask.py": 45,
+    "test_secrets_state.py": 40,
+    "test_rl_lower_bound.py": 40,
 }
 
 
@@ -66,7 +94,13 @@ LONGEST_FIRST = {
 # build the book (Sphinx) or drive a browser, i.e. use one of test_book.py's fixtures below.  And the
 # single tests that took over 4 s each on the shared 2-core machine (pytest --durations): benchmarks
 # and end-to-end `reproduce` runs, large grids.
-SLOW_FILES = {"test_dask.py", "test_copy.py", "test_cli_edges.py", "test_literate_sync.py", "test_portability.py"}
+SLOW_FILES = {
+    "test_dask.py",
+    "test_copy.py",
+    "test_cli_edges.py",
+    "test_literate_sync.py",
+    "test_portability.py",
+}
 SLOW_FIXTURES = {"book", "tiny_book", "chromium"}
 SLOW_TESTS = {
     "test_rl_ucbvi.py::test_rl_speed_benchmark_writes_the_issue_keys",
@@ -88,8 +122,11 @@ SLOW_TESTS = {
 
 
 def _is_slow(item) -> bool:
-    return (item.path.name in SLOW_FILES or _test_name(item) in SLOW_TESTS
-            or bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    return (
+        item.path.name in SLOW_FILES
+        or _test_name(item) in SLOW_TESTS
+        or bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ())))
+    )
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -101,8 +138,10 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "simd_independent: outcome independent of numpy's SIMD kernels "
-                                       "(skipped by the portability pass)")
+    config.addinivalue_line(
+        "markers",
+        "simd_independent: outcome independent of numpy's SIMD kernels (skipped by the portability pass)",
+    )
 
 
 def _test_name(item) -> str:

@@ -40,8 +40,8 @@ import bandit_unlearning
 from bandit_unlearning.exact.tree import leaf_path, node_noise
 
 MASK = (1 << 64) - 1
-_INV9 = pow(9, -1, 1 << 64)                 # SFC64's b <- c + (c << 3) = 9 c, inverted
-MAX_REWIND = 1 << 20                        # steps ``sfc64_rewind`` runs back (node noise takes 12 + ~d)
+_INV9 = pow(9, -1, 1 << 64)  # SFC64's b <- c + (c << 3) = 9 c, inverted
+MAX_REWIND = 1 << 20  # steps ``sfc64_rewind`` runs back (node noise takes 12 + ~d)
 
 
 # --- the package's modules and what they hold -------------------------------------------------------
@@ -50,19 +50,45 @@ def package_modules() -> list:
     for info in pkgutil.walk_packages(bandit_unlearning.__path__, "bandit_unlearning."):
         if info.name.rsplit(".", 1)[-1] != "__main__":
             importlib.import_module(info.name)
-    return [m for name, m in sorted(sys.modules.items())
-            if (name == "bandit_unlearning" or name.startswith("bandit_unlearning.")) and m is not None]
+    return [
+        m
+        for name, m in sorted(sys.modules.items())
+        if (name == "bandit_unlearning" or name.startswith("bandit_unlearning.")) and m is not None
+    ]
 
 
 def _ours(obj) -> bool:
     """Defined in the package (a function, class or instance of one of its classes)."""
-    mod = getattr(obj, "__module__", None) if isinstance(obj, (type, types.FunctionType)) else type(obj).__module__
+    mod = (
+        getattr(obj, "__module__", None)
+        if isinstance(obj, (type, types.FunctionType))
+        else type(obj).__module__
+    )
     return isinstance(mod, str) and mod.startswith("bandit_unlearning")
 
 
-_PLAIN = (dict, list, tuple, set, frozenset, np.ndarray, np.generic, str, bytes, int, float, complex, bool,
-          type(None), np.random.BitGenerator, np.random.Generator, np.random.SeedSequence,
-          weakref.WeakKeyDictionary, weakref.WeakValueDictionary, functools.partial)
+_PLAIN = (
+    dict,
+    list,
+    tuple,
+    set,
+    frozenset,
+    np.ndarray,
+    np.generic,
+    str,
+    bytes,
+    int,
+    float,
+    complex,
+    bool,
+    type(None),
+    np.random.BitGenerator,
+    np.random.Generator,
+    np.random.SeedSequence,
+    weakref.WeakKeyDictionary,
+    weakref.WeakValueDictionary,
+    functools.partial,
+)
 
 
 def _cache_contents(func) -> list:
@@ -78,8 +104,11 @@ def cached_functions() -> list:
             if hasattr(v, "cache_info") and callable(v):
                 out.append((m.__name__, name, v))
             if isinstance(v, type) and _ours(v):
-                out += [(m.__name__, f"{name}.{k}", w) for k, w in vars(v).items()
-                        if hasattr(w, "cache_info") and callable(w)]
+                out += [
+                    (m.__name__, f"{name}.{k}", w)
+                    for k, w in vars(v).items()
+                    if hasattr(w, "cache_info") and callable(w)
+                ]
     return out
 
 
@@ -185,7 +214,7 @@ def _rotl(x: int, k: int) -> int:
 def _unxorshift11(y: int) -> int:
     """The ``b`` with ``b ^ (b >> 11) == y``."""
     b = y
-    for _ in range(6):                      # 6 * 11 >= 64: the fixed point is reached
+    for _ in range(6):  # 6 * 11 >= 64: the fixed point is reached
         b = y ^ (b >> 11)
     return b
 
@@ -225,7 +254,7 @@ def key_candidates(objects) -> list:
                 out.append(k)
         elif isinstance(o, np.ndarray) and o.dtype == np.uint64 and o.size >= 3:
             flat = o.ravel()
-            out += [flat[i:i + 3].copy() for i in range(flat.size - 2)]
+            out += [flat[i : i + 3].copy() for i in range(flat.size - 2)]
     return out
 
 
@@ -246,7 +275,7 @@ def recover_deleted_statistic(tree, t: int, x_t: np.ndarray, keys) -> bool:
     tried = set()
     for key in keys:
         key = np.asarray(key, dtype=np.uint64)
-        if (k := key.tobytes()) in tried:       # the same key gives the same noise: tried once
+        if (k := key.tobytes()) in tried:  # the same key gives the same noise: tried once
             continue
         tried.add(k)
         z = node_noise(key, tree.d, tree.sigma).reshape(1, -1)
@@ -317,7 +346,9 @@ def _digest(obj) -> tuple:
         return ("bits", repr(obj.state))
     if isinstance(obj, (str, bytes, int, float, complex, bool, type(None), np.generic)):
         return ("value", repr(obj))
-    if isinstance(obj, (dict, list, tuple, set, frozenset, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)):
+    if isinstance(
+        obj, (dict, list, tuple, set, frozenset, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)
+    ):
         return (type(obj).__name__, len(obj))
     return (type(obj).__name__,)
 
@@ -331,7 +362,9 @@ def global_fingerprints() -> dict:
         for k, v in vars(m).items():
             if k.startswith("__") and k.endswith("__"):
                 continue
-            if isinstance(v, types.ModuleType) or (callable(v) and not _ours(v) and not hasattr(v, "cache_info")):
+            if isinstance(v, types.ModuleType) or (
+                callable(v) and not _ours(v) and not hasattr(v, "cache_info")
+            ):
                 continue
             out[f"{m.__name__}.{k}"] = tuple(_digest(o) for o in reachable(v, enter_foreign=False))
     return out

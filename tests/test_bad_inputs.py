@@ -60,7 +60,7 @@ def snapshot(obj, _seen=None):
         _seen = {}
     if isinstance(obj, (type(None), bool, int, float, complex, str, bytes, np.generic)):
         return ("val", type(obj).__name__, repr(obj))
-    if isinstance(obj, PurePath):                    # by value (a Path caches its string lazily)
+    if isinstance(obj, PurePath):  # by value (a Path caches its string lazily)
         return ("path", str(obj))
     key = id(obj)
     if key in _seen:
@@ -78,7 +78,13 @@ def snapshot(obj, _seen=None):
         return (type(obj).__name__, tuple(sorted(repr(x) for x in obj)))
     if isinstance(obj, dict):
         return ("dict", tuple((repr(k), snapshot(v, _seen)) for k, v in obj.items()))
-    if isinstance(obj, type) or inspect.isroutine(obj) or inspect.ismodule(obj) or callable(obj) and not hasattr(obj, "__dict__"):
+    if (
+        isinstance(obj, type)
+        or inspect.isroutine(obj)
+        or inspect.ismodule(obj)
+        or callable(obj)
+        and not hasattr(obj, "__dict__")
+    ):
         return ("id", id(obj))
     state = {}
     if hasattr(obj, "__dict__"):
@@ -110,7 +116,9 @@ def run_case(case: Case):
     with pytest.raises(case.exc) as info:
         case.func(*case.args, **case.kwargs)
     assert type(info.value) is case.exc, f"{type(info.value).__name__}: {info.value}"
-    assert re.search(case.match, str(info.value)), f"message {str(info.value)!r} does not match {case.match!r}"
+    assert re.search(case.match, str(info.value)), (
+        f"message {str(info.value)!r} does not match {case.match!r}"
+    )
     assert snapshot(_inputs(case)) == before, "a refused call changed its inputs or advanced a generator"
 
 
@@ -141,11 +149,14 @@ def public_targets() -> dict:
     for module in _modules():
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
-            if not callable(obj) or (not inspect.isclass(obj) and not inspect.isroutine(obj)
-                                     and not callable(type(obj).__dict__.get("__call__"))):
+            if not callable(obj) or (
+                not inspect.isclass(obj)
+                and not inspect.isroutine(obj)
+                and not callable(type(obj).__dict__.get("__call__"))
+            ):
                 continue
             if not inspect.isclass(obj) and not inspect.isroutine(obj):
-                continue                                     # instances (constants) are not API entry points
+                continue  # instances (constants) are not API entry points
             targets.setdefault(obj, f"{module.__name__}.{name}")
             if inspect.isclass(obj):
                 for attr, member in vars(obj).items():
@@ -156,7 +167,9 @@ def public_targets() -> dict:
                     if inspect.isfunction(func) and _takes_arguments(func, static):
                         # a staticmethod is its function: a call through the class or an object reaches
                         # the function itself, so a case on either covers it
-                        targets.setdefault(func if static else (obj, attr), f"{module.__name__}.{name}.{attr}")
+                        targets.setdefault(
+                            func if static else (obj, attr), f"{module.__name__}.{name}.{attr}"
+                        )
     return targets
 
 
@@ -170,7 +183,7 @@ def case_target(func):
         for klass in cls.__mro__:
             if name in vars(klass):
                 return (klass, name)
-        return (cls, name)                                   # pragma: no cover
+        return (cls, name)  # pragma: no cover
     if not inspect.isclass(func) and not inspect.isroutine(func):
         for klass in type(func).__mro__:
             if "__call__" in vars(klass):
@@ -181,11 +194,11 @@ def case_target(func):
 # Public callables that take no user input at all (nothing to refuse), by "module.name".  Keep this short
 # and commented: every public callable that takes arguments has at least one case.
 EXEMPT: set = {
-    "bandit_unlearning.experiments.guarantees.matrix_settings",   # takes no argument: the fixed grid of settings
-    "bandit_unlearning.secrecy.allow_secrets",     # takes no argument: the opt-in context for pickling key material
-    "bandit_unlearning.secrecy.secrets_allowed",   # takes no argument: whether that context is active
+    "bandit_unlearning.experiments.guarantees.matrix_settings",  # takes no argument: the fixed grid of settings
+    "bandit_unlearning.secrecy.allow_secrets",  # takes no argument: the opt-in context for pickling key material
+    "bandit_unlearning.secrecy.secrets_allowed",  # takes no argument: whether that context is active
     "bandit_unlearning.protocol.implementations",  # takes no argument: the registered (state, request) pairs
-    "bandit_unlearning.kernel.BlankSeed",          # takes no argument: a seed sequence that holds nothing
+    "bandit_unlearning.kernel.BlankSeed",  # takes no argument: a seed sequence that holds nothing
 }
 
 
@@ -212,8 +225,11 @@ UNCHECKED: set = {
 
 def test_every_public_callable_has_a_case():
     covered = {case_target(c.func) for c in CASES}
-    missing = sorted(name for target, name in public_targets().items()
-                     if target not in covered and name not in EXEMPT | UNCHECKED)
+    missing = sorted(
+        name
+        for target, name in public_targets().items()
+        if target not in covered and name not in EXEMPT | UNCHECKED
+    )
     assert not missing, f"{len(missing)} public callables without a bad-input case:\n" + "\n".join(missing)
 
 
@@ -224,7 +240,9 @@ def test_unchecked_callables_say_so():
     for name in sorted(UNCHECKED):
         target = targets[name]
         func = getattr(*target) if isinstance(target, tuple) else target
-        assert (func.__doc__ or "").lstrip().startswith("Unchecked"), f"{name}: docstring must start with 'Unchecked'"
+        assert (func.__doc__ or "").lstrip().startswith("Unchecked"), (
+            f"{name}: docstring must start with 'Unchecked'"
+        )
 
 
 # ================================================================================== the table
@@ -386,10 +404,19 @@ V(r"c_star \(C\*\) must be finite and > 1", lemma31.lemma31_curve, [250], RNG, r
 T("rng must be a numpy.random.Generator", lemma31.lemma31_curve, [250], "rng", reps=10)
 T("curve must be a dict", lemma31.plot_lemma31, [250], [1.0])
 V("curve must be lemma31_curve's output; missing keys", lemma31.plot_lemma31, [250], {"Mf": [1.0]})
-V("curve must hold one value per N", lemma31.plot_lemma31, [250, 500], {k: [1.0] for k in (
-    "Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")})
-T("ax must be an Axes", lemma31.plot_lemma31, [250], {k: [1.0] for k in (
-    "Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")}, ax="axes")
+V(
+    "curve must hold one value per N",
+    lemma31.plot_lemma31,
+    [250, 500],
+    {k: [1.0] for k in ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")},
+)
+T(
+    "ax must be an Axes",
+    lemma31.plot_lemma31,
+    [250],
+    {k: [1.0] for k in ("Mf", "Md", "Mf stderr", "Md stderr", "Mf bound", "Md bound")},
+    ax="axes",
+)
 
 
 # --- bandit_unlearning.mab.mechanisms
@@ -415,9 +442,16 @@ T("n_arms must be an integer", REQUEST.deleted_sums, True)
 V("request names unknown arm 1", mech.DeletionRequest([0, 1], [1.0, 0.0]).deleted_sums, 1)
 T("state must be an LCBState", REQUEST.validate_against, DATASET)
 V("more deletions than the arm holds", mech.DeletionRequest([2] * 4, [0.0] * 4).validate_against, STATE)
-V("more than the arm's stored reward sum", mech.DeletionRequest([0] * 4, [1.0] * 4).validate_against,
-  lcb.LCBState([4, 3, 3], [0.0, 1.0, 1.0], 0.1))
-V("impossible for rewards in", mech.DeletionRequest([0], [0.0]).validate_against, lcb.LCBState([4, 3, 3], [4.0, 1.0, 1.0], 0.1))
+V(
+    "more than the arm's stored reward sum",
+    mech.DeletionRequest([0] * 4, [1.0] * 4).validate_against,
+    lcb.LCBState([4, 3, 3], [0.0, 1.0, 1.0], 0.1),
+)
+V(
+    "impossible for rewards in",
+    mech.DeletionRequest([0], [0.0]).validate_against,
+    lcb.LCBState([4, 3, 3], [4.0, 1.0, 1.0], 0.1),
+)
 T("request must be a DeletionRequest", mech.rollback, STATE, [0, 1])
 T("state must be an LCBState", mech.rollback, DATASET, REQUEST)
 V("request names unknown arm 5", mech.rollback, STATE, mech.DeletionRequest([5], [1.0]))
@@ -464,7 +498,18 @@ V("n_star must be finite and > 0", bounds.theorem33_bound, 100, 5, 50, 0, 2, 0.5
 V("Theorem 3.3 assumes k <=", bounds.theorem33_bound, 100, 5, 50, 50, 45, 0.5, True)
 V("gamma must be finite and > 0", bounds.theorem33_bound, 100, 5, 50, 50, 2, -0.5, True)
 T("a0_is_best must be True or False", bounds.theorem33_bound, 100, 5, 50, 50, 2, 0.5, "yes")
-V("gamma0 must be finite and > 0|gamma0 must be a number and > 0", bounds.theorem33_bound, 100, 5, 50, 50, 2, 0.5, True, 0.0)
+V(
+    "gamma0 must be finite and > 0|gamma0 must be a number and > 0",
+    bounds.theorem33_bound,
+    100,
+    5,
+    50,
+    50,
+    2,
+    0.5,
+    True,
+    0.0,
+)
 T("gamma0 must be a real number", bounds.theorem33_bound, 100, 5, 50, 50, 2, 0.5, True, "1")
 V(r"need integers 1 <= k <= N\(a0\)", bounds.theorem33_order, 100, 5, 50, 50, 60, 0.5)
 T("n_a0 must be an integer", bounds.theorem33_order, 100, 5, 50.5, 50, 2, 0.5)
@@ -499,7 +544,14 @@ V("threshold_scale must be finite and > 0", ul.UnlearnOptions, "adaptive", gamma
 T("threshold_scale must be a real number", ul.UnlearnOptions, "adaptive", gamma=0.5, threshold_scale="1.3")
 V("gamma must be finite and > 0", ul.UnlearnOptions, "adaptive", gamma=-1.0)
 T("gamma must be a real number", ul.UnlearnOptions, "adaptive", gamma="0.5")
-V("give either gamma or \\(epsilon, delta\\)", ul.UnlearnOptions, "adaptive", gamma=0.5, epsilon=0.5, delta=0.1)
+V(
+    "give either gamma or \\(epsilon, delta\\)",
+    ul.UnlearnOptions,
+    "adaptive",
+    gamma=0.5,
+    epsilon=0.5,
+    delta=0.1,
+)
 V("epsilon and delta must be given together", ul.UnlearnOptions, "adaptive", epsilon=0.5)
 V("adds noise: give gamma", ul.UnlearnOptions, "gaussian")
 V("only proven for epsilon < 1", ul.UnlearnOptions, "adaptive", epsilon=2.0, delta=0.1, calibration="classic")
@@ -547,7 +599,15 @@ V("deleted_counts must not exceed counts", ul.plan_unlearning, 0, [10, 10], [12,
 V("the request deletes no point", ul.plan_unlearning, 0, [10, 10], [0, 0], 2.0, OPTS)
 V("log_term must be finite and > 0", ul.plan_unlearning, 0, [10, 10], [2, 0], 0.0, OPTS)
 T("log_term must be a real number", ul.plan_unlearning, 0, [10, 10], [2, 0], "2", OPTS)
-T("deleted_counts must hold integers, not booleans", ul.plan_unlearning, 0, [10, 10], [True, False], 2.0, OPTS)
+T(
+    "deleted_counts must hold integers, not booleans",
+    ul.plan_unlearning,
+    0,
+    [10, 10],
+    [True, False],
+    2.0,
+    OPTS,
+)
 T("options must be an UnlearnOptions", ul.UnlearnResult, 0, np.zeros(3), 0, "unlearned", (PLAN,), 1.0, "opts")
 V("world must be one of", ul.UnlearnResult, 0, np.zeros(3), 0, "other", (PLAN,), 1.0, OPTS)
 T("plans must be a tuple of SourcePlan", ul.UnlearnResult, 0, np.zeros(3), 0, "unlearned", [PLAN], 1.0, OPTS)
@@ -555,40 +615,126 @@ V(r"arm must lie in \[0, 2\]", ul.UnlearnResult, 5, np.zeros(3), 0, "unlearned",
 T("learner_arm must be an integer", ul.UnlearnResult, 0, np.zeros(3), None, "unlearned", (PLAN,), 1.0, OPTS)
 V("scores must be 1-D", ul.UnlearnResult, 0, np.zeros((3, 1)), 0, "unlearned", (PLAN,), 1.0, OPTS)
 # The protocol's unlearn on an LCBState: options one way, an UnlearnOptions (None refused: LCB has no default).
-T("no unlearning of a DeletionRequest request on a OfflineDataset state", unlearn, DATASET, BIG_REQUEST, options=OPTS,
-  rng=RNG)
-T("no unlearning of a list request on a LCBState state \\(it serves DeletionRequest\\)", unlearn, BIG_STATE, [0, 1],
-  options=OPTS, rng=RNG)
+T(
+    "no unlearning of a DeletionRequest request on a OfflineDataset state",
+    unlearn,
+    DATASET,
+    BIG_REQUEST,
+    options=OPTS,
+    rng=RNG,
+)
+T(
+    "no unlearning of a list request on a LCBState state \\(it serves DeletionRequest\\)",
+    unlearn,
+    BIG_STATE,
+    [0, 1],
+    options=OPTS,
+    rng=RNG,
+)
 T("rng must be a numpy.random.Generator", unlearn, BIG_STATE, BIG_REQUEST, options=OPTS, rng="1")
 V("rng as a seed must be an integer >= 0", unlearn, BIG_STATE, BIG_REQUEST, options=OPTS, rng=-5)
-V("more deletions than the arm holds", unlearn, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4),
-  options=ul.UnlearnOptions("rollback"), rng=RNG)
-V("Lemma A.1", unlearn, STATE, mech.DeletionRequest([0] * 3, [0.0] * 3),
-  options=ul.UnlearnOptions("gaussian", gamma=0.5, fallback="refuse"), rng=RNG)
-V(r"k_prime must lie in \[0, k\]", unlearn, BIG_STATE, BIG_REQUEST, options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=5),
-  rng=RNG)
-V("Algorithm 4\\) is single-source", unlearn, BIG_STATE, mech.DeletionRequest([0, 1], [1.0, 0.0]),
-  options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=1, fallback="refuse"), rng=RNG)
-T("options must be an UnlearnOptions", unlearn, BIG_STATE, BIG_REQUEST, options={"method": "adaptive"}, rng=RNG)
+V(
+    "more deletions than the arm holds",
+    unlearn,
+    STATE,
+    mech.DeletionRequest([2] * 4, [0.0] * 4),
+    options=ul.UnlearnOptions("rollback"),
+    rng=RNG,
+)
+V(
+    "Lemma A.1",
+    unlearn,
+    STATE,
+    mech.DeletionRequest([0] * 3, [0.0] * 3),
+    options=ul.UnlearnOptions("gaussian", gamma=0.5, fallback="refuse"),
+    rng=RNG,
+)
+V(
+    r"k_prime must lie in \[0, k\]",
+    unlearn,
+    BIG_STATE,
+    BIG_REQUEST,
+    options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=5),
+    rng=RNG,
+)
+V(
+    "Algorithm 4\\) is single-source",
+    unlearn,
+    BIG_STATE,
+    mech.DeletionRequest([0, 1], [1.0, 0.0]),
+    options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=1, fallback="refuse"),
+    rng=RNG,
+)
+T(
+    "options must be an UnlearnOptions",
+    unlearn,
+    BIG_STATE,
+    BIG_REQUEST,
+    options={"method": "adaptive"},
+    rng=RNG,
+)
 T("options must be an UnlearnOptions, e.g. options=UnlearnOptions", unlearn, BIG_STATE, BIG_REQUEST, rng=RNG)
 T("options must be an UnlearnOptions", ul.check_options, None)
 T("options must be an UnlearnOptions", ul.check_options, "rollback")
 T("options must be an UnlearnOptions", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=0)
 T("options must be an UnlearnOptions", ul.output_distributions, BIG_STATE, BIG_REQUEST)
-T("retrained must be an LCBState|state must be an LCBState", ul.reference, None, BIG_REQUEST, learner_arm=0,
-  options=OPTS, rng=RNG)
-T("learner_arm must be an integer", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=True, options=OPTS, rng=RNG)
-V(r"learner_arm must lie in \[0, 2\]", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=3, options=OPTS, rng=RNG)
-T("rng must be a numpy.random.Generator", ul.reference, BIG_STATE, BIG_REQUEST, learner_arm=0, options=OPTS, rng=2.5)
-V("request names unknown arm 7", ul.reference, BIG_STATE, mech.DeletionRequest([7], [0.0]), learner_arm=0,
-  options=OPTS, rng=RNG)
+T(
+    "retrained must be an LCBState|state must be an LCBState",
+    ul.reference,
+    None,
+    BIG_REQUEST,
+    learner_arm=0,
+    options=OPTS,
+    rng=RNG,
+)
+T(
+    "learner_arm must be an integer",
+    ul.reference,
+    BIG_STATE,
+    BIG_REQUEST,
+    learner_arm=True,
+    options=OPTS,
+    rng=RNG,
+)
+V(
+    r"learner_arm must lie in \[0, 2\]",
+    ul.reference,
+    BIG_STATE,
+    BIG_REQUEST,
+    learner_arm=3,
+    options=OPTS,
+    rng=RNG,
+)
+T(
+    "rng must be a numpy.random.Generator",
+    ul.reference,
+    BIG_STATE,
+    BIG_REQUEST,
+    learner_arm=0,
+    options=OPTS,
+    rng=2.5,
+)
+V(
+    "request names unknown arm 7",
+    ul.reference,
+    BIG_STATE,
+    mech.DeletionRequest([7], [0.0]),
+    learner_arm=0,
+    options=OPTS,
+    rng=RNG,
+)
 # The protocol's own entry points.
 T("t must be an integer", protocol.DeleteStep, 2.0)
 T("steps must be a sequence of step numbers", protocol.DeleteSteps, 3)
 V("steps must name at least one step", protocol.DeleteSteps, ())
 T("step must be an integer", protocol.DeleteSteps, (1, 2.5))
 T("key must be callable", protocol.DeleteUser, "alice", key=3)
-T("state_type must be a type|state_type must be an instance of type", protocol.register_unlearn, "LCBState", type)
+T(
+    "state_type must be a type|state_type must be an instance of type",
+    protocol.register_unlearn,
+    "LCBState",
+    type,
+)
 T("request_type must be a type|request_type must be an instance of type", protocol.register_unlearn, type, 3)
 T("state_type must be a type|state_type must be an instance of type", protocol.register_verify, None)
 T("no unlearning of a int request on a str state \\(not an unlearnable state\\)", unlearn, "state", 3)
@@ -611,34 +757,78 @@ V("values must be finite", ul.subset_sum_distribution, [0.5, NAN], 1)
 T("values must be an array of numbers", ul.subset_sum_distribution, ["a"], 1)
 V("too many to enumerate", ul.subset_sum_distribution, np.sqrt(np.arange(2, 42)) / 7, 20)
 T("state must be an LCBState", ul.output_distributions, DATASET, BIG_REQUEST, options=OPTS)
-V("more deletions than the arm holds", ul.output_distributions, STATE, mech.DeletionRequest([2] * 4, [0.0] * 4),
-  options=ul.UnlearnOptions("rollback"))
-_B = dict(counts=np.array([[20, 20]] * 3), reward_sums=np.array([[10.0, 5.0]] * 3), tau=0.025, arm=0, k=5,
-          deleted_sums=np.array([2.0, 3.0, 1.0]), method="adaptive", gamma=0.5, rng=RNG)
+V(
+    "more deletions than the arm holds",
+    ul.output_distributions,
+    STATE,
+    mech.DeletionRequest([2] * 4, [0.0] * 4),
+    options=ul.UnlearnOptions("rollback"),
+)
+_B = dict(
+    counts=np.array([[20, 20]] * 3),
+    reward_sums=np.array([[10.0, 5.0]] * 3),
+    tau=0.025,
+    arm=0,
+    k=5,
+    deleted_sums=np.array([2.0, 3.0, 1.0]),
+    method="adaptive",
+    gamma=0.5,
+    rng=RNG,
+)
 V("reward_sums must be finite", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[NAN, 5.0]] * 3))))
 V("counts must be >= 0", ul.unlearn_batch, **(_B | dict(counts=np.array([[20, -1]] * 3))))
-V("counts must hold integers \\(whole numbers\\)", ul.unlearn_batch, **(_B | dict(counts=np.array([[20.5, 20]] * 3))))
-T("counts must hold integers, not booleans", ul.unlearn_batch, **(_B | dict(counts=np.ones((3, 2), dtype=bool))))
-V(r"reward_sums must lie in \[0, counts\]", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[25.0, 5.0]] * 3))))
+V(
+    "counts must hold integers \\(whole numbers\\)",
+    ul.unlearn_batch,
+    **(_B | dict(counts=np.array([[20.5, 20]] * 3))),
+)
+T(
+    "counts must hold integers, not booleans",
+    ul.unlearn_batch,
+    **(_B | dict(counts=np.ones((3, 2), dtype=bool))),
+)
+V(
+    r"reward_sums must lie in \[0, counts\]",
+    ul.unlearn_batch,
+    **(_B | dict(reward_sums=np.array([[25.0, 5.0]] * 3))),
+)
 V("the same shape \\(R, m\\)", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[10.0]] * 3))))
 V(r"tau must lie in \(0, 1\)", ul.unlearn_batch, **(_B | dict(tau=0.0)))
-T("arm must be an integer, a real number or an array of numbers, not booleans", ul.unlearn_batch, **(_B | dict(arm=True)))
+T(
+    "arm must be an integer, a real number or an array of numbers, not booleans",
+    ul.unlearn_batch,
+    **(_B | dict(arm=True)),
+)
 V("arm names unknown arm", ul.unlearn_batch, **(_B | dict(arm=2)))
 T("k must be an integer >= 1", ul.unlearn_batch, **(_B | dict(k=5.0)))
 V("more deletions", ul.unlearn_batch, **(_B | dict(k=21)))
 V(r"deleted_sums must have shape \(3,\)", ul.unlearn_batch, **(_B | dict(deleted_sums=np.zeros(2))))
-V("deleted_sums must be sums of k rewards", ul.unlearn_batch, **(_B | dict(deleted_sums=np.array([6.0, 1, 1]))))
+V(
+    "deleted_sums must be sums of k rewards",
+    ul.unlearn_batch,
+    **(_B | dict(deleted_sums=np.array([6.0, 1, 1]))),
+)
 T("deleted_sums must be an array of numbers", ul.unlearn_batch, **(_B | dict(deleted_sums="123")))
 V("world must be one of", ul.unlearn_batch, **(_B | dict(world="both")))
 T("rng must be a numpy.random.Generator", ul.unlearn_batch, **(_B | dict(rng="seed")))
 T("rng must be a numpy.random.Generator", ul.unlearn_batch, **(_B | dict(rng=[1], z=np.zeros(3))))
 V(r"z must be finite standard normal draws of shape \(3,\)", ul.unlearn_batch, **(_B | dict(z=np.zeros(2))))
 V("rolled_sums only applies to method='mixing'", ul.unlearn_batch, **(_B | dict(rolled_sums=np.zeros(3))))
-V("rolled_sums must be sums of k'", ul.unlearn_batch, **(_B | dict(method="mixing", k_prime=2,
-                                                                    rolled_sums=np.array([2.0, 3.0, 1.0]))))
-V("needs 0/1 rewards", ul.unlearn_batch, **(_B | dict(method="mixing", k_prime=2, deleted_sums=np.array([2.5, 3, 1]))))
-V("Lemma A.1", ul.unlearn_batch, **(_B | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian",
-                                               fallback="refuse")))
+V(
+    "rolled_sums must be sums of k'",
+    ul.unlearn_batch,
+    **(_B | dict(method="mixing", k_prime=2, rolled_sums=np.array([2.0, 3.0, 1.0]))),
+)
+V(
+    "needs 0/1 rewards",
+    ul.unlearn_batch,
+    **(_B | dict(method="mixing", k_prime=2, deleted_sums=np.array([2.5, 3, 1]))),
+)
+V(
+    "Lemma A.1",
+    ul.unlearn_batch,
+    **(_B | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian", fallback="refuse")),
+)
 
 
 # --- bandit_unlearning.mab.lower_bounds
@@ -657,23 +847,76 @@ T(r"c_star \(C\*\) must be a real number", lb.gap_distribution, 100, 5, "4")
 T("n must be an integer", lb.gap_distribution, 100.5, 5, 4.0)
 V("kind must be one of", lb.TwoPointPair, "other", [[0.7, 0.5], [0.3, 0.5]], 0.2, 5, 40, counts=[20, 20])
 T("kind must be one of", lb.TwoPointPair, 1, [[0.7, 0.5], [0.3, 0.5]], 0.2, 5, 40, counts=[20, 20])
-V(r"means must be a \(2, 2\) array in \[0, 1\]", lb.TwoPointPair, "fixed", [[1.7, 0.5], [0.3, 0.5]], 0.2, 5, 40,
-  counts=[20, 20])
+V(
+    r"means must be a \(2, 2\) array in \[0, 1\]",
+    lb.TwoPointPair,
+    "fixed",
+    [[1.7, 0.5], [0.3, 0.5]],
+    0.2,
+    5,
+    40,
+    counts=[20, 20],
+)
 T("means must be an array of numbers", lb.TwoPointPair, "fixed", "means", 0.2, 5, 40, counts=[20, 20])
-V("both instances must have gap", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], 0.1, 5, 40, counts=[20, 20])
-T("gap must be a real number", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], "0.2", 5, 40, counts=[20, 20])
+V(
+    "both instances must have gap",
+    lb.TwoPointPair,
+    "fixed",
+    [[0.7, 0.5], [0.3, 0.5]],
+    0.1,
+    5,
+    40,
+    counts=[20, 20],
+)
+T(
+    "gap must be a real number",
+    lb.TwoPointPair,
+    "fixed",
+    [[0.7, 0.5], [0.3, 0.5]],
+    "0.2",
+    5,
+    40,
+    counts=[20, 20],
+)
 V("different best arms", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.7, 0.5]], 0.2, 5, 40, counts=[20, 20])
-T("source must be an integer", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], 0.2, 5, 40, counts=[20, 20],
-  source=True)
+T(
+    "source must be an integer",
+    lb.TwoPointPair,
+    "fixed",
+    [[0.7, 0.5], [0.3, 0.5]],
+    0.2,
+    5,
+    40,
+    counts=[20, 20],
+    source=True,
+)
 V("k must be >= 1", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], 0.2, -1, 40, counts=[20, 20])
 V("k must be < n", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], 0.2, 40, 40, counts=[20, 20])
 T("n must be an integer", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], 0.2, 5, 40.0, counts=[20, 20])
 V("counts must sum to n", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], 0.2, 5, 40, counts=[20, 21])
 V("M_f needs counts", lb.TwoPointPair, "fixed", [[0.7, 0.5], [0.3, 0.5]], 0.2, 5, 40)
-V("behaviors must hold one probability distribution", lb.TwoPointPair, "distribution", [[0.7, 0.5], [0.3, 0.5]],
-  0.2, 5, 40, behaviors=[[0.5, 0.6], [0.5, 0.5]], c_star=2.0)
-V(r"c_star \(C\*\) must be finite and > 1", lb.TwoPointPair, "distribution", [[0.7, 0.5], [0.3, 0.5]],
-  0.2, 5, 40, behaviors=[[0.5, 0.5], [0.5, 0.5]], c_star=0.5)
+V(
+    "behaviors must hold one probability distribution",
+    lb.TwoPointPair,
+    "distribution",
+    [[0.7, 0.5], [0.3, 0.5]],
+    0.2,
+    5,
+    40,
+    behaviors=[[0.5, 0.6], [0.5, 0.5]],
+    c_star=2.0,
+)
+V(
+    r"c_star \(C\*\) must be finite and > 1",
+    lb.TwoPointPair,
+    "distribution",
+    [[0.7, 0.5], [0.3, 0.5]],
+    0.2,
+    5,
+    40,
+    behaviors=[[0.5, 0.5], [0.5, 0.5]],
+    c_star=0.5,
+)
 T("instance must be 0 \\(I1\\) or 1 \\(I2\\)", PAIR.suboptimality, True, 0)
 V("instance must be 0 \\(I1\\) or 1 \\(I2\\)", PAIR.suboptimality, 2, 0)
 V("arms must be 0 or 1", PAIR.suboptimality, 0, [0, 2])
@@ -748,7 +991,16 @@ for f in (mixing.theorem_a10_bound, mixing.theorem_a10_numerator):
     V("gamma must be finite and > 0", f, 1000, 5, 200, 10, 5, 0.0)
     T("gamma must be an array of numbers", f, 1000, 5, 200, 10, 5, "0.5")
     V("Lemma A.1's condition", f, 1000, 5, 20, 19, 5, 0.5)
-V("n_a0, k and k_prime must broadcast together", mixing.theorem_a10_bound, 1000, 5, [200, 200], [10, 10, 10], 5, 0.5)
+V(
+    "n_a0, k and k_prime must broadcast together",
+    mixing.theorem_a10_bound,
+    1000,
+    5,
+    [200, 200],
+    [10, 10, 10],
+    5,
+    0.5,
+)
 V("n_a0 must hold integers \\(whole numbers\\)", mixing.theorem_a10_best_k_prime, 1000, 5, 200.5, 10, 0.5)
 T("n_arms must be an integer", mixing.theorem_a10_best_k_prime, 1000, "5", 200, 10, 0.5)
 V("gamma must be finite and > 0", mixing.theorem_a10_best_k_prime, 1000, 5, 200, 10, NAN)
@@ -758,8 +1010,28 @@ from bandit_unlearning.mab import multisource  # noqa: E402
 
 T(r"N \(n\) must be an integer", multisource.theorem313_bound, 1000.0, 5, [200, 200], [5, 5], 200, 0.5, True)
 V(r"N \(n\) must be >= 2", multisource.theorem313_bound, 1, 5, [200, 200], [5, 5], 200, 0.5, True)
-T("source_counts must hold integers", multisource.theorem313_bound, 1000, 5, [True, True], [5, 5], 200, 0.5, True)
-T("source_ks must hold integers", multisource.theorem313_bound, 1000, 5, [200, 200], [5.0, 5.0], 200, 0.5, True)
+T(
+    "source_counts must hold integers",
+    multisource.theorem313_bound,
+    1000,
+    5,
+    [True, True],
+    [5, 5],
+    200,
+    0.5,
+    True,
+)
+T(
+    "source_ks must hold integers",
+    multisource.theorem313_bound,
+    1000,
+    5,
+    [200, 200],
+    [5.0, 5.0],
+    200,
+    0.5,
+    True,
+)
 V("equal-length non-empty", multisource.theorem313_bound, 1000, 5, [200, 200], [5], 200, 0.5, True)
 V("sum N_i <= N", multisource.theorem313_bound, 300, 5, [200, 200], [5, 5], 200, 0.5, True)
 V("Theorem 3.13 assumes k_i <=", multisource.theorem313_bound, 1000, 5, [200, 20], [5, 19], 200, 0.5, True)
@@ -767,8 +1039,29 @@ V("gamma must be finite and > 0", multisource.theorem313_bound, 1000, 5, [200, 2
 T("gamma must be a real number", multisource.theorem313_bound, 1000, 5, [200, 200], [5, 5], 200, "0.5", True)
 V("n_star must be finite and >= 1", multisource.theorem313_bound, 1000, 5, [200, 200], [5, 5], 0.5, 0.5, True)
 T("n_star must be a real number", multisource.theorem313_bound, 1000, 5, [200, 200], [5, 5], "200", 0.5, True)
-T("star_is_source must be True or False", multisource.theorem313_bound, 1000, 5, [200, 200], [5, 5], 200, 0.5, 1)
-T("gamma0 must be a real number", multisource.theorem313_bound, 1000, 5, [200, 200], [5, 5], 200, 0.5, True, "1")
+T(
+    "star_is_source must be True or False",
+    multisource.theorem313_bound,
+    1000,
+    5,
+    [200, 200],
+    [5, 5],
+    200,
+    0.5,
+    1,
+)
+T(
+    "gamma0 must be a real number",
+    multisource.theorem313_bound,
+    1000,
+    5,
+    [200, 200],
+    [5, 5],
+    200,
+    0.5,
+    True,
+    "1",
+)
 
 # --- bandit_unlearning.mab.imitation
 from bandit_unlearning.mab import imitation as im  # noqa: E402
@@ -789,7 +1082,12 @@ V("one entry per arm", im.deletion_counts, [1, 0], 3)
 V("request names unknown arm 3", im.deletion_counts, [1, 0, 0, 2], 3)
 V("deletion counts k must be non-negative", im.deletion_counts, [1, -1, 0], 3)
 T("deletion counts k must hold integers, not booleans", im.deletion_counts, [True, False, False], 3)
-T("no unlearning of a DeletionCounts request on a LCBState state", unlearn, STATE, im.DeletionCounts([1, 0, 0]))
+T(
+    "no unlearning of a DeletionCounts request on a LCBState state",
+    unlearn,
+    STATE,
+    im.DeletionCounts([1, 0, 0]),
+)
 V("more deletions than the arm holds", unlearn, ISTATE, im.DeletionCounts([5, 0, 0]))
 V("deletes every point", unlearn, ISTATE, im.DeletionCounts([4, 3, 3]))
 T("the imitation learner has no options", unlearn, ISTATE, im.DeletionCounts([1, 0, 0]), options=OPTS)
@@ -839,31 +1137,146 @@ from bandit_unlearning.experiments import paper_a, plots_a, protocol as proto  #
 TRAJ = proto.simulate_trajectories(data.PAPER_MEANS, "Mf", [100, 200], 3, np.random.default_rng(3))
 QUICK = paper_a.ProtocolA.quick()
 STARTS = [np.zeros((3, 2), dtype=np.int64)]
-V("model must be one of", proto.Trajectories, TRAJ.means, "Mx", TRAJ.prefixes, TRAJ.arm_counts, TRAJ.occurrence_sums)
-V(r"arm_counts must have shape \(R, 2, 5\)", proto.Trajectories, TRAJ.means, "Mf", TRAJ.prefixes, TRAJ.arm_counts[:, :1],
-  TRAJ.occurrence_sums)
-V("occurrence_sums must have shape", proto.Trajectories, TRAJ.means, "Mf", TRAJ.prefixes, TRAJ.arm_counts,
-  TRAJ.occurrence_sums[:, :, :50])
-V("prefixes must be >= 1", proto.Trajectories, TRAJ.means, "Mf", [0, 200], TRAJ.arm_counts, TRAJ.occurrence_sums)
-T("arm_counts must hold integers", proto.Trajectories, TRAJ.means, "Mf", TRAJ.prefixes, TRAJ.arm_counts * 1.0,
-  TRAJ.occurrence_sums)
-V("means must lie in", proto.Trajectories, [2.0] * 5, "Mf", TRAJ.prefixes, TRAJ.arm_counts, TRAJ.occurrence_sums)
-V(r"arms must lie in \[0, 4\]", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 5]], [[1.0, 0.0]], [2])
-V(r"rewards must lie in \[0, 1\]", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 2.0]], [2])
-V("prefixes must be integers in", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0, 0.0]], [3])
-V("prefixes must hold integers \\(whole numbers\\)", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]],
-  [[1.0, 0.0]], [1.5])
-T("model must be one of", proto.trajectories_from_samples, data.PAPER_MEANS, None, [[0, 1]], [[1.0, 0.0]], [2])
-V("the same shape \\(R, n_max\\)", proto.trajectories_from_samples, data.PAPER_MEANS, "Mf", [[0, 1]], [[1.0]], [1])
-V("prefixes must be a non-empty list of positive integers", proto.simulate_trajectories, data.PAPER_MEANS, "Mf", [0],
-  2, RNG)
+V(
+    "model must be one of",
+    proto.Trajectories,
+    TRAJ.means,
+    "Mx",
+    TRAJ.prefixes,
+    TRAJ.arm_counts,
+    TRAJ.occurrence_sums,
+)
+V(
+    r"arm_counts must have shape \(R, 2, 5\)",
+    proto.Trajectories,
+    TRAJ.means,
+    "Mf",
+    TRAJ.prefixes,
+    TRAJ.arm_counts[:, :1],
+    TRAJ.occurrence_sums,
+)
+V(
+    "occurrence_sums must have shape",
+    proto.Trajectories,
+    TRAJ.means,
+    "Mf",
+    TRAJ.prefixes,
+    TRAJ.arm_counts,
+    TRAJ.occurrence_sums[:, :, :50],
+)
+V(
+    "prefixes must be >= 1",
+    proto.Trajectories,
+    TRAJ.means,
+    "Mf",
+    [0, 200],
+    TRAJ.arm_counts,
+    TRAJ.occurrence_sums,
+)
+T(
+    "arm_counts must hold integers",
+    proto.Trajectories,
+    TRAJ.means,
+    "Mf",
+    TRAJ.prefixes,
+    TRAJ.arm_counts * 1.0,
+    TRAJ.occurrence_sums,
+)
+V(
+    "means must lie in",
+    proto.Trajectories,
+    [2.0] * 5,
+    "Mf",
+    TRAJ.prefixes,
+    TRAJ.arm_counts,
+    TRAJ.occurrence_sums,
+)
+V(
+    r"arms must lie in \[0, 4\]",
+    proto.trajectories_from_samples,
+    data.PAPER_MEANS,
+    "Mf",
+    [[0, 5]],
+    [[1.0, 0.0]],
+    [2],
+)
+V(
+    r"rewards must lie in \[0, 1\]",
+    proto.trajectories_from_samples,
+    data.PAPER_MEANS,
+    "Mf",
+    [[0, 1]],
+    [[1.0, 2.0]],
+    [2],
+)
+V(
+    "prefixes must be integers in",
+    proto.trajectories_from_samples,
+    data.PAPER_MEANS,
+    "Mf",
+    [[0, 1]],
+    [[1.0, 0.0]],
+    [3],
+)
+V(
+    "prefixes must hold integers \\(whole numbers\\)",
+    proto.trajectories_from_samples,
+    data.PAPER_MEANS,
+    "Mf",
+    [[0, 1]],
+    [[1.0, 0.0]],
+    [1.5],
+)
+T(
+    "model must be one of",
+    proto.trajectories_from_samples,
+    data.PAPER_MEANS,
+    None,
+    [[0, 1]],
+    [[1.0, 0.0]],
+    [2],
+)
+V(
+    "the same shape \\(R, n_max\\)",
+    proto.trajectories_from_samples,
+    data.PAPER_MEANS,
+    "Mf",
+    [[0, 1]],
+    [[1.0]],
+    [1],
+)
+V(
+    "prefixes must be a non-empty list of positive integers",
+    proto.simulate_trajectories,
+    data.PAPER_MEANS,
+    "Mf",
+    [0],
+    2,
+    RNG,
+)
 T("n_replicates must be an integer", proto.simulate_trajectories, data.PAPER_MEANS, "Mf", [10], True, RNG)
 V("model must be one of", proto.simulate_trajectories, data.PAPER_MEANS, "Mx", [10], 2, RNG)
 T("rng must be a numpy.random.Generator", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, "rng")
-V(r"c_star \(C\*\) must be finite and > 1", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, RNG,
-  c_star=0.5)
-V("behavior must be a probability distribution", proto.simulate_trajectories, data.PAPER_MEANS, "Md", [10], 2, RNG,
-  behavior=[0.5] * 5)
+V(
+    r"c_star \(C\*\) must be finite and > 1",
+    proto.simulate_trajectories,
+    data.PAPER_MEANS,
+    "Md",
+    [10],
+    2,
+    RNG,
+    c_star=0.5,
+)
+V(
+    "behavior must be a probability distribution",
+    proto.simulate_trajectories,
+    data.PAPER_MEANS,
+    "Md",
+    [10],
+    2,
+    RNG,
+    behavior=[0.5] * 5,
+)
 T("traj must be a Trajectories", proto.consecutive_deletions, "traj", 0, 0, 5, 2, RNG)
 V(r"prefix must lie in \[0, 1\]", proto.consecutive_deletions, TRAJ, 2, 0, 5, 2, RNG)
 V(r"arm must lie in \[0, 4\]", proto.consecutive_deletions, TRAJ, 0, 5, 5, 2, RNG)
@@ -892,13 +1305,71 @@ T("protocol must be a ProtocolA", paper_a.request_losses, TRAJ, 0, [0], 5, START
 V("unknown method 'Magic'", paper_a.request_losses, TRAJ, 0, [0], 5, STARTS, 0.5, ["Magic"], RNG, QUICK)
 V("eta must be a number in", paper_a.request_losses, TRAJ, 0, [0], 5, STARTS, 0.5, ["eta=2"], RNG, QUICK)
 T("methods must be a sequence", paper_a.request_losses, TRAJ, 0, [0], 5, STARTS, 0.5, "Oracle", RNG, QUICK)
-V("starts must hold one array per source arm", paper_a.request_losses, TRAJ, 0, [0], 5, STARTS * 2, 0.5, ["Oracle"],
-  RNG, QUICK)
-V("starts must have shape", paper_a.request_losses, TRAJ, 0, [0], 5, [np.full((3, 2), 19)], 0.5, ["Oracle"], RNG,
-  QUICK)
-V("sources must be distinct", paper_a.request_losses, TRAJ, 0, [0, 0], 5, STARTS * 2, 0.5, ["Oracle"], RNG, QUICK)
-V("gamma must be finite and > 0", paper_a.request_losses, TRAJ, 0, [0], 5, STARTS, -1.0, ["Oracle"], RNG, QUICK)
-T("rng must be a numpy.random.Generator", paper_a.request_losses, TRAJ, 0, [0], 5, STARTS, 0.5, ["Oracle"], "r", QUICK)
+V(
+    "starts must hold one array per source arm",
+    paper_a.request_losses,
+    TRAJ,
+    0,
+    [0],
+    5,
+    STARTS * 2,
+    0.5,
+    ["Oracle"],
+    RNG,
+    QUICK,
+)
+V(
+    "starts must have shape",
+    paper_a.request_losses,
+    TRAJ,
+    0,
+    [0],
+    5,
+    [np.full((3, 2), 19)],
+    0.5,
+    ["Oracle"],
+    RNG,
+    QUICK,
+)
+V(
+    "sources must be distinct",
+    paper_a.request_losses,
+    TRAJ,
+    0,
+    [0, 0],
+    5,
+    STARTS * 2,
+    0.5,
+    ["Oracle"],
+    RNG,
+    QUICK,
+)
+V(
+    "gamma must be finite and > 0",
+    paper_a.request_losses,
+    TRAJ,
+    0,
+    [0],
+    5,
+    STARTS,
+    -1.0,
+    ["Oracle"],
+    RNG,
+    QUICK,
+)
+T(
+    "rng must be a numpy.random.Generator",
+    paper_a.request_losses,
+    TRAJ,
+    0,
+    [0],
+    5,
+    STARTS,
+    0.5,
+    ["Oracle"],
+    "r",
+    QUICK,
+)
 V(r"prefix must lie in \[0, 1\]", paper_a.evaluate, TRAJ, 3, [0], 5, 0.5, ["Oracle"], RNG, QUICK)
 V(r"sources must lie in \[0, 4\]", paper_a.evaluate, TRAJ, 0, [7], 5, 0.5, ["Oracle"], RNG, QUICK)
 T("k must be an integer", paper_a.evaluate, TRAJ, 0, [0], 5.5, 0.5, ["Oracle"], RNG, QUICK)
@@ -920,10 +1391,17 @@ T("progress must be True or False", paper_a.run_experiment, "figure1", QUICK, pr
 T("scale must be a string", paper_a.run_experiment, "figure1", QUICK, scale=1)
 T("result must be a dict", plots_a.plot_experiment, [1])
 V("missing keys", plots_a.plot_experiment, {"experiment": "figure1"})
-V("result\\['panels'\\] must be a non-empty list", plots_a.plot_experiment,
-  {"experiment": "figure1", "panels": [], "scale": "quick", "seed": 0})
-T("errorbars must be True or False", plots_a.plot_experiment,
-  {"experiment": "figure1", "panels": [], "scale": "quick", "seed": 0}, errorbars=None)
+V(
+    "result\\['panels'\\] must be a non-empty list",
+    plots_a.plot_experiment,
+    {"experiment": "figure1", "panels": [], "scale": "quick", "seed": 0},
+)
+T(
+    "errorbars must be True or False",
+    plots_a.plot_experiment,
+    {"experiment": "figure1", "panels": [], "scale": "quick", "seed": 0},
+    errorbars=None,
+)
 
 
 # --- bandit_unlearning.privacy.gaussian and audit
@@ -961,8 +1439,13 @@ V("at least one outcome", audit.check_distributions, [], [])
 V("epsilon must be >= 0", audit.hockey_stick_delta, [0.5, 0.5], [0.4, 0.6], -1.0)
 V("epsilon must be >= 0", audit.hockey_stick_delta, [0.5, 0.5], [0.4, 0.6], NAN)
 T("epsilon must be an array of numbers", audit.hockey_stick_delta, [0.5, 0.5], [0.4, 0.6], "1")
-V("epsilon \\(shape \\(3,\\)\\) must broadcast", audit.hockey_stick_delta, [[0.5, 0.5]] * 2, [[0.4, 0.6]] * 2,
-  [0.1, 0.2, 0.3])
+V(
+    "epsilon \\(shape \\(3,\\)\\) must broadcast",
+    audit.hockey_stick_delta,
+    [[0.5, 0.5]] * 2,
+    [[0.4, 0.6]] * 2,
+    [0.1, 0.2, 0.3],
+)
 V("one pair of 1-D distributions", audit.hockey_stick_epsilon, [[0.5, 0.5]], [[0.4, 0.6]], 0.1)
 V(r"delta must lie in the open interval \(0, 1\)", audit.hockey_stick_epsilon, [0.5, 0.5], [0.4, 0.6], 0.0)
 for f in (audit.clopper_pearson_lower, audit.clopper_pearson_upper):
@@ -980,9 +1463,25 @@ T("above must be True or False", audit.ThresholdEvent, 0.5, above=1)
 T("outcomes must be an array of numbers", audit.ThresholdEvent(0.5), ["a", "b"])
 V("thresholds must be numbers \\(no nan\\)", audit.threshold_events, [0.1, NAN])
 T("thresholds must be an array of numbers", audit.threshold_events, "0.1")
-_AR = dict(epsilon_lower=0.1, delta=0.01, confidence=0.95, event=(0,), direction="a>b", count_a=5, count_b=3, n_a=10,
-           n_b=10, p_lower=0.3, q_upper=0.5, n_hypotheses=4)
-V("epsilon_lower must be a number and >= 0|epsilon_lower must be", audit.AuditResult, **(_AR | dict(epsilon_lower=-1.0)))
+_AR = dict(
+    epsilon_lower=0.1,
+    delta=0.01,
+    confidence=0.95,
+    event=(0,),
+    direction="a>b",
+    count_a=5,
+    count_b=3,
+    n_a=10,
+    n_b=10,
+    p_lower=0.3,
+    q_upper=0.5,
+    n_hypotheses=4,
+)
+V(
+    "epsilon_lower must be a number and >= 0|epsilon_lower must be",
+    audit.AuditResult,
+    **(_AR | dict(epsilon_lower=-1.0)),
+)
 V("direction must be one of", audit.AuditResult, **(_AR | dict(direction="a<b")))
 V("counts must not exceed the sample sizes", audit.AuditResult, **(_AR | dict(count_a=11)))
 T("n_a must be an integer", audit.AuditResult, **(_AR | dict(n_a=10.0)))
@@ -1003,7 +1502,14 @@ T("events=None needs integer outcomes", audit.audit_epsilon, ["a", "b"], ["a"], 
 V("n_outcomes = 1 but an outcome 1 was observed", audit.audit_epsilon, [0, 1], [0, 1], 0.01, n_outcomes=1)
 T("n_outcomes must be an integer", audit.audit_epsilon, [0, 1], [0, 1], 0.01, n_outcomes=2.0)
 T("events must be a list of events", audit.audit_epsilon, [0, 1], [0, 1], 0.01, events=3)
-T("each event must be a collection of outcomes or a callable", audit.audit_epsilon, [0, 1], [0, 1], 0.01, events=[3])
+T(
+    "each event must be a collection of outcomes or a callable",
+    audit.audit_epsilon,
+    [0, 1],
+    [0, 1],
+    0.01,
+    events=[3],
+)
 V("the event family is empty", audit.audit_epsilon, [0, 0], [0, 0], 0.01)
 
 
@@ -1018,17 +1524,37 @@ V("mu2 must be finite", coupling.tv_gaussians, [0.0], [INF], 1.0)
 V("mu1 must have shape \\(..., d\\)", coupling.tv_gaussians, 0.0, [1.0], 1.0)
 T("mu1 must be an array of numbers", coupling.tv_gaussians, ["a"], [1.0], 1.0)
 V("sigma must be finite and > 0", coupling.coupling_log_ratio, [0.0], [0.0], [1.0], 0.0)
-V("x, mu1 and mu2 must broadcast together", coupling.coupling_log_ratio, [0.0, 1.0], [0.0], [1.0, 1.0, 1.0], 1.0)
+V(
+    "x, mu1 and mu2 must broadcast together",
+    coupling.coupling_log_ratio,
+    [0.0, 1.0],
+    [0.0],
+    [1.0, 1.0, 1.0],
+    1.0,
+)
 T("x must be an array of numbers", coupling.coupling_log_ratio, "x", [0.0], [1.0], 1.0)
 T("rng must be a numpy.random.Generator", coupling.reflection_coupling, [0.0], [0.0], [1.0], 1.0, "rng")
-V("x, mu1 and mu2 must broadcast together", coupling.reflection_coupling, [[0.0]] * 2, [[0.0]] * 3, [1.0], 1.0, RNG)
+V(
+    "x, mu1 and mu2 must broadcast together",
+    coupling.reflection_coupling,
+    [[0.0]] * 2,
+    [[0.0]] * 3,
+    [1.0],
+    1.0,
+    RNG,
+)
 V("sigma must be finite and >= 0", coupling.reflection_coupling, [0.0], [0.0], [1.0], -1.0, RNG)
 V("x must be finite", coupling.reflection_coupling, [NAN], [0.0], [1.0], 1.0, RNG)
 
 # --- bandit_unlearning.shapes
 from bandit_unlearning import shapes  # noqa: E402
 
-V("T and rho must broadcast together, got shapes T \\(2,\\), rho \\(3,\\)", shapes.check_broadcast, T=[1, 2], rho=[1, 2, 3])
+V(
+    "T and rho must broadcast together, got shapes T \\(2,\\), rho \\(3,\\)",
+    shapes.check_broadcast,
+    T=[1, 2],
+    rho=[1, 2, 3],
+)
 V("needs at least one named array", shapes.check_broadcast)
 
 # --- bandit_unlearning.exact.tree and light_tree
@@ -1088,7 +1614,12 @@ T("threshold must be a real number", tree.prefix_error_union_bound, "1", 1.0, 10
 V(r"T must lie in \[1, 67108864\]", tree.prefix_error_union_bound, 3.0, 1.0, 10**12, 3)
 V("sigma must be finite and > 0", tree.prefix_error_union_bound, 3.0, 0.0, 10, 3)
 T("SparseStatistic indices must be integers", tree.SparseStatistic, [0.5], [1.0])
-V("SparseStatistic indices and values must be 1-D arrays of the same length", tree.SparseStatistic, [0, 1], [1.0])
+V(
+    "SparseStatistic indices and values must be 1-D arrays of the same length",
+    tree.SparseStatistic,
+    [0, 1],
+    [1.0],
+)
 T("indices must be an array of numbers", tree.SparseStatistic, ["a"], [1.0])
 V(r"x must have shape \(3,\)", tree.statistic_dense, np.zeros(4), 3)
 V("x must be finite", tree.statistic_dense, [0.0, NAN, 0.0], 3)
@@ -1108,7 +1639,15 @@ V("key must hold 3 integers in \\[0, 2\\*\\*64\\)", tree.node_noise, [1, -2, 3],
 V("d must be >= 1", tree.node_noise, KEY, 0, 1.0)
 V("sigma must be finite and >= 0", tree.node_noise, KEY, 3, -1.0)
 T("sigma must be a real number", tree.node_noise, KEY, 3, "1")
-V("noisy_S, clean_S and new_clean_S must be 1-D of one length", tree.coupling_accepts, [1.0], [1.0, 2.0], [0.0], 1.0, 0.5)
+V(
+    "noisy_S, clean_S and new_clean_S must be 1-D of one length",
+    tree.coupling_accepts,
+    [1.0],
+    [1.0, 2.0],
+    [0.0],
+    1.0,
+    0.5,
+)
 V(r"u must lie in \[0, 1\]", tree.coupling_accepts, [1.0], [1.0], [0.0], 1.0, 1.5)
 V("sigma must be finite and >= 0", tree.coupling_accepts, [1.0], [1.0], [0.0], NAN, 0.5)
 T("noisy_S must be an array of numbers", tree.coupling_accepts, None, [1.0], [0.0], 1.0, 0.5)
@@ -1183,10 +1722,20 @@ T("name must be a str", lr.PrefixSumLearner, 2, 1.0, len, len, None, name=3)
 V("t must be >= 1", LEARNER.statistics, USERS[0], 0, np.zeros(3))
 T("t must be an integer", LEARNER.statistics, USERS[0], 1.5, np.zeros(3))
 T("expected a BanditUser", LEARNER.statistics, "user", 1, np.zeros(3))
-T("the oracle's statistics at step 1 must be an array of numbers",
-  lr.PrefixSumLearner(2, 1.0, lambda u, t, w: ["a", "b"], lambda u, t, w: w, 0).statistics, 1, 1, 0)
-V(r"statistics at step 1 must have shape \(6,\)",
-  lr.PrefixSumLearner(6, 1.0, lambda u, t, w: np.zeros(5), lambda u, t, w: w, 0).statistics, 1, 1, 0)
+T(
+    "the oracle's statistics at step 1 must be an array of numbers",
+    lr.PrefixSumLearner(2, 1.0, lambda u, t, w: ["a", "b"], lambda u, t, w: w, 0).statistics,
+    1,
+    1,
+    0,
+)
+V(
+    r"statistics at step 1 must have shape \(6,\)",
+    lr.PrefixSumLearner(6, 1.0, lambda u, t, w: np.zeros(5), lambda u, t, w: w, 0).statistics,
+    1,
+    1,
+    0,
+)
 T("learner must be a PrefixSumLearner", lr.Run, "learner", (), (None,), LIGHT)
 V("T \\+ 1 models", lr.Run, LEARNER, USERS, (None,), LIGHT)
 T("users must be a tuple", lr.Run, LEARNER, list(USERS), (None,) * 9, LIGHT)
@@ -1202,7 +1751,13 @@ V(r"restart must lie in \[0, 8\]", lr.UnlearnRecord, **(_REC | dict(restart=-1))
 T("learner must be a PrefixSumLearner", lr.train, "learner", USERS, RNG)
 T("users must be a sequence", lr.train, LEARNER, iter(USERS), RNG)
 T("users must be BanditUsers with 3 rewards", lr.train, LEARNER, USERS[:3] + ("bad",), RNG)
-T("users must be BanditUsers with 3 rewards", lr.train, LEARNER, USERS[:3] + (bandit.BanditUser([1.0, 0.0]),), RNG)
+T(
+    "users must be BanditUsers with 3 rewards",
+    lr.train,
+    LEARNER,
+    USERS[:3] + (bandit.BanditUser([1.0, 0.0]),),
+    RNG,
+)
 V("T = len\\(users\\) must be >= 1", lr.train, LEARNER, [], RNG)
 V("capacity must be >= 1", lr.train, LEARNER, USERS, RNG, 0)
 T("rng must be a numpy.random.Generator", lr.train, LEARNER, USERS, "rng")
@@ -1210,12 +1765,24 @@ T("run must be a Run", lr.extend, "run", USERS, RNG)
 T("users must be BanditUsers with 3 rewards", lr.extend, RUN, USERS[:2] + (7,), RNG)
 T("users must be a sequence", lr.extend, RUN, 3, RNG)
 T("rng must be a numpy.random.Generator", lr.extend, RUN, USERS[:2], 1.5)
-T("no unlearning of a DeleteStep request on a LightTree state", unlearn, LIGHT, protocol.DeleteStep(1), rng=RNG)
+T(
+    "no unlearning of a DeleteStep request on a LightTree state",
+    unlearn,
+    LIGHT,
+    protocol.DeleteStep(1),
+    rng=RNG,
+)
 V(r"t must lie in \[1, 8\]", unlearn, RUN, protocol.DeleteStep(9), rng=RNG)
 V(r"t must lie in \[1, 8\]", unlearn, RUN, protocol.DeleteStep(0), rng=RNG)
 V("step 2 was already deleted", unlearn, RUN_DELETED, protocol.DeleteStep(2), rng=RNG)
-T("users must be BanditUsers with 3 rewards", unlearn, RUN, protocol.DeleteStep(3),
-  options=lr.ExactOptions(dummy=bandit.BanditUser(np.ones(4))), rng=RNG)
+T(
+    "users must be BanditUsers with 3 rewards",
+    unlearn,
+    RUN,
+    protocol.DeleteStep(3),
+    options=lr.ExactOptions(dummy=bandit.BanditUser(np.ones(4))),
+    rng=RNG,
+)
 T("rng must be a numpy.random.Generator", unlearn, RUN, protocol.DeleteStep(3), rng="rng")
 T("options must be an ExactOptions", unlearn, RUN, protocol.DeleteStep(3), options={"dummy": None}, rng=RNG)
 T("options must be an ExactOptions", lr.exact_options, "defaults")
@@ -1229,7 +1796,12 @@ T("T must be an integer", lr.path_expected_steps, 0.5, RECORD.path, 8.0)
 V("shift_norm must be finite and >= 0", lr.UnlearnDiagnostics, -1.0, 0.5, 0.5, 1.0)
 V(r"tv_per_node must lie in \[0, 1\]", lr.UnlearnDiagnostics, 1.0, 1.5, 0.5, 1.0)
 T("retrain_probability must be a real number", lr.UnlearnDiagnostics, 1.0, 0.5, "half", 1.0)
-T("same_model cannot compare models", lr.same_model, SimpleNamespace(w=np.zeros(2)), SimpleNamespace(w=np.zeros(2)))
+T(
+    "same_model cannot compare models",
+    lr.same_model,
+    SimpleNamespace(w=np.zeros(2)),
+    SimpleNamespace(w=np.zeros(2)),
+)
 T("no check exists for a LightTree state", verify, LIGHT)
 V("rewards must be a non-empty 1-D array in \\[0, 1\\]", bandit.BanditUser, [0.5, 1.5])
 T("rewards must be an array of numbers", bandit.BanditUser, ["a"])
@@ -1290,24 +1862,66 @@ V(r"T must lie in \[1, 1048576\]", uc.expected_cost_uniform, 0, 0.5)
 V(r"tv must lie in \[0, 1\]", uc.expected_cost_uniform, 16, NAN)
 T("run must be a Run", uc.conditional_retraining, "run", 1)
 V(r"t must lie in \[1, 8\]", uc.conditional_retraining, RUN, 9)
-T("users must be BanditUsers with 3 rewards|expected a BanditUser", uc.conditional_retraining, RUN, 2, dummy="x")
+T(
+    "users must be BanditUsers with 3 rewards|expected a BanditUser",
+    uc.conditional_retraining,
+    RUN,
+    2,
+    dummy="x",
+)
 T("learner must be a PrefixSumLearner", uc.measure_unlearning, "learner", USERS, 1, 1, RNG)
 V("n_runs must be >= 1", uc.measure_unlearning, LEARNER, USERS, 0, 1, RNG)
 V("requests_per_run must be >= 1", uc.measure_unlearning, LEARNER, USERS, 1, 0, RNG)
 T("users must be BanditUsers with 3 rewards", uc.measure_unlearning, LEARNER, USERS + ("x",), 1, 1, RNG)
 T("rng must be a numpy.random.Generator", uc.measure_unlearning, LEARNER, USERS, 1, 1, "rng")
 T("cost_of must be callable", uc.measure_unlearning, LEARNER, USERS, 1, 1, RNG, cost_of="x")
-T("cost_of must return a dict with keys", uc.measure_unlearning, LEARNER, USERS, 1, 1, 0, cost_of=lambda run, t, rng: {})
+T(
+    "cost_of must return a dict with keys",
+    uc.measure_unlearning,
+    LEARNER,
+    USERS,
+    1,
+    1,
+    0,
+    cost_of=lambda run, t, rng: {},
+)
 T("no unlearning of a DeleteStep request on a str state", uc.request_cost, "run", 1, RNG)
 V(r"t must lie in \[1, 8\]", uc.request_cost, RUN, 9, RNG)
 T("measured must be a dict", uc.plot_unlearning_cost, [], lambda r, T: 1.0, 1.0, [0.1])
 V("measured must map \\(rho, T\\)", uc.plot_unlearning_cost, {0.1: {}}, lambda r, T: 1.0, 1.0, [0.1])
-T("sigma_of_rho must be callable", uc.plot_unlearning_cost, {(0.1, 8): {"cost": np.zeros(2)}}, 1.0, 1.0, [0.1])
-V("B must be finite and > 0", uc.plot_unlearning_cost, {(0.1, 8): {"cost": np.zeros(2)}}, lambda r, T: 1.0, 0.0,
-  [0.1])
-V("rho_grid must be > 0", uc.plot_unlearning_cost, {(0.1, 8): {"cost": np.zeros(2)}}, lambda r, T: 1.0, 1.0, [0.0])
-T("ax must be an Axes", uc.plot_unlearning_cost, {(0.1, 8): {"cost": np.zeros(2)}}, lambda r, T: 1.0, 1.0, [0.1],
-  ax=1)
+T(
+    "sigma_of_rho must be callable",
+    uc.plot_unlearning_cost,
+    {(0.1, 8): {"cost": np.zeros(2)}},
+    1.0,
+    1.0,
+    [0.1],
+)
+V(
+    "B must be finite and > 0",
+    uc.plot_unlearning_cost,
+    {(0.1, 8): {"cost": np.zeros(2)}},
+    lambda r, T: 1.0,
+    0.0,
+    [0.1],
+)
+V(
+    "rho_grid must be > 0",
+    uc.plot_unlearning_cost,
+    {(0.1, 8): {"cost": np.zeros(2)}},
+    lambda r, T: 1.0,
+    1.0,
+    [0.0],
+)
+T(
+    "ax must be an Axes",
+    uc.plot_unlearning_cost,
+    {(0.1, 8): {"cost": np.zeros(2)}},
+    lambda r, T: 1.0,
+    1.0,
+    [0.1],
+    ax=1,
+)
 
 
 # --- bandit_unlearning.rl.mdp, envs, users, gym
@@ -1330,8 +1944,14 @@ T("horizon H must be an integer", rmdp.TabularMDP, P2, np.zeros((2, 2)), [1.0, 0
 T("transitions must be an array of numbers", rmdp.TabularMDP, "P", np.zeros((2, 2)), [1.0, 0.0], 3)
 V(r"initial must have shape \(2,\)", rmdp.TabularMDP, P2, np.zeros((2, 2)), [1.0], 3)
 T("name must be a str", rmdp.TabularMDP, P2, np.zeros((2, 2)), [1.0, 0.0], 3, name=None)
-V("transitions has 4 steps but horizon H = 3", rmdp.TabularMDP, np.full((4, 2, 2, 2), 0.5), np.zeros((2, 2)),
-  [1.0, 0.0], 3)
+V(
+    "transitions has 4 steps but horizon H = 3",
+    rmdp.TabularMDP,
+    np.full((4, 2, 2, 2), 0.5),
+    np.zeros((2, 2)),
+    [1.0, 0.0],
+    3,
+)
 V("a plan needs Q \\[H, S, A\\]", rmdp.Plan, np.zeros((2, 3, 2)), np.zeros((2, 3)), np.zeros((2, 3), int))
 T("policy must hold integer actions", rmdp.Plan, np.zeros((2, 3, 2)), np.zeros((3, 3)), np.zeros((2, 3)))
 T("Q must be an array of numbers", rmdp.Plan, None, np.zeros((3, 3)), np.zeros((2, 3), int))
@@ -1372,7 +1992,15 @@ V("n_actions must be >= 1", envs.garnet, 5, 0, 2, 3, RNG)
 V("gap must lie in \\[0, 1/2\\]", envs.independent_bandits, 2, 2, 3, 0.7)
 V("horizon must be >= 2", envs.independent_bandits, 2, 2, 1, 0.1)
 V("best_actions must be 2 actions in \\[0, 2\\)", envs.independent_bandits, 2, 2, 3, 0.1, best_actions=[0, 2])
-T("best_actions must hold integers, not booleans", envs.independent_bandits, 2, 2, 3, 0.1, best_actions=[True, False])
+T(
+    "best_actions must hold integers, not booleans",
+    envs.independent_bandits,
+    2,
+    2,
+    3,
+    0.1,
+    best_actions=[True, False],
+)
 T("rng must be a numpy.random.Generator", envs.independent_bandits, 2, 2, 3, 0.1, rng="rng")
 T("gap must be a real number", envs.independent_bandits, 2, 2, 3, "0.1")
 V("n_bandits must be >= 1", envs.independent_bandits, 0, 2, 3, 0.1)
@@ -1394,9 +2022,24 @@ V(r"h must lie in \[0, 4\)", rusers.user_uniforms, RIVER, 0, 0, 4, 0, 0)
 V(r"s must lie in \[0, 3\)", rusers.user_uniforms, RIVER, 0, 0, 0, -1, 0)
 V(r"a must lie in \[0, 2\)", rusers.user_uniforms, RIVER, 0, 0, 0, 0, 2)
 T("stream must hold integers", rusers.user_uniforms, RIVER, 0, 0.0, 0, 0, 0)
-V("users, stream, h, s and a must broadcast together", rusers.user_uniforms, RIVER, [0, 1], [0, 1, 2], 0, 0, 0)
+V(
+    "users, stream, h, s and a must broadcast together",
+    rusers.user_uniforms,
+    RIVER,
+    [0, 1],
+    [0, 1, 2],
+    0,
+    0,
+    0,
+)
 V("seed must lie in", rusers.user_uniforms, RIVER, 0, 0, 0, 0, 0, seed=-1)
-V("a trajectory needs states \\[..., H\\+1\\]", rusers.Trajectory, np.zeros(3, int), np.zeros(3, int), np.zeros(3))
+V(
+    "a trajectory needs states \\[..., H\\+1\\]",
+    rusers.Trajectory,
+    np.zeros(3, int),
+    np.zeros(3, int),
+    np.zeros(3),
+)
 T("states must hold integers", rusers.Trajectory, np.zeros(4), np.zeros(3, int), np.zeros(3))
 T("rewards must be an array of numbers", rusers.Trajectory, np.zeros(4, int), np.zeros(3, int), "r")
 T("mdp must be a TabularMDP", rusers.cdf_tables, None)
@@ -1434,18 +2077,33 @@ ORACLE = STABLE.oracle
 UPDATE = STABLE.update
 OUT = (np.empty((4, 3), dtype=np.int64), np.empty((4, 6)), np.zeros((5, 3)))
 BASE, PK = np.zeros((4, 6)), np.full((4, 6, 3), 1 / 3)
-CURVE = dict(mdp="m", T=8, rho=1.0, bonus_scale=1.0, t=np.arange(1, 3), regret=np.ones(2), slope=0.5, sigma=1.0)
+CURVE = dict(
+    mdp="m", T=8, rho=1.0, bonus_scale=1.0, t=np.arange(1, 3), regret=np.ones(2), slope=0.5, sigma=1.0
+)
 V("S must be >= 1", ucbvi.StatsLayout, 0, 2, 3)
 T("A must be an integer", ucbvi.StatsLayout, 2, 2.0, 3)
 T("mdp must be a TabularMDP", ucbvi.StatsLayout.of, "mdp")
 V("statistics must have last dimension d = 120", LAYOUT.unpack, np.zeros(121))
 T("u must be an array of numbers", LAYOUT.unpack, "u")
-V(r"N, R must have shape \[..., 4, 3, 2\]", LAYOUT.pack, np.zeros((3, 2, 2)), np.zeros((3, 2, 2)), np.zeros((3, 2, 2, 3)))
+V(
+    r"N, R must have shape \[..., 4, 3, 2\]",
+    LAYOUT.pack,
+    np.zeros((3, 2, 2)),
+    np.zeros((3, 2, 2)),
+    np.zeros((3, 2, 2, 3)),
+)
 T("Nsas must be an array of numbers", LAYOUT.pack, np.zeros((4, 3, 2)), np.zeros((4, 3, 2)), None)
 T("traj must be a Trajectory", LAYOUT.sparse, (TRAJ1.states, TRAJ1.actions, TRAJ1.rewards))
-V("a trajectory needs H \\+ 1 = 5 states", LAYOUT.sparse, rusers.Trajectory(np.zeros(3, int), np.zeros(2, int),
-                                                                          np.zeros(2)))
-V(r"states must lie in \[0, 3\)", LAYOUT.sparse, rusers.Trajectory(np.full(5, 3), np.zeros(4, int), np.zeros(4)))
+V(
+    "a trajectory needs H \\+ 1 = 5 states",
+    LAYOUT.sparse,
+    rusers.Trajectory(np.zeros(3, int), np.zeros(2, int), np.zeros(2)),
+)
+V(
+    r"states must lie in \[0, 3\)",
+    LAYOUT.sparse,
+    rusers.Trajectory(np.full(5, 3), np.zeros(4, int), np.zeros(4)),
+)
 V(r"indices must be integers in \[0, 120\)", LAYOUT.densify, [120], [1.0])
 T("indices must be integers in", LAYOUT.densify, [True], [1.0])
 V("indices and values must have the same shape", LAYOUT.densify, [1, 2], [1.0])
@@ -1485,19 +2143,45 @@ V("next_variance is needed", BERNSTEIN.step_bonus, 0, [1.0, 2.0])
 V(r"next_variance must have shape \(2,\)", BERNSTEIN.step_bonus, 0, [1.0, 2.0], [0.5])
 V("next_variance must be >= 0", BERNSTEIN.step_bonus, 0, [1.0, 2.0], [0.5, -0.1])
 T("next_variance must be an array of numbers", BERNSTEIN.step_bonus, 0, [1.0, 2.0], "v")
-V("an optimistic plan needs policy", ucbvi.OptimisticPlan, np.zeros((4, 3), int), np.zeros((4, 3, 2)), np.zeros((4, 3)),
-  np.zeros((4, 3, 2), bool))
-T("explored must be an array of numbers", ucbvi.OptimisticPlan, np.zeros((4, 3), int), np.zeros((4, 3, 2)),
-  np.zeros((5, 3)), "e")
+V(
+    "an optimistic plan needs policy",
+    ucbvi.OptimisticPlan,
+    np.zeros((4, 3), int),
+    np.zeros((4, 3, 2)),
+    np.zeros((4, 3)),
+    np.zeros((4, 3, 2), bool),
+)
+T(
+    "explored must be an array of numbers",
+    ucbvi.OptimisticPlan,
+    np.zeros((4, 3), int),
+    np.zeros((4, 3, 2)),
+    np.zeros((5, 3)),
+    "e",
+)
 V(r"base must have shape \[H, S\*A\]", ucbvi.optimistic_value_iteration, np.zeros((4, 5)), PK, 3, 2)
 V("base must have shape", ucbvi.optimistic_value_iteration, np.full((4, 6), NAN), PK, 3, 2)
 V(r"P must have shape \(4, 6, 3\)", ucbvi.optimistic_value_iteration, BASE, PK[:, :, :2], 3, 2)
 T("S must be an integer", ucbvi.optimistic_value_iteration, BASE, PK, 3.0, 2)
 V("out must be \\(policy \\[H, S\\] int64", ucbvi.optimistic_value_iteration, BASE, PK, 3, 2, OUT[:2])
-V("out must be \\(policy \\[H, S\\] int64", ucbvi.optimistic_value_iteration, BASE, PK, 3, 2,
-  (OUT[0], OUT[1], np.zeros((4, 3))))
-T("out must hold an int64 policy", ucbvi.optimistic_value_iteration, BASE, PK, 3, 2,
-  (OUT[0].astype(np.int32), OUT[1], OUT[2]))
+V(
+    "out must be \\(policy \\[H, S\\] int64",
+    ucbvi.optimistic_value_iteration,
+    BASE,
+    PK,
+    3,
+    2,
+    (OUT[0], OUT[1], np.zeros((4, 3))),
+)
+T(
+    "out must hold an int64 policy",
+    ucbvi.optimistic_value_iteration,
+    BASE,
+    PK,
+    3,
+    2,
+    (OUT[0].astype(np.int32), OUT[1], OUT[2]),
+)
 T("config must be a UCBVIConfig", ucbvi.plan_from_statistics, np.zeros(120), "config")
 V(r"u must have shape \(120,\)", ucbvi.plan_from_statistics, np.zeros(119), CONFIG)
 V("u must be finite", ucbvi.plan_from_statistics, np.full(120, NAN), CONFIG)
@@ -1505,14 +2189,50 @@ T("u must be an array of numbers", ucbvi.plan_from_statistics, "u", CONFIG)
 V(r"u must have shape \(120,\)", ucbvi.ucbvi_update, np.zeros(121), CONFIG)
 T("config must be a UCBVIConfig", ucbvi.ucbvi_update, np.zeros(120), None)
 _UR = ucbvi.run_ucbvi(RIVER, 3)
-T("config must be a UCBVIConfig", ucbvi.UCBVIRun, _UR.policies, _UR.trajectories, _UR.indices, _UR.values, None,
-  _UR.users, 0)
-V(r"policies must have shape \[T, 4, 3\]", ucbvi.UCBVIRun, _UR.policies[:, :2], _UR.trajectories, _UR.indices,
-  _UR.values, _UR.config, _UR.users, 0)
-T("trajectories must be a Trajectory", ucbvi.UCBVIRun, _UR.policies, None, _UR.indices, _UR.values, _UR.config,
-  _UR.users, 0)
-V("seed must lie in", ucbvi.UCBVIRun, _UR.policies, _UR.trajectories, _UR.indices, _UR.values, _UR.config,
-  _UR.users, -1)
+T(
+    "config must be a UCBVIConfig",
+    ucbvi.UCBVIRun,
+    _UR.policies,
+    _UR.trajectories,
+    _UR.indices,
+    _UR.values,
+    None,
+    _UR.users,
+    0,
+)
+V(
+    r"policies must have shape \[T, 4, 3\]",
+    ucbvi.UCBVIRun,
+    _UR.policies[:, :2],
+    _UR.trajectories,
+    _UR.indices,
+    _UR.values,
+    _UR.config,
+    _UR.users,
+    0,
+)
+T(
+    "trajectories must be a Trajectory",
+    ucbvi.UCBVIRun,
+    _UR.policies,
+    None,
+    _UR.indices,
+    _UR.values,
+    _UR.config,
+    _UR.users,
+    0,
+)
+V(
+    "seed must lie in",
+    ucbvi.UCBVIRun,
+    _UR.policies,
+    _UR.trajectories,
+    _UR.indices,
+    _UR.values,
+    _UR.config,
+    _UR.users,
+    -1,
+)
 T("mdp must be a TabularMDP", ucbvi.run_ucbvi, "mdp", 10)
 V("T must be >= 1", ucbvi.run_ucbvi, RIVER, 0)
 V(r"users must have shape \(3,\)", ucbvi.run_ucbvi, RIVER, 3, users=[0, 1])
@@ -1597,9 +2317,27 @@ T("mdp must be a TabularMDP", rl_stable.stable_regret_curve, None, 10, 1.0, 0, R
 T("rng must be a numpy.random.Generator", rl_stable.stable_regret_curve, RIVER, 10, 1.0, 0, "rng")
 V("seed must lie in", rl_stable.stable_regret_curve, RIVER, 10, 1.0, -1, RNG)
 V("n_points must be >= 1", rl_stable.stable_regret_curve, RIVER, 10, 1.0, 0, RNG, n_points=0)
-T("keep_policies must be True or False", rl_stable.stable_regret_curve, RIVER, 10, 1.0, 0, RNG, keep_policies=1)
+T(
+    "keep_policies must be True or False",
+    rl_stable.stable_regret_curve,
+    RIVER,
+    10,
+    1.0,
+    0,
+    RNG,
+    keep_policies=1,
+)
 V("rho must be finite and > 0", rl_stable.stable_regret_curve, RIVER, 10, -1.0, 0, RNG)
-T("tree_factory must be callable", rl_stable.stable_regret_curve, RIVER, 10, 1.0, 0, RNG, tree_factory="light")
+T(
+    "tree_factory must be callable",
+    rl_stable.stable_regret_curve,
+    RIVER,
+    10,
+    1.0,
+    0,
+    RNG,
+    tree_factory="light",
+)
 V("curves must be a non-empty list of stable_regret_curve outputs", rl_stable.summarize_curves, [])
 V("curves must be a non-empty list", rl_stable.summarize_curves, [{"mdp": "m"}])
 V("rho must be a number and > 0", rl_stable.rho_label, 0.0)
@@ -1621,13 +2359,15 @@ from bandit_unlearning import cli  # noqa: E402
 from bandit_unlearning.experiments import rl_lower_bound as rlb, rl_paper, rl_unlearning as rlu, runner  # noqa: E402
 
 CACHE: dict = {}
-_TMP = tempfile.TemporaryDirectory()              # removed when the test session ends
+_TMP = tempfile.TemporaryDirectory()  # removed when the test session ends
 A_FILE = Path(_TMP.name) / "a_file.json"
 A_FILE.write_text("not json")
 A_DIR = Path(_TMP.name) / "a_dir"
 A_DIR.mkdir()
 (A_DIR / "broken.json").write_text("{not json")
-LB_RESULT = [dict(rho=1.0, seed=0, final=1.0, first_correct=2, S=6, A=2, H=2, T=10, gap=0.25, bonus_scale=1.0)]
+LB_RESULT = [
+    dict(rho=1.0, seed=0, final=1.0, first_correct=2, S=6, A=2, H=2, T=10, gap=0.25, bonus_scale=1.0)
+]
 T("cache must be a dict", rlu.policy_code, PI, [])
 T("policy must hold integer actions", rlu.policy_code, PI * 1.0, CACHE)
 T("cache must be a dict", rlu.policy_regret, RIVER, PI, None)
@@ -1643,8 +2383,17 @@ V("rhos must be > 0", rlu.rl_unlearning_cost, RIVER, [8], [1.0, -1.0], 1, 1, RNG
 V("n_runs must be >= 1", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 0, 1, RNG)
 T("rng must be a numpy.random.Generator", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, "rng")
 V("calibration must be one of", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, RNG, calibration="magic")
-V("rho must be < 1 for the exact calibration", rlu.rl_unlearning_cost, RIVER, [8], [2.0], 1, 1, RNG,
-  calibration="exact")
+V(
+    "rho must be < 1 for the exact calibration",
+    rlu.rl_unlearning_cost,
+    RIVER,
+    [8],
+    [2.0],
+    1,
+    1,
+    RNG,
+    calibration="exact",
+)
 T("tree_factory must be callable", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, RNG, tree_factory=None)
 V("seed must lie in", rlu.rl_unlearning_cost, RIVER, [8], [1.0], 1, 1, RNG, seed=-1)
 V("sigma must be finite and > 0", rlb.sum_mechanism_rho, 0.0)
@@ -1672,8 +2421,19 @@ V(r"seeds must lie in \[0, ", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 10, [1.
 T("rng must be a numpy.random.Generator", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 10, [1.0], [0], "rng")
 V("T must be >= 2 for the paper's calibration", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 1, [1.0], [0], RNG)
 V("gap must lie in \\[0, 1/2\\]", rlb.lower_bound_experiment, 2, 2, 2, 0.75, 10, [1.0], [0], RNG)
-T("bonus_scale must be a real number", rlb.lower_bound_experiment, 2, 2, 2, 0.25, 10, [1.0], [0], RNG,
-  bonus_scale="1")
+T(
+    "bonus_scale must be a real number",
+    rlb.lower_bound_experiment,
+    2,
+    2,
+    2,
+    0.25,
+    10,
+    [1.0],
+    [0],
+    RNG,
+    bonus_scale="1",
+)
 V("results must be a list of lower_bound_experiment outputs", rlb.summarize_by_rho, [{"rho": 1.0}])
 V("results must be a list of lower_bound_experiment outputs", rlb.summarize_by_rho, "results")
 V("results must be a non-empty list", rlb.plot_lower_bound, [])
@@ -1686,9 +2446,17 @@ T("scale must be a str", rl_paper.reproduce_rl, A_DIR / "rl", None)
 T("progress must be True or False", rl_paper.reproduce_rl, A_DIR / "rl", progress="yes")
 V("protocol must be a dict with the keys", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}})
 V("misses", rl_paper.reproduce_rl, A_DIR / "rl", protocol={"regret": {}, "cost": {}, "lower_bound": {}})
-V("unknown environment", rl_paper.reproduce_rl, A_DIR / "rl",
-  protocol={part: dict(value, **({"environments": [{"name": "maze", "H": 5, "T": 10}]} if part == "regret" else {}))
-            for part, value in rl_paper.PROTOCOLS["quick"].items()})
+V(
+    "unknown environment",
+    rl_paper.reproduce_rl,
+    A_DIR / "rl",
+    protocol={
+        part: dict(
+            value, **({"environments": [{"name": "maze", "H": 5, "T": 10}]} if part == "regret" else {})
+        )
+        for part, value in rl_paper.PROTOCOLS["quick"].items()
+    },
+)
 V("seed must be >= 0", rl_paper.reproduce_rl, A_DIR / "rl", seed=-1)
 V("workers must be >= 1", rl_paper.reproduce_rl, A_DIR / "rl", workers=0)
 T("out must be a str or Path", rl_paper.reproduce_rl, 3)
@@ -1720,9 +2488,21 @@ V("seed \\(--seed\\) must be >= 0", cli.reproduce, ["lemma31"], A_DIR / "new", s
 V("scale must be one of", cli.reproduce, ["lemma31"], A_DIR / "new", scale="huge")
 V("workers \\(--workers\\) must be >= 1", cli.reproduce, ["lemma31"], A_DIR / "new", workers=0)
 T("out must be a str or Path", cli.reproduce, ["lemma31"], None)
-V(r"scheduler \(--scheduler\) must be 'local'", cli.reproduce, ["lemma31"], A_DIR / "new", scheduler="local:-1")
-V(r"scheduler \(--scheduler\) .* do not combine it with workers \(--workers\) 2", cli.reproduce, ["lemma31"],
-  A_DIR / "new", workers=2, scheduler="local:2")
+V(
+    r"scheduler \(--scheduler\) must be 'local'",
+    cli.reproduce,
+    ["lemma31"],
+    A_DIR / "new",
+    scheduler="local:-1",
+)
+V(
+    r"scheduler \(--scheduler\) .* do not combine it with workers \(--workers\) 2",
+    cli.reproduce,
+    ["lemma31"],
+    A_DIR / "new",
+    workers=2,
+    scheduler="local:2",
+)
 T("argv must be a list of strings", cli.main, "reproduce lemma31")
 T("argv must be a list of strings", cli.main, ["reproduce", 3])
 
@@ -1745,8 +2525,13 @@ T("key must be callable or None", registry.user_steps, SRUN, EU, key=3)
 V("unknown user", unlearn, SRUN, protocol.DeleteUser(stable.EpisodeUser(2**63)))
 V("the dummy user cannot be deleted", unlearn, SRUN, protocol.DeleteUser(lr.ZERO_USER))
 T("rng must be a numpy.random.Generator", unlearn, SRUN, protocol.DeleteUser(SRUN.users[0]), rng="rng")
-V("diagnostics are recorded for a DeleteStep request only", unlearn, SRUN, protocol.DeleteUser(SRUN.users[0]),
-  options=lr.ExactOptions(diagnostics=True))
+V(
+    "diagnostics are recorded for a DeleteStep request only",
+    unlearn,
+    SRUN,
+    protocol.DeleteUser(SRUN.users[0]),
+    options=lr.ExactOptions(diagnostics=True),
+)
 V("steps must be distinct", unlearn, SRUN, protocol.DeleteSteps((1, 1)))
 V(r"step must lie in \[1, ", unlearn, SRUN, protocol.DeleteSteps((1, 10**6)))
 V(r"step must lie in \[1, ", unlearn, SRUN, protocol.DeleteSteps((0, 1)))
@@ -1755,7 +2540,23 @@ V("node_cost must be a finite number > 0", registry.worst_case_cost, (1,), 8, no
 V("n_leaves must", registry.StepsCoupling, (1,), 0, (), (), None, (), 0)
 V("restart must", registry.StepsCoupling, (1,), 4, (), (), None, (), 5)
 V("T must", registry.UserUnlearnRecord, (1,), 0, None, 1.0, (), (), None, (), 0, 0, None, None)
-V("method must be", registry.UserUnlearnRecord, (1,), 4, None, 1.0, (), (), None, (), 4, 0, None, None, "twice")
+V(
+    "method must be",
+    registry.UserUnlearnRecord,
+    (1,),
+    4,
+    None,
+    1.0,
+    (),
+    (),
+    None,
+    (),
+    4,
+    0,
+    None,
+    None,
+    "twice",
+)
 T("steps must be a tuple", registry.couple_steps, SRUN.tree.copy(), SRUN.tree, [1], lambda t: None, None)
 T("new_leaf must be callable", registry.couple_steps, SRUN.tree.copy(), SRUN.tree, (1,), 3, None)
 T("steps must be a sequence", registry.coupled_nodes, 3, 8)
@@ -1822,9 +2623,26 @@ T("config must be a LinUCBConfig", linucb_sets.previous_learner, (2, 2), 0.1)
 V("sigma", linucb_sets.previous_learner, LCFG, -1.0)
 T("config must be a LinUCBConfig", linucb_sets.set_accuracy, LS_USERS, (2, 2), [1.0], 1, 0)
 V("users must be a non-empty sequence of LinUCBUser", linucb_sets.set_accuracy, (), LCFG, [1.0], 1, 0)
-V("users must be a non-empty sequence of LinUCBUser", linucb_sets.set_accuracy, LS_USERS, linucb.LinUCBConfig(3, 2), [1.0], 1, 0)
+V(
+    "users must be a non-empty sequence of LinUCBUser",
+    linucb_sets.set_accuracy,
+    LS_USERS,
+    linucb.LinUCBConfig(3, 2),
+    [1.0],
+    1,
+    0,
+)
 V("rhos and previous_rhos must be finite and > 0", linucb_sets.set_accuracy, LS_USERS, LCFG, [0.0], 1, 0)
-V("rhos and previous_rhos must be finite and > 0", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 1, 0, [float("inf")])
+V(
+    "rhos and previous_rhos must be finite and > 0",
+    linucb_sets.set_accuracy,
+    LS_USERS,
+    LCFG,
+    [1.0],
+    1,
+    0,
+    [float("inf")],
+)
 V("reps must be >= 1", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 0, 0)
 V("previous_reps must be >= 1", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 1, 0, [1.0], 0)
 T("rng", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 1, "seed")
@@ -1832,8 +2650,9 @@ T("rng", linucb_sets.set_accuracy, LS_USERS, LCFG, [1.0], 1, "seed")
 # --- bandit_unlearning.mab.model (a model that takes a stream of deletions)
 from bandit_unlearning.mab import model as mmodel  # noqa: E402
 
-MMODEL = mmodel.LCBModel.fit(["a", "b", "a", "b"], [1.0, 0.0, 1.0, 0.5], users=["u", "v", "w", "u"],
-                             rng=np.random.default_rng(7))
+MMODEL = mmodel.LCBModel.fit(
+    ["a", "b", "a", "b"], [1.0, 0.0, 1.0, 0.5], users=["u", "v", "w", "u"], rng=np.random.default_rng(7)
+)
 MODEL_FILE = Path(_TMP.name) / "model.npz"
 RSTATE = MMODEL.release_state
 _RS = {f.name: getattr(RSTATE, f.name) for f in dataclasses.fields(RSTATE)}
@@ -1867,18 +2686,55 @@ V("row 1 was already deleted", mmodel.check_row_ids, [1], 3, np.array([True, Fal
 V("sigma must be finite and > 0", mmodel.deletion_capacity, 5, 1, 1.0, 0.0, 1.0, 0.1)
 T("noise_request must be True or False", mmodel.ReleasePlan, "yes", False, (), 0.0)
 V("mu must be finite and >= 0", mmodel.ReleasePlan, False, False, (), -1.0)
-V("method must be one of", mmodel.plan_release, [5, 5], [0, 0], [1, 0], True, [], log_term=1.0, sigma=1.0,
-  mu_budget=1.0, method="magic")
+V(
+    "method must be one of",
+    mmodel.plan_release,
+    [5, 5],
+    [0, 0],
+    [1, 0],
+    True,
+    [],
+    log_term=1.0,
+    sigma=1.0,
+    mu_budget=1.0,
+    method="magic",
+)
 V("method must be one of", mmodel.DeletionRecord, 0, (1,), "noisy", (), (), 0.0, 0.0, 0.0, 0.0, "a")
-_MKW = dict(labels=["a"], tau=0.5, n_fit=2, arms=[0, 0], rewards=[1.0, 0.0], row_ids=[0, 1], users=None,
-            pub_counts=[2], pub_sums=[1.0], pending_counts=[0], pending_ids=(), release_mus=[], log=[], policy=0,
-            method="rollback",
-            epsilon=None, delta=None, sigma=None, rng=RNG)
+_MKW = dict(
+    labels=["a"],
+    tau=0.5,
+    n_fit=2,
+    arms=[0, 0],
+    rewards=[1.0, 0.0],
+    row_ids=[0, 1],
+    users=None,
+    pub_counts=[2],
+    pub_sums=[1.0],
+    pending_counts=[0],
+    pending_ids=(),
+    release_mus=[],
+    log=[],
+    policy=0,
+    method="rollback",
+    epsilon=None,
+    delta=None,
+    sigma=None,
+    rng=RNG,
+)
 V("method must be one of", mmodel.LCBModel, **(_MKW | dict(method="magic")))
 T("rng must be a Generator", mmodel.LCBModel, **(_MKW | dict(rng=3)))
 V("method must be one of", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], method="magic")
-V("reference must be one of", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], method="adaptive", epsilon=1.0,
-  delta=1e-3, sigma=1.0, reference="both")
+V(
+    "reference must be one of",
+    mmodel.LCBModel.fit,
+    [0, 1],
+    [1.0, 0.0],
+    method="adaptive",
+    epsilon=1.0,
+    delta=1e-3,
+    sigma=1.0,
+    reference="both",
+)
 V(r"rewards must lie in \[0, 1\]", mmodel.LCBModel.fit, [0, 1], [1.0, 2.0])
 T("rng must be a numpy.random.Generator", mmodel.LCBModel.fit, [0, 1], [1.0, 0.0], rng="rng")
 V("the CSV file has no column 'arm'", mmodel.LCBModel.from_csv, A_FILE)
@@ -1911,18 +2767,57 @@ CA, CR = np.array([0, 1, 0, 1, 0, 1]), np.array([1.0, 0.0, 1.0, 0.5, 0.0, 1.0])
 CSTATE = ctxl.fit_contextual(CX, CA, CR, n_arms=2, context_bound=1.0)
 CREQ = ctxl.ContextualRequest(CX[:1], CA[:1], CR[:1])
 CREL = ctxl.release_exact(CSTATE)
-CMODEL = ctxm.ContextualModel.fit(CX, CA, CR, n_arms=2, context_bound=1.0, users=list("aabbcc"),
-                                  rng=np.random.default_rng(8))
+CMODEL = ctxm.ContextualModel.fit(
+    CX, CA, CR, n_arms=2, context_bound=1.0, users=list("aabbcc"), rng=np.random.default_rng(8)
+)
 V("tau must lie in", ctxl.confidence_radius, 10, 2, 2, 0.0, 1.0, 1.0, 1.0)
 V("lam must be finite and > 0", ctxl.confidence_radius, 10, 2, 2, 0.1, 0.0, 1.0, 1.0)
-T("gram must be a ndarray", ctxl.ContextualState, "g", CSTATE.moments, CSTATE.counts, 1.0, 1.0, 1.0,
-  CSTATE.theta, CSTATE.gram_inv, CSTATE.lam_min)
-V("theta must have shape", ctxl.ContextualState, CSTATE.gram, CSTATE.moments, CSTATE.counts, 1.0, 1.0, 1.0,
-  CSTATE.theta[:1], CSTATE.gram_inv, CSTATE.lam_min)
-V("gram must include the ridge", ctxl.state_from_statistics, np.eye(2)[None] * 0.5, np.zeros((1, 2)), [0], lam=1.0,
-  beta=1.0, context_bound=1.0)
-V("gram must have shape", ctxl.state_from_statistics, np.eye(2)[None], np.zeros((2, 2)), [0, 0], lam=1.0, beta=1.0,
-  context_bound=1.0)
+T(
+    "gram must be a ndarray",
+    ctxl.ContextualState,
+    "g",
+    CSTATE.moments,
+    CSTATE.counts,
+    1.0,
+    1.0,
+    1.0,
+    CSTATE.theta,
+    CSTATE.gram_inv,
+    CSTATE.lam_min,
+)
+V(
+    "theta must have shape",
+    ctxl.ContextualState,
+    CSTATE.gram,
+    CSTATE.moments,
+    CSTATE.counts,
+    1.0,
+    1.0,
+    1.0,
+    CSTATE.theta[:1],
+    CSTATE.gram_inv,
+    CSTATE.lam_min,
+)
+V(
+    "gram must include the ridge",
+    ctxl.state_from_statistics,
+    np.eye(2)[None] * 0.5,
+    np.zeros((1, 2)),
+    [0],
+    lam=1.0,
+    beta=1.0,
+    context_bound=1.0,
+)
+V(
+    "gram must have shape",
+    ctxl.state_from_statistics,
+    np.eye(2)[None],
+    np.zeros((2, 2)),
+    [0, 0],
+    lam=1.0,
+    beta=1.0,
+    context_bound=1.0,
+)
 V("context_bound", ctxl.fit_contextual, CX * 2, CA, CR, n_arms=2, context_bound=1.0)
 V(r"rewards must lie in \[0, 1\]", ctxl.fit_contextual, CX, CA, CR + 1, n_arms=2, context_bound=1.0)
 V(r"arms must lie in \[0, 1\]", ctxl.fit_contextual, CX, CA + 1, CR, n_arms=2, context_bound=1.0)
@@ -1934,7 +2829,12 @@ V("contexts must be 2-D", CREL.actions, np.zeros(2))
 T("state must be a ContextualState", ctxl.release_exact, None)
 V("one row each", ctxl.ContextualRequest, CX[:2], CA[:1], CR[:1])
 V("n_arms must be >= 1", CREQ.counts, 0)
-V("deletes 4 rows of arm 0", ctxl.rollback, CSTATE, ctxl.ContextualRequest(np.zeros((4, 2)), [0] * 4, [0.0] * 4))
+V(
+    "deletes 4 rows of arm 0",
+    ctxl.rollback,
+    CSTATE,
+    ctxl.ContextualRequest(np.zeros((4, 2)), [0] * 4, [0.0] * 4),
+)
 T("request must be a ContextualRequest", ctxl.rollback, CSTATE, "request")
 V("lam_min must be > 0", ctxl.parameter_sensitivity, 0.0, 1, 1.0, 0.0)
 V("k must be >= 0", ctxl.parameter_sensitivity, 1.0, -1, 1.0, 0.0)
@@ -1945,45 +2845,152 @@ V("epsilon < 1", ctxl.calibrate_sigma, 1.0, 2.0, 1e-5, "classic")
 V("gaussian must be finite and >= 0", ctxl.BranchBounds, -1.0, 0.0, 0.0)
 V("sigma must be finite and >= 0", ctxl.branch_bounds, CSTATE, [1, 0], -1.0, CX)
 V("gram_before must have shape", ctxl.branch_bounds, CSTATE, [1, 0], 1.0, CX, gram_before=np.eye(2)[None])
-V("branch must be one of", ctxl.ContextualRecord, "magic", "exact", "literal", (), 0.0, 0.0, "analytic", None, None,
-  None)
-V("method 'adaptive' needs contexts", unlearn, CSTATE, CREQ, options=ctxl.ContextualOptions(epsilon=1.0, delta=1e-5))
+V(
+    "branch must be one of",
+    ctxl.ContextualRecord,
+    "magic",
+    "exact",
+    "literal",
+    (),
+    0.0,
+    0.0,
+    "analytic",
+    None,
+    None,
+    None,
+)
+V(
+    "method 'adaptive' needs contexts",
+    unlearn,
+    CSTATE,
+    CREQ,
+    options=ctxl.ContextualOptions(epsilon=1.0, delta=1e-5),
+)
 V("switch must be one of", ctxl.ContextualOptions, method="rollback", switch="magic")
 V("method must be one of", ctxl.ContextualOptions, method="mixing")
 V("calibration must be one of", ctxl.ContextualOptions, calibration="paper")
-T("rng must be a numpy.random.Generator", unlearn, CSTATE, CREQ, options=ctxl.ContextualOptions(method="rollback"),
-  rng="seed")
+T(
+    "rng must be a numpy.random.Generator",
+    unlearn,
+    CSTATE,
+    CREQ,
+    options=ctxl.ContextualOptions(method="rollback"),
+    rng="seed",
+)
 T("options must be a ContextualOptions", unlearn, CSTATE, CREQ)
 T("options must be a ContextualOptions", ctxl.reference_contextual, CSTATE, [1, 0])
-T("release must be a ReleasedPolicy", ctxl.ContextualRecord, "rollback", "exact", "literal", (), 0.0, 0.0, "analytic",
-  None, None, None, "policy")
-V("conditional switch", ctxl.reference_contextual, CSTATE, [1, 0],
-  options=ctxl.ContextualOptions(epsilon=1.0, delta=1e-5, contexts=CX, switch="conditional"))
-V("delta must", ctxl.reference_contextual, CSTATE, [1, 0], options=ctxl.ContextualOptions(method="gaussian", epsilon=1.0,
-                                                                                         delta=2.0))
+T(
+    "release must be a ReleasedPolicy",
+    ctxl.ContextualRecord,
+    "rollback",
+    "exact",
+    "literal",
+    (),
+    0.0,
+    0.0,
+    "analytic",
+    None,
+    None,
+    None,
+    "policy",
+)
+V(
+    "conditional switch",
+    ctxl.reference_contextual,
+    CSTATE,
+    [1, 0],
+    options=ctxl.ContextualOptions(epsilon=1.0, delta=1e-5, contexts=CX, switch="conditional"),
+)
+V(
+    "delta must",
+    ctxl.reference_contextual,
+    CSTATE,
+    [1, 0],
+    options=ctxl.ContextualOptions(method="gaussian", epsilon=1.0, delta=2.0),
+)
 V("contexts must be non-zero", ctxl.noisy_action_probability, CREL, 0, 1.0, np.zeros((1, 2)))
 V("sigma must be finite and > 0", ctxl.noisy_action_probability, CREL, 0, 0.0, CX)
 T("state_live must be a ContextualState", ctxm.sequential_sensitivity, "state", [1, 0])
 V("k must have one entry per arm", ctxm.sequential_sensitivity, CSTATE, [1, 0, 0])
-V("reason must be one of", ctxm.ContextualDeletionRecord, 0, (1,), "rollback", (), (), (), "magic", 0.0, 0.0, 0.0,
-  0.0)
-V("method must be one of", ctxm.ContextualDeletionRecord, 0, (1,), "noisy", (), (), (), "rollback-only model", 0.0,
-  0.0, 0.0, 0.0)
-_CKW = dict(contexts=CX, arms=CA, rewards=CR, row_ids=np.arange(6), n_fit=6, users=None, n_arms=2, lam=1.0, beta=1.0,
-            context_bound=1.0, pub_gram=CSTATE.gram, pub_moments=CSTATE.moments, pub_counts=CSTATE.counts, pending={},
-            release_mus=[], log=[], release_theta=CSTATE.theta, method="rollback", epsilon=None, delta=None,
-            sigma=None, eval_contexts=None, rng=RNG)
+V(
+    "reason must be one of",
+    ctxm.ContextualDeletionRecord,
+    0,
+    (1,),
+    "rollback",
+    (),
+    (),
+    (),
+    "magic",
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+)
+V(
+    "method must be one of",
+    ctxm.ContextualDeletionRecord,
+    0,
+    (1,),
+    "noisy",
+    (),
+    (),
+    (),
+    "rollback-only model",
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+)
+_CKW = dict(
+    contexts=CX,
+    arms=CA,
+    rewards=CR,
+    row_ids=np.arange(6),
+    n_fit=6,
+    users=None,
+    n_arms=2,
+    lam=1.0,
+    beta=1.0,
+    context_bound=1.0,
+    pub_gram=CSTATE.gram,
+    pub_moments=CSTATE.moments,
+    pub_counts=CSTATE.counts,
+    pending={},
+    release_mus=[],
+    log=[],
+    release_theta=CSTATE.theta,
+    method="rollback",
+    epsilon=None,
+    delta=None,
+    sigma=None,
+    eval_contexts=None,
+    rng=RNG,
+)
 V("method must be one of", ctxm.ContextualModel, **(_CKW | dict(method="magic")))
 T("rng must be a Generator", ctxm.ContextualModel, **(_CKW | dict(rng=3)))
-V("method 'adaptive' needs epsilon", ctxm.ContextualModel.fit, CX, CA, CR, n_arms=2, context_bound=1.0,
-  method="adaptive")
+V(
+    "method 'adaptive' needs epsilon",
+    ctxm.ContextualModel.fit,
+    CX,
+    CA,
+    CR,
+    n_arms=2,
+    context_bound=1.0,
+    method="adaptive",
+)
 V("method 'rollback' is exact", ctxm.ContextualModel.fit, CX, CA, CR, n_arms=2, context_bound=1.0, sigma=1.0)
 V("contexts must have 2 columns", CMODEL.actions, np.zeros((1, 3)))
 V("unknown user", CMODEL.delete, user="zed")
 V("row 9", CMODEL.delete, rows=[9])
 T("model must be a ContextualModel", ctxm.save_contextual_model, "model", Path(_TMP.name) / "ctx.npz")
 T("path must be a str or os.PathLike", CMODEL.save, 3)
-V("path must name a file in an existing folder", ctxm.save_contextual_model, CMODEL, A_DIR / "missing" / "m.npz")
+V(
+    "path must name a file in an existing folder",
+    ctxm.save_contextual_model,
+    CMODEL,
+    A_DIR / "missing" / "m.npz",
+)
 V("not a readable contextual model file", ctxm.load_contextual_model, A_FILE)
 T("rng must be a numpy.random.Generator", ctxm.load_contextual_model, A_FILE, rng="rng")
 V("not a readable contextual model file", ctxm.ContextualModel.load, A_FILE)
@@ -1991,8 +2998,34 @@ V("not a readable contextual model file", ctxm.ContextualModel.load, A_FILE)
 # --- bandit_unlearning.experiments.guarantees (the guarantee matrix)
 from bandit_unlearning.experiments import paper_numbers as pn  # noqa: E402
 
-V("kind must be one of", pn.PaperStatement, "x", "Table 2", "t", "table2", "Md-hard-N", 900, ("Alg6",), "guess", 0.0, "")
-T("methods must be a tuple", pn.PaperStatement, "x", "Table 2", "t", "table2", "Md-hard-N", 900, ["Alg6"], "value", 0.0, "")
+V(
+    "kind must be one of",
+    pn.PaperStatement,
+    "x",
+    "Table 2",
+    "t",
+    "table2",
+    "Md-hard-N",
+    900,
+    ("Alg6",),
+    "guess",
+    0.0,
+    "",
+)
+T(
+    "methods must be a tuple",
+    pn.PaperStatement,
+    "x",
+    "Table 2",
+    "t",
+    "table2",
+    "Md-hard-N",
+    900,
+    ["Alg6"],
+    "value",
+    0.0,
+    "",
+)
 T("statement must be a PaperStatement", pn.statement_verdict, "table2", {"Alg6": 0.0}, {})
 V("values has no method 'Alg6'", pn.statement_verdict, pn.PAPER_A_STATEMENTS[1], {}, {})
 T("results must be a sequence of result dicts", pn.compare_with_paper, 3)
@@ -2044,16 +3077,48 @@ T("configs\\[i\\] must be a UCBVIConfig", rbatch.run_batch, RIVER, ["c"], [0], [
 V("seed must lie in", rbatch.run_batch, RIVER, _BCFG, [0, -1], [0, 1])
 T("rngs\\[i\\]", rbatch.run_batch, RIVER, _BCFG, [0, 1], [0, "rng"])
 V("reward_noise must be one of", rbatch.run_batch, RIVER, _BCFG, [0, 1], [0, 1], reward_noise="x")
-T("keep_trajectories must be True or False", rbatch.run_batch, RIVER, _BCFG, [0, 1], [0, 1], keep_trajectories=1)
-T("configs must be", rbatch.BatchRun, np.zeros((1, 4, 4, 3), np.int8), np.zeros((1, 120)), np.zeros((1, 120)),
-  [_BCFG[0]], (0,))
-V("a batch of 1 configs needs", rbatch.BatchRun, np.zeros((2, 4, 4, 3), np.int8), np.zeros((1, 120)),
-  np.zeros((1, 120)), (_BCFG[0],), (0,))
+T(
+    "keep_trajectories must be True or False",
+    rbatch.run_batch,
+    RIVER,
+    _BCFG,
+    [0, 1],
+    [0, 1],
+    keep_trajectories=1,
+)
+T(
+    "configs must be",
+    rbatch.BatchRun,
+    np.zeros((1, 4, 4, 3), np.int8),
+    np.zeros((1, 120)),
+    np.zeros((1, 120)),
+    [_BCFG[0]],
+    (0,),
+)
+V(
+    "a batch of 1 configs needs",
+    rbatch.BatchRun,
+    np.zeros((2, 4, 4, 3), np.int8),
+    np.zeros((1, 120)),
+    np.zeros((1, 120)),
+    (_BCFG[0],),
+    (0,),
+)
 T("mdp must be a TabularMDP", rl_batch.stable_regret_curves, None, 4, [1.0], [0], [0], [1.0])
 V("one entry per run", rl_batch.stable_regret_curves, RIVER, 4, [1.0, 2.0], [0, 1], [0, 1], [1.0])
 V("rhos must be", rl_batch.stable_regret_curves, RIVER, 4, [0.0], [0], [0], [1.0])
 V("n_points must be >= 1", rl_batch.stable_regret_curves, RIVER, 4, [1.0], [0], [0], [1.0], n_points=0)
-V("calibration must be one of", rl_batch.stable_regret_curves, RIVER, 4, [1.0], [0], [0], [1.0], calibration="x")
+V(
+    "calibration must be one of",
+    rl_batch.stable_regret_curves,
+    RIVER,
+    4,
+    [1.0],
+    [0],
+    [0],
+    [1.0],
+    calibration="x",
+)
 T("mdp must be a TabularMDP", rl_batch.unlearning_cost, "m", 8, 1.0, 1, 1, 0)
 V("T must be >= 2", rl_batch.unlearning_cost, RIVER, 1, 1.0, 1, 1, 0)
 V("n_runs must be >= 1", rl_batch.unlearning_cost, RIVER, 8, 1.0, 0, 1, 0)
@@ -2075,16 +3140,40 @@ V("delta must lie strictly between 0 and 1", bernstein.peeling_level, 0.0, 10)
 V("n_max must be", bernstein.peeling_level, 0.1, 0)
 T("config must be a UCBVIConfig", bernstein.noisy_bernstein_constants, None)
 T("noise_correction must be True or False", bernstein.noisy_bernstein_constants, _NB_CONFIG, 1)
-V("config.bonus_kind must be 'noisy_bernstein'", bernstein.noisy_bernstein_plan, np.zeros((2, 4)),
-  np.zeros((2, 4)), np.zeros((2, 4, 2)), ucbvi.UCBVIConfig(2, 2, 2, 10))
-V("N, R must have shape", bernstein.noisy_bernstein_plan, np.zeros((2, 3)), np.zeros((2, 4)),
-  np.zeros((2, 4, 2)), _NB_CONFIG)
+V(
+    "config.bonus_kind must be 'noisy_bernstein'",
+    bernstein.noisy_bernstein_plan,
+    np.zeros((2, 4)),
+    np.zeros((2, 4)),
+    np.zeros((2, 4, 2)),
+    ucbvi.UCBVIConfig(2, 2, 2, 10),
+)
+V(
+    "N, R must have shape",
+    bernstein.noisy_bernstein_plan,
+    np.zeros((2, 3)),
+    np.zeros((2, 4)),
+    np.zeros((2, 4, 2)),
+    _NB_CONFIG,
+)
 V("u must be a finite vector", bernstein.noisy_bernstein_values, np.zeros(3), _NB_CONFIG)
-T("constants must be a NoisyBernsteinConstants", bernstein.noisy_bernstein_values,
-  np.zeros(_NB_CONFIG.layout.d), _NB_CONFIG, True, "k")
+T(
+    "constants must be a NoisyBernsteinConstants",
+    bernstein.noisy_bernstein_values,
+    np.zeros(_NB_CONFIG.layout.d),
+    _NB_CONFIG,
+    True,
+    "k",
+)
 V("has no step bonus of the counts alone", _NB_CONFIG.step_bonus, 0, np.ones(2))
-V("plans with its own value iteration", rbatch.run_batch, rmdp.TabularMDP(np.full((2, 2, 2), 0.5), np.zeros((2, 2)),
-  np.array([1.0, 0.0]), 2), [_NB_CONFIG], [0], [None])
+V(
+    "plans with its own value iteration",
+    rbatch.run_batch,
+    rmdp.TabularMDP(np.full((2, 2, 2), 0.5), np.zeros((2, 2)), np.array([1.0, 0.0]), 2),
+    [_NB_CONFIG],
+    [0],
+    [None],
+)
 # --- look-alike numbers (see tests/test_fuzz_inputs.py for the fuzzing pass over every numeric argument)
 from decimal import Decimal  # noqa: E402
 from fractions import Fraction  # noqa: E402
@@ -2117,16 +3206,34 @@ V(r"size must be <= 100000000", data.sample_statistics_distribution, MEANS, [0.2
 V(r"k must be <= 100000000", tree.draw_node_keys, RNG, 10**12)
 V(r"d must be <= 100000000", tree.node_noise, KEY, 10**12, 1.0)
 V("rho must be large enough for a finite sigma", stable.stable_sigma, 5e-324, 4, 16)
-V("cannot calibrate sigma in double precision for epsilon = 4.94066e-324", pgauss.analytic_gaussian_sigma, 1.0, 5e-324, 5e-324)
+V(
+    "cannot calibrate sigma in double precision for epsilon = 4.94066e-324",
+    pgauss.analytic_gaussian_sigma,
+    1.0,
+    5e-324,
+    5e-324,
+)
 V("is not a positive double", pgauss.analytic_gaussian_sigma, 1e308, 1e-3, 1e-300)
 T("rewards must hold real numbers, not booleans", data.OfflineDataset, [0, 1], [True, False], 2)
 T("request rewards must hold real numbers, not booleans", mech.DeletionRequest, [0], [True])
 T("reward_sums must hold real numbers, not booleans", lcb.LCBState, [1, 1], [True, False], 0.1)
 T("means must hold real numbers, not booleans", bandit.bandit_users, [True, False], 3)
 T("mu1 must hold real numbers, not booleans", coupling.tv_gaussians, [True], [0.0], 1.0)
-T("outcomes_a must not be a masked array", audit.audit_epsilon, np.ma.masked_array([0, 1], mask=[1, 0]), [0, 1], 0.01)
+T(
+    "outcomes_a must not be a masked array",
+    audit.audit_epsilon,
+    np.ma.masked_array([0, 1], mask=[1, 0]),
+    [0, 1],
+    0.01,
+)
 T("theta must be an array of numbers", linucb.linear_users, [["a", "b"]], 3)
-T("user must be an integer key, not a masked array", rusers.rollout, RIVER, PI, np.ma.masked_array(0, mask=True))
+T(
+    "user must be an integer key, not a masked array",
+    rusers.rollout,
+    RIVER,
+    PI,
+    np.ma.masked_array(0, mask=True),
+)
 T("sigma must be a real number", linucb.gram_shift, "1", 2, 8, 2, 0.01)
 
 # --- bandit_unlearning.literate (the decorator that writes a class over several cells)
@@ -2153,8 +3260,9 @@ def _cli(*args):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "bandit_unlearning", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bandit_unlearning", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_refuses_an_existing_file_as_out_without_a_traceback(tmp_path):
@@ -2176,7 +3284,12 @@ def test_cli_refuses_a_negative_seed_before_creating_the_folder(tmp_path):
 def _accepting_calls():
     """Successful calls that validate arrays the caller still owns: (name, call, the caller's arrays)."""
     arms, rewards = np.array([0, 1, 0]), np.array([1.0, 0.0, 1.0])
-    counts, sums, pair_means, pair_counts = np.array([3, 2]), np.array([1.0, 1.0]), MEANS[:2] + 0, np.array([20, 20])
+    counts, sums, pair_means, pair_counts = (
+        np.array([3, 2]),
+        np.array([1.0, 1.0]),
+        MEANS[:2] + 0,
+        np.array([20, 20]),
+    )
     means2 = np.array([[0.7, 0.5], [0.3, 0.5]])
     P, R, init = np.full((2, 2, 2), 0.5), np.zeros((2, 2)), np.array([1.0, 0.0])
     idx, vals, x = np.array([1, 2]), np.array([1.0, 2.0]), np.zeros(4)
@@ -2187,7 +3300,11 @@ def _accepting_calls():
         ("LCBState", lambda: lcb.LCBState(counts, sums, 0.1), [counts, sums]),
         ("DeletionRequest", lambda: mech.DeletionRequest(arms, rewards), [arms, rewards]),
         ("ImitationState", lambda: im.ImitationState(counts), [counts]),
-        ("TwoPointPair", lambda: lb.TwoPointPair("fixed", means2, 0.2, 5, 40, counts=pair_counts), [means2, pair_counts]),
+        (
+            "TwoPointPair",
+            lambda: lb.TwoPointPair("fixed", means2, 0.2, 5, 40, counts=pair_counts),
+            [means2, pair_counts],
+        ),
         ("BanditUser", lambda: bandit.BanditUser(pair_means), [pair_means]),
         ("TabularMDP", lambda: rmdp.TabularMDP(P, R, init, 3), [P, R, init]),
         ("SparseStatistic", lambda: tree.statistic_sparse(tree.SparseStatistic(idx, vals), 4), [idx, vals]),
@@ -2202,10 +3319,10 @@ def _accepting_calls():
     ]
 
 
-@pytest.mark.parametrize("name, call, arrays", _accepting_calls(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "name, call, arrays", _accepting_calls(), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_accepted_input_is_neither_frozen_nor_modified(name, call, arrays):
     before = snapshot(arrays)
     call()
     assert snapshot(arrays) == before, f"{name} changed (or froze) the caller's arrays"
-
-

@@ -42,8 +42,11 @@ def _conf(notebooks: Path | None = None) -> dict:
 def test_every_notebook_is_in_the_toc_once_in_reading_order():
     conf = _conf()
     docs = [doc for _, part in conf["toc"]() for doc in part]
-    on_disk = {p.relative_to(ROOT / "notebooks").with_suffix("").as_posix()
-               for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts}
+    on_disk = {
+        p.relative_to(ROOT / "notebooks").with_suffix("").as_posix()
+        for p in (ROOT / "notebooks").rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in p.parts
+    }
     assert len(docs) == len(set(docs)) and set(docs) | {"index"} == on_disk
     assert docs[0] == "00_tour" and docs[1].startswith("mab/01") and docs[-1] == "errata"
     order = ["00_tour"] + [f for f, _ in conf["PARTS"]] + ["errata"]
@@ -71,8 +74,23 @@ def test_the_toc_is_appended_to_the_index_only():
 
 
 def _sphinx(src: Path, out: Path, conf_dir: Path, strict: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "sphinx", "-E", "-a", *(["-W", "--keep-going", "-n"] if strict else []), "-q",
-           "-c", str(conf_dir), "-d", str(out.parent / "doctrees"), "-b", "html", str(src), str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-E",
+        "-a",
+        *(["-W", "--keep-going", "-n"] if strict else []),
+        "-q",
+        "-c",
+        str(conf_dir),
+        "-d",
+        str(out.parent / "doctrees"),
+        "-b",
+        "html",
+        str(src),
+        str(out),
+    ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
 
 
@@ -98,7 +116,10 @@ def test_the_book_builds_with_every_warning_an_error(book):
 
 def test_page_titles_are_plain_text():
     conf = _conf()
-    assert conf["plain_title"](r"Auditing \((\varepsilon, \delta)\): the hockey-stick") == "Auditing (ε, δ): the hockey-stick"
+    assert (
+        conf["plain_title"](r"Auditing \((\varepsilon, \delta)\): the hockey-stick")
+        == "Auditing (ε, δ): the hockey-stick"
+    )
     assert conf["plain_title"](r"for \(C^\star \in (1, 2)\)") == "for C* ∈ (1, 2)"
     with pytest.raises(ValueError, match="no plain-text form"):
         conf["plain_title"](r"about \(\Gamma_{\mathfrak g}\)")
@@ -128,19 +149,42 @@ def test_every_page_reads_well_in_a_browser(chromium, book):
     assert {"index.html", "00_tour.html", "errata.html"} <= pages and len(pages) >= 40
     # Every page has its formulas typeset (the index, a Paper A and a Paper B chapter at least).
     formulas = {r.page: r.formulas for r in reports}
-    assert formulas["index.html"] > 10 and formulas["mab/05_mixing.html"] > 50 and formulas["rl/12_linucb.html"] > 50
+    assert (
+        formulas["index.html"] > 10
+        and formulas["mab/05_mixing.html"] > 50
+        and formulas["rl/12_linucb.html"] > 50
+    )
     print(f"{len(reports)} pages, {sum(formulas.values())} formulas, {time.monotonic() - start:.1f} s")
 
 
 def _markdown_nb(*cells: str, png: bytes | None = None) -> str:
-    nb = {"cells": [{"cell_type": "markdown", "id": f"c{i}", "metadata": {}, "source": c} for i, c in enumerate(cells)],
-          "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "id": f"c{i}", "metadata": {}, "source": c} for i, c in enumerate(cells)
+        ],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     if png is not None:
         import base64
-        nb["cells"].append({"cell_type": "code", "id": "fig", "metadata": {}, "execution_count": 1, "source": "plot()",
-                            "outputs": [{"output_type": "display_data", "metadata": {},
-                                         "data": {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"}}]})
+
+        nb["cells"].append(
+            {
+                "cell_type": "code",
+                "id": "fig",
+                "metadata": {},
+                "execution_count": 1,
+                "source": "plot()",
+                "outputs": [
+                    {
+                        "output_type": "display_data",
+                        "metadata": {},
+                        "data": {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"},
+                    }
+                ],
+            }
+        )
     return json.dumps(nb)
 
 
@@ -155,7 +199,11 @@ B(k) := \\sqrt{\\frac{2L}{n - k}}
 $$
 and $B$ is minimised at an end.
 """
-FIXED = PITFALL.replace("**Theorem.**\n$$", "**Theorem.**\n\n$$").replace("}}\n  + ", "}} +\n  ").replace("# Broken", "# Fixed")
+FIXED = (
+    PITFALL.replace("**Theorem.**\n$$", "**Theorem.**\n\n$$")
+    .replace("}}\n  + ", "}} +\n  ")
+    .replace("# Broken", "# Fixed")
+)
 
 
 @pytest.fixture(scope="module")
@@ -168,10 +216,14 @@ def _tiny_book(tmp_path: Path) -> Path:
     src = tmp_path / "notebooks"
     (src / "mab").mkdir(parents=True)
     png = _png()
-    pages = {"index": _markdown_nb("# Tiny book\n\nA formula: $\\varepsilon > 0$."),
-             "00_tour": _markdown_nb("# Tour\n\nNothing."), "errata": _markdown_nb("# Errata\n\nNone."),
-             "mab/01_broken": _markdown_nb(PITFALL), "mab/02_fixed": _markdown_nb(FIXED),
-             "mab/03_figure": _markdown_nb("# A figure\n\nIt is below.", png=png)}
+    pages = {
+        "index": _markdown_nb("# Tiny book\n\nA formula: $\\varepsilon > 0$."),
+        "00_tour": _markdown_nb("# Tour\n\nNothing."),
+        "errata": _markdown_nb("# Errata\n\nNone."),
+        "mab/01_broken": _markdown_nb(PITFALL),
+        "mab/02_fixed": _markdown_nb(FIXED),
+        "mab/03_figure": _markdown_nb("# A figure\n\nIt is below.", png=png),
+    }
     for doc, text in pages.items():
         (src / f"{doc}.ipynb").write_text(text)
     conf_dir = tmp_path / "conf"
@@ -180,7 +232,8 @@ def _tiny_book(tmp_path: Path) -> Path:
         f"__file__ = {str(ROOT / 'docs' / 'conf.py')!r}\n"
         f"exec(compile(open(__file__).read(), __file__, 'exec'))\n"
         f"NOTEBOOKS = __import__('pathlib').Path({str(src)!r})\n"
-        f"PARTS = [('mab', 'Part')]\n")
+        f"PARTS = [('mab', 'Part')]\n"
+    )
     (conf_dir / "_templates").symlink_to(ROOT / "docs" / "_templates")
     out = tmp_path / "html"
     run = _sphinx(src, out, conf_dir, strict=False)
@@ -192,6 +245,7 @@ def _png() -> bytes:
     import io
 
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(1, 1))
     ax.plot([0, 1], [0, 1])
     buf = io.BytesIO()
@@ -229,8 +283,13 @@ def test_the_browser_check_rejects_mathjax_from_a_cdn(chromium, tiny_book, tmp_p
     shutil.copytree(tiny_book, out)
     index = (out / "index.html").read_text()
     assert index.count('src="_static/mathjax/tex-chtml.js') == 1
-    (out / "index.html").write_text(re.sub(r'src="_static/mathjax/tex-chtml\.js[^"]*"',
-                                           'src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"', index))
+    (out / "index.html").write_text(
+        re.sub(
+            r'src="_static/mathjax/tex-chtml\.js[^"]*"',
+            'src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"',
+            index,
+        )
+    )
     index = {r.page: r for r in book_browser.check_book(out, binary)}["index.html"]
     assert index.formulas == 0
     assert any(p.startswith("request leaves the machine: https://cdn.jsdelivr.net/") for p in index.problems)

@@ -20,8 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "bandit_unlearning", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "bandit_unlearning", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 def test_out_under_a_file_is_one_clean_line_with_the_subcommand_usage(tmp_path):
@@ -34,7 +39,11 @@ def test_out_under_a_file_is_one_clean_line_with_the_subcommand_usage(tmp_path):
 
 
 def test_validation_errors_print_the_subcommand_usage():
-    for args in (["reproduce", "figure9"], ["reproduce", "lemma31", "--workers", "0"], ["copy", "mab.nothing", "x"]):
+    for args in (
+        ["reproduce", "figure9"],
+        ["reproduce", "lemma31", "--workers", "0"],
+        ["copy", "mab.nothing", "x"],
+    ):
         done = _cli(*args)
         assert done.returncode == 2 and "Traceback" not in done.stderr, args
         assert done.stderr.startswith(f"usage: python -m bandit_unlearning {args[0]} "), done.stderr
@@ -56,21 +65,29 @@ def test_a_truncated_result_file_does_not_stop_the_summary(tmp_path):
     summary = (tmp_path / "summary.md").read_text()
     assert "Lemma 3.1" in summary and "`figure1.json`" in summary and "Skipped files" in summary
     assert "skipping figure1.json" in done.stderr
-    assert oct((tmp_path / "summary.md").stat().st_mode & 0o777) != oct(0o600)   # not mkstemp's private mode
+    assert oct((tmp_path / "summary.md").stat().st_mode & 0o777) != oct(0o600)  # not mkstemp's private mode
 
 
 def test_write_summary_skips_unreadable_files(tmp_path):
     (tmp_path / "broken.json").write_text("{not json")
     path = cli.write_summary(tmp_path)
     assert "`broken.json`" in path.read_text()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.json", "summary.md"]   # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "broken.json",
+        "summary.md",
+    ]  # no temporary file left
 
 
 def _interrupt(args, out: Path) -> subprocess.CompletedProcess:
     """Start reproduce, wait until an experiment is running, then press Ctrl-C (SIGINT to the group)."""
-    proc = subprocess.Popen([sys.executable, "-m", "bandit_unlearning", "reproduce", *args, "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bandit_unlearning", "reproduce", *args, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if out.is_dir() and any(p.name.startswith(f".staging-{proc.pid}-") for p in out.iterdir()):
@@ -87,15 +104,18 @@ def test_ctrl_c_is_one_line_and_leaves_no_empty_folder(tmp_path):
     out = tmp_path / "new" / "deeper"
     done = _interrupt(["rl", "--scale", "quick", "--workers", "2"], out)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert done.stderr.strip().splitlines()[-1] == "python -m bandit_unlearning reproduce: interrupted; nothing was written"
-    assert not (tmp_path / "new").exists()          # both folders it created are gone
+    assert (
+        done.stderr.strip().splitlines()[-1]
+        == "python -m bandit_unlearning reproduce: interrupted; nothing was written"
+    )
+    assert not (tmp_path / "new").exists()  # both folders it created are gone
 
 
 def test_ctrl_c_leaves_the_old_files_as_they_were(tmp_path):
     old = {"experiment": "rl", "scale": "quick", "seed": 0, "panels": [], "note": "the previous run"}
     (tmp_path / "rl.json").write_text(json.dumps(old))
     (tmp_path / "rl_regret.png").write_bytes(b"previous figure")
-    (tmp_path / ".staging-999999999-rl-stale").mkdir()      # left by a killed run: removed
+    (tmp_path / ".staging-999999999-rl-stale").mkdir()  # left by a killed run: removed
     done = _interrupt(["rl", "--scale", "quick"], tmp_path)
     assert done.returncode == 130, done.stderr[-3000:]
     assert json.loads((tmp_path / "rl.json").read_text()) == old
@@ -125,15 +145,18 @@ def test_a_silent_experiment_reports_progress(capsys):
     assert len(lines) >= 2 and all(line.startswith("figure1: still running (") for line in lines)
 
 
-@pytest.mark.parametrize("value, stderr, shown", [
-    (0.0001234, 0.0000045, "0.0001234 ± 0.0000045"),   # was "0.0001 ± 0.0000"
-    (0.0048, 0.0003, "0.00480 ± 0.00030"),
-    (312.44, 5.1, "312.4 ± 5.1"),                       # was "312.4400 ± 5.1000"
-    (312.44, None, "312.4"),
-    (0.00012, None, "0.0001200"),
-    (1.5, 0.0, "1.500 ± 0"),
-    (0.00108, 0.0000999, "0.00108 ± 0.00010"),         # an error that rounds up to the next decade
-])
+@pytest.mark.parametrize(
+    "value, stderr, shown",
+    [
+        (0.0001234, 0.0000045, "0.0001234 ± 0.0000045"),  # was "0.0001 ± 0.0000"
+        (0.0048, 0.0003, "0.00480 ± 0.00030"),
+        (312.44, 5.1, "312.4 ± 5.1"),  # was "312.4400 ± 5.1000"
+        (312.44, None, "312.4"),
+        (0.00012, None, "0.0001200"),
+        (1.5, 0.0, "1.500 ± 0"),
+        (0.00108, 0.0000999, "0.00108 ± 0.00010"),  # an error that rounds up to the next decade
+    ],
+)
 def test_summary_cells_show_significant_digits(value, stderr, shown):
     assert cli._cell(value, stderr) == shown
 
@@ -151,8 +174,20 @@ def test_a_scheduler_that_dies_mid_run_is_one_line(tmp_path):
     address = f"tcp://127.0.0.1:{port}"
     dask = str(Path(sys.executable).parent / "dask")
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0", "--no-show"], **quiet)
+    scheduler = subprocess.Popen(
+        [
+            dask,
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dashboard-address",
+            ":0",
+            "--no-show",
+        ],
+        **quiet,
+    )
     worker = None
     try:
         deadline = time.monotonic() + 60
@@ -162,12 +197,28 @@ def test_a_scheduler_that_dies_mid_run_is_one_line(tmp_path):
                 break
             except OSError:
                 time.sleep(0.2)
-        worker = subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1",
-                                   "--dashboard-address", ":0"], **quiet)
+        worker = subprocess.Popen(
+            [dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--dashboard-address", ":0"],
+            **quiet,
+        )
         out = tmp_path / "out"
-        run = subprocess.Popen([sys.executable, "-m", "bandit_unlearning", "reproduce", "figure1", "--out", str(out),
-                                "--scheduler", address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               cwd=ROOT)
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bandit_unlearning",
+                "reproduce",
+                "figure1",
+                "--out",
+                str(out),
+                "--scheduler",
+                address,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and run.poll() is None:
             if out.is_dir() and any(p.name.startswith(".staging-") for p in out.iterdir()):
@@ -185,7 +236,9 @@ def test_a_scheduler_that_dies_mid_run_is_one_line(tmp_path):
                 proc.wait()
     assert run.returncode == 1, stderr[-3000:]
     *progress, last = stderr.strip().splitlines()
-    assert last == (f"python -m bandit_unlearning reproduce: error: the Dask cluster at {address} stopped answering "
-                    "during the run (CancelledError); nothing was written"), stderr[-3000:]
-    assert all(line.startswith("figure1: ") for line in progress), stderr[-3000:]   # progress lines only
+    assert last == (
+        f"python -m bandit_unlearning reproduce: error: the Dask cluster at {address} stopped answering "
+        "during the run (CancelledError); nothing was written"
+    ), stderr[-3000:]
+    assert all(line.startswith("figure1: ") for line in progress), stderr[-3000:]  # progress lines only
     assert not out.exists()

@@ -33,26 +33,42 @@ def bare_python(tmp_path_factory):
     for module in (numpy, scipy):
         src = Path(module.__file__).parent
         for entry in src.parent.iterdir():
-            if entry.name.split("-")[0].split(".")[0] == src.name:      # numpy, numpy.libs, numpy-X.dist-info
+            if entry.name.split("-")[0].split(".")[0] == src.name:  # numpy, numpy.libs, numpy-X.dist-info
                 (site / entry.name).symlink_to(entry)
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "PYTHONNOUSERSITE": "1",
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(site),
+        "PYTHONNOUSERSITE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+    }
     return base / "venv" / "bin" / "python", env
 
 
 def _run(python, env, code: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(python), "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=120)
+    return subprocess.run(
+        [str(python), "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def test_the_bare_environment_holds_only_numpy_and_scipy(bare_python, tmp_path):
     python, env = bare_python
-    done = _run(python, env, """
+    done = _run(
+        python,
+        env,
+        """
         import importlib.util, numpy, scipy
         print(numpy.__version__, scipy.__version__)
         for name in ("bandit_unlearning", "matplotlib", "tqdm", "pytest"):
             assert importlib.util.find_spec(name) is None, name
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [numpy.__version__, scipy.__version__]
 
@@ -85,19 +101,42 @@ def test_a_copy_imports_and_runs_in_the_bare_environment(module, bare_python, tm
     python, env = bare_python
     files, needs = module_files(module)
     assert set(needs) <= {"numpy", "scipy"}
-    done = subprocess.run([sys.executable, "-m", "bandit_unlearning", "copy", module, str(tmp_path / "vendor"),
-                           "--name", "mylib"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bandit_unlearning",
+            "copy",
+            module,
+            str(tmp_path / "vendor"),
+            "--name",
+            "mylib",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
-    copied = sorted(p.relative_to(tmp_path / "vendor" / "mylib").as_posix()
-                    for p in (tmp_path / "vendor" / "mylib").rglob("*.py"))
+    copied = sorted(
+        p.relative_to(tmp_path / "vendor" / "mylib").as_posix()
+        for p in (tmp_path / "vendor" / "mylib").rglob("*.py")
+    )
     # exactly the files it needs, plus an __init__.py for each folder on the way
     expected = {f.relative_to(ROOT / "bandit_unlearning").as_posix() for f in files}
-    assert set(copied) - expected <= {f"{d}/__init__.py" for d in ("mab", "exact", "privacy", "rl", "experiments")}
+    assert set(copied) - expected <= {
+        f"{d}/__init__.py" for d in ("mab", "exact", "privacy", "rl", "experiments")
+    }
     assert expected <= set(copied)
-    for path in (tmp_path / "vendor" / "mylib").rglob("*.py"):          # every import renamed
+    for path in (tmp_path / "vendor" / "mylib").rglob("*.py"):  # every import renamed
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             assert not any(n.split(".")[0] == "bandit_unlearning" for n in names), (path, names)
     env = dict(env, PYTHONPATH=env["PYTHONPATH"] + ":" + str(tmp_path / "vendor"))
     run = _run(python, env, CALLS[module], tmp_path)

@@ -18,7 +18,8 @@ import socket
 import pytest
 
 distributed = pytest.importorskip(
-    "distributed", reason="Dask's distributed scheduler is not installed (pip install -e '.[dask]')")
+    "distributed", reason="Dask's distributed scheduler is not installed (pip install -e '.[dask]')"
+)
 
 import matplotlib.figure  # noqa: E402
 
@@ -30,12 +31,30 @@ INF = math.inf
 # The RL sweep at its smallest: every task kind of reproduce_rl (regret on both environments, the
 # unlearning cost, the lower bound), 8 tasks of well under a second each.
 TINY_RL = {
-    "regret": {"environments": [{"name": "riverswim", "H": 5, "T": 200}, {"name": "gridworld", "H": 5, "T": 16}],
-               "rhos": [INF, 1.0], "bonus_scales": [1.0], "populations": 1, "n_points": 5},
-    "cost": {"environment": {"name": "riverswim", "H": 5}, "Ts": [32], "rhos": [0.3, 1.0], "n_runs": 1,
-             "requests_per_run": 3},
-    "lower_bound": {"n_bandits": 2, "n_actions": 2, "H": 2, "gap": 0.25, "T": 200, "rhos": [INF, 1.0],
-                    "bonus_scales": [1.0], "populations": 1},
+    "regret": {
+        "environments": [{"name": "riverswim", "H": 5, "T": 200}, {"name": "gridworld", "H": 5, "T": 16}],
+        "rhos": [INF, 1.0],
+        "bonus_scales": [1.0],
+        "populations": 1,
+        "n_points": 5,
+    },
+    "cost": {
+        "environment": {"name": "riverswim", "H": 5},
+        "Ts": [32],
+        "rhos": [0.3, 1.0],
+        "n_runs": 1,
+        "requests_per_run": 3,
+    },
+    "lower_bound": {
+        "n_bandits": 2,
+        "n_actions": 2,
+        "H": 2,
+        "gap": 0.25,
+        "T": 200,
+        "rhos": [INF, 1.0],
+        "bonus_scales": [1.0],
+        "populations": 1,
+    },
 }
 # reproduce_rl's units of work for TINY_RL: one batch per regret environment, one for the lower bound,
 # one per (T, rho) of the deletion cost.
@@ -50,8 +69,9 @@ def cluster():
     # The workers get this process's BLAS/OpenMP thread settings (the Makefile exports them as 1).
     env = {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ}
     # dashboard_address=":0": any free port (another test process may hold the default 8787).
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
-                                  env=env) as local:
+    with distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0", env=env
+    ) as local:
         yield local
 
 
@@ -74,7 +94,7 @@ def ran_on_cluster(stream) -> int:
 
 def test_workers_have_this_process_thread_settings(client):
     for name in THREAD_VARIABLES:
-        seen = client.run(os.getenv, name)                          # {worker address: value}
+        seen = client.run(os.getenv, name)  # {worker address: value}
         assert len(seen) == 2 and set(seen.values()) == {os.environ.get(name, "1")}
 
 
@@ -82,8 +102,9 @@ def test_paper_a_sweep_on_cluster_is_bit_identical(client):
     protocol = ProtocolA.quick()
     serial = run_experiment("figure3", protocol, seed=5, progress=False)
     with distributed.get_task_stream(client) as stream:
-        on_cluster = run_experiment("figure3", protocol, seed=5, executor=client.get_executor(pure=False),
-                                    progress=False)
+        on_cluster = run_experiment(
+            "figure3", protocol, seed=5, executor=client.get_executor(pure=False), progress=False
+        )
     models = {pl["model"] for pl in panels("figure3", protocol)}
     assert ran_on_cluster(stream) == len(models) * protocol.n_runs  # every run, all on the workers
     assert json.dumps(on_cluster) == json.dumps(serial)
@@ -94,19 +115,24 @@ def test_paper_a_sweep_on_cluster_is_bit_identical(client):
 def test_rl_sweep_on_cluster_is_bit_identical(client, tmp_path, no_drawing):
     serial = rl_paper.reproduce_rl(tmp_path / "serial", "quick", seed=3, protocol=TINY_RL)
     with distributed.get_task_stream(client) as stream:
-        with runner.use_executor(client.get_executor(pure=False)):      # reproduce_rl's run_tasks uses it
+        with runner.use_executor(client.get_executor(pure=False)):  # reproduce_rl's run_tasks uses it
             on_cluster = rl_paper.reproduce_rl(tmp_path / "dask", "quick", seed=3, protocol=TINY_RL)
     assert ran_on_cluster(stream) == RL_TASKS
     assert json.dumps(on_cluster, allow_nan=False) == json.dumps(serial, allow_nan=False)
     for name in ("rl_regret", "rl_unlearning_cost", "rl_lower_bound"):
-        assert (tmp_path / "dask" / f"{name}.json").read_text() == (tmp_path / "serial" / f"{name}.json").read_text()
+        assert (tmp_path / "dask" / f"{name}.json").read_text() == (
+            tmp_path / "serial" / f"{name}.json"
+        ).read_text()
 
 
 def test_cli_scheduler_address_is_bit_identical(cluster, tmp_path, no_drawing, capsys):
     def run(out, *extra):
-        assert cli.main(["reproduce", "table2", "--scale", "quick", "--seed", "2", "--out", str(out), *extra]) == 0
+        assert (
+            cli.main(["reproduce", "table2", "--scale", "quick", "--seed", "2", "--out", str(out), *extra])
+            == 0
+        )
         result = json.loads((out / "table2.json").read_text())
-        assert result.pop("wall_time_s") >= 0                      # the only field that may differ
+        assert result.pop("wall_time_s") >= 0  # the only field that may differ
         return result
 
     serial = run(tmp_path / "serial")
@@ -128,7 +154,7 @@ def test_local_cluster_is_started_and_closed(monkeypatch):
     monkeypatch.setattr(distributed, "LocalCluster", Recorded)
     with runner.dask_executor("local:1") as ex:
         assert runner.run_tasks(abs, [-3, 1, -2], ex, progress=False) == [3, 1, 2]
-        (local, kwargs), = started
+        ((local, kwargs),) = started
         assert local.status.name == "running" and len(local.workers) == 1
         assert kwargs["processes"] is True and kwargs["threads_per_worker"] == 1
     assert local.status.name == "closed"
@@ -137,12 +163,23 @@ def test_local_cluster_is_started_and_closed(monkeypatch):
 def test_unreachable_scheduler_is_refused_before_writing(tmp_path, capsys):
     import dask
 
-    with socket.socket() as free:                                   # a loopback port nobody listens on
+    with socket.socket() as free:  # a loopback port nobody listens on
         free.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{free.getsockname()[1]}"
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         with pytest.raises(SystemExit) as exit_:
-            cli.main(["reproduce", "table2", "--scale", "quick", "--out", str(tmp_path / "r"), "--scheduler", address])
+            cli.main(
+                [
+                    "reproduce",
+                    "table2",
+                    "--scale",
+                    "quick",
+                    "--out",
+                    str(tmp_path / "r"),
+                    "--scheduler",
+                    address,
+                ]
+            )
     assert exit_.value.code == 1
     err = capsys.readouterr().err
     assert "scheduler (--scheduler)" in err and "could not be reached" in err and address in err

@@ -12,8 +12,21 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import BinaryTree, SparseStatistic, draw_node_keys, node_noise
 from bandit_unlearning.secrecy import allow_secrets
 
-needs_numba = pytest.mark.skipif(not accel.available(), reason="numba is not installed (pip install -e '.[accel]'): "
-                                 "the compiled kernels are optional, the numpy reference runs alone")
+needs_numba = pytest.mark.skipif(
+    not accel.available(),
+    reason="numba is not installed (pip install -e '.[accel]'): "
+    "the compiled kernels are optional, the numpy reference runs alone",
+)
+
+
+@pytest.fixture(autouse=True)
+def kernels_on():
+    """The kernels are off by default in the package; these tests switch them on (and restore)."""
+    previous = accel.enabled()
+    if accel.available():
+        accel.set_enabled(True)
+    yield
+    accel.set_enabled(previous)
 
 
 def both(f):
@@ -46,7 +59,7 @@ def test_switch_rules():
 @pytest.mark.parametrize("seed", [0, 1, 2, 12345])
 @pytest.mark.parametrize("k", [0, 1, 3, 200])
 def test_node_keys_bit_for_bit(seed, k):
-    fast, ref = both(lambda: (draw_node_keys(np.random.default_rng(seed), k), ))
+    fast, ref = both(lambda: (draw_node_keys(np.random.default_rng(seed), k),))
     assert fast[0].dtype == ref[0].dtype == np.uint64 and fast[0].shape == ref[0].shape == (k, 3)
     assert np.array_equal(fast[0], ref[0])
 
@@ -68,7 +81,7 @@ def _statistics(d: int, n: int, seed: int):
     rng = np.random.default_rng(seed)
     xs = rng.standard_normal((n, d)) * rng.choice([1e-3, 1.0, 1e3], size=(n, 1))
     xs[rng.random((n, d)) < 0.4] = 0.0
-    xs[rng.random(n) < 0.1] = 0.0                              # some all-zero statistics
+    xs[rng.random(n) < 0.1] = 0.0  # some all-zero statistics
     return xs
 
 
@@ -112,9 +125,9 @@ def test_trees_bit_for_bit(factory, d, n, seed, sparse):
     assert len(fast[0]) == len(ref[0])
     for a, b in zip(fast[0], ref[0]):
         assert a.tobytes() == b.tobytes()
-    assert fast[1] == ref[1]                               # the PathCoupling records
+    assert fast[1] == ref[1]  # the PathCoupling records
     assert fast[2].tobytes() == ref[2].tobytes() and fast[3].tobytes() == ref[3].tobytes()
-    assert fast[4:] == ref[4:]                             # n_leaves, and the generator's next draw
+    assert fast[4:] == ref[4:]  # n_leaves, and the generator's next draw
 
 
 @needs_numba
@@ -125,7 +138,7 @@ def test_the_comparison_sees_a_wrong_kernel(monkeypatch):
     right = kernels.noise
 
     def shifted(key, d, sigma):
-        return right(key, d + 1, sigma)[1:]                  # the right normals, shifted by one
+        return right(key, d + 1, sigma)[1:]  # the right normals, shifted by one
 
     fast_ok, ref = both(lambda: _session(LightTree, d, n, seed, True))
     monkeypatch.setattr(kernels, "noise", shifted)
@@ -162,10 +175,13 @@ def test_bad_statistics_refused_before_any_draw():
         tree = factory(4, 1.0)
         rng = np.random.default_rng(0)
         state = rng.bit_generator.state
-        for bad in (np.array([0.0, np.nan, 1.0, 0.0]), np.array([np.inf, 0.0, 0.0, 0.0]),
-                    np.array([1e200, 1e200, 0.0, 0.0])):
+        for bad in (
+            np.array([0.0, np.nan, 1.0, 0.0]),
+            np.array([np.inf, 0.0, 0.0, 0.0]),
+            np.array([1e200, 1e200, 0.0, 0.0]),
+        ):
             if np.isfinite(bad).all():
-                tree.append(bad, rng)                         # finite, only its square overflows: accepted
+                tree.append(bad, rng)  # finite, only its square overflows: accepted
                 assert np.array_equal(tree.leaf(1), bad)
                 tree.truncate(0)
                 state = rng.bit_generator.state
@@ -181,19 +197,21 @@ def test_the_package_runs_without_numba():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['numba'] = None\n"
-            "import numpy as np\n"
-            "from bandit_unlearning.exact import accel\n"
-            "from bandit_unlearning.exact.light_tree import LightTree\n"
-            "from bandit_unlearning.exact.tree import BinaryTree\n"
-            "assert not accel.available() and accel.kernels() is None\n"
-            "out = []\n"
-            "for f in (BinaryTree, LightTree):\n"
-            "    rng = np.random.default_rng(5); tree = f(8, 1.0)\n"
-            "    for t in range(1, 40):\n"
-            "        tree.append(np.arange(8.0) * t, rng)\n"
-            "    out.append(tree.noisy_prefix_sum(39).tobytes().hex())\n"
-            "print(' '.join(out))\n")
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "import numpy as np\n"
+        "from bandit_unlearning.exact import accel\n"
+        "from bandit_unlearning.exact.light_tree import LightTree\n"
+        "from bandit_unlearning.exact.tree import BinaryTree\n"
+        "assert not accel.available() and accel.kernels() is None\n"
+        "out = []\n"
+        "for f in (BinaryTree, LightTree):\n"
+        "    rng = np.random.default_rng(5); tree = f(8, 1.0)\n"
+        "    for t in range(1, 40):\n"
+        "        tree.append(np.arange(8.0) * t, rng)\n"
+        "    out.append(tree.noisy_prefix_sum(39).tobytes().hex())\n"
+        "print(' '.join(out))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     mine = []
     for f in (BinaryTree, LightTree):

@@ -5,7 +5,10 @@ import pytest
 from scipy import stats
 
 from bandit_unlearning.privacy.coupling import (
-    check_sigma, coupling_log_ratio, reflection_coupling, tv_gaussians,
+    check_sigma,
+    coupling_log_ratio,
+    reflection_coupling,
+    tv_gaussians,
 )
 
 

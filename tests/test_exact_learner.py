@@ -6,11 +6,25 @@ import numpy as np
 import pytest
 
 from bandit_unlearning.exact.bandit import (
-    BanditUser, actions, bandit_statistics, bandit_users, chosen_arm, pseudo_regret, ucb_bandit_learner,
+    BanditUser,
+    actions,
+    bandit_statistics,
+    bandit_users,
+    chosen_arm,
+    pseudo_regret,
+    ucb_bandit_learner,
     ucb_indices,
 )
 from bandit_unlearning.exact.learner import (
-    ExactOptions, extend, PrefixSumLearner, replayable_users, ReplayableUser, Run, same_model, train, ZERO_USER,
+    ExactOptions,
+    extend,
+    PrefixSumLearner,
+    replayable_users,
+    ReplayableUser,
+    Run,
+    same_model,
+    train,
+    ZERO_USER,
 )
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.tree import leaf_path
@@ -28,7 +42,7 @@ def users():
 def test_replayable_user_streams():
     u = ReplayableUser(12345)
     a = u.uniforms(5, 2, 3, 4)
-    u.uniforms(7, 1)                                  # other questions in between change nothing
+    u.uniforms(7, 1)  # other questions in between change nothing
     assert np.array_equal(a, ReplayableUser(12345).uniforms(5, 2, 3, 4))
     assert not np.array_equal(a, u.uniforms(5, 2, 3, 5))
     assert not np.array_equal(a, ReplayableUser(12346).uniforms(5, 2, 3, 4))
@@ -38,18 +52,29 @@ def test_replayable_user_streams():
 def test_replayable_users_population():
     pop = replayable_users(10, seed=7)
     assert len({u.key for u in pop}) == 10
-    fresh = replayable_users(10) + replayable_users(10)        # OS entropy: independent keys
+    fresh = replayable_users(10) + replayable_users(10)  # OS entropy: independent keys
     assert len({u.key for u in fresh} | {u.key for u in pop}) == 30
-    assert len(bandit_users(MEANS, 4)) == 4                                 # seed=None by default
+    assert len(bandit_users(MEANS, 4)) == 4  # seed=None by default
     assert pop[4:] == replayable_users(6, seed=7, start=4)
-    assert bandit_users(MEANS, 5, seed=1, start=3)[0].rewards.tolist() == bandit_users(MEANS, 4, seed=1)[3].rewards.tolist()
+    assert (
+        bandit_users(MEANS, 5, seed=1, start=3)[0].rewards.tolist()
+        == bandit_users(MEANS, 4, seed=1)[3].rewards.tolist()
+    )
 
 
-@pytest.mark.parametrize("call", [
-    lambda: ReplayableUser(-1), lambda: ReplayableUser(2**128), lambda: ReplayableUser(1).generator(1, 2, 3, 4),
-    lambda: ReplayableUser(1).generator(-1), lambda: replayable_users(-1, seed=1),
-    lambda: BanditUser([0.5, 1.5]), lambda: BanditUser([]), lambda: bandit_users([0.2, 1.2], 3, seed=0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ReplayableUser(-1),
+        lambda: ReplayableUser(2**128),
+        lambda: ReplayableUser(1).generator(1, 2, 3, 4),
+        lambda: ReplayableUser(1).generator(-1),
+        lambda: replayable_users(-1, seed=1),
+        lambda: BanditUser([0.5, 1.5]),
+        lambda: BanditUser([]),
+        lambda: bandit_users([0.2, 1.2], 3, seed=0),
+    ],
+)
 def test_user_bad_input(call):
     with pytest.raises((ValueError, TypeError)):
         call()
@@ -117,7 +142,7 @@ def test_unlearn_with_zero_noise_equals_retraining(users):
     run = train(lrn, users, np.random.default_rng(3))
     for t in (1, 17, 40):
         new, rec = unlearn(run, DeleteStep(t), rng=np.random.default_rng(4))
-        reference = train(lrn, users[:t - 1] + (ZERO_USER,) + users[t:], np.random.default_rng(9))
+        reference = train(lrn, users[: t - 1] + (ZERO_USER,) + users[t:], np.random.default_rng(9))
         assert rec.rejected == leaf_path(t, 40)[0] and rec.steps_recomputed == 40 - t
         assert all(same_model(x, y) for x, y in zip(new.models, reference.models))
         assert np.array_equal(new.tree.values()[0], reference.tree.values()[0])
@@ -142,7 +167,9 @@ def test_unlearn_branches_and_record(users):
         assert 0 <= rec.expected_steps_bound <= 40 * rec.retrain_probability_bound
         if diagnostics:
             shift = np.linalg.norm(run.tree.leaf(t))
-            assert rec.shift_norm == pytest.approx(shift) and rec.tv_per_node == pytest.approx(tv_gaussians([0.0], [shift], 2.0))
+            assert rec.shift_norm == pytest.approx(shift) and rec.tv_per_node == pytest.approx(
+                tv_gaussians([0.0], [shift], 2.0)
+            )
             assert rec.retrain_probability <= rec.retrain_probability_bound + 1e-15
             assert 0 <= rec.expected_steps_recomputed <= rec.expected_steps_bound + 1e-12
         else:
@@ -153,7 +180,7 @@ def test_unlearn_branches_and_record(users):
             assert rec.steps_recomputed == 0 and new.models is run.models
         else:
             assert rec.steps_recomputed == 40 - rec.rejected.end
-            assert all(a is b for a, b in zip(new.models[:rec.restart], run.models[:rec.restart]))
+            assert all(a is b for a, b in zip(new.models[: rec.restart], run.models[: rec.restart]))
         seen.add(rec.retrained)
     assert seen == {True, False}
 
@@ -216,21 +243,30 @@ def test_learner_bad_input(users):
 
 def test_custom_dummy_and_generic_models():
     """A learner whose models are dataclasses, with a non-zero dummy user."""
+
     @dataclasses.dataclass(frozen=True)
     class Model:
         total: float
         history: tuple
 
     lrn = PrefixSumLearner(
-        d=1, sigma=0.5, oracle=lambda user, t, w: np.array([float(user)]),
-        update=lambda u, t, w: Model(float(u[0]), w.history + (t,)), initial_model=Model(0.0, ()), B=2.0,
+        d=1,
+        sigma=0.5,
+        oracle=lambda user, t, w: np.array([float(user)]),
+        update=lambda u, t, w: Model(float(u[0]), w.history + (t,)),
+        initial_model=Model(0.0, ()),
+        B=2.0,
     )
     run = train(lrn, [1.0, 2.0, 3.0, 4.0, 5.0], np.random.default_rng(1))
     verify(run)
-    new, rec = unlearn(run, DeleteStep(2), options=ExactOptions(dummy=0.5, diagnostics=True), rng=np.random.default_rng(2))
+    new, rec = unlearn(
+        run, DeleteStep(2), options=ExactOptions(dummy=0.5, diagnostics=True), rng=np.random.default_rng(2)
+    )
     verify(new)
     assert new.users[1] == 0.5 and rec.shift_norm == pytest.approx(1.5)
-    assert same_model(Model(1.0, (1,)), Model(1.0, (1,))) and not same_model(Model(1.0, (1,)), Model(1.0, (2,)))
+    assert same_model(Model(1.0, (1,)), Model(1.0, (1,))) and not same_model(
+        Model(1.0, (1,)), Model(1.0, (2,))
+    )
 
 
 def test_run_is_immutable(users):
@@ -246,7 +282,11 @@ def test_run_is_immutable(users):
 
 # --- experiments.unlearning_cost ---------------------------------------------------------------
 def test_uniform_cost_formulas_against_brute_force():
-    from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform, retrain_probability_uniform
+    from bandit_unlearning.experiments.unlearning_cost import (
+        expected_cost_uniform,
+        retrain_probability_uniform,
+    )
+
     T, tv = 12, 0.3
     probs, costs = [], []
     for t in range(1, T + 1):
@@ -262,6 +302,7 @@ def test_uniform_cost_formulas_against_brute_force():
 
 def test_conditional_retraining(users):
     from bandit_unlearning.experiments.unlearning_cost import conditional_retraining, measure_unlearning
+
     run0 = train(ucb_bandit_learner(3, 0.0), users[:10], np.random.default_rng(0))
     assert conditional_retraining(run0, 4) == (1.0, 6.0)
     run = train(ucb_bandit_learner(3, 2.0), users[:10], np.random.default_rng(1))

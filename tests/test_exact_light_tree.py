@@ -12,7 +12,12 @@ from bandit_unlearning.exact.learner import PrefixSumLearner, same_model, train,
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import (
-    BinaryTree, Node, SparseStatistic, leaf_path, node_noise, postorder_position,
+    BinaryTree,
+    Node,
+    SparseStatistic,
+    leaf_path,
+    node_noise,
+    postorder_position,
 )
 
 
@@ -47,14 +52,23 @@ def statistic(gen, d, kind):
 
 
 def both(d, sigma, seed, capacity=1):
-    return (BinaryTree(d, sigma, capacity), LightTree(d, sigma, capacity),
-            np.random.default_rng(seed), np.random.default_rng(seed))
+    return (
+        BinaryTree(d, sigma, capacity),
+        LightTree(d, sigma, capacity),
+        np.random.default_rng(seed),
+        np.random.default_rng(seed),
+    )
 
 
 # --- bit-identity over random operation sequences -----------------------------------------------
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 6), st.integers(1, 30), st.sampled_from([0.0, 0.5, 2.0]),
-       st.sampled_from(["dense", "integer", "sparse"]), st.integers(0, 2**32 - 1))
+@given(
+    st.integers(1, 6),
+    st.integers(1, 30),
+    st.sampled_from([0.0, 0.5, 2.0]),
+    st.sampled_from(["dense", "integer", "sparse"]),
+    st.integers(0, 2**32 - 1),
+)
 def test_bit_identical_under_random_operations(d, T, sigma, kind, seed):
     gen = np.random.default_rng(seed)
     dense, light, rd, rl = both(d, sigma, seed + 1)
@@ -145,8 +159,10 @@ def test_rl_sized_sparse_statistics():
     dense input to the dense tree and sparse input to the light tree, two deletions."""
     d, H, T = 23_000, 10, 24
     gen = np.random.default_rng(4)
-    sparse = [SparseStatistic(gen.choice(d, 3 * H, replace=False), gen.integers(0, 2, 3 * H).astype(float))
-              for _ in range(T)]
+    sparse = [
+        SparseStatistic(gen.choice(d, 3 * H, replace=False), gen.integers(0, 2, 3 * H).astype(float))
+        for _ in range(T)
+    ]
     dense_x = []
     for s in sparse:
         x = np.zeros(d)
@@ -156,7 +172,7 @@ def test_rl_sized_sparse_statistics():
     for xd, xs in zip(dense_x, sparse):
         dense.append(xd, rd)
         light.append(xs, rl)
-    assert light.nbytes < dense.nbytes / 20           # here mostly the decomposition: O(d log T)
+    assert light.nbytes < dense.nbytes / 20  # here mostly the decomposition: O(d log T)
     for t in (3, 17):
         dense, light = dense.copy(), light.copy()
         assert dense.unlearn_leaf(t, np.zeros(d), rd) == light.unlearn_leaf(t, SparseStatistic([], []), rl)
@@ -177,7 +193,7 @@ def test_bincount_adds_in_order():
     for v in vals:
         acc += v
     assert np.bincount(idx, weights=vals, minlength=1)[0] == acc
-    assert acc != np.sum(vals[::-1])            # order matters for these values
+    assert acc != np.sum(vals[::-1])  # order matters for these values
 
 
 def test_one_noise_vector_per_step_and_memory_growth():
@@ -203,15 +219,18 @@ def test_node_noise_is_keyed():
 # --- the learner with either tree --------------------------------------------------------------
 def test_default_tree_is_light():
     assert ucb_bandit_learner(3, 1.0).tree_factory is LightTree
-    lrn = PrefixSumLearner(d=1, sigma=1.0, oracle=lambda u, t, w: np.array([1.0]),
-                           update=lambda u, t, w: w, initial_model=0)
+    lrn = PrefixSumLearner(
+        d=1, sigma=1.0, oracle=lambda u, t, w: np.array([1.0]), update=lambda u, t, w: w, initial_model=0
+    )
     assert lrn.tree_factory is LightTree
 
 
 def test_learner_runs_and_unlearning_identical():
     users = bandit_users([0.7, 0.5, 0.3], 60, seed=2)
-    runs = {cls: train(ucb_bandit_learner(3, 1.5, tree_factory=cls), users, np.random.default_rng(9))
-            for cls in (BinaryTree, LightTree)}
+    runs = {
+        cls: train(ucb_bandit_learner(3, 1.5, tree_factory=cls), users, np.random.default_rng(9))
+        for cls in (BinaryTree, LightTree)
+    }
     assert all(same_model(a, b) for a, b in zip(runs[BinaryTree].models, runs[LightTree].models))
     for i, t in enumerate((13, 60, 1, 31, 32)):
         new = {cls: unlearn(run, DeleteStep(t), rng=np.random.default_rng(i)) for cls, run in runs.items()}
@@ -237,6 +256,7 @@ def test_exactness_battery_with_light_tree():
     """Chapter B4's battery, small: unlearned light-tree runs vs runs with the dummy in place
     (11 tests, Bonferroni at 1e-6: a correct implementation fails with probability < 1e-6)."""
     from bandit_unlearning.experiments.exactness import battery
+
     users, t, rng = bandit_users([0.8, 0.2], 8, seed=5), 3, np.random.default_rng(12)
     learner = ucb_bandit_learner(2, 1.0)
     dummy_users = users[: t - 1] + (ZERO_USER,) + users[t:]
@@ -253,6 +273,7 @@ def test_exactness_battery_with_light_tree():
 
 def test_to_dense_and_broken_variants_on_light_runs():
     from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
+
     users = bandit_users([0.7, 0.3], 20, seed=3)
     run = train(ucb_bandit_learner(2, 1.0), users, np.random.default_rng(0))
     dense = run.tree.to_dense()
@@ -308,8 +329,13 @@ def test_bad_construction(cls, call, exc):
 
 
 BAD_STATISTICS = [
-    np.zeros(4), np.zeros((1, 3)), np.array([0.0, np.nan, 0.0]), np.array([np.inf, 0, 0]),
-    SparseStatistic([0, 0], [1.0, 2.0]), SparseStatistic([3], [1.0]), SparseStatistic([-1], [1.0]),
+    np.zeros(4),
+    np.zeros((1, 3)),
+    np.array([0.0, np.nan, 0.0]),
+    np.array([np.inf, 0, 0]),
+    SparseStatistic([0, 0], [1.0, 2.0]),
+    SparseStatistic([3], [1.0]),
+    SparseStatistic([-1], [1.0]),
     SparseStatistic([1], [np.nan]),
 ]
 
@@ -358,13 +384,16 @@ def test_bad_input_leaves_tree_and_generator_unchanged(cls):
 def test_sparse_and_dense_input_are_the_same_statistic():
     d = 5
     dense, light, rd, rl = both(d, 1.0, 0)
-    x = SparseStatistic(np.array([4, 1]), np.array([2.0, -0.0]))     # unsorted, an explicit zero
+    x = SparseStatistic(np.array([4, 1]), np.array([2.0, -0.0]))  # unsorted, an explicit zero
     dense.append(x, rd)
     light.append(np.array([0.0, 0.0, 0.0, 0.0, 2.0]), rl)
     assert_identical(dense, light)
     assert np.array_equal(light.leaf_sparse(1)[0], [4])
-    run = train(dataclasses.replace(ucb_bandit_learner(2, 1.0)), bandit_users([0.5, 0.5], 4, seed=1),
-                np.random.default_rng(0))
+    run = train(
+        dataclasses.replace(ucb_bandit_learner(2, 1.0)),
+        bandit_users([0.5, 0.5], 4, seed=1),
+        np.random.default_rng(0),
+    )
     assert isinstance(run.tree, LightTree)
 
 
@@ -378,7 +407,21 @@ def test_tree_memory_benchmark_writes_the_issue_keys(tmp_path):
     out = tmp_path / "tree_memory.json"
     assert bench["main"](["--T", "16", "--dense-max-gb", "0.05", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
-    keys = {"T", "light_peak_mb", "dense_peak_mb", "light_episodes_per_s", "dense_episodes_per_s", "S", "A", "H", "d"}
+    keys = {
+        "T",
+        "light_peak_mb",
+        "dense_peak_mb",
+        "light_episodes_per_s",
+        "dense_episodes_per_s",
+        "S",
+        "A",
+        "H",
+        "d",
+    }
     assert keys <= set(result) and result["T"] == [16] and result["d"] == 23_000
-    assert result["light_peak_mb"][0] > 0 and result["dense_peak_mb"][0] > 0 and result["same_final_policy"] == [True]
+    assert (
+        result["light_peak_mb"][0] > 0
+        and result["dense_peak_mb"][0] > 0
+        and result["same_final_policy"] == [True]
+    )
     assert "workload" in result and "ru_maxrss" in result["memory_method"]

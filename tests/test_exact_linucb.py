@@ -12,10 +12,29 @@ import bandit_unlearning.exact.linucb as lin
 from bandit_unlearning.exact.learner import ZERO_USER, same_model, train
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify
 from bandit_unlearning.exact.linucb import (
-    SENSITIVITY_BETWEEN_USERS, SENSITIVITY_ZERO_DUMMY, TIE_TOLERANCE, LinUCBConfig, LinUCBModel, LinUCBUser,
-    block_size, choose, classification_users, gram_shift, initial_model, linear_users, linucb_arms,
-    linucb_learner, linucb_rewards, linucb_scores, linucb_statistics, linucb_update, noise_nodes, unit_ball,
-    unpack, vector_bound, widened_radius,
+    SENSITIVITY_BETWEEN_USERS,
+    SENSITIVITY_ZERO_DUMMY,
+    TIE_TOLERANCE,
+    LinUCBConfig,
+    LinUCBModel,
+    LinUCBUser,
+    block_size,
+    choose,
+    classification_users,
+    gram_shift,
+    initial_model,
+    linear_users,
+    linucb_arms,
+    linucb_learner,
+    linucb_rewards,
+    linucb_scores,
+    linucb_statistics,
+    linucb_update,
+    noise_nodes,
+    unit_ball,
+    unpack,
+    vector_bound,
+    widened_radius,
 )
 from bandit_unlearning.exact.tree import BinaryTree
 
@@ -35,7 +54,10 @@ def plain_linucb(users, n_arms, dim, alpha, l2):
     arms = []
     for u in users:
         x = u.context
-        sc = [np.linalg.solve(A[a], b[a]) @ x + alpha * math.sqrt(x @ np.linalg.solve(A[a], x)) for a in range(n_arms)]
+        sc = [
+            np.linalg.solve(A[a], b[a]) @ x + alpha * math.sqrt(x @ np.linalg.solve(A[a], x))
+            for a in range(n_arms)
+        ]
         a = choose(sc)
         arms.append(a)
         A[a] = A[a] + np.outer(x, x)
@@ -68,7 +90,9 @@ def test_sensitivities():
     R = g.random((4000, 2))
     for i in range(0, 4000, 2):
         for arm2 in (0, 1):
-            gap = np.linalg.norm(linucb_statistics(0, X[i], R[i, 0], 2) - linucb_statistics(arm2, X[i + 1], R[i, 1], 2))
+            gap = np.linalg.norm(
+                linucb_statistics(0, X[i], R[i, 0], 2) - linucb_statistics(arm2, X[i + 1], R[i, 1], 2)
+            )
             assert gap <= SENSITIVITY_BETWEEN_USERS + 1e-12
         assert np.linalg.norm(linucb_statistics(0, X[i], R[i, 0], 2)) <= SENSITIVITY_ZERO_DUMMY + 1e-12
 
@@ -89,11 +113,15 @@ def test_bounds_formulas_and_monotonicity():
     assert vector_bound(1.0, 4, 3, 2, 0.1) == pytest.approx(math.sqrt(2) * (2 + u))
     assert gram_shift(0.0, 4, 3, 2, 0.1) == 0.0
     assert widened_radius(0.7, 2.0, 1.0, 0.0, 0.0) == 0.7
-    assert widened_radius(0.7, 2.0, 1.0, 1.0, 1.0) == pytest.approx(0.7 + (math.sqrt(5) - math.sqrt(2)) + 1 / math.sqrt(3))
+    assert widened_radius(0.7, 2.0, 1.0, 1.0, 1.0) == pytest.approx(
+        0.7 + (math.sqrt(5) - math.sqrt(2)) + 1 / math.sqrt(3)
+    )
     # sharper than the Gordon bound 2 sqrt(d) + sqrt(2 ln(2 K t (t+1) / delta)) for every d >= 2 at these t
     for d in (2, 8, 16, 64):
         for t in (1, 100, 10**6):
-            gordon = math.sqrt(t.bit_count()) * (2 * math.sqrt(d) + math.sqrt(2 * math.log(2 * 10 * t * (t + 1) / 0.01)))
+            gordon = math.sqrt(t.bit_count()) * (
+                2 * math.sqrt(d) + math.sqrt(2 * math.log(2 * 10 * t * (t + 1) / 0.01))
+            )
             assert gram_shift(1.0, d, t, 10, 0.01) < gordon
 
 
@@ -102,17 +130,22 @@ def test_spectral_bound_monte_carlo():
     the 1 - 1e-6 binomial quantile (so a correct bound fails with probability < 1e-6 per dimension);
     two too-small shifts (the expectation alone; one node's bound at t = 255) are rejected."""
     from scipy import stats
+
     n, q = 10000, 0.01
     u = math.sqrt(2 * math.log(2 / q))
     limit = stats.binom.ppf(1 - 1e-6, n, q)
     g = np.random.default_rng(6)
     for dim in (3, 10):
         m = dim * (dim + 1) // 2
-        mats = unpack(np.concatenate([g.standard_normal((n, m)), np.zeros((n, dim))], axis=1).ravel(), n, dim)[0]
+        mats = unpack(
+            np.concatenate([g.standard_normal((n, m)), np.zeros((n, dim))], axis=1).ravel(), n, dim
+        )[0]
         norms = np.abs(np.linalg.eigvalsh(mats)).max(axis=1)
         assert np.sum(norms > math.sqrt(2 * dim) + u) <= limit
-        assert np.sum(norms > math.sqrt(2 * dim)) > limit                             # expectation alone fails
-        assert np.sum(math.sqrt(8) * norms > math.sqrt(2 * dim) + u) > limit          # one-node bound at t = 255 fails
+        assert np.sum(norms > math.sqrt(2 * dim)) > limit  # expectation alone fails
+        assert (
+            np.sum(math.sqrt(8) * norms > math.sqrt(2 * dim) + u) > limit
+        )  # one-node bound at t = 255 fails
 
 
 def test_shift_holds_through_the_tree(users):
@@ -125,8 +158,9 @@ def test_shift_holds_through_the_tree(users):
         assert np.linalg.norm(bn - bc, axis=1).max() <= vector_bound(0.5, D, t, K, 1e-6)
         c = gram_shift(0.5, D, t, K, 1e-6)
         assert np.allclose(np.linalg.inv(run.models[t].Vinv), Gn + (1.0 + lin.SHIFT_FACTOR * c) * np.eye(D))
-        assert run.models[t].radius == widened_radius(0.5, 1.0, 1.0, gram_shift(0.5, D, t, K, 1e-6),
-                                                      vector_bound(0.5, D, t, K, 1e-6))
+        assert run.models[t].radius == widened_radius(
+            0.5, 1.0, 1.0, gram_shift(0.5, D, t, K, 1e-6), vector_bound(0.5, D, t, K, 1e-6)
+        )
 
 
 # --- zero noise is plain LinUCB -----------------------------------------------------------------------
@@ -200,11 +234,15 @@ def test_loop_internals_equal_the_public_functions(users):
             public = linucb_update(u, t, w, cfg, sigma)
             assert type(public) is LinUCBModel and same_model(public, run.models[t])
             assert not run.models[t].theta.flags.writeable and not run.models[t].Vinv.flags.writeable
-            rebuilt = LinUCBModel(run.models[t].theta, run.models[t].Vinv, run.models[t].radius, run.models[t].shift)
+            rebuilt = LinUCBModel(
+                run.models[t].theta, run.models[t].Vinv, run.models[t].radius, run.models[t].shift
+            )
             assert np.array_equal(rebuilt.Vinv, run.models[t].Vinv) and rebuilt.shift == run.models[t].shift
             user = run.users[t - 1]
             arm = choose(linucb_scores(w, user.context))
-            assert np.array_equal(run.tree.leaf(t), linucb_statistics(arm, user.context, user.rewards[arm], K))
+            assert np.array_equal(
+                run.tree.leaf(t), linucb_statistics(arm, user.context, user.rewards[arm], K)
+            )
 
 
 def test_tie_rule():
@@ -232,8 +270,10 @@ def test_unlearn_verifies_and_records_nothing_by_default(users):
 
 
 def test_light_and_dense_tree_give_the_same_run(users):
-    runs = [train(linucb_learner(LinUCBConfig(K, D), 0.4, tree_factory=f), users[:40], np.random.default_rng(11))
-            for f in (lin.LightTree, BinaryTree)]
+    runs = [
+        train(linucb_learner(LinUCBConfig(K, D), 0.4, tree_factory=f), users[:40], np.random.default_rng(11))
+        for f in (lin.LightTree, BinaryTree)
+    ]
     assert np.array_equal(linucb_arms(runs[0]), linucb_arms(runs[1]))
     assert all(np.array_equal(a.theta, b.theta) for a, b in zip(runs[0].models, runs[1].models))
 
@@ -242,7 +282,7 @@ def test_models_and_users_are_read_only_also_after_pickling(users):
     run = train(linucb_learner(LinUCBConfig(K, D), 0.2), users[:10], np.random.default_rng(12))
     from bandit_unlearning.secrecy import allow_secrets
 
-    with allow_secrets():                                # a run holds its tree's keys: an explicit opt-in
+    with allow_secrets():  # a run holds its tree's keys: an explicit opt-in
         back = pickle.loads(pickle.dumps(run))
     for r in (run, back):
         with pytest.raises(ValueError):
@@ -265,31 +305,36 @@ def test_rewards_and_classification_users():
 def test_linear_users_replayable():
     theta = np.full((2, 3), 0.3)
     a, b = linear_users(theta, 5, seed=1), linear_users(theta, 5, seed=1)
-    assert all(np.array_equal(u.context, v.context) and np.array_equal(u.rewards, v.rewards) for u, v in zip(a, b))
+    assert all(
+        np.array_equal(u.context, v.context) and np.array_equal(u.rewards, v.rewards) for u, v in zip(a, b)
+    )
     assert all(u.context @ u.context <= 1 for u in a)
     fresh = linear_users(theta, 5)
     assert not np.array_equal(fresh[0].context, a[0].context)
 
 
 # --- bad input -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("call,err", [
-    (lambda: LinUCBUser(np.array([1.0, 0.1]), np.zeros(2)), ValueError),
-    (lambda: LinUCBUser(np.array([0.1, 0.1]), np.array([2.0])), ValueError),
-    (lambda: LinUCBUser(np.array([np.nan]), np.array([0.0])), ValueError),
-    (lambda: LinUCBConfig(0, 2), ValueError),
-    (lambda: LinUCBConfig(2, 0), ValueError),
-    (lambda: LinUCBConfig(2, 2, alpha=math.inf), ValueError),
-    (lambda: LinUCBConfig(2, 2, l2=-1.0), ValueError),
-    (lambda: LinUCBConfig(2, 2, theta_bound=0.0), ValueError),
-    (lambda: LinUCBConfig(2, 2, delta=0.0), ValueError),
-    (lambda: linucb_learner("config", 0.0), TypeError),
-    (lambda: linucb_learner(LinUCBConfig(2, 2), math.nan), ValueError),
-    (lambda: unit_ball(np.zeros(3)), ValueError),
-    (lambda: classification_users(np.zeros((2, 2)), np.array([0.5, 1.0]), 2), ValueError),
-    (lambda: classification_users(np.zeros((2, 2)), np.array([0]), 2), ValueError),
-    (lambda: linear_users(np.zeros(3), 2, seed=1), ValueError),
-    (lambda: noise_nodes(0), ValueError),
-])
+@pytest.mark.parametrize(
+    "call,err",
+    [
+        (lambda: LinUCBUser(np.array([1.0, 0.1]), np.zeros(2)), ValueError),
+        (lambda: LinUCBUser(np.array([0.1, 0.1]), np.array([2.0])), ValueError),
+        (lambda: LinUCBUser(np.array([np.nan]), np.array([0.0])), ValueError),
+        (lambda: LinUCBConfig(0, 2), ValueError),
+        (lambda: LinUCBConfig(2, 0), ValueError),
+        (lambda: LinUCBConfig(2, 2, alpha=math.inf), ValueError),
+        (lambda: LinUCBConfig(2, 2, l2=-1.0), ValueError),
+        (lambda: LinUCBConfig(2, 2, theta_bound=0.0), ValueError),
+        (lambda: LinUCBConfig(2, 2, delta=0.0), ValueError),
+        (lambda: linucb_learner("config", 0.0), TypeError),
+        (lambda: linucb_learner(LinUCBConfig(2, 2), math.nan), ValueError),
+        (lambda: unit_ball(np.zeros(3)), ValueError),
+        (lambda: classification_users(np.zeros((2, 2)), np.array([0.5, 1.0]), 2), ValueError),
+        (lambda: classification_users(np.zeros((2, 2)), np.array([0]), 2), ValueError),
+        (lambda: linear_users(np.zeros(3), 2, seed=1), ValueError),
+        (lambda: noise_nodes(0), ValueError),
+    ],
+)
 def test_bad_input(call, err):
     with pytest.raises(err):
         call()
@@ -304,15 +349,37 @@ def test_wrong_user_refused_before_anything_changes():
     w = initial_model(LinUCBConfig(2, 2, l2=4.0))
     assert isinstance(w, LinUCBModel) and np.array_equal(w.Vinv[1], np.eye(2) / 4) and not w.theta.any()
     with pytest.raises(ValueError):
-        linucb_update(np.zeros(3), 1, w, LinUCBConfig(2, 2), 0.0)            # prefix sum of the wrong size
+        linucb_update(np.zeros(3), 1, w, LinUCBConfig(2, 2), 0.0)  # prefix sum of the wrong size
 
 
 def test_public_names_are_covered():
-    tested = {"LinUCBUser", "unit_ball", "block_size", "linucb_statistics", "unpack", "SENSITIVITY_ZERO_DUMMY",
-              "SENSITIVITY_BETWEEN_USERS", "noise_nodes", "gram_shift", "vector_bound", "widened_radius",
-              "LinUCBConfig", "LinUCBModel", "linucb_scores", "choose", "initial_model", "linucb_update",
-              "linucb_learner", "linucb_arms", "linucb_rewards", "linear_users", "classification_users",
-              "TIE_TOLERANCE", "SQRT2", "SHIFT_FACTOR"}
+    tested = {
+        "LinUCBUser",
+        "unit_ball",
+        "block_size",
+        "linucb_statistics",
+        "unpack",
+        "SENSITIVITY_ZERO_DUMMY",
+        "SENSITIVITY_BETWEEN_USERS",
+        "noise_nodes",
+        "gram_shift",
+        "vector_bound",
+        "widened_radius",
+        "LinUCBConfig",
+        "LinUCBModel",
+        "linucb_scores",
+        "choose",
+        "initial_model",
+        "linucb_update",
+        "linucb_learner",
+        "linucb_arms",
+        "linucb_rewards",
+        "linear_users",
+        "classification_users",
+        "TIE_TOLERANCE",
+        "SQRT2",
+        "SHIFT_FACTOR",
+    }
     assert set(lin.__all__) <= tested, set(lin.__all__) - tested
 
 
@@ -321,8 +388,9 @@ def test_shift_factor_is_the_one_the_radius_assumes():
     ``2 c``: the exported factor must be 2 for the confidence set to hold."""
     assert lin.SHIFT_FACTOR == 2.0
     c, g = 0.7, 0.3
-    assert widened_radius(0.5, 1.0, 1.0, c, g) == 0.5 + (math.sqrt(1.0 + (lin.SHIFT_FACTOR + 1) * c) - 1.0) \
-        + g / math.sqrt(1.0 + (lin.SHIFT_FACTOR - 1) * c)
+    assert widened_radius(0.5, 1.0, 1.0, c, g) == 0.5 + (
+        math.sqrt(1.0 + (lin.SHIFT_FACTOR + 1) * c) - 1.0
+    ) + g / math.sqrt(1.0 + (lin.SHIFT_FACTOR - 1) * c)
 
 
 def test_set_accuracy_is_the_loop_it_describes():
@@ -343,7 +411,9 @@ def test_set_accuracy_is_the_loop_it_describes():
         assert res["sigma"][rho] == sigma
         for r in res["rewards"][rho]:
             assert np.array_equal(r, linucb_rewards(train(linucb_learner(cfg, sigma), users, rng)))
-    prev = linucb_rewards(train(previous_learner(cfg, sigma_paper(1.0, SENSITIVITY_ZERO_DUMMY, 60)), users, rng))
+    prev = linucb_rewards(
+        train(previous_learner(cfg, sigma_paper(1.0, SENSITIVITY_ZERO_DUMMY, 60)), users, rng)
+    )
     assert np.array_equal(res["previous"][1.0][0], prev)
     majority = max(np.mean([u.rewards[a] for u in users]) for a in range(3))
     assert res["majority"] == majority

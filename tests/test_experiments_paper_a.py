@@ -10,7 +10,10 @@ import pytest
 
 from bandit_unlearning.experiments.paper_a import EXPERIMENTS, ProtocolA, panels, run_experiment
 from bandit_unlearning.experiments.protocol import (
-    consecutive_deletions, run_sums, simulate_trajectories, trajectories_from_samples,
+    consecutive_deletions,
+    run_sums,
+    simulate_trajectories,
+    trajectories_from_samples,
 )
 from bandit_unlearning.mab.data import PAPER_MEANS
 
@@ -20,7 +23,7 @@ def test_requests_are_aligned_in_range_and_sum_correctly():
     traj = simulate_trajectories(PAPER_MEANS, "Mf", [1000, 3000], 8, rng)
     start, valid = consecutive_deletions(traj, 1, 0, 80, 50, rng, align=20)
     assert valid.all() and np.all(start % 20 == 0) and np.all(start + 80 <= 600)
-    assert len(np.unique(start)) > 10                                  # starts do vary
+    assert len(np.unique(start)) > 10  # starts do vary
     arms = np.broadcast_to(np.arange(300) % 5, (3, 300))
     rewards = (rng.random((3, 300)) < 0.5).astype(float)
     t = trajectories_from_samples(PAPER_MEANS, "Mf", arms, rewards, [300])
@@ -28,7 +31,7 @@ def test_requests_are_aligned_in_range_and_sum_correctly():
     for r in range(3):
         idx = np.flatnonzero(arms[r] == 2)
         for j in range(4):
-            assert run_sums(t, 2, s, 7)[r, j] == rewards[r, idx[s[r, j]:s[r, j] + 7]].sum()
+            assert run_sums(t, 2, s, 7)[r, j] == rewards[r, idx[s[r, j] : s[r, j] + 7]].sum()
 
 
 def test_too_few_samples_are_flagged_not_crashed():
@@ -57,7 +60,8 @@ def test_panel_layout_matches_the_paper():
     fig1 = panels("figure1", p)
     assert len(fig1) == 12
     assert {(x["vary"], x["model"], x["case"]) for x in fig1} == {
-        (v, m, c) for v in ("N", "k", "gamma") for m in ("Mf", "Md") for c in ("hard", "easy")}
+        (v, m, c) for v in ("N", "k", "gamma") for m in ("Mf", "Md") for c in ("hard", "easy")
+    }
     assert all(x["methods"] == ["Oracle", "Gaussian", "Rollback", "Mixing", "Alg2"] for x in fig1)
     fig2 = panels("figure2", p)
     assert all(x["case"] == "hard" and x["methods"][-1] == "Oracle" for x in fig2)
@@ -77,8 +81,20 @@ def test_results_do_not_depend_on_the_executor():
 
 
 def test_cli_writes_json_figures_and_summary(tmp_path):
-    cmd = [sys.executable, "-m", "bandit_unlearning", "reproduce", "table2", "lemma31", "--scale", "quick",
-           "--out", str(tmp_path), "--seed", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bandit_unlearning",
+        "reproduce",
+        "table2",
+        "lemma31",
+        "--scale",
+        "quick",
+        "--out",
+        str(tmp_path),
+        "--seed",
+        "2",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     for name in ("table2", "lemma31"):
@@ -90,17 +106,28 @@ def test_cli_writes_json_figures_and_summary(tmp_path):
     assert "table2" in (tmp_path / "summary.md").read_text()
 
 
-@pytest.mark.parametrize("args", [["reproduce", "figure9"], ["reproduce", "table2", "--workers", "0"],
-                                  ["reproduce", "table2", "--scale", "huge"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reproduce", "figure9"],
+        ["reproduce", "table2", "--workers", "0"],
+        ["reproduce", "table2", "--scale", "huge"],
+    ],
+)
 def test_cli_bad_arguments(args, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "bandit_unlearning", *args, "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "bandit_unlearning", *args, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "error" in done.stderr
     assert not list(tmp_path.glob("*.json"))
 
 
 def test_every_experiment_is_registered_in_the_cli():
     from bandit_unlearning.cli import EXPERIMENTS as CLI
+
     assert set(EXPERIMENTS) <= set(CLI)
 
 
@@ -121,23 +148,39 @@ def test_speed_benchmark_smoke():
 def test_paper_statements_verdicts_at_quick_scale():
     from bandit_unlearning.experiments.paper_a import ProtocolA, run_experiment
     from bandit_unlearning.experiments.paper_numbers import (
-        COMPETITIVE_FACTOR, PAPER_A_STATEMENTS, PRINTED_HALF_UNIT, PaperStatement, compare_with_paper,
-        paper_comparison_markdown, statement_verdict,
+        COMPETITIVE_FACTOR,
+        PAPER_A_STATEMENTS,
+        PRINTED_HALF_UNIT,
+        PaperStatement,
+        compare_with_paper,
+        paper_comparison_markdown,
+        statement_verdict,
     )
+
     by_id = {s.id: s for s in PAPER_A_STATEMENTS}
     alg6, fig3 = by_id["table2-alg6-900"], by_id["figure3-hard-2000"]
     # value: the tolerance is two standard errors plus half a printed unit, both sides, and no more
     tol = 2 * 0.0001 + PRINTED_HALF_UNIT
-    for ours, verdict in ((0.0008, "within tolerance"), (0.0008 + tol * 0.99, "within tolerance"),
-                          (0.0008 - tol * 0.99, "within tolerance"), (0.0008 + tol * 1.01, "differs"),
-                          (0.0008 - tol * 1.01, "differs")):
+    for ours, verdict in (
+        (0.0008, "within tolerance"),
+        (0.0008 + tol * 0.99, "within tolerance"),
+        (0.0008 - tol * 0.99, "within tolerance"),
+        (0.0008 + tol * 1.01, "differs"),
+        (0.0008 - tol * 1.01, "differs"),
+    ):
         row = statement_verdict(alg6, {"Alg6": ours}, {"Alg6": 0.0001})
         assert row["verdict"] == verdict and (row["why"] == "") == (verdict != "differs")
     # competitive: at most COMPETITIVE_FACTOR times the best compared method
     best = 0.0059
-    for alg7, verdict in ((best, "competitive"), (best * COMPETITIVE_FACTOR * 0.99, "competitive"),
-                          (best * COMPETITIVE_FACTOR * 1.01, "differs")):
-        assert statement_verdict(fig3, {"Alg7": alg7, "Rollback": best, "Gaussian": 0.02}, {})["verdict"] == verdict
+    for alg7, verdict in (
+        (best, "competitive"),
+        (best * COMPETITIVE_FACTOR * 0.99, "competitive"),
+        (best * COMPETITIVE_FACTOR * 1.01, "differs"),
+    ):
+        assert (
+            statement_verdict(fig3, {"Alg7": alg7, "Rollback": best, "Gaussian": 0.02}, {})["verdict"]
+            == verdict
+        )
     with pytest.raises(ValueError, match="values has no method 'Rollback'"):
         statement_verdict(fig3, {"Alg7": 0.01}, {})
     with pytest.raises(ValueError, match="paper_value is given exactly"):
@@ -145,9 +188,14 @@ def test_paper_statements_verdicts_at_quick_scale():
     # at quick scale, from real runs: every statement gets a verdict; absent experiments are "not run"
     assert [r["verdict"] for r in compare_with_paper([])] == ["not run"] * len(PAPER_A_STATEMENTS)
     assert paper_comparison_markdown([]) == ""
-    res = [run_experiment(n, ProtocolA.quick(), seed=1, progress=False, scale="quick") for n in ("table2", "figure3")]
+    res = [
+        run_experiment(n, ProtocolA.quick(), seed=1, progress=False, scale="quick")
+        for n in ("table2", "figure3")
+    ]
     rows = {r["id"]: r for r in compare_with_paper(res)}
-    assert rows["table2-alg2-1200"]["verdict"] == "differs" and rows["table2-alg6-900"]["verdict"] == "differs"
+    assert (
+        rows["table2-alg2-1200"]["verdict"] == "differs" and rows["table2-alg6-900"]["verdict"] == "differs"
+    )
     assert rows["figure3-hard-2000"]["verdict"] == "differs"
     text = paper_comparison_markdown(res)
     assert "not necessarily every" in text and text.count("| differs |") == 3
@@ -178,8 +226,9 @@ def test_prefix_tables_equal_the_one_hot_construction_bit_for_bit(n_rep, n_max, 
 
 def test_simulated_trajectories_equal_the_one_hot_construction():
     traj = simulate_trajectories(PAPER_MEANS, "Md", [300, 100], 4, np.random.default_rng(5))
-    rng = np.random.default_rng(5)                                   # the same draws, in the same order
+    rng = np.random.default_rng(5)  # the same draws, in the same order
     from bandit_unlearning.mab.data import concentrability_behavior
+
     arms = rng.choice(5, size=(4, 300), p=concentrability_behavior(5, 5.0, 0))
     rewards = (rng.random((4, 300)) < np.asarray(PAPER_MEANS)[arms]).astype(float)
     ref_counts, ref_occ = _prefix_tables_onehot(arms, rewards, np.array([300, 100]), 5)

@@ -37,7 +37,15 @@ from bandit_unlearning.exact.bandit import BanditUser, chosen_arm, ucb_bandit_le
 from bandit_unlearning.exact.learner import ExactOptions, train
 from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.light_tree import LightTree
-from bandit_unlearning.exact.tree import BinaryTree, Node, draw_node_keys, leaf_path, n_nodes, node_noise, postorder_position
+from bandit_unlearning.exact.tree import (
+    BinaryTree,
+    Node,
+    draw_node_keys,
+    leaf_path,
+    n_nodes,
+    node_noise,
+    postorder_position,
+)
 from bandit_unlearning.rl.envs import garnet, riverswim
 from bandit_unlearning.rl.stable import episode_users, stable_ucbvi
 
@@ -144,10 +152,10 @@ def rewards_from_record_numbers(values: np.ndarray, sigma: float, path: tuple, T
     v = values[np.isfinite(values)]
     shifts = [v[v >= 1]]
     tv = v[(v > 0) & (v < 1)]
-    shifts.append(2 * math.sqrt(2) * sigma * erfinv(tv))                         # TV = erf(shift / (2 sqrt2 sigma))
+    shifts.append(2 * math.sqrt(2) * sigma * erfinv(tv))  # TV = erf(shift / (2 sqrt2 sigma))
     p = v[(v > 0) & (v < 1)]
     shifts.append(2 * math.sqrt(2) * sigma * erfinv(1 - (1 - p) ** (1 / len(path))))
-    steps = v[(v > 0) & (v < T)]                                                   # expected steps: invert by bisection
+    steps = v[(v > 0) & (v < T)]  # expected steps: invert by bisection
     lo, hi = np.zeros_like(steps), np.ones_like(steps)
     for _ in range(60):
         mid = (lo + hi) / 2
@@ -175,7 +183,10 @@ def record_attack(n_deletions: int, diagnostics: bool) -> tuple:
     for t in data_rng.choice(np.arange(1, T + 1), size=n_deletions, replace=False):
         t = int(t)
         reward = users[t - 1].rewards[chosen_arm(run.models[t - 1])]
-        shifts = [math.sqrt(1 + reward ** 2), float(np.linalg.norm(run.tree.leaf(t)))]      # as computed, to the bit
+        shifts = [
+            math.sqrt(1 + reward**2),
+            float(np.linalg.norm(run.tree.leaf(t))),
+        ]  # as computed, to the bit
         kwargs = {"diagnostics": True} if diagnostics else {}
         new, rec = unlearn(run, DeleteStep(t), options=ExactOptions(**kwargs), rng=tree_rng)
         objects, blob = reachable_with_pickle(new, rec)
@@ -187,7 +198,9 @@ def record_attack(n_deletions: int, diagnostics: bool) -> tuple:
 
 def test_deletion_record_holds_nothing_computed_from_the_deleted_statistic():
     by_walk, by_bytes = record_attack(20, diagnostics=False)
-    assert (by_walk, by_bytes) == (0, 0), f"deleted rewards recovered: {by_walk}/20 by the walk, {by_bytes}/20 in the pickle"
+    assert (by_walk, by_bytes) == (0, 0), (
+        f"deleted rewards recovered: {by_walk}/20 by the walk, {by_bytes}/20 in the pickle"
+    )
 
 
 def test_opt_in_diagnostics_do_reveal_the_deleted_reward():
@@ -216,7 +229,7 @@ def seed_attack(run, t, true_x, guesses=SEED_GUESSES) -> bool:
     keys are the original ones), then subtract the regenerated noise from a kept path node of leaf
     ``t``: True if that gives the deleted statistic ``true_x`` back."""
     tree, T, d, sigma = run.tree, run.T, run.learner.d, run.learner.sigma
-    probe = Node(0, 0) if t > 1 else None                       # leaf 1's node: its key is never touched
+    probe = Node(0, 0) if t > 1 else None  # leaf 1's node: its key is never touched
     if probe is None:
         return False
     noise_probe = tree.noisy(probe) - tree.clean(probe)
@@ -225,7 +238,7 @@ def seed_attack(run, t, true_x, guesses=SEED_GUESSES) -> bool:
         if not np.allclose(node_noise(keys[0], d, sigma), noise_probe, rtol=0, atol=1e-9):
             continue
         for b in leaf_path(t, T):
-            others = tree.clean(b)                             # the new clean value: the other leaves (+ 0)
+            others = tree.clean(b)  # the new clean value: the other leaves (+ 0)
             candidate = tree.noisy(b) - node_noise(keys[postorder_position(b)], d, sigma) - others
             if np.allclose(candidate, true_x, rtol=0, atol=1e-9):
                 return True
@@ -252,7 +265,7 @@ def test_default_keys_cannot_be_regenerated_from_a_guessed_seed(tree_factory):
     learner = ucb_bandit_learner(3, 3.0, tree_factory=tree_factory)
 
     def make_run(users):
-        return train(learner, users)                         # the default: no generator given
+        return train(learner, users)  # the default: no generator given
 
     make_run.unlearn_args = {}
     assert deletions_recovered_by_seed(make_run) == 0
@@ -267,13 +280,16 @@ def test_opt_in_seed_is_key_material():
         return train(learner, users, np.random.default_rng(next(seeds)))
 
     make_run.unlearn_args = {"rng": np.random.default_rng(99)}
-    assert deletions_recovered_by_seed(make_run) >= 6          # of 12: every deletion whose path kept a node
+    assert deletions_recovered_by_seed(make_run) >= 6  # of 12: every deletion whose path kept a node
 
 
 def test_stored_keys_are_not_raw_generator_outputs():
     """Keys derived one-way: the still-stored keys do not expose the generator's state or stream."""
-    run = train(ucb_bandit_learner(3, 1.0), continuous_bandit_users(16, np.random.default_rng(3)),
-                np.random.default_rng(5))
+    run = train(
+        ucb_bandit_learner(3, 1.0),
+        continuous_bandit_users(16, np.random.default_rng(3)),
+        np.random.default_rng(5),
+    )
     stored = set(run.tree._keys[: n_nodes(16)].ravel().tolist())
     raw = set(np.random.default_rng(5).bit_generator.random_raw(3 * n_nodes(16) + 100).tolist())
     assert not stored & raw
@@ -330,16 +346,19 @@ def rl_replay_attack(make_users) -> tuple:
             new, rec = unlearn(run, DeleteStep(t), rng=np.random.default_rng(t))
             objects, _ = reachable_with_pickle(new, rec)
             oracles = [o for o in objects if callable(o) and hasattr(o, "sparse")]
-            assert oracles                                       # the walk found the learner's oracle
+            assert oracles  # the walk found the learner's oracle
             n += 1
-            replayed += any(replays(oracle, candidate, t, policies, target)
-                            for oracle in oracles for run_ in (new, pickle.loads(pickle.dumps(new)))
-                            for candidate in replay_candidates(objects, run_, t, oracle))
+            replayed += any(
+                replays(oracle, candidate, t, policies, target)
+                for oracle in oracles
+                for run_ in (new, pickle.loads(pickle.dumps(new)))
+                for candidate in replay_candidates(objects, run_, t, oracle)
+            )
     return replayed, n
 
 
 def test_deleted_rl_user_cannot_be_replayed():
-    replayed, n = rl_replay_attack(lambda mdp, T: episode_users(T))     # the default: independent keys
+    replayed, n = rl_replay_attack(lambda mdp, T: episode_users(T))  # the default: independent keys
     assert replayed == 0, f"{replayed}/{n} deleted users replayed from the unlearned run"
 
 
@@ -368,7 +387,9 @@ def gaussian_release_attack(release_fn, n: int = 10) -> int:
         a0, k = state.arm, 20
         request = DeletionRequest.from_indices(D, np.flatnonzero(D.arms == a0)[:k])
         res = release_fn(state, request)
-        kept = LCBState(state.counts - request.deleted_counts(3), state.reward_sums - request.deleted_sums(3), state.tau)
+        kept = LCBState(
+            state.counts - request.deleted_counts(3), state.reward_sums - request.deleted_sums(3), state.tau
+        )
         n_a0, s_kept = state.counts[a0], kept.reward_sums[a0]
         radius = state.radii[a0]
         objects, _ = reachable_with_pickle(res)
@@ -379,21 +400,33 @@ def gaussian_release_attack(release_fn, n: int = 10) -> int:
             if abs(s_del - round(s_del)) < 1e-6 and 0 <= round(s_del) <= k:
                 recovered += round(s_del) == request.deleted_sums(3)[a0]
                 break
-        assert floats_in(objects).size                     # the walk saw the release
+        assert floats_in(objects).size  # the walk saw the release
     return recovered
 
 
 def test_gaussian_branch_noise_cannot_be_regenerated_by_default():
     from bandit_unlearning.mab.unlearn import UnlearnOptions
-    recovered = gaussian_release_attack(lambda state, request: unlearn(state, request, options=UnlearnOptions(method="gaussian", gamma=0.5))[1])
+
+    recovered = gaussian_release_attack(
+        lambda state, request: unlearn(state, request, options=UnlearnOptions(method="gaussian", gamma=0.5))[
+            1
+        ]
+    )
     assert recovered == 0
 
 
 def test_opt_in_seeded_gaussian_release_is_recovered():
     from bandit_unlearning.mab.unlearn import UnlearnOptions
+
     seeds = iter(range(0, 1000, 97))
     recovered = gaussian_release_attack(
-        lambda state, request: unlearn(state, request, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(next(seeds)))[1])
+        lambda state, request: unlearn(
+            state,
+            request,
+            options=UnlearnOptions(method="gaussian", gamma=0.5),
+            rng=np.random.default_rng(next(seeds)),
+        )[1]
+    )
     assert recovered == 10
 
 
@@ -408,17 +441,25 @@ def _frozen_states():
 
     state = LCBState([30, 40, 50], [10.0, 20.0, 30.0], 0.01)
     request = DeletionRequest([1, 1], [1.0, 0.0])
-    bandit_run = train(ucb_bandit_learner(3, 1.0), continuous_bandit_users(8, np.random.default_rng(0)),
-                       np.random.default_rng(1))
-    dense_run = train(ucb_bandit_learner(3, 1.0, tree_factory=BinaryTree),
-                      continuous_bandit_users(8, np.random.default_rng(0)), np.random.default_rng(1))
+    bandit_run = train(
+        ucb_bandit_learner(3, 1.0),
+        continuous_bandit_users(8, np.random.default_rng(0)),
+        np.random.default_rng(1),
+    )
+    dense_run = train(
+        ucb_bandit_learner(3, 1.0, tree_factory=BinaryTree),
+        continuous_bandit_users(8, np.random.default_rng(0)),
+        np.random.default_rng(1),
+    )
     return {
         "LCBState": state,
         "OfflineDataset": OfflineDataset([0, 1, 1], [0.5, 1.0, 0.0], 2),
         "DeletionRequest": request,
         "ImitationState": ImitationState([3, 4, 5]),
         "TwoPointPair": fixed_sample_pair(40, 5),
-        "UnlearnResult": unlearn(state, request, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(0))[1],
+        "UnlearnResult": unlearn(
+            state, request, options=UnlearnOptions(method="gaussian", gamma=0.5), rng=np.random.default_rng(0)
+        )[1],
         "TabularMDP": riverswim(horizon=3),
         "BanditUser": BanditUser([0.2, 0.8]),
         "Run (light tree)": bandit_run,
@@ -427,7 +468,9 @@ def _frozen_states():
 
 
 def _arrays(obj, writeable: bool) -> list:
-    return [o for o in reachable(obj) if isinstance(o, np.ndarray) and o.size and o.flags.writeable == writeable]
+    return [
+        o for o in reachable(obj) if isinstance(o, np.ndarray) and o.size and o.flags.writeable == writeable
+    ]
 
 
 @pytest.mark.parametrize("name", list(_frozen_states()))
@@ -436,8 +479,10 @@ def test_unpickled_frozen_states_stay_readonly(name):
     assert _arrays(obj, writeable=False), f"{name} stores no read-only array"
     loaded = pickle.loads(pickle.dumps(obj))
     before, after = _arrays(obj, writeable=True), _arrays(loaded, writeable=True)
-    assert len(after) == len(before), (f"unpickled {name}: {len(after)} writeable arrays instead of {len(before)} "
-                                       f"(shapes {[a.shape for a in after]})")
+    assert len(after) == len(before), (
+        f"unpickled {name}: {len(after)} writeable arrays instead of {len(before)} "
+        f"(shapes {[a.shape for a in after]})"
+    )
 
 
 def test_unpickled_lcb_state_refuses_assignment():

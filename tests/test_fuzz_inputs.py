@@ -51,8 +51,17 @@ from bandit_unlearning import checks
 from bandit_unlearning.testing import montecarlo as mc
 from bandit_unlearning.exact import bandit, learner as lr, light_tree as lt, linucb, tree
 from bandit_unlearning.experiments import rl_lower_bound as rlb
-from bandit_unlearning.mab import (bounds, data, imitation as im, lcb, lower_bounds as lb, mechanisms as mech,
-                                   mixing, model as mmodel, unlearn as ul)
+from bandit_unlearning.mab import (
+    bounds,
+    data,
+    imitation as im,
+    lcb,
+    lower_bounds as lb,
+    mechanisms as mech,
+    mixing,
+    model as mmodel,
+    unlearn as ul,
+)
 from bandit_unlearning.privacy import audit, coupling, gaussian as gm
 from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.rl import envs, mdp as rmdp, stable, ucbvi, users as rusers
@@ -64,8 +73,15 @@ from bandit_unlearning.rl import envs, mdp as rmdp, stable, ucbvi, users as ruse
 TIME_LIMIT = 3.0
 WALL_LIMIT = 60.0
 MEMORY_LIMIT = 3 * 2**30
-OUTCOMES = ("ok", "silent accept", "crash or hang", "unclear message", "valid input refused",
-            "different result", "refusal changed state")
+OUTCOMES = (
+    "ok",
+    "silent accept",
+    "crash or hang",
+    "unclear message",
+    "valid input refused",
+    "different result",
+    "refusal changed state",
+)
 
 
 def g(seed=0):
@@ -86,7 +102,10 @@ VALID = [
     (data.distribution_dataset, lambda: ((np.array([0.6, 0.5]), np.array([0.5, 0.5]), 6, g()), {})),
     (data.concentrability_behavior, lambda: ((3, 2.0, 1), {})),
     (data.sample_statistics_fixed, lambda: ((np.array([0.6, 0.5]), np.array([3, 2]), g(), 2), {})),
-    (data.sample_statistics_distribution, lambda: ((np.array([0.6, 0.5]), np.array([0.5, 0.5]), 6, g(), 2), {})),
+    (
+        data.sample_statistics_distribution,
+        lambda: ((np.array([0.6, 0.5]), np.array([0.5, 0.5]), 6, g(), 2), {}),
+    ),
     (lcb.check_tau, lambda: ((0.1,), {})),
     (lcb.lcb_scores, lambda: ((np.array([3, 2]), np.array([1.0, 1.5]), 0.1), {})),
     (lcb.LCBState, lambda: ((np.array([3, 2]), np.array([1.0, 1.5]), 0.1), {})),
@@ -106,10 +125,23 @@ VALID = [
     (ul.UnlearnOptions, lambda: (("mixing",), {"gamma": 0.5, "k_prime": 1})),
     (ul.noise_sensitivity, lambda: ((100, 5, 1, 2.0, "exact"), {})),
     (ul.plan_unlearning, lambda: ((0, np.array([10, 10]), np.array([2, 0]), 2.0, B.OPTS), {})),
-    (unlearn, lambda: ((B.BIG_STATE, B.BIG_REQUEST), {"options": ul.UnlearnOptions("adaptive", gamma=0.5), "rng": g()})),
-    (unlearn, lambda: ((B.BIG_STATE, B.BIG_REQUEST),
-                       {"options": ul.UnlearnOptions("adaptive", epsilon=0.5, delta=1e-3, calibration="analytic"),
-                        "rng": g()})),
+    (
+        unlearn,
+        lambda: (
+            (B.BIG_STATE, B.BIG_REQUEST),
+            {"options": ul.UnlearnOptions("adaptive", gamma=0.5), "rng": g()},
+        ),
+    ),
+    (
+        unlearn,
+        lambda: (
+            (B.BIG_STATE, B.BIG_REQUEST),
+            {
+                "options": ul.UnlearnOptions("adaptive", epsilon=0.5, delta=1e-3, calibration="analytic"),
+                "rng": g(),
+            },
+        ),
+    ),
     (lb.gap_fixed, lambda: ((40, 5), {})),
     (lb.gap_distribution, lambda: ((100, 5, 4.0), {})),
     (lb.fixed_sample_pair, lambda: ((40, 5), {})),
@@ -131,8 +163,13 @@ VALID = [
     (mmodel.admits, lambda: ((np.array([0.1, 0.2]), 0.1, 1.0), {})),
     (mmodel.deletion_capacity, lambda: ((20, 1, 2.0, 1.0, 1.0, 0.1), {})),
     (mmodel.LCBModel.fit, lambda: ((np.array([0, 1, 0, 1]), np.array([1.0, 0.0, 1.0, 0.5])), {"rng": g()})),
-    (mmodel.LCBModel.fit, lambda: ((np.array([0, 1, 0, 1]), np.array([1.0, 0.0, 1.0, 0.5])),
-                                   {"method": "adaptive", "epsilon": 1.0, "delta": 1e-3, "sigma": 0.3, "rng": g()})),
+    (
+        mmodel.LCBModel.fit,
+        lambda: (
+            (np.array([0, 1, 0, 1]), np.array([1.0, 0.0, 1.0, 0.5])),
+            {"method": "adaptive", "epsilon": 1.0, "delta": 1e-3, "sigma": 0.3, "rng": g()},
+        ),
+    ),
     (gm.gaussian_gamma, lambda: ((0.5, 1e-5), {})),
     (gm.classic_gaussian_sigma, lambda: ((1.0, 0.5, 1e-5), {})),
     (gm.analytic_gaussian_sigma, lambda: ((1.0, 1.0, 1e-5), {})),
@@ -143,7 +180,10 @@ VALID = [
     (audit.clopper_pearson_lower, lambda: ((3, 10, 0.05), {})),
     (audit.clopper_pearson_upper, lambda: ((3, 10, 0.05), {})),
     (audit.subset_events, lambda: ((3,), {})),
-    (audit.audit_epsilon, lambda: ((np.array([0, 1, 1, 0]), np.array([1, 1, 0, 1]), 0.01), {"confidence": 0.9})),
+    (
+        audit.audit_epsilon,
+        lambda: ((np.array([0, 1, 1, 0]), np.array([1, 1, 0, 1]), 0.01), {"confidence": 0.9}),
+    ),
     (coupling.tv_gaussians, lambda: ((np.zeros(2), np.ones(2), 1.0), {})),
     (coupling.coupling_log_ratio, lambda: ((np.zeros(2), np.zeros(2), np.ones(2), 1.0), {})),
     (coupling.reflection_coupling, lambda: ((np.zeros(2), np.zeros(2), np.ones(2), 1.0, g()), {})),
@@ -202,30 +242,56 @@ def variants(value):
     if isinstance(value, (int, np.integer)):
         v = int(value)
         out += [("int64", np.int64(v), "same"), ("0-d int array", np.array(v), "same")]
-        if -2**31 <= v < 2**31:
+        if -(2**31) <= v < 2**31:
             out.append(("int32", np.int32(v), "same"))
         if 0 <= v < 256:
             out.append(("uint8", np.uint8(v), "same"))
-        out += [("bool", True, "refuse"), ("str", str(v), "refuse"), ("complex", complex(v, 0), "refuse"),
-                ("Fraction", Fraction(v), "refuse"), ("Decimal", Decimal(v), "refuse"),
-                ("masked", _masked(v), "refuse"), ("half", v + 0.5, "refuse"), ("nan", math.nan, "refuse"),
-                ("1e12", 10**12, "either"), ("2**63", 2**63, "either"), ("-1", -1, "either")]
+        out += [
+            ("bool", True, "refuse"),
+            ("str", str(v), "refuse"),
+            ("complex", complex(v, 0), "refuse"),
+            ("Fraction", Fraction(v), "refuse"),
+            ("Decimal", Decimal(v), "refuse"),
+            ("masked", _masked(v), "refuse"),
+            ("half", v + 0.5, "refuse"),
+            ("nan", math.nan, "refuse"),
+            ("1e12", 10**12, "either"),
+            ("2**63", 2**63, "either"),
+            ("-1", -1, "either"),
+        ]
     elif isinstance(value, (float, np.floating)):
         v = float(value)
-        out += [("float64", np.float64(v), "same"), ("0-d float array", np.array(v), "same"),
-                ("bool", True, "refuse"), ("str", repr(v), "refuse"), ("complex", complex(v, 0), "refuse"),
-                ("Fraction", Fraction(v), "refuse"), ("Decimal", Decimal(v), "refuse"),
-                ("masked", _masked(v), "refuse"), ("nan", math.nan, "refuse"),
-                ("inf", math.inf, "either"), ("-inf", -math.inf, "either"), ("1e300", 1e300, "either"),
-                ("5e-324", 5e-324, "either"), ("1e-310", 1e-310, "either"), ("0.0", 0.0, "either")]
+        out += [
+            ("float64", np.float64(v), "same"),
+            ("0-d float array", np.array(v), "same"),
+            ("bool", True, "refuse"),
+            ("str", repr(v), "refuse"),
+            ("complex", complex(v, 0), "refuse"),
+            ("Fraction", Fraction(v), "refuse"),
+            ("Decimal", Decimal(v), "refuse"),
+            ("masked", _masked(v), "refuse"),
+            ("nan", math.nan, "refuse"),
+            ("inf", math.inf, "either"),
+            ("-inf", -math.inf, "either"),
+            ("1e300", 1e300, "either"),
+            ("5e-324", 5e-324, "either"),
+            ("1e-310", 1e-310, "either"),
+            ("0.0", 0.0, "either"),
+        ]
     elif isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.ndim >= 1 and value.size:
         mask = np.zeros(value.shape, dtype=bool)
         mask.flat[0] = True
-        out += [("masked array", np.ma.masked_array(value.copy(), mask=mask), "refuse"),
-                ("bool array", value.astype(bool), "refuse"), ("complex array", value.astype(complex), "refuse"),
-                ("str array", value.astype(str), "refuse"),
-                ("Fraction array", np.array([Fraction(float(x)) for x in value.flat], dtype=object).reshape(value.shape),
-                 "refuse")]
+        out += [
+            ("masked array", np.ma.masked_array(value.copy(), mask=mask), "refuse"),
+            ("bool array", value.astype(bool), "refuse"),
+            ("complex array", value.astype(complex), "refuse"),
+            ("str array", value.astype(str), "refuse"),
+            (
+                "Fraction array",
+                np.array([Fraction(float(x)) for x in value.flat], dtype=object).reshape(value.shape),
+                "refuse",
+            ),
+        ]
         if value.dtype.kind == "f":
             nan = value.copy()
             nan.flat[0] = np.nan
@@ -241,7 +307,9 @@ def _param_name(func, args, kwargs, position):
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):  # pragma: no cover
         return None
-    positional = [q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD, q.VAR_POSITIONAL)]
+    positional = [
+        q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD, q.VAR_POSITIONAL)
+    ]
     for index, q in enumerate(positional):
         if q.kind is q.VAR_POSITIONAL or index == position:
             return q.name
@@ -356,7 +424,10 @@ def classify(i, pos, replacement, expectation, folder: Path, any_name: bool = Fa
     if kind == "refused":
         if expectation == "same":
             return "valid input refused", f"{type(result).__name__}: {result}"[:200]
-        if B.snapshot((getattr(func, "__self__", None), args, kwargs)) != before or sorted(os.listdir(folder)) != files:
+        if (
+            B.snapshot((getattr(func, "__self__", None), args, kwargs)) != before
+            or sorted(os.listdir(folder)) != files
+        ):
             return "refusal changed state", str(result)[:200]
         names = [name] if name is not None else []
         if any_name:
@@ -436,10 +507,10 @@ def test_the_limits_catch_a_runaway_loop_and_a_blocked_call_but_not_waiting_for_
 # complex numbers) names an arm, so these "numeric look-alikes" are accepted by design.  Every other
 # fuzzed argument of every public callable follows the contract (no known gap left).
 KNOWN_GAPS = {
-    'LCBModel.fit[0]=Fraction_array',
-    'LCBModel.fit[0]=bool_array',
-    'LCBModel.fit[0]=complex_array',
-    'LCBModel.fit[0]=str_array',
+    "LCBModel.fit[0]=Fraction_array",
+    "LCBModel.fit[0]=bool_array",
+    "LCBModel.fit[0]=complex_array",
+    "LCBModel.fit[0]=str_array",
 }
 
 
@@ -463,19 +534,35 @@ def test_fuzzed_arguments_follow_the_contract(folder):
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-_NUMERIC = [(i, pos) for i, (func, factory) in enumerate(VALID)
-            for pos in list(range(len(factory()[0]))) + list(factory()[1])
-            if isinstance((factory()[0][pos] if isinstance(pos, int) else factory()[1][pos]), (int, float, np.integer, np.floating))
-            and not isinstance((factory()[0][pos] if isinstance(pos, int) else factory()[1][pos]), (bool, np.bool_))]
+_NUMERIC = [
+    (i, pos)
+    for i, (func, factory) in enumerate(VALID)
+    for pos in list(range(len(factory()[0]))) + list(factory()[1])
+    if isinstance(
+        (factory()[0][pos] if isinstance(pos, int) else factory()[1][pos]),
+        (int, float, np.integer, np.floating),
+    )
+    and not isinstance((factory()[0][pos] if isinstance(pos, int) else factory()[1][pos]), (bool, np.bool_))
+]
 
 # integers small (work in milliseconds) or beyond SIZE_LIMIT (to be refused at once); sizes in between are
 # valid and may legitimately take seconds, so they are not drawn here
 _ANY_NUMBER = st.one_of(
     st.integers(min_value=-1000, max_value=1000),
-    st.integers(min_value=10**9, max_value=2**70), st.integers(min_value=-2**70, max_value=-10**9),
+    st.integers(min_value=10**9, max_value=2**70),
+    st.integers(min_value=-(2**70), max_value=-(10**9)),
     st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True),
-    st.sampled_from([np.int8(-3), np.uint8(255), np.uint16(65535), np.int32(-2**31), np.uint64(2**64 - 1),
-                     np.float32(0.1), np.float16(1e-7)]),
+    st.sampled_from(
+        [
+            np.int8(-3),
+            np.uint8(255),
+            np.uint16(65535),
+            np.int32(-(2**31)),
+            np.uint64(2**64 - 1),
+            np.float32(0.1),
+            np.float16(1e-7),
+        ]
+    ),
 )
 
 
@@ -495,7 +582,7 @@ def test_arbitrary_numbers_never_crash_hang_or_change_state(target, number):
         finally:
             os.chdir(old)
     if outcome != "ok" and _label(i, pos, "") in {gap.split("=")[0] + "=" for gap in KNOWN_GAPS}:
-        return                                           # an argument with a known gap (KNOWN_GAPS)
+        return  # an argument with a known gap (KNOWN_GAPS)
     assert outcome == "ok", f"{_label(i, pos, repr(number))}: {outcome} {detail}"
 
 
@@ -513,7 +600,10 @@ def test_clopper_pearson_is_conservative_at_every_alpha(n):
     for k in sorted({0, 1, 2, n // 2, n - 2, n - 1, n} & set(range(n + 1))):
         for alpha in (0.9, 0.05, 1e-6, 1e-12, 1e-30, 1e-100, 1e-300):
             alpha_q = Fraction(alpha)
-            upper, lower = float(audit.clopper_pearson_upper(k, n, alpha)), float(audit.clopper_pearson_lower(k, n, alpha))
+            upper, lower = (
+                float(audit.clopper_pearson_upper(k, n, alpha)),
+                float(audit.clopper_pearson_lower(k, n, alpha)),
+            )
             if k < n:
                 assert _exact_at_most(k, n, upper) <= alpha_q, (k, n, alpha, upper)
             if k > 0:
@@ -548,14 +638,17 @@ def test_gaussian_epsilon_check_rejects_the_bare_root():
     from scipy import optimize
 
     t, target = 1e8, math.log(1e-100)
-    bare = optimize.brentq(lambda e: float(gm._log_profile(t, e)) - target, 0.0, 1.0, xtol=1e-14,
-                           rtol=4 * np.finfo(float).eps)
+    bare = optimize.brentq(
+        lambda e: float(gm._log_profile(t, e)) - target, 0.0, 1.0, xtol=1e-14, rtol=4 * np.finfo(float).eps
+    )
     assert gm._certified_gap(t, bare, target)[0] > 0
     assert gm._certified_gap(t, gm.gaussian_epsilon(t, 1.0, 1e-100), target)[0] <= 0
 
 
-@pytest.mark.parametrize("epsilon, delta", [(1e-310, 1e-5), (5e-324, 1e-5), (1.0, 1e-310), (1.0, 5e-324),
-                                            (5e-324, 5e-324), (1e15, 5e-324)])
+@pytest.mark.parametrize(
+    "epsilon, delta",
+    [(1e-310, 1e-5), (5e-324, 1e-5), (1.0, 1e-310), (1.0, 5e-324), (5e-324, 5e-324), (1e15, 5e-324)],
+)
 def test_analytic_sigma_returns_or_refuses_at_subnormal_parameters(epsilon, delta):
     """Subnormal epsilon or delta: a certified sigma or a ValueError, within the time limit (the bracket
     search is bounded)."""

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 
 from bandit_unlearning.experiments.guarantees import (
-    KINDS, Setting, TOLERANCE, audit_setting, matrix_settings, released_arm_distributions, summarize,
+    KINDS,
+    Setting,
+    TOLERANCE,
+    audit_setting,
+    matrix_settings,
+    released_arm_distributions,
+    summarize,
     worst_case_instance,
 )
 from bandit_unlearning.mab.unlearn import multi_noisy_argmax_distribution, UnlearnOptions
@@ -13,11 +19,11 @@ from bandit_unlearning.protocol import unlearn
 
 @pytest.mark.parametrize("path, l", [("gaussian", 1), ("adaptive", 1), ("gaussian", 4), ("adaptive", 8)])
 def test_correct_paths_hold_and_half_noise_fails(path, l):
-    eps = 0.5 if path == "gaussian" else 20.0          # Algorithm 2 noises only when gamma < gamma0
+    eps = 0.5 if path == "gaussian" else 20.0  # Algorithm 2 noises only when gamma < gamma0
     s = Setting(path, l, 400 if l > 1 else 40, 20 if l > 1 else 4, eps, 1e-2, "analytic", "exact")
     row = audit_setting(s)
     assert row.refused is None and row.noised
-    assert 0.999 < row.ratio <= 1 + TOLERANCE          # analytic + exact sensitivity: tight
+    assert 0.999 < row.ratio <= 1 + TOLERANCE  # analytic + exact sensitivity: tight
     assert row.delta_arm <= row.delta_scores + 1e-12
     assert audit_setting(s, "half noise", arm_audit=False).ratio > 1 + TOLERANCE
 
@@ -51,14 +57,18 @@ def test_unproven_calibration_is_refused_and_recorded():
 def test_paper_sensitivity_outside_lemma_a1_falls_back_to_rollback():
     row = audit_setting(Setting("gaussian", 1, 40, 38, 0.5, 1e-2, "analytic", "paper"))
     assert row.refused is None and row.fell_back and not row.noised
-    assert row.ratio == 0.0 and row.ratio_literal == 0.0              # rollback: exact in both worlds
+    assert row.ratio == 0.0 and row.ratio_literal == 0.0  # rollback: exact in both worlds
 
 
 def test_paper_rule_holds_only_conditionally_and_the_literal_rule_holds_literally():
     for path, l, eta in (("adaptive", 1, None), ("adaptive", 4, None), ("mixing", 1, 0.25)):
-        paper = audit_setting(Setting(path, l, 40 if l == 1 else 400, 4 if l == 1 else 20, 20.0, 1e-2, eta=eta))
+        paper = audit_setting(
+            Setting(path, l, 40 if l == 1 else 400, 4 if l == 1 else 20, 20.0, 1e-2, eta=eta)
+        )
         assert paper.noised and paper.ratio <= 1 + TOLERANCE and paper.ratio_literal > 1 + TOLERANCE
-        lit = Setting(path, l, 40 if l == 1 else 400, 4 if l == 1 else 20, 20.0, 1e-2, eta=eta, reference="literal")
+        lit = Setting(
+            path, l, 40 if l == 1 else 400, 4 if l == 1 else 20, 20.0, 1e-2, eta=eta, reference="literal"
+        )
         row = audit_setting(lit)
         assert row.noised and 0.99 < row.ratio_literal <= 1 + TOLERANCE and row.ratio <= 1 + TOLERANCE
         assert audit_setting(lit, "half noise", arm_audit=False).ratio_literal > 1 + TOLERANCE
@@ -71,7 +81,14 @@ def test_worst_case_instance_matches_unlearn():
     """The audit's instance goes through the public unlearn unchanged (one noised arm at a0)."""
     state, request = worst_case_instance(400, 40, 1, KINDS[0], 0.05)
     assert state.arm == 0 and request.k == 40
-    res = unlearn(state, request, options=UnlearnOptions(method="gaussian", epsilon=0.5, delta=1e-6, calibration="analytic", sensitivity="exact"), rng=np.random.default_rng(0))[1]
+    res = unlearn(
+        state,
+        request,
+        options=UnlearnOptions(
+            method="gaussian", epsilon=0.5, delta=1e-6, calibration="analytic", sensitivity="exact"
+        ),
+        rng=np.random.default_rng(0),
+    )[1]
     assert res.branch == "gaussian" and res.sigma > 0
 
 
@@ -101,14 +118,14 @@ def test_audit_quadrature_equals_the_public_adaptive_one():
         m = int(rng.integers(3, 12))
         sigmas = np.where(rng.random(m) < 0.6, rng.uniform(0.01, 1.0, m), 0.0)
         if trial % 3 == 0:
-            sigmas = np.where(sigmas > 0, 0.2, 0.0)                     # one sigma for every noised arm
+            sigmas = np.where(sigmas > 0, 0.2, 0.0)  # one sigma for every noised arm
         if trial % 10 == 1:
-            sigmas = np.full(m, 0.3)                                     # no noiseless arm
+            sigmas = np.full(m, 0.3)  # no noiseless arm
         if (sigmas > 0).sum() < 2 and trial % 10 != 2:
             sigmas[:2] = 0.3
         rows = rng.normal(0, 0.5, (3, m)) * rng.choice([1e-3, 0.1, 1.0, 3.0])
         if trial % 7 == 0:
-            rows[:, -2:] = rows[:, [-3]]                                  # ties (among noiseless arms too)
+            rows[:, -2:] = rows[:, [-3]]  # ties (among noiseless arms too)
         public = np.array([multi_noisy_argmax_distribution(r, sigmas) for r in rows])
         worst = max(worst, float(np.max(np.abs(released_arm_distributions(rows, sigmas) - public))))
     assert worst <= 1e-12, worst

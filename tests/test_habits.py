@@ -27,13 +27,13 @@ pytestmark = pytest.mark.simd_independent
 
 # ---------------------------------------------------------------------------------- export cells
 
-MAX_CELL_LINES = 80        # non-blank lines of one export cell (d2l's longest is 62, nbdev's 48)
+MAX_CELL_LINES = 80  # non-blank lines of one export cell (d2l's longest is 62, nbdev's 48)
 
 
-@functools.cache                                          # read once per session: two tests use it
+@functools.cache  # read once per session: two tests use it
 def export_cells() -> dict[tuple[str, str], int]:
     """``{(chapter, first name the cell defines): non-blank lines}`` for every export cell."""
-    import jupytext                                       # imported here: 2 s at collection otherwise
+    import jupytext  # imported here: 2 s at collection otherwise
 
     out = {}
     for path in sorted((ROOT / "notebooks").rglob("*.py")):
@@ -54,7 +54,7 @@ def export_cells() -> dict[tuple[str, str], int]:
                         first = target.id
                         break
             key = (path.relative_to(ROOT).as_posix(), first)
-            while key in out:                             # two cells of a chapter led by one name
+            while key in out:  # two cells of a chapter led by one name
                 key = (key[0], key[1] + "'")
             out[key] = sum(1 for line in cell.source.splitlines() if line.strip())
     return out
@@ -62,16 +62,18 @@ def export_cells() -> dict[tuple[str, str], int]:
 
 # (chapter, first name defined) -> non-blank lines today.  Debt: split these beside their prose
 # (functions into their own cells, a class's methods into later cells with ``add_to_class``).
-LONG_CELLS: dict[tuple[str, str], int] = {
-}
+LONG_CELLS: dict[tuple[str, str], int] = {}
 
 
 def test_no_new_or_longer_export_cell_over_the_limit():
     cells = export_cells()
     over = {k: n for k, n in cells.items() if n > MAX_CELL_LINES}
     new = sorted(f"{k[0]} ({k[1]}): {n} lines" for k, n in over.items() if k not in LONG_CELLS)
-    grown = sorted(f"{k[0]} ({k[1]}): {LONG_CELLS[k]} -> {n} lines" for k, n in over.items()
-                   if k in LONG_CELLS and n > LONG_CELLS[k])
+    grown = sorted(
+        f"{k[0]} ({k[1]}): {LONG_CELLS[k]} -> {n} lines"
+        for k, n in over.items()
+        if k in LONG_CELLS and n > LONG_CELLS[k]
+    )
     assert not new, f"export cells over {MAX_CELL_LINES} non-blank lines (split them):\n" + "\n".join(new)
     assert not grown, "listed long export cells grew:\n" + "\n".join(grown)
 
@@ -85,8 +87,10 @@ def test_listed_long_cells_are_still_long():
 def test_the_cell_count_sees_a_long_cell(tmp_path):
     # the counter itself: a cell of 81 non-blank lines is over, one of 80 is not
     body = "\n".join(f"x{i} = {i}" for i in range(81))
-    chapter = ('# ---\n# jupyter:\n#   bandit_unlearning:\n#     export: bandit_unlearning.demo\n# ---\n\n'
-               f'# %% tags=["export"]\n{body}\n')
+    chapter = (
+        "# ---\n# jupyter:\n#   bandit_unlearning:\n#     export: bandit_unlearning.demo\n# ---\n\n"
+        f'# %% tags=["export"]\n{body}\n'
+    )
     import jupytext
 
     cell = jupytext.reads(chapter, fmt="py:percent").cells[0]
@@ -111,8 +115,10 @@ def _returns_value(func) -> bool:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):
         return False
-    return any(isinstance(n, ast.Return) and n.value is not None or isinstance(n, (ast.Yield, ast.YieldFrom))
-               for n in ast.walk(tree.body[0]))
+    return any(
+        isinstance(n, ast.Return) and n.value is not None or isinstance(n, (ast.Yield, ast.YieldFrom))
+        for n in ast.walk(tree.body[0])
+    )
 
 
 def missing_sections() -> dict[str, str]:
@@ -128,10 +134,15 @@ def missing_sections() -> dict[str, str]:
         except (TypeError, ValueError):
             params = []
         lacks = []
-        if params and not (_has_section(doc, "Parameters") or inspect.isclass(func) and _has_section(doc, "Attributes")):
+        if params and not (
+            _has_section(doc, "Parameters") or inspect.isclass(func) and _has_section(doc, "Attributes")
+        ):
             lacks.append("Parameters")
-        if not inspect.isclass(func) and _returns_value(func) and not (_has_section(doc, "Returns")
-                                                                      or _has_section(doc, "Yields")):
+        if (
+            not inspect.isclass(func)
+            and _returns_value(func)
+            and not (_has_section(doc, "Returns") or _has_section(doc, "Yields"))
+        ):
             lacks.append("Returns")
         if lacks:
             out[name] = "+".join(lacks)
@@ -142,14 +153,20 @@ UNDOCUMENTED_PATH = ROOT / "tests" / "numpydoc_debt.txt"
 
 
 def _debt() -> dict[str, str]:
-    rows = [line.split() for line in UNDOCUMENTED_PATH.read_text().splitlines() if line and not line.startswith("#")]
+    rows = [
+        line.split()
+        for line in UNDOCUMENTED_PATH.read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     return {name: lacks for name, lacks in rows}
 
 
 def test_no_new_public_callable_without_numpydoc_sections():
     debt = _debt()
     new = sorted(f"{n}: {lacks}" for n, lacks in missing_sections().items() if n not in debt)
-    assert not new, "public callables without numpydoc sections (write Parameters/Returns):\n" + "\n".join(new)
+    assert not new, "public callables without numpydoc sections (write Parameters/Returns):\n" + "\n".join(
+        new
+    )
 
 
 def test_numpydoc_debt_only_shrinks():

@@ -22,7 +22,9 @@ import export  # noqa: E402
 def tree(tmp_path):
     """A copy of the parts of the project the checks read."""
     for part in ("notebooks", "bandit_unlearning", "tools"):
-        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        shutil.copytree(
+            ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
+        )
     return tmp_path
 
 
@@ -39,10 +41,16 @@ def test_real_tree_is_in_sync():
 def test_check_mode_exit_codes(tree):
     ok = subprocess.run([sys.executable, "tools/export.py", "--check", "--root", str(tree)], cwd=tree)
     assert ok.returncode == 0
-    module = next(p for p in sorted((tree / "bandit_unlearning").rglob("*.py")) if p in export.generated_on_disk(tree))
+    module = next(
+        p for p in sorted((tree / "bandit_unlearning").rglob("*.py")) if p in export.generated_on_disk(tree)
+    )
     module.write_text(module.read_text() + "\nx = 1\n")
-    bad = subprocess.run([sys.executable, "tools/export.py", "--check", "--root", str(tree)], cwd=tree,
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "tools/export.py", "--check", "--root", str(tree)],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 1 and module.relative_to(tree).as_posix() in bad.stdout
 
 
@@ -99,7 +107,9 @@ def test_missing_outputs_are_reported(tree):
 def test_public_names_and_docstring_placement():
     src = '"""Doc."""\nimport numpy as np\n\nA = 1\n_b = 2\n\ndef f():\n    pass\n\nclass C:\n    x = 1\n'
     assert export.public_names(src) == ["A", "f", "C"]
-    text = export.render("bandit_unlearning.x", [export.Chunk(Path("notebooks/x.py"), "bandit_unlearning.x", src)])
+    text = export.render(
+        "bandit_unlearning.x", [export.Chunk(Path("notebooks/x.py"), "bandit_unlearning.x", src)]
+    )
     lines = text.splitlines()
     assert lines[0].startswith(export.GENERATED_MARK) and "notebooks/x.py" in lines[0]
     assert lines[2] == '"""Doc."""' and "__all__" in text
@@ -130,18 +140,18 @@ def load(path: Path) -> dict:
 
 
 FIRST = HEADER.format(module="bandit_unlearning.demo") + (
-    '# %% [markdown]\n# # Chapter one\n\n'
+    "# %% [markdown]\n# # Chapter one\n\n"
     '# %% tags=["export"]\n"""The demo module."""\n\nfrom __future__ import annotations\n\nimport math\n\n'
-    'import numpy as np\n\n\ndef area(r):\n    return math.pi * r * r\n\n\n'
-    '# %% [markdown]\n# ## 2. Later section\n\n'
-    '# %%\nprint(area(1.0))\n\n'
+    "import numpy as np\n\n\ndef area(r):\n    return math.pi * r * r\n\n\n"
+    "# %% [markdown]\n# ## 2. Later section\n\n"
+    "# %%\nprint(area(1.0))\n\n"
     '# %% tags=["export"]\nimport math\n\n\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3 + twice(0)\n'
 )
 SECOND = HEADER.format(module="bandit_unlearning.other") + (
-    '# %% [markdown]\n# # Chapter two\n## 1. Extending the demo\n\n'
+    "# %% [markdown]\n# # Chapter two\n## 1. Extending the demo\n\n"
     '# %% tags=["export:bandit_unlearning.demo"]\nimport math\nfrom math import sqrt\n\n'
     'from bandit_unlearning.demo import area\n\n\ndef twice(x):\n    """Twice x."""\n    return 2 * x + 0 * area(sqrt(1.0))\n\n\n'
-    'TWO = 2\n'
+    "TWO = 2\n"
 )
 
 
@@ -169,7 +179,7 @@ def test_two_chapters_fill_one_module_in_chapter_then_cell_order(tmp_path):
     assert text.index("from __future__") < text.index("__all__") < text.index("import math")
     assert ns["volume"](1.0) == pytest.approx(4 / 3 * np.pi) and ns["twice"](3) == 6
     assert export.drift(root) == []
-    assert not (root / "bandit_unlearning" / "other.py").exists()     # no cell of chapter two exports there
+    assert not (root / "bandit_unlearning" / "other.py").exists()  # no cell of chapter two exports there
 
 
 def test_provenance_markers_point_at_the_cell_and_its_lines(tmp_path):
@@ -178,8 +188,11 @@ def test_provenance_markers_point_at_the_cell_and_its_lines(tmp_path):
     path = root / "bandit_unlearning" / "demo.py"
     lines = path.read_text().splitlines()
     for i, line in enumerate(lines, start=1):
-        if not line.strip() or line.startswith(export.MARKER) or i <= next(
-                j for j, t in enumerate(lines, start=1) if t.startswith(export.MARKER)):
+        if (
+            not line.strip()
+            or line.startswith(export.MARKER)
+            or i <= next(j for j, t in enumerate(lines, start=1) if t.startswith(export.MARKER))
+        ):
             continue
         chapter, at = export.locate(root, path, i)
         assert (root / chapter).read_text().splitlines()[at - 1] == line, (i, line, chapter, at)
@@ -204,7 +217,7 @@ def test_markers_of_the_real_package_point_at_their_cells():
         for i, line in enumerate(lines[:-1], start=1):
             if line.lstrip().startswith(export.MARKER) and lines[i].strip():
                 chapter, at = export.locate(ROOT, path, i + 1, modules)
-                indent = line[: len(line) - len(line.lstrip())]     # a method added from a later cell: 4 spaces
+                indent = line[: len(line) - len(line.lstrip())]  # a method added from a later cell: 4 spaces
                 assert indent + (ROOT / chapter).read_text().splitlines()[at - 1] == lines[i], (path, i + 1)
                 cell = int(line.split(", cell ")[1].split()[0])
                 assert export._cell_lines(ROOT / chapter)[cell - 1] < at
@@ -212,14 +225,17 @@ def test_markers_of_the_real_package_point_at_their_cells():
     assert checked >= len(modules)
 
 
-@pytest.mark.parametrize("second, message", [
-    ("def area(r):\n    return r\n", "'area' is defined in two cells"),
-    ("area = 1\n", "'area' is defined in two cells"),
-    ("from math import sqrt as area\n", "which notebooks/a_part/09_first.py, cell 2 (line 10) defines"),
-    ("import numpy.linalg as np\n", "'np' is imported differently in two cells"),
-    ("from bandit_unlearning.demo import nothing_here\n", "no earlier cell"),
-    ('"""A second docstring."""\n', "only the first cell"),
-])
+@pytest.mark.parametrize(
+    "second, message",
+    [
+        ("def area(r):\n    return r\n", "'area' is defined in two cells"),
+        ("area = 1\n", "'area' is defined in two cells"),
+        ("from math import sqrt as area\n", "which notebooks/a_part/09_first.py, cell 2 (line 10) defines"),
+        ("import numpy.linalg as np\n", "'np' is imported differently in two cells"),
+        ("from bandit_unlearning.demo import nothing_here\n", "no earlier cell"),
+        ('"""A second docstring."""\n', "only the first cell"),
+    ],
+)
 def test_conflicting_cells_are_refused(tmp_path, second, message):
     chapter = HEADER.format(module="bandit_unlearning.demo") + '# %% tags=["export"]\n' + second
     root = small_tree(tmp_path, {"a_part/09_first.py": FIRST, "b_part/01_second.py": chapter})
@@ -231,9 +247,11 @@ def test_conflicting_cells_are_refused(tmp_path, second, message):
 def test_identical_imports_merge_and_keep_the_module_importable(tmp_path):
     other = HEADER.format(module="bandit_unlearning.demo") + (
         '# %% tags=["export"]\nimport math\nfrom math import pi, tau\n\nimport numpy as np\n\n\n'
-        'def circumference(r):\n    return np.float64(tau * r) + 0 * pi\n')
-    root = small_tree(tmp_path, {"a_part/09_first.py": FIRST, "b_part/01_second.py": SECOND,
-                                 "c_part/01_third.py": other})
+        "def circumference(r):\n    return np.float64(tau * r) + 0 * pi\n"
+    )
+    root = small_tree(
+        tmp_path, {"a_part/09_first.py": FIRST, "b_part/01_second.py": SECOND, "c_part/01_third.py": other}
+    )
     export.write(root)
     text = (root / "bandit_unlearning" / "demo.py").read_text()
     assert text.count("import numpy as np") == 1 and text.count("from math import") == 1
@@ -244,14 +262,14 @@ def test_identical_imports_merge_and_keep_the_module_importable(tmp_path):
 # --- methods from later cells: add_to_class ------------------------------------------------------------
 
 CLASS_FIRST = HEADER.format(module="bandit_unlearning.demo") + (
-    '# %% [markdown]\n# # A class in three cells\n\n'
+    "# %% [markdown]\n# # A class in three cells\n\n"
     '# %% tags=["export"]\n"""The demo module."""\n\nimport math\n\n\nclass Circle:\n'
     '    """A circle."""\n\n    def __init__(self, r):\n        self._r = r\n\n\nUNIT = 1.0\n\n'
-    '# %% [markdown]\n# ## 2. Its area\n\n'
+    "# %% [markdown]\n# ## 2. Its area\n\n"
     '# %% tags=["export"]\nfrom bandit_unlearning.literate import add_to_class\n\n\n'
     '# the area, from the radius\n@add_to_class(Circle)\ndef area(self):\n    """pi r^2."""\n'
-    '    return math.pi * self._r ** 2\n\n\n@add_to_class(Circle)\n@property\ndef r(self):\n    return self._r\n\n'
-    '# %% [markdown]\n# ## 3. A setter\n\n'
+    "    return math.pi * self._r ** 2\n\n\n@add_to_class(Circle)\n@property\ndef r(self):\n    return self._r\n\n"
+    "# %% [markdown]\n# ## 3. A setter\n\n"
     '# %% tags=["export"]\n@add_to_class(Circle)\n@Circle.r.setter\ndef r(self, value):\n    self._r = value\n'
 )
 
@@ -263,9 +281,17 @@ def test_methods_from_later_cells_land_inside_their_class(tmp_path):
     text = path.read_text()
     assert "add_to_class" not in text and "literate" not in text
     # the methods sit in the class body, before the module-level code that followed the class
-    assert text.index("class Circle") < text.index("    def area(self):") < text.index("    def r(self, value)") \
+    assert (
+        text.index("class Circle")
+        < text.index("    def area(self):")
+        < text.index("    def r(self, value)")
         < text.index("UNIT = 1.0")
-    assert "    # the area, from the radius\n    def area" in text and "    @r.setter\n" in text and "    @property\n    def r(self)" in text
+    )
+    assert (
+        "    # the area, from the radius\n    def area" in text
+        and "    @r.setter\n" in text
+        and "    @property\n    def r(self)" in text
+    )
     ns = load(path)
     assert ns["__all__"] == ["Circle", "UNIT"]
     c = ns["Circle"](2.0)
@@ -288,19 +314,32 @@ def test_methods_from_later_cells_land_inside_their_class(tmp_path):
             continue
         expected = (root / chapter).read_text().splitlines()[at - 1]
         # moved lines are indented into the class body; the setter is named as the body names it
-        assert line in (expected, "    " + expected, "    " + expected.replace("@Circle.", "@")), (i, line, expected)
+        assert line in (expected, "    " + expected, "    " + expected.replace("@Circle.", "@")), (
+            i,
+            line,
+            expected,
+        )
         mapped += 1
     assert mapped >= 12
     assert export.drift(root) == []
 
 
-@pytest.mark.parametrize("cell, message", [
-    ("@add_to_class(Circle)\ndef area(self):\n    return 1\n\n\nTWO = 2\n", "must hold only such functions"),
-    ("@add_to_class(Square)\ndef area(self):\n    return 1\n", "names no class"),
-    ("@add_to_class(Circle)\ndef __init__(self):\n    pass\n", "Circle.__init__ is already defined"),
-    ("@property\n@add_to_class(Circle)\ndef area(self):\n    return 1\n", "must be the outermost decorator"),
-    ("@add_to_class(Circle, 2)\ndef area(self):\n    return 1\n", "takes one argument"),
-])
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        (
+            "@add_to_class(Circle)\ndef area(self):\n    return 1\n\n\nTWO = 2\n",
+            "must hold only such functions",
+        ),
+        ("@add_to_class(Square)\ndef area(self):\n    return 1\n", "names no class"),
+        ("@add_to_class(Circle)\ndef __init__(self):\n    pass\n", "Circle.__init__ is already defined"),
+        (
+            "@property\n@add_to_class(Circle)\ndef area(self):\n    return 1\n",
+            "must be the outermost decorator",
+        ),
+        ("@add_to_class(Circle, 2)\ndef area(self):\n    return 1\n", "takes one argument"),
+    ],
+)
 def test_bad_method_cells_are_refused(tmp_path, cell, message):
     chapter = CLASS_FIRST.split("# %% [markdown]\n# ## 2.")[0] + '# %% tags=["export"]\n' + cell
     root = small_tree(tmp_path, {"a_part/01_circle.py": chapter})

@@ -10,9 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bandit_unlearning.mab.contextual import (
-    ContextualRequest, ReleasedPolicy, branch_bounds, calibrate_sigma, confidence_radius, deletion_sensitivity,
-    fit_contextual, lcb_scores, noisy_action_probability, parameter_sensitivity, reference_contextual, release_exact,
-    rollback, state_from_statistics, ContextualOptions,
+    ContextualRequest,
+    ReleasedPolicy,
+    branch_bounds,
+    calibrate_sigma,
+    confidence_radius,
+    deletion_sensitivity,
+    fit_contextual,
+    lcb_scores,
+    noisy_action_probability,
+    parameter_sensitivity,
+    reference_contextual,
+    release_exact,
+    rollback,
+    state_from_statistics,
+    ContextualOptions,
 )
 from bandit_unlearning.privacy.audit import hockey_stick_delta
 from bandit_unlearning.protocol import unlearn
@@ -32,17 +44,32 @@ def data(seed, n=60, d=3, m=3, integer=False):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(2, 40), d=st.integers(1, 5), m=st.integers(1, 4),
-       lam=st.sampled_from([0.1, 1.0, 10.0]), frac=st.floats(0.0, 1.0))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 40),
+    d=st.integers(1, 5),
+    m=st.integers(1, 4),
+    lam=st.sampled_from([0.1, 1.0, 10.0]),
+    frac=st.floats(0.0, 1.0),
+)
 def test_rollback_equals_retraining(seed, n, d, m, lam, frac):
     x, a, r = data(seed, n, d, m)
     drop = np.random.default_rng(seed + 1).permutation(n)[: int(frac * n)]
     keep = np.setdiff1d(np.arange(n), drop)
     full = fit_contextual(x, a, r, n_arms=m, lam=lam, context_bound=1.0, beta=0.7)
     rolled = rollback(full, ContextualRequest(x[drop], a[drop], r[drop]))
-    refit = fit_contextual(x[keep], a[keep], r[keep], n_arms=m, lam=lam, context_bound=1.0, beta=0.7) if keep.size \
-        else state_from_statistics(np.broadcast_to(lam * np.eye(d), (m, d, d)), np.zeros((m, d)), np.zeros(m, int),
-                                   lam=lam, beta=0.7, context_bound=1.0)
+    refit = (
+        fit_contextual(x[keep], a[keep], r[keep], n_arms=m, lam=lam, context_bound=1.0, beta=0.7)
+        if keep.size
+        else state_from_statistics(
+            np.broadcast_to(lam * np.eye(d), (m, d, d)),
+            np.zeros((m, d)),
+            np.zeros(m, int),
+            lam=lam,
+            beta=0.7,
+            context_bound=1.0,
+        )
+    )
     assert np.array_equal(rolled.counts, refit.counts)
     np.testing.assert_allclose(rolled.gram, refit.gram, rtol=0, atol=1e-12 * (1 + n))
     np.testing.assert_allclose(rolled.theta, refit.theta, rtol=0, atol=1e-9)
@@ -65,7 +92,9 @@ def test_rollback_is_bit_exact_on_integer_data(seed, frac):
 
 def test_confidence_radius_formula():
     beta = confidence_radius(1000, 4, 5, 1e-3, 2.0, 1.5, 0.5)
-    assert beta == pytest.approx(0.5 * math.sqrt(2 * math.log(5e3) + 4 * math.log1p(1000 * 2.25 / 8)) + math.sqrt(2) * 0.5)
+    assert beta == pytest.approx(
+        0.5 * math.sqrt(2 * math.log(5e3) + 4 * math.log1p(1000 * 2.25 / 8)) + math.sqrt(2) * 0.5
+    )
     st_ = fit_contextual(*data(0), n_arms=3, context_bound=1.0)
     assert st_.beta == pytest.approx(confidence_radius(60, 3, 3, 1 / 60, 1.0, 1.0, 1.0))
 
@@ -86,15 +115,18 @@ def test_sensitivity_dominates_random_designs():
         bound = parameter_sensitivity(np.linalg.eigvalsh(gp)[0], k, L, np.linalg.norm(tp))
         worst = max(worst, np.linalg.norm(t - tp) / bound)
     assert worst <= 1 + 1e-9
-    assert worst > 0.5          # the random designs come within a factor 2 of the bound
+    assert worst > 0.5  # the random designs come within a factor 2 of the bound
 
 
 def test_sensitivity_is_attained_on_the_empty_arm():
     lam = 2.0
-    empty = state_from_statistics(lam * np.eye(2)[None], np.zeros((1, 2)), [0], lam=lam, beta=0.0, context_bound=5.0)
+    empty = state_from_statistics(
+        lam * np.eye(2)[None], np.zeros((1, 2)), [0], lam=lam, beta=0.0, context_bound=5.0
+    )
     x = np.array([[math.sqrt(lam), 0.0]])
-    full = state_from_statistics(empty.gram + (x.T @ x)[None], x[None, 0] * 1.0, [1], lam=lam, beta=0.0,
-                                 context_bound=5.0)
+    full = state_from_statistics(
+        empty.gram + (x.T @ x)[None], x[None, 0] * 1.0, [1], lam=lam, beta=0.0, context_bound=5.0
+    )
     assert np.linalg.norm(full.theta[0]) == pytest.approx(deletion_sensitivity(empty, [1])[0])
 
 
@@ -102,7 +134,7 @@ def test_eigen_floor_is_refused_where_it_fails():
     st_ = fit_contextual(*data(1, n=30), n_arms=3, context_bound=1.0)
     after = rollback(st_, ContextualRequest(*(v[:3] for v in data(1, n=30))))
     k = np.bincount(data(1, n=30)[1][:3], minlength=3)
-    ok = deletion_sensitivity(after, k, eigen_floor=1.0)            # lam = 1 <= lambda_min always
+    ok = deletion_sensitivity(after, k, eigen_floor=1.0)  # lam = 1 <= lambda_min always
     assert np.all(ok >= deletion_sensitivity(after, k) - 1e-12)
     with pytest.raises(ValueError, match="eigen_floor"):
         deletion_sensitivity(after, k, eigen_floor=1e6)
@@ -113,19 +145,29 @@ def test_gaussian_branch_is_private_exactly_on_a_tight_design():
     threshold, and never above the target; half the noise breaks it."""
     lam = 1.0
     x = np.array([[1.0]])
-    full = state_from_statistics(np.array([[[lam + 1.0]], [[lam + 50.0]]]), np.array([[1.0], [0.0]]), [1, 50],
-                                 lam=lam, beta=0.0, context_bound=1.0)
+    full = state_from_statistics(
+        np.array([[[lam + 1.0]], [[lam + 50.0]]]),
+        np.array([[1.0], [0.0]]),
+        [1, 50],
+        lam=lam,
+        beta=0.0,
+        context_bound=1.0,
+    )
     req = ContextualRequest(x, [0], [1.0])
     after = rollback(full, req)
     sens = deletion_sensitivity(after, req.counts(2))[0]
-    assert np.linalg.norm(full.theta[0] - after.theta[0]) == pytest.approx(sens)     # tight
+    assert np.linalg.norm(full.theta[0] - after.theta[0]) == pytest.approx(sens)  # tight
     eps, delta = 1.0, 1e-3
     sigma = analytic_gaussian_sigma(sens, eps, delta)
     worst = {1.0: 0.0, 0.5: 0.0}
     for beta in np.linspace(0, 8, 801):
         for scale in worst:
-            p = noisy_action_probability(ReleasedPolicy(full.theta, after.gram_inv, beta), 0, sigma * scale, x)[0]
-            q = noisy_action_probability(ReleasedPolicy(after.theta, after.gram_inv, beta), 0, sigma * scale, x)[0]
+            p = noisy_action_probability(
+                ReleasedPolicy(full.theta, after.gram_inv, beta), 0, sigma * scale, x
+            )[0]
+            q = noisy_action_probability(
+                ReleasedPolicy(after.theta, after.gram_inv, beta), 0, sigma * scale, x
+            )[0]
             pd, qd = np.array([p, 1 - p]), np.array([q, 1 - q])
             worst[scale] = max(worst[scale], hockey_stick_delta(pd, qd, eps), hockey_stick_delta(qd, pd, eps))
     assert worst[1.0] <= delta
@@ -142,23 +184,38 @@ def test_unlearn_records_and_reference_worlds():
     rel = rec.release
     assert rec.branch == "rollback" and rec.guarantee == "exact" and rec.sigma == 0.0
     np.testing.assert_array_equal(rel.theta, after.theta)
-    after, rec = unlearn(st_, req, options=ContextualOptions(method="gaussian", epsilon=1.0, delta=1e-5), rng=0)
+    after, rec = unlearn(
+        st_, req, options=ContextualOptions(method="gaussian", epsilon=1.0, delta=1e-5), rng=0
+    )
     rel = rec.release
     k = req.counts(2)
     assert rec.branch == "gaussian" and rec.reference == "literal"
     assert rec.sensitivity == pytest.approx(float(np.linalg.norm(deletion_sensitivity(after, k))))
     assert rec.sigma == pytest.approx(calibrate_sigma(rec.sensitivity, 1.0, 1e-5))
-    np.testing.assert_array_equal(rel.gram_inv, after.gram_inv)                # widths of D \ U
+    np.testing.assert_array_equal(rel.gram_inv, after.gram_inv)  # widths of D \ U
     for eps in (0.5, 50.0, 5000.0):
         _, lit = unlearn(st_, req, options=ContextualOptions(epsilon=eps, delta=1e-5, contexts=ctx), rng=0)
-        _, branch = reference_contextual(after, k, options=ContextualOptions(epsilon=eps, delta=1e-5, contexts=ctx), rng=0)
+        _, branch = reference_contextual(
+            after, k, options=ContextualOptions(epsilon=eps, delta=1e-5, contexts=ctx), rng=0
+        )
         assert branch == lit.branch
-        b = branch_bounds(after, k, lit.sigma or calibrate_sigma(float(np.linalg.norm(deletion_sensitivity(after, k))),
-                                                                  eps, 1e-5), ctx)
+        b = branch_bounds(
+            after,
+            k,
+            lit.sigma or calibrate_sigma(float(np.linalg.norm(deletion_sensitivity(after, k))), eps, 1e-5),
+            ctx,
+        )
         assert (lit.branch == "gaussian") == (b.gaussian < b.rollback)
     with pytest.raises(ValueError, match="conditional switch"):
-        reference_contextual(after, k, options=ContextualOptions(epsilon=1.0, delta=1e-5, contexts=ctx, switch="conditional"))
-    _, cond = unlearn(st_, req, options=ContextualOptions(epsilon=5000.0, delta=1e-5, contexts=ctx, switch="conditional"), rng=0)
+        reference_contextual(
+            after, k, options=ContextualOptions(epsilon=1.0, delta=1e-5, contexts=ctx, switch="conditional")
+        )
+    _, cond = unlearn(
+        st_,
+        req,
+        options=ContextualOptions(epsilon=5000.0, delta=1e-5, contexts=ctx, switch="conditional"),
+        rng=0,
+    )
     if cond.branch == "gaussian":
         assert cond.reference == "conditional on the branch"
 
@@ -177,10 +234,15 @@ def test_refusals_change_nothing():
     with pytest.raises(ValueError, match="rewards"):
         fit_contextual(x, a, r + 1, n_arms=2, context_bound=1.0)
     with pytest.raises(ValueError, match="contexts=..."):
-        unlearn(st_, ContextualRequest(x[:1], a[:1], r[:1]), options=ContextualOptions(epsilon=1.0, delta=1e-5))
+        unlearn(
+            st_, ContextualRequest(x[:1], a[:1], r[:1]), options=ContextualOptions(epsilon=1.0, delta=1e-5)
+        )
     with pytest.raises(ValueError, match="epsilon < 1"):
-        unlearn(st_, ContextualRequest(x[:1], a[:1], r[:1]),
-                options=ContextualOptions(method="gaussian", epsilon=2.0, delta=1e-5, calibration="classic"))
+        unlearn(
+            st_,
+            ContextualRequest(x[:1], a[:1], r[:1]),
+            options=ContextualOptions(method="gaussian", epsilon=2.0, delta=1e-5, calibration="classic"),
+        )
     assert np.array_equal(before[0], st_.gram) and np.array_equal(before[1], st_.moments)
 
 
@@ -201,7 +263,9 @@ def test_release_exact_is_the_learner():
 
 # --- the lifecycle model (chapter A10b) -------------------------------------------------------------
 from bandit_unlearning.mab.contextual_model import (  # noqa: E402
-    ContextualModel, load_contextual_model, sequential_sensitivity,
+    ContextualModel,
+    load_contextual_model,
+    sequential_sensitivity,
 )
 
 
@@ -222,8 +286,20 @@ def synthetic(seed=0, n=400):
 
 def test_model_live_statistics_equal_a_refit_after_every_request(tmp_path):
     x, a, r, users, hot, ev = synthetic()
-    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, method="adaptive", epsilon=256.0,
-                            delta=1e-5, sigma=0.02, eval_contexts=ev, rng=3)
+    m = ContextualModel.fit(
+        x,
+        a,
+        r,
+        n_arms=2,
+        context_bound=1.0,
+        users=users,
+        method="adaptive",
+        epsilon=256.0,
+        delta=1e-5,
+        sigma=0.02,
+        eval_contexts=ev,
+        rng=3,
+    )
     keep = np.ones(len(a), bool)
     for u in hot:
         rec = m.delete(user=u)
@@ -291,11 +367,11 @@ def test_model_pickles_without_its_generator_or_deleted_rows():
 
     x, a, r, users, hot, ev = synthetic(3)
     m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, rng=5)
-    plain = next(u for u in users if u not in hot)     # its rows have random (distinctive) contexts
+    plain = next(u for u in users if u not in hot)  # its rows have random (distinctive) contexts
     rec = m.delete(user=plain)
     blob = pickle.dumps(m)
     back = pickle.loads(blob)
     assert "_rng" not in m.__getstate__()
     assert back.log == m.log and np.array_equal(back.statistics.theta, m.statistics.theta)
     assert all(x[i].tobytes() not in blob for i in rec.rows)
-    back.delete(user=hot[1])                       # a fresh generator: the model still works
+    back.delete(user=hot[1])  # a fresh generator: the model still works

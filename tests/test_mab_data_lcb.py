@@ -6,11 +6,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bandit_unlearning.mab.data import (
-    OfflineDataset, concentrability_behavior, distribution_dataset, fixed_sample_dataset,
-    round_robin_arms, sample_statistics_distribution, sample_statistics_fixed,
+    OfflineDataset,
+    concentrability_behavior,
+    distribution_dataset,
+    fixed_sample_dataset,
+    round_robin_arms,
+    sample_statistics_distribution,
+    sample_statistics_fixed,
 )
 from bandit_unlearning.mab.lcb import (
-    LCBState, fit_lcb, lcb_scores, lemma31_bound_distribution, lemma31_bound_fixed,
+    LCBState,
+    fit_lcb,
+    lcb_scores,
+    lemma31_bound_distribution,
+    lemma31_bound_fixed,
 )
 from bandit_unlearning.testing.montecarlo import hoeffding_margin, mean_and_stderr
 
@@ -29,10 +38,14 @@ def loop_lcb(arms, rewards, m, tau):
     return np.array(scores), best
 
 
-datasets = st.integers(1, 6).flatmap(lambda m: st.tuples(
-    st.just(m),
-    st.lists(st.tuples(st.integers(0, m - 1), st.sampled_from([0.0, 0.25, 0.5, 1.0])), min_size=2, max_size=40),
-))
+datasets = st.integers(1, 6).flatmap(
+    lambda m: st.tuples(
+        st.just(m),
+        st.lists(
+            st.tuples(st.integers(0, m - 1), st.sampled_from([0.0, 0.25, 0.5, 1.0])), min_size=2, max_size=40
+        ),
+    )
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -113,17 +126,20 @@ def test_statistics_samplers_match_dataset_generators():
     assert np.all(c == [3, 0, 5]) and np.all(s <= c) and np.all(s >= 0)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(arms=[0, 3], rewards=[0, 1], n_arms=3), "outside"),
-    (dict(arms=[0, -1], rewards=[0, 1], n_arms=3), "outside"),
-    (dict(arms=[0, 1], rewards=[0, 1.5], n_arms=3), r"\[0, 1\]"),
-    (dict(arms=[0, 1], rewards=[0, -0.1], n_arms=3), r"\[0, 1\]"),
-    (dict(arms=[0, 1], rewards=[0, np.nan], n_arms=3), "finite"),
-    (dict(arms=[0, 1, 1], rewards=[0, 1], n_arms=3), "same length"),
-    (dict(arms=[0.5], rewards=[0], n_arms=3), "integers"),
-    (dict(arms=[0], rewards=[0], n_arms=0), "n_arms"),
-    (dict(arms=[[0]], rewards=[[0]], n_arms=2), "1-D"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(arms=[0, 3], rewards=[0, 1], n_arms=3), "outside"),
+        (dict(arms=[0, -1], rewards=[0, 1], n_arms=3), "outside"),
+        (dict(arms=[0, 1], rewards=[0, 1.5], n_arms=3), r"\[0, 1\]"),
+        (dict(arms=[0, 1], rewards=[0, -0.1], n_arms=3), r"\[0, 1\]"),
+        (dict(arms=[0, 1], rewards=[0, np.nan], n_arms=3), "finite"),
+        (dict(arms=[0, 1, 1], rewards=[0, 1], n_arms=3), "same length"),
+        (dict(arms=[0.5], rewards=[0], n_arms=3), "integers"),
+        (dict(arms=[0], rewards=[0], n_arms=0), "n_arms"),
+        (dict(arms=[[0]], rewards=[[0]], n_arms=2), "1-D"),
+    ],
+)
 def test_dataset_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         OfflineDataset(**kwargs)
@@ -138,7 +154,7 @@ def test_learner_and_generator_bad_input():
     for tiny in (OfflineDataset([], [], 2), OfflineDataset([1], [0.5], 2)):
         with pytest.raises(ValueError, match="pass tau explicitly"):
             fit_lcb(tiny)
-    assert fit_lcb(OfflineDataset([], [], 2), tau=0.1).arm == 0     # legal with an explicit tau
+    assert fit_lcb(OfflineDataset([], [], 2), tau=0.1).arm == 0  # legal with an explicit tau
     with pytest.raises(TypeError):
         fit_lcb(([0], [1.0]))
     with pytest.raises(ValueError, match="distribution"):
@@ -164,4 +180,6 @@ def test_learner_and_generator_bad_input():
 
 def test_lemma31_bounds_values():
     assert lemma31_bound_fixed(100, 5, 0.01) == pytest.approx(np.sqrt(2 * np.log(500) / 100) + 0.01)
-    assert lemma31_bound_distribution(1000, 5, 5, 0.001) == pytest.approx(2 * np.sqrt(5 * np.log(5000) / 1000) + 0.002)
+    assert lemma31_bound_distribution(1000, 5, 5, 0.001) == pytest.approx(
+        2 * np.sqrt(5 * np.log(5000) / 1000) + 0.002
+    )

@@ -12,9 +12,19 @@ from scipy import stats
 from bandit_unlearning.mab.data import PAPER_MEANS, OfflineDataset, concentrability_behavior
 from bandit_unlearning.protocol import unlearn
 from bandit_unlearning.mab.imitation import (
-    ImitationState, count_vectors, deletion_counts, fit_imitation, instance_failure_bounds,
-    most_frequent_arm, multinomial_pmf, output_distributions_uniform_deletion, source_request_counts,
-    theorem311_condition, theorem311_expression, theorem311_failure_bound, DeletionCounts,
+    ImitationState,
+    count_vectors,
+    deletion_counts,
+    fit_imitation,
+    instance_failure_bounds,
+    most_frequent_arm,
+    multinomial_pmf,
+    output_distributions_uniform_deletion,
+    source_request_counts,
+    theorem311_condition,
+    theorem311_expression,
+    theorem311_failure_bound,
+    DeletionCounts,
     unlearned_arms,
 )
 from bandit_unlearning.mab.mechanisms import DeletionRequest
@@ -46,7 +56,7 @@ def test_fit_reads_counts_only():
     state = fit_imitation(data)
     assert np.array_equal(state.counts, [1, 1, 2]) and state.arm == 2 and state.n == 4 and state.n_arms == 3
     with pytest.raises(ValueError):
-        state.counts[0] = 5                              # read-only
+        state.counts[0] = 5  # read-only
 
 
 # -------------------------------------------------------------------------------------- bad input
@@ -61,15 +71,18 @@ def test_empty_dataset_refused():
         fit_imitation([0, 1])
 
 
-@pytest.mark.parametrize("k, match", [
-    ([3, 0, 0], "more deletions"),
-    ([0, 0, 0, 1], "unknown arm"),
-    ([1, 0], "one entry per arm"),
-    ([-1, 0, 0], "non-negative"),
-    ([0.5, 0, 0], "integers"),
-    ([[1, 0, 0]], "1-D"),
-    ([2, 1, 1], "every point"),
-])
+@pytest.mark.parametrize(
+    "k, match",
+    [
+        ([3, 0, 0], "more deletions"),
+        ([0, 0, 0, 1], "unknown arm"),
+        ([1, 0], "one entry per arm"),
+        ([-1, 0, 0], "non-negative"),
+        ([0.5, 0, 0], "integers"),
+        ([[1, 0, 0]], "1-D"),
+        ([2, 1, 1], "every point"),
+    ],
+)
 def test_bad_requests_refused_and_state_unchanged(k, match):
     state = ImitationState([2, 1, 1])
     with pytest.raises(ValueError, match=match):
@@ -110,7 +123,9 @@ def test_unlearning_equals_retraining(case):
         out, record = unlearn(state, req)
         assert record.arm == out.arm and record.n_deleted == len(idx)
         assert np.array_equal(out.counts, retrained.counts) and out.arm == retrained.arm
-    assert np.array_equal(deletion_counts(request, data.n_arms), np.bincount(data.arms[idx], minlength=data.n_arms))
+    assert np.array_equal(
+        deletion_counts(request, data.n_arms), np.bincount(data.arms[idx], minlength=data.n_arms)
+    )
 
 
 def test_exhaustive_small_and_broken_variant_caught():
@@ -124,7 +139,9 @@ def test_exhaustive_small_and_broken_variant_caught():
                     continue
                 ref = most_frequent_arm(counts - np.array(k))
                 p_ref = np.eye(3)[ref]
-                worst = max(worst, hockey_stick_delta(np.eye(3)[unlearn(state, DeletionCounts(k))[1].arm], p_ref, 0.0))
+                worst = max(
+                    worst, hockey_stick_delta(np.eye(3)[unlearn(state, DeletionCounts(k))[1].arm], p_ref, 0.0)
+                )
                 worst_broken = max(worst_broken, hockey_stick_delta(np.eye(3)[state.arm], p_ref, 0.0))
     assert worst == 0.0 and worst_broken == 1.0
 

@@ -10,10 +10,27 @@ from scipy import special, stats
 
 from bandit_unlearning.mab.lcb import fit_lcb, lcb_scores
 from bandit_unlearning.mab.lower_bounds import (
-    DELTA_MAX, REQUEST_SCHEMES, TwoPointPair, bernoulli_kl, distribution_pair, fixed_sample_pair, gap_distribution,
-    gap_fixed, le_cam_bound, learner_bit_kl, lower_bound_distribution, lower_bound_fixed, lower_bound_small_cstar,
-    paper_kl_bound, per_sample_kl, retained_kl, sample_pair_dataset, sample_pair_request, sample_pair_statistics,
-    sample_source_counts, small_cstar_pair,
+    DELTA_MAX,
+    REQUEST_SCHEMES,
+    TwoPointPair,
+    bernoulli_kl,
+    distribution_pair,
+    fixed_sample_pair,
+    gap_distribution,
+    gap_fixed,
+    le_cam_bound,
+    learner_bit_kl,
+    lower_bound_distribution,
+    lower_bound_fixed,
+    lower_bound_small_cstar,
+    paper_kl_bound,
+    per_sample_kl,
+    retained_kl,
+    sample_pair_dataset,
+    sample_pair_request,
+    sample_pair_statistics,
+    sample_source_counts,
+    small_cstar_pair,
 )
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.mab.unlearn import unlearn_batch
@@ -24,7 +41,13 @@ from bandit_unlearning.testing.montecarlo import hoeffding_margin
 def test_fixed_pair_invariants():
     pair = fixed_sample_pair(40, 20)
     gap = 0.5 * np.sqrt(1 / (5 * 20))
-    assert pair.kind == "fixed" and pair.model == "fixed" and pair.n == 80 and pair.k == 20 and pair.retained == 20
+    assert (
+        pair.kind == "fixed"
+        and pair.model == "fixed"
+        and pair.n == 80
+        and pair.k == 20
+        and pair.retained == 20
+    )
     assert np.isclose(pair.gap, gap) and np.allclose(pair.means, [[0.5 + gap, 0.5], [0.5 - gap, 0.5]])
     assert np.array_equal(pair.counts, [40, 40]) and pair.behaviors is None
     assert pair.best_arms.tolist() == [0, 1]
@@ -32,13 +55,13 @@ def test_fixed_pair_invariants():
     assert np.allclose(pair.suboptimality(0, np.array([0, 1, 1])), [0, gap, gap])
     assert np.array_equal(fixed_sample_pair(40, 20, n_other=7).counts, [40, 7])
     with pytest.raises(ValueError):
-        pair.means[0, 0] = 0.0                       # read-only
+        pair.means[0, 0] = 0.0  # read-only
 
 
 def test_gap_cap():
-    assert gap_fixed(21, 20) == 0.2                  # (1/2) sqrt(1/5) > 1/5
+    assert gap_fixed(21, 20) == 0.2  # (1/2) sqrt(1/5) > 1/5
     assert gap_fixed(22, 20) == pytest.approx(0.5 * np.sqrt(1 / 10))
-    assert gap_distribution(11, 1, 10.0) == 0.2      # N - k = 10 < 1.25 C*
+    assert gap_distribution(11, 1, 10.0) == 0.2  # N - k = 10 < 1.25 C*
     assert gap_distribution(101, 1, 10.0) == pytest.approx(0.5 * np.sqrt(10 / 500))
 
 
@@ -50,7 +73,7 @@ def test_distribution_pairs_invariants():
     assert small.kind == "small_cstar" and small.model == "distribution" and small.gap == pytest.approx(0.25)
     assert np.allclose(small.means, [[0.75, 0.5], [0.5, 0.75]])
     assert np.allclose(small.behaviors, [[2 / 3, 1 / 3], [1 / 3, 2 / 3]])
-    assert np.allclose(small.behaviors[[0, 1], small.best_arms], 1 / 1.5)    # d_I(a*_I) = 1/C*
+    assert np.allclose(small.behaviors[[0, 1], small.best_arms], 1 / 1.5)  # d_I(a*_I) = 1/C*
     for p in (pair, small):
         for i in (0, 1):
             pmf = p.source_count_pmf(i)
@@ -69,13 +92,25 @@ def test_pair_validation():
 
 
 # ---------------------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("make", [
-    lambda: fixed_sample_pair(20, 20), lambda: fixed_sample_pair(10, 20), lambda: fixed_sample_pair(10, 0),
-    lambda: fixed_sample_pair(10.5, 2), lambda: fixed_sample_pair(10, 2, n_other=0),
-    lambda: distribution_pair(5, 5, 3.0), lambda: distribution_pair(100, 5, 1.99), lambda: distribution_pair(100, 5, np.nan),
-    lambda: small_cstar_pair(10, 2, 2.0), lambda: small_cstar_pair(10, 2, 1.0), lambda: small_cstar_pair(10, 2, 0.5),
-    lambda: small_cstar_pair(10, 10, 1.5), lambda: gap_fixed(3, 3), lambda: gap_distribution(10, 2, 1.5),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: fixed_sample_pair(20, 20),
+        lambda: fixed_sample_pair(10, 20),
+        lambda: fixed_sample_pair(10, 0),
+        lambda: fixed_sample_pair(10.5, 2),
+        lambda: fixed_sample_pair(10, 2, n_other=0),
+        lambda: distribution_pair(5, 5, 3.0),
+        lambda: distribution_pair(100, 5, 1.99),
+        lambda: distribution_pair(100, 5, np.nan),
+        lambda: small_cstar_pair(10, 2, 2.0),
+        lambda: small_cstar_pair(10, 2, 1.0),
+        lambda: small_cstar_pair(10, 2, 0.5),
+        lambda: small_cstar_pair(10, 10, 1.5),
+        lambda: gap_fixed(3, 3),
+        lambda: gap_distribution(10, 2, 1.5),
+    ],
+)
 def test_constructors_refuse(make):
     with pytest.raises((ValueError, TypeError)):
         make()
@@ -88,33 +123,36 @@ def test_bool_and_non_integer_counts_refused():
         fixed_sample_pair("10", 1)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: lower_bound_fixed(20, 20, 0.5), "n_a0 - k"),
-    (lambda: lower_bound_fixed(10, 20, 0.5), "n_a0 - k"),
-    (lambda: lower_bound_fixed(30, 0, 0.5), "k must be"),
-    (lambda: lower_bound_fixed(30, 2.5, 0.5), "integer"),
-    (lambda: lower_bound_fixed(30, 20, 0.0), "epsilon"),
-    (lambda: lower_bound_fixed(30, 20, -1.0), "epsilon"),
-    (lambda: lower_bound_fixed(30, 20, np.inf), "epsilon"),
-    (lambda: lower_bound_fixed(30, 20, 0.5, delta=0.08), "delta"),
-    (lambda: lower_bound_fixed(30, 20, 0.5, delta=-0.01), "delta"),
-    (lambda: lower_bound_distribution(30, 30, 3.0, 0.5), "n - k"),
-    (lambda: lower_bound_distribution(30, 5, 1.5, 0.5), "C\\*"),
-    (lambda: lower_bound_distribution(30, 5, 3.0, 0.0), "epsilon"),
-    (lambda: lower_bound_distribution(30, 5, 3.0, 0.5, delta=0.1), "delta"),
-    (lambda: lower_bound_small_cstar(10, 2, 2.0, 0.5), "C\\*"),
-    (lambda: lower_bound_small_cstar(10, 2, 1.0, 0.5), "C\\*"),
-    (lambda: lower_bound_small_cstar(10, 10, 1.5, 0.5), "n - k"),
-    (lambda: lower_bound_small_cstar(10, 2, 1.5, 0.0), "epsilon"),
-    (lambda: lower_bound_small_cstar(10, 2, 1.5, 0.5, kl="nope"), "kl"),
-    (lambda: lower_bound_small_cstar(10, 2, 1.5, 0.5, kl=-1.0), "kl"),
-    (lambda: le_cam_bound(0.0, 0.1, 0.5), "gap"),
-    (lambda: le_cam_bound(1.5, 0.1, 0.5), "gap"),
-    (lambda: le_cam_bound(0.1, -0.1, 0.5), "kl"),
-    (lambda: le_cam_bound(0.1, 0.1, -0.5), "epsilon"),
-    (lambda: le_cam_bound(0.1, 0.1, 0.5, delta=1.0), "delta"),
-    (lambda: bernoulli_kl(1.2, 0.5), "Bernoulli"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: lower_bound_fixed(20, 20, 0.5), "n_a0 - k"),
+        (lambda: lower_bound_fixed(10, 20, 0.5), "n_a0 - k"),
+        (lambda: lower_bound_fixed(30, 0, 0.5), "k must be"),
+        (lambda: lower_bound_fixed(30, 2.5, 0.5), "integer"),
+        (lambda: lower_bound_fixed(30, 20, 0.0), "epsilon"),
+        (lambda: lower_bound_fixed(30, 20, -1.0), "epsilon"),
+        (lambda: lower_bound_fixed(30, 20, np.inf), "epsilon"),
+        (lambda: lower_bound_fixed(30, 20, 0.5, delta=0.08), "delta"),
+        (lambda: lower_bound_fixed(30, 20, 0.5, delta=-0.01), "delta"),
+        (lambda: lower_bound_distribution(30, 30, 3.0, 0.5), "n - k"),
+        (lambda: lower_bound_distribution(30, 5, 1.5, 0.5), "C\\*"),
+        (lambda: lower_bound_distribution(30, 5, 3.0, 0.0), "epsilon"),
+        (lambda: lower_bound_distribution(30, 5, 3.0, 0.5, delta=0.1), "delta"),
+        (lambda: lower_bound_small_cstar(10, 2, 2.0, 0.5), "C\\*"),
+        (lambda: lower_bound_small_cstar(10, 2, 1.0, 0.5), "C\\*"),
+        (lambda: lower_bound_small_cstar(10, 10, 1.5, 0.5), "n - k"),
+        (lambda: lower_bound_small_cstar(10, 2, 1.5, 0.0), "epsilon"),
+        (lambda: lower_bound_small_cstar(10, 2, 1.5, 0.5, kl="nope"), "kl"),
+        (lambda: lower_bound_small_cstar(10, 2, 1.5, 0.5, kl=-1.0), "kl"),
+        (lambda: le_cam_bound(0.0, 0.1, 0.5), "gap"),
+        (lambda: le_cam_bound(1.5, 0.1, 0.5), "gap"),
+        (lambda: le_cam_bound(0.1, -0.1, 0.5), "kl"),
+        (lambda: le_cam_bound(0.1, 0.1, -0.5), "epsilon"),
+        (lambda: le_cam_bound(0.1, 0.1, 0.5, delta=1.0), "delta"),
+        (lambda: bernoulli_kl(1.2, 0.5), "Bernoulli"),
+    ],
+)
 def test_bounds_refuse(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -133,7 +171,7 @@ def test_other_refusals():
         pair.suboptimality(True, 0)
     with pytest.raises(TypeError):
         retained_kl("pair")
-    with pytest.raises(ValueError, match="almost never"):          # N(a0) >= 20 impossible at d(a0) = 0.05
+    with pytest.raises(ValueError, match="almost never"):  # N(a0) >= 20 impossible at d(a0) = 0.05
         sample_source_counts(distribution_pair(25, 20, 20.0), 0, rng)
     data = sample_pair_dataset(pair, 0, rng)
     with pytest.raises(ValueError, match="scheme"):
@@ -147,15 +185,19 @@ def test_formulas():
     e = np.e
     assert lower_bound_fixed(40, 20, 0.5) == pytest.approx(np.exp(-0.5) / 16 * np.sqrt(1 / (5 * e * 20)))
     assert lower_bound_distribution(45, 5, 5.0, 1.0, delta=DELTA_MAX) == pytest.approx(
-        np.exp(-1) / 16 * np.sqrt(5 / (5 * e * 40)))
+        np.exp(-1) / 16 * np.sqrt(5 / (5 * e * 40))
+    )
     c = 1.5
     assert lower_bound_small_cstar(8, 3, c, 0.1) == pytest.approx(
-        (2 - c) / 8 * np.exp(-0.1 - 5 * (2 - c) / c * np.log(2 / (c - 1))))
+        (2 - c) / 8 * np.exp(-0.1 - 5 * (2 - c) / c * np.log(2 / (c - 1)))
+    )
     assert lower_bound_small_cstar(8, 3, c, 0.1, kl=0.0) == pytest.approx((2 - c) / 8 * np.exp(-0.1))
     # exact KL <= closed form, so the exact-KL bound is the larger (tighter) one
     assert lower_bound_small_cstar(8, 3, c, 0.1, kl="exact") > lower_bound_small_cstar(8, 3, c, 0.1)
-    assert np.allclose(lower_bound_fixed(np.array([30, 40]), 20, np.array([0.5, 0.5])),
-                       [lower_bound_fixed(30, 20, 0.5), lower_bound_fixed(40, 20, 0.5)])
+    assert np.allclose(
+        lower_bound_fixed(np.array([30, 40]), 20, np.array([0.5, 0.5])),
+        [lower_bound_fixed(30, 20, 0.5), lower_bound_fixed(40, 20, 0.5)],
+    )
     assert DELTA_MAX == pytest.approx(1 / (8 * np.sqrt(np.e)))
 
 
@@ -163,7 +205,9 @@ def test_formulas():
 def test_formula_is_the_chain_at_kl_one_half(rest, eps):
     """With KL = 1/2 and delta = 1/(8 sqrt e) the chain equals the printed formula (uncapped gap)."""
     gap = 0.5 * np.sqrt(1 / (5 * rest))
-    assert le_cam_bound(gap, 0.5, eps, DELTA_MAX) == pytest.approx(lower_bound_fixed(rest + 3, 3, eps), rel=1e-12)
+    assert le_cam_bound(gap, 0.5, eps, DELTA_MAX) == pytest.approx(
+        lower_bound_fixed(rest + 3, 3, eps), rel=1e-12
+    )
 
 
 def test_le_cam_clips_at_zero():
@@ -207,8 +251,15 @@ def _retained_law(pair, instance, scheme):
     return p_kept[:, None, None] * law0[:, :, None] * law1[:, None, :]
 
 
-@pytest.mark.parametrize("pair", [distribution_pair(12, 2, 3.0), distribution_pair(20, 5, 2.0),
-                                  small_cstar_pair(8, 3, 1.5), small_cstar_pair(15, 2, 1.1)])
+@pytest.mark.parametrize(
+    "pair",
+    [
+        distribution_pair(12, 2, 3.0),
+        distribution_pair(20, 5, 2.0),
+        small_cstar_pair(8, 3, 1.5),
+        small_cstar_pair(15, 2, 1.1),
+    ],
+)
 @pytest.mark.parametrize("scheme", REQUEST_SCHEMES)
 def test_distribution_kl_matches_enumeration(pair, scheme):
     p, q = _retained_law(pair, 0, scheme), _retained_law(pair, 1, scheme)
@@ -259,9 +310,14 @@ def _brute_force_bit_kl(pair, tau):
         for s0 in range(n0 - k + 1):
             for s1 in range(n1 + 1):
                 for s in range(k + 1):
-                    p = (stats.binom.pmf(s0, n0 - k, mu[0]) * stats.binom.pmf(s1, n1, mu[1])
-                         * stats.binom.pmf(s, k, mu[0]))
-                    arm = int(np.argmax(lcb_scores(np.array([n0, n1]), np.array([s0 + s, s1], dtype=float), tau)[2]))
+                    p = (
+                        stats.binom.pmf(s0, n0 - k, mu[0])
+                        * stats.binom.pmf(s1, n1, mu[1])
+                        * stats.binom.pmf(s, k, mu[0])
+                    )
+                    arm = int(
+                        np.argmax(lcb_scores(np.array([n0, n1]), np.array([s0 + s, s1], dtype=float), tau)[2])
+                    )
                     law[(s0, s1, arm)] = law.get((s0, s1, arm), 0.0) + p
         laws.append(law)
     for key, p in laws[0].items():
@@ -281,7 +337,7 @@ def test_learner_bit_kl_matches_enumeration(n_a0, k, n_other):
 # ----------------------------------------------------------------------------------------- sampling
 def test_source_counts_law():
     rng = np.random.default_rng(1)
-    pair = distribution_pair(40, 10, 3.0)          # P[N(a0) >= 10] is about 0.8 at d(a0) = 1/3
+    pair = distribution_pair(40, 10, 3.0)  # P[N(a0) >= 10] is about 0.8 at d(a0) = 1/3
     for i in (0, 1):
         draws = sample_source_counts(pair, i, rng, size=200_000)
         assert draws.min() >= 10 and draws.max() <= 40
@@ -294,11 +350,16 @@ def test_source_counts_law():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.sampled_from(["fixed", "distribution", "small_cstar"]), st.integers(0, 1), st.integers(0, 2 ** 32 - 1))
+@given(
+    st.sampled_from(["fixed", "distribution", "small_cstar"]), st.integers(0, 1), st.integers(0, 2**32 - 1)
+)
 def test_statistics_are_consistent_and_feed_unlearn_batch(kind, instance, seed):
     rng = np.random.default_rng(seed)
-    pair = {"fixed": fixed_sample_pair(30, 10), "distribution": distribution_pair(40, 5, 2.0),
-            "small_cstar": small_cstar_pair(12, 3, 1.5)}[kind]
+    pair = {
+        "fixed": fixed_sample_pair(30, 10),
+        "distribution": distribution_pair(40, 5, 2.0),
+        "small_cstar": small_cstar_pair(12, 3, 1.5),
+    }[kind]
     counts, sums, deleted = sample_pair_statistics(pair, instance, rng, size=50)
     assert counts.shape == sums.shape == (50, 2) and deleted.shape == (50,)
     assert np.all(counts.sum(axis=1) == pair.n) and np.all(counts[:, 0] >= pair.k)

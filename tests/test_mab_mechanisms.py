@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.lcb import LCBState, fit_lcb
 from bandit_unlearning.mab.mechanisms import (
-    DeletionRequest, exact_sensitivity, gaussian_mechanism, paper_sensitivity, rollback,
+    DeletionRequest,
+    exact_sensitivity,
+    gaussian_mechanism,
+    paper_sensitivity,
+    rollback,
     sensitivity_condition_holds,
 )
 
@@ -18,8 +22,13 @@ from bandit_unlearning.mab.mechanisms import (
 @st.composite
 def dataset_and_request(draw):
     m = draw(st.integers(1, 6))
-    pairs = draw(st.lists(st.tuples(st.integers(0, m - 1), st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])),
-                          min_size=2, max_size=40))
+    pairs = draw(
+        st.lists(
+            st.tuples(st.integers(0, m - 1), st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])),
+            min_size=2,
+            max_size=40,
+        )
+    )
     arms, rewards = map(list, zip(*pairs))
     D = OfflineDataset(arms, rewards, m)
     if draw(st.booleans()):
@@ -57,7 +66,9 @@ def test_rollback_matches_retraining_for_arbitrary_float_rewards(rewards, data):
     idx = data.draw(st.lists(st.integers(0, len(D) - 1), min_size=1, max_size=len(D), unique=True))
     state = fit_lcb(D)
     rolled = rollback(state, DeletionRequest.from_indices(D, idx))
-    np.testing.assert_allclose(rolled.scores, fit_lcb(D.without(idx), tau=state.tau).scores, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        rolled.scores, fit_lcb(D.without(idx), tau=state.tau).scores, rtol=0, atol=1e-12
+    )
 
 
 def test_deleting_a_whole_arm_gives_the_empty_arm_rule():
@@ -77,7 +88,7 @@ def test_request_per_arm_views_and_multi_source():
     np.testing.assert_array_equal(U.arms, [1, 0, 0])
     U.validate_against(fit_lcb(D))
     with pytest.raises(ValueError):
-        U.arms[0] = 2                       # read-only copy
+        U.arms[0] = 2  # read-only copy
 
 
 def test_request_does_not_alias_or_mutate_its_inputs():
@@ -89,16 +100,19 @@ def test_request_does_not_alias_or_mutate_its_inputs():
     assert arms.flags.writeable and rewards.flags.writeable
 
 
-@pytest.mark.parametrize("arms, rewards, match", [
-    ([0, 1], [0.5, 1.5], r"\[0, 1\]"),
-    ([0], [-0.1], r"\[0, 1\]"),
-    ([0], [np.nan], r"\[0, 1\]"),
-    ([-1], [0.0], "unknown arm"),
-    ([], [], "at least one point"),
-    ([0.5], [0.0], "integers"),
-    ([0, 1], [0.0], "same length"),
-    ([[0]], [[0.0]], "1-D"),
-])
+@pytest.mark.parametrize(
+    "arms, rewards, match",
+    [
+        ([0, 1], [0.5, 1.5], r"\[0, 1\]"),
+        ([0], [-0.1], r"\[0, 1\]"),
+        ([0], [np.nan], r"\[0, 1\]"),
+        ([-1], [0.0], "unknown arm"),
+        ([], [], "at least one point"),
+        ([0.5], [0.0], "integers"),
+        ([0, 1], [0.0], "same length"),
+        ([[0]], [[0.0]], "1-D"),
+    ],
+)
 def test_request_construction_refuses_bad_points(arms, rewards, match):
     with pytest.raises(ValueError, match=match):
         DeletionRequest(arms, rewards)
@@ -106,19 +120,28 @@ def test_request_construction_refuses_bad_points(arms, rewards, match):
 
 def test_from_indices_bad_input():
     D = OfflineDataset([0, 1, 1], [0.0, 1.0, 0.5], 2)
-    for idx, match in (([3], r"\[0, 3\)"), ([0, 0], "distinct"), ([], "non-empty"), ([0.5], "integers"), ([-1], r"\[0, 3\)")):
+    for idx, match in (
+        ([3], r"\[0, 3\)"),
+        ([0, 0], "distinct"),
+        ([], "non-empty"),
+        ([0.5], "integers"),
+        ([-1], r"\[0, 3\)"),
+    ):
         with pytest.raises(ValueError, match=match):
             DeletionRequest.from_indices(D, idx)
     with pytest.raises(TypeError):
         DeletionRequest.from_indices(([0], [1.0]), [0])
 
 
-@pytest.mark.parametrize("arms, rewards, match", [
-    ([3], [0.0], "unknown arm 3"),
-    ([1, 1, 1], [1.0, 1.0, 1.0], "more deletions than the arm holds"),
-    ([0, 0], [1.0, 1.0], "more than the arm's stored reward sum"),
-    ([1], [0.0], "impossible for rewards in"),
-])
+@pytest.mark.parametrize(
+    "arms, rewards, match",
+    [
+        ([3], [0.0], "unknown arm 3"),
+        ([1, 1, 1], [1.0, 1.0, 1.0], "more deletions than the arm holds"),
+        ([0, 0], [1.0, 1.0], "more than the arm's stored reward sum"),
+        ([1], [0.0], "impossible for rewards in"),
+    ],
+)
 def test_validate_against_names_the_rule_and_leaves_state_unchanged(arms, rewards, match):
     state = LCBState(counts=[3, 2, 1], reward_sums=[1.0, 2.0, 0.0], tau=1 / 6)
     U = DeletionRequest(arms, rewards)
@@ -148,14 +171,14 @@ def test_gaussian_mechanism_noises_one_arm_by_sigma_times_the_next_normal():
         with pytest.raises(ValueError):
             gaussian_mechanism(state, kw["arm"], kw["sigma"], np.random.default_rng(0))
     with pytest.raises(TypeError):
-        gaussian_mechanism(state, True, 0.1, np.random.default_rng(0))     # a bool is not an arm
+        gaussian_mechanism(state, True, 0.1, np.random.default_rng(0))  # a bool is not an arm
     with pytest.raises(TypeError):
         gaussian_mechanism(state, 0, 0.1, "0")
 
 
 def _brute_force_sensitivity(n, k, log_term):
     """max |f(D) - f(D \\ U)| over all binary rewards, U = the first k points (the oracle)."""
-    r = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(float)
+    r = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(float)
     f_d = r.mean(axis=1) - np.sqrt(log_term / (2 * n))
     f_du = r[:, k:].mean(axis=1) - np.sqrt(log_term / (2 * (n - k))) if k < n else -1.0
     return np.abs(f_d - f_du).max()
@@ -165,7 +188,9 @@ def _brute_force_sensitivity(n, k, log_term):
 @pytest.mark.parametrize("log_term", [0.5, np.log(20), 9.0])
 def test_exact_sensitivity_is_the_brute_force_worst_case(n, log_term):
     for k in range(n + 1):
-        assert exact_sensitivity(n, k, log_term) == pytest.approx(_brute_force_sensitivity(n, k, log_term), abs=1e-12)
+        assert exact_sensitivity(n, k, log_term) == pytest.approx(
+            _brute_force_sensitivity(n, k, log_term), abs=1e-12
+        )
 
 
 def test_condition_implies_the_paper_bound_on_a_large_grid():
@@ -185,25 +210,30 @@ def test_condition_implies_the_paper_bound_on_a_large_grid():
 def test_sensitivity_values_and_scalar_types():
     L = np.log(80)
     assert paper_sensitivity(20, 18) == pytest.approx(1.35)
-    assert exact_sensitivity(20, 18, L) == pytest.approx(18 / 20 + np.sqrt(L / 2) * (1 / np.sqrt(2) - 1 / np.sqrt(20)))
+    assert exact_sensitivity(20, 18, L) == pytest.approx(
+        18 / 20 + np.sqrt(L / 2) * (1 / np.sqrt(2) - 1 / np.sqrt(20))
+    )
     assert sensitivity_condition_holds(20, 13, L) is True and sensitivity_condition_holds(20, 14, L) is False
     assert exact_sensitivity(20, 0, L) == 0 and paper_sensitivity(20, 0) == 0
     b = np.sqrt(L / 40)
     assert exact_sensitivity(20, 20, L) == pytest.approx(2 - b)
-    assert exact_sensitivity(1, 1, 20.0) == pytest.approx(np.sqrt(10) - 1)      # b > 3/2: |1 - b| wins
+    assert exact_sensitivity(1, 1, 20.0) == pytest.approx(np.sqrt(10) - 1)  # b > 3/2: |1 - b| wins
     assert isinstance(exact_sensitivity(20, 3, L), float)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: paper_sensitivity(0, 0),
-    lambda: paper_sensitivity(5, 6),
-    lambda: paper_sensitivity(5, -1),
-    lambda: paper_sensitivity(5.5, 1),
-    lambda: exact_sensitivity(5, 1, 0.0),
-    lambda: exact_sensitivity(5, 1, -1.0),
-    lambda: exact_sensitivity(5, 1, np.nan),
-    lambda: sensitivity_condition_holds(5, 7, 1.0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: paper_sensitivity(0, 0),
+        lambda: paper_sensitivity(5, 6),
+        lambda: paper_sensitivity(5, -1),
+        lambda: paper_sensitivity(5.5, 1),
+        lambda: exact_sensitivity(5, 1, 0.0),
+        lambda: exact_sensitivity(5, 1, -1.0),
+        lambda: exact_sensitivity(5, 1, np.nan),
+        lambda: sensitivity_condition_holds(5, 7, 1.0),
+    ],
+)
 def test_sensitivity_bad_input(call):
     with pytest.raises(ValueError):
         call()

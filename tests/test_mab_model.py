@@ -11,8 +11,19 @@ from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.lcb import fit_lcb
 from bandit_unlearning.mab.mechanisms import exact_sensitivity
 from bandit_unlearning.mab.model import (
-    DeletionRecord, LCBModel, ReleasePlan, admits, deletion_capacity, gdp_budget, gdp_delta, load_model,
-    load_statistics, plan_release, release_shift, request_mus, save_model,
+    DeletionRecord,
+    LCBModel,
+    ReleasePlan,
+    admits,
+    deletion_capacity,
+    gdp_budget,
+    gdp_delta,
+    load_model,
+    load_statistics,
+    plan_release,
+    release_shift,
+    request_mus,
+    save_model,
 )
 from bandit_unlearning.privacy.gaussian import gaussian_delta
 
@@ -22,15 +33,24 @@ USERS = [f"u{i // 2}" for i in range(60)]
 
 
 def snapshot(m):
-    return (m.row_ids.tolist(), m.statistics.counts.tolist(), m.statistics.reward_sums.tolist(), m.pending,
-            m.log, m.policy, m.mu_max)
+    return (
+        m.row_ids.tolist(),
+        m.statistics.counts.tolist(),
+        m.statistics.reward_sums.tolist(),
+        m.pending,
+        m.log,
+        m.policy,
+        m.mu_max,
+    )
 
 
 def refit(m, arms, rewards):
     index = {lab: i for i, lab in enumerate(m.labels)}
     ids = m.row_ids
-    return fit_lcb(OfflineDataset(np.array([index[arms[i]] for i in ids]), np.asarray(rewards)[ids],
-                                  len(m.labels)), tau=m.tau)
+    return fit_lcb(
+        OfflineDataset(np.array([index[arms[i]] for i in ids]), np.asarray(rewards)[ids], len(m.labels)),
+        tau=m.tau,
+    )
 
 
 def test_fit_labels_tau_and_constructors(tmp_path):
@@ -38,29 +58,34 @@ def test_fit_labels_tau_and_constructors(tmp_path):
     assert m.labels == ("x", "y", "z") and m.tau == 1 / 60 and m.n_fit == 60 and len(m) == 60
     assert m.statistics.counts.tolist() == [30, 18, 12]
     path = tmp_path / "d.csv"
-    path.write_text("arm,reward,user\n" + "\n".join(f"{a},{float(r)!r},{u}" for a, r, u in zip(ARMS, REWARDS, USERS)))
+    path.write_text(
+        "arm,reward,user\n" + "\n".join(f"{a},{float(r)!r},{u}" for a, r, u in zip(ARMS, REWARDS, USERS))
+    )
     c = LCBModel.from_csv(path, user="user")
     assert c.labels == m.labels and np.allclose(c.statistics.reward_sums, m.statistics.reward_sums)
     f = LCBModel.from_frame({"arm": ARMS, "reward": REWARDS, "user": USERS}, user="user")
     assert f.statistics.counts.tolist() == [30, 18, 12] and f.policy == m.policy
-    mixed = LCBModel.fit([(1, "a"), 3, (1, "a")], [0.0, 1.0, 1.0])       # unsortable hashable labels
+    mixed = LCBModel.fit([(1, "a"), 3, (1, "a")], [0.0, 1.0, 1.0])  # unsortable hashable labels
     assert mixed.labels == ((1, "a"), 3)
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"rewards": [0.5] * 59 + [1.5]}, ValueError),
-    ({"rewards": [0.5] * 59}, ValueError),
-    ({"method": "gaussian"}, ValueError),
-    ({"method": "adaptive"}, ValueError),
-    ({"method": "adaptive", "epsilon": 1.0, "delta": 1e-5, "sigma": -1.0}, ValueError),
-    ({"method": "adaptive", "epsilon": 0.0, "delta": 1e-5, "sigma": 1.0}, ValueError),
-    ({"epsilon": 1.0}, ValueError),
-    ({"tau": 1.5}, ValueError),
-    ({"users": ["a"] * 59}, ValueError),
-    ({"users": [[1]] * 60}, TypeError),
-    ({"rng": -1}, ValueError),
-    ({"rng": "seed"}, TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"rewards": [0.5] * 59 + [1.5]}, ValueError),
+        ({"rewards": [0.5] * 59}, ValueError),
+        ({"method": "gaussian"}, ValueError),
+        ({"method": "adaptive"}, ValueError),
+        ({"method": "adaptive", "epsilon": 1.0, "delta": 1e-5, "sigma": -1.0}, ValueError),
+        ({"method": "adaptive", "epsilon": 0.0, "delta": 1e-5, "sigma": 1.0}, ValueError),
+        ({"epsilon": 1.0}, ValueError),
+        ({"tau": 1.5}, ValueError),
+        ({"users": ["a"] * 59}, ValueError),
+        ({"users": [[1]] * 60}, TypeError),
+        ({"rng": -1}, ValueError),
+        ({"rng": "seed"}, TypeError),
+    ],
+)
 def test_fit_refuses_bad_input(kwargs, exc):
     args = {"rewards": REWARDS, **kwargs}
     rewards = args.pop("rewards")
@@ -74,13 +99,24 @@ def test_delete_by_user_and_rows_equals_refit_and_refusals_change_nothing():
     assert isinstance(rec, DeletionRecord) and rec.rows == (6, 7) and rec.method == "rollback"
     m.delete(rows=[0, 11])
     r = refit(m, ARMS, REWARDS)
-    assert np.array_equal(m.statistics.counts, r.counts) and np.allclose(m.statistics.reward_sums, r.reward_sums)
+    assert np.array_equal(m.statistics.counts, r.counts) and np.allclose(
+        m.statistics.reward_sums, r.reward_sums
+    )
     assert m.policy_index == r.arm
     before = snapshot(m)
-    for bad, exc in (({"user": "u3"}, ValueError), ({"user": "nobody"}, ValueError), ({"rows": [6]}, ValueError),
-                     ({"rows": [60]}, ValueError), ({"rows": [-1]}, ValueError), ({"rows": [2, 2]}, ValueError),
-                     ({"rows": []}, ValueError), ({"rows": [1.5]}, TypeError), ({}, ValueError),
-                     ({"user": "u5", "rows": [1]}, ValueError), ({"user": ["u5"]}, TypeError)):
+    for bad, exc in (
+        ({"user": "u3"}, ValueError),
+        ({"user": "nobody"}, ValueError),
+        ({"rows": [6]}, ValueError),
+        ({"rows": [60]}, ValueError),
+        ({"rows": [-1]}, ValueError),
+        ({"rows": [2, 2]}, ValueError),
+        ({"rows": []}, ValueError),
+        ({"rows": [1.5]}, TypeError),
+        ({}, ValueError),
+        ({"user": "u5", "rows": [1]}, ValueError),
+        ({"user": ["u5"]}, TypeError),
+    ):
         with pytest.raises(exc):
             m.delete(**bad)
         assert snapshot(m) == before
@@ -109,11 +145,11 @@ def test_plan_release_rules():
     p = plan_release([10, 10], [0, 0], [2, 0], True, [], **kw)
     assert (p.noise_request, p.rollback_pending, p.noised_arms) == (True, False, (0,))
     assert p.mu == pytest.approx(exact_sensitivity(10, 2, 3.0) / 0.5)
-    p = plan_release([10, 10], [0, 0], [0, 2], False, [], **kw)       # off the policy arm, nothing pending
+    p = plan_release([10, 10], [0, 0], [0, 2], False, [], **kw)  # off the policy arm, nothing pending
     assert p == ReleasePlan(False, False, (), 0.0)
-    p = plan_release([10, 10], [2, 0], [0, 2], False, [0.1], **kw)     # off policy, rows pending: noised
+    p = plan_release([10, 10], [2, 0], [0, 2], False, [0.1], **kw)  # off policy, rows pending: noised
     assert not p.noise_request and not p.rollback_pending and p.noised_arms == (0,)
-    p = plan_release([10, 10], [2, 0], [2, 0], True, [9.99], **kw)     # over budget: roll back everything
+    p = plan_release([10, 10], [2, 0], [2, 0], True, [9.99], **kw)  # over budget: roll back everything
     assert p == ReleasePlan(False, True, (), 0.0)
     p = plan_release([10, 10], [0, 0], [2, 0], True, [], **{**kw, "method": "rollback", "sigma": None})
     assert p == ReleasePlan(False, False, (), 0.0)
@@ -122,22 +158,35 @@ def test_plan_release_rules():
 def test_literal_reference_reads_no_served_arm_and_survives_a_file(tmp_path):
     kw = dict(log_term=3.0, sigma=0.5, mu_budget=10.0, method="adaptive", reference="literal")
     plans = [plan_release([10, 10], [0, 0], [0, 2], on_policy, [], **kw) for on_policy in (True, False)]
-    assert plans[0] == plans[1] and plans[0].noise_request and plans[0].noised_arms == (1,)   # no served arm read
+    assert (
+        plans[0] == plans[1] and plans[0].noise_request and plans[0].noised_arms == (1,)
+    )  # no served arm read
     assert plan_release([10, 10], [2, 0], [0, 2], False, [9.99], **kw) == ReleasePlan(False, True, (), 0.0)
     data = ([0] * 100 + [1] * 100, [1.0] * 60 + [0.0] * 40 + [1.0] * 57 + [0.0] * 43)
     opts = dict(method="adaptive", epsilon=1.0, delta=1e-3, sigma=0.3, rng=0)
     cond, lit = LCBModel.fit(*data, **opts), LCBModel.fit(*data, **opts, reference="literal")
-    assert (cond.reference, lit.reference, LCBModel.fit(*data).reference) == ("conditional", "literal", "literal")
-    off = [150]                                              # a row of arm 1; both models serve arm 0
+    assert (cond.reference, lit.reference, LCBModel.fit(*data).reference) == (
+        "conditional",
+        "literal",
+        "literal",
+    )
+    off = [150]  # a row of arm 1; both models serve arm 0
     assert cond.delete(rows=off).reason == "branch_rule" and cond.log[-1].reference == "conditional"
     rec = lit.delete(rows=off)
-    assert (rec.method, rec.reason, rec.reference, rec.noised_arms) == ("gaussian", "requested", "literal", (1,))
+    assert (rec.method, rec.reason, rec.reference, rec.noised_arms) == (
+        "gaussian",
+        "requested",
+        "literal",
+        (1,),
+    )
     assert lit.mu_max > cond.mu_max == 0.0 and lit.summary()["reference"] == "literal"
     for mdl in (cond, lit):
         path = tmp_path / f"{mdl.reference}.npz"
         mdl.save(path)
         back = LCBModel.load(path, rng=1)
-        assert back.reference == mdl.reference and [r.reference for r in back.log] == [r.reference for r in mdl.log]
+        assert back.reference == mdl.reference and [r.reference for r in back.log] == [
+            r.reference for r in mdl.log
+        ]
         assert back.delete(rows=[151]).reference == mdl.reference
     with pytest.raises(ValueError, match="reference must be one of"):
         LCBModel.fit(*data, **opts, reference="both")
@@ -158,7 +207,7 @@ def test_adaptive_lifecycle_rolls_back_before_budget_and_capacity_matches():
         assert rec.mu_max <= m.mu_budget and rec.delta_at_target <= 1e-5
     assert [r.method for r in m.log] == ["gaussian"] * cap + ["rollback"]
     assert m.log[-1].rolled_back == tuple(range(cap + 1)) and m.pending == ()
-    assert m.mu_max == pytest.approx(np.sqrt(sum(r.mu_release ** 2 for r in m.log)))
+    assert m.mu_max == pytest.approx(np.sqrt(sum(r.mu_release**2 for r in m.log)))
     r = refit(m, arms, rewards)
     assert np.array_equal(m.statistics.counts, r.counts) and m.policy_index == r.arm
     with pytest.raises(ValueError):
@@ -190,12 +239,12 @@ def test_save_load_roundtrip_forgets_and_is_atomic(tmp_path, monkeypatch):
     blob = path.read_bytes()
     assert b"person-017" not in blob and b"person-000" not in blob
     gone = [row for rec in m.log for row in rec.rows]
-    assert m.pending and len(gone) == 2             # one request rolled back, one (a single row) pending
-    for row in gone:                                # no deleted reward in the file, pending or not
+    assert m.pending and len(gone) == 2  # one request rolled back, one (a single row) pending
+    for row in gone:  # no deleted reward in the file, pending or not
         assert np.float64(rewards[row]).tobytes() not in blob
     assert all(np.float64(rewards[row]).tobytes() in blob for row in m.row_ids)
     back = load_model(path, rng=2)
-    assert back.log == tuple(r.without_rows() for r in m.log)      # row ids are not saved by default
+    assert back.log == tuple(r.without_rows() for r in m.log)  # row ids are not saved by default
     assert snapshot(back)[:4] == snapshot(m)[:4] and snapshot(back)[5:] == snapshot(m)[5:]
     assert back.tau == m.tau and back.labels == m.labels
     assert not back.row_ids.flags.writeable and not back.statistics.counts.flags.writeable
@@ -203,7 +252,7 @@ def test_save_load_roundtrip_forgets_and_is_atomic(tmp_path, monkeypatch):
     assert st.counts.tolist() == m.statistics.counts.tolist() and st.tau == m.tau
     with pytest.raises(ValueError):
         back.delete(user="person-017")
-    back.delete(user="person-030")                     # the reloaded model continues its lifecycle
+    back.delete(user="person-030")  # the reloaded model continues its lifecycle
     # a crash half-way through the write leaves the previous file and no temporary file
     good = path.read_bytes()
 
@@ -223,7 +272,7 @@ def test_save_load_roundtrip_forgets_and_is_atomic(tmp_path, monkeypatch):
     bad.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="not a readable model file"):
         load_model(bad)
-    with np.load(path) as z:                            # a consistent zip whose statistics were altered
+    with np.load(path) as z:  # a consistent zip whose statistics were altered
         arrays = {k: z[k] for k in z.files}
     arrays["pub_counts"] = arrays["pub_counts"] + 1
     with open(bad, "wb") as fh:
@@ -258,25 +307,41 @@ def test_fit_from_numpy_arrays_matches_list_path():
         LCBModel.fit(arms, rewards, labels=[1, 2])
 
 
-@pytest.mark.parametrize("arms", [
-    np.array(list("jihgfedcba"))[np.random.default_rng(0).integers(0, 10, 500)],
-    np.array(["", "a", "\x00b", "ab", "a\x00", "zz", "\u00e9", "\U0001f600x", "x\U0001f600"])[
-        np.random.default_rng(1).integers(0, 9, 300)],
-    np.array(["b", "a", "b"], dtype="<U1"),
-])
+@pytest.mark.parametrize(
+    "arms",
+    [
+        np.array(list("jihgfedcba"))[np.random.default_rng(0).integers(0, 10, 500)],
+        np.array(["", "a", "\x00b", "ab", "a\x00", "zz", "\u00e9", "\U0001f600x", "x\U0001f600"])[
+            np.random.default_rng(1).integers(0, 9, 300)
+        ],
+        np.array(["b", "a", "b"], dtype="<U1"),
+    ],
+)
 def test_short_string_labels_are_numbered_as_unique_numbers_them(arms):
     from bandit_unlearning.mab import model as mm
+
     labels, idx = mm._labels_and_index(arms, None)
     uniq, inverse = np.unique(arms, return_inverse=True)
     assert labels == tuple(uniq.tolist()) and np.array_equal(idx, inverse) and idx.dtype == np.int64
     assert all(type(x) is str for x in labels)
 
 
-@pytest.mark.parametrize("arms", [["b", "a", "b", "c"], [3, 1, 2, 3], [True, 1, 0], [1.0, 1, 2],
-                                  [np.int64(3), 3, 1], [(1, "a"), 3, (1, "a")], [np.str_("x"), "y"]])
+@pytest.mark.parametrize(
+    "arms",
+    [
+        ["b", "a", "b", "c"],
+        [3, 1, 2, 3],
+        [True, 1, 0],
+        [1.0, 1, 2],
+        [np.int64(3), 3, 1],
+        [(1, "a"), 3, (1, "a")],
+        [np.str_("x"), "y"],
+    ],
+)
 @pytest.mark.parametrize("given", [False, True])
 def test_sequence_labels_equal_the_label_by_label_path(arms, given):
     from bandit_unlearning.mab import model as mm
+
     labels = None
     if given:
         labels = list(mm._labels_and_index_slow(arms, None)[0])[::-1] + ["extra"]

@@ -20,7 +20,7 @@ import pytest
 from bandit_unlearning.mab import model as mm
 from bandit_unlearning.mab.model import LCBModel, load_model, load_statistics, plan_release
 
-ModelFileError = ValueError          # every refusal of a file is a ValueError naming what is wrong
+ModelFileError = ValueError  # every refusal of a file is a ValueError naming what is wrong
 
 KEY = b"a secret the user keeps, 32 byte"
 
@@ -29,11 +29,15 @@ KEY = b"a secret the user keeps, 32 byte"
 def adaptive_model(rng=None, n=120, sigma=0.05):
     """Arm 'a' served (reward 1), 'b' and 'c' worse; distinctive rewards on arm 'a'."""
     arms = ["a"] * (n // 2) + ["b"] * (n // 4) + ["c"] * (n - n // 2 - n // 4)
-    rewards = np.r_[0.9 - 1e-4 * np.arange(n // 2) / 7, 0.2 + 1e-4 * np.arange(n // 4) / 7,
-                    0.1 + 1e-4 * np.arange(n - n // 2 - n // 4) / 7]             # every reward distinct
+    rewards = np.r_[
+        0.9 - 1e-4 * np.arange(n // 2) / 7,
+        0.2 + 1e-4 * np.arange(n // 4) / 7,
+        0.1 + 1e-4 * np.arange(n - n // 2 - n // 4) / 7,
+    ]  # every reward distinct
     users = [f"user-{i:04d}" for i in range(n)]
-    m = LCBModel.fit(arms, rewards, users=users, method="adaptive", epsilon=4.0, delta=1e-5, sigma=sigma,
-                     rng=rng)
+    m = LCBModel.fit(
+        arms, rewards, users=users, method="adaptive", epsilon=4.0, delta=1e-5, sigma=sigma, rng=rng
+    )
     return m, arms, rewards, users
 
 
@@ -79,8 +83,11 @@ def write(path, arrays, reseal=True, key=None):
     arrays = dict(arrays)
     if reseal:
         stats = mm._digest(arrays, mm._STAT_KEYS)
-        digests = (stats, mm._digest(arrays, mm._LOG_KEYS, stats.encode()),
-                   mm._digest(arrays, mm._ROW_KEYS, stats.encode()))
+        digests = (
+            stats,
+            mm._digest(arrays, mm._LOG_KEYS, stats.encode()),
+            mm._digest(arrays, mm._ROW_KEYS, stats.encode()),
+        )
         for name, value in zip(mm._DIGEST_KEYS, digests):
             arrays[name] = np.frombuffer(value.encode(), dtype=np.uint8)
         arrays.pop("hmac_sha256", None)
@@ -127,9 +134,9 @@ def rewind_attack(model_copy, n_noised, true_noise, max_steps=16) -> bool:
 def test_pickle_rewinding_attack(cls, leaks):
     m, arms, rewards, users = adaptive_model(rng=np.random.default_rng(11))
     m.__class__ = cls
-    rec = m.delete(rows=[3])                                         # on the served arm: the Gaussian branch
+    rec = m.delete(rows=[3])  # on the served arm: the Gaussian branch
     assert rec.method == "gaussian" and rec.noised_arms == ("a",)
-    true_noise = np.random.default_rng(11).standard_normal(1)        # the release's noise (fit draws nothing)
+    true_noise = np.random.default_rng(11).standard_normal(1)  # the release's noise (fit draws nothing)
     for copied in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
         assert rewind_attack(copied, 1, true_noise) is leaks
     blob = pickle.dumps(m)
@@ -150,9 +157,9 @@ def test_pickle_of_every_deletion_path_holds_no_deleted_reward_or_user():
         for row in rec.rows:
             assert np.float64(rewards[row]).tobytes() not in blob and users[row].encode() not in blob
             assert np.float64(rewards[row]).tobytes() not in walk_bytes(again)
-    assert all(r.rows is None for r in again.log)                   # pickled as saved: no row ids
+    assert all(r.rows is None for r in again.log)  # pickled as saved: no row ids
     assert np.array_equal(again.statistics.reward_sums, m.statistics.reward_sums)
-    again.delete(rows=[8])                                          # and it goes on, with fresh entropy
+    again.delete(rows=[8])  # and it goes on, with fresh entropy
 
 
 # --- B. pending requests keep nothing of their own --------------------------------------------
@@ -183,17 +190,23 @@ def test_pending_rewards_not_in_memory_nor_file(tmp_path, monkeypatch, cls, foun
     assert m.pending == (0, 1, 2)
     memory = walk_bytes(m) + walk_bytes(m.log)
     assert sum(np.float64(rewards[r]).tobytes() in memory for r in deleted) == found
-    if cls is KeepsRequestSums:                 # its file format kept the sums too
+    if cls is KeepsRequestSums:  # its file format kept the sums too
         original = mm._model_arrays
-        monkeypatch.setattr(mm, "_model_arrays", lambda model, keep, key: {
-            **original(model, keep, key), "pending_sums": np.array(list(model._request_sums.values()))})
+        monkeypatch.setattr(
+            mm,
+            "_model_arrays",
+            lambda model, keep, key: {
+                **original(model, keep, key),
+                "pending_sums": np.array(list(model._request_sums.values())),
+            },
+        )
     path = tmp_path / "m.npz"
     m.save(path)
     blob = path.read_bytes()
     assert sum(np.float64(rewards[r]).tobytes() in blob for r in deleted) == found
     assert m.pending_counts.tolist() == [3, 0, 0]
     # a later rollback recomputes the arm's sum from its live rows: bit for bit a refit
-    for row in range(60, 90):                    # other arms, until the accountant rolls everything back
+    for row in range(60, 90):  # other arms, until the accountant rolls everything back
         if not m.pending:
             break
         m.delete(rows=[row])
@@ -227,15 +240,17 @@ def test_no_rounding_residue_after_rollback():
         i = int(rng.integers(n))
         total = np.bincount(arms, weights=rewards, minlength=4)
         keep = np.arange(n) != i
-        refit = true_sums(arms[keep], rewards[keep], 4)                      # correctly rounded (fsum)
-        residues += bool(total[arms[i]] - rewards[i] != np.bincount(arms[keep], weights=rewards[keep],
-                                                                    minlength=4)[arms[i]])   # the broken fl(S - r)
+        refit = true_sums(arms[keep], rewards[keep], 4)  # correctly rounded (fsum)
+        residues += bool(
+            total[arms[i]] - rewards[i]
+            != np.bincount(arms[keep], weights=rewards[keep], minlength=4)[arms[i]]
+        )  # the broken fl(S - r)
         m.delete(rows=[i])
         exact += bool(np.array_equal(m.statistics.reward_sums, refit))
         again = LCBModel.fit(arms[keep], rewards[keep], tau=m.tau, labels=m.labels, rng=0)
         exact += bool(np.array_equal(m.statistics.reward_sums, again.statistics.reward_sums)) - 1
-    assert residues > trials // 20            # subtracting leaves a residue in a good share of deletions
-    assert exact == trials                    # recomputing never does
+    assert residues > trials // 20  # subtracting leaves a residue in a good share of deletions
+    assert exact == trials  # recomputing never does
 
 
 # --- C. files validated before use: the tamper table ------------------------------------------
@@ -244,11 +259,13 @@ def saves(tmp_path_factory):
     folder = tmp_path_factory.mktemp("saves")
     m, arms, rewards, users = adaptive_model(rng=np.random.default_rng(9))
     m.save(folder / "before.npz", keep_row_ids=True)
-    m.delete(rows=[3])                           # pending
-    m.delete(user="user-0065")                   # another arm: branch rule
-    m.delete(rows=[4, 5])                        # the accountant refuses: everything rolled back
-    m.delete(rows=[6])                           # pending again
-    assert [r.reason for r in m.log] == ["requested", "branch_rule", "budget", "requested"] and m.pending == (3,)
+    m.delete(rows=[3])  # pending
+    m.delete(user="user-0065")  # another arm: branch rule
+    m.delete(rows=[4, 5])  # the accountant refuses: everything rolled back
+    m.delete(rows=[6])  # pending again
+    assert [r.reason for r in m.log] == ["requested", "branch_rule", "budget", "requested"] and m.pending == (
+        3,
+    )
     m.save(folder / "after.npz", keep_row_ids=True)
     m.save(folder / "keyed.npz", keep_row_ids=True, key=KEY)
     return folder, m
@@ -259,12 +276,14 @@ def mutate_meta(field, value):
         meta = js(a, "meta")
         meta[field] = value(meta) if callable(value) else value
         setjs(a, "meta", meta)
+
     return f
 
 
 def mutate_array(name, fn):
     def f(a):
         a[name] = fn(a[name].copy())
+
     return f
 
 
@@ -273,6 +292,7 @@ def mutate_log(fn):
         log = js(a, "log")
         fn(log)
         setjs(a, "log", log)
+
     return f
 
 
@@ -314,7 +334,7 @@ TAMPER = [
     ("tau out of range", mutate_meta("tau", 1.5), "tau must lie in"),
     ("tau a string", mutate_meta("tau", "0.1"), "tau must lie in"),
     ("n_fit zero", mutate_meta("n_fit", 0), "n_fit must be"),
-    ("n_live above n_fit", mutate_meta("n_live", 10 ** 6), "n_fit must be"),
+    ("n_live above n_fit", mutate_meta("n_live", 10**6), "n_fit must be"),
     ("method", mutate_meta("method", "magic"), "method must be one of"),
     ("epsilon negative", mutate_meta("epsilon", -1.0), "epsilon must be"),
     ("epsilon huge (log no longer replays)", mutate_meta("epsilon", 1e9), "delta_at_target"),
@@ -323,7 +343,11 @@ TAMPER = [
     ("sigma changed", mutate_meta("sigma", 0.5), "noised \\(with the model's sigma\\)"),
     ("served arm out of range", mutate_meta("policy", 3), "served arm must be an arm index"),
     ("served arm a bool", mutate_meta("policy", True), "served arm must be an arm index"),
-    ("pending ids unsorted", mutate_meta("pending_ids", lambda m: m["pending_ids"][::-1] + [0, 0]), "pending_ids"),
+    (
+        "pending ids unsorted",
+        mutate_meta("pending_ids", lambda m: m["pending_ids"][::-1] + [0, 0]),
+        "pending_ids",
+    ),
     ("pending ids emptied", mutate_meta("pending_ids", []), "pending_ids and pending_counts disagree"),
     ("row_ids_kept flipped", mutate_meta("row_ids_kept", False), "row ids present in the log"),
     ("counts wrong shape", mutate_array("counts", lambda x: x[:2]), "one entry per arm"),
@@ -332,42 +356,99 @@ TAMPER = [
     ("sums above counts", mutate_array("sums", lambda x: _set(x, 1, 1e6)), "reward sums must be finite"),
     ("sums NaN", mutate_array("sums", lambda x: _set(x, 1, np.nan)), "reward sums must be finite"),
     ("released-from counts", mutate_array("pub_counts", lambda x: x + 1), "released-from counts"),
-    ("released-from sums on a non-pending arm", mutate_array("pub_sums", lambda x: _set(x, 2, x[2] * 0.5)),
-     "released-from sums must equal"),
-    ("pending counts negative", mutate_array("pending_counts", lambda x: _set(x, 1, -1)), "pending_counts must be"),
-    ("pending counts zeroed (budget reset)", lambda a: (mutate_array("pending_counts", lambda x: x * 0)(a),
-                                                        a.__setitem__("pub_counts", a["counts"].copy())),
-     "released-from sums must equal|pending_ids and pending_counts"),
+    (
+        "released-from sums on a non-pending arm",
+        mutate_array("pub_sums", lambda x: _set(x, 2, x[2] * 0.5)),
+        "released-from sums must equal",
+    ),
+    (
+        "pending counts negative",
+        mutate_array("pending_counts", lambda x: _set(x, 1, -1)),
+        "pending_counts must be",
+    ),
+    (
+        "pending counts zeroed (budget reset)",
+        lambda a: (
+            mutate_array("pending_counts", lambda x: x * 0)(a),
+            a.__setitem__("pub_counts", a["counts"].copy()),
+        ),
+        "released-from sums must equal|pending_ids and pending_counts",
+    ),
     ("row ids duplicated", mutate_array("row_ids", lambda x: _set(x, 1, x[0])), "row ids must be distinct"),
-    ("row id beyond n_fit", mutate_array("row_ids", lambda x: _set(x, -1, 10 ** 6)), "row ids must be distinct"),
-    ("row arm out of range", mutate_array("row_arms", lambda x: _set(x, 0, 7)), "row arms must be arm indices"),
+    (
+        "row id beyond n_fit",
+        mutate_array("row_ids", lambda x: _set(x, -1, 10**6)),
+        "row ids must be distinct",
+    ),
+    (
+        "row arm out of range",
+        mutate_array("row_arms", lambda x: _set(x, 0, 7)),
+        "row arms must be arm indices",
+    ),
     ("reward 5.0", mutate_array("row_rewards", lambda x: _set(x, 0, 5.0)), "row rewards must be finite"),
     ("reward NaN", mutate_array("row_rewards", lambda x: _set(x, 0, np.nan)), "row rewards must be finite"),
     ("reward changed", mutate_array("row_rewards", lambda x: _set(x, 0, 0.5)), "bit for bit"),
     ("rows truncated", mutate_array("row_rewards", lambda x: x[:-1]), "row_rewards must hold"),
     ("user codes wrong length", mutate_array("row_user_codes", lambda x: x[:-1]), "row user codes must give"),
-    ("user code out of range", mutate_array("row_user_codes", lambda x: _set(x, 0, 10 ** 6)), "row user codes must"),
-    ("user ids not ids", lambda a: setjs(a, "user_ids", [[u] for u in js(a, "user_ids")]), "user ids must be null"),
-    ("user ids duplicated", lambda a: setjs(a, "user_ids", js(a, "user_ids")[:1] * len(js(a, "user_ids"))),
-     "user ids must be null or a list of distinct"),
-    ("a deleted user's id kept", lambda a: setjs(a, "user_ids", js(a, "user_ids") + ["user-0065"]),
-     "must own a live row"),
+    (
+        "user code out of range",
+        mutate_array("row_user_codes", lambda x: _set(x, 0, 10**6)),
+        "row user codes must",
+    ),
+    (
+        "user ids not ids",
+        lambda a: setjs(a, "user_ids", [[u] for u in js(a, "user_ids")]),
+        "user ids must be null",
+    ),
+    (
+        "user ids duplicated",
+        lambda a: setjs(a, "user_ids", js(a, "user_ids")[:1] * len(js(a, "user_ids"))),
+        "user ids must be null or a list of distinct",
+    ),
+    (
+        "a deleted user's id kept",
+        lambda a: setjs(a, "user_ids", js(a, "user_ids") + ["user-0065"]),
+        "must own a live row",
+    ),
     ("a deleted user brought back", _undelete, "the log deletes"),
     ("release shifts negative", mutate_array("release_mus", lambda x: -x), "release_mus must be"),
-    ("release shift changed", mutate_array("release_mus", lambda x: _set(x, 0, x[0] / 2)), "mu_release differs"),
-    ("release shifts zeroed (budget reset)", mutate_array("release_mus", lambda x: x * 0), "mu_release differs"),
+    (
+        "release shift changed",
+        mutate_array("release_mus", lambda x: _set(x, 0, x[0] / 2)),
+        "mu_release differs",
+    ),
+    (
+        "release shifts zeroed (budget reset)",
+        mutate_array("release_mus", lambda x: x * 0),
+        "mu_release differs",
+    ),
     ("log record dropped", mutate_log(lambda log: log.pop()), "one record per release"),
     ("log field missing", mutate_log(lambda log: log[0].pop("reason")), "exactly the fields"),
-    ("log reason", mutate_log(lambda log: log[0].__setitem__("reason", "budget")), "does not replay|rolls nothing"),
-    ("log mu_max", mutate_log(lambda log: log[-1].__setitem__("mu_max", 0.0)), "mu_max is not the composition"),
+    (
+        "log reason",
+        mutate_log(lambda log: log[0].__setitem__("reason", "budget")),
+        "does not replay|rolls nothing",
+    ),
+    (
+        "log mu_max",
+        mutate_log(lambda log: log[-1].__setitem__("mu_max", 0.0)),
+        "mu_max is not the composition",
+    ),
     ("log delta", mutate_log(lambda log: log[-1].__setitem__("delta_at_target", 0.0)), "delta_at_target"),
     ("log rolled_back", mutate_log(lambda log: log[1].__setitem__("rolled_back", [])), "does not replay"),
     ("log n_rows", mutate_log(lambda log: log[1].__setitem__("n_rows", 99)), "log_offsets|the log deletes"),
     ("log policy", mutate_log(lambda log: log[-1].__setitem__("policy", "zz")), "not an arm label"),
     ("log request id", mutate_log(lambda log: log[0].__setitem__("request_id", 5)), "request_id must be"),
-    ("log row ids reused", mutate_array("log_rows", lambda x: _set(x, 0, 20)),
-     "exactly the ids missing|distinct ids"),
-    ("log not JSON", lambda a: a.__setitem__("log", np.frombuffer(b"{oops", dtype=np.uint8)), "not valid JSON"),
+    (
+        "log row ids reused",
+        mutate_array("log_rows", lambda x: _set(x, 0, 20)),
+        "exactly the ids missing|distinct ids",
+    ),
+    (
+        "log not JSON",
+        lambda a: a.__setitem__("log", np.frombuffer(b"{oops", dtype=np.uint8)),
+        "not valid JSON",
+    ),
 ]
 
 
@@ -411,13 +492,13 @@ def test_undetectable_without_key_refused_with_it(saves, tmp_path, name, mutatio
     arrays = raw(folder / "after.npz")
     mutation(arrays)
     write(tmp_path / "edited.npz", arrays)
-    load_model(tmp_path / "edited.npz")                    # loads: the documented limit of checksums
+    load_model(tmp_path / "edited.npz")  # loads: the documented limit of checksums
     keyed = raw(folder / "keyed.npz")
     mutation(keyed)
     write(tmp_path / "edited.npz", keyed, key=b"the attacker's guess of the key!")
     with pytest.raises(ModelFileError, match="HMAC tag mismatch"):
         load_model(tmp_path / "edited.npz", key=KEY)
-    write(tmp_path / "edited.npz", keyed)                  # or the tag simply dropped
+    write(tmp_path / "edited.npz", keyed)  # or the tag simply dropped
     with pytest.raises(ModelFileError, match="carries no HMAC tag"):
         load_model(tmp_path / "edited.npz", key=KEY)
 
@@ -454,7 +535,9 @@ def test_authenticated_file_needs_its_key(saves, tmp_path):
         load_model(folder / "keyed.npz", key=b"x" * 32)
     with pytest.raises(ModelFileError, match="carries no HMAC tag"):
         load_model(folder / "after.npz", key=KEY)
-    assert load_model(folder / "keyed.npz", key=KEY).statistics.counts.tolist() == m.statistics.counts.tolist()
+    assert (
+        load_model(folder / "keyed.npz", key=KEY).statistics.counts.tolist() == m.statistics.counts.tolist()
+    )
     assert load_statistics(folder / "keyed.npz", key=KEY).counts.tolist() == m.statistics.counts.tolist()
     with pytest.raises(ValueError, match="at least 16 bytes"):
         m.save(tmp_path / "k.npz", key=b"short")
@@ -475,12 +558,13 @@ def test_sizes_checked_before_any_allocation(saves, tmp_path):
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(bad, "w", zipfile.ZIP_STORED) as zout:
         for info in zin.infolist():
             data = zin.read(info)
-            if info.filename == "row_rewards.npy":             # the header claims 10^10 floats (80 GB)
+            if info.filename == "row_rewards.npy":  # the header claims 10^10 floats (80 GB)
                 buf = io.BytesIO()
                 np.lib.format.write_array(buf, np.zeros(3))
                 head = io.BytesIO()
-                np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False,
-                                                             "shape": (10 ** 10,)})
+                np.lib.format.write_array_header_1_0(
+                    head, {"descr": "<f8", "fortran_order": False, "shape": (10**10,)}
+                )
                 data = b"\x93NUMPY\x01\x00" + head.getvalue()[8:] + np.zeros(3).tobytes()
             zout.writestr(info.filename, data)
     tracemalloc.start()
@@ -512,8 +596,11 @@ def test_load_statistics_reads_only_the_statistics_section(saves, monkeypatch):
     folder, m = saves
     read = []
     original = mm._read_entry
-    monkeypatch.setattr(mm, "_read_entry", lambda path, zf, info, name, size: (
-        read.append(name), original(path, zf, info, name, size))[1])
+    monkeypatch.setattr(
+        mm,
+        "_read_entry",
+        lambda path, zf, info, name, size: (read.append(name), original(path, zf, info, name, size))[1],
+    )
     st = load_statistics(folder / "after.npz")
     assert st.counts.tolist() == m.statistics.counts.tolist()
     assert set(read) == set(mm._STAT_KEYS) | set(mm._DIGEST_KEYS)
@@ -561,15 +648,32 @@ def test_reasons_summary_repr_and_replayable_plans():
     for kw in ({"rows": [1]}, {"rows": [60]}, {"rows": [2, 3, 4, 5, 6, 7, 8, 9, 13, 14]}):
         pend, pub, mus = m.pending_counts.copy(), m.released_from.counts.copy(), [r.mu_release for r in m.log]
         req = np.bincount([m.labels.index(arms[i]) for i in kw["rows"]], minlength=3)
-        plan = plan_release(pub, pend, req, all(arms[i] == m.policy for i in kw["rows"]), mus,
-                            log_term=m.statistics.log_term, sigma=0.05, mu_budget=m.mu_budget, method="adaptive")
+        plan = plan_release(
+            pub,
+            pend,
+            req,
+            all(arms[i] == m.policy for i in kw["rows"]),
+            mus,
+            log_term=m.statistics.log_term,
+            sigma=0.05,
+            mu_budget=m.mu_budget,
+            method="adaptive",
+        )
         rec = m.delete(**kw)
         assert (rec.method == "gaussian") == plan.noise_request and rec.mu_release == plan.mu
         recs.append(rec.reason)
     assert recs == ["requested", "branch_rule", "budget"]
     s = m.summary()
-    assert (s["rows"], s["arms"], s["requests"], s["rows_deleted"], s["pending_requests"]) == (108, 3, 3, 12, 0)
-    assert 0 < s["budget_left"] < m.mu_budget and repr(m).startswith("LCBModel(adaptive: 108 rows of 120, 3 arms")
+    assert (s["rows"], s["arms"], s["requests"], s["rows_deleted"], s["pending_requests"]) == (
+        108,
+        3,
+        3,
+        12,
+        0,
+    )
+    assert 0 < s["budget_left"] < m.mu_budget and repr(m).startswith(
+        "LCBModel(adaptive: 108 rows of 120, 3 arms"
+    )
     r = LCBModel.fit(["p", "q"] * 3, [1.0, 0.0] * 3, rng=0)
     assert r.delete(rows=[1]).reason == "requested" and r.summary()["pending_rows"] == 0
     with pytest.raises(ValueError, match="reason must be one of"):
@@ -577,13 +681,16 @@ def test_reasons_summary_repr_and_replayable_plans():
 
 
 # --- E. faithful, fast loading ----------------------------------------------------------------
-@pytest.mark.parametrize("arms", [
-    np.random.default_rng(0).integers(-5, 50, 1000),
-    np.random.default_rng(1).integers(0, 3, 1000).astype(np.uint8),
-    np.random.default_rng(2).integers(0, 2 ** 40, 1000),                    # a wide span: np.unique
-    np.random.default_rng(3).integers(-2 ** 62, 2 ** 62, 500),
-    np.tile(np.arange(7, dtype=np.int32)[::-1], 30),
-])
+@pytest.mark.parametrize(
+    "arms",
+    [
+        np.random.default_rng(0).integers(-5, 50, 1000),
+        np.random.default_rng(1).integers(0, 3, 1000).astype(np.uint8),
+        np.random.default_rng(2).integers(0, 2**40, 1000),  # a wide span: np.unique
+        np.random.default_rng(3).integers(-(2**62), 2**62, 500),
+        np.tile(np.arange(7, dtype=np.int32)[::-1], 30),
+    ],
+)
 def test_integer_labelling_equals_unique(arms):
     labels, idx = mm._labels_and_index(arms, None)
     uniq, inverse = np.unique(arms, return_inverse=True)
@@ -596,14 +703,18 @@ def test_csv_labels_keep_type_and_order_with_or_without_pandas(tmp_path, monkeyp
     path = tmp_path / "d.csv"
     path.write_text("item,click,who\n" + "\n".join(f"{a},{r},{i % 3}" for i, (a, r) in enumerate(rows)))
     a = LCBModel.from_csv(path, arm="item", reward="click", user="who")
-    frame = {"item": np.array([x for x, _ in rows]), "click": [r for _, r in rows], "who": [i % 3 for i in range(20)]}
+    frame = {
+        "item": np.array([x for x, _ in rows]),
+        "click": [r for _, r in rows],
+        "who": [i % 3 for i in range(20)],
+    }
     f = LCBModel.from_frame(frame, arm="item", reward="click", user="who")
-    assert a.labels == f.labels == (2, 7, 10) and a.policy == f.policy == 2           # 2 and 10 tied: 2 first
-    monkeypatch.setitem(sys.modules, "pandas", None)                                   # numpy's reader
+    assert a.labels == f.labels == (2, 7, 10) and a.policy == f.policy == 2  # 2 and 10 tied: 2 first
+    monkeypatch.setitem(sys.modules, "pandas", None)  # numpy's reader
     b = LCBModel.from_csv(path, arm="item", reward="click", user="who")
     assert b.labels == a.labels and np.array_equal(b.statistics.reward_sums, a.statistics.reward_sums)
     b.delete(user=1)
-    path.write_text("item,click\n07,1\n7,0\nx,0.25\n")                                   # not canonical: text
+    path.write_text("item,click\n07,1\n7,0\nx,0.25\n")  # not canonical: text
     assert LCBModel.from_csv(path, arm="item", reward="click").labels == ("07", "7", "x")
 
 
@@ -627,12 +738,15 @@ def test_csv_and_frame_errors_name_what_is_wrong(tmp_path, monkeypatch):
         LCBModel.fit(np.array([np.nan, 1.0, np.nan]), [0.0, 1.0, 0.5])
 
 
-@pytest.mark.parametrize("rewards", [
-    np.array([5e-324, 1e-300, 0.5, 1.0, 0.1, 0.0, 2.2250738585072014e-308, 0.3, 1 - 2 ** -53] * 7),
-    np.random.default_rng(4).random(3000),
-    np.random.default_rng(5).integers(0, 2, 3000).astype(float),            # the dyadic fast path
-    np.random.default_rng(6).integers(0, 5, 3000) / 4.0,
-])
+@pytest.mark.parametrize(
+    "rewards",
+    [
+        np.array([5e-324, 1e-300, 0.5, 1.0, 0.1, 0.0, 2.2250738585072014e-308, 0.3, 1 - 2**-53] * 7),
+        np.random.default_rng(4).random(3000),
+        np.random.default_rng(5).integers(0, 2, 3000).astype(float),  # the dyadic fast path
+        np.random.default_rng(6).integers(0, 5, 3000) / 4.0,
+    ],
+)
 def test_exact_sums_are_exact_on_both_paths(rewards):
     arms = np.arange(rewards.size) % 3
     exact = mm._exact_sums(arms, rewards, 3)
@@ -644,7 +758,11 @@ def test_progress_reports_every_stage(tmp_path):
     m = LCBModel.fit(np.arange(300) % 3, np.linspace(0, 1, 300), users=[i // 3 for i in range(300)], rng=0)
     seen = []
     m.save(tmp_path / "m.npz", progress=lambda stage, done, total: seen.append((stage, done, total)))
-    assert seen == [("arms and digests".replace("arms", "arrays"), 1, 3), ("written", 2, 3), ("renamed", 3, 3)]
+    assert seen == [
+        ("arms and digests".replace("arms", "arrays"), 1, 3),
+        ("written", 2, 3),
+        ("renamed", 3, 3),
+    ]
     seen.clear()
     load_model(tmp_path / "m.npz", progress=lambda *a: seen.append(a))
     assert [s[0] for s in seen] == ["read", "digests", "statistics", "log", "rows", "model"]
@@ -657,14 +775,25 @@ def test_progress_reports_every_stage(tmp_path):
     assert not (tmp_path / "x.npz").exists()
 
 
-@pytest.mark.parametrize("kwargs, exc, message", [
-    (dict(rewards=["0.5", "1"]), TypeError, "rewards must be real numbers"),
-    (dict(rewards=[0.5 + 1j, 1.0]), TypeError, "rewards must be real numbers"),
-    (dict(rewards=[np.nan, 1.0]), ValueError, "row 0 is NaN"),
-    (dict(method="adaptive", epsilon=1.0, delta=1e-5, sigma=True), TypeError, "sigma must be a real number"),
-    (dict(method="adaptive", epsilon=1.0, delta=1e-5, sigma="0.3"), TypeError, "sigma must be a real number"),
-    (dict(users=[True, False]), TypeError, "user ids must be str or int"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, message",
+    [
+        (dict(rewards=["0.5", "1"]), TypeError, "rewards must be real numbers"),
+        (dict(rewards=[0.5 + 1j, 1.0]), TypeError, "rewards must be real numbers"),
+        (dict(rewards=[np.nan, 1.0]), ValueError, "row 0 is NaN"),
+        (
+            dict(method="adaptive", epsilon=1.0, delta=1e-5, sigma=True),
+            TypeError,
+            "sigma must be a real number",
+        ),
+        (
+            dict(method="adaptive", epsilon=1.0, delta=1e-5, sigma="0.3"),
+            TypeError,
+            "sigma must be a real number",
+        ),
+        (dict(users=[True, False]), TypeError, "user ids must be str or int"),
+    ],
+)
 def test_fit_refuses_what_it_cannot_keep(kwargs, exc, message):
     args = {"rewards": [0.0, 1.0], **kwargs}
     with pytest.raises(exc, match=message):

@@ -37,8 +37,9 @@ def full_env() -> dict[str, str]:
 
 
 def run_cell(env: dict[str, str]) -> str:
-    return subprocess.run([sys.executable, "-c", SENSITIVE_CELL], env=env, check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", SENSITIVE_CELL], env=env, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def write_fixture(path: Path, stored: str) -> Path:
@@ -46,7 +47,11 @@ def write_fixture(path: Path, stored: str) -> Path:
     cell = nbformat.v4.new_code_cell(SENSITIVE_CELL, execution_count=1)
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored)]
     nb.cells = [cell]
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
     nbformat.validate(nb)
     nbformat.write(nb, path)
     return path
@@ -57,12 +62,16 @@ def nbval(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_lowered_features_are_dispatched_enabled_and_above_baseline():
-    report = {"numpy": "x", "machine": "x86_64", "baseline": ["SSE", "SSE2", "X86_V2"],
-              "dispatch": ["X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR"],
-              "enabled": ["SSE", "SSE2", "X86_V2", "X86_V3", "X86_V4", "AVX512_ICL"]}
+    report = {
+        "numpy": "x",
+        "machine": "x86_64",
+        "baseline": ["SSE", "SSE2", "X86_V2"],
+        "dispatch": ["X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR"],
+        "enabled": ["SSE", "SSE2", "X86_V2", "X86_V3", "X86_V4", "AVX512_ICL"],
+    }
     assert portability.lowered_features(report) == ["X86_V3", "X86_V4", "AVX512_ICL"]
     report["enabled"] = ["SSE", "SSE2", "X86_V2"]
-    assert portability.lowered_features(report) == []          # an old CPU: nothing to lower
+    assert portability.lowered_features(report) == []  # an old CPU: nothing to lower
 
 
 def test_this_machines_features_come_from_numpy():
@@ -83,7 +92,7 @@ def test_portability_pass_rejects_a_simd_dependent_output(tmp_path):
     nb = write_fixture(tmp_path / "simd_sensitive.ipynb", full)
     nbval_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "--nbval", "--nbval-current-env", str(nb)]
     control = nbval([sys.executable, "-m", "pytest", *nbval_args], full_env())
-    assert control.returncode == 0, control.stdout[-2000:]          # the stored output is this machine's
+    assert control.returncode == 0, control.stdout[-2000:]  # the stored output is this machine's
     lowered_run = nbval([sys.executable, "tools/portability.py", "--", *nbval_args], full_env())
     assert lowered_run.returncode == 1, lowered_run.stdout[-2000:]  # ... and the lowered replay rejects it
     assert "mismatch 'stdout'" in lowered_run.stdout and lowered.strip() in lowered_run.stdout

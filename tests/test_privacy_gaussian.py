@@ -9,12 +9,24 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from bandit_unlearning.privacy.audit import (
-    AuditResult, ThresholdEvent, audit_epsilon, clopper_pearson_lower, clopper_pearson_upper,
-    hockey_stick_delta, hockey_stick_epsilon, subset_events, threshold_events,
+    AuditResult,
+    ThresholdEvent,
+    audit_epsilon,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    hockey_stick_delta,
+    hockey_stick_epsilon,
+    subset_events,
+    threshold_events,
 )
 from bandit_unlearning.privacy.gaussian import (
-    analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
-    gaussian_delta, gaussian_epsilon,
+    analytic_gaussian_sigma,
+    check_delta,
+    check_epsilon,
+    classic_gaussian_sigma,
+    gaussian_gamma,
+    gaussian_delta,
+    gaussian_epsilon,
 )
 
 epsilons = st.floats(min_value=1e-3, max_value=200.0)
@@ -23,8 +35,11 @@ sensitivities = st.floats(min_value=1e-3, max_value=1e3)
 
 
 def simplex(m):
-    return st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=m, max_size=m).filter(
-        lambda w: sum(w) > 1e-3).map(lambda w: np.array(w) / sum(w))
+    return (
+        st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=m, max_size=m)
+        .filter(lambda w: sum(w) > 1e-3)
+        .map(lambda w: np.array(w) / sum(w))
+    )
 
 
 # ---------------------------------------------------------------------------------------- bad input
@@ -63,8 +78,11 @@ def test_classic_refuses_large_epsilon(eps):
 
 @pytest.mark.parametrize("sens", [-1.0, float("nan"), float("inf")])
 def test_bad_sensitivity(sens):
-    for f in (lambda: analytic_gaussian_sigma(sens, 1.0, 1e-5), lambda: classic_gaussian_sigma(sens, 0.5, 1e-5),
-              lambda: gaussian_delta(1.0, sens, 1.0)):
+    for f in (
+        lambda: analytic_gaussian_sigma(sens, 1.0, 1e-5),
+        lambda: classic_gaussian_sigma(sens, 0.5, 1e-5),
+        lambda: gaussian_delta(1.0, sens, 1.0),
+    ):
         with pytest.raises(ValueError, match="sensitivity"):
             f()
 
@@ -88,19 +106,22 @@ def test_bad_profile_arguments():
         gaussian_delta(1.0, 1.0, -0.5)
 
 
-@pytest.mark.parametrize("p, q, match", [
-    ([0.5, 0.6], [0.5, 0.5], "sum to 1"),
-    ([1.2, -0.2], [0.5, 0.5], "non-negative"),
-    ([0.5, np.nan], [0.5, 0.5], "finite"),
-    ([0.5, 0.5], [1 / 3, 1 / 3, 1 / 3], "same shape"),
-])
+@pytest.mark.parametrize(
+    "p, q, match",
+    [
+        ([0.5, 0.6], [0.5, 0.5], "sum to 1"),
+        ([1.2, -0.2], [0.5, 0.5], "non-negative"),
+        ([0.5, np.nan], [0.5, 0.5], "finite"),
+        ([0.5, 0.5], [1 / 3, 1 / 3, 1 / 3], "same shape"),
+    ],
+)
 def test_hockey_stick_refuses_non_distributions(p, q, match):
     with pytest.raises(ValueError, match=match):
         hockey_stick_delta(p, q, 1.0)
 
 
 def test_hockey_stick_tolerates_rounding():
-    p = np.array([0.1] * 10)                 # sums to 0.9999999999999999
+    p = np.array([0.1] * 10)  # sums to 0.9999999999999999
     assert hockey_stick_delta(p, p, 0.0) == 0.0
     assert hockey_stick_delta([1 + 1e-12, -1e-12], [1.0, 0.0], 0.0) == pytest.approx(0.0, abs=1e-11)
 
@@ -114,7 +135,7 @@ def test_audit_bad_input():
     with pytest.raises(ValueError, match="non-empty"):
         audit_epsilon([], a, 1e-3)
     with pytest.raises(ValueError, match="events"):
-        audit_epsilon([0.5, 1.5], [0.2, 0.1], 1e-3)          # real outputs need events
+        audit_epsilon([0.5, 1.5], [0.2, 0.1], 1e-3)  # real outputs need events
     with pytest.raises(ValueError, match="n_outcomes"):
         audit_epsilon(a, a, 1e-3, n_outcomes=1)
 
@@ -133,8 +154,8 @@ def test_analytic_sigma_inverts_the_profile(sens, eps, delta):
     sigma = analytic_gaussian_sigma(sens, eps, delta)
     assert gaussian_delta(sigma, sens, eps) <= delta
     assert gaussian_delta(sigma, sens, eps) == pytest.approx(delta, rel=1e-8)
-    assert gaussian_delta(sigma * (1 - 1e-6), sens, eps) > delta    # smallest such sigma
-    assert sigma / sens == pytest.approx(analytic_gaussian_sigma(1.0, eps, delta), rel=1e-12)   # scale-free
+    assert gaussian_delta(sigma * (1 - 1e-6), sens, eps) > delta  # smallest such sigma
+    assert sigma / sens == pytest.approx(analytic_gaussian_sigma(1.0, eps, delta), rel=1e-12)  # scale-free
 
 
 @settings(max_examples=100, deadline=None)
@@ -145,12 +166,21 @@ def test_classic_dominates_analytic_below_one(eps, delta):
 
 
 @settings(max_examples=100, deadline=None)
-@given(sensitivities, epsilons, st.floats(min_value=1e-12, max_value=0.5), st.floats(min_value=1e-12, max_value=0.5))
+@given(
+    sensitivities,
+    epsilons,
+    st.floats(min_value=1e-12, max_value=0.5),
+    st.floats(min_value=1e-12, max_value=0.5),
+)
 def test_analytic_sigma_monotone(sens, eps, d1, d2):
     lo, hi = sorted((d1, d2))
     assert analytic_gaussian_sigma(sens, eps, lo) >= analytic_gaussian_sigma(sens, eps, hi) * (1 - 1e-12)
-    assert analytic_gaussian_sigma(sens, eps, lo) >= analytic_gaussian_sigma(sens, 1.5 * eps, lo) * (1 - 1e-12)
-    assert analytic_gaussian_sigma(2 * sens, eps, lo) == pytest.approx(2 * analytic_gaussian_sigma(sens, eps, lo))
+    assert analytic_gaussian_sigma(sens, eps, lo) >= analytic_gaussian_sigma(sens, 1.5 * eps, lo) * (
+        1 - 1e-12
+    )
+    assert analytic_gaussian_sigma(2 * sens, eps, lo) == pytest.approx(
+        2 * analytic_gaussian_sigma(sens, eps, lo)
+    )
 
 
 @settings(max_examples=100, deadline=None)
@@ -159,9 +189,9 @@ def test_profile_monotone_and_vectorised(t, sens):
     eps = np.linspace(0, 20, 41)
     prof = gaussian_delta(t * sens, sens, eps)
     assert prof.shape == eps.shape and np.all((prof >= 0) & (prof <= 1))
-    assert np.all(np.diff(prof) <= 1e-15)                               # decreasing in epsilon
-    assert np.all(gaussian_delta(2 * t * sens, sens, eps) <= prof + 1e-15)   # decreasing in sigma
-    assert prof[0] == pytest.approx(2 * stats.norm.cdf(1 / (2 * t)) - 1, abs=1e-12)   # eps = 0: TV distance
+    assert np.all(np.diff(prof) <= 1e-15)  # decreasing in epsilon
+    assert np.all(gaussian_delta(2 * t * sens, sens, eps) <= prof + 1e-15)  # decreasing in sigma
+    assert prof[0] == pytest.approx(2 * stats.norm.cdf(1 / (2 * t)) - 1, abs=1e-12)  # eps = 0: TV distance
 
 
 @settings(max_examples=100, deadline=None)
@@ -187,11 +217,11 @@ def test_extreme_epsilons_are_finite():
 # (epsilon, delta, smallest double >= the exact minimal sigma for sensitivity 1): the root of
 # ln(Phi(1/(2s) - eps s) - e^eps Phi(-1/(2s) - eps s)) = ln delta found with mpmath.findroot at 800 digits.
 EXACT_MINIMAL_SIGMA = [
-    (0.01, 1e-300, 3672.720103405569),          # the float profile put sigma 1.9e-11 below (true delta 2.6e-8 over)
-    (1e-06, 1e-100, 20321506.70841061),          # 6e-8 below (true delta 2.5e-5 over)
+    (0.01, 1e-300, 3672.720103405569),  # the float profile put sigma 1.9e-11 below (true delta 2.6e-8 over)
+    (1e-06, 1e-100, 20321506.70841061),  # 6e-8 below (true delta 2.5e-5 over)
     (0.1, 1e-100, 208.78885993163667),
     (1.0, 1e-300, 36.8654978941111),
-    (1e-200, 1e-300, 2.0985770338319226e+201),  # was 3.6e15: a factor 6e185 too small
+    (1e-200, 1e-300, 2.0985770338319226e201),  # was 3.6e15: a factor 6e185 too small
     (0.5, 1e-05, 7.031826675582492),
     (10.0, 1e-100, 2.1327366227086317),
     (10000.0, 1e-30, 0.00766706657658482),
@@ -221,7 +251,9 @@ def test_profile_limits_are_numbers(recwarn):
     assert gaussian_delta(1.0, 1.0, 1e300) == 0.0
     assert gaussian_delta(1.0, 5e-324, 0.0) == 0.0
     assert gaussian_delta(1e-300, 1.0, 1.0) == 1.0
-    grid = gaussian_delta(np.geomspace(1e-300, 1e300, 13)[:, None], 1.0, np.geomspace(1e-300, 1.7e308, 13)[None])
+    grid = gaussian_delta(
+        np.geomspace(1e-300, 1e300, 13)[:, None], 1.0, np.geomspace(1e-300, 1.7e308, 13)[None]
+    )
     assert np.all(np.isfinite(grid)) and np.all((grid >= 0) & (grid <= 1))
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
@@ -242,10 +274,10 @@ def test_solvers_never_leak_nan_from_brentq():
 def test_hockey_stick_properties(pq, eps):
     p, q = pq
     d = hockey_stick_delta(p, q, eps)
-    assert d == pytest.approx(hockey_stick_delta(q, p, eps), abs=1e-15)          # symmetric
+    assert d == pytest.approx(hockey_stick_delta(q, p, eps), abs=1e-15)  # symmetric
     assert 0 <= d <= 1
-    assert d <= hockey_stick_delta(p, q, 0.0) + 1e-15                             # decreasing in eps
-    assert hockey_stick_delta(p, q, 0.0) == pytest.approx(0.5 * np.abs(p - q).sum(), abs=1e-12)   # TV
+    assert d <= hockey_stick_delta(p, q, 0.0) + 1e-15  # decreasing in eps
+    assert hockey_stick_delta(p, q, 0.0) == pytest.approx(0.5 * np.abs(p - q).sum(), abs=1e-12)  # TV
     assert hockey_stick_delta(p, p, 0.0) == 0.0
     if not np.allclose(p, q, atol=1e-9, rtol=0):
         assert hockey_stick_delta(p, q, 0.0) > 0
@@ -255,7 +287,7 @@ def test_hockey_stick_broadcasts_and_handles_infinite_epsilon():
     p, q = np.array([[0.5, 0.5], [1.0, 0.0]]), np.array([[0.4, 0.6], [0.0, 1.0]])
     out = hockey_stick_delta(p, q, np.array([0.0, 1.0]))
     assert out.shape == (2,)
-    assert out[1] == 1.0                               # disjoint supports: delta = 1 at any eps
+    assert out[1] == 1.0  # disjoint supports: delta = 1 at any eps
     assert hockey_stick_delta(p[0], q[0], np.inf) == 0.0
 
 
@@ -265,7 +297,7 @@ def test_hockey_stick_epsilon():
     assert hockey_stick_delta(p, q, eps) == pytest.approx(1e-3, rel=1e-9)
     assert hockey_stick_epsilon(p, p, 1e-3) == 0.0
     assert hockey_stick_epsilon([0.99, 0.01], [1.0, 0.0], 1e-3) == math.inf
-    assert hockey_stick_epsilon([0.9999, 0.0001], [1.0, 0.0], 1e-3) == 0.0   # TV below delta
+    assert hockey_stick_epsilon([0.9999, 0.0001], [1.0, 0.0], 1e-3) == 0.0  # TV below delta
 
 
 # ------------------------------------------------------------------------------------ auditor
@@ -283,7 +315,9 @@ def test_clopper_pearson_small_alpha():
     """Upper bound = the upper alpha quantile of Beta(k + 1, n - k), by beta.isf: beta.ppf(1 - alpha) was 7.9e-7
     too high at (0, 1000, 1e-12) and 2e-9 too LOW at (10, 200, 1e-10).  References: 1 - alpha^(1/n) for k = 0,
     otherwise bisection of mpmath's regularised incomplete beta at 50 digits."""
-    assert clopper_pearson_upper(0, 1000, 1e-12) == pytest.approx(-math.expm1(math.log(1e-12) / 1000), rel=1e-14)
+    assert clopper_pearson_upper(0, 1000, 1e-12) == pytest.approx(
+        -math.expm1(math.log(1e-12) / 1000), rel=1e-14
+    )
     assert clopper_pearson_upper(10, 200, 1e-10) == pytest.approx(0.21254281771401504, rel=1e-14)
     assert clopper_pearson_upper(3, 50, 1e-14) == pytest.approx(0.5777331432773347, rel=1e-14)
     assert clopper_pearson_lower(10, 200, 1e-10) == pytest.approx(0.00241536636866004, rel=1e-14)

@@ -8,6 +8,7 @@ name should become public and documented in one place, or the importer should st
 the target is an empty list.  A new private import fails the test; so does an entry that is no longer
 needed, so that the list is shortened as the debt is paid.
 """
+
 import ast
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def _module_name(path: Path, package: Path) -> str:
 
 def _source(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
     """The package-relative module an import reads from, or None when it is outside the package."""
-    if node.level:                                   # from .x import y / from .. import y
+    if node.level:  # from .x import y / from .. import y
         base = module.split(".") if module else []
         if not is_package:
             base = base[:-1]
@@ -37,7 +38,7 @@ def _source(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
     if name == bandit_unlearning.__name__:
         return ""
     prefix = bandit_unlearning.__name__ + "."
-    return name[len(prefix):] if name.startswith(prefix) else None
+    return name[len(prefix) :] if name.startswith(prefix) else None
 
 
 def private_imports(package: Path = PACKAGE) -> set[tuple[str, str, str]]:
@@ -51,20 +52,27 @@ def private_imports(package: Path = PACKAGE) -> set[tuple[str, str, str]]:
             source = _source(module, path.name == "__init__.py", node)
             if source is None or source == module:
                 continue
-            found |= {(module, source, a.name) for a in node.names
-                      if a.name.startswith("_") and not a.name.startswith("__")}
+            found |= {
+                (module, source, a.name)
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            }
     return found
 
 
 def test_no_new_private_imports_across_modules():
     new = sorted(private_imports() - ALLOWED)
-    assert not new, ("private names imported from another module of the package (make the name public "
-                     f"and document it, or do not import it): {new}")
+    assert not new, (
+        "private names imported from another module of the package (make the name public "
+        f"and document it, or do not import it): {new}"
+    )
 
 
 def test_allowed_private_imports_are_still_needed():
     stale = sorted(ALLOWED - private_imports())
-    assert not stale, f"no longer imported: delete these entries from ALLOWED in {Path(__file__).name}: {stale}"
+    assert not stale, (
+        f"no longer imported: delete these entries from ALLOWED in {Path(__file__).name}: {stale}"
+    )
 
 
 def test_the_reader_sees_a_private_import(tmp_path):
@@ -75,6 +83,6 @@ def test_the_reader_sees_a_private_import(tmp_path):
     (tmp_path / "sub" / "__init__.py").write_text("from ..a import _HIDDEN\n")
     (tmp_path / "sub" / "b.py").write_text(
         "from bandit_unlearning.a import PUBLIC, _HIDDEN as h\nfrom .. import a\nfrom os import _exit\n"
-        "from numpy import __version__\n")
+        "from numpy import __version__\n"
+    )
     assert private_imports(tmp_path) == {("sub", "a", "_HIDDEN"), ("sub.b", "a", "_HIDDEN")}
-

@@ -6,6 +6,7 @@ image taken before the call, arrays by value), ``verify`` passes on the new stat
 and raises ``TypeError`` where none does, and every registered (state, request) pair is exercised here
 (a new registration without a case fails the test).
 """
+
 import copy
 import dataclasses
 
@@ -17,7 +18,11 @@ from bandit_unlearning.exact.learner import ExactOptions, Run, UnlearnRecord, tr
 from bandit_unlearning.exact.linucb import LinUCBConfig, linear_users, linucb_learner
 from bandit_unlearning.exact.registry import UserUnlearnRecord
 from bandit_unlearning.mab.contextual import (
-    ContextualOptions, ContextualRecord, ContextualRequest, ContextualState, fit_contextual,
+    ContextualOptions,
+    ContextualRecord,
+    ContextualRequest,
+    ContextualState,
+    fit_contextual,
 )
 from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.imitation import DeletionCounts, ImitationRecord, ImitationState, fit_imitation
@@ -30,12 +35,14 @@ from bandit_unlearning.rl.envs import riverswim
 from bandit_unlearning.rl.stable import episode_users, stable_ucbvi
 from bandit_unlearning.secrecy import allow_secrets
 
-DATA = OfflineDataset(np.array([0, 0, 0, 0, 1, 1, 1, 2, 2]), np.array([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0]), 3)
+DATA = OfflineDataset(
+    np.array([0, 0, 0, 0, 1, 1, 1, 2, 2]), np.array([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0]), 3
+)
 ROWS = DeletionRequest([0, 0], [1.0, 0.0])
 BANDIT = ucb_bandit_learner(2, sigma=4.0)
 BANDIT_USERS = bandit_users([0.6, 0.4], 40, seed=3)
 RETURNING = list(BANDIT_USERS)
-RETURNING[9] = RETURNING[20] = RETURNING[4]                 # one person at steps 5, 10 and 21
+RETURNING[9] = RETURNING[20] = RETURNING[4]  # one person at steps 5, 10 and 21
 
 
 def _bandit_run(users=BANDIT_USERS):
@@ -44,50 +51,126 @@ def _bandit_run(users=BANDIT_USERS):
 
 def _linucb_run():
     config = LinUCBConfig(n_arms=2, dim=2)
-    return train(linucb_learner(config, sigma=2.0), linear_users(np.array([[0.5, 0.1], [0.1, 0.5]]), 24, seed=2),
-                 np.random.default_rng(4))
+    return train(
+        linucb_learner(config, sigma=2.0),
+        linear_users(np.array([[0.5, 0.1], [0.1, 0.5]]), 24, seed=2),
+        np.random.default_rng(4),
+    )
 
 
 def _stable_run():
     mdp = riverswim(horizon=3, n_states=3)
-    return train(stable_ucbvi(mdp, 12, rho=0.9), episode_users(12, rng=np.random.default_rng(5)), np.random.default_rng(6))
+    return train(
+        stable_ucbvi(mdp, 12, rho=0.9),
+        episode_users(12, rng=np.random.default_rng(5)),
+        np.random.default_rng(6),
+    )
 
 
 def _contextual():
     g = np.random.default_rng(9)
     x = g.standard_normal((60, 2))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return fit_contextual(x, np.arange(60) % 2, g.integers(0, 2, 60).astype(float), n_arms=2, context_bound=1.0)
+    return fit_contextual(
+        x, np.arange(60) % 2, g.integers(0, 2, 60).astype(float), n_arms=2, context_bound=1.0
+    )
 
 
-CONTEXTUAL_REQUEST = ContextualRequest(np.array([[1.0, 0.0], [0.0, 1.0]]) * 0.5, np.array([0, 1]), np.array([1.0, 0.0]))
+CONTEXTUAL_REQUEST = ContextualRequest(
+    np.array([[1.0, 0.0], [0.0, 1.0]]) * 0.5, np.array([0, 1]), np.array([1.0, 0.0])
+)
 
 
 def _model_state():
-    return LCBModel.fit([0, 0, 0, 0, 1, 1, 1], [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0], method="adaptive",
-                        epsilon=1.0, delta=1e-3, sigma=0.3, rng=np.random.default_rng(8)).release_state
+    return LCBModel.fit(
+        [0, 0, 0, 0, 1, 1, 1],
+        [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+        method="adaptive",
+        epsilon=1.0,
+        delta=1e-3,
+        sigma=0.3,
+        rng=np.random.default_rng(8),
+    ).release_state
 
 
 # (name, state factory, request, options, record type, verify defined)
 CASES = [
     ("LCB, rollback", lambda: fit_lcb(DATA), ROWS, UnlearnOptions("rollback"), UnlearnResult, False),
-    ("LCB, adaptive (Algorithm 2)", lambda: fit_lcb(DATA), ROWS, UnlearnOptions("adaptive", gamma=0.5), UnlearnResult, False),
-    ("LCB, mixing (Algorithm 4)", lambda: fit_lcb(DATA), DeletionRequest([0, 0], [1.0, 1.0]),
-     UnlearnOptions("mixing", gamma=0.5, k_prime=1), UnlearnResult, False),
-    ("LCB, multi-source (Algorithm 7)", lambda: fit_lcb(DATA), DeletionRequest([0, 1, 2], [1.0, 0.0, 1.0]),
-     UnlearnOptions("adaptive", gamma=0.5), UnlearnResult, False),
+    (
+        "LCB, adaptive (Algorithm 2)",
+        lambda: fit_lcb(DATA),
+        ROWS,
+        UnlearnOptions("adaptive", gamma=0.5),
+        UnlearnResult,
+        False,
+    ),
+    (
+        "LCB, mixing (Algorithm 4)",
+        lambda: fit_lcb(DATA),
+        DeletionRequest([0, 0], [1.0, 1.0]),
+        UnlearnOptions("mixing", gamma=0.5, k_prime=1),
+        UnlearnResult,
+        False,
+    ),
+    (
+        "LCB, multi-source (Algorithm 7)",
+        lambda: fit_lcb(DATA),
+        DeletionRequest([0, 1, 2], [1.0, 0.0, 1.0]),
+        UnlearnOptions("adaptive", gamma=0.5),
+        UnlearnResult,
+        False,
+    ),
     ("imitation (Algorithm 6), rows", lambda: fit_imitation(DATA), ROWS, None, ImitationRecord, False),
-    ("imitation (Algorithm 6), counts", lambda: fit_imitation(DATA), DeletionCounts([1, 1, 0]), None, ImitationRecord, False),
-    ("contextual LCB, rollback", _contextual, CONTEXTUAL_REQUEST, ContextualOptions(method="rollback"),
-     ContextualRecord, False),
-    ("contextual LCB, Gaussian branch", _contextual, CONTEXTUAL_REQUEST,
-     ContextualOptions(method="gaussian", epsilon=1.0, delta=1e-5), ContextualRecord, False),
-    ("LCBModel's release (deletion stream)", _model_state, DeletionRequest([0], [1.0]), None, DeletionRecord, False),
+    (
+        "imitation (Algorithm 6), counts",
+        lambda: fit_imitation(DATA),
+        DeletionCounts([1, 1, 0]),
+        None,
+        ImitationRecord,
+        False,
+    ),
+    (
+        "contextual LCB, rollback",
+        _contextual,
+        CONTEXTUAL_REQUEST,
+        ContextualOptions(method="rollback"),
+        ContextualRecord,
+        False,
+    ),
+    (
+        "contextual LCB, Gaussian branch",
+        _contextual,
+        CONTEXTUAL_REQUEST,
+        ContextualOptions(method="gaussian", epsilon=1.0, delta=1e-5),
+        ContextualRecord,
+        False,
+    ),
+    (
+        "LCBModel's release (deletion stream)",
+        _model_state,
+        DeletionRequest([0], [1.0]),
+        None,
+        DeletionRecord,
+        False,
+    ),
     ("prefix-sum UCB bandit, one step (Algorithm 3)", _bandit_run, DeleteStep(7), None, UnlearnRecord, True),
-    ("prefix-sum UCB bandit, diagnostics", _bandit_run, DeleteStep(3), ExactOptions(diagnostics=True), UnlearnRecord, True),
+    (
+        "prefix-sum UCB bandit, diagnostics",
+        _bandit_run,
+        DeleteStep(3),
+        ExactOptions(diagnostics=True),
+        UnlearnRecord,
+        True,
+    ),
     ("prefix-sum UCB bandit, steps", _bandit_run, DeleteSteps((2, 9, 30)), None, UserUnlearnRecord, True),
-    ("prefix-sum UCB bandit, a returning user", lambda: _bandit_run(tuple(RETURNING)), DeleteUser(RETURNING[4]),
-     ExactOptions(retrain_if_cheaper=False), UserUnlearnRecord, True),
+    (
+        "prefix-sum UCB bandit, a returning user",
+        lambda: _bandit_run(tuple(RETURNING)),
+        DeleteUser(RETURNING[4]),
+        ExactOptions(retrain_if_cheaper=False),
+        UserUnlearnRecord,
+        True,
+    ),
     ("TV-stable LinUCB", _linucb_run, DeleteStep(5), None, UnlearnRecord, True),
     ("TV-stable UCB-VI (Algorithm 4)", _stable_run, DeleteStep(4), None, UnlearnRecord, True),
     ("TV-stable UCB-VI, a user", _stable_run, None, None, UserUnlearnRecord, True),
@@ -97,8 +180,13 @@ CASES = [
 def _image(obj):
     """A deep, comparable image of a state (arrays by value and flags)."""
     if isinstance(obj, Run):
-        return (obj.users, obj.models, obj.deleted, tuple(obj.tree.leaf(t).tobytes() for t in range(1, obj.T + 1)),
-                tuple(obj.tree.noisy_prefix_sum(t).tobytes() for t in range(1, obj.T + 1)))
+        return (
+            obj.users,
+            obj.models,
+            obj.deleted,
+            tuple(obj.tree.leaf(t).tobytes() for t in range(1, obj.T + 1)),
+            tuple(obj.tree.noisy_prefix_sum(t).tobytes() for t in range(1, obj.T + 1)),
+        )
     if dataclasses.is_dataclass(obj):
         return tuple(_image(getattr(obj, f.name)) for f in dataclasses.fields(obj))
     if isinstance(obj, np.ndarray):
@@ -113,13 +201,16 @@ def _same(a, b) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         from bandit_unlearning.exact.learner import same_model
+
         return same_model(a, b)
 
 
-@pytest.mark.parametrize("name, make, request_, options, record_type, checked", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    "name, make, request_, options, record_type, checked", CASES, ids=[c[0] for c in CASES]
+)
 def test_every_learner_follows_the_protocol(name, make, request_, options, record_type, checked):
     state = make()
-    if request_ is None:                                     # delete the user of step 3 (a stable run's own user)
+    if request_ is None:  # delete the user of step 3 (a stable run's own user)
         request_ = DeleteUser(state.users[2])
     with allow_secrets():
         before = _image(state)
@@ -139,8 +230,16 @@ def test_every_learner_follows_the_protocol(name, make, request_, options, recor
 
 def test_every_registered_pair_has_a_case():
     """A learner registered with the protocol but absent from CASES fails here."""
-    covered = {(LCBState, DeletionRequest), (ImitationState, DeletionRequest), (ImitationState, DeletionCounts),
-               (ReleaseState, DeletionRequest), (ContextualState, ContextualRequest), (Run, DeleteStep), (Run, DeleteSteps), (Run, DeleteUser)}
+    covered = {
+        (LCBState, DeletionRequest),
+        (ImitationState, DeletionRequest),
+        (ImitationState, DeletionCounts),
+        (ReleaseState, DeletionRequest),
+        (ContextualState, ContextualRequest),
+        (Run, DeleteStep),
+        (Run, DeleteSteps),
+        (Run, DeleteUser),
+    }
     assert set(implementations()) == covered
 
 
@@ -153,23 +252,41 @@ def test_the_new_state_is_what_retraining_stores():
         refit = fit_lcb(remaining, tau=fit_lcb(DATA).tau)
         assert np.array_equal(new.counts, refit.counts) and np.array_equal(new.reward_sums, refit.reward_sums)
     new, record = unlearn(fit_imitation(DATA), ROWS)
-    assert np.array_equal(new.counts, fit_imitation(remaining).counts) and record.arm == fit_imitation(remaining).arm
+    assert (
+        np.array_equal(new.counts, fit_imitation(remaining).counts)
+        and record.arm == fit_imitation(remaining).arm
+    )
 
 
 def test_the_model_deletes_through_unlearn():
     """LCBModel.delete is the protocol's call on its ReleaseState: the same generator gives the same
     release and record (row ids filled in by the model), and the model's state afterwards is the new one."""
+
     def fitted():
-        return LCBModel.fit([0, 0, 0, 0, 1, 1, 1], [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0], method="adaptive",
-                            epsilon=1.0, delta=1e-3, sigma=0.3, rng=np.random.default_rng(8))
+        return LCBModel.fit(
+            [0, 0, 0, 0, 1, 1, 1],
+            [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+            method="adaptive",
+            epsilon=1.0,
+            delta=1e-3,
+            sigma=0.3,
+            rng=np.random.default_rng(8),
+        )
+
     model, state, g = fitted(), fitted().release_state, np.random.default_rng(8)
-    for rows, arms, rewards in (([0], [0], [1.0]), ([4, 5], [1, 1], [0.0, 1.0]), ([1, 2], [0, 0], [1.0, 0.0])):
+    for rows, arms, rewards in (
+        ([0], [0], [1.0]),
+        ([4, 5], [1, 1], [0.0, 1.0]),
+        ([1, 2], [0, 0], [1.0, 0.0]),
+    ):
         record = model.delete(rows=rows)
         state, direct = unlearn(state, DeletionRequest(arms, rewards), rng=g)
         assert dataclasses.replace(direct, rows=tuple(rows)) == record
         after = model.release_state
-        assert all(_same(_image(getattr(after, f.name)), _image(getattr(state, f.name)))
-                   for f in dataclasses.fields(state))
+        assert all(
+            _same(_image(getattr(after, f.name)), _image(getattr(state, f.name)))
+            for f in dataclasses.fields(state)
+        )
     assert np.array_equal(state.counts, model.statistics.counts) and state.n_requests == 3
 
 
@@ -192,14 +309,20 @@ def test_a_request_is_validated_once_per_unlearn(monkeypatch):
     model's ``ReleaseState`` checks its live counts with its own rules.)"""
     calls = []
     original = DeletionRequest.validate_against
-    monkeypatch.setattr(DeletionRequest, "validate_against", lambda self, state: (calls.append(1), original(self, state))[1])
-    cases = [(fit_lcb(DATA), UnlearnOptions(method, gamma=gamma))
-             for method, gamma in (("rollback", 0.5), ("gaussian", 0.5), ("adaptive", 0.5), ("adaptive", 5.0))]
+    monkeypatch.setattr(
+        DeletionRequest, "validate_against", lambda self, state: (calls.append(1), original(self, state))[1]
+    )
+    cases = [
+        (fit_lcb(DATA), UnlearnOptions(method, gamma=gamma))
+        for method, gamma in (("rollback", 0.5), ("gaussian", 0.5), ("adaptive", 0.5), ("adaptive", 5.0))
+    ]
     for state, options in cases:
         calls.clear()
         unlearn(state, DeletionRequest([0, 0], [1.0, 0.0]), options=options, rng=1)
         assert len(calls) == 1, (type(state).__name__, options)
     calls.clear()
     with pytest.raises(ValueError):
-        unlearn(fit_lcb(DATA), DeletionRequest([2, 2, 2], [1.0, 1.0, 1.0]), options=cases[0][1], rng=1)  # arm 2: 2 points
+        unlearn(
+            fit_lcb(DATA), DeletionRequest([2, 2, 2], [1.0, 1.0, 1.0]), options=cases[0][1], rng=1
+        )  # arm 2: 2 points
     assert len(calls) == 1

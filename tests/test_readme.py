@@ -1,4 +1,5 @@
 """The README's Python examples run as shown (each ```python block, in order, in one namespace)."""
+
 import re
 from pathlib import Path
 

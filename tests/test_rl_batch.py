@@ -26,17 +26,27 @@ def single(mdp, T, sigma, scale, seed, noise_seed, delta=0.1, stabilize=False, r
         run = run_ucbvi(mdp, T, seed=seed, delta=delta, bonus_scale=scale, reward_noise=reward_noise)
         total = run.config.layout.accumulate(run.indices, run.values)
         return run.policies, total, total, run.trajectories
-    learner = stable_ucbvi(mdp, T, sigma=sigma, delta=delta, bonus_scale=scale, stabilize=stabilize,
-                           reward_noise=reward_noise)
+    learner = stable_ucbvi(
+        mdp, T, sigma=sigma, delta=delta, bonus_scale=scale, stabilize=stabilize, reward_noise=reward_noise
+    )
     run = train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(noise_seed))
     return run_policies(run), run.tree.clean_prefix_sum(T), run.tree.noisy_prefix_sum(T), None
 
 
 def check_batch(mdp, T, specs, reward_noise="bernoulli"):
     """specs: (sigma, scale, seed, delta, stabilize); noise seed of run b is 100 + b."""
-    configs = [UCBVIConfig.of(mdp, T, sigma=sg, bonus_scale=sc, delta=dl, stabilize=st) for sg, sc, _, dl, st in specs]
-    batch = run_batch(mdp, configs, [s[2] for s in specs], [100 + b for b in range(len(specs))], reward_noise,
-                      keep_trajectories=True)
+    configs = [
+        UCBVIConfig.of(mdp, T, sigma=sg, bonus_scale=sc, delta=dl, stabilize=st)
+        for sg, sc, _, dl, st in specs
+    ]
+    batch = run_batch(
+        mdp,
+        configs,
+        [s[2] for s in specs],
+        [100 + b for b in range(len(specs))],
+        reward_noise,
+        keep_trajectories=True,
+    )
     moved = 0
     for b, (sg, sc, seed, dl, st) in enumerate(specs):
         pol, clean, noisy, traj = single(mdp, T, sg, sc, seed, 100 + b, dl, st, reward_noise)
@@ -47,7 +57,7 @@ def check_batch(mdp, T, specs, reward_noise="bernoulli"):
             for name in ("states", "actions", "rewards"):
                 assert np.array_equal(getattr(batch.trajectories, name)[b], getattr(traj, name))
         moved += int(np.any(pol[1:] != pol[:-1], axis=(1, 2)).sum())
-    assert moved > 0                          # the policies move: the comparison has teeth
+    assert moved > 0  # the policies move: the comparison has teeth
     return batch
 
 
@@ -62,8 +72,11 @@ def test_batch_equals_single_runs(env, T):
 def test_batch_equals_single_runs_without_reward_noise():
     """Mean rewards (non-integer sums): the level accumulators add in the tree's canonical order."""
     mdp, T = riverswim(horizon=8), 200
-    specs = [(0.0, 0.05, 11, 0.1, False), (stable_sigma(10.0, 8, T), 0.05, 11, 0.1, False),
-             (stable_sigma(1.0, 8, T), 1.0, 12, 0.1, False)]
+    specs = [
+        (0.0, 0.05, 11, 0.1, False),
+        (stable_sigma(10.0, 8, T), 0.05, 11, 0.1, False),
+        (stable_sigma(1.0, 8, T), 1.0, 12, 0.1, False),
+    ]
     check_batch(mdp, T, specs, reward_noise="none")
 
 
@@ -112,10 +125,20 @@ def test_planner_calls_step_bonus_at_every_step():
 def test_regret_curves_equal_the_single_run_curves():
     mdp, T = independent_bandits(2, 2, 2, 0.25, best_actions=[1, 1]), 400
     rhos, seeds, scales = [math.inf, 10.0, 1.0, 0.3], [1, 2, 3, 1], [1.0, 0.2, 1.0, 0.2]
-    curves = stable_regret_curves(mdp, T, rhos, seeds, [21, 22, 23, 24], scales, n_points=10, keep_policies=True)
+    curves = stable_regret_curves(
+        mdp, T, rhos, seeds, [21, 22, 23, 24], scales, n_points=10, keep_policies=True
+    )
     for b, c in enumerate(curves):
-        ref = stable_regret_curve(mdp, T, rhos[b], seeds[b], np.random.default_rng(21 + b), bonus_scale=scales[b],
-                                  n_points=10, keep_policies=True)
+        ref = stable_regret_curve(
+            mdp,
+            T,
+            rhos[b],
+            seeds[b],
+            np.random.default_rng(21 + b),
+            bonus_scale=scales[b],
+            n_points=10,
+            keep_policies=True,
+        )
         assert set(c) == set(ref)
         for key in ref:
             a, r = np.asarray(c[key]), np.asarray(ref[key])
@@ -132,7 +155,7 @@ def test_unlearning_cost_equals_measure_unlearning():
             if key != "T":
                 assert np.array_equal(got[key], ref[key]), key
         if rho == 1.0:
-            assert got["retrained"].any()    # some deletions re-ran: the generator bookkeeping is exercised
+            assert got["retrained"].any()  # some deletions re-ran: the generator bookkeeping is exercised
 
 
 def test_the_cost_loop_of_chapter_b4_serves_the_coupling_only_cost():
@@ -173,7 +196,9 @@ def test_batch_equals_single_runs_with_practical_bonuses(kind):
             pol = run_ucbvi(mdp, T, seed=seed, bonus_scale=sc, bonus_kind=kind).policies
         else:
             learner = stable_ucbvi(mdp, T, sigma=sg, bonus_scale=sc, bonus_kind=kind)
-            pol = run_policies(train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(100 + b)))
+            pol = run_policies(
+                train(learner, population_users(mdp, T, seed=seed), np.random.default_rng(100 + b))
+            )
         assert np.array_equal(batch.policies[b], pol), f"{kind}, run {b}: policies differ"
         moved += int(np.any(pol[1:] != pol[:-1], axis=(1, 2)).sum())
     assert moved > 0

@@ -7,7 +7,12 @@ import pytest
 
 from bandit_unlearning.exact.learner import train
 from bandit_unlearning.rl.bernstein import (
-    _noisy_bernstein_vi, kl_upper, noisy_bernstein_constants, noisy_bernstein_plan, noisy_bernstein_values, peeling_level,
+    _noisy_bernstein_vi,
+    kl_upper,
+    noisy_bernstein_constants,
+    noisy_bernstein_plan,
+    noisy_bernstein_values,
+    peeling_level,
 )
 from bandit_unlearning.rl.envs import garnet, riverswim
 from bandit_unlearning.rl.mdp import TabularMDP, value_iteration
@@ -35,7 +40,7 @@ def test_sandwich_at_every_step_and_episode(sigma, pooled):
     V_low <= V* <= V at every (h, s) of every episode's plan."""
     rng = np.random.default_rng(11)
     for _ in range(2):
-        mdp = garnet(2, 1, 2, 2, rng)                        # one action: every pair is visited often
+        mdp = garnet(2, 1, 2, 2, rng)  # one action: every pair is visited often
         T = 800
         v_star = value_iteration(mdp).V
         learner = stable_ucbvi(mdp, T, sigma=sigma, bonus_kind="noisy_bernstein", delta=1e-6, pooled=pooled)
@@ -47,7 +52,7 @@ def test_sandwich_at_every_step_and_episode(sigma, pooled):
             V, V_low = noisy_bernstein_values(u, cfg)
             assert np.all(V_low <= v_star + 1e-12) and np.all(v_star <= V + 1e-12)
             explored += int(np.any(V[:-1] < mdp.H - np.arange(mdp.H)[:, None]))
-        assert explored > 0                                   # some value left its cap: the bound was exercised
+        assert explored > 0  # some value left its cap: the bound was exercised
 
 
 def test_dropping_the_noise_correction_breaks_optimism():
@@ -56,7 +61,7 @@ def test_dropping_the_noise_correction_breaks_optimism():
     mdp = TabularMDP(np.ones((1, 1, 1)), np.ones((1, 1)), np.ones(1), 1)
     cfg = UCBVIConfig.of(mdp, 64, sigma=5.0, bonus_kind="noisy_bernstein")
     u = cfg.layout.pack(np.full((1, 1, 1), 100.0), np.full((1, 1, 1), 2.0), np.full((1, 1, 1, 1), 100.0))
-    assert noisy_bernstein_values(u, cfg)[0][0, 0] >= 1.0           # the correction keeps it at the cap
+    assert noisy_bernstein_values(u, cfg)[0][0, 0] >= 1.0  # the correction keeps it at the cap
     assert noisy_bernstein_values(u, cfg, noise_correction=False)[0][0, 0] < 1.0
     assert noisy_bernstein_constants(cfg, False).eps == 0.0 < noisy_bernstein_constants(cfg).eps
 
@@ -64,7 +69,7 @@ def test_dropping_the_noise_correction_breaks_optimism():
 def test_constants_and_scale():
     cfg = UCBVIConfig(3, 2, 4, 100, delta=0.1, sigma=2.0, bonus_kind="noisy_bernstein")
     k = noisy_bernstein_constants(cfg)
-    assert k.scale == pytest.approx(2.0 * np.sqrt(100 .bit_length()))
+    assert k.scale == pytest.approx(2.0 * np.sqrt((100).bit_length()))
     assert k.eps == pytest.approx(k.z * k.scale) and k.L == pytest.approx(np.log(16 * 3 * 2 * 4 * 100 / 0.1))
     pooled = noisy_bernstein_constants(dataclasses.replace(cfg, pooled=True))
     assert pooled.scale == pytest.approx(k.scale * 2.0) and pooled.L == pytest.approx(k.L + np.log(4))
@@ -76,10 +81,12 @@ def test_constants_and_scale():
 
 def test_ties_go_to_the_least_tried_action():
     cfg = UCBVIConfig(1, 3, 1, 10, sigma=10.0, bonus_kind="noisy_bernstein")
-    N = np.array([[5.0, 1.0, 3.0]])                # all three unexplored (eps > 5): tied at the cap
+    N = np.array([[5.0, 1.0, 3.0]])  # all three unexplored (eps > 5): tied at the cap
     plan = noisy_bernstein_plan(N, np.zeros((1, 3)), N[..., None], cfg)
     assert plan.policy[0, 0] == 1
-    assert noisy_bernstein_plan(np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3, 1)), cfg).policy[0, 0] == 0
+    assert (
+        noisy_bernstein_plan(np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3, 1)), cfg).policy[0, 0] == 0
+    )
 
 
 def test_step_bonus_refuses_the_planned_kind():
@@ -95,13 +102,15 @@ def test_kl_upper_is_the_relative_entropy_inverse():
 
     def kl(a, b):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (np.where(a > 0, a * np.log(a / b), 0.0)
-                    + np.where(a < 1, (1 - a) * np.log((1 - a) / (1 - b)), 0.0))
+            return np.where(a > 0, a * np.log(a / b), 0.0) + np.where(
+                a < 1, (1 - a) * np.log((1 - a) / (1 - b)), 0.0
+            )
+
     assert np.all(q >= p) and np.all(q <= 1)
     inside = q < 1
-    assert np.all(kl(p[inside], q[inside]) >= c[inside] - 1e-12)            # at or just past the level set's edge
+    assert np.all(kl(p[inside], q[inside]) >= c[inside] - 1e-12)  # at or just past the level set's edge
     below = np.maximum(p, q - 1e-6)
-    assert np.all(kl(p, below) <= c + 1e-12)                               # never below the exact value
+    assert np.all(kl(p, below) <= c + 1e-12)  # never below the exact value
     assert kl_upper(np.array([0.0]), np.array([0.0]))[0] == pytest.approx(0.0, abs=1e-7)
     assert kl_upper(np.array([1.0]), np.array([5.0]))[0] == 1.0
     with pytest.raises(ValueError, match="c must"):
@@ -116,7 +125,9 @@ def test_peeling_level():
             y = x - 1e-3
             assert np.e * np.ceil(y * np.log(n)) * np.exp(-y) > delta or y < 1
     cfg = UCBVIConfig(3, 2, 4, 100, delta=0.1, bonus_kind="noisy_bernstein")
-    assert noisy_bernstein_constants(cfg).L_kl == pytest.approx(peeling_level(2 * 0.1 / (4 * 3 * 2 * 4), 100))   # no noise: all of delta
+    assert noisy_bernstein_constants(cfg).L_kl == pytest.approx(
+        peeling_level(2 * 0.1 / (4 * 3 * 2 * 4), 100)
+    )  # no noise: all of delta
     for bad in (0.0, 1.0, -0.1, 2.0):
         with pytest.raises(ValueError, match="delta"):
             peeling_level(bad, 10)
@@ -131,7 +142,7 @@ def test_halving_the_bonus_breaks_optimism_on_one_pair():
     cfg = UCBVIConfig(1, 1, 1, T, delta=0.1, bonus_kind="noisy_bernstein")
     n = np.arange(1, T, dtype=float)[None, :]
     rewards = np.full(T - 1, 0.5)
-    rewards[:400] = 0.5 - 2.5 * 0.5 / np.sqrt(400)                       # fractional rewards in [0, 1] are allowed
+    rewards[:400] = 0.5 - 2.5 * 0.5 / np.sqrt(400)  # fractional rewards in [0, 1] are allowed
     sums = np.cumsum(rewards)[None, :]
     halved = dataclasses.replace(cfg, bonus_scale=0.5)
     full = _noisy_bernstein_vi(n, sums, n[..., None], cfg, noisy_bernstein_constants(cfg))[1][0]

@@ -9,16 +9,43 @@ import pytest
 
 from bandit_unlearning.exact.tree import path_tv
 from bandit_unlearning.experiments.rl_lower_bound import (
-    first_correct_episode, gaussian_sum_tv, karwa_vadhan_bound, lower_bound_experiment, lower_bound_shape,
-    sum_mechanism_rho, sum_mechanism_sigma, summarize_by_rho,
+    first_correct_episode,
+    gaussian_sum_tv,
+    karwa_vadhan_bound,
+    lower_bound_experiment,
+    lower_bound_shape,
+    sum_mechanism_rho,
+    sum_mechanism_sigma,
+    summarize_by_rho,
 )
 from bandit_unlearning.experiments.rl_paper import PROTOCOLS, reproduce_rl
 
-TINY = {"regret": {"environments": [{"name": "riverswim", "H": 4, "T": 40}], "rhos": [math.inf, 10.0],
-                   "bonus_scales": [0.05], "populations": 2, "n_points": 5},
-        "cost": {"environment": {"name": "riverswim", "H": 4}, "Ts": [8], "rhos": [1.0], "n_runs": 1, "requests_per_run": 3},
-        "lower_bound": {"n_bandits": 2, "n_actions": 2, "H": 2, "gap": 0.25, "T": 60, "rhos": [math.inf, 5.0],
-                        "bonus_scales": [0.2], "populations": 1}}
+TINY = {
+    "regret": {
+        "environments": [{"name": "riverswim", "H": 4, "T": 40}],
+        "rhos": [math.inf, 10.0],
+        "bonus_scales": [0.05],
+        "populations": 2,
+        "n_points": 5,
+    },
+    "cost": {
+        "environment": {"name": "riverswim", "H": 4},
+        "Ts": [8],
+        "rhos": [1.0],
+        "n_runs": 1,
+        "requests_per_run": 3,
+    },
+    "lower_bound": {
+        "n_bandits": 2,
+        "n_actions": 2,
+        "H": 2,
+        "gap": 0.25,
+        "T": 60,
+        "rhos": [math.inf, 5.0],
+        "bonus_scales": [0.2],
+        "populations": 1,
+    },
+}
 
 
 def test_sum_mechanism_calibration_and_one_sample_tv():
@@ -66,7 +93,9 @@ def test_shape_and_first_correct_episode():
 
 
 def test_lower_bound_experiment_small():
-    res = lower_bound_experiment(2, 2, 2, 0.25, 80, [math.inf, 3.0], [1, 2], np.random.default_rng(0), bonus_scale=0.2)
+    res = lower_bound_experiment(
+        2, 2, 2, 0.25, 80, [math.inf, 3.0], [1, 2], np.random.default_rng(0), bonus_scale=0.2
+    )
     assert len(res) == 4 and all(0 <= r["final"] <= 80 * 0.25 + 1e-9 for r in res)
     s = summarize_by_rho(res)
     assert set(s) == {math.inf, 3.0} and all(1 <= v[2] <= 81 for v in s.values())
@@ -94,16 +123,25 @@ def test_reproduce_rl_tiny(tiny_rl, tmp_path):
     for panel in result["panels"]:
         assert set(panel) >= {"id", "vary", "x", "methods", "stderr"}
         assert all(len(v) == len(panel["x"]) for v in panel["methods"].values())
-        assert all(len(v) == len(panel["x"]) and name in panel["methods"] for name, v in panel["stderr"].items())
+        assert all(
+            len(v) == len(panel["x"]) and name in panel["methods"] for name, v in panel["stderr"].items()
+        )
     json.dumps(result, allow_nan=False)
     again = reproduce_rl(tmp_path / "b", "quick", seed=3, protocol=TINY, workers=2)
-    assert again["panels"] == result["panels"]                  # independent of the number of workers
+    assert again["panels"] == result["panels"]  # independent of the number of workers
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(scale="huge"), ValueError), (dict(seed=-1), ValueError), (dict(workers=0), ValueError),
-    (dict(protocol={"regret": {}}), ValueError), (dict(tree_factory=3), TypeError), (dict(out=3), TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(scale="huge"), ValueError),
+        (dict(seed=-1), ValueError),
+        (dict(workers=0), ValueError),
+        (dict(protocol={"regret": {}}), ValueError),
+        (dict(tree_factory=3), TypeError),
+        (dict(out=3), TypeError),
+    ],
+)
 def test_reproduce_rl_bad_input(tmp_path, kwargs, error):
     args = dict(out=tmp_path, scale="quick", seed=0) | kwargs
     if "protocol" not in kwargs and "scale" not in kwargs:
@@ -125,18 +163,18 @@ def test_delta_named_in_the_figures_is_the_one_the_runs_use():
     from bandit_unlearning.experiments.rl_paper import DELTA
     from bandit_unlearning.rl.stable import stable_ucbvi
 
-    assert inspect.signature(stable_regret_curves).parameters["delta"].default == DELTA   # regret, lower bound
-    assert inspect.signature(stable_ucbvi).parameters["delta"].default == DELTA           # cost runs
+    assert inspect.signature(stable_regret_curves).parameters["delta"].default == DELTA  # regret, lower bound
+    assert inspect.signature(stable_ucbvi).parameters["delta"].default == DELTA  # cost runs
 
 
 def test_rl_summary_explains_each_part(tiny_rl, tmp_path):
     from bandit_unlearning.cli import write_summary
 
-    out = shutil.copytree(tiny_rl[0], tmp_path / "results")      # the shared run's files, summarised here
+    out = shutil.copytree(tiny_rl[0], tmp_path / "results")  # the shared run's files, summarised here
     text = write_summary(out).read_text()
     for title in ("regret of TV-stable UCB-VI", "cost of exact unlearning", "the lower bound illustrated"):
         assert title in text
     assert text.count("What it shows:") == 3 and text.count("Units:") == 3 and text.count("Protocol:") == 3
     sections = {part.split("`")[1]: part for part in text.split("\n## ")[1:] if "`" in part}
-    assert "±" not in sections["rl_lower_bound.png"]     # one run per point: no standard error shown
-    assert "±" in sections["rl_regret.png"]              # two runs per curve: mean ± standard error
+    assert "±" not in sections["rl_lower_bound.png"]  # one run per point: no standard error shown
+    assert "±" in sections["rl_regret.png"]  # two runs per curve: mean ± standard error

@@ -9,10 +9,20 @@ from hypothesis import strategies as st
 from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.rl.envs import garnet, gridworld, gridworld_cells, independent_bandits, riverswim
 from bandit_unlearning.rl.mdp import (
-    TabularMDP, check_policy, evaluate_policy, optimal_value, policy_values, regret, value_iteration,
+    TabularMDP,
+    check_policy,
+    evaluate_policy,
+    optimal_value,
+    policy_values,
+    regret,
+    value_iteration,
 )
 from bandit_unlearning.rl.users import (
-    max_users, rollout, rollout_batch, splitmix64, user_uniforms,
+    max_users,
+    rollout,
+    rollout_batch,
+    splitmix64,
+    user_uniforms,
 )
 
 
@@ -47,8 +57,9 @@ def random_mdp(S, A, H, rng, homogeneous=False, sparsity=0.3):
     return TabularMDP(P, rng.random(lead + (S, A)), rng.dirichlet(np.ones(S)), H)
 
 
-mdp_params = st.tuples(st.integers(1, 5), st.integers(1, 4), st.integers(1, 6), st.integers(0, 2 ** 32 - 1),
-                       st.booleans())
+mdp_params = st.tuples(
+    st.integers(1, 5), st.integers(1, 4), st.integers(1, 6), st.integers(0, 2**32 - 1), st.booleans()
+)
 
 
 # ---------------------------------------------------------------------------- planning
@@ -75,7 +86,7 @@ def test_policy_evaluation_matches_loop_oracle(params):
     rng = np.random.default_rng(seed)
     m = random_mdp(S, A, H, rng, homogeneous)
     pis = rng.integers(0, A, size=(7, H, S))
-    pis[3] = pis[1]                                   # repeated policies are deduplicated
+    pis[3] = pis[1]  # repeated policies are deduplicated
     vals = policy_values(m, pis, chunk=2)
     for pi, v in zip(pis, vals):
         V = loop_evaluate(np.asarray(m.transitions), np.asarray(m.rewards), H, pi)
@@ -93,7 +104,9 @@ def test_policy_values_empty_batch_and_large_batch():
     pis = rng.integers(0, 3, size=(5000, 5, 4))
     vals = policy_values(m, pis, chunk=777)
     idx = rng.choice(5000, 20, replace=False)
-    np.testing.assert_allclose(vals[idx], [m.initial @ evaluate_policy(m, pis[i]).V[0] for i in idx], atol=1e-12)
+    np.testing.assert_allclose(
+        vals[idx], [m.initial @ evaluate_policy(m, pis[i]).V[0] for i in idx], atol=1e-12
+    )
 
 
 def test_homogeneous_input_is_a_broadcast_view():
@@ -109,7 +122,7 @@ def test_arrays_are_read_only_and_copied():
     P = np.full((2, 2, 2), 0.5)
     r = np.zeros((2, 2))
     m = TabularMDP(P, r, [1.0, 0.0], 3)
-    P[0, 0, 0] = 7.0                                   # the caller's array is not aliased
+    P[0, 0, 0] = 7.0  # the caller's array is not aliased
     assert m.transitions[0, 0, 0, 0] == 0.5
     for arr in (m.transitions, m.rewards, m.initial):
         with pytest.raises(ValueError):
@@ -120,22 +133,25 @@ def test_arrays_are_read_only_and_copied():
 GOOD = dict(transitions=np.full((2, 2, 2), 0.5), rewards=np.zeros((2, 2)), initial=[1.0, 0.0], horizon=3)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(transitions=np.full((2, 2, 2), 0.4)), "sum to 1"),
-    (dict(transitions=np.array([[[1.5, -0.5]] * 2] * 2)), "non-negative"),
-    (dict(transitions=np.full((2, 2, 2), np.nan)), "finite"),
-    (dict(transitions=np.full((2, 2), 0.5)), "shape"),
-    (dict(transitions=np.full((2, 2, 3), 1 / 3)), "shape"),
-    (dict(transitions=np.full((4, 2, 2, 2), 0.5)), "horizon"),
-    (dict(rewards=np.full((2, 2), 1.5)), r"\[0, 1\]"),
-    (dict(rewards=np.full((2, 2), -0.1)), r"\[0, 1\]"),
-    (dict(rewards=np.full((2, 2), np.inf)), r"\[0, 1\]"),
-    (dict(rewards=np.zeros((2, 3))), "rewards must have shape"),
-    (dict(initial=[0.5, 0.4]), "initial"),
-    (dict(initial=[1.0, 0.0, 0.0]), "initial"),
-    (dict(horizon=0), "H"),
-    (dict(horizon=-2), "H"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(transitions=np.full((2, 2, 2), 0.4)), "sum to 1"),
+        (dict(transitions=np.array([[[1.5, -0.5]] * 2] * 2)), "non-negative"),
+        (dict(transitions=np.full((2, 2, 2), np.nan)), "finite"),
+        (dict(transitions=np.full((2, 2), 0.5)), "shape"),
+        (dict(transitions=np.full((2, 2, 3), 1 / 3)), "shape"),
+        (dict(transitions=np.full((4, 2, 2, 2), 0.5)), "horizon"),
+        (dict(rewards=np.full((2, 2), 1.5)), r"\[0, 1\]"),
+        (dict(rewards=np.full((2, 2), -0.1)), r"\[0, 1\]"),
+        (dict(rewards=np.full((2, 2), np.inf)), r"\[0, 1\]"),
+        (dict(rewards=np.zeros((2, 3))), "rewards must have shape"),
+        (dict(initial=[0.5, 0.4]), "initial"),
+        (dict(initial=[1.0, 0.0, 0.0]), "initial"),
+        (dict(horizon=0), "H"),
+        (dict(horizon=-2), "H"),
+    ],
+)
 def test_invalid_mdps_are_refused(bad, match):
     with pytest.raises(ValueError, match=match):
         TabularMDP(**(GOOD | bad))
@@ -147,22 +163,25 @@ def test_a_horizon_of_the_wrong_type_is_a_type_error(bad):
         TabularMDP(**(GOOD | bad))
 
 
-@pytest.mark.parametrize("policy, match", [
-    (np.zeros((2, 2), dtype=int), "shape"),
-    (np.zeros((3, 3), dtype=int), "shape"),
-    (np.zeros((3,), dtype=int), "shape"),
-    (np.full((3, 2), 2), "actions"),
-    (np.full((3, 2), -1), "actions"),
-    (np.full((3, 2), 0.5), "integer"),
-])
+@pytest.mark.parametrize(
+    "policy, match",
+    [
+        (np.zeros((2, 2), dtype=int), "shape"),
+        (np.zeros((3, 3), dtype=int), "shape"),
+        (np.zeros((3,), dtype=int), "shape"),
+        (np.full((3, 2), 2), "actions"),
+        (np.full((3, 2), -1), "actions"),
+        (np.full((3, 2), 0.5), "integer"),
+    ],
+)
 def test_bad_policies_are_refused(policy, match):
     m = TabularMDP(**GOOD)
     for f in (evaluate_policy, lambda m, p: rollout(m, p, user=0)):
         with pytest.raises(ValueError, match=match):
             f(m, policy)
     with pytest.raises(ValueError):
-        policy_values(m, policy)                         # not a batch
-    assert check_policy(m, np.zeros((3, 2))).dtype == np.int64   # integer-valued floats are fine
+        policy_values(m, policy)  # not a batch
+    assert check_policy(m, np.zeros((3, 2))).dtype == np.int64  # integer-valued floats are fine
 
 
 # ---------------------------------------------------------------------------- environments
@@ -171,7 +190,7 @@ def test_riverswim_structure():
     assert (m.S, m.A, m.H) == (6, 2, 20)
     assert m.transitions[0, 2, 1, 3] == 0.35 and m.transitions[0, 2, 1, 1] == 0.05
     assert m.rewards[0, 0, 0] == 0.005 and m.rewards[0, 5, 1] == 1.0
-    assert np.all(value_iteration(m).policy[0] == 1)            # swim right at the start
+    assert np.all(value_iteration(m).policy[0] == 1)  # swim right at the start
     with pytest.raises(ValueError):
         riverswim(n_states=1)
 
@@ -183,7 +202,14 @@ def test_gridworld_structure():
     assert np.all(m.transitions[0, goal, :, goal] == 1) and np.all(m.rewards[0, goal] == 1)
     # without slip the optimal return is exactly 2 (8 moves, then 2 steps at the goal)
     assert optimal_value(gridworld(horizon=10, slip=0.0)) == pytest.approx(2.0)
-    for bad in (dict(slip=1.5), dict(layout=("S.", "#"),), dict(layout=("S..", ".x.", "..G")), dict(layout=("...",))):
+    for bad in (
+        dict(slip=1.5),
+        dict(
+            layout=("S.", "#"),
+        ),
+        dict(layout=("S..", ".x.", "..G")),
+        dict(layout=("...",)),
+    ):
         with pytest.raises(ValueError):
             gridworld(**bad)
 
@@ -199,7 +225,7 @@ def test_garnet_branching_and_independent_bandits():
     assert optimal_value(hard) == pytest.approx((H - 1) * (0.5 + gap))
     assert np.array_equal(value_iteration(hard).policy[0, :n], best)
     pi = value_iteration(hard).policy.copy()
-    pi[0, :n] = (best + 1) % A                                  # every bandit wrong
+    pi[0, :n] = (best + 1) % A  # every bandit wrong
     assert regret(hard, pi[None])[0] == pytest.approx((H - 1) * gap)
     for bad in (dict(gap=0.7), dict(horizon=1), dict(best_actions=[A] * n)):
         with pytest.raises(ValueError):
@@ -215,13 +241,13 @@ def test_splitmix64_reference_values():
 
 
 @settings(max_examples=25, deadline=None)
-@given(mdp_params, st.integers(0, 2 ** 64 - 1), st.sampled_from(["bernoulli", "none"]))
+@given(mdp_params, st.integers(0, 2**64 - 1), st.sampled_from(["bernoulli", "none"]))
 def test_scalar_and_batch_rollouts_agree_and_replay(params, seed, noise):
     S, A, H, s0, homogeneous = params
     rng = np.random.default_rng(s0)
     m = random_mdp(S, A, H, rng, homogeneous)
     pis = rng.integers(0, A, size=(40, H, S))
-    users = rng.integers(0, 10 ** 9, size=40)
+    users = rng.integers(0, 10**9, size=40)
     batch = rollout_batch(m, pis, users, seed=seed, reward_noise=noise)
     for k in range(0, 40, 7):
         one = rollout(m, pis[k], int(users[k]), seed=seed, reward_noise=noise)
@@ -244,7 +270,9 @@ def test_rollout_matches_exact_values():
     mdps = [gridworld(), riverswim(horizon=15), garnet(8, 3, 3, 6, rng), random_mdp(4, 3, 5, rng)]
     R = 100_000
     for m in mdps:
-        pi = np.where(rng.random((m.H, m.S)) < 0.3, rng.integers(0, m.A, (m.H, m.S)), value_iteration(m).policy)
+        pi = np.where(
+            rng.random((m.H, m.S)) < 0.3, rng.integers(0, m.A, (m.H, m.S)), value_iteration(m).policy
+        )
         exact = m.initial @ evaluate_policy(m, pi).V[0]
         mc = rollout_batch(m, pi, np.arange(R), seed=12345).total_reward.mean()
         assert abs(mc - exact) <= hoeffding_margin(R, m.H, 1e-6 / 8)
@@ -255,14 +283,21 @@ def test_user_uniforms_are_uniform_and_distinct_cells_differ():
     u = user_uniforms(m, np.arange(50_000), 0, 3, 5, 1, seed=9)
     assert np.all((u >= 0) & (u < 1))
     assert abs(u.mean() - 0.5) < hoeffding_margin(50_000, 1.0, 1e-7)
-    a = user_uniforms(m, 3, np.arange(3)[:, None, None], 0, np.arange(m.S)[None, :, None], np.arange(4), seed=9)
+    a = user_uniforms(
+        m, 3, np.arange(3)[:, None, None], 0, np.arange(m.S)[None, :, None], np.arange(4), seed=9
+    )
     assert np.unique(a).size == a.size
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(user=-1), "user keys"), (dict(seed=-3), "seed"),
-    (dict(seed=2 ** 64), "seed"), (dict(reward_noise="gaussian"), "reward_noise"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(user=-1), "user keys"),
+        (dict(seed=-3), "seed"),
+        (dict(seed=2**64), "seed"),
+        (dict(reward_noise="gaussian"), "reward_noise"),
+    ],
+)
 def test_bad_rollout_arguments(kwargs, match):
     m = gridworld()
     args = dict(user=0, seed=0, reward_noise="bernoulli") | kwargs
@@ -301,7 +336,7 @@ def test_from_gymnasium_toy_text(gymnasium):
     taxi = from_gymnasium(gymnasium.make("Taxi-v4"), horizon=30)
     assert (taxi.mdp.S, taxi.mdp.A) == (501, 6) and taxi.mdp.homogeneous_transitions
     assert np.all((taxi.mdp.rewards >= 0) & (taxi.mdp.rewards <= 1))
-    assert cliff.raw_regret(0.07) == pytest.approx(7.0)           # a mapped regret in raw units
+    assert cliff.raw_regret(0.07) == pytest.approx(7.0)  # a mapped regret in raw units
     assert np.allclose(cliff.raw_regret([0.0, 0.01]), [0.0, 1.0])
     assert {"FrozenLake-v1", "CliffWalking-v1", "Taxi-v4"} <= set(gymnasium.envs.registry)
 
@@ -311,6 +346,7 @@ def test_from_gymnasium_refuses_unknown_spaces_and_tables(gymnasium):
 
     with pytest.raises(TypeError, match="observation_space must be gymnasium.spaces.Discrete"):
         from_gymnasium(gymnasium.make("CartPole-v1"), horizon=5)
+
     class NoTable(gymnasium.Env):
         observation_space = gymnasium.spaces.Discrete(3)
         action_space = gymnasium.spaces.Discrete(2)
@@ -351,7 +387,7 @@ def test_to_gymnasium_wrapper(gymnasium):
         traj = rollout(m, pi, user, seed=5)
         assert states == traj.states.tolist() and rewards == traj.rewards.tolist()
     with pytest.raises(RuntimeError):
-        env.step(0)                                    # the episode is over
+        env.step(0)  # the episode is over
     env.reset(seed=3)
     with pytest.raises(ValueError, match="action"):
         env.step(7)

@@ -14,8 +14,17 @@ from bandit_unlearning.experiments.rl_stable import safe_slope, stable_regret_cu
 from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
 from bandit_unlearning.rl.mdp import regret
 from bandit_unlearning.rl.stable import (
-    EpisodeOracle, EpisodeUser, PolicyUpdate, episode_users, population_users, rho_theorem, run_policies, run_regret,
-    stable_sigma, stable_ucbvi, theorem_41_terms,
+    EpisodeOracle,
+    EpisodeUser,
+    PolicyUpdate,
+    episode_users,
+    population_users,
+    rho_theorem,
+    run_policies,
+    run_regret,
+    stable_sigma,
+    stable_ucbvi,
+    theorem_41_terms,
 )
 from bandit_unlearning.rl.ucbvi import StatsLayout, episode_statistics, run_ucbvi, ucbvi_update
 
@@ -31,12 +40,20 @@ def test_stable_sigma_uses_B_sqrt_3H():
     assert path_tv(B, stable_sigma(0.3, 7, 100, "exact"), path_length(100)) == pytest.approx(0.3)
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(rho=0.0), ValueError), (dict(rho=-1.0), ValueError), (dict(rho=float("nan")), ValueError),
-    (dict(rho="1"), TypeError), (dict(T=0), ValueError), (dict(T=1), ValueError),
-    (dict(H=0), ValueError), (dict(calibration="magic"), ValueError),
-    (dict(rho=1.5, calibration="exact"), ValueError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(rho=0.0), ValueError),
+        (dict(rho=-1.0), ValueError),
+        (dict(rho=float("nan")), ValueError),
+        (dict(rho="1"), TypeError),
+        (dict(T=0), ValueError),
+        (dict(T=1), ValueError),
+        (dict(H=0), ValueError),
+        (dict(calibration="magic"), ValueError),
+        (dict(rho=1.5, calibration="exact"), ValueError),
+    ],
+)
 def test_stable_sigma_bad_input(kwargs, error):
     args = dict(rho=0.5, H=3, T=100, calibration="paper") | kwargs
     with pytest.raises(error):
@@ -57,35 +74,44 @@ def test_learner_fields_and_tree_factory_passthrough():
     assert learner.d == StatsLayout.of(RIVER).d == 2 * 6 * 2 * 5 + 36 * 2 * 5
     assert learner.B == pytest.approx(math.sqrt(15))
     assert learner.sigma == stable_sigma(0.5, 5, 20) == learner.update.config.sigma
-    assert learner.oracle.mdp is RIVER and not hasattr(learner.oracle, "seed")      # the oracle holds no user key
+    assert learner.oracle.mdp is RIVER and not hasattr(learner.oracle, "seed")  # the oracle holds no user key
     assert np.array_equal(learner.initial_model, np.zeros((5, 6), dtype=np.int64))
     run = train(learner, episode_users(20), np.random.default_rng(0))
     assert built == [(learner.d, learner.sigma, 20)] and isinstance(run.tree, RecordingTree)
     verify(run)
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(), ValueError),                                   # neither rho nor sigma
-    (dict(rho=1.0, sigma=1.0), ValueError),                 # both
-    (dict(rho=0.0), ValueError),
-    (dict(rho=-2.0), ValueError),
-    (dict(sigma=-1.0), ValueError),
-    (dict(sigma=float("inf")), ValueError),
-    (dict(rho=1.0, T=0), ValueError),
-    (dict(rho=1.0, mdp="riverswim"), TypeError),
-    (dict(rho=1.0, tree_factory=3), TypeError),
-    (dict(rho=1.0, delta=1.5), ValueError),
-    (dict(rho=1.0, bonus_scale=-1.0), ValueError),
-    (dict(rho=1.0, reward_noise="gaussian"), ValueError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(), ValueError),  # neither rho nor sigma
+        (dict(rho=1.0, sigma=1.0), ValueError),  # both
+        (dict(rho=0.0), ValueError),
+        (dict(rho=-2.0), ValueError),
+        (dict(sigma=-1.0), ValueError),
+        (dict(sigma=float("inf")), ValueError),
+        (dict(rho=1.0, T=0), ValueError),
+        (dict(rho=1.0, mdp="riverswim"), TypeError),
+        (dict(rho=1.0, tree_factory=3), TypeError),
+        (dict(rho=1.0, delta=1.5), ValueError),
+        (dict(rho=1.0, bonus_scale=-1.0), ValueError),
+        (dict(rho=1.0, reward_noise="gaussian"), ValueError),
+    ],
+)
 def test_stable_ucbvi_bad_input(kwargs, error):
     args = dict(mdp=RIVER, T=50) | kwargs
     with pytest.raises(error):
         stable_ucbvi(**args)
 
 
-@pytest.mark.parametrize("mdp, T, scale", [(riverswim(horizon=6), 300, 0.05), (riverswim(horizon=6), 200, 1.0),
-                                          (garnet(4, 3, 2, 4, np.random.default_rng(1)), 200, 0.05)])
+@pytest.mark.parametrize(
+    "mdp, T, scale",
+    [
+        (riverswim(horizon=6), 300, 0.05),
+        (riverswim(horizon=6), 200, 1.0),
+        (garnet(4, 3, 2, 4, np.random.default_rng(1)), 200, 0.05),
+    ],
+)
 def test_zero_noise_is_exactly_run_ucbvi(mdp, T, scale):
     learner = stable_ucbvi(mdp, T, math.inf, bonus_scale=scale)
     run = train(learner, population_users(mdp, T, seed=11), np.random.default_rng(0))
@@ -133,7 +159,7 @@ def test_oracle_equals_episode_statistics(i, seed, S, A, H):
     x = oracle(user, 1, policy)
     assert np.array_equal(x, StatsLayout.of(mdp).densify(idx, val))
     assert np.linalg.norm(x) <= math.sqrt(3 * H) + 1e-12
-    assert np.array_equal(oracle(user, 7, policy.astype(np.int8)), x)        # t unused; any integer dtype
+    assert np.array_equal(oracle(user, 7, policy.astype(np.int8)), x)  # t unused; any integer dtype
 
 
 def test_oracle_zero_user_and_bad_input():
@@ -143,24 +169,29 @@ def test_oracle_zero_user_and_bad_input():
     assert np.array_equal(oracle(ZERO_USER, 1, pi), np.zeros(oracle.d))
     assert oracle.sparse(ZERO_USER, 1, pi)[0].size == 0
     before = oracle(user, 1, pi)
-    for bad_policy in (np.zeros((6, 5), dtype=int), np.zeros((5, 6)) + 0.5, np.full((5, 6), 2), np.full((5, 6), -1),
-                       np.zeros((2, 5, 6), dtype=int)):
+    for bad_policy in (
+        np.zeros((6, 5), dtype=int),
+        np.zeros((5, 6)) + 0.5,
+        np.full((5, 6), 2),
+        np.full((5, 6), -1),
+        np.zeros((2, 5, 6), dtype=int),
+    ):
         with pytest.raises(ValueError, match="polic"):
             oracle(user, 1, bad_policy)
     for bad_key in (-1, 2**64):
         with pytest.raises(ValueError, match="key"):
             EpisodeUser(bad_key)
-    for bad_key in (1.5, True, "7"):                                          # not an integer: a TypeError
+    for bad_key in (1.5, True, "7"):  # not an integer: a TypeError
         with pytest.raises(TypeError, match="key"):
             EpisodeUser(bad_key)
-    for not_a_user in (3, 1.5, True, "alice"):                             # positions are not users
+    for not_a_user in (3, 1.5, True, "alice"):  # positions are not users
         with pytest.raises(TypeError, match="EpisodeUser"):
             oracle(not_a_user, 1, pi)
     with pytest.raises(TypeError, match="TabularMDP"):
         EpisodeOracle("riverswim")
     with pytest.raises(ValueError):
         EpisodeOracle(RIVER, reward_noise="gaussian")
-    assert np.array_equal(oracle(user, 1, pi), before)                      # refused calls changed nothing
+    assert np.array_equal(oracle(user, 1, pi), before)  # refused calls changed nothing
 
 
 def test_run_policies_and_regret():
@@ -172,23 +203,25 @@ def test_run_policies_and_regret():
     with pytest.raises(TypeError):
         run_policies("run")
     with pytest.raises(ValueError, match="polic"):
-        regret(gridworld(horizon=5), pols)                                 # policies of the wrong shape for that MDP
+        regret(gridworld(horizon=5), pols)  # policies of the wrong shape for that MDP
 
 
 def test_episode_users():
-    fresh, again = episode_users(50), episode_users(50)                     # OS entropy: independent keys
+    fresh, again = episode_users(50), episode_users(50)  # OS entropy: independent keys
     assert len({u.key for u in fresh + again}) == 100 and episode_users(0) == ()
     assert all(isinstance(u, EpisodeUser) and "key" not in repr(u).replace("key hidden", "") for u in fresh)
-    seeded = episode_users(5, rng=np.random.default_rng(3))                     # the reproducible opt-in
+    seeded = episode_users(5, rng=np.random.default_rng(3))  # the reproducible opt-in
     assert seeded == episode_users(5, rng=np.random.default_rng(3))
     raw = set(np.random.default_rng(3).bit_generator.random_raw(1000).tolist())
-    assert not any(u.key in raw for u in seeded)                             # keys are not raw generator words
+    assert not any(u.key in raw for u in seeded)  # keys are not raw generator words
     assert population_users(RIVER, 2, seed=7, start=5) == population_users(RIVER, 7, seed=7)[5:]
     with pytest.raises(ValueError):
         episode_users(-1)
     with pytest.raises(TypeError):
         episode_users(3, rng="7")
-    assert episode_users(3, rng=7) == episode_users(3, rng=np.random.default_rng(7))  # an int seed: explicit opt-in
+    assert episode_users(3, rng=7) == episode_users(
+        3, rng=np.random.default_rng(7)
+    )  # an int seed: explicit opt-in
 
 
 # --- Theorem 4.1's terms ----------------------------------------------------------------------------
@@ -199,7 +232,9 @@ def test_theorem_terms_and_rho_choice():
         assert terms["H^2.5 S^2 A / rho"] == pytest.approx(terms["H^2 sqrt(SAT)"])
         assert terms["H^3 S^2 A"] == 1000 * 36 * 2
     grid_terms = theorem_41_terms(2, 2, 2, [1, 4], [1.0, 2.0])
-    assert np.allclose(grid_terms["H^2 sqrt(SAT)"], [8, 16]) and np.allclose(grid_terms["H^2.5 S^2 A / rho"], [2**5.5, 2**4.5])
+    assert np.allclose(grid_terms["H^2 sqrt(SAT)"], [8, 16]) and np.allclose(
+        grid_terms["H^2.5 S^2 A / rho"], [2**5.5, 2**4.5]
+    )
     with pytest.raises(ValueError):
         theorem_41_terms(2, 2, 2, 0, 1.0)
     with pytest.raises(ValueError):
@@ -230,6 +265,7 @@ def test_stable_regret_curve_and_summary():
 
 def test_training_cost_and_memory_budget():
     from bandit_unlearning.rl.stable import DEFAULT_MAX_MEMORY, training_cost
+
     mdp = riverswim(5, 4)
     cost = training_cost(mdp, 16, timed=False)
     assert cost.d == 2 * mdp.S * mdp.A * mdp.H + mdp.S**2 * mdp.A * mdp.H and cost.vectors == 2 * 4 + 4

@@ -10,8 +10,15 @@ from bandit_unlearning.experiments.rl_regret import loglog_slope, regret_curves
 from bandit_unlearning.rl.envs import garnet, gridworld, riverswim
 from bandit_unlearning.rl.mdp import TabularMDP, regret, value_iteration
 from bandit_unlearning.rl.ucbvi import (
-    Q_TIE_TOLERANCE, StatsLayout, UCBVIConfig, episode_statistics, optimistic_value_iteration, plan_from_statistics,
-    run_ucbvi, statistics_sensitivity, ucbvi_update,
+    Q_TIE_TOLERANCE,
+    StatsLayout,
+    UCBVIConfig,
+    episode_statistics,
+    optimistic_value_iteration,
+    plan_from_statistics,
+    run_ucbvi,
+    statistics_sensitivity,
+    ucbvi_update,
 )
 from bandit_unlearning.rl.users import Trajectory, rollout, rollout_batch
 
@@ -47,8 +54,9 @@ def loop_plan(u, cfg):
                     r = min(max(r, 0.0), 1.0)
                     P = np.maximum(P, 0)
                     P = P / P.sum() if P.sum() > 0 else np.full(S, 1 / S)
-                b = (H + 1) * np.sqrt(np.log(8 * S * A * H * cfg.T / cfg.delta) / (2 * (n - eps))) \
-                    + (eps / n) * (1 + 2 * H * (np.sqrt(S) + 1))
+                b = (H + 1) * np.sqrt(np.log(8 * S * A * H * cfg.T / cfg.delta) / (2 * (n - eps))) + (
+                    eps / n
+                ) * (1 + 2 * H * (np.sqrt(S) + 1))
                 Q[h, s, a] = min(max(r + P @ V[h + 1] + cfg.bonus_scale * b, 0.0), H - h)
             pi[h, s] = int(np.argmax(Q[h, s] >= Q[h, s].max() - Q_TIE_TOLERANCE))
             V[h, s] = Q[h, s, pi[h, s]]
@@ -57,16 +65,16 @@ def loop_plan(u, cfg):
 
 # ---------------------------------------------------------------------------- statistics
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 6), st.integers(0, 2 ** 32 - 1))
+@given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 6), st.integers(0, 2**32 - 1))
 def test_layout_round_trips(S, A, H, seed):
     rng = np.random.default_rng(seed)
     lay = StatsLayout(S, A, H)
     assert lay.d == 2 * S * A * H + S * S * A * H
     m = garnet(S, A, min(S, 2), H, rng)
-    traj = rollout_batch(m, rng.integers(0, A, (H, S)), rng.integers(0, 10 ** 6, 25), seed=seed)
+    traj = rollout_batch(m, rng.integers(0, A, (H, S)), rng.integers(0, 10**6, 25), seed=seed)
     idx, val = lay.sparse(traj)
     assert idx.shape == (25, 3 * H) and val.shape == (25, 3 * H)
-    assert all(np.unique(row).size == 3 * H for row in idx)             # distinct per episode
+    assert all(np.unique(row).size == 3 * H for row in idx)  # distinct per episode
     dense = lay.densify(idx, val)
     one = [Trajectory(traj.states[i], traj.actions[i], traj.rewards[i]) for i in range(25)]
     assert np.array_equal(dense, np.array([loop_dense(lay, t) for t in one]))
@@ -117,11 +125,19 @@ def test_layout_bad_input():
 
 
 # ---------------------------------------------------------------------------- config
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(T=0), "T"), (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"),
-    (dict(sigma=-1.0), "sigma"), (dict(sigma=np.nan), "sigma"), (dict(bonus_scale=-0.1), "bonus_scale"),
-    (dict(S=0), "S"), (dict(H=-1), "H"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(T=0), "T"),
+        (dict(delta=0.0), "delta"),
+        (dict(delta=1.0), "delta"),
+        (dict(sigma=-1.0), "sigma"),
+        (dict(sigma=np.nan), "sigma"),
+        (dict(bonus_scale=-0.1), "bonus_scale"),
+        (dict(S=0), "S"),
+        (dict(H=-1), "H"),
+    ],
+)
 def test_config_bad_input(kwargs, match):
     args = dict(S=2, A=2, H=3, T=10) | kwargs
     with pytest.raises(ValueError, match=match):
@@ -141,24 +157,38 @@ def test_eps_app_and_bonus_formulas():
     eps = sigma * np.log(T) * (1 + np.sqrt(2 * np.log(2 * T * d / (delta / 4))))
     assert c.eps_unexplored == pytest.approx(eps)
     n = np.array([eps + 1, 3 * eps])
-    b = (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * (n - eps))) + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))
+    b = (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * (n - eps))) + eps / n * (
+        1 + 2 * H * (np.sqrt(S) + 1)
+    )
     np.testing.assert_allclose(c.bonus(n), b)
     c0 = UCBVIConfig(S, A, H, T, delta=delta)
     assert c0.eps_unexplored == 0.0
-    np.testing.assert_allclose(c0.bonus([1, 4]), (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * np.array([1, 4]))))
-    assert UCBVIConfig(S, A, H, 1, sigma=3.0).eps_unexplored == 0.0          # ln T = 0 at T = 1
+    np.testing.assert_allclose(
+        c0.bonus([1, 4]), (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * np.array([1, 4])))
+    )
+    assert UCBVIConfig(S, A, H, 1, sigma=3.0).eps_unexplored == 0.0  # ln T = 0 at T = 1
 
 
 # ---------------------------------------------------------------------------- planner
 @settings(max_examples=50, deadline=None)
-@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 5), st.sampled_from([0.0, 0.2, 2.0]),
-       st.booleans(), st.sampled_from([1.0, 0.05, 0.0]), st.integers(0, 2 ** 32 - 1))
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.sampled_from([0.0, 0.2, 2.0]),
+    st.booleans(),
+    st.sampled_from([1.0, 0.05, 0.0]),
+    st.integers(0, 2**32 - 1),
+)
 def test_planner_matches_spec_loop(S, A, H, sigma, stabilize, scale, seed):
     rng = np.random.default_rng(seed)
-    cfg = UCBVIConfig(S, A, H, T=int(rng.integers(2, 5000)), delta=0.1, sigma=sigma, bonus_scale=scale,
-                      stabilize=stabilize)
+    cfg = UCBVIConfig(
+        S, A, H, T=int(rng.integers(2, 5000)), delta=0.1, sigma=sigma, bonus_scale=scale, stabilize=stabilize
+    )
     m = garnet(S, A, min(S, 3), H, rng)
-    u = cfg.layout.accumulate(*cfg.layout.sparse(rollout_batch(m, rng.integers(0, A, (30, H, S)), np.arange(30), seed=seed)))
+    u = cfg.layout.accumulate(
+        *cfg.layout.sparse(rollout_batch(m, rng.integers(0, A, (30, H, S)), np.arange(30), seed=seed))
+    )
     u = u + sigma * rng.normal(size=u.shape) * 3
     plan = plan_from_statistics(u, cfg)
     pi, Q, V = loop_plan(u, cfg)
@@ -181,7 +211,9 @@ def test_stabilize_is_a_no_op_on_exact_counts():
     rng = np.random.default_rng(5)
     m = gridworld()
     lay = StatsLayout.of(m)
-    u = lay.accumulate(*lay.sparse(rollout_batch(m, rng.integers(0, 4, (500, m.H, m.S)), np.arange(500), seed=3)))
+    u = lay.accumulate(
+        *lay.sparse(rollout_batch(m, rng.integers(0, 4, (500, m.H, m.S)), np.arange(500), seed=3))
+    )
     for scale in (1.0, 0.05):
         a = plan_from_statistics(u, UCBVIConfig.of(m, 1000, bonus_scale=scale))
         b = plan_from_statistics(u, UCBVIConfig.of(m, 1000, bonus_scale=scale, stabilize=True))
@@ -212,10 +244,15 @@ def test_core_fills_preallocated_arrays():
 
 
 # ---------------------------------------------------------------------------- driver
-@pytest.mark.parametrize("make, scale", [
-    (lambda rng: gridworld(), 0.05), (lambda rng: gridworld(), 1.0), (lambda rng: riverswim(horizon=8), 0.05),
-    (lambda rng: garnet(6, 3, 3, 5, rng, homogeneous=False), 0.2),
-])
+@pytest.mark.parametrize(
+    "make, scale",
+    [
+        (lambda rng: gridworld(), 0.05),
+        (lambda rng: gridworld(), 1.0),
+        (lambda rng: riverswim(horizon=8), 0.05),
+        (lambda rng: garnet(6, 3, 3, 5, rng, homogeneous=False), 0.2),
+    ],
+)
 def test_driver_equals_planner_on_prefix_sums(make, scale):
     rng = np.random.default_rng(11)
     m = make(rng)
@@ -262,7 +299,7 @@ def test_optimism_with_high_confidence():
 # ---------------------------------------------------------------------------- regret machinery
 def test_loglog_slope_and_regret_curves():
     ts = np.arange(1, 1001)
-    assert loglog_slope(ts, 3 * ts ** 0.5) == pytest.approx(0.5)
+    assert loglog_slope(ts, 3 * ts**0.5) == pytest.approx(0.5)
     assert loglog_slope(ts, 2 * ts, start=0.5) == pytest.approx(1.0)
     with pytest.raises(ValueError):
         loglog_slope([1, 2], [0, 0])
@@ -282,14 +319,26 @@ def test_rl_speed_benchmark_writes_the_issue_keys(tmp_path):
     out = tmp_path / "rl_speed.json"
     assert bench["main"](["--T", "40", "--repeats", "1", "--batch-T", "40", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
-    keys = {"stable_episodes_per_s", "ucbvi_episodes_per_s", "peak_memory_mb", "unlearning_cost_fraction",
-            "S", "A", "H", "T", "rho"}
+    keys = {
+        "stable_episodes_per_s",
+        "ucbvi_episodes_per_s",
+        "peak_memory_mb",
+        "unlearning_cost_fraction",
+        "S",
+        "A",
+        "H",
+        "T",
+        "rho",
+    }
     for env, S in (("gridworld", 23), ("riverswim", 6)):
         assert keys <= set(result[env]) and result[env]["S"] == S and result[env]["T"] == 40
         assert result[env]["ucbvi_episodes_per_s"] > 0 and result[env]["stable_episodes_per_s"] > 0
         assert 0 <= result[env]["unlearning_cost_fraction"] <= 1 and result[env]["rho"] == 1.0
-        assert result[env]["stable_T"] == 40 and result[env]["d"] == (2 + S) * S * result[env]["A"] * result[env]["H"]
-    for key, T in (("riverswim_H10", 40), ("gridworld_H10", 8)):      # the batched sweep, tiny too
+        assert (
+            result[env]["stable_T"] == 40
+            and result[env]["d"] == (2 + S) * S * result[env]["A"] * result[env]["H"]
+        )
+    for key, T in (("riverswim_H10", 40), ("gridworld_H10", 8)):  # the batched sweep, tiny too
         assert result["batch"][key]["T"] == T and result["batch"][key]["single_runs_equal_batch_rows"] is True
 
 
@@ -301,9 +350,9 @@ def test_near_ties_in_q_go_to_the_lowest_action():
     for q1 in (np.nextafter(0.5, 1.0), np.nextafter(0.5, 0.0)):
         base = np.array([[0.2, q1, 0.5]])
         policy, _, _ = optimistic_value_iteration(base, P, S, A)
-        assert policy[0, 0] == 1                     # actions 1 and 2 tie up to rounding: lowest wins
+        assert policy[0, 0] == 1  # actions 1 and 2 tie up to rounding: lowest wins
     policy, _, _ = optimistic_value_iteration(np.array([[0.2, 0.5, 0.5 + 1e-6]]), P, S, A)
-    assert policy[0, 0] == 2                         # a real difference decides
+    assert policy[0, 0] == 2  # a real difference decides
 
 
 # ---------------------------------------------------------------------------- bonus kinds and pooling
@@ -335,7 +384,11 @@ def literal_bonus(cfg, h, n, var=None):
 def test_step_bonus_values_at_known_counts(kind, sigma, pooled):
     cfg = UCBVIConfig(5, 3, 4, 1000, delta=0.05, sigma=sigma, bonus_scale=0.7, bonus_kind=kind, pooled=pooled)
     eps = cfg.eps_unexplored
-    assert eps == (pytest.approx(UCBVIConfig(5, 3, 4, 1000, delta=0.05, sigma=sigma).eps_unexplored * (2.0 if pooled else 1.0)))
+    assert eps == (
+        pytest.approx(
+            UCBVIConfig(5, 3, 4, 1000, delta=0.05, sigma=sigma).eps_unexplored * (2.0 if pooled else 1.0)
+        )
+    )
     n = eps + np.array([0.5, 1.0, 3.0, 10.0, 250.0, 1e4])
     var = np.array([0.0, 0.3, 1.0, 2.25, 0.1, 0.7])
     for h in range(cfg.H):
@@ -346,7 +399,9 @@ def test_step_bonus_values_at_known_counts(kind, sigma, pooled):
     if sigma == 0 and not pooled and kind == "simplified":
         assert cfg.step_bonus(1, [4.0, 1.0]) == pytest.approx(0.7 * np.array([1.25, 3.0]))
     if sigma == 0 and not pooled and kind == "hoeffding":
-        assert cfg.step_bonus(0, [2.0])[0] == pytest.approx(0.7 * 4 * np.sqrt(np.log(2 * 60 * 1000 / 0.05) / 4))
+        assert cfg.step_bonus(0, [2.0])[0] == pytest.approx(
+            0.7 * 4 * np.sqrt(np.log(2 * 60 * 1000 / 0.05) / 4)
+        )
 
 
 @pytest.mark.parametrize("kind", BONUS_KINDS)
@@ -356,16 +411,20 @@ def test_step_bonus_decreases_in_n_and_in_h(kind, sigma):
     n = cfg.eps_unexplored + np.geomspace(0.01, 1e7, 400)
     for h in range(cfg.H):
         b = cfg.step_bonus(h, n, np.full(n.shape, 1.5))
-        below_cap = b[:-1] < cfg.H - h if kind == "simplified" else np.ones(len(b) - 1, bool)   # simplified: capped
+        below_cap = (
+            b[:-1] < cfg.H - h if kind == "simplified" else np.ones(len(b) - 1, bool)
+        )  # simplified: capped
         assert np.all(np.diff(b) <= 0) and np.all(np.diff(b)[below_cap] < 0) and np.all(b > 0)
-        assert cfg.step_bonus(h, [np.inf], [1.0])[0] == 0.0             # unexplored pairs: no bonus (n = inf)
+        assert cfg.step_bonus(h, [np.inf], [1.0])[0] == 0.0  # unexplored pairs: no bonus (n = inf)
     by_h = np.array([cfg.step_bonus(h, n, np.full(n.shape, 1.5)) for h in range(cfg.H)])
     if kind == "paper":
-        assert np.all(by_h == by_h[0])                                  # the paper's bonus ignores h
+        assert np.all(by_h == by_h[0])  # the paper's bonus ignores h
     else:
-        assert np.all(np.diff(by_h, axis=0) <= 0)                       # less to gain later in the episode
-    if kind == "bernstein":                                              # more variance, more bonus
-        assert np.all(cfg.step_bonus(0, n, np.full(n.shape, 2.0)) > cfg.step_bonus(0, n, np.full(n.shape, 0.5)))
+        assert np.all(np.diff(by_h, axis=0) <= 0)  # less to gain later in the episode
+    if kind == "bernstein":  # more variance, more bonus
+        assert np.all(
+            cfg.step_bonus(0, n, np.full(n.shape, 2.0)) > cfg.step_bonus(0, n, np.full(n.shape, 0.5))
+        )
 
 
 @pytest.mark.parametrize("sigma", [0.0, 0.4, 3.0])
@@ -375,12 +434,14 @@ def test_paper_kind_is_bit_identical_to_the_paper_bonus(sigma):
     assert cfg.bonus_kind == "paper" and not cfg.pooled and not cfg.needs_next_variance
     n = cfg.eps_unexplored + np.geomspace(1e-3, 1e6, 101)
     eps = cfg.eps_unexplored
-    old = (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * (n - eps)))        # the formula as it was
+    old = (H + 1) * np.sqrt(np.log(8 * S * A * H * T / delta) / (2 * (n - eps)))  # the formula as it was
     if eps > 0:
         old = old + eps / n * (1 + 2 * H * (np.sqrt(S) + 1))
     old = 0.3 * old
     for h in range(H):
-        assert np.array_equal(cfg.step_bonus(h, n), old) and np.array_equal(cfg.step_bonus(h, n, n), cfg.bonus(n))
+        assert np.array_equal(cfg.step_bonus(h, n), old) and np.array_equal(
+            cfg.step_bonus(h, n, n), cfg.bonus(n)
+        )
 
 
 def loop_plan_kinds(u, cfg):
@@ -399,8 +460,15 @@ def loop_plan_kinds(u, cfg):
                     continue
                 P = Nsas[h, s, a] / n
                 mean = sum(P[j] * V[h + 1, j] for j in range(S))
-                var = min(max(sum(P[j] * (V[h + 1, j] - mean) ** 2 for j in range(S)) if cfg.sigma == 0 else
-                              sum(P[j] * V[h + 1, j] ** 2 for j in range(S)) - mean ** 2, 0.0), (H - h - 1) ** 2 / 4)
+                var = min(
+                    max(
+                        sum(P[j] * (V[h + 1, j] - mean) ** 2 for j in range(S))
+                        if cfg.sigma == 0
+                        else sum(P[j] * V[h + 1, j] ** 2 for j in range(S)) - mean**2,
+                        0.0,
+                    ),
+                    (H - h - 1) ** 2 / 4,
+                )
                 q = R[h, s, a] / n + mean + literal_bonus(cfg, h, n, var)
                 Q[h, s, a] = min(max(q, 0.0), H - h)
             V[h, s] = Q[h, s].max()
@@ -408,14 +476,25 @@ def loop_plan_kinds(u, cfg):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 5), st.sampled_from(BONUS_KINDS), st.booleans(),
-       st.sampled_from([0.0, 0.3]), st.sampled_from([1.0, 0.05]), st.integers(0, 2 ** 32 - 1))
+@given(
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.integers(1, 5),
+    st.sampled_from(BONUS_KINDS),
+    st.booleans(),
+    st.sampled_from([0.0, 0.3]),
+    st.sampled_from([1.0, 0.05]),
+    st.integers(0, 2**32 - 1),
+)
 def test_planner_matches_loop_for_every_kind(S, A, H, kind, pooled, sigma, scale, seed):
     rng = np.random.default_rng(seed)
-    cfg = UCBVIConfig(S, A, H, T=int(rng.integers(2, 5000)), sigma=sigma, bonus_scale=scale, bonus_kind=kind,
-                      pooled=pooled)
+    cfg = UCBVIConfig(
+        S, A, H, T=int(rng.integers(2, 5000)), sigma=sigma, bonus_scale=scale, bonus_kind=kind, pooled=pooled
+    )
     m = garnet(S, A, min(S, 3), H, rng)
-    u = cfg.layout.accumulate(*cfg.layout.sparse(rollout_batch(m, rng.integers(0, A, (60, H, S)), np.arange(60), seed=seed)))
+    u = cfg.layout.accumulate(
+        *cfg.layout.sparse(rollout_batch(m, rng.integers(0, A, (60, H, S)), np.arange(60), seed=seed))
+    )
     u = u + sigma * rng.normal(size=u.shape)
     plan = plan_from_statistics(u, cfg)
     Q, V = loop_plan_kinds(u, cfg)
@@ -432,12 +511,18 @@ def test_pooled_statistics_equal_summing_the_per_step_statistics(kind):
     pooled = UCBVIConfig.of(mdp, 500, bonus_kind=kind, pooled=True, bonus_scale=0.1)
     per_step = UCBVIConfig.of(mdp, 500, bonus_kind=kind, bonus_scale=0.1)
     lay = pooled.layout
-    u = lay.accumulate(*lay.sparse(rollout_batch(mdp, rng.integers(0, 4, (200, 6, mdp.S)), np.arange(200), seed=3)))
+    u = lay.accumulate(
+        *lay.sparse(rollout_batch(mdp, rng.integers(0, 4, (200, 6, mdp.S)), np.arange(200), seed=3))
+    )
     N, R, Nsas = lay.unpack(u)
     summed = lay.pack(*(np.repeat(x.sum(0, keepdims=True), mdp.H, axis=0) for x in (N, R, Nsas)))
     a, b = plan_from_statistics(u, pooled), plan_from_statistics(summed, per_step)
-    assert np.array_equal(a.policy, b.policy) and np.array_equal(a.Q, b.Q) and np.array_equal(a.explored, b.explored)
-    assert not np.array_equal(a.policy, plan_from_statistics(u, per_step).policy)      # pooling changes the plan
+    assert (
+        np.array_equal(a.policy, b.policy)
+        and np.array_equal(a.Q, b.Q)
+        and np.array_equal(a.explored, b.explored)
+    )
+    assert not np.array_equal(a.policy, plan_from_statistics(u, per_step).policy)  # pooling changes the plan
 
 
 @pytest.mark.parametrize("kind", BONUS_KINDS)
@@ -448,8 +533,10 @@ def test_driver_equals_planner_for_every_kind(kind, pooled):
     assert run.config.bonus_kind == kind and run.config.pooled == pooled
     lay = run.config.layout
     u = np.vstack([np.zeros(lay.d), np.cumsum(lay.densify(run.indices, run.values), axis=0)])
-    assert all(np.array_equal(plan_from_statistics(u[t], run.config).policy, run.policies[t]) for t in range(150))
-    assert np.any(run.policies[1:] != run.policies[:-1])                # the comparison sees moving policies
+    assert all(
+        np.array_equal(plan_from_statistics(u[t], run.config).policy, run.policies[t]) for t in range(150)
+    )
+    assert np.any(run.policies[1:] != run.policies[:-1])  # the comparison sees moving policies
 
 
 def test_hoeffding_kind_stays_optimistic():
@@ -458,7 +545,9 @@ def test_hoeffding_kind_stays_optimistic():
     for mdp in (riverswim(horizon=10), gridworld(horizon=6)):
         v_star = value_iteration(mdp).V[0]
         for pooled in (False, True):
-            run = run_ucbvi(mdp, 1500, seed=5, delta=1e-6, bonus_kind="hoeffding", pooled=pooled, record_values=True)
+            run = run_ucbvi(
+                mdp, 1500, seed=5, delta=1e-6, bonus_kind="hoeffding", pooled=pooled, record_values=True
+            )
             assert (run.optimistic_V0 - v_star).min() >= -1e-9
 
 

@@ -8,7 +8,10 @@ from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.experiments.exactness import battery, power_subbatches
 from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.rl_unlearning import (
-    policy_code, policy_regret, rl_run_statistics, rl_unlearning_cost,
+    policy_code,
+    policy_regret,
+    rl_run_statistics,
+    rl_unlearning_cost,
 )
 from bandit_unlearning.rl.envs import riverswim
 from bandit_unlearning.rl.mdp import regret
@@ -25,7 +28,7 @@ def _run(seed=0, T=8):
 def test_rl_run_statistics():
     run, cache = _run(), {}
     stats = rl_run_statistics(run, 3, cache)
-    assert len(stats) == 2 * 4 + 4                         # 4 complete path nodes of leaf 3 when T = 8
+    assert len(stats) == 2 * 4 + 4  # 4 complete path nodes of leaf 3 when T = 8
     assert stats["total regret"] == pytest.approx(regret(MDP, run_policies(run)).sum())
     N = run.statistics()[:, : MDP.H * MDP.S * MDP.A].reshape(8, MDP.H, MDP.S, MDP.A)
     assert stats["visits to s >= 1"] == N[:, :, 1:, :].sum()
@@ -55,7 +58,13 @@ def test_battery_detects_a_broken_variant_on_rl_runs():
         D.append(rl_run_statistics(train(learner, dummy, rng), t, cache))
         original = train(learner, users, rng)
         U.append(rl_run_statistics(unlearn(original, DeleteStep(t), rng=rng)[0], t, cache))
-        broken.append(rl_run_statistics(unlearn(with_tree_class(original, VARIANTS["always accept"]), DeleteStep(t), rng=rng)[0], t, cache))
+        broken.append(
+            rl_run_statistics(
+                unlearn(with_tree_class(original, VARIANTS["always accept"]), DeleteStep(t), rng=rng)[0],
+                t,
+                cache,
+            )
+        )
     level = 1e-4
     assert min(battery(U, D, ("final policy",)).values()) > level
     assert min(battery(broken, D, ("final policy",)).values()) < level

@@ -60,7 +60,7 @@ def test_a_bar_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", terminal)
     assert run_tasks(abs, [-1, -2, -3], desc="negate") == [1, 2, 3]
     text = terminal.getvalue()
-    assert "\r" in text and "3/3" in text and "tasks done" not in text          # tqdm's bar, not lines
+    assert "\r" in text and "3/3" in text and "tasks done" not in text  # tqdm's bar, not lines
 
 
 class Counting(ThreadPoolExecutor):
@@ -78,15 +78,27 @@ def test_use_executor_is_the_default_inside_its_block():
         with use_executor(outer):
             assert run_tasks(square, [1, 2], progress=False) == [1, 4]
             with use_executor(inner):
-                assert run_tasks(square, [3], workers=2, progress=False) == [9]    # workers is ignored
-                assert run_tasks(square, [4], explicit, progress=False) == [16]   # an explicit one wins
+                assert run_tasks(square, [3], workers=2, progress=False) == [9]  # workers is ignored
+                assert run_tasks(square, [4], explicit, progress=False) == [16]  # an explicit one wins
             assert run_tasks(square, [5], progress=False) == [25]
-        assert run_tasks(square, [6], progress=False) == [36]                     # none active: serial
+        assert run_tasks(square, [6], progress=False) == [36]  # none active: serial
     assert (outer.submitted, inner.submitted, explicit.submitted) == (3, 1, 1)
 
 
-@pytest.mark.parametrize("bad", ["local:0", "local:two", "locale", "tcp://host", "host:8786", "tcp://h:70000",
-                                 "http://h:8786", "tcp://h:8786/x", ""])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "local:0",
+        "local:two",
+        "locale",
+        "tcp://host",
+        "host:8786",
+        "tcp://h:70000",
+        "http://h:8786",
+        "tcp://h:8786/x",
+        "",
+    ],
+)
 def test_bad_scheduler_values_are_refused(bad):
     with pytest.raises(ValueError, match=r"scheduler \(--scheduler\) must be 'local'"):
         dask_executor(bad)
@@ -95,11 +107,11 @@ def test_bad_scheduler_values_are_refused(bad):
 def test_good_scheduler_values_are_accepted():
     pytest.importorskip("distributed", reason="Dask's distributed scheduler is not installed")
     for good in ("local", "local:3", "tcp://10.0.0.5:8786", "tls://node-1.example:8786", "tcp://[::1]:8786"):
-        dask_executor(good)                          # checked only; nothing is started before `with`
+        dask_executor(good)  # checked only; nothing is started before `with`
 
 
 def test_missing_dask_names_the_extra(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(sys.modules, "distributed", None)          # `import distributed` now fails
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` now fails
     with pytest.raises(ModuleNotFoundError, match=r"pip install -e '\.\[dask\]'"):
         dask_executor("local:2")
     with pytest.raises(SystemExit) as exit_:

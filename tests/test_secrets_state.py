@@ -47,8 +47,12 @@ T = 16
 
 # --- the broken variants (what the package must not do) -------------------------------------------
 def _sfc64_state(key) -> dict:
-    return {"bit_generator": "SFC64", "has_uint32": 0, "uinteger": 0,
-            "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)}}
+    return {
+        "bit_generator": "SFC64",
+        "has_uint32": 0,
+        "uinteger": 0,
+        "state": {"state": np.array([key[0], key[1], key[2], 1], dtype=np.uint64)},
+    }
 
 
 def install_module_level_generator(monkeypatch):
@@ -105,6 +109,7 @@ def _bandit(tree_factory, sigma):
             x_t = run.tree.leaf(t)
             new, record = unlearn(run, DeleteStep(t))
             yield new.tree, [(t, x_t)], (new, record)
+
     return deletions
 
 
@@ -126,10 +131,18 @@ def _bandit_registry(sigma):
             # second step may have pulled another arm than in the original run
             xs = [(t, bandit_statistics(a, users[t1 - 1].rewards[a], 3)) for t in (t1, t2) for a in range(3)]
             # a node holding both steps was coupled once with both: its shift is the sum of the two
-            xs += [(t2, bandit_statistics(a, users[t1 - 1].rewards[a], 3)
-                    + bandit_statistics(b, users[t1 - 1].rewards[b], 3)) for a in range(3) for b in range(3)]
+            xs += [
+                (
+                    t2,
+                    bandit_statistics(a, users[t1 - 1].rewards[a], 3)
+                    + bandit_statistics(b, users[t1 - 1].rewards[b], 3),
+                )
+                for a in range(3)
+                for b in range(3)
+            ]
             new, records = unlearn(run, DeleteUser(users[t1 - 1]))
             yield new.tree, xs, (new, records)
+
     return deletions
 
 
@@ -146,6 +159,7 @@ def _linucb(sigma):
             x_t = run.tree.leaf(t)
             new, record = unlearn(run, DeleteStep(t))
             yield new.tree, [(t, x_t)], (new, record)
+
     return deletions
 
 
@@ -163,6 +177,7 @@ def _ucbvi_user(sigma):
             x_t = run.tree.leaf(t)
             new, records = unlearn(run, DeleteUser(users[t - 1]))
             yield new.tree, [(t, x_t)], (new, records)
+
     return deletions
 
 
@@ -212,7 +227,7 @@ def test_module_level_generator_gives_deleted_statistics_back(path, monkeypatch)
     counts = attack(PATHS[path](), n)
     assert counts["process"] >= 1, (path, counts)
     assert counts["generators"] == n
-    assert counts["returned"] == 0                       # the leak is the process, not the returned run
+    assert counts["returned"] == 0  # the leak is the process, not the returned run
 
 
 def test_the_package_keeps_no_generator_and_only_documented_caches():
@@ -224,8 +239,11 @@ def test_the_package_keeps_no_generator_and_only_documented_caches():
     assert F.generators_in(state) == []
     assert not [o for o in state if isinstance(o, (np.random.Generator, np.random.SeedSequence))]
     names = {f"{m}.{n}" for m, n, _ in F.cached_functions()}
-    assert names == {"bandit_unlearning.exact.linucb._layout", "bandit_unlearning.mab.unlearn._unit_sigma",
-                     "bandit_unlearning.rl.gym._env_class"}
+    assert names == {
+        "bandit_unlearning.exact.linucb._layout",
+        "bandit_unlearning.mab.unlearn._unit_sigma",
+        "bandit_unlearning.rl.gym._env_class",
+    }
 
 
 def test_the_walk_reads_functools_caches():
@@ -256,7 +274,9 @@ def batch_key_recovered() -> tuple:
     noise = out.noisy_sum[0] - out.clean_sum[0]
     state = F.package_state()
     d = out.noisy_sum.shape[1]
-    found = any(np.allclose(F.node_noise(k, d, 2.0), noise, rtol=0, atol=1e-9) for k in F.key_candidates(state))
+    found = any(
+        np.allclose(F.node_noise(k, d, 2.0), noise, rtol=0, atol=1e-9) for k in F.key_candidates(state)
+    )
     return found, len(F.generators_in(state))
 
 
@@ -272,12 +292,12 @@ def test_module_level_batch_generator_keeps_the_last_key(monkeypatch):
 def test_paths_reach_the_deleted_leaf():
     """The attack's premise: a path node over the deleted leaf exists in the unlearned tree."""
     tree, deleted, _ = next(_bandit(LightTree, 10.0)(1))
-    (t, _), = deleted
+    ((t, _),) = deleted
     assert leaf_path(t, tree.n_leaves)
 
 
 # --- pickles: the same contract as saving ------------------------------------------------------------
-KEY_HOLDERS = {"Run", "LightTree", "BinaryTree"}      # refuse to pickle without allow_secrets()
+KEY_HOLDERS = {"Run", "LightTree", "BinaryTree"}  # refuse to pickle without allow_secrets()
 
 
 def _deletion_secrets(run, t: int, x_t) -> list:
@@ -296,6 +316,7 @@ def _deletion_secrets(run, t: int, x_t) -> list:
     out = F.float_bytes(floats)
     if isinstance(tree, LightTree):
         from bandit_unlearning.exact.tree import postorder_position
+
         out += F.key_bytes([tree._keys[postorder_position(b)] for b in path])
     return out
 
@@ -309,8 +330,11 @@ def _key_material(tree) -> list:
 
 def _public_objects(returned) -> list:
     """The returned objects and every object of the package's classes reachable from them."""
-    return [returned] + [o for o in F.reachable(*returned) if F._ours(o) and not isinstance(o, type)
-                         and not callable(o) or type(o).__name__ in KEY_HOLDERS]
+    return [returned] + [
+        o
+        for o in F.reachable(*returned)
+        if F._ours(o) and not isinstance(o, type) and not callable(o) or type(o).__name__ in KEY_HOLDERS
+    ]
 
 
 def pickle_attack(deletions, n: int) -> dict:
@@ -321,8 +345,9 @@ def pickle_attack(deletions, n: int) -> dict:
     (``opt_in_recovered``)."""
     from bandit_unlearning.secrecy import allow_secrets
 
-    counts = dict.fromkeys(("objects", "refused", "bad_refusal", "leaked", "recovered", "opt_in_leaked",
-                            "opt_in_recovered"), 0)
+    counts = dict.fromkeys(
+        ("objects", "refused", "bad_refusal", "leaked", "recovered", "opt_in_leaked", "opt_in_recovered"), 0
+    )
     for before, tree, deleted, returned in deletions(n):
         secrets = [s for t, x in deleted for s in _deletion_secrets(before, t, x)]
         material = _key_material(tree)
@@ -336,7 +361,9 @@ def pickle_attack(deletions, n: int) -> dict:
                 continue
             # a secret's bytes, or a tree in the copy (a light tree's keys; a dense tree's noisy minus clean
             # values are its noise, which no byte search would see)
-            counts["leaked"] += found.hits > 0 or any(isinstance(o, (LightTree, BinaryTree)) for o in found.objects)
+            counts["leaked"] += found.hits > 0 or any(
+                isinstance(o, (LightTree, BinaryTree)) for o in found.objects
+            )
             keys = F.key_candidates(found.objects)
             counts["recovered"] += any(F.recover_deleted_statistic(tree, t, x, keys) for t, x in deleted)
         with allow_secrets():
@@ -349,6 +376,7 @@ def pickle_attack(deletions, n: int) -> dict:
 
 def _pickle_paths():
     """The deletion paths, each also yielding the run before its deletion."""
+
     def bandit(tree_factory, sigma, diagnostics=False):
         learner = ucb_bandit_learner(3, sigma, tree_factory=tree_factory)
         data = np.random.default_rng()
@@ -360,6 +388,7 @@ def _pickle_paths():
                 x_t = run.tree.leaf(t)
                 new, record = unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=diagnostics))
                 yield run, new.tree, [(t, x_t)], (new, record)
+
         return deletions
 
     def registry(sigma):
@@ -374,7 +403,13 @@ def _pickle_paths():
                 run = train(learner, users)
                 xs = [(t, run.tree.leaf(t)) for t in (t1, t2)]
                 new, records = unlearn(run, DeleteUser(users[t1 - 1]))
-                yield run, new.tree, xs[1:], (new, records)     # the first step's path may be re-run by the second
+                yield (
+                    run,
+                    new.tree,
+                    xs[1:],
+                    (new, records),
+                )  # the first step's path may be re-run by the second
+
         return deletions
 
     def linucb(sigma):
@@ -388,6 +423,7 @@ def _pickle_paths():
                 x_t = run.tree.leaf(t)
                 new, record = unlearn(run, DeleteStep(t))
                 yield run, new.tree, [(t, x_t)], (new, record)
+
         return deletions
 
     def ucbvi(sigma):
@@ -402,6 +438,7 @@ def _pickle_paths():
                 x_t = run.tree.leaf(t)
                 new, records = unlearn(run, DeleteUser(users[t - 1]))
                 yield run, new.tree, [(t, x_t)], (new, records)
+
         return deletions
 
     return {
@@ -421,9 +458,13 @@ PICKLE_PATHS = _pickle_paths()
 def test_pickles_hold_no_key_material_and_nothing_deleted(path):
     n = 4
     counts = pickle_attack(PICKLE_PATHS[path](), n)
-    assert counts["refused"] >= 2 * n                    # at least the run and its tree, every time
-    assert {k: counts[k] for k in ("bad_refusal", "leaked", "recovered", "opt_in_leaked", "opt_in_recovered")} \
-        == dict.fromkeys(("bad_refusal", "leaked", "recovered", "opt_in_leaked", "opt_in_recovered"), 0), (path, counts)
+    assert counts["refused"] >= 2 * n  # at least the run and its tree, every time
+    assert {
+        k: counts[k] for k in ("bad_refusal", "leaked", "recovered", "opt_in_leaked", "opt_in_recovered")
+    } == dict.fromkeys(("bad_refusal", "leaked", "recovered", "opt_in_leaked", "opt_in_recovered"), 0), (
+        path,
+        counts,
+    )
 
 
 def test_the_pickle_walk_finds_a_deleted_statistic_in_a_record():
@@ -433,8 +474,14 @@ def test_the_pickle_walk_finds_a_deleted_statistic_in_a_record():
     assert counts["leaked"] >= 4, counts
 
 
-@pytest.mark.parametrize("path", ["UCB bandit, LightTree: unlearn", "UCB bandit, BinaryTree: unlearn",
-                                  "TV-stable UCB-VI: registry unlearn_user"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "UCB bandit, LightTree: unlearn",
+        "UCB bandit, BinaryTree: unlearn",
+        "TV-stable UCB-VI: registry unlearn_user",
+    ],
+)
 def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
     """Teeth: with the refusal removed (trees and runs pickled like any object, as before) the pickle of
     every unlearned run holds key material -- node keys, or a dense tree's noise -- without anyone
@@ -451,8 +498,12 @@ def test_trees_that_pickle_freely_hand_out_their_keys(path, monkeypatch):
 # What the package's modules may change while it runs: caches keyed by public parameters only (a
 # LinUCB block layout by dimension, a calibration's sigma per unit sensitivity, Gymnasium's class) and
 # the per-MDP tables of the scalar rollout (the environment's transition CDFs, by MDP, weakly).
-MAY_CHANGE = {"bandit_unlearning.exact.linucb._layout", "bandit_unlearning.mab.unlearn._unit_sigma",
-              "bandit_unlearning.rl.gym._env_class", "bandit_unlearning.kernel._SPARSE"}
+MAY_CHANGE = {
+    "bandit_unlearning.exact.linucb._layout",
+    "bandit_unlearning.mab.unlearn._unit_sigma",
+    "bandit_unlearning.rl.gym._env_class",
+    "bandit_unlearning.kernel._SPARSE",
+}
 
 
 def _changed_globals() -> set:
@@ -507,8 +558,11 @@ def _paper_a_deletion(method: str, seed: int):
     after = model.release_state
     state = fit_lcb(OfflineDataset(arms, rewards, 3))
     new_state, result = unlearn_any(state, request, options=UnlearnOptions("rollback"))
-    floats = rewards[rows].tolist() + [float(rewards[rows].sum()), float(before.sums[served]),
-                                       float(state.reward_sums[served])]
+    floats = rewards[rows].tolist() + [
+        float(rewards[rows].sum()),
+        float(before.sums[served]),
+        float(state.reward_sums[served]),
+    ]
     secrets = F.float_bytes(floats) + [_long_bytes(int(before.exact_sums[served]))]
     return (model, after, record, new_state, result), secrets, record
 

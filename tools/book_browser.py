@@ -43,17 +43,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
 
-INSTALL_HINT = ("Chromium is needed for the browser test of the book: on Debian/Ubuntu "
-                "`apt-get update && apt-get install -y chromium chromium-driver` "
-                "(or set CHROMIUM=/path/to/chromium)")
+INSTALL_HINT = (
+    "Chromium is needed for the browser test of the book: on Debian/Ubuntu "
+    "`apt-get update && apt-get install -y chromium chromium-driver` "
+    "(or set CHROMIUM=/path/to/chromium)"
+)
 
 # The flags a headless Chromium needs on this kind of machine (as root, with a closed network): no
 # sandbox (root), no GPU, no background traffic of its own (updates, sync, QUIC probes), a fresh
 # profile; name resolution off except for the local server, so that nothing can leave the machine.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--disable-dev-shm-usage", "--mute-audio", "--window-size=1280,900",
-         "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-dev-shm-usage",
+    "--mute-audio",
+    "--window-size=1280,900",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
 
 
 def find_chromium() -> str | None:
@@ -87,8 +100,12 @@ class Browser:
 
         self.proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={self._profile}", "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False, preexec_fn=child_fds)
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,
+            preexec_fn=child_fds,
+        )
         os.close(hi_r)
         os.close(hi_w)
         self._w, self._r = cmd_w, out_r
@@ -97,7 +114,9 @@ class Browser:
         self.events: list[dict] = []
         targets = self.call("Target.getTargets")["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
-        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
+        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)[
+            "sessionId"
+        ]
         for domain in ("Page", "Network", "Runtime"):
             self.call(f"{domain}.enable", session=True)
 
@@ -140,8 +159,9 @@ class Browser:
             self.events.append(event)
 
     def evaluate(self, expression: str):
-        result = self.call("Runtime.evaluate", session=True, expression=expression, awaitPromise=True,
-                           returnByValue=True)
+        result = self.call(
+            "Runtime.evaluate", session=True, expression=expression, awaitPromise=True, returnByValue=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"page script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -249,9 +269,12 @@ def check_book(html_dir: str | Path, binary: str | None = None, timeout: float =
     binary = binary or find_chromium()
     if binary is None:
         raise FileNotFoundError(INSTALL_HINT)
-    pages = sorted(p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
-                   if p.relative_to(html_dir).parts[0] not in {"_static", "_sources", "_images"}
-                   and p.name not in {"search.html", "genindex.html"})
+    pages = sorted(
+        p.relative_to(html_dir).as_posix()
+        for p in html_dir.rglob("*.html")
+        if p.relative_to(html_dir).parts[0] not in {"_static", "_sources", "_images"}
+        and p.name not in {"search.html", "genindex.html"}
+    )
     handler = functools.partial(_QuietHandler, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -266,10 +289,18 @@ def check_book(html_dir: str | Path, binary: str | None = None, timeout: float =
                 browser.call("Page.navigate", session=True, url=base + page)
                 browser.wait_for("Page.loadEventFired")
                 seen = browser.evaluate(PAGE_SCRIPT)
-                requests = [e["params"]["request"]["url"] for e in browser.events
-                            if e.get("method") == "Network.requestWillBeSent"]
-                outside = sorted({u for u in requests if not (u.startswith(base) or
-                                  urlsplit(u).scheme in {"data", "blob", "about"})})
+                requests = [
+                    e["params"]["request"]["url"]
+                    for e in browser.events
+                    if e.get("method") == "Network.requestWillBeSent"
+                ]
+                outside = sorted(
+                    {
+                        u
+                        for u in requests
+                        if not (u.startswith(base) or urlsplit(u).scheme in {"data", "blob", "about"})
+                    }
+                )
                 report.formulas = seen["formulas"]
                 report.problems += [f"raw TeX: {t}" for t in seen["raw"]]
                 report.problems += [f"MathJax error: {t}" for t in seen["errors"]]
@@ -306,9 +337,11 @@ def main(argv: list[str]) -> int:
         print(f"{r.page}:")
         for problem in r.problems:
             print(f"  {problem}")
-    print(f"{len(reports)} pages, {sum(r.formulas for r in reports)} formulas rendered, "
-          f"{sum(len(r.problems) for r in reports)} problems on {len(bad)} pages "
-          f"({time.monotonic() - start:.1f} s)")
+    print(
+        f"{len(reports)} pages, {sum(r.formulas for r in reports)} formulas rendered, "
+        f"{sum(len(r.problems) for r in reports)} problems on {len(bad)} pages "
+        f"({time.monotonic() - start:.1f} s)"
+    )
     return 1 if bad else 0
 
 

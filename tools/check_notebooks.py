@@ -19,9 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def notebooks(root: Path, suffix: str) -> list[Path]:
-    return sorted(
-        p for p in (root / "notebooks").rglob(f"*{suffix}") if ".ipynb_checkpoints" not in p.parts
-    )
+    return sorted(p for p in (root / "notebooks").rglob(f"*{suffix}") if ".ipynb_checkpoints" not in p.parts)
 
 
 _PARSED: dict[tuple[str, str], object] = {}

@@ -92,7 +92,6 @@ class Chunk:
     title: str = ""
     first_line: int | None = None
 
-
     @property
     def where(self) -> str:
         return f"{self.notebook.as_posix()}, cell {self.cell}" + (f" (line {self.line})" if self.line else "")
@@ -176,8 +175,15 @@ def collect(root: Path) -> dict[str, list[Chunk]]:
                 raise ValueError(f"{path}: export target {module!r} is not inside {PACKAGE}")
             line = lines[number - 1]
             lead = len(cell.source) - len(cell.source.lstrip("\n"))
-            chunk = Chunk(path.relative_to(root), module, cell.source.strip("\n"), number, line, title,
-                          None if line is None else line + 1 + lead)
+            chunk = Chunk(
+                path.relative_to(root),
+                module,
+                cell.source.strip("\n"),
+                number,
+                line,
+                title,
+                None if line is None else line + 1 + lead,
+            )
             modules.setdefault(module, []).append(chunk)
     return modules
 
@@ -206,8 +212,10 @@ def _added_class(node, where: str = "a cell") -> str | None:
         return None
     first = node.decorator_list[0]
     if not (isinstance(first, ast.Call) and isinstance(first.func, ast.Name) and first.func.id == ADDER):
-        if any(isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == ADDER
-               for d in node.decorator_list):
+        if any(
+            isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == ADDER
+            for d in node.decorator_list
+        ):
             raise ValueError(f"{where}: {ADDER}(...) must be the outermost decorator of {node.name!r}")
         return None
     if len(first.args) != 1 or first.keywords or not isinstance(first.args[0], ast.Name):
@@ -259,8 +267,12 @@ def _split(chunk: Chunk):
     body, lines = tree.body, chunk.source.splitlines()
     start = 0
     docstring = None
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         docstring = "\n".join(lines[: body[0].end_lineno])
         start = 1
     imports = []
@@ -268,7 +280,7 @@ def _split(chunk: Chunk):
         imports.append(body[start])
         start += 1
     previous_end = body[0].end_lineno if docstring is not None else 0
-    for node in imports + body[start:start + 1]:
+    for node in imports + body[start : start + 1]:
         if imports and node.lineno <= previous_end:
             raise ValueError(f"{chunk.where}: put each leading import of an exported cell on its own line(s)")
         previous_end = node.end_lineno
@@ -326,36 +338,47 @@ def _render_from(level: int, module: str | None, aliases: list[ast.alias]) -> st
     return "\n".join(out) + "\n)"
 
 
-def _merge_imports(module: str, chunks: list[Chunk], parts, defined_before: list[set]) -> tuple[list[str], list[str]]:
+def _merge_imports(
+    module: str, chunks: list[Chunk], parts, defined_before: list[set]
+) -> tuple[list[str], list[str]]:
     """The hoisted ``from __future__`` lines, and the other imports in three groups (standard library,
     third party, this package), each in order of first appearance.  ``from m import ...`` statements of
     one module ``m`` merge into one; a statement nothing is added to keeps its text."""
     bound: dict[str, tuple] = {}
-    statements: dict[tuple, list] = {}          # key -> [node, aliases, verbatim text or None]
+    statements: dict[tuple, list] = {}  # key -> [node, aliases, verbatim text or None]
     for i, (chunk, (_, imports, _, _, lines)) in enumerate(zip(chunks, parts)):
         for node in imports:
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == module:
-                missing = [a.name for a in node.names if a.name == "*" or a.name not in defined_before[i]
-                           or (a.asname and a.asname != a.name)]
+                missing = [
+                    a.name
+                    for a in node.names
+                    if a.name == "*" or a.name not in defined_before[i] or (a.asname and a.asname != a.name)
+                ]
                 if missing:
-                    raise ValueError(f"{chunk.where}: imports {missing} from {module} itself, which no earlier cell "
-                                     f"of the module defines (under that name)")
+                    raise ValueError(
+                        f"{chunk.where}: imports {missing} from {module} itself, which no earlier cell "
+                        f"of the module defines (under that name)"
+                    )
                 continue
             if isinstance(node, ast.Import) and any(a.name == module for a in node.names):
                 raise ValueError(f"{chunk.where}: `import {module}` inside {module} itself")
             new = []
             for alias, (name, source) in zip(node.names, _import_bindings(node)):
                 if source == ("from", 0, ADDER_MODULE, ADDER):
-                    continue                    # the notebook-only decorator: the module has no use for it
+                    continue  # the notebook-only decorator: the module has no use for it
                 key = f"*{source}" if name == "*" else name
                 if key not in bound:
                     bound[key] = source
                     new.append(alias)
             if not new:
                 continue
-            text = "\n".join(lines[node.lineno - 1: node.end_lineno])
+            text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             if isinstance(node, ast.Import):
-                statements[("import", len(statements))] = [node, new, text if len(new) == len(node.names) else None]
+                statements[("import", len(statements))] = [
+                    node,
+                    new,
+                    text if len(new) == len(node.names) else None,
+                ]
                 continue
             key = ("from", node.level, node.module)
             if key in statements:
@@ -366,8 +389,11 @@ def _merge_imports(module: str, chunks: list[Chunk], parts, defined_before: list
     future, others = [], []
     for node, aliases, text in statements.values():
         if text is None:
-            text = (_render_from(node.level, node.module, aliases) if isinstance(node, ast.ImportFrom) else
-                    "\n".join(f"import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in aliases))
+            text = (
+                _render_from(node.level, node.module, aliases)
+                if isinstance(node, ast.ImportFrom)
+                else "\n".join(f"import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in aliases)
+            )
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             future.append(text)
         else:
@@ -401,8 +427,10 @@ def render_with_origins(module: str, chunks: list[Chunk]) -> tuple[str, list[tup
         names.discard("__all__")
         for name in sorted(names):
             if name in owner:
-                raise ValueError(f"{name!r} is defined in two cells of {module}: {owner[name].where} and "
-                                 f"{chunk.where} (a name must have one definition)")
+                raise ValueError(
+                    f"{name!r} is defined in two cells of {module}: {owner[name].where} and "
+                    f"{chunk.where} (a name must have one definition)"
+                )
             owner[name] = chunk
         seen |= names
     import_owner: dict[str, tuple[Chunk, tuple]] = {}
@@ -412,10 +440,14 @@ def render_with_origins(module: str, chunks: list[Chunk]) -> tuple[str, list[tup
                 continue
             for name, source in _import_bindings(node):
                 if name in owner and name != "*":
-                    raise ValueError(f"{chunk.where}: imports {name!r}, which {owner[name].where} defines in {module}")
+                    raise ValueError(
+                        f"{chunk.where}: imports {name!r}, which {owner[name].where} defines in {module}"
+                    )
                 if name in import_owner and import_owner[name][1] != source:
-                    raise ValueError(f"{name!r} is imported differently in two cells of {module}: "
-                                     f"{import_owner[name][0].where} and {chunk.where}")
+                    raise ValueError(
+                        f"{name!r} is imported differently in two cells of {module}: "
+                        f"{import_owner[name][0].where} and {chunk.where}"
+                    )
                 import_owner.setdefault(name, (chunk, source))
     future, others = _merge_imports(module, chunks, parts, defined_before)
     names: list[str] = []
@@ -423,16 +455,22 @@ def render_with_origins(module: str, chunks: list[Chunk]) -> tuple[str, list[tup
         names += [n for n in public_names(c.source) if n not in names]
     sources = list(dict.fromkeys(c.notebook.as_posix() for c in chunks))
     if len(sources) > 1:
-        header = (f"{GENERATED_MARK} from {len(sources)} chapters -- do not edit this file; edit the notebooks,\n"
-                  "# then run `make export`.  Sources, in export order (chapter path order, then cell order):\n"
-                  + "".join(f"#   {s}\n" for s in sources)
-                  + f"# Each exported cell starts with a `{MARKER.strip()}` line naming its chapter and cell.")
+        header = (
+            f"{GENERATED_MARK} from {len(sources)} chapters -- do not edit this file; edit the notebooks,\n"
+            "# then run `make export`.  Sources, in export order (chapter path order, then cell order):\n"
+            + "".join(f"#   {s}\n" for s in sources)
+            + f"# Each exported cell starts with a `{MARKER.strip()}` line naming its chapter and cell."
+        )
     else:
-        header = (f"{GENERATED_MARK} from {sources[0]} -- do not edit this file; edit the notebook,\n"
-                  "# then run `make export`.")
+        header = (
+            f"{GENERATED_MARK} from {sources[0]} -- do not edit this file; edit the notebook,\n"
+            "# then run `make export`."
+        )
         if len(chunks) > 1:
-            header += ("  Cells in chapter order (paths under notebooks/), then cell order; each starts\n"
-                       f"# with a `{MARKER.strip()}` line naming its chapter and cell.")
+            header += (
+                "  Cells in chapter order (paths under notebooks/), then cell order; each starts\n"
+                f"# with a `{MARKER.strip()}` line naming its chapter and cell."
+            )
     pieces = [header + "\n" + (parts[0][0] + "\n" if parts[0][0] is not None else "")]
     if future:
         pieces.append("\n".join(future) + "\n")
@@ -444,7 +482,7 @@ def render_with_origins(module: str, chunks: list[Chunk]) -> tuple[str, list[tup
     origins: list[tuple[Path, int] | None] = []
     for block in blocks:
         text += "\n\n"
-        origins += [None] * (text.count("\n") - len(origins))     # up to the block's first line
+        origins += [None] * (text.count("\n") - len(origins))  # up to the block's first line
         text += "\n".join(line for line, _ in block) + "\n"
         origins += [origin for _, origin in block]
     return text, origins + [None] * (text.count("\n") - len(origins))
@@ -458,8 +496,14 @@ def render(module: str, chunks: list[Chunk]) -> str:
 def _rest_lines(chunk: Chunk, rest: str) -> list[tuple[str, tuple[Path, int] | None]]:
     """The lines of a cell's code under its marker, each with the chapter line it comes from."""
     start = _rest_start(chunk)
-    return [(line, None if chunk.first_line is None else (chunk.notebook, chunk.first_line + start + j))
-            for j, line in enumerate(rest.splitlines())] if rest else []
+    return (
+        [
+            (line, None if chunk.first_line is None else (chunk.notebook, chunk.first_line + start + j))
+            for j, line in enumerate(rest.splitlines())
+        ]
+        if rest
+        else []
+    )
 
 
 def _added_methods(chunk: Chunk, body, lines, imports) -> list[tuple[str, ast.AST, list]]:
@@ -471,20 +515,32 @@ def _added_methods(chunk: Chunk, body, lines, imports) -> list[tuple[str, ast.AS
     if not any(cls for _, cls in added):
         return []
     if not all(cls for _, cls in added):
-        raise ValueError(f"{chunk.where}: a cell that adds methods with {ADDER}(...) must hold only such "
-                         "functions (after its leading imports); move the other code to its own cell")
+        raise ValueError(
+            f"{chunk.where}: a cell that adds methods with {ADDER}(...) must hold only such "
+            "functions (after its leading imports); move the other code to its own cell"
+        )
     out, previous_end = [], imports[-1].end_lineno if imports else 0
     for node, cls in added:
-        top = node.decorator_list[0].lineno - 1           # 0-based index of the decorator's first line
+        top = node.decorator_list[0].lineno - 1  # 0-based index of the decorator's first line
         while top - 1 >= previous_end and lines[top - 1].lstrip().startswith("#"):
             top -= 1
         keep = list(range(top, node.decorator_list[0].lineno - 1))
         keep += range(node.decorator_list[0].end_lineno, node.end_lineno)
-        origin = (lambda i: None) if chunk.first_line is None else (lambda i: (chunk.notebook, chunk.first_line + i))
+        origin = (
+            (lambda i: None)
+            if chunk.first_line is None
+            else (lambda i: (chunk.notebook, chunk.first_line + i))
+        )
         # inside the class body a property's setter is `@name.setter`, not `@Class.name.setter`
-        rewrite = {d.lineno - 1 for d in node.decorator_list[1:] if isinstance(d, ast.Attribute)
-                   and isinstance(d.value, ast.Attribute) and isinstance(d.value.value, ast.Name)
-                   and d.value.value.id == cls and d.lineno == d.end_lineno}
+        rewrite = {
+            d.lineno - 1
+            for d in node.decorator_list[1:]
+            if isinstance(d, ast.Attribute)
+            and isinstance(d.value, ast.Attribute)
+            and isinstance(d.value.value, ast.Name)
+            and d.value.value.id == cls
+            and d.lineno == d.end_lineno
+        }
         text = [lines[i].replace(f"@{cls}.", "@", 1) if i in rewrite else lines[i] for i in keep]
         out.append((cls, node, [(t, origin(i)) for t, i in zip(text, keep)]))
         previous_end = node.end_lineno
@@ -496,7 +552,9 @@ def _member_names(node: ast.ClassDef) -> set[str]:
     names = set()
     for item in node.body:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if not any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in item.decorator_list):
+            if not any(
+                isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in item.decorator_list
+            ):
                 names.add(item.name)
         elif isinstance(item, (ast.Assign, ast.AnnAssign)):
             names |= set(_definitions([item]))
@@ -508,12 +566,14 @@ def _code_blocks(module: str, chunks: list[Chunk], parts) -> list[list]:
     marker, then its code), with the methods of ``add_to_class`` cells placed at the end of their class's
     body, after a marker of their own (indented with the class body)."""
     blocks: list[list] = []
-    classes: dict[str, tuple[int, int, set]] = {}           # name -> (block, line of its end, members)
+    classes: dict[str, tuple[int, int, set]] = {}  # name -> (block, line of its end, members)
     inserts: dict[tuple[int, int], list] = {}
     for chunk, (docstring, imports, rest, body, lines) in zip(chunks, parts):
         if chunk is not chunks[0] and docstring is not None:
-            raise ValueError(f"{chunk.where}: only the first cell of {module} may start with a docstring (the "
-                             "module's); start a later cell with a comment")
+            raise ValueError(
+                f"{chunk.where}: only the first cell of {module} may start with a docstring (the "
+                "module's); start a later cell with a comment"
+            )
         methods = _added_methods(chunk, body, lines, imports)
         if not methods:
             block = [(chunk.marker(), None)] + _rest_lines(chunk, rest)
@@ -525,14 +585,19 @@ def _code_blocks(module: str, chunks: list[Chunk], parts) -> list[list]:
         placed: set[tuple[int, int]] = set()
         for cls, node, method_lines in methods:
             if cls not in classes:
-                raise ValueError(f"{chunk.where}: {ADDER}({cls}) names no class that an earlier cell of "
-                                 f"{module} defines at top level")
+                raise ValueError(
+                    f"{chunk.where}: {ADDER}({cls}) names no class that an earlier cell of "
+                    f"{module} defines at top level"
+                )
             where, end, members = classes[cls]
-            setter = any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter")
-                         for d in node.decorator_list[1:])
+            setter = any(
+                isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter")
+                for d in node.decorator_list[1:]
+            )
             if node.name in members and not setter:
-                raise ValueError(f"{chunk.where}: {cls}.{node.name} is already defined (a name must have one "
-                                 "definition)")
+                raise ValueError(
+                    f"{chunk.where}: {cls}.{node.name} is already defined (a name must have one definition)"
+                )
             members.add(node.name)
             key = (where, end)
             target = inserts.setdefault(key, [])
@@ -543,7 +608,7 @@ def _code_blocks(module: str, chunks: list[Chunk], parts) -> list[list]:
                 target.append(("", None))
             target += [(("    " + line) if line.strip() else "", origin) for line, origin in method_lines]
     for (where, end), extra in sorted(inserts.items(), reverse=True):
-        blocks[where][end + 1: end + 1] = extra                 # line `end` of the code is block line end + 1
+        blocks[where][end + 1 : end + 1] = extra  # line `end` of the code is block line end + 1
     return blocks
 
 
@@ -554,8 +619,10 @@ def module_path(root: Path, module: str) -> Path:
 def expected_files(root: Path) -> dict[Path, tuple[str, str]]:
     """Every generated module: the text it must have and the chapters it comes from."""
     return {
-        module_path(root, module): (render(module, chunks),
-                                    ", ".join(dict.fromkeys(c.notebook.as_posix() for c in chunks)))
+        module_path(root, module): (
+            render(module, chunks),
+            ", ".join(dict.fromkeys(c.notebook.as_posix() for c in chunks)),
+        )
         for module, chunks in collect(root).items()
     }
 
@@ -607,7 +674,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report drift, change nothing")
     parser.add_argument("--root", type=Path, default=ROOT, help="project root (default: this repo)")
-    parser.add_argument("--where", metavar="MODULE.py:LINE", help="print the chapter and line a module line comes from")
+    parser.add_argument(
+        "--where", metavar="MODULE.py:LINE", help="print the chapter and line a module line comes from"
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     if args.where:

@@ -34,7 +34,18 @@ VARIABLE = "NPY_DISABLE_CPU_FEATURES"
 PYTEST_NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # Every notebook and every test except those marked simd_independent in tests/conftest.py (text, validation
 # and same-process comparisons, which lowering SIMD cannot change).
-DEFAULT_PYTEST = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "-m", "not simd_independent", *PYTEST_NBVAL, "tests", "notebooks"]
+DEFAULT_PYTEST = [
+    "-n",
+    "2",
+    "--dist",
+    "loadfile",
+    "--no-loadscope-reorder",
+    "-m",
+    "not simd_independent",
+    *PYTEST_NBVAL,
+    "tests",
+    "notebooks",
+]
 
 _PROBE = """
 import json
@@ -84,11 +95,17 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(features))
         return 0
     if not features:
-        print(f"portability pass: numpy {report['numpy']} on {report['machine']} dispatches nothing above its "
-              f"baseline {report['baseline']} here, so there is nothing to lower; skipped.", flush=True)
+        print(
+            f"portability pass: numpy {report['numpy']} on {report['machine']} dispatches nothing above its "
+            f"baseline {report['baseline']} here, so there is nothing to lower; skipped.",
+            flush=True,
+        )
         return 0
-    print(f"portability pass: numpy {report['numpy']} on {report['machine']}, baseline {report['baseline']}; "
-          f"replaying with {VARIABLE}=\"{' '.join(features)}\"", flush=True)
+    print(
+        f"portability pass: numpy {report['numpy']} on {report['machine']}, baseline {report['baseline']}; "
+        f'replaying with {VARIABLE}="{" ".join(features)}"',
+        flush=True,
+    )
     cmd = [sys.executable, "-m", "pytest", *(args.pytest_args or DEFAULT_PYTEST)]
     return subprocess.run(cmd, cwd=ROOT, env=lowered_env(features)).returncode
 

@@ -41,7 +41,10 @@ def execute(py: Path, timeout: int = 600) -> float:
     nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
     start = time.perf_counter()
     NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", record_timing=False,
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
         resources={"metadata": {"path": str(py.parent)}},
     ).execute()
     elapsed = time.perf_counter() - start

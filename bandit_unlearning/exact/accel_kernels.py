@@ -5,7 +5,15 @@ reference of ``exact.tree`` bit for bit: BLAKE2b as RFC 7693 states it, SFC64's 
 and runs it, numpy's ziggurat with numpy's own tables (as numba ships them).
 """
 
-__all__ = ["node_keys", "noise", "add_noise", "dense_append", "dense_prefix", "light_append", "light_append_dense"]
+__all__ = [
+    "node_keys",
+    "noise",
+    "add_noise",
+    "dense_append",
+    "dense_prefix",
+    "light_append",
+    "light_append_dense",
+]
 
 import numba
 import numpy as np
@@ -16,9 +24,11 @@ from bandit_unlearning.exact.accel import BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
 _H0, _IV, _SIGMA = BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
 _u64 = numba.uint64
 
+
 @numba.njit(inline="always")
 def _rotr(x, n):
     return (x >> _u64(n)) | (x << _u64(64 - n))
+
 
 @numba.njit(inline="always")
 def _g(v, a, b, c, d, x, y):
@@ -31,6 +41,7 @@ def _g(v, a, b, c, d, x, y):
     v[c] = v[c] + v[d]
     v[b] = _rotr(v[b] ^ v[c], 63)
 
+
 @numba.njit(cache=True)
 def _hash_words(raw, i, out, j, v, m):
     """BLAKE2b (24-byte digest, personalised) of the 24 bytes ``raw[i:i+3]`` into ``out[j]``."""
@@ -40,8 +51,8 @@ def _hash_words(raw, i, out, j, v, m):
     for w in range(8):
         v[w] = _H0[w]
         v[w + 8] = _IV[w]
-    v[12] ^= _u64(24)                          # bytes hashed
-    v[14] = ~v[14]                             # the last block
+    v[12] ^= _u64(24)  # bytes hashed
+    v[14] = ~v[14]  # the last block
     for r in range(12):
         s = _SIGMA[r % 10]
         _g(v, 0, 4, 8, 12, m[s[0]], m[s[1]])
@@ -54,6 +65,7 @@ def _hash_words(raw, i, out, j, v, m):
         _g(v, 3, 4, 9, 14, m[s[14]], m[s[15]])
     for w in range(3):
         out[j, w] = _H0[w] ^ v[w] ^ v[w + 8]
+
 
 @numba.njit(cache=True)
 def node_keys(raw):
@@ -76,6 +88,7 @@ def node_keys(raw):
         _hash_words(raw, 3 * j, out, j, v, m)
     return out
 
+
 @numba.njit(inline="always")
 def _sfc64_next(s):
     tmp = s[0] + s[1] + s[3]
@@ -85,9 +98,11 @@ def _sfc64_next(s):
     s[2] = ((s[2] << _u64(24)) | (s[2] >> _u64(40))) + tmp
     return tmp
 
+
 @numba.njit(inline="always")
 def _next_double(s):
     return np.float64(_sfc64_next(s) >> _u64(11)) * (1.0 / 9007199254740992.0)
+
 
 @numba.njit(cache=True)
 def _standard_normal(s):
@@ -114,11 +129,13 @@ def _standard_normal(s):
         elif (fi_double[idx - 1] - fi_double[idx]) * _next_double(s) + fi_double[idx] < np.exp(-0.5 * x * x):
             return x
 
+
 @numba.njit(cache=True)
 def _seed(key, s):
     s[0], s[1], s[2], s[3] = key[0], key[1], key[2], _u64(1)
     for _ in range(12):
         _sfc64_next(s)
+
 
 @numba.njit(cache=True)
 def noise(key, d, sigma):
@@ -210,7 +227,7 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma):
         left = p - (1 << h)
         for i in range(d):
             clean[p, i] = clean[left, i]
-        for s in range(t - (1 << (h - 1)), t):           # leaves t - 2**(h-1) + 1 .. t (0-based s)
+        for s in range(t - (1 << (h - 1)), t):  # leaves t - 2**(h-1) + 1 .. t (0-based s)
             row = 2 * s - _popcount(s)
             for i in range(d):
                 clean[p, i] += clean[row, i]

@@ -698,7 +698,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 25 (line 968): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 25 (line 972): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
@@ -765,7 +765,7 @@ def fold_rows(rows) -> np.ndarray:
     return acc
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 26 (line 1034): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 26 (line 1038): "4a. Randomness and arithmetic, pinned down" ---
 @dataclass(frozen=True)
 class PathCoupling:
     """What ``unlearn_leaf`` did (the tree's half of Algorithm 3).

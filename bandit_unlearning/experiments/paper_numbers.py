@@ -24,8 +24,8 @@ __all__ = [
     "paper_comparison_markdown",
 ]
 
-PRINTED_HALF_UNIT = 0.00005      # the paper prints four decimals
-COMPETITIVE_FACTOR = 1.25        # "competitive": within 25% of the best compared method
+PRINTED_HALF_UNIT = 0.00005  # the paper prints four decimals
+COMPETITIVE_FACTOR = 1.25  # "competitive": within 25% of the best compared method
 
 
 @dataclass(frozen=True)
@@ -51,26 +51,58 @@ class PaperStatement:
         check_choice(self.kind, "kind", ("value", "competitive"))
         check_instance(self.methods, tuple, "methods")
         if not self.methods or (self.kind == "competitive" and len(self.methods) < 2):
-            raise ValueError("methods must name the method (and, for 'competitive', what it is compared with)")
+            raise ValueError(
+                "methods must name the method (and, for 'competitive', what it is compared with)"
+            )
         if (self.paper_value is None) != (self.kind == "competitive"):
             raise ValueError("paper_value is given exactly for kind 'value'")
 
 
-_TABLE2_WHY = ("the paper does not state Table 2's k; with the project's k = N/2 Algorithm 2 still takes its "
-               "Gaussian branch in part of the replicates at N = 1200, and the k sweep of A8b section 4 finds "
-               "no k that gives both this entry and Algorithm 6's 0.0008 at N = 900")
+_TABLE2_WHY = (
+    "the paper does not state Table 2's k; with the project's k = N/2 Algorithm 2 still takes its "
+    "Gaussian branch in part of the replicates at N = 1200, and the k sweep of A8b section 4 finds "
+    "no k that gives both this entry and Algorithm 6's 0.0008 at N = 900"
+)
 PAPER_A_STATEMENTS = (
-    PaperStatement("table2-alg2-1200", "Table 2", "Algorithm 2 at N = 1200: 0", "table2", "Md-hard-N", 1200,
-                   ("Alg2",), "value", 0.0, _TABLE2_WHY),
-    PaperStatement("table2-alg6-900", "Table 2", "Algorithm 6 at N = 900: 0.0008", "table2", "Md-hard-N", 900,
-                   ("Alg6",), "value", 0.0008,
-                   "with k = N/2 the best arm keeps far more points than any other, so imitation never errs; "
-                   "0.0008 needs k of about 590-600 at N = 900 (A8b section 4)"),
-    PaperStatement("figure3-hard-2000", "Figure 3", "Algorithm 7 is consistently competitive (hard case, "
-                   "(N, gamma, k) = (2000, 0.5, 80), against Rollback and Gaussian)", "figure3", "Mf-hard-config",
-                   [2000, 0.5, 80], ("Alg7", "Rollback", "Gaussian"), "competitive", None,
-                   "the experiments' threshold 1.3 gamma0' = 0.52 exceeds gamma = 0.5, so Algorithm 7 noises the "
-                   "best arm and loses to Rollback by a factor of about two"),
+    PaperStatement(
+        "table2-alg2-1200",
+        "Table 2",
+        "Algorithm 2 at N = 1200: 0",
+        "table2",
+        "Md-hard-N",
+        1200,
+        ("Alg2",),
+        "value",
+        0.0,
+        _TABLE2_WHY,
+    ),
+    PaperStatement(
+        "table2-alg6-900",
+        "Table 2",
+        "Algorithm 6 at N = 900: 0.0008",
+        "table2",
+        "Md-hard-N",
+        900,
+        ("Alg6",),
+        "value",
+        0.0008,
+        "with k = N/2 the best arm keeps far more points than any other, so imitation never errs; "
+        "0.0008 needs k of about 590-600 at N = 900 (A8b section 4)",
+    ),
+    PaperStatement(
+        "figure3-hard-2000",
+        "Figure 3",
+        "Algorithm 7 is consistently competitive (hard case, "
+        "(N, gamma, k) = (2000, 0.5, 80), against Rollback and Gaussian)",
+        "figure3",
+        "Mf-hard-config",
+        [2000, 0.5, 80],
+        ("Alg7", "Rollback", "Gaussian"),
+        "competitive",
+        None,
+        "the experiments' threshold 1.3 gamma0' = 0.52 exceeds gamma = 0.5, so Algorithm 7 noises the "
+        "best arm and loses to Rollback by a factor of about two",
+    ),
 )
 
 
@@ -89,17 +121,25 @@ def statement_verdict(statement: PaperStatement, values: dict, stderr: dict) -> 
     main = float(values[statement.methods[0]])
     row = {"id": statement.id, "where": statement.where, "statement": statement.text}
     if statement.kind == "value":
-        assert statement.paper_value is not None          # a "value" statement always has one
+        assert statement.paper_value is not None  # a "value" statement always has one
         tol = 2 * float(stderr.get(statement.methods[0], 0.0)) + PRINTED_HALF_UNIT
         ok = abs(main - statement.paper_value) <= tol
-        row.update(paper=f"{statement.paper_value:g}", ours=f"{main:.4f}", tolerance=f"±{tol:.4f}",
-                   verdict="within tolerance" if ok else "differs")
+        row.update(
+            paper=f"{statement.paper_value:g}",
+            ours=f"{main:.4f}",
+            tolerance=f"±{tol:.4f}",
+            verdict="within tolerance" if ok else "differs",
+        )
     else:
         best = min(float(values[m]) for m in statement.methods[1:])
         ok = main <= COMPETITIVE_FACTOR * best
         others = ", ".join(f"{m} {float(values[m]):.4f}" for m in statement.methods[1:])
-        row.update(paper="competitive", ours=f"{statement.methods[0]} {main:.4f}; {others}",
-                   tolerance=f"<= {COMPETITIVE_FACTOR:g} x best", verdict="competitive" if ok else "differs")
+        row.update(
+            paper="competitive",
+            ours=f"{statement.methods[0]} {main:.4f}; {others}",
+            tolerance=f"<= {COMPETITIVE_FACTOR:g} x best",
+            verdict="competitive" if ok else "differs",
+        )
     row["why"] = "" if ok else statement.why
     return row
 
@@ -127,8 +167,18 @@ def compare_with_paper(results) -> list:
         res = by_name.get(st.experiment)
         panel = None if res is None else next((p for p in res["panels"] if p.get("id") == st.panel), None)
         if panel is None or st.x not in panel["x"] or any(m not in panel["methods"] for m in st.methods):
-            rows.append({"id": st.id, "where": st.where, "statement": st.text, "paper": "-", "ours": "-",
-                         "tolerance": "-", "verdict": "not run", "why": ""})
+            rows.append(
+                {
+                    "id": st.id,
+                    "where": st.where,
+                    "statement": st.text,
+                    "paper": "-",
+                    "ours": "-",
+                    "tolerance": "-",
+                    "verdict": "not run",
+                    "why": "",
+                }
+            )
             continue
         i = panel["x"].index(st.x)
         values = {m: panel["methods"][m][i] for m in st.methods}
@@ -145,15 +195,22 @@ def paper_comparison_markdown(results) -> str:
     rows = compare_with_paper(_check_results(results))
     if all(r["verdict"] == "not run" for r in rows):
         return ""
-    lines = ["## The paper's numbers beside ours (Paper A, Section 5)", "",
-             "The quantitative statements of Paper A's Section 5 that the project holds (not necessarily every "
-             "number of the paper), with the reproduced value from the result files in this folder and a "
-             f"verdict: a value is within tolerance when it lies within two standard errors plus "
-             f"{PRINTED_HALF_UNIT:g} (half a unit of the paper's last printed digit); 'competitive' means at most "
-             f"{COMPETITIVE_FACTOR:g} times the best compared method.", "",
-             "| where | statement | paper | ours | tolerance | verdict | why |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "## The paper's numbers beside ours (Paper A, Section 5)",
+        "",
+        "The quantitative statements of Paper A's Section 5 that the project holds (not necessarily every "
+        "number of the paper), with the reproduced value from the result files in this folder and a "
+        f"verdict: a value is within tolerance when it lies within two standard errors plus "
+        f"{PRINTED_HALF_UNIT:g} (half a unit of the paper's last printed digit); 'competitive' means at most "
+        f"{COMPETITIVE_FACTOR:g} times the best compared method.",
+        "",
+        "| where | statement | paper | ours | tolerance | verdict | why |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         scale = f" ({r['scale']} scale)" if r.get("scale") else ""
-        lines.append(f"| {r['where']} | {r['statement']} | {r['paper']} | {r['ours']}{scale} | {r['tolerance']} | "
-                     f"{r['verdict']} | {r['why']} |")
+        lines.append(
+            f"| {r['where']} | {r['statement']} | {r['paper']} | {r['ours']}{scale} | {r['tolerance']} | "
+            f"{r['verdict']} | {r['why']} |"
+        )
     return "\n".join(lines) + "\n\n"

@@ -48,7 +48,11 @@ class _Lines:
     def update(self) -> None:
         self.done += 1
         elapsed = time.perf_counter() - self.start
-        print(f"{self.desc}: {self.done}/{self.total} tasks done ({elapsed:.1f} s)", file=self.stream, flush=True)
+        print(
+            f"{self.desc}: {self.done}/{self.total} tasks done ({elapsed:.1f} s)",
+            file=self.stream,
+            flush=True,
+        )
 
     def close(self) -> None:
         pass
@@ -57,7 +61,7 @@ class _Lines:
 def _is_terminal(stream) -> bool:
     try:
         return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):      # no isatty, or a closed stream
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
         return False
 
 
@@ -127,7 +131,11 @@ def run_tasks(
                     bar.update()
             return results
         own = executor is None
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts) if executor is None else executor
+        pool = (
+            ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
+            if executor is None
+            else executor
+        )
         try:
             futures = {pool.submit(fn, task): i for i, task in enumerate(tasks)}
             results = [None] * len(tasks)
@@ -136,7 +144,7 @@ def run_tasks(
                 if bar is not None:
                     bar.update()
         except BaseException:
-            if own:                  # Ctrl-C or a failed task: stop the workers now, without waiting
+            if own:  # Ctrl-C or a failed task: stop the workers now, without waiting
                 for process in list((getattr(pool, "_processes", None) or {}).values()):
                     process.terminate()
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -176,7 +184,7 @@ def chunks(items: Iterable[Any], size: int) -> list[list[Any]]:
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
         raise TypeError(f"items must be iterable, got {type(items).__name__}")
     items = list(items)
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def use_executor(executor: Executor):
@@ -208,14 +216,18 @@ def _active(executor: Executor) -> Iterator[Executor]:
 
 
 _ADDRESS = re.compile(r"(?:tcp|tls|ws|wss|ucx)://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
-_SCHEDULER_RULE = ("'local' (one worker process per core), 'local:N' (N >= 1 worker processes) or a "
-                   "scheduler address PROTOCOL://HOST:PORT such as tcp://10.0.0.5:8786")
+_SCHEDULER_RULE = (
+    "'local' (one worker process per core), 'local:N' (N >= 1 worker processes) or a "
+    "scheduler address PROTOCOL://HOST:PORT such as tcp://10.0.0.5:8786"
+)
 
 
 def _parse_scheduler(scheduler) -> tuple[str, int | str]:
     """``("local", n_workers)`` or ``("address", address)``; TypeError / ValueError otherwise."""
     if not isinstance(scheduler, str):
-        raise TypeError(f"scheduler (--scheduler) must be a str: {_SCHEDULER_RULE}; got {type(scheduler).__name__}")
+        raise TypeError(
+            f"scheduler (--scheduler) must be a str: {_SCHEDULER_RULE}; got {type(scheduler).__name__}"
+        )
     if scheduler == "local":
         return "local", os.cpu_count() or 1
     local = re.fullmatch(r"local:(\d+)", scheduler)
@@ -268,14 +280,15 @@ def dask_executor(scheduler: str):
 def _dask(distributed, kind: str, value) -> Iterator[Executor]:
     if kind == "local":
         env = {name: os.environ[name] for name in _THREAD_VARIABLES if name in os.environ}
-        with distributed.LocalCluster(n_workers=value, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0", env=env) as cluster:   # any free port
+        with distributed.LocalCluster(
+            n_workers=value, threads_per_worker=1, processes=True, dashboard_address=":0", env=env
+        ) as cluster:  # any free port
             with distributed.Client(cluster) as client:
                 yield client.get_executor(pure=False)
     else:
         try:
             client = distributed.Client(value)
-        except OSError as err:                              # refused, timed out, unknown host
+        except OSError as err:  # refused, timed out, unknown host
             raise ConnectionError(f"scheduler (--scheduler) {value!r} could not be reached: {err}") from err
         with client:
             yield client.get_executor(pure=False)

@@ -17,16 +17,36 @@ if os.environ.get("ULP_JITTER"):
     import numpy as np
 
     _MULT = np.uint64((0x9E3779B97F4A7C15 + 2 * int(os.environ["ULP_JITTER"])) % 2**64 | 1)
-    _NAMES = ("exp", "log", "expm1", "log1p", "tanh", "log10", "log2", "exp2", "cbrt", "sinh", "cosh",
-              "arctan", "arcsinh", "power", "sin", "cos", "arctan2")
+    _NAMES = (
+        "exp",
+        "log",
+        "expm1",
+        "log1p",
+        "tanh",
+        "log10",
+        "log2",
+        "exp2",
+        "cbrt",
+        "sinh",
+        "cosh",
+        "arctan",
+        "arcsinh",
+        "power",
+        "sin",
+        "cos",
+        "arctan2",
+    )
 
     def _nudge(a):
         if isinstance(a, np.ndarray) and a.dtype == np.float64:
             with np.errstate(over="ignore"):
-                h = (a.view(np.uint64) * _MULT) >> np.uint64(62)           # 0: down, 1: up, else keep
+                h = (a.view(np.uint64) * _MULT) >> np.uint64(62)  # 0: down, 1: up, else keep
             movable = np.isfinite(a) & (a != 0)
-            a[...] = np.where(movable & (h == 1), np.nextafter(a, np.inf),
-                              np.where(movable & (h == 0), np.nextafter(a, -np.inf), a))
+            a[...] = np.where(
+                movable & (h == 1),
+                np.nextafter(a, np.inf),
+                np.where(movable & (h == 0), np.nextafter(a, -np.inf), a),
+            )
             return a
         if isinstance(a, np.float64):
             return _nudge(np.array([a]))[0]
@@ -36,6 +56,7 @@ if os.environ.get("ULP_JITTER"):
         def nudged(*args, **kwargs):
             out = ufunc(*args, **kwargs)
             return tuple(_nudge(o) for o in out) if isinstance(out, tuple) else _nudge(out)
+
         for attr in ("reduce", "accumulate", "outer", "at", "nin", "nout", "types", "identity", "__name__"):
             setattr(nudged, attr, getattr(ufunc, attr))
         return nudged
