@@ -125,11 +125,16 @@ def run_case(case: Case):
 # ------------------------------------------------------------------------------- the enumeration
 
 
+from bandit_unlearning.exact import accel as _accel  # noqa: E402
+
+
 def _modules():
     out = []
     for info in pkgutil.walk_packages(bandit_unlearning.__path__, "bandit_unlearning."):
         if info.name.rsplit(".", 1)[-1] == "__main__":
             continue
+        if info.name == "bandit_unlearning.exact.accel_kernels" and not _accel.available():
+            continue  # the optional compiled kernels: importable only with numba
         out.append(importlib.import_module(info.name))
     return out
 
@@ -199,6 +204,9 @@ EXEMPT: set = {
     "bandit_unlearning.secrecy.secrets_allowed",  # takes no argument: whether that context is active
     "bandit_unlearning.protocol.implementations",  # takes no argument: the registered (state, request) pairs
     "bandit_unlearning.kernel.BlankSeed",  # takes no argument: a seed sequence that holds nothing
+    "bandit_unlearning.exact.accel.available",  # takes no argument: whether numba is installed
+    "bandit_unlearning.exact.accel.enabled",  # takes no argument: whether the kernels are on
+    "bandit_unlearning.exact.accel.kernels",  # takes no argument: the kernel module or None
 }
 
 
@@ -221,6 +229,19 @@ UNCHECKED: set = {
     "bandit_unlearning.mab.unlearn.batch_scores_unchecked",
     "bandit_unlearning.mab.unlearn.unlearn_batch_unchecked",
 }
+if _accel.available():  # the optional compiled kernels (exact.accel_kernels): the trees check first
+    UNCHECKED |= {
+        f"bandit_unlearning.exact.accel_kernels.{name}"
+        for name in (
+            "add_noise",
+            "dense_append",
+            "dense_prefix",
+            "light_append",
+            "light_append_dense",
+            "node_keys",
+            "noise",
+        )
+    }
 
 
 def test_every_public_callable_has_a_case():
@@ -2568,6 +2589,8 @@ V("seconds_per_episode must", stable.TrainingCost, "x", 1, 8, 8, 4, 32, -1.0)
 
 # --- bandit_unlearning.exact.linucb
 from bandit_unlearning.exact import linucb  # noqa: E402
+
+T("flag must be a bool", _accel.set_enabled, 1)
 
 LCFG = linucb.LinUCBConfig(2, 2)
 LMODEL = linucb.initial_model(LCFG)

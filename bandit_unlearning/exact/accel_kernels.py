@@ -69,7 +69,7 @@ def _hash_words(raw, i, out, j, v, m):
 
 @numba.njit(cache=True)
 def node_keys(raw):
-    """The keys ``draw_node_keys`` makes from ``3 k`` raw generator words.
+    """Unchecked: The keys ``draw_node_keys`` makes from ``3 k`` raw generator words.
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ def _seed(key, s):
 
 @numba.njit(cache=True)
 def noise(key, d, sigma):
-    """``node_noise(key, d, sigma)`` for ``sigma > 0``.
+    """Unchecked: ``node_noise(key, d, sigma)`` for ``sigma > 0``.
 
     Parameters
     ----------
@@ -165,7 +165,7 @@ def noise(key, d, sigma):
 
 @numba.njit(cache=True)
 def add_noise(key, sigma, base, out):
-    """``out = base + node_noise(key, d, sigma)``, rounded as the reference rounds ``base + (z * sigma)``.
+    """Unchecked: ``out = base + node_noise(key, d, sigma)``, rounded as the reference rounds ``base + (z * sigma)``.
 
     Parameters
     ----------
@@ -197,7 +197,7 @@ def _popcount(s):
 
 @numba.njit(cache=True)
 def dense_append(raw, x, clean, noisy, first, k, t, sigma):
-    """``BinaryTree.append``'s arithmetic for leaf ``t``.
+    """Unchecked: ``BinaryTree.append``'s arithmetic for leaf ``t``.
 
     Parameters
     ----------
@@ -238,7 +238,7 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma):
 
 @numba.njit(cache=True)
 def dense_prefix(noisy, t):
-    """``BinaryTree.noisy_prefix_sum(t)`` for ``t >= 1``.
+    """Unchecked: ``BinaryTree.noisy_prefix_sum(t)`` for ``t >= 1``.
 
     Parameters
     ----------
@@ -271,7 +271,7 @@ def dense_prefix(noisy, t):
 
 @numba.njit(cache=True)
 def light_append(raw, idx, val, lo, hi, d, sigma, previous):
-    """``LightTree.append``'s arithmetic for a stored leaf.
+    """Unchecked: ``LightTree.append``'s arithmetic for a stored leaf.
 
     Parameters
     ----------
@@ -310,7 +310,7 @@ def light_append(raw, idx, val, lo, hi, d, sigma, previous):
 
 @numba.njit(cache=True)
 def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, previous):
-    """``LightTree.append`` of a finite dense float vector (the caller checked).
+    """Unchecked: ``LightTree.append`` of a finite dense float vector (the caller checked).
 
     Parameters
     ----------

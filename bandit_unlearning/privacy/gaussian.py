@@ -221,12 +221,16 @@ def _certified_gap(t: float, epsilon: float, target: float):
     log_phi_u = float(special.log_ndtr(u))
     log_delta = log_phi_u + math.log(-math.expm1(r))
     log_density = -0.5 * u * u - _LOG_SQRT_2PI
-    err = (4 * _ULP * (1 + abs(log_phi_u) + abs(log_delta)) + u_err * math.exp(log_density - log_phi_u)
+    # d ln Phi/du = phi(u)/Phi(u).  Far in the left tail (u < -1e6) the difference of the two logs is
+    # ~u^2 ulp off and can overflow; there the hazard bound phi(u)/Phi(u) <= (-u + sqrt(u^2 + 4)) / 2
+    # (Sampford 1953) is used instead: an upper bound, so the certificate stays sound.
+    mills = math.exp(log_density - log_phi_u) if u > -1e6 else (math.hypot(u, 2.0) - u) / 2
+    err = (4 * _ULP * (1 + abs(log_phi_u) + abs(log_delta)) + u_err * mills
            + r_err * math.exp(r) / -math.expm1(r))
     return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 10 (line 331): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 10 (line 335): "2. Derivation" ---
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     """The analytic Gaussian mechanism (Balle & Wang 2018): the smallest sigma with
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.
@@ -290,7 +294,7 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 12 (line 398): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 12 (line 402): "2. Derivation" ---
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 
