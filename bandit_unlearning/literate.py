@@ -103,6 +103,8 @@ class FieldView:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self
+        if self._attribute is None:  # used outside a class body: no name to read
+            raise AttributeError("a FieldView must be assigned in a class body (or given its attribute)")
         return getattr(obj, self._attribute)
 
     def __set__(self, obj: Any, value: Any) -> None:
