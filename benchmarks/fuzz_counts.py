@@ -11,6 +11,7 @@ a change), put it first on PYTHONPATH and point FUZZ_TESTS_DIR at a folder holdi
 ``PYTHONPATH=old/tree FUZZ_TESTS_DIR=old/tests FUZZ_LABEL="commit abc1234" python benchmarks/fuzz_counts.py out.json``.
 """
 
+import argparse
 import collections
 import json
 import os
@@ -61,8 +62,15 @@ def main(out: Path) -> dict:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "measured" / "fuzz_counts.json"
-    res = main(target)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "out",
+        nargs="?",
+        type=Path,
+        default=HERE / "measured" / "fuzz_counts.json",
+        help="where to write the JSON (default: benchmarks/measured/fuzz_counts.json)",
+    )
+    res = main(parser.parse_args().out)
     print(
         json.dumps(
             {k: res[k] for k in ("package", "callables", "valid_calls", "fuzzed_calls", "counts", "seconds")}

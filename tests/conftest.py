@@ -26,6 +26,8 @@ SIMD_INDEPENDENT = {
     "test_secrets_state.py",
     "test_private_imports.py",
     "test_runner.py",
+    # every benchmark script run with --help in a subprocess: usage printed, nothing written
+    "test_benchmarks_cli.py",
 }
 # Single tests of other files that check bytes and messages only: the model file's format (tamper
 # table, checksums, keys, sizes checked before allocation, sections read, temporary files), CSV labels
@@ -100,6 +102,7 @@ SLOW_FILES = {
     "test_cli_edges.py",
     "test_literate_sync.py",
     "test_portability.py",
+    "test_benchmarks_cli.py",
 }
 SLOW_FIXTURES = {"book", "tiny_book", "chromium"}
 SLOW_TESTS = {
