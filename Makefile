@@ -11,6 +11,11 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
+# Let Python keep its bytecode caches (__pycache__/, ignored by git) even where the environment asks it
+# not to write them (PYTHONDONTWRITEBYTECODE, set in some containers): without them every notebook's
+# kernel and every subprocess compiles the package from source again, and pytest rewrites the asserts
+# of every test file at each run (collection: 5.7 -> 2.8 CPU-seconds per process, measured).
+unexport PYTHONDONTWRITEBYTECODE
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
