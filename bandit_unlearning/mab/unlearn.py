@@ -81,7 +81,7 @@ from bandit_unlearning.privacy.gaussian import (
 from bandit_unlearning.protocol import register_unlearn
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 204): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 203): "3. Implementation: one entry point, plans per source arm" ---
 UNLEARN_METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
@@ -96,7 +96,7 @@ def _choice(name: str, value, allowed: tuple) -> str:
     return check_choice(value, name, allowed)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 270): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 269): "3. Implementation: one entry point, plans per source arm" ---
 @functools.lru_cache(maxsize=1024)
 def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
@@ -124,7 +124,7 @@ def _check_mixing_parameters(options) -> None:
                          f"not of method={options.method!r}")
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 303): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 302): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
@@ -198,7 +198,7 @@ class UnlearnOptions:
                 "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
                 "(epsilon, delta) to reproduce the paper without a privacy claim")
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 383): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 382): "3. Implementation: one entry point, plans per source arm" ---
     def replace(self, **changes) -> "UnlearnOptions":
         """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
         (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
@@ -264,7 +264,7 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 468): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 467): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
@@ -347,7 +347,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 555): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 554): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``).
@@ -371,7 +371,7 @@ def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     return base * options.threshold_scale
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 583): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 582): "3. Implementation: one entry point, plans per source arm" ---
 def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, log_term: float,
                      options: UnlearnOptions) -> tuple:
     """One source arm's ``(arm, k, n, k_rb, delta_f, reason, note)`` under ``plan_unlearning``'s rules
@@ -403,7 +403,7 @@ def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, 
     return (int(a), k, n, k_rb, delta_f, reason, note)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 620): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 619): "3. Implementation: one entry point, plans per source arm" ---
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
     """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``
     (read only by the paper's rules, ``options.reference="conditional"``), the counts ``N(a)`` of D, the
@@ -472,7 +472,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 692): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 691): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
@@ -519,7 +519,7 @@ class UnlearnResult:
     calibration_proven = property(lambda self: self.options.calibration_proven)
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 744): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 743): "3. Implementation: one entry point, plans per source arm" ---
     @property
     def source_arms(self) -> tuple:
         return tuple(p.arm for p in self.plans)
@@ -586,32 +586,24 @@ class UnlearnResult:
         return float(_joint_sensitivity(noised))
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 841): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 840): "3. Implementation: one entry point, plans per source arm" ---
 def check_options(options) -> UnlearnOptions:
-    """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
-    ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
+    """The options of one call of ``unlearn``, ``reference``, ``output_distributions`` or ``unlearn_batch``:
+    an ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused.
+
+    Parameters
+    ----------
+    options : UnlearnOptions
+        What the caller passed as ``options=``.
+
+    Returns
+    -------
+    UnlearnOptions
+        ``options`` itself (already validated when it was built).
+    """
     if options is None:
         raise TypeError("options must be an UnlearnOptions, e.g. options=UnlearnOptions(method='rollback'), got None")
     return check_instance(options, UnlearnOptions, "options")
-
-
-def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
-    """The options of one call of ``unlearn_batch``: ``options=UnlearnOptions(...)``, or ``method`` and the
-    fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
-    or neither, is refused; so is a keyword that is not a field."""
-    unknown = sorted(set(settings) - set(UnlearnOptions.__dataclass_fields__) - {"method"})
-    if unknown:
-        raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
-    if options is None:
-        if method is None:
-            raise TypeError("give method (with its keywords) or options=UnlearnOptions(...)")
-        return UnlearnOptions(method=method, **settings)
-    check_instance(options, UnlearnOptions, "options")
-    if method is not None or settings:
-        given = ["method"] * (method is not None) + sorted(settings)
-        raise ValueError(f"give either options=UnlearnOptions(...) or method and its keywords, not both "
-                         f"(got options and {given})")
-    return options
 
 
 def _check_call(state, request, rng):
@@ -653,7 +645,7 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
     return scores
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 911): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 902): "3. Implementation: one entry point, plans per source arm" ---
 @register_unlearn(LCBState, DeletionRequest)
 def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
                  rng: np.random.Generator | int | None = None) -> tuple:
@@ -948,19 +940,19 @@ def _check_batch_options(options, world, src, ks, s, tol, n_a, single, rng, z, r
 
 
 # --- from notebooks/mab/03b_output_distributions.py, cell 14 (line 331): "2. The mechanism on many replicates at once" ---
-def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
-                  options: UnlearnOptions | None = None, world: str = "unlearned",
-                  rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):
+def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, *, options: UnlearnOptions | None = None,
+                  world: str = "unlearned", rng: np.random.Generator | int | None = None, z=None, rolled_sums=None):
     """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``: the conditional reference,
     given ``learner_arm = pi(D)``; ``world="literal"``: the literal reference, given ``pi(D \\ U)``) on ``R``
-    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``,
+    the one way to give the method and its settings, as for ``unlearn``.
 
     Data: ``counts``, ``reward_sums`` of shape ``(R, m)``: the statistics of D (as ``sample_statistics_*``
     return them); ``tau``: the training-time confidence level (shared).
     Request: single-source -- ``arm`` an int, ``k`` an int, ``deleted_sums`` shape ``(R,)`` (the reward
     sum of the k deleted points of replicate r); multi-source -- ``arm`` a sequence of ``l`` distinct
     arms, ``k`` an int (the same for every source arm) or a sequence of ``l`` ints, ``deleted_sums``
-    shape ``(R, l)`` (column i for ``arm[i]``).  ``method``: as in ``unlearn`` ("adaptive" =
+    shape ``(R, l)`` (column i for ``arm[i]``).  ``options.method``: as in ``unlearn`` ("adaptive" =
     Algorithm 2, or Algorithm 7 for several arms; "gaussian"; "rollback"; "mixing", single-source,
     with ``k_prime`` or ``eta``).
     Mixing: ``rolled_sums`` shape ``(R,)`` is the reward sum of the ``k'`` rolled-back points ``U'`` of
@@ -992,10 +984,8 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
         Deleted points per source arm.
     deleted_sums : array_like (R,) or (R, l)
         Reward sums of the deleted points.
-    method : str or None
-        With keyword fields of ``UnlearnOptions``: the convenience form of ``options``.
-    options : UnlearnOptions or None
-        The options (not together with ``method``).
+    options : UnlearnOptions
+        The method and its settings (``None``, the default, is refused with a TypeError).
     world : str
         ``"unlearned"``, ``"reference"`` or ``"literal"``.
     rng : numpy.random.Generator, int or None
@@ -1010,7 +1000,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     tuple of numpy.ndarray
         ``(arms, noised, sigma)`` as described above.
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     _choice("world", world, ("unlearned", "reference", "literal"))
     counts, sums, tau, single, src, ks, s, tol = _check_batch_data(counts, reward_sums, tau, arm, k, deleted_sums)
     rng, z, rolled_sums = _check_batch_options(options, world, src, ks, s, tol, counts[:, src], single, rng, z,
@@ -1021,7 +1011,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     return out, noised, sigma
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 16 (line 411): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 16 (line 409): "2. The mechanism on many replicates at once" ---
 def _lcb_scores_unchecked(counts, sums, log_term: float):
     """``lcb_scores(counts, sums, tau)[2]`` for validated int ``counts`` and float ``sums``, ``L = ln(m/tau)``."""
     counts = counts.astype(float)
@@ -1047,7 +1037,7 @@ def _noise_sensitivity_unchecked(n, k, k_rollback, log_term: float, rule: str):
     return np.where(k < n, partial, np.maximum(np.abs(1 - b), np.abs(2 - b)))
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 18 (line 443): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 18 (line 441): "2. The mechanism on many replicates at once" ---
 def _batch_rollback_counts(options, n_a, ks, is_learner, log_term):
     """Step 1 of ``unlearn_batch_unchecked``: ``k_rb`` of shape ``(R, l)``, the rolled-back count per
     replicate and source arm (``k_rb < k``: the arm is noised)."""
@@ -1072,7 +1062,7 @@ def _batch_rollback_counts(options, n_a, ks, is_learner, log_term):
     return k_rb
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 20 (line 475): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 20 (line 473): "2. The mechanism on many replicates at once" ---
 def _batch_sigmas(options, n_a, ks, k_rb, src, log_term):
     """Step 2 of ``unlearn_batch_unchecked``: ``sigma`` of shape ``(R, l)`` (0 where not noised)."""
     noised = k_rb < ks
@@ -1091,7 +1081,7 @@ def _batch_sigmas(options, n_a, ks, k_rb, src, log_term):
     return sigma
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 22 (line 501): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 22 (line 499): "2. The mechanism on many replicates at once" ---
 def batch_scores_unchecked(counts, sums, tau, src, ks, deleted):
     """Unchecked: the LCB scores ``(f(D), f(D \\ U))``, both ``(R, m)``, that ``unlearn_batch_unchecked`` uses.
 
@@ -1112,7 +1102,7 @@ def batch_scores_unchecked(counts, sums, tau, src, ks, deleted):
     return _lcb_scores_unchecked(counts, sums, log_term), _lcb_scores_unchecked(counts_du, sums_du, log_term)
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 23 (line 521): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 23 (line 519): "2. The mechanism on many replicates at once" ---
 def unlearn_batch_unchecked(counts, sums, tau, src, ks, deleted, options, world, rng, z=None, rolled_sums=None,
                             scores=None):
     """Unchecked ``unlearn_batch`` on validated arrays: the engine's inner call (chapter A8a).
@@ -1231,7 +1221,7 @@ def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_
     return lcb_scores(counts, sums, state.tau)[2]
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 10 (line 283): "5. Exact distributions when several arms are noised" ---
+# --- from notebooks/mab/07_multi_source.py, cell 10 (line 284): "5. Exact distributions when several arms are noised" ---
 SQRT_2PI = math.sqrt(2 * math.pi)
 
 
@@ -1308,7 +1298,7 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     return out / out.sum()
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 13 (line 433): "5b. Noise on several arms is one mechanism" ---
+# --- from notebooks/mab/07_multi_source.py, cell 13 (line 434): "5b. Noise on several arms is one mechanism" ---
 def _joint_sensitivity(delta_fs):
     """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
     that the scalar and the batched paths give the same bits."""

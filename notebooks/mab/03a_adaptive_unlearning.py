@@ -197,9 +197,8 @@ def rollback_branch_bound(n_a0, k, log_term):
 # baselines do, or `"mixing"`), the privacy level ($\gamma$, or $(\varepsilon, \delta)$), the
 # threshold rule, the calibration and the sensitivity rule (errata E1–E3 above), and mixing's $k'$ or
 # $\eta$.  It is validated when it is built, and every entry point — `unlearn`, `reference`,
-# `output_distributions` (A3b) — takes it one way, `options=UnlearnOptions(...)`.  (The vectorised
-# `unlearn_batch` of A3b, a research tool over replicates rather than a deletion, also accepts the
-# method and the same field names as keywords, which build one.)
+# `output_distributions` and the vectorised `unlearn_batch` (A3b) — takes it one way,
+# `options=UnlearnOptions(...)`; a method or a field passed as a keyword of its own is refused.
 
 # %% tags=["export"]
 """Unlearning for the LCB learner behind one entry point (Paper A, Sections 3.2-3.3 and Appendix A).
@@ -840,30 +839,22 @@ def delta_f(self) -> float:
 
 # %% tags=["export"]
 def check_options(options) -> UnlearnOptions:
-    """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
-    ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
+    """The options of one call of ``unlearn``, ``reference``, ``output_distributions`` or ``unlearn_batch``:
+    an ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused.
+
+    Parameters
+    ----------
+    options : UnlearnOptions
+        What the caller passed as ``options=``.
+
+    Returns
+    -------
+    UnlearnOptions
+        ``options`` itself (already validated when it was built).
+    """
     if options is None:
         raise TypeError("options must be an UnlearnOptions, e.g. options=UnlearnOptions(method='rollback'), got None")
     return check_instance(options, UnlearnOptions, "options")
-
-
-def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
-    """The options of one call of ``unlearn_batch``: ``options=UnlearnOptions(...)``, or ``method`` and the
-    fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
-    or neither, is refused; so is a keyword that is not a field."""
-    unknown = sorted(set(settings) - set(UnlearnOptions.__dataclass_fields__) - {"method"})
-    if unknown:
-        raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
-    if options is None:
-        if method is None:
-            raise TypeError("give method (with its keywords) or options=UnlearnOptions(...)")
-        return UnlearnOptions(method=method, **settings)
-    check_instance(options, UnlearnOptions, "options")
-    if method is not None or settings:
-        given = ["method"] * (method is not None) + sorted(settings)
-        raise ValueError(f"give either options=UnlearnOptions(...) or method and its keywords, not both "
-                         f"(got options and {given})")
-    return options
 
 
 def _check_call(state, request, rng):
