@@ -137,13 +137,26 @@ MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distr
 
 def subset_sum_distribution(values, size: int):
     """Exact distribution of the sum of a uniformly random subset of ``size`` of the numbers ``values``
-    (drawn without replacement; the rolled-back subset ``U'`` of mixing).  Returns ``(sums, probs)``,
-    sums increasing, probabilities summing to 1.
+    (drawn without replacement; the rolled-back subset ``U'`` of mixing).
 
     0/1 values: the number of ones is hypergeometric(ones, zeros, size).  General values: a
     multivariate hypergeometric over the distinct values, enumerated exactly (integer weights
     ``prod_v C(c_v, j_v)`` over ``C(k, size)``) and merged by sum (to 1e-10); refused with a
     ValueError if the enumeration would exceed ``MAX_SUBSET_SUMS`` states.
+
+    Parameters
+    ----------
+    values : array_like of float
+        The ``k`` numbers (the deleted rewards), flattened.
+    size : int
+        How many of them the subset holds, in ``[0, k]``.
+
+    Returns
+    -------
+    sums : numpy.ndarray
+        The distinct subset sums, increasing.
+    probs : numpy.ndarray
+        Their probabilities, summing to 1.
     """
     values = check_real_array(values, "values").ravel()
     k = values.size
