@@ -792,8 +792,7 @@ _B = dict(
     arm=0,
     k=5,
     deleted_sums=np.array([2.0, 3.0, 1.0]),
-    method="adaptive",
-    gamma=0.5,
+    options=ul.UnlearnOptions(method="adaptive", gamma=0.5),
     rng=RNG,
 )
 V("reward_sums must be finite", ul.unlearn_batch, **(_B | dict(reward_sums=np.array([[NAN, 5.0]] * 3))))
@@ -838,18 +837,37 @@ V("rolled_sums only applies to method='mixing'", ul.unlearn_batch, **(_B | dict(
 V(
     "rolled_sums must be sums of k'",
     ul.unlearn_batch,
-    **(_B | dict(method="mixing", k_prime=2, rolled_sums=np.array([2.0, 3.0, 1.0]))),
+    **(
+        _B
+        | dict(
+            options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=2), rolled_sums=np.array([2.0, 3.0, 1.0])
+        )
+    ),
 )
 V(
     "needs 0/1 rewards",
     ul.unlearn_batch,
-    **(_B | dict(method="mixing", k_prime=2, deleted_sums=np.array([2.5, 3, 1]))),
+    **(
+        _B
+        | dict(options=ul.UnlearnOptions("mixing", gamma=0.5, k_prime=2), deleted_sums=np.array([2.5, 3, 1]))
+    ),
 )
 V(
     "Lemma A.1",
     ul.unlearn_batch,
-    **(_B | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian", fallback="refuse")),
+    **(
+        _B
+        | dict(
+            k=18,
+            deleted_sums=np.array([9.0, 9, 9]),
+            options=ul.UnlearnOptions("gaussian", gamma=0.5, fallback="refuse"),
+        )
+    ),
 )
+T("options must be an UnlearnOptions", ul.unlearn_batch, **(_B | dict(options=None)))
+T("options must be an UnlearnOptions", ul.unlearn_batch, **(_B | dict(options="adaptive")))
+T("unexpected keyword argument 'method'", ul.unlearn_batch, **(_B | dict(method="adaptive")))
+T("unexpected keyword argument 'gamma'", ul.unlearn_batch, **(_B | dict(gamma=0.5)))
 
 
 # --- bandit_unlearning.mab.lower_bounds

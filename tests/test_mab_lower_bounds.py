@@ -33,7 +33,7 @@ from bandit_unlearning.mab.lower_bounds import (
     small_cstar_pair,
 )
 from bandit_unlearning.mab.mechanisms import DeletionRequest
-from bandit_unlearning.mab.unlearn import unlearn_batch
+from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
 from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 
@@ -365,7 +365,9 @@ def test_statistics_are_consistent_and_feed_unlearn_batch(kind, instance, seed):
     assert np.all(counts.sum(axis=1) == pair.n) and np.all(counts[:, 0] >= pair.k)
     assert np.all((sums >= 0) & (sums <= counts)) and np.all(deleted <= np.minimum(pair.k, sums[:, 0]))
     assert np.all(sums[:, 0] - deleted <= counts[:, 0] - pair.k)
-    arms, _, _ = unlearn_batch(counts, sums, 1 / pair.n, 0, pair.k, deleted, "rollback", rng=rng)
+    arms, _, _ = unlearn_batch(
+        counts, sums, 1 / pair.n, 0, pair.k, deleted, options=UnlearnOptions(method="rollback"), rng=rng
+    )
     assert set(np.unique(arms)) <= {0, 1}
 
 

@@ -197,7 +197,15 @@ def test_mixture_matches_the_mechanism():
     c, s = np.tile(state.counts, (n, 1)), np.tile(state.reward_sums, (n, 1))
     for world, p in (("unlearned", p_u), ("reference", p_r)):
         arms, noised, _ = unlearn_batch(
-            c, s, state.tau, 0, 20, np.full(n, 10.0), "mixing", world=world, gamma=0.02, k_prime=10, rng=rng
+            c,
+            s,
+            state.tau,
+            0,
+            20,
+            np.full(n, 10.0),
+            options=UnlearnOptions(method="mixing", gamma=0.02, k_prime=10),
+            world=world,
+            rng=rng,
         )
         assert noised.all()
         assert np.all(np.abs(np.bincount(arms, minlength=2) / n - p) <= t)
@@ -261,10 +269,8 @@ def test_batch_equals_scalar_oracle(n0, n1, k, eta, gamma, seed, world, data):
             0,
             k,
             np.array([float(ones)]),
-            "mixing",
+            options=UnlearnOptions(method="mixing", gamma=gamma, eta=eta),
             world=world,
-            gamma=gamma,
-            eta=eta,
             rolled_sums=np.array([rolled]),
             z=np.array([z]),
         )
@@ -310,41 +316,40 @@ def test_batch_mixing_bad_input_and_no_mutation():
         0,
         20,
         ds,
-        "mixing",
-        gamma=0.5,
-        k_prime=10,
+        options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=10),
         rolled_sums=rs,
         rng=np.random.default_rng(0),
     )
     for a, b in zip(copies, (counts, sums, ds, rs)):
         np.testing.assert_array_equal(a, b)
-    good = dict(
-        counts=counts, reward_sums=sums, tau=1 / 80, arm=0, k=20, deleted_sums=ds, method="mixing", gamma=0.5
-    )
+    good = dict(counts=counts, reward_sums=sums, tau=1 / 80, arm=0, k=20, deleted_sums=ds)
     rng = np.random.default_rng(0)
     before = rng.bit_generator.state
-    for bad, match in (
-        (dict(k_prime=21), "k_prime"),
-        (dict(eta=1.2), "eta"),
-        (dict(k_prime=3, eta=0.5), "exactly one"),
-        (dict(), "exactly one"),
-        (dict(k_prime=10, rolled_sums=rs[:2]), "rolled_sums"),
-        (dict(k_prime=10, rolled_sums=np.array([11.0, 5, 5])), "rolled_sums"),
-        (dict(k_prime=10, rolled_sums=np.array([-1.0, 5, 5])), "rolled_sums"),
-        (dict(k_prime=15, rolled_sums=np.array([4.0, 5, 5])), "rolled_sums"),  # 10 - 4 > 20 - 15
-        (dict(k_prime=10, deleted_sums=np.array([9.5, 10, 9])), "0/1 rewards"),
+    for fields, data, match in (  # the options' fields beside gamma, the data's changes, the error
+        (dict(k_prime=21), dict(), "k_prime"),
+        (dict(eta=1.2), dict(), "eta"),
+        (dict(k_prime=3, eta=0.5), dict(), "exactly one"),
+        (dict(), dict(), "exactly one"),
+        (dict(k_prime=10), dict(rolled_sums=rs[:2]), "rolled_sums"),
+        (dict(k_prime=10), dict(rolled_sums=np.array([11.0, 5, 5])), "rolled_sums"),
+        (dict(k_prime=10), dict(rolled_sums=np.array([-1.0, 5, 5])), "rolled_sums"),
+        (dict(k_prime=15), dict(rolled_sums=np.array([4.0, 5, 5])), "rolled_sums"),  # 10 - 4 > 20 - 15
+        (dict(k_prime=10), dict(deleted_sums=np.array([9.5, 10, 9])), "0/1 rewards"),
         (
-            dict(k_prime=10, arm=[0, 1], deleted_sums=np.full((3, 2), 10.0), fallback="refuse"),
+            dict(k_prime=10, fallback="refuse"),
+            dict(arm=[0, 1], deleted_sums=np.full((3, 2), 10.0)),
             "single-source",
         ),
     ):
         with pytest.raises(ValueError, match=match):
-            unlearn_batch(**(good | bad), rng=rng)
+            options = UnlearnOptions(method="mixing", gamma=0.5, **fields)
+            unlearn_batch(**(good | data), options=options, rng=rng)
     with pytest.raises(ValueError, match="rolled_sums only"):
-        unlearn_batch(**(good | dict(method="adaptive", rolled_sums=rs)), rng=rng)
+        unlearn_batch(**good, options=UnlearnOptions(method="adaptive", gamma=0.5), rolled_sums=rs, rng=rng)
     with pytest.raises(ValueError, match="Lemma A.1"):  # 35 of 40 deleted, k' = 5: 30 of 35 fails A.1
         unlearn_batch(
-            **(good | dict(k=35, deleted_sums=np.array([20.0, 20, 20]), k_prime=5, fallback="refuse")),
+            **(good | dict(k=35, deleted_sums=np.array([20.0, 20, 20]))),
+            options=UnlearnOptions(method="mixing", gamma=0.5, k_prime=5, fallback="refuse"),
             rng=rng,
         )
     assert rng.bit_generator.state == before

@@ -194,9 +194,10 @@ def test_batch_single_arm_as_sequence_equals_single_source_call():
     z = rng.standard_normal(reps)
     for method, kw in (("adaptive", dict(gamma=0.7)), ("gaussian", dict(gamma=0.3)), ("rollback", {})):
         for world in ("unlearned", "reference"):
-            a1, n1, s1 = unlearn_batch(counts, sums, 1 / 180, 0, 8, ds, method, world=world, z=z, **kw)
+            options = UnlearnOptions(method=method, **kw)
+            a1, n1, s1 = unlearn_batch(counts, sums, 1 / 180, 0, 8, ds, options=options, world=world, z=z)
             a2, n2, s2 = unlearn_batch(
-                counts, sums, 1 / 180, [0], [8], ds[:, None], method, world=world, z=z[:, None], **kw
+                counts, sums, 1 / 180, [0], [8], ds[:, None], options=options, world=world, z=z[:, None]
             )
             assert a1.shape == (reps,) and n2.shape == (reps, 1)
             np.testing.assert_array_equal(a1, a2)
@@ -241,10 +242,9 @@ def test_batch_multi_equals_scalar(n0, n1, k0, k1, option, seed, world, data):
         [0, 1],
         [k0, k1],
         np.array([[d0, d1]], dtype=float),
-        method,
+        options=UnlearnOptions(method=method, **opts),
         world=world,
         z=z[None],
-        **opts,
     )
     g = np.random.default_rng(seed)
     if noised[0, 1] and not noised[0, 0]:
@@ -307,9 +307,8 @@ def test_gaussian_multi_source_distributions_match_the_mechanism():
             [0, 1],
             20,
             np.tile([20.0, 0.0], (n, 1)),
-            "gaussian",
+            options=UnlearnOptions(method="gaussian", gamma=0.5),
             world=world,
-            gamma=0.5,
             rng=rng,
         )
         assert noised.all()
@@ -374,9 +373,8 @@ def test_gaussian_on_several_arms_is_calibrated_to_the_joint_shift(l, calibratio
             list(range(l)),
             20,
             np.full((3, l), 20.0),
-            "gaussian",
+            options=UnlearnOptions(method="gaussian", **kw),
             z=np.zeros((3, l)),
-            **kw,
         )
         assert noised.all() and np.all(sigma == res.sigma)
 
@@ -402,9 +400,8 @@ def test_joint_calibration_in_the_batch_matches_the_scalar_path_bit_for_bit():
             order,
             ks,
             ds,
-            "gaussian",
+            options=UnlearnOptions(method="gaussian", **kw),
             z=np.zeros((1, 3)),
-            **kw,
         )
         assert noised.all() and np.all(sigma == res.sigma)
 
@@ -424,8 +421,7 @@ def test_gamma_alone_keeps_the_papers_per_arm_baseline():
         [0, 1],
         [7, 3],
         np.array([[7.0, 3.0]]),
-        "gaussian",
-        gamma=0.4,
+        options=UnlearnOptions(method="gaussian", gamma=0.4),
         z=np.zeros((1, 2)),
     )
     assert list(sigma[0]) == [p.sigma for p in res.plans]
@@ -450,10 +446,8 @@ def test_joint_calibration_minds_lemma_a1_for_every_arm():
             [0, 1],
             [85, 5],
             np.array([[50.0, 0.0]]),
-            "gaussian",
+            options=UnlearnOptions(method="gaussian", fallback="refuse", **kw),
             z=np.zeros((1, 2)),
-            fallback="refuse",
-            **kw,
         )
     # by default the arm whose condition fails is rolled back, the other noised alone (scalar == batch)
     fb = unlearn(STATE, big, options=UnlearnOptions(method="gaussian", **kw), rng=np.random.default_rng(0))[1]
@@ -466,9 +460,8 @@ def test_joint_calibration_minds_lemma_a1_for_every_arm():
         [0, 1],
         [85, 5],
         np.array([[50.0, 0.0]]),
-        "gaussian",
+        options=UnlearnOptions(method="gaussian", **kw),
         z=np.zeros((1, 2)),
-        **kw,
     )
     assert noised.tolist() == [[False, True]]
     ex = unlearn(
@@ -562,8 +555,7 @@ def test_batch_bad_source_arms():
         arm=[0, 1],
         k=20,
         deleted_sums=np.tile([10.0, 5.0], (4, 1)),
-        method="adaptive",
-        gamma=0.5,
+        options=UnlearnOptions(method="adaptive", gamma=0.5),
     )
     rng = np.random.default_rng(0)
     before = rng.bit_generator.state
@@ -584,7 +576,7 @@ def test_batch_bad_source_arms():
                 reward_sums=np.tile([60.0, 5.0, 40.0], (4, 1)),
                 k=[30, 5],
                 deleted_sums=np.tile([30.0, 0.0], (4, 1)),
-                fallback="refuse",
+                options=UnlearnOptions(method="adaptive", gamma=0.5, fallback="refuse"),
             ),
             "k_max <= N_min",
         ),
@@ -653,8 +645,7 @@ def test_fallback_rolls_back_what_cannot_be_certified_scalar_equals_batch():
         [0, 1],
         [30, 5],
         np.array([[30.0, 0.0]]),
-        "adaptive",
-        gamma=0.5,
+        options=UnlearnOptions(method="adaptive", gamma=0.5),
         z=np.zeros((1, 2)),
     )
     assert not noised.any() and arms[0] == r.arm

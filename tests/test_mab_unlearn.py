@@ -331,9 +331,8 @@ def test_output_distributions_match_the_mechanism():
             0,
             20,
             np.full(n, 12.0),
-            "adaptive",
+            options=UnlearnOptions(method="adaptive", gamma=g),
             world=world,
-            gamma=g,
             rng=rng,
         )
         assert noised.all()
@@ -423,10 +422,9 @@ def test_batch_equals_scalar_oracle(arms, arm, k, frac, option, seed, world):
             arm,
             k,
             np.array([float(s)]),
-            method,
+            options=UnlearnOptions(method=method, **opts),
             world=world,
             z=np.array([z]),
-            **opts,
         )
     except ValueError as err:  # e.g. 3k/2N where Lemma A.1 fails: both refuse alike
         assert "Lemma A.1" in str(err)
@@ -441,10 +439,11 @@ def test_batch_does_not_modify_inputs_and_refuses_bad_input():
     counts, sums = np.array([[20, 20]] * 3), np.array([[10.0, 5.0]] * 3)
     ds = np.array([2.0, 3.0, 1.0])
     copies = (counts.copy(), sums.copy(), ds.copy())
-    unlearn_batch(counts, sums, 0.025, 0, 5, ds, "adaptive", gamma=0.5, rng=np.random.default_rng(0))
+    alg2 = UnlearnOptions(method="adaptive", gamma=0.5)
+    unlearn_batch(counts, sums, 0.025, 0, 5, ds, options=alg2, rng=np.random.default_rng(0))
     for a, b in zip(copies, (counts, sums, ds)):
         np.testing.assert_array_equal(a, b)
-    good = dict(counts=counts, reward_sums=sums, tau=0.025, arm=0, k=5, deleted_sums=ds, method="adaptive")
+    good = dict(counts=counts, reward_sums=sums, tau=0.025, arm=0, k=5, deleted_sums=ds, options=alg2)
     for bad, err in (
         (dict(k=21), ValueError),
         (dict(arm=2), ValueError),
@@ -452,30 +451,60 @@ def test_batch_does_not_modify_inputs_and_refuses_bad_input():
         (dict(deleted_sums=np.array([6.0, 1, 1])), ValueError),
         (dict(reward_sums=sums[:, :1]), ValueError),
         (dict(tau=1.5), ValueError),
-        (dict(method="mixing"), ValueError),
+        (
+            dict(
+                options=UnlearnOptions(method="mixing", k_prime=2, gamma=0.5, fallback="refuse"),
+                arm=[0, 1],
+                deleted_sums=np.array([[2.0, 1.0]] * 3),
+            ),
+            ValueError,
+        ),
     ):
         with pytest.raises(err):
-            unlearn_batch(**(good | bad), gamma=0.5, rng=np.random.default_rng(0))
+            unlearn_batch(**(good | bad), rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="world"):
-        unlearn_batch(**good, gamma=0.5, rng=np.random.default_rng(0), world="other")
+        unlearn_batch(**good, rng=np.random.default_rng(0), world="other")
     with pytest.raises(TypeError, match="rng"):
-        unlearn_batch(**good, gamma=0.5, rng="0")
-    unlearn_batch(**good, gamma=0.5)  # rng=None: a fresh generator from OS entropy
+        unlearn_batch(**good, rng="0")
+    unlearn_batch(**good)  # rng=None: a fresh generator from OS entropy
     with pytest.raises(ValueError):
-        unlearn_batch(**good, gamma=0.5, z=np.zeros(2))
+        unlearn_batch(**good, z=np.zeros(2))
+    gauss = dict(k=18, deleted_sums=np.array([9.0, 9, 9]))
     with pytest.raises(ValueError, match="Lemma A.1"):
         unlearn_batch(
-            **(good | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")),
-            gamma=0.5,
-            fallback="refuse",
+            **(good | gauss | dict(options=UnlearnOptions(method="gaussian", gamma=0.5, fallback="refuse"))),
             rng=np.random.default_rng(0),
         )
     _, noised, _ = unlearn_batch(
-        **(good | dict(k=18, deleted_sums=np.array([9.0, 9, 9]), method="gaussian")),
-        gamma=0.5,
+        **(good | gauss | dict(options=UnlearnOptions(method="gaussian", gamma=0.5))),
         rng=np.random.default_rng(0),
     )  # default: rolled back
     assert not noised.any()
+
+
+def test_batch_takes_its_options_one_way():
+    """The method and its settings go in ``options=UnlearnOptions(...)`` and nowhere else, as for ``unlearn``:
+    the old convenience forms (a method positional or by keyword, loose option fields) are TypeErrors, and
+    so are no options at all; nothing is drawn before the refusal."""
+    counts, sums, ds = np.array([[20, 20]] * 3), np.array([[10.0, 5.0]] * 3), np.array([2.0, 3.0, 1.0])
+    data = (counts, sums, 0.025, 0, 5, ds)
+    rng = np.random.default_rng(0)
+    before = rng.bit_generator.state
+    for call, match in (
+        (lambda: unlearn_batch(*data, method="adaptive", gamma=0.5, rng=rng), "method"),
+        (lambda: unlearn_batch(*data, "adaptive", rng=rng), "positional"),
+        (
+            lambda: unlearn_batch(*data, options=UnlearnOptions("adaptive", gamma=0.5), gamma=0.5, rng=rng),
+            "gamma",
+        ),
+        (lambda: unlearn_batch(*data, rng=rng), "options must be an UnlearnOptions"),
+        (lambda: unlearn_batch(*data, options="adaptive", rng=rng), "options must be"),
+    ):
+        with pytest.raises(TypeError, match=match):
+            call()
+    assert rng.bit_generator.state == before
+    arms, _, _ = unlearn_batch(*data, options=UnlearnOptions("adaptive", gamma=0.5), z=np.zeros(3))
+    assert arms.shape == (3,)
 
 
 # ----------------------------------------------------------------------------- bad input, state unchanged
@@ -842,7 +871,15 @@ def test_two_reference_worlds_on_the_counterexample():
     # the batch paths take the same decisions (world="literal" is the literal reference)
     c, s = np.array([state.counts]), np.array([state.reward_sums])
     _, noised, _ = unlearn_batch(
-        c, s, state.tau, 0, 10, np.array([10.0]), "adaptive", gamma=g, world="literal", z=np.zeros(1)
+        c,
+        s,
+        state.tau,
+        0,
+        10,
+        np.array([10.0]),
+        options=UnlearnOptions(method="adaptive", gamma=g),
+        world="literal",
+        z=np.zeros(1),
     )
     assert not noised[0]
     _, noised, _ = unlearn_batch(
@@ -852,10 +889,8 @@ def test_two_reference_worlds_on_the_counterexample():
         0,
         10,
         np.array([10.0]),
-        "adaptive",
-        gamma=g,
+        options=UnlearnOptions(method="adaptive", gamma=g, reference="literal"),
         world="literal",
-        reference="literal",
         z=np.zeros(1),
     )
     assert noised[0]

@@ -42,7 +42,7 @@ from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import UnlearnOptions, batch_scores_unchecked, unlearn_batch_unchecked
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 15 (line 380): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 19 (line 505): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
@@ -54,6 +54,27 @@ class ProtocolA:
     samples (equal in distribution to a uniform subset, since rewards are i.i.d. and independent of
     positions); Table 2 deletes ``k = table2_k_fraction * N`` samples of the best arm (default N/2,
     inside Theorem 3.11's condition ``k <= min(3N/4, (2 - C*) N / C*)`` for C* = 1.3) at ``gamma``.
+
+    Parameters
+    ----------
+    means : tuple of float
+        The arms' mean rewards (the paper's five by default).
+    c_star : float
+        ``C*`` of the M_d behaviour policy, > 1.
+    n_trajectories, n_requests, n_runs : int
+        Trajectories per run, deletion requests per prefix, independent runs (for the standard errors).
+    block : int
+        Draws per block under M_f (requests are aligned to ``block / m`` samples of an arm).
+    threshold_scale : float
+        The factor on Algorithm 2's threshold gamma0 (the paper's 1.3), > 0.
+    mixing_eta : float
+        ``k'/k`` of the method "Mixing", in [0, 1].
+    easy_arm : int
+        The source arm of the "easy" panels (arm 0, the best, is the "hard" one).
+    gamma, k, n : float, int, int
+        The privacy scale, request size and dataset size held fixed while another is swept.
+    table2_c_star, table2_k_fraction : float
+        Table 2's ``C*`` (> 1) and its ``k / N`` (in (0, 1)).
     """
 
     means: tuple = PAPER_MEANS
@@ -83,12 +104,31 @@ class ProtocolA:
         check_real(self.c_star, "c_star (C*)", 1, low_open=True)
         check_real(self.table2_c_star, "table2_c_star (C*)", 1, low_open=True)
 
+    # --- from notebooks/mab/08a_paper_experiments.py, cell 21 (line 594): "2. The engine" ---
     @classmethod
     def quick(cls, **changes) -> "ProtocolA":
-        """A reduced protocol (40 trajectories, 2 runs) for notebooks and smoke tests."""
+        """A reduced protocol (40 trajectories, 2 runs) for notebooks and smoke tests.
+
+        Parameters
+        ----------
+        **changes
+            Fields of ``ProtocolA`` to change as well.
+
+        Returns
+        -------
+        ProtocolA
+            The reduced protocol, validated.
+        """
         return replace(cls(n_trajectories=40, n_runs=2), **changes)
 
     def as_json(self) -> dict:
+        """The protocol as a JSON-ready record.
+
+        Returns
+        -------
+        dict
+            Every field (``means`` as a list) and, under ``"rules"``, the choices the paper leaves open.
+        """
         d = asdict(self)
         d["means"] = list(self.means)
         d["rules"] = {
@@ -106,7 +146,7 @@ class ProtocolA:
         return d
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 17 (line 472): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 23 (line 647): "2. The engine" ---
 _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
@@ -150,7 +190,7 @@ def _mixing_k_prime(method: str, k: int, protocol: ProtocolA) -> int:
     return UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 19 (line 522): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 25 (line 697): "2. The engine" ---
 _MECHANISMS = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive",
                "Alg2-literal": "adaptive", "Alg7-literal": "adaptive"}   # -literal: reference="literal" (A3a)
 
@@ -209,7 +249,7 @@ def _outputs(method, counts, sums, tau, sources, k, parts, n_exact, rolled, gamm
     return out, (n_exact if method != "Rollback" else 0)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 21 (line 585): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 27 (line 760): "2. The engine" ---
 def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gamma: float, methods, rng,
                    protocol):
     """Per-replicate sub-optimality ``mu(a*) - mu(output)`` of each method for given requests.
@@ -274,7 +314,7 @@ def _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, proto
     return losses, n_exact
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 23 (line 654): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 29 (line 829): "2. The engine" ---
 def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, methods, rng, protocol):
     """Mean sub-optimality of each method on prefix number ``prefix`` of ``traj``, over
     ``n_trajectories x n_requests`` replicates (fresh requests and noise from ``rng``).
@@ -309,7 +349,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 25 (line 694): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 31 (line 869): "2. The engine" ---
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
@@ -384,7 +424,7 @@ def panels(experiment: str, protocol: ProtocolA) -> list:
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 27 (line 773): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 33 (line 948): "2. The engine" ---
 def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of
@@ -429,7 +469,7 @@ def run_once(task: tuple) -> dict:
     return result
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 29 (line 823): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 35 (line 998): "2. The engine" ---
 def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: int = 0, executor=None,
                    workers: int = 1, progress: bool = True, scale: str = "custom") -> dict:
     """Run ``experiment`` (one of ``EXPERIMENTS``) and return its JSON-ready result (issue layout:

@@ -34,7 +34,29 @@ class PaperStatement:
 
     ``kind="value"``: the paper prints ``paper_value`` for ``methods[0]`` at ``x`` of panel ``panel`` of
     ``experiment``.  ``kind="competitive"``: the paper says ``methods[0]`` is competitive with
-    ``methods[1:]`` there.  ``why`` explains a difference (shown when the verdict is "differs")."""
+    ``methods[1:]`` there.  ``why`` explains a difference (shown when the verdict is "differs").
+
+    Parameters
+    ----------
+    id : str
+        A short stable name of the statement.
+    where : str
+        Where the paper makes it (e.g. ``"Table 2"``).
+    text : str
+        The statement in words.
+    experiment, panel : str
+        The ``run_experiment`` experiment and the id of its panel that reproduce it.
+    x : object
+        The panel's x value (N, k or gamma) the statement is about.
+    methods : tuple of str
+        The method the statement is about, then (``"competitive"``) those it is compared with.
+    kind : str
+        ``"value"`` or ``"competitive"``.
+    paper_value : float or None
+        The printed value (exactly for ``"value"``).
+    why : str
+        Why the reproduction differs, where it does.
+    """
 
     id: str
     where: str
@@ -110,8 +132,22 @@ def statement_verdict(statement: PaperStatement, values: dict, stderr: dict) -> 
     """The verdict on one statement from the reproduced ``values`` (method -> mean at the statement's
     point) and ``stderr`` (method -> standard error, 0 if unknown).
 
-    Returns ``{"id", "where", "statement", "paper", "ours", "tolerance", "verdict", "why"}``; ``verdict``
-    is ``"within tolerance"`` / ``"competitive"`` or ``"differs"``."""
+    Parameters
+    ----------
+    statement : PaperStatement
+        The statement.
+    values : dict
+        Method -> reproduced mean at the statement's point; every method of the statement must be there.
+    stderr : dict
+        Method -> its standard error (0 if absent).
+
+    Returns
+    -------
+    dict
+        ``{"id", "where", "statement", "paper", "ours", "tolerance", "verdict", "why"}`` (strings);
+        ``verdict`` is ``"within tolerance"`` / ``"competitive"`` or ``"differs"``, and ``why`` is empty
+        unless it differs.
+    """
     check_instance(statement, PaperStatement, "statement")
     check_instance(values, dict, "values")
     check_instance(stderr, dict, "stderr")
@@ -156,7 +192,20 @@ def _check_results(results) -> list:
 
 def compare_with_paper(results) -> list:
     """One verdict per statement of ``PAPER_A_STATEMENTS`` from result dicts of ``run_experiment``
-    (any subset; a statement whose experiment is absent gets the verdict ``"not run"``)."""
+    (any subset; a statement whose experiment is absent gets the verdict ``"not run"``).
+
+    Parameters
+    ----------
+    results : sequence of dict
+        Result dicts (what ``run_experiment`` returns or its JSON files hold); a dict without
+        ``experiment`` and ``panels`` (not a Paper A result) is skipped.
+
+    Returns
+    -------
+    list of dict
+        One row per statement, in ``PAPER_A_STATEMENTS`` order, as ``statement_verdict`` returns it
+        (with the result's ``scale``), or with ``verdict="not run"``.
+    """
     results = _check_results(results)
     by_name = {}
     for r in results:
@@ -191,7 +240,18 @@ def compare_with_paper(results) -> list:
 
 def paper_comparison_markdown(results) -> str:
     """The section "The paper's numbers beside ours" of ``summary.md`` ('' when no Paper A result of a
-    listed experiment is among ``results``)."""
+    listed experiment is among ``results``).
+
+    Parameters
+    ----------
+    results : sequence of dict
+        As in ``compare_with_paper``.
+
+    Returns
+    -------
+    str
+        A Markdown heading, a paragraph and a table of the verdicts, or ``''``.
+    """
     rows = compare_with_paper(_check_results(results))
     if all(r["verdict"] == "not run" for r in rows):
         return ""

@@ -33,9 +33,22 @@ from bandit_unlearning.mab.data import check_distribution, check_means, concentr
 # --- from notebooks/mab/08a_paper_experiments.py, cell 4 (line 76): "1. Trajectories with prefix sharing" ---
 @dataclass(frozen=True)
 class Trajectories:
-    """``R`` trajectories of length ``n_max``: ``occurrence_sums[r, a, j]`` is the reward sum of the
-    first ``j`` samples of arm ``a`` in trajectory ``r``; ``arm_counts[r, n, a]`` is ``N(a)`` in the
-    prefix of length ``n`` (for the ``n`` in ``prefixes``)."""
+    """``R`` trajectories of length ``n_max``, as prefix-sum tables.
+
+    Parameters
+    ----------
+    means : array_like of float (m,)
+        The arms' mean rewards, in [0, 1].
+    model : str
+        ``"Mf"`` (fixed design) or ``"Md"`` (data from a behaviour distribution).
+    prefixes : array_like of int
+        The dataset sizes ``N`` (prefix lengths) used, >= 1.
+    arm_counts : numpy.ndarray of int (R, len(prefixes), m)
+        ``arm_counts[r, n, a]`` is ``N(a)`` in prefix number ``n`` of trajectory ``r``.
+    occurrence_sums : numpy.ndarray (R, m, n_max + 1)
+        ``occurrence_sums[r, a, j]`` is the reward sum of the first ``j`` samples of arm ``a`` in
+        trajectory ``r`` (``n_max >= max(prefixes)``).
+    """
 
     means: np.ndarray
     model: str
@@ -76,8 +89,28 @@ class Trajectories:
         return self.occurrence_sums[r, np.arange(self.means.size)[None, :], self.arm_counts[:, prefix, :]]
 
 
+# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 155): "1. Trajectories with prefix sharing" ---
 def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Trajectories:
-    """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``)."""
+    """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``).
+
+    Parameters
+    ----------
+    means : array_like of float (m,)
+        The arms' mean rewards, in [0, 1].
+    model : str
+        ``"Mf"`` or ``"Md"`` (recorded, not used to check the arms).
+    arms : array_like of int (R, n_max)
+        The arm of each sample, in ``[0, m)``.
+    rewards : array_like of float (R, n_max)
+        The reward of each sample, in [0, 1].
+    prefixes : array_like of int
+        The dataset sizes ``N`` to tabulate, in ``[1, n_max]``.
+
+    Returns
+    -------
+    Trajectories
+        Their prefix-sum tables.
+    """
     means = check_means(means)
     m = means.size
     check_choice(model, "model", ("Mf", "Md"))
@@ -92,7 +125,7 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
     return Trajectories(means, model, prefixes, counts, occurrence)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 6 (line 161): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 8 (line 196): "1. Trajectories with prefix sharing" ---
 def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, m: int):
     """``(arm_counts, occurrence_sums)`` of validated int64 ``arms`` in ``[0, m)``, float ``rewards``
     (both ``(R, n_max)``) and ``prefixes`` in ``[1, n_max]``; unchecked (``trajectories_from_samples``
@@ -129,6 +162,28 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     ``model="Mf"``: round-robin arms (equal counts in every prefix that is a multiple of m);
     ``model="Md"``: arms i.i.d. from ``behavior`` (default: the paper's policy with ``c_star``,
     best arm = argmax of ``means``).  Rewards are Bernoulli(``means[arm]``).
+
+    Parameters
+    ----------
+    means : array_like of float (m,)
+        The arms' mean rewards, in [0, 1].
+    model : str
+        ``"Mf"`` or ``"Md"``.
+    prefixes : array_like of int
+        The dataset sizes ``N`` to tabulate, >= 1.
+    n_replicates : int
+        ``R``, >= 1.
+    rng : numpy.random.Generator, int or None
+        The draws' generator (None: OS entropy).
+    c_star : float
+        The default behaviour's concentrability ``C*`` (``"Md"`` only).
+    behavior : array_like of float (m,) or None
+        The behaviour distribution (``"Md"`` only; None: the paper's policy).
+
+    Returns
+    -------
+    Trajectories
+        The drawn trajectories' prefix-sum tables.
     """
     means = check_means(means)
     m = means.size
@@ -153,7 +208,7 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     return Trajectories(means, model, prefixes, counts, occurrence)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 8 (line 226): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 10 (line 283): "1. Trajectories with prefix sharing" ---
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).
@@ -162,9 +217,31 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     ``arm`` (counting that arm's samples from 0), with ``s`` uniform over the multiples of ``align``
     in ``[0, N(arm) - k]``, independently per request.  Under M_f (round-robin, m = 5), ``align = 20``
     (= 100 draws / 5 arms) makes a request "all samples of the arm in k/20 consecutive blocks of 100
-    draws", the paper's rule.  Returns ``(start, valid)``, both ``(R, n_requests)``: replicates whose
-    prefix holds fewer than ``k`` samples of ``arm`` are marked invalid (their ``start`` is 0).
-    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
+    draws", the paper's rule.
+
+    Parameters
+    ----------
+    traj : Trajectories
+        The trajectories.
+    prefix : int
+        Index into ``traj.prefixes`` (not the size ``N`` itself).
+    arm : int
+        The arm the requests delete from.
+    k : int
+        Samples per request, >= 0.
+    n_requests : int
+        Requests per replicate, >= 1.
+    rng : numpy.random.Generator, int or None
+        The starts' generator (None: fresh OS entropy).
+    align : int
+        Starts are multiples of ``align``, >= 1.
+
+    Returns
+    -------
+    start : numpy.ndarray of int64 (R, n_requests)
+        The first deleted sample of each request (counting ``arm``'s samples from 0).
+    valid : numpy.ndarray of bool (R, n_requests)
+        False for replicates whose prefix holds fewer than ``k`` samples of ``arm`` (their start is 0).
     """
     check_instance(traj, Trajectories, "traj")
     prefix = check_int(prefix, "prefix", 0, traj.prefixes.size - 1)
@@ -175,7 +252,20 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
 
 
 def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
-    """Unchecked ``consecutive_deletions``: validated arguments only (the engine's inner loop)."""
+    """Unchecked ``consecutive_deletions``: validated arguments only (the engine's inner loop).
+
+    Parameters
+    ----------
+    traj, prefix, arm, k, n_requests, align
+        As in ``consecutive_deletions``, already validated.
+    rng : numpy.random.Generator
+        Drawn from once: ``rng.random((R, n_requests))``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(start, valid)`` as ``consecutive_deletions`` returns them, bit for bit.
+    """
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -184,9 +274,27 @@ def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
     return start, np.broadcast_to(valid[:, None], start.shape)
 
 
+# --- from notebooks/mab/08a_paper_experiments.py, cell 12 (line 351): "1. Trajectories with prefix sharing" ---
 def run_sums(traj: Trajectories, arm: int, start, length):
     """Reward sum of ``length`` consecutive samples of ``arm`` from its ``start``-th sample, for every
-    replicate (``start`` has shape ``(R, ...)``); O(1) per entry from the occurrence prefix sums."""
+    replicate; O(1) per entry from the occurrence prefix sums.
+
+    Parameters
+    ----------
+    traj : Trajectories
+        The trajectories.
+    arm : int
+        The arm.
+    start : array_like of int (R, ...)
+        First samples (counting ``arm``'s samples from 0), >= 0, one leading row per replicate.
+    length : int
+        Samples per run, >= 0 (a run past the arm's last sample is cut there).
+
+    Returns
+    -------
+    numpy.ndarray (R, ...)
+        The runs' reward sums.
+    """
     check_instance(traj, Trajectories, "traj")
     arm = check_int(arm, "arm", 0, traj.means.size - 1)
     start = check_int_array(start, "start", 0)
@@ -197,7 +305,20 @@ def run_sums(traj: Trajectories, arm: int, start, length):
 
 
 def run_sums_unchecked(traj, arm, start, length):
-    """Unchecked ``run_sums``: validated arguments only (int64 ``start`` of shape ``(R, ...)``)."""
+    """Unchecked ``run_sums``: validated arguments only.
+
+    Parameters
+    ----------
+    traj, arm, length
+        As in ``run_sums``, already validated.
+    start : numpy.ndarray of int64 (R, ...)
+        Validated starts.
+
+    Returns
+    -------
+    numpy.ndarray (R, ...)
+        What ``run_sums`` returns, bit for bit.
+    """
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)

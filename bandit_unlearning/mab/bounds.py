@@ -54,7 +54,20 @@ def _out(x):
 
 
 def gamma0_paper(n_a0, k, log_term):
-    """Algorithm 2's threshold ``gamma0 = (4/3) sqrt(pi L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    """Algorithm 2's threshold ``gamma0 = (4/3) sqrt(pi L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``).
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``gamma0``, a float for scalar arguments, else an array of the broadcast shape.
+    """
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)
     with np.errstate(divide="ignore"):
@@ -63,7 +76,20 @@ def gamma0_paper(n_a0, k, log_term):
 
 def gamma0_exact(n_a0, k, log_term):
     """``gamma*`` where ``R_g(gamma) = R_r`` (erratum E3):
-    ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``)."""
+    ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``).
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``gamma*`` (at most ``gamma0_paper``), a float for scalar arguments, else an array.
+    """
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)
     rest = np.where(k < n, n - k, 1.0)
@@ -71,15 +97,44 @@ def gamma0_exact(n_a0, k, log_term):
     return _out(np.where(k < n, value, np.inf))
 
 
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 193): "2. The threshold and the two branch bounds" ---
 def gaussian_branch_bound(n_a0, k, gamma, log_term):
-    """``R_g = sqrt(2L/N(a0)) + sigma/sqrt(2 pi)`` with ``sigma = 3 k gamma / (2 N(a0))``."""
+    """``R_g = sqrt(2L/N(a0)) + sigma/sqrt(2 pi)`` with ``sigma = 3 k gamma / (2 N(a0))``.
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    gamma : float or array_like
+        The privacy scale (noise per unit sensitivity), > 0.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The Gaussian branch's loss bound when ``a0 = a*``, a float for scalar arguments, else an array.
+    """
     n, k = _counts(n_a0, k)
     g, L = _positive("gamma", gamma), _positive("log_term", log_term)
     return _out(np.sqrt(2 * L / n) + 3 * k * g / (2 * n) / np.sqrt(2 * np.pi))
 
 
 def rollback_branch_bound(n_a0, k, log_term):
-    """``R_r = sqrt(2L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    """``R_r = sqrt(2L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``).
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The rollback branch's loss bound when ``a0 = a*``, a float for scalar arguments, else an array.
+    """
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)
     rest = np.where(k < n, n - k, 1.0)

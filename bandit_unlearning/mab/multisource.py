@@ -21,7 +21,7 @@ from bandit_unlearning.checks import as_array, check_bool, check_int, check_real
 from bandit_unlearning.mab.bounds import gamma0_paper, gaussian_branch_bound, rollback_branch_bound
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 23 (line 748): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
+# --- from notebooks/mab/07_multi_source.py, cell 23 (line 749): "7. Theorem 3.13 by Monte Carlo (the paper's Figure 3 conf..." ---
 def theorem313_bound(n: int, n_arms: int, source_counts, source_ks, n_star: int, gamma: float,
                      star_is_source: bool, gamma0: float | None = None) -> float:
     """Theorem 3.13 (M_f, tau = 1/N, L = ln(Nm)): the sub-optimality bound of Algorithm 7 for source arms

@@ -81,7 +81,7 @@ from bandit_unlearning.privacy.gaussian import (
 from bandit_unlearning.protocol import register_unlearn
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 204): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 260): "3. Implementation: one entry point, plans per source arm" ---
 UNLEARN_METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
@@ -96,7 +96,7 @@ def _choice(name: str, value, allowed: tuple) -> str:
     return check_choice(value, name, allowed)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 270): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 326): "3. Implementation: one entry point, plans per source arm" ---
 @functools.lru_cache(maxsize=1024)
 def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
@@ -124,31 +124,70 @@ def _check_mixing_parameters(options) -> None:
                          f"not of method={options.method!r}")
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 303): "3. Implementation: one entry point, plans per source arm" ---
+def _check_privacy_level(options) -> None:
+    """The privacy level of a new ``UnlearnOptions``: ``gamma`` or (``epsilon``, ``delta``), never both,
+    neither only for rollback; ``gamma`` is set from (epsilon, delta) when they are given, and a
+    calibration that is not proven at that level (erratum E1) is refused.  Stored in place."""
+    has_eps, has_delta, has_gamma = options.epsilon is not None, options.delta is not None, options.gamma is not None
+    if has_gamma and (has_eps or has_delta):
+        raise ValueError("give either gamma or (epsilon, delta), not both")
+    if has_eps != has_delta:
+        raise ValueError("epsilon and delta must be given together")
+    if has_eps:
+        eps, delta = check_epsilon(options.epsilon), check_delta(options.delta)
+        object.__setattr__(options, "epsilon", eps)
+        object.__setattr__(options, "delta", delta)
+        object.__setattr__(options, "gamma", gaussian_gamma(eps, delta))
+    elif has_gamma:
+        object.__setattr__(options, "gamma", check_real(options.gamma, "gamma", 0, low_open=True))
+    elif options.method != "rollback":
+        raise ValueError(f"method={options.method!r} adds noise: give gamma, or epsilon and delta")
+    if options.calibration in ("classic", "analytic") and not has_eps:
+        raise ValueError(f"calibration={options.calibration!r} needs epsilon and delta, not only gamma "
+                         "(give them, or use calibration='paper' with gamma)")
+    if options.calibration in ("classic", "paper") and has_eps and options.epsilon >= 1:
+        raise ValueError(
+            f"calibration={options.calibration!r} (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven "
+            f"for epsilon < 1 (Dwork & Roth Thm A.1), got epsilon = {options.epsilon}; use "
+            "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
+            "(epsilon, delta) to reproduce the paper without a privacy claim")
+
+
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 388): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
     validated on construction (a ``ValueError`` names the argument and the rule).
 
-    Exactly one of ``gamma`` or (``epsilon``, ``delta``) must be given; ``method="rollback"`` adds no
-    noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
-    compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
-    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (erratum E1); ``"classic"`` and ``"analytic"`` need
-    epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
-    needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
-    ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
-
-    ``reference``: the reference world the branch rule must respect (chapter A3a, section 5).
-    ``"conditional"`` (default): the paper's rules (Algorithms 2, 4, 7) plan from ``a_hat = pi(D)``; their
-    claim holds against the reference given the released ``pi(D)`` (Algorithms 3, 5, 8).  ``"literal"``:
-    the plan reads only quantities the never-saw-U world also has (counts, k, L, gamma): "adaptive" noises
-    every source arm iff ``gamma < gamma0'``, "mixing" uses its ``k'`` whatever ``a_hat`` is; the claim then
-    holds against ``pi'(emptyset, pi(D \\ U), T(D \\ U))`` as written.  Rollback and gaussian plan without
-    ``pi(D)`` either way.
-    ``fallback``: what to do with a request the method cannot certify (Lemma A.1's condition fails for
-    ``sensitivity="paper"``, Algorithm 7's threshold is undefined because ``k_max > N_min``, mixing asked
-    for several source arms): ``"rollback"`` (default) rolls the affected arms back -- exact, and said
-    in ``SourcePlan.reason`` / ``UnlearnResult.reason`` -- and ``"refuse"`` raises a ``ValueError``.
+    Parameters
+    ----------
+    method : str
+        ``"adaptive"`` (Algorithm 2; Algorithm 7 for several source arms), ``"gaussian"`` or ``"rollback"``
+        (one branch forced, the paper's baselines) or ``"mixing"`` (Algorithm 4, single-source).
+    epsilon, delta : float or None
+        The (epsilon, delta) target, given together; then ``gamma = sqrt(2 ln(1.25/delta))/epsilon``.
+    gamma : float or None
+        The privacy scale alone (no (epsilon, delta) claimed).  Exactly one of ``gamma`` or (``epsilon``,
+        ``delta``) must be given, except for ``"rollback"``, which adds no noise and may be given neither.
+    threshold, threshold_scale : str, float
+        The branch threshold: ``"paper"`` (gamma0) or ``"exact"`` (gamma*, erratum E3), times the scale.
+    calibration : str
+        ``"paper"`` (sigma = Delta gamma), ``"classic"`` or ``"analytic"`` (Balle & Wang); the last two
+        need epsilon and delta, and ``"paper"``/``"classic"`` refuse epsilon >= 1 (erratum E1).
+    sensitivity : str
+        ``"paper"`` (3k/2N, refused where Lemma A.1's condition fails, E2) or ``"exact"``.
+    k_prime, eta : int or float or None
+        Mixing only, exactly one: ``k'`` in ``[0, k]`` (checked against the request by ``k_rollback_for``)
+        or ``eta = k'/k`` in ``[0, 1]``.
+    reference : str
+        The reference world the branch rule respects (chapter A3a, section 5): ``"conditional"`` plans from
+        ``a_hat = pi(D)`` (the paper's rules; the claim holds given the released ``pi(D)``), ``"literal"``
+        only from what the never-saw-U world also has (the claim holds against ``pi'(emptyset, pi(D \\ U),
+        T(D \\ U))``).  Rollback and gaussian plan without ``pi(D)`` either way.
+    fallback : str
+        A request the method cannot certify (Lemma A.1 fails for ``sensitivity="paper"``, ``k_max > N_min``
+        for Algorithm 7, mixing on several arms): ``"rollback"`` rolls the arms concerned back (exact; said
+        in ``reason``), ``"refuse"`` raises a ``ValueError``.
     """
 
     method: str
@@ -174,34 +213,23 @@ class UnlearnOptions:
         scale = check_real(self.threshold_scale, "threshold_scale", 0, low_open=True)
         object.__setattr__(self, "threshold_scale", scale)
         _check_mixing_parameters(self)
-        has_eps, has_delta, has_gamma = self.epsilon is not None, self.delta is not None, self.gamma is not None
-        if has_gamma and (has_eps or has_delta):
-            raise ValueError("give either gamma or (epsilon, delta), not both")
-        if has_eps != has_delta:
-            raise ValueError("epsilon and delta must be given together")
-        if has_eps:
-            eps, delta = check_epsilon(self.epsilon), check_delta(self.delta)
-            object.__setattr__(self, "epsilon", eps)
-            object.__setattr__(self, "delta", delta)
-            object.__setattr__(self, "gamma", gaussian_gamma(eps, delta))
-        elif has_gamma:
-            object.__setattr__(self, "gamma", check_real(self.gamma, "gamma", 0, low_open=True))
-        elif self.method != "rollback":
-            raise ValueError(f"method={self.method!r} adds noise: give gamma, or epsilon and delta")
-        if self.calibration in ("classic", "analytic") and not has_eps:
-            raise ValueError(f"calibration={self.calibration!r} needs epsilon and delta, not only gamma "
-                             "(give them, or use calibration='paper' with gamma)")
-        if self.calibration in ("classic", "paper") and has_eps and self.epsilon >= 1:
-            raise ValueError(
-                f"calibration={self.calibration!r} (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven "
-                f"for epsilon < 1 (Dwork & Roth Thm A.1), got epsilon = {self.epsilon}; use "
-                "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
-                "(epsilon, delta) to reproduce the paper without a privacy claim")
+        _check_privacy_level(self)
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 383): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 456): "3. Implementation: one entry point, plans per source arm" ---
     def replace(self, **changes) -> "UnlearnOptions":
         """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
-        (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
+        (epsilon, delta) when those were given and are not replaced by ``gamma``).
+
+        Parameters
+        ----------
+        **changes
+            New values of fields of ``UnlearnOptions`` (another name is a ``TypeError``).
+
+        Returns
+        -------
+        UnlearnOptions
+            The new options; ``self`` is unchanged.
+        """
         unknown = sorted(set(changes) - set(self.__dataclass_fields__))
         if unknown:
             raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
@@ -215,7 +243,18 @@ class UnlearnOptions:
 
     def k_rollback_for(self, k: int) -> int:
         """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
-        ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up."""
+        ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up.
+
+        Parameters
+        ----------
+        k : int
+            Points the request deletes from the arm, >= 0 (a method other than mixing is refused).
+
+        Returns
+        -------
+        int
+            ``k'`` in ``[0, k]``: how many of them are rolled back.
+        """
         k = check_int(k, "k", 0)
         if self.method != "mixing":
             raise ValueError(f"k' is a parameter of method='mixing', not of method={self.method!r}")
@@ -226,6 +265,7 @@ class UnlearnOptions:
             return self.k_prime
         return int(math.floor(self.eta * k + 0.5))
 
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 515): "3. Implementation: one entry point, plans per source arm" ---
     @property
     def unit_sigma(self) -> float | None:
         """Noise per unit of sensitivity (sigma is linear in the sensitivity for all calibrations)."""
@@ -236,7 +276,18 @@ class UnlearnOptions:
         return _unit_sigma(self.calibration, self.epsilon, self.delta)
 
     def sigma_for(self, delta_f):
-        """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
+        """The noise standard deviation for sensitivity ``delta_f`` under this calibration.
+
+        Parameters
+        ----------
+        delta_f : float or array_like
+            Sensitivities, >= 0 (refused if no privacy level was given, as for rollback without one).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``delta_f * unit_sigma``, of the shape of ``delta_f`` (a numpy float for a number).
+        """
         unit = self.unit_sigma
         if unit is None:
             raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
@@ -264,19 +315,35 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 468): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 577): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
-    ``k`` deleted points (the arm holds ``n`` points in D) and add N(0, ``sigma``^2) noise to its score.
-    ``delta_f`` is this arm's sensitivity to the ``k - k_rollback`` points not rolled back; ``sigma`` is
-    calibrated to it, or -- when several arms are noised and ``options.joint_noise`` -- to the joint
-    sensitivity ``sqrt(sum delta_f^2)`` over the noised arms (then every noised arm has the same sigma).
-    ``reason`` (machine-readable, one of ``REASONS``) says why: ``"method"`` (the method does this to every
-    source arm), ``"branch_rule"`` (the adaptive or mixing rule chose it), or a fallback to rollback
-    because the method could not certify the request (``"condition_failed"``: Lemma A.1's condition for
-    ``sensitivity="paper"``; ``"threshold_undefined"``: Algorithm 7's ``gamma0'`` needs ``k_max <= N_min``;
-    ``"single_source_only"``: mixing on several arms); ``note`` is the same in words."""
+    ``k`` deleted points and add N(0, ``sigma``^2) noise to its score (if any point is left).
+
+    Parameters
+    ----------
+    arm : int
+        The source arm, >= 0.
+    k, n : int
+        Points the request deletes from the arm and points the arm holds in D (``1 <= k <= n``).
+    k_rollback : int
+        ``k'`` in ``[0, k]``: deleted points rolled back (``k``: the rollback branch, 0: the Gaussian one).
+    delta_f : float
+        This arm's sensitivity to the ``k - k_rollback`` deleted points not rolled back, >= 0.
+    sigma : float
+        The noise, >= 0: calibrated to ``delta_f``, or -- when several arms are noised and
+        ``options.joint_noise`` -- to the joint sensitivity ``sqrt(sum delta_f^2)`` over the noised arms
+        (then every noised arm has the same sigma).
+    reason : str
+        Why (one of ``REASONS``): ``"method"`` (the method does this to every source arm), ``"branch_rule"``
+        (the adaptive or mixing rule chose it), or a fallback to rollback because the method could not
+        certify the request (``"condition_failed"``: Lemma A.1's condition for ``sensitivity="paper"``;
+        ``"threshold_undefined"``: Algorithm 7's ``gamma0'`` needs ``k_max <= N_min``;
+        ``"single_source_only"``: mixing on several arms).
+    note : str
+        The reason in words.
+    """
 
     arm: int
     k: int
@@ -316,12 +383,28 @@ class SourcePlan:
         return self.reason in FALLBACK_REASONS
 
 
-
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 647): "3. Implementation: one entry point, plans per source arm" ---
 def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     """Sensitivity of an arm's score (``n`` points in D, ``k`` deleted, ``k_rollback`` of them rolled
     back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
     ``k -> k - k'``.  ``rule="paper"``: ``3(k-k')/(2(n-k'))``, refused (ValueError) where Lemma A.1's
-    condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
+    condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast.
+
+    Parameters
+    ----------
+    n, k, k_rollback : int or array_like of int
+        Points of the arm in D, points deleted from it, and how many of those are rolled back
+        (``0 <= k_rollback <= k``).
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+    rule : str
+        ``"paper"`` or ``"exact"``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``Delta_f`` of the ``k - k_rollback`` remaining points, of the broadcast shape.
+    """
     _choice("sensitivity", rule, SENSITIVITIES)
     n, k, k_rollback = check_int_array(n, "n"), check_int_array(k, "k"), check_int_array(k_rollback, "k_rollback")
     try:
@@ -347,7 +430,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 555): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 698): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``).
@@ -371,7 +454,7 @@ def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     return base * options.threshold_scale
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 583): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 726): "3. Implementation: one entry point, plans per source arm" ---
 def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, log_term: float,
                      options: UnlearnOptions) -> tuple:
     """One source arm's ``(arm, k, n, k_rb, delta_f, reason, note)`` under ``plan_unlearning``'s rules
@@ -403,13 +486,29 @@ def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, 
     return (int(a), k, n, k_rb, delta_f, reason, note)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 620): "3. Implementation: one entry point, plans per source arm" ---
+def _check_plan(learner_arm, counts, deleted_counts, log_term, options) -> tuple:
+    """``plan_unlearning``'s arguments validated: ``(counts, deleted, learner_arm, log_term, sources)``,
+    ``sources`` the arms the request deletes from, in increasing order."""
+    check_instance(options, UnlearnOptions, "options")
+    counts = check_int_array(counts, "counts", 0, ndim=1, nonempty=True)
+    deleted = check_int_array(deleted_counts, "deleted_counts", 0, shape=counts.shape)
+    learner_arm = check_int(learner_arm, "learner_arm", 0, counts.size - 1)
+    log_term = check_real(log_term, "log_term", 0, low_open=True)
+    if np.any(deleted > counts):
+        a = int(np.argmax(deleted > counts))
+        raise ValueError(f"deleted_counts must not exceed counts: arm {a} loses {int(deleted[a])} of its "
+                         f"{int(counts[a])} points (more deletions than the arm holds)")
+    sources = np.flatnonzero(deleted > 0)
+    if sources.size == 0:
+        raise ValueError("the request deletes no point")
+    return counts, deleted, learner_arm, log_term, sources
+
+
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 781): "3. Implementation: one entry point, plans per source arm" ---
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
     """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``
     (read only by the paper's rules, ``options.reference="conditional"``), the counts ``N(a)`` of D, the
-    per-arm deletion counts ``k_a`` and ``L``.  Returns ``(plans, gamma0)``: one ``SourcePlan`` per source
-    arm (increasing arm order) and the threshold ``gamma0'`` computed with ``N_min`` and ``k_max`` over
-    the source arms (nan if ``k_max > N_min``).
+    per-arm deletion counts ``k_a`` and ``L``.
 
     - ``"adaptive"``, ``reference="conditional"``: Algorithm 7 with the corrected rule of erratum E5 --
       noise (k' = 0, ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and
@@ -428,19 +527,30 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     A.1's condition fails for ``sensitivity="paper"`` -- are rolled back (the whole request, or that
     arm) with the reason in ``SourcePlan.reason``, or refused with a ``ValueError`` if
     ``options.fallback == "refuse"``.
+
+    Parameters
+    ----------
+    learner_arm : int
+        ``a_hat = pi(D)``, an arm of ``counts``.
+    counts : array_like of int (m,)
+        ``N(a)``, the counts of D.
+    deleted_counts : array_like of int (m,)
+        ``k_a``, points the request deletes per arm (at most ``counts``, not all zero).
+    log_term : float
+        ``L = ln(m / tau)``, > 0.
+    options : UnlearnOptions
+        The method and its settings.
+
+    Returns
+    -------
+    plans : tuple of SourcePlan
+        One per source arm, in increasing arm order.
+    gamma0 : float
+        The threshold ``gamma0'`` computed with ``N_min`` and ``k_max`` over the source arms (nan if
+        ``k_max > N_min``).
     """
-    check_instance(options, UnlearnOptions, "options")
-    counts = check_int_array(counts, "counts", 0, ndim=1, nonempty=True)
-    deleted = check_int_array(deleted_counts, "deleted_counts", 0, shape=counts.shape)
-    learner_arm = check_int(learner_arm, "learner_arm", 0, counts.size - 1)
-    log_term = check_real(log_term, "log_term", 0, low_open=True)
-    if np.any(deleted > counts):
-        a = int(np.argmax(deleted > counts))
-        raise ValueError(f"deleted_counts must not exceed counts: arm {a} loses {int(deleted[a])} of its "
-                         f"{int(counts[a])} points (more deletions than the arm holds)")
-    sources = np.flatnonzero(deleted > 0)
-    if sources.size == 0:
-        raise ValueError("the request deletes no point")
+    counts, deleted, learner_arm, log_term, sources = _check_plan(learner_arm, counts, deleted_counts, log_term,
+                                                                  options)
     refuse = options.fallback == "refuse"
     whole = None                                       # (reason, note) when the whole request falls back
     if options.method == "mixing" and sources.size > 1:
@@ -472,21 +582,36 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 692): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 862): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
 
-    ``arm``: the output; ``scores``: the released (noisy) score vector (read-only); ``learner_arm``:
-    ``a_hat = pi(D)``; ``plans``: one ``SourcePlan`` per source arm (branch, k', Delta_f, sigma);
-    ``gamma0``: the threshold used; ``options``: method, privacy level, threshold rule, calibration
-    and sensitivity rule; ``rolled_back``: positions (into the request's points) of the points rolled
-    back in the unlearned world -- every point of a rolled-back arm, the random subset ``U'`` of a
-    mixing plan, none of a noised arm (empty for the reference, which has nothing to remove).
     Properties give the common views (``branch``, ``sigma``, ``gamma``, ...), and two that explain the
     release: ``reference`` -- the reference world its (epsilon, delta) claim holds against
     (``"literal"`` or ``"conditional"``, chapter A3a section 5) -- and ``reason`` (machine-readable: why
     the plan is what it is, one of ``REASONS``).
+
+    Parameters
+    ----------
+    arm : int
+        The released arm.
+    scores : numpy.ndarray (m,)
+        The released (noisy) score vector (read-only).
+    learner_arm : int
+        ``a_hat = pi(D)``.
+    world : str
+        ``"unlearned"`` or ``"reference"``.
+    plans : tuple of SourcePlan
+        One per source arm (branch, k', Delta_f, sigma).
+    gamma0 : float
+        The threshold used.
+    options : UnlearnOptions
+        Method, privacy level, threshold rule, calibration and sensitivity rule.
+    rolled_back : tuple of int
+        Positions (into the request's points) of the points rolled back in the unlearned world -- every
+        point of a rolled-back arm, the random subset ``U'`` of a mixing plan, none of a noised arm
+        (empty for the reference, which has nothing to remove).
     """
 
     arm: int
@@ -519,7 +644,7 @@ class UnlearnResult:
     calibration_proven = property(lambda self: self.options.calibration_proven)
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 744): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 30 (line 929): "3. Implementation: one entry point, plans per source arm" ---
     @property
     def source_arms(self) -> tuple:
         return tuple(p.arm for p in self.plans)
@@ -586,32 +711,24 @@ class UnlearnResult:
         return float(_joint_sensitivity(noised))
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 841): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 32 (line 1026): "3. Implementation: one entry point, plans per source arm" ---
 def check_options(options) -> UnlearnOptions:
-    """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
-    ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
+    """The options of one call of ``unlearn``, ``reference``, ``output_distributions`` or ``unlearn_batch``:
+    an ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused.
+
+    Parameters
+    ----------
+    options : UnlearnOptions
+        What the caller passed as ``options=``.
+
+    Returns
+    -------
+    UnlearnOptions
+        ``options`` itself (already validated when it was built).
+    """
     if options is None:
         raise TypeError("options must be an UnlearnOptions, e.g. options=UnlearnOptions(method='rollback'), got None")
     return check_instance(options, UnlearnOptions, "options")
-
-
-def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
-    """The options of one call of ``unlearn_batch``: ``options=UnlearnOptions(...)``, or ``method`` and the
-    fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
-    or neither, is refused; so is a keyword that is not a field."""
-    unknown = sorted(set(settings) - set(UnlearnOptions.__dataclass_fields__) - {"method"})
-    if unknown:
-        raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
-    if options is None:
-        if method is None:
-            raise TypeError("give method (with its keywords) or options=UnlearnOptions(...)")
-        return UnlearnOptions(method=method, **settings)
-    check_instance(options, UnlearnOptions, "options")
-    if method is not None or settings:
-        given = ["method"] * (method is not None) + sorted(settings)
-        raise ValueError(f"give either options=UnlearnOptions(...) or method and its keywords, not both "
-                         f"(got options and {given})")
-    return options
 
 
 def _check_call(state, request, rng):
@@ -653,7 +770,7 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
     return scores
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 911): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 34 (line 1088): "3. Implementation: one entry point, plans per source arm" ---
 @register_unlearn(LCBState, DeletionRequest)
 def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
                  rng: np.random.Generator | int | None = None) -> tuple:
@@ -692,7 +809,7 @@ def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnO
                                  rolled_back)
 
 
-
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 36 (line 1129): "3. Implementation: one entry point, plans per source arm" ---
 def reference(retrained: LCBState, request: DeletionRequest, *, learner_arm: int,
               options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None) -> UnlearnResult:
     """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
@@ -709,7 +826,25 @@ def reference(retrained: LCBState, request: DeletionRequest, *, learner_arm: int
     release whenever the plan does not read ``learner_arm`` (``UnlearnResult.reference == "literal"``).  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
     only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
-    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``, as in ``unlearn``.
+    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).
+
+    Parameters
+    ----------
+    retrained : LCBState
+        The stored statistic of ``D \\ U``.
+    request : DeletionRequest
+        The request (its arms only are read).
+    learner_arm : int
+        The learner's output the plan reads: ``pi(D)`` (conditional) or ``pi(D \\ U)`` (literal reference).
+    options : UnlearnOptions
+        The method and its settings, as in ``unlearn`` (``None`` is refused with a TypeError).
+    rng : numpy.random.Generator, int or None
+        The noise's generator (None: OS entropy).
+
+    Returns
+    -------
+    UnlearnResult
+        The reference release (``world="reference"``, ``rolled_back`` empty).
     """
     options = check_options(options)
     _check_call(retrained, request, rng)
@@ -948,19 +1083,19 @@ def _check_batch_options(options, world, src, ks, s, tol, n_a, single, rng, z, r
 
 
 # --- from notebooks/mab/03b_output_distributions.py, cell 14 (line 331): "2. The mechanism on many replicates at once" ---
-def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
-                  options: UnlearnOptions | None = None, world: str = "unlearned",
-                  rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):
+def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, *, options: UnlearnOptions | None = None,
+                  world: str = "unlearned", rng: np.random.Generator | int | None = None, z=None, rolled_sums=None):
     """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``: the conditional reference,
     given ``learner_arm = pi(D)``; ``world="literal"``: the literal reference, given ``pi(D \\ U)``) on ``R``
-    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``,
+    the one way to give the method and its settings, as for ``unlearn``.
 
     Data: ``counts``, ``reward_sums`` of shape ``(R, m)``: the statistics of D (as ``sample_statistics_*``
     return them); ``tau``: the training-time confidence level (shared).
     Request: single-source -- ``arm`` an int, ``k`` an int, ``deleted_sums`` shape ``(R,)`` (the reward
     sum of the k deleted points of replicate r); multi-source -- ``arm`` a sequence of ``l`` distinct
     arms, ``k`` an int (the same for every source arm) or a sequence of ``l`` ints, ``deleted_sums``
-    shape ``(R, l)`` (column i for ``arm[i]``).  ``method``: as in ``unlearn`` ("adaptive" =
+    shape ``(R, l)`` (column i for ``arm[i]``).  ``options.method``: as in ``unlearn`` ("adaptive" =
     Algorithm 2, or Algorithm 7 for several arms; "gaussian"; "rollback"; "mixing", single-source,
     with ``k_prime`` or ``eta``).
     Mixing: ``rolled_sums`` shape ``(R,)`` is the reward sum of the ``k'`` rolled-back points ``U'`` of
@@ -992,10 +1127,8 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
         Deleted points per source arm.
     deleted_sums : array_like (R,) or (R, l)
         Reward sums of the deleted points.
-    method : str or None
-        With keyword fields of ``UnlearnOptions``: the convenience form of ``options``.
-    options : UnlearnOptions or None
-        The options (not together with ``method``).
+    options : UnlearnOptions
+        The method and its settings (``None``, the default, is refused with a TypeError).
     world : str
         ``"unlearned"``, ``"reference"`` or ``"literal"``.
     rng : numpy.random.Generator, int or None
@@ -1010,7 +1143,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     tuple of numpy.ndarray
         ``(arms, noised, sigma)`` as described above.
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     _choice("world", world, ("unlearned", "reference", "literal"))
     counts, sums, tau, single, src, ks, s, tol = _check_batch_data(counts, reward_sums, tau, arm, k, deleted_sums)
     rng, z, rolled_sums = _check_batch_options(options, world, src, ks, s, tol, counts[:, src], single, rng, z,
@@ -1021,7 +1154,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     return out, noised, sigma
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 16 (line 411): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 16 (line 409): "2. The mechanism on many replicates at once" ---
 def _lcb_scores_unchecked(counts, sums, log_term: float):
     """``lcb_scores(counts, sums, tau)[2]`` for validated int ``counts`` and float ``sums``, ``L = ln(m/tau)``."""
     counts = counts.astype(float)
@@ -1047,7 +1180,7 @@ def _noise_sensitivity_unchecked(n, k, k_rollback, log_term: float, rule: str):
     return np.where(k < n, partial, np.maximum(np.abs(1 - b), np.abs(2 - b)))
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 18 (line 443): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 18 (line 441): "2. The mechanism on many replicates at once" ---
 def _batch_rollback_counts(options, n_a, ks, is_learner, log_term):
     """Step 1 of ``unlearn_batch_unchecked``: ``k_rb`` of shape ``(R, l)``, the rolled-back count per
     replicate and source arm (``k_rb < k``: the arm is noised)."""
@@ -1072,7 +1205,7 @@ def _batch_rollback_counts(options, n_a, ks, is_learner, log_term):
     return k_rb
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 20 (line 475): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 20 (line 473): "2. The mechanism on many replicates at once" ---
 def _batch_sigmas(options, n_a, ks, k_rb, src, log_term):
     """Step 2 of ``unlearn_batch_unchecked``: ``sigma`` of shape ``(R, l)`` (0 where not noised)."""
     noised = k_rb < ks
@@ -1091,7 +1224,7 @@ def _batch_sigmas(options, n_a, ks, k_rb, src, log_term):
     return sigma
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 22 (line 501): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 22 (line 499): "2. The mechanism on many replicates at once" ---
 def batch_scores_unchecked(counts, sums, tau, src, ks, deleted):
     """Unchecked: the LCB scores ``(f(D), f(D \\ U))``, both ``(R, m)``, that ``unlearn_batch_unchecked`` uses.
 
@@ -1112,7 +1245,7 @@ def batch_scores_unchecked(counts, sums, tau, src, ks, deleted):
     return _lcb_scores_unchecked(counts, sums, log_term), _lcb_scores_unchecked(counts_du, sums_du, log_term)
 
 
-# --- from notebooks/mab/03b_output_distributions.py, cell 23 (line 521): "2. The mechanism on many replicates at once" ---
+# --- from notebooks/mab/03b_output_distributions.py, cell 23 (line 519): "2. The mechanism on many replicates at once" ---
 def unlearn_batch_unchecked(counts, sums, tau, src, ks, deleted, options, world, rng, z=None, rolled_sums=None,
                             scores=None):
     """Unchecked ``unlearn_batch`` on validated arrays: the engine's inner call (chapter A8a).
@@ -1181,13 +1314,26 @@ MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distr
 
 def subset_sum_distribution(values, size: int):
     """Exact distribution of the sum of a uniformly random subset of ``size`` of the numbers ``values``
-    (drawn without replacement; the rolled-back subset ``U'`` of mixing).  Returns ``(sums, probs)``,
-    sums increasing, probabilities summing to 1.
+    (drawn without replacement; the rolled-back subset ``U'`` of mixing).
 
     0/1 values: the number of ones is hypergeometric(ones, zeros, size).  General values: a
     multivariate hypergeometric over the distinct values, enumerated exactly (integer weights
     ``prod_v C(c_v, j_v)`` over ``C(k, size)``) and merged by sum (to 1e-10); refused with a
     ValueError if the enumeration would exceed ``MAX_SUBSET_SUMS`` states.
+
+    Parameters
+    ----------
+    values : array_like of float
+        The ``k`` numbers (the deleted rewards), flattened.
+    size : int
+        How many of them the subset holds, in ``[0, k]``.
+
+    Returns
+    -------
+    sums : numpy.ndarray
+        The distinct subset sums, increasing.
+    probs : numpy.ndarray
+        Their probabilities, summing to 1.
     """
     values = check_real_array(values, "values").ravel()
     k = values.size
@@ -1231,7 +1377,7 @@ def _partial_rollback_scores(state: LCBState, arm: int, k_rollback: int, rolled_
     return lcb_scores(counts, sums, state.tau)[2]
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 10 (line 283): "5. Exact distributions when several arms are noised" ---
+# --- from notebooks/mab/07_multi_source.py, cell 10 (line 284): "5. Exact distributions when several arms are noised" ---
 SQRT_2PI = math.sqrt(2 * math.pi)
 
 
@@ -1308,7 +1454,7 @@ def multi_noisy_argmax_distribution(scores, sigmas, *, epsabs: float = 1e-13):
     return out / out.sum()
 
 
-# --- from notebooks/mab/07_multi_source.py, cell 13 (line 433): "5b. Noise on several arms is one mechanism" ---
+# --- from notebooks/mab/07_multi_source.py, cell 13 (line 434): "5b. Noise on several arms is one mechanism" ---
 def _joint_sensitivity(delta_fs):
     """``sqrt(sum_a delta_f[a]^2)`` over the last axis (arms in increasing order), summed left to right so
     that the scalar and the batched paths give the same bits."""

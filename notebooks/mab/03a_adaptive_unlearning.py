@@ -145,7 +145,20 @@ def _out(x):
 
 
 def gamma0_paper(n_a0, k, log_term):
-    """Algorithm 2's threshold ``gamma0 = (4/3) sqrt(pi L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    """Algorithm 2's threshold ``gamma0 = (4/3) sqrt(pi L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``).
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``gamma0``, a float for scalar arguments, else an array of the broadcast shape.
+    """
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)
     with np.errstate(divide="ignore"):
@@ -154,23 +167,67 @@ def gamma0_paper(n_a0, k, log_term):
 
 def gamma0_exact(n_a0, k, log_term):
     """``gamma*`` where ``R_g(gamma) = R_r`` (erratum E3):
-    ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``)."""
+    ``2 sqrt(2 pi) N (sqrt(2L/(N-k)) - sqrt(2L/N)) / (3k)`` (``inf`` if ``k = N(a0)``).
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``gamma*`` (at most ``gamma0_paper``), a float for scalar arguments, else an array.
+    """
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)
     rest = np.where(k < n, n - k, 1.0)
     value = 2 * np.sqrt(2 * np.pi) * n * (np.sqrt(2 * L / rest) - np.sqrt(2 * L / n)) / (3 * k)
     return _out(np.where(k < n, value, np.inf))
 
+# %% [markdown]
+# The two branch bounds whose crossing these thresholds are.
 
+# %% tags=["export:bandit_unlearning.mab.bounds"]
 def gaussian_branch_bound(n_a0, k, gamma, log_term):
-    """``R_g = sqrt(2L/N(a0)) + sigma/sqrt(2 pi)`` with ``sigma = 3 k gamma / (2 N(a0))``."""
+    """``R_g = sqrt(2L/N(a0)) + sigma/sqrt(2 pi)`` with ``sigma = 3 k gamma / (2 N(a0))``.
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    gamma : float or array_like
+        The privacy scale (noise per unit sensitivity), > 0.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The Gaussian branch's loss bound when ``a0 = a*``, a float for scalar arguments, else an array.
+    """
     n, k = _counts(n_a0, k)
     g, L = _positive("gamma", gamma), _positive("log_term", log_term)
     return _out(np.sqrt(2 * L / n) + 3 * k * g / (2 * n) / np.sqrt(2 * np.pi))
 
 
 def rollback_branch_bound(n_a0, k, log_term):
-    """``R_r = sqrt(2L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``)."""
+    """``R_r = sqrt(2L / (N(a0) - k))`` (``inf`` if ``k = N(a0)``).
+
+    Parameters
+    ----------
+    n_a0, k : int or array_like of int
+        Points of the source arm in D and points deleted from it (``1 <= k <= n_a0``); broadcast.
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The rollback branch's loss bound when ``a0 = a*``, a float for scalar arguments, else an array.
+    """
     n, k = _counts(n_a0, k)
     L = _positive("log_term", log_term)
     rest = np.where(k < n, n - k, 1.0)
@@ -197,9 +254,8 @@ def rollback_branch_bound(n_a0, k, log_term):
 # baselines do, or `"mixing"`), the privacy level ($\gamma$, or $(\varepsilon, \delta)$), the
 # threshold rule, the calibration and the sensitivity rule (errata E1–E3 above), and mixing's $k'$ or
 # $\eta$.  It is validated when it is built, and every entry point — `unlearn`, `reference`,
-# `output_distributions` (A3b) — takes it one way, `options=UnlearnOptions(...)`.  (The vectorised
-# `unlearn_batch` of A3b, a research tool over replicates rather than a deletion, also accepts the
-# method and the same field names as keywords, which build one.)
+# `output_distributions` and the vectorised `unlearn_batch` (A3b) — takes it one way,
+# `options=UnlearnOptions(...)`; a method or a field passed as a keyword of its own is refused.
 
 # %% tags=["export"]
 """Unlearning for the LCB learner behind one entry point (Paper A, Sections 3.2-3.3 and Appendix A).
@@ -294,6 +350,35 @@ def _check_mixing_parameters(options) -> None:
         raise ValueError(f"k_prime and eta are parameters of method='mixing' (Algorithm 4), "
                          f"not of method={options.method!r}")
 
+
+def _check_privacy_level(options) -> None:
+    """The privacy level of a new ``UnlearnOptions``: ``gamma`` or (``epsilon``, ``delta``), never both,
+    neither only for rollback; ``gamma`` is set from (epsilon, delta) when they are given, and a
+    calibration that is not proven at that level (erratum E1) is refused.  Stored in place."""
+    has_eps, has_delta, has_gamma = options.epsilon is not None, options.delta is not None, options.gamma is not None
+    if has_gamma and (has_eps or has_delta):
+        raise ValueError("give either gamma or (epsilon, delta), not both")
+    if has_eps != has_delta:
+        raise ValueError("epsilon and delta must be given together")
+    if has_eps:
+        eps, delta = check_epsilon(options.epsilon), check_delta(options.delta)
+        object.__setattr__(options, "epsilon", eps)
+        object.__setattr__(options, "delta", delta)
+        object.__setattr__(options, "gamma", gaussian_gamma(eps, delta))
+    elif has_gamma:
+        object.__setattr__(options, "gamma", check_real(options.gamma, "gamma", 0, low_open=True))
+    elif options.method != "rollback":
+        raise ValueError(f"method={options.method!r} adds noise: give gamma, or epsilon and delta")
+    if options.calibration in ("classic", "analytic") and not has_eps:
+        raise ValueError(f"calibration={options.calibration!r} needs epsilon and delta, not only gamma "
+                         "(give them, or use calibration='paper' with gamma)")
+    if options.calibration in ("classic", "paper") and has_eps and options.epsilon >= 1:
+        raise ValueError(
+            f"calibration={options.calibration!r} (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven "
+            f"for epsilon < 1 (Dwork & Roth Thm A.1), got epsilon = {options.epsilon}; use "
+            "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
+            "(epsilon, delta) to reproduce the paper without a privacy claim")
+
 # %% [markdown]
 # **The options object.** One frozen `UnlearnOptions` holds the method and the privacy level
 # ($\gamma$, or $(\varepsilon, \delta)$ from which $\gamma = \sqrt{2\ln(1.25/\delta)}/\varepsilon$),
@@ -306,25 +391,35 @@ class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
     validated on construction (a ``ValueError`` names the argument and the rule).
 
-    Exactly one of ``gamma`` or (``epsilon``, ``delta``) must be given; ``method="rollback"`` adds no
-    noise and may be given neither.  After construction ``gamma`` is the privacy scale the branch rule
-    compares with the threshold (``sqrt(2 ln(1.25/delta))/epsilon`` when epsilon and delta are given).
-    ``calibration="classic"`` and ``"paper"`` refuse epsilon >= 1 when epsilon is given (erratum E1); ``"classic"`` and ``"analytic"`` need
-    epsilon and delta (sigma is not a function of gamma alone).  ``method="mixing"`` (Algorithm 4)
-    needs exactly one of ``k_prime`` (an integer ``k'`` in ``[0, k]``, checked against the request's
-    ``k`` by ``k_rollback_for``) or ``eta = k'/k`` in ``[0, 1]``; other methods refuse both.
-
-    ``reference``: the reference world the branch rule must respect (chapter A3a, section 5).
-    ``"conditional"`` (default): the paper's rules (Algorithms 2, 4, 7) plan from ``a_hat = pi(D)``; their
-    claim holds against the reference given the released ``pi(D)`` (Algorithms 3, 5, 8).  ``"literal"``:
-    the plan reads only quantities the never-saw-U world also has (counts, k, L, gamma): "adaptive" noises
-    every source arm iff ``gamma < gamma0'``, "mixing" uses its ``k'`` whatever ``a_hat`` is; the claim then
-    holds against ``pi'(emptyset, pi(D \\ U), T(D \\ U))`` as written.  Rollback and gaussian plan without
-    ``pi(D)`` either way.
-    ``fallback``: what to do with a request the method cannot certify (Lemma A.1's condition fails for
-    ``sensitivity="paper"``, Algorithm 7's threshold is undefined because ``k_max > N_min``, mixing asked
-    for several source arms): ``"rollback"`` (default) rolls the affected arms back -- exact, and said
-    in ``SourcePlan.reason`` / ``UnlearnResult.reason`` -- and ``"refuse"`` raises a ``ValueError``.
+    Parameters
+    ----------
+    method : str
+        ``"adaptive"`` (Algorithm 2; Algorithm 7 for several source arms), ``"gaussian"`` or ``"rollback"``
+        (one branch forced, the paper's baselines) or ``"mixing"`` (Algorithm 4, single-source).
+    epsilon, delta : float or None
+        The (epsilon, delta) target, given together; then ``gamma = sqrt(2 ln(1.25/delta))/epsilon``.
+    gamma : float or None
+        The privacy scale alone (no (epsilon, delta) claimed).  Exactly one of ``gamma`` or (``epsilon``,
+        ``delta``) must be given, except for ``"rollback"``, which adds no noise and may be given neither.
+    threshold, threshold_scale : str, float
+        The branch threshold: ``"paper"`` (gamma0) or ``"exact"`` (gamma*, erratum E3), times the scale.
+    calibration : str
+        ``"paper"`` (sigma = Delta gamma), ``"classic"`` or ``"analytic"`` (Balle & Wang); the last two
+        need epsilon and delta, and ``"paper"``/``"classic"`` refuse epsilon >= 1 (erratum E1).
+    sensitivity : str
+        ``"paper"`` (3k/2N, refused where Lemma A.1's condition fails, E2) or ``"exact"``.
+    k_prime, eta : int or float or None
+        Mixing only, exactly one: ``k'`` in ``[0, k]`` (checked against the request by ``k_rollback_for``)
+        or ``eta = k'/k`` in ``[0, 1]``.
+    reference : str
+        The reference world the branch rule respects (chapter A3a, section 5): ``"conditional"`` plans from
+        ``a_hat = pi(D)`` (the paper's rules; the claim holds given the released ``pi(D)``), ``"literal"``
+        only from what the never-saw-U world also has (the claim holds against ``pi'(emptyset, pi(D \\ U),
+        T(D \\ U))``).  Rollback and gaussian plan without ``pi(D)`` either way.
+    fallback : str
+        A request the method cannot certify (Lemma A.1 fails for ``sensitivity="paper"``, ``k_max > N_min``
+        for Algorithm 7, mixing on several arms): ``"rollback"`` rolls the arms concerned back (exact; said
+        in ``reason``), ``"refuse"`` raises a ``ValueError``.
     """
 
     method: str
@@ -350,29 +445,7 @@ class UnlearnOptions:
         scale = check_real(self.threshold_scale, "threshold_scale", 0, low_open=True)
         object.__setattr__(self, "threshold_scale", scale)
         _check_mixing_parameters(self)
-        has_eps, has_delta, has_gamma = self.epsilon is not None, self.delta is not None, self.gamma is not None
-        if has_gamma and (has_eps or has_delta):
-            raise ValueError("give either gamma or (epsilon, delta), not both")
-        if has_eps != has_delta:
-            raise ValueError("epsilon and delta must be given together")
-        if has_eps:
-            eps, delta = check_epsilon(self.epsilon), check_delta(self.delta)
-            object.__setattr__(self, "epsilon", eps)
-            object.__setattr__(self, "delta", delta)
-            object.__setattr__(self, "gamma", gaussian_gamma(eps, delta))
-        elif has_gamma:
-            object.__setattr__(self, "gamma", check_real(self.gamma, "gamma", 0, low_open=True))
-        elif self.method != "rollback":
-            raise ValueError(f"method={self.method!r} adds noise: give gamma, or epsilon and delta")
-        if self.calibration in ("classic", "analytic") and not has_eps:
-            raise ValueError(f"calibration={self.calibration!r} needs epsilon and delta, not only gamma "
-                             "(give them, or use calibration='paper' with gamma)")
-        if self.calibration in ("classic", "paper") and has_eps and self.epsilon >= 1:
-            raise ValueError(
-                f"calibration={self.calibration!r} (sigma = Delta sqrt(2 ln(1.25/delta))/epsilon) is only proven "
-                f"for epsilon < 1 (Dwork & Roth Thm A.1), got epsilon = {self.epsilon}; use "
-                "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
-                "(epsilon, delta) to reproduce the paper without a privacy claim")
+        _check_privacy_level(self)
 
 # %% [markdown]
 # **Derived quantities.** `replace` makes a validated copy; `k_rollback_for` turns mixing's $\eta =
@@ -387,7 +460,18 @@ from bandit_unlearning.literate import add_to_class
 @add_to_class(UnlearnOptions)
 def replace(self, **changes) -> "UnlearnOptions":
     """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
-    (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
+    (epsilon, delta) when those were given and are not replaced by ``gamma``).
+
+    Parameters
+    ----------
+    **changes
+        New values of fields of ``UnlearnOptions`` (another name is a ``TypeError``).
+
+    Returns
+    -------
+    UnlearnOptions
+        The new options; ``self`` is unchanged.
+    """
     unknown = sorted(set(changes) - set(self.__dataclass_fields__))
     if unknown:
         raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
@@ -403,7 +487,18 @@ def replace(self, **changes) -> "UnlearnOptions":
 @add_to_class(UnlearnOptions)
 def k_rollback_for(self, k: int) -> int:
     """Mixing's ``k'`` for a request of ``k`` points of the learner's arm: ``k_prime`` (refused with a
-    ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up."""
+    ValueError if it exceeds ``k``) or ``eta * k`` rounded to the nearest integer, halves up.
+
+    Parameters
+    ----------
+    k : int
+        Points the request deletes from the arm, >= 0 (a method other than mixing is refused).
+
+    Returns
+    -------
+    int
+        ``k'`` in ``[0, k]``: how many of them are rolled back.
+    """
     k = check_int(k, "k", 0)
     if self.method != "mixing":
         raise ValueError(f"k' is a parameter of method='mixing', not of method={self.method!r}")
@@ -414,7 +509,10 @@ def k_rollback_for(self, k: int) -> int:
         return self.k_prime
     return int(math.floor(self.eta * k + 0.5))
 
+# %% [markdown]
+# The noise of the chosen calibration, and whether several noised arms share it.
 
+# %% tags=["export"]
 @add_to_class(UnlearnOptions)
 @property
 def unit_sigma(self) -> float | None:
@@ -428,7 +526,18 @@ def unit_sigma(self) -> float | None:
 
 @add_to_class(UnlearnOptions)
 def sigma_for(self, delta_f):
-    """The noise standard deviation for sensitivity ``delta_f`` under this calibration."""
+    """The noise standard deviation for sensitivity ``delta_f`` under this calibration.
+
+    Parameters
+    ----------
+    delta_f : float or array_like
+        Sensitivities, >= 0 (refused if no privacy level was given, as for rollback without one).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``delta_f * unit_sigma``, of the shape of ``delta_f`` (a numpy float for a number).
+    """
     unit = self.unit_sigma
     if unit is None:
         raise ValueError("no privacy level was given (gamma, or epsilon and delta): cannot calibrate noise")
@@ -469,15 +578,31 @@ def calibration_proven(self) -> bool | None:
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
-    ``k`` deleted points (the arm holds ``n`` points in D) and add N(0, ``sigma``^2) noise to its score.
-    ``delta_f`` is this arm's sensitivity to the ``k - k_rollback`` points not rolled back; ``sigma`` is
-    calibrated to it, or -- when several arms are noised and ``options.joint_noise`` -- to the joint
-    sensitivity ``sqrt(sum delta_f^2)`` over the noised arms (then every noised arm has the same sigma).
-    ``reason`` (machine-readable, one of ``REASONS``) says why: ``"method"`` (the method does this to every
-    source arm), ``"branch_rule"`` (the adaptive or mixing rule chose it), or a fallback to rollback
-    because the method could not certify the request (``"condition_failed"``: Lemma A.1's condition for
-    ``sensitivity="paper"``; ``"threshold_undefined"``: Algorithm 7's ``gamma0'`` needs ``k_max <= N_min``;
-    ``"single_source_only"``: mixing on several arms); ``note`` is the same in words."""
+    ``k`` deleted points and add N(0, ``sigma``^2) noise to its score (if any point is left).
+
+    Parameters
+    ----------
+    arm : int
+        The source arm, >= 0.
+    k, n : int
+        Points the request deletes from the arm and points the arm holds in D (``1 <= k <= n``).
+    k_rollback : int
+        ``k'`` in ``[0, k]``: deleted points rolled back (``k``: the rollback branch, 0: the Gaussian one).
+    delta_f : float
+        This arm's sensitivity to the ``k - k_rollback`` deleted points not rolled back, >= 0.
+    sigma : float
+        The noise, >= 0: calibrated to ``delta_f``, or -- when several arms are noised and
+        ``options.joint_noise`` -- to the joint sensitivity ``sqrt(sum delta_f^2)`` over the noised arms
+        (then every noised arm has the same sigma).
+    reason : str
+        Why (one of ``REASONS``): ``"method"`` (the method does this to every source arm), ``"branch_rule"``
+        (the adaptive or mixing rule chose it), or a fallback to rollback because the method could not
+        certify the request (``"condition_failed"``: Lemma A.1's condition for ``sensitivity="paper"``;
+        ``"threshold_undefined"``: Algorithm 7's ``gamma0'`` needs ``k_max <= N_min``;
+        ``"single_source_only"``: mixing on several arms).
+    note : str
+        The reason in words.
+    """
 
     arm: int
     k: int
@@ -516,13 +641,31 @@ class SourcePlan:
         """Whether this arm was rolled back because the method could not certify it."""
         return self.reason in FALLBACK_REASONS
 
+# %% [markdown]
+# The sensitivity of what is not rolled back, by either rule.
 
-
+# %% tags=["export"]
 def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     """Sensitivity of an arm's score (``n`` points in D, ``k`` deleted, ``k_rollback`` of them rolled
     back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
     ``k -> k - k'``.  ``rule="paper"``: ``3(k-k')/(2(n-k'))``, refused (ValueError) where Lemma A.1's
-    condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
+    condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast.
+
+    Parameters
+    ----------
+    n, k, k_rollback : int or array_like of int
+        Points of the arm in D, points deleted from it, and how many of those are rolled back
+        (``0 <= k_rollback <= k``).
+    log_term : float or array_like
+        ``L = ln(m / tau)``, > 0.
+    rule : str
+        ``"paper"`` or ``"exact"``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``Delta_f`` of the ``k - k_rollback`` remaining points, of the broadcast shape.
+    """
     _choice("sensitivity", rule, SENSITIVITIES)
     n, k, k_rollback = check_int_array(n, "n"), check_int_array(k, "k"), check_int_array(k_rollback, "k_rollback")
     try:
@@ -611,6 +754,24 @@ def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, 
             delta_f = float(noise_sensitivity(n, k, k_rb, log_term, options.sensitivity))   # refuses if it fails
     return (int(a), k, n, k_rb, delta_f, reason, note)
 
+
+def _check_plan(learner_arm, counts, deleted_counts, log_term, options) -> tuple:
+    """``plan_unlearning``'s arguments validated: ``(counts, deleted, learner_arm, log_term, sources)``,
+    ``sources`` the arms the request deletes from, in increasing order."""
+    check_instance(options, UnlearnOptions, "options")
+    counts = check_int_array(counts, "counts", 0, ndim=1, nonempty=True)
+    deleted = check_int_array(deleted_counts, "deleted_counts", 0, shape=counts.shape)
+    learner_arm = check_int(learner_arm, "learner_arm", 0, counts.size - 1)
+    log_term = check_real(log_term, "log_term", 0, low_open=True)
+    if np.any(deleted > counts):
+        a = int(np.argmax(deleted > counts))
+        raise ValueError(f"deleted_counts must not exceed counts: arm {a} loses {int(deleted[a])} of its "
+                         f"{int(counts[a])} points (more deletions than the arm holds)")
+    sources = np.flatnonzero(deleted > 0)
+    if sources.size == 0:
+        raise ValueError("the request deletes no point")
+    return counts, deleted, learner_arm, log_term, sources
+
 # %% [markdown]
 # `plan_unlearning` checks the request against the counts, settles what applies to the whole request
 # (mixing on several arms, an undefined threshold) and computes the threshold once, then decides each
@@ -621,9 +782,7 @@ def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, 
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
     """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``
     (read only by the paper's rules, ``options.reference="conditional"``), the counts ``N(a)`` of D, the
-    per-arm deletion counts ``k_a`` and ``L``.  Returns ``(plans, gamma0)``: one ``SourcePlan`` per source
-    arm (increasing arm order) and the threshold ``gamma0'`` computed with ``N_min`` and ``k_max`` over
-    the source arms (nan if ``k_max > N_min``).
+    per-arm deletion counts ``k_a`` and ``L``.
 
     - ``"adaptive"``, ``reference="conditional"``: Algorithm 7 with the corrected rule of erratum E5 --
       noise (k' = 0, ``Delta_f = 3 k_a / (2 N(a))``) on source arm ``a`` iff ``a_hat == a`` and
@@ -642,19 +801,30 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     A.1's condition fails for ``sensitivity="paper"`` -- are rolled back (the whole request, or that
     arm) with the reason in ``SourcePlan.reason``, or refused with a ``ValueError`` if
     ``options.fallback == "refuse"``.
+
+    Parameters
+    ----------
+    learner_arm : int
+        ``a_hat = pi(D)``, an arm of ``counts``.
+    counts : array_like of int (m,)
+        ``N(a)``, the counts of D.
+    deleted_counts : array_like of int (m,)
+        ``k_a``, points the request deletes per arm (at most ``counts``, not all zero).
+    log_term : float
+        ``L = ln(m / tau)``, > 0.
+    options : UnlearnOptions
+        The method and its settings.
+
+    Returns
+    -------
+    plans : tuple of SourcePlan
+        One per source arm, in increasing arm order.
+    gamma0 : float
+        The threshold ``gamma0'`` computed with ``N_min`` and ``k_max`` over the source arms (nan if
+        ``k_max > N_min``).
     """
-    check_instance(options, UnlearnOptions, "options")
-    counts = check_int_array(counts, "counts", 0, ndim=1, nonempty=True)
-    deleted = check_int_array(deleted_counts, "deleted_counts", 0, shape=counts.shape)
-    learner_arm = check_int(learner_arm, "learner_arm", 0, counts.size - 1)
-    log_term = check_real(log_term, "log_term", 0, low_open=True)
-    if np.any(deleted > counts):
-        a = int(np.argmax(deleted > counts))
-        raise ValueError(f"deleted_counts must not exceed counts: arm {a} loses {int(deleted[a])} of its "
-                         f"{int(counts[a])} points (more deletions than the arm holds)")
-    sources = np.flatnonzero(deleted > 0)
-    if sources.size == 0:
-        raise ValueError("the request deletes no point")
+    counts, deleted, learner_arm, log_term, sources = _check_plan(learner_arm, counts, deleted_counts, log_term,
+                                                                  options)
     refuse = options.fallback == "refuse"
     whole = None                                       # (reason, note) when the whole request falls back
     if options.method == "mixing" and sources.size > 1:
@@ -694,16 +864,31 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
 
-    ``arm``: the output; ``scores``: the released (noisy) score vector (read-only); ``learner_arm``:
-    ``a_hat = pi(D)``; ``plans``: one ``SourcePlan`` per source arm (branch, k', Delta_f, sigma);
-    ``gamma0``: the threshold used; ``options``: method, privacy level, threshold rule, calibration
-    and sensitivity rule; ``rolled_back``: positions (into the request's points) of the points rolled
-    back in the unlearned world -- every point of a rolled-back arm, the random subset ``U'`` of a
-    mixing plan, none of a noised arm (empty for the reference, which has nothing to remove).
     Properties give the common views (``branch``, ``sigma``, ``gamma``, ...), and two that explain the
     release: ``reference`` -- the reference world its (epsilon, delta) claim holds against
     (``"literal"`` or ``"conditional"``, chapter A3a section 5) -- and ``reason`` (machine-readable: why
     the plan is what it is, one of ``REASONS``).
+
+    Parameters
+    ----------
+    arm : int
+        The released arm.
+    scores : numpy.ndarray (m,)
+        The released (noisy) score vector (read-only).
+    learner_arm : int
+        ``a_hat = pi(D)``.
+    world : str
+        ``"unlearned"`` or ``"reference"``.
+    plans : tuple of SourcePlan
+        One per source arm (branch, k', Delta_f, sigma).
+    gamma0 : float
+        The threshold used.
+    options : UnlearnOptions
+        Method, privacy level, threshold rule, calibration and sensitivity rule.
+    rolled_back : tuple of int
+        Positions (into the request's points) of the points rolled back in the unlearned world -- every
+        point of a rolled-back arm, the random subset ``U'`` of a mixing plan, none of a noised arm
+        (empty for the reference, which has nothing to remove).
     """
 
     arm: int
@@ -840,30 +1025,22 @@ def delta_f(self) -> float:
 
 # %% tags=["export"]
 def check_options(options) -> UnlearnOptions:
-    """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
-    ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
+    """The options of one call of ``unlearn``, ``reference``, ``output_distributions`` or ``unlearn_batch``:
+    an ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused.
+
+    Parameters
+    ----------
+    options : UnlearnOptions
+        What the caller passed as ``options=``.
+
+    Returns
+    -------
+    UnlearnOptions
+        ``options`` itself (already validated when it was built).
+    """
     if options is None:
         raise TypeError("options must be an UnlearnOptions, e.g. options=UnlearnOptions(method='rollback'), got None")
     return check_instance(options, UnlearnOptions, "options")
-
-
-def _resolve_options(method, options, settings: dict) -> UnlearnOptions:
-    """The options of one call of ``unlearn_batch``: ``options=UnlearnOptions(...)``, or ``method`` and the
-    fields of ``UnlearnOptions`` as keywords (a convenience that builds one, by keyword).  Both at once,
-    or neither, is refused; so is a keyword that is not a field."""
-    unknown = sorted(set(settings) - set(UnlearnOptions.__dataclass_fields__) - {"method"})
-    if unknown:
-        raise TypeError(f"unknown option(s) {unknown}: the options are the fields of UnlearnOptions")
-    if options is None:
-        if method is None:
-            raise TypeError("give method (with its keywords) or options=UnlearnOptions(...)")
-        return UnlearnOptions(method=method, **settings)
-    check_instance(options, UnlearnOptions, "options")
-    if method is not None or settings:
-        given = ["method"] * (method is not None) + sorted(settings)
-        raise ValueError(f"give either options=UnlearnOptions(...) or method and its keywords, not both "
-                         f"(got options and {given})")
-    return options
 
 
 def _check_call(state, request, rng):
@@ -946,8 +1123,10 @@ def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnO
     return rolled, UnlearnResult(int(np.argmax(scores)), scores, state.arm, "unlearned", plans, gamma0, options,
                                  rolled_back)
 
+# %% [markdown]
+# Its reference twin: the same plan, applied to data that never contained $U$.
 
-
+# %% tags=["export"]
 def reference(retrained: LCBState, request: DeletionRequest, *, learner_arm: int,
               options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None) -> UnlearnResult:
     """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",
@@ -964,7 +1143,25 @@ def reference(retrained: LCBState, request: DeletionRequest, *, learner_arm: int
     release whenever the plan does not read ``learner_arm`` (``UnlearnResult.reference == "literal"``).  Every noised arm gets the same sigma as in ``unlearn``, added to its score on
     ``D \\ U``; nothing is rolled back (there is nothing to remove), so for mixing no subset is drawn:
     only the standard normals (one per noised source arm, increasing arm order).  ``rng`` as in
-    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).  ``options``: an ``UnlearnOptions``, as in ``unlearn``.
+    ``unlearn`` (default: OS entropy; a Generator or an int seed opts in).
+
+    Parameters
+    ----------
+    retrained : LCBState
+        The stored statistic of ``D \\ U``.
+    request : DeletionRequest
+        The request (its arms only are read).
+    learner_arm : int
+        The learner's output the plan reads: ``pi(D)`` (conditional) or ``pi(D \\ U)`` (literal reference).
+    options : UnlearnOptions
+        The method and its settings, as in ``unlearn`` (``None`` is refused with a TypeError).
+    rng : numpy.random.Generator, int or None
+        The noise's generator (None: OS entropy).
+
+    Returns
+    -------
+    UnlearnResult
+        The reference release (``world="reference"``, ``rolled_back`` empty).
     """
     options = check_options(options)
     _check_call(retrained, request, rng)

@@ -329,19 +329,19 @@ def _check_batch_options(options, world, src, ks, s, tol, n_a, single, rng, z, r
 # The public function is these two checks and one call of the unchecked mechanism.
 
 # %% tags=["export"]
-def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method: str | None = None, *,
-                  options: UnlearnOptions | None = None, world: str = "unlearned",
-                  rng: np.random.Generator | int | None = None, z=None, rolled_sums=None, **settings):
+def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, *, options: UnlearnOptions | None = None,
+                  world: str = "unlearned", rng: np.random.Generator | int | None = None, z=None, rolled_sums=None):
     """``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``: the conditional reference,
     given ``learner_arm = pi(D)``; ``world="literal"``: the literal reference, given ``pi(D \\ U)``) on ``R``
-    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``; or, as a convenience, ``method`` and its fields as keywords (not both).
+    replicates at once, fully vectorised (no Python loop over replicates).  ``options``: an ``UnlearnOptions``,
+    the one way to give the method and its settings, as for ``unlearn``.
 
     Data: ``counts``, ``reward_sums`` of shape ``(R, m)``: the statistics of D (as ``sample_statistics_*``
     return them); ``tau``: the training-time confidence level (shared).
     Request: single-source -- ``arm`` an int, ``k`` an int, ``deleted_sums`` shape ``(R,)`` (the reward
     sum of the k deleted points of replicate r); multi-source -- ``arm`` a sequence of ``l`` distinct
     arms, ``k`` an int (the same for every source arm) or a sequence of ``l`` ints, ``deleted_sums``
-    shape ``(R, l)`` (column i for ``arm[i]``).  ``method``: as in ``unlearn`` ("adaptive" =
+    shape ``(R, l)`` (column i for ``arm[i]``).  ``options.method``: as in ``unlearn`` ("adaptive" =
     Algorithm 2, or Algorithm 7 for several arms; "gaussian"; "rollback"; "mixing", single-source,
     with ``k_prime`` or ``eta``).
     Mixing: ``rolled_sums`` shape ``(R,)`` is the reward sum of the ``k'`` rolled-back points ``U'`` of
@@ -373,10 +373,8 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
         Deleted points per source arm.
     deleted_sums : array_like (R,) or (R, l)
         Reward sums of the deleted points.
-    method : str or None
-        With keyword fields of ``UnlearnOptions``: the convenience form of ``options``.
-    options : UnlearnOptions or None
-        The options (not together with ``method``).
+    options : UnlearnOptions
+        The method and its settings (``None``, the default, is refused with a TypeError).
     world : str
         ``"unlearned"``, ``"reference"`` or ``"literal"``.
     rng : numpy.random.Generator, int or None
@@ -391,7 +389,7 @@ def unlearn_batch(counts, reward_sums, tau: float, arm, k, deleted_sums, method:
     tuple of numpy.ndarray
         ``(arms, noised, sigma)`` as described above.
     """
-    options = _resolve_options(method, options, settings)
+    options = check_options(options)
     _choice("world", world, ("unlearned", "reference", "literal"))
     counts, sums, tau, single, src, ks, s, tol = _check_batch_data(counts, reward_sums, tau, arm, k, deleted_sums)
     rng, z, rolled_sums = _check_batch_options(options, world, src, ks, s, tol, counts[:, src], single, rng, z,
@@ -619,8 +617,8 @@ option_sets = [("adaptive", dict(gamma=0.8)), ("adaptive", dict(epsilon=0.9, del
 n_compared, n_gauss = 0, 0
 for method, opts in option_sets:
     for world in ("unlearned", "reference"):
-        arms_b, noised_b, sigma_b = unlearn_batch(counts_r, sums_r, tau_small, 0, k_small, s_r, method,
-                                                  world=world, z=z_r, **opts)
+        arms_b, noised_b, sigma_b = unlearn_batch(counts_r, sums_r, tau_small, 0, k_small, s_r,
+                                                  options=UnlearnOptions(method=method, **opts), world=world, z=z_r)
         for r in range(reps):
             st = LCBState(counts_r[r], sums_r[r], tau_small)
             req = request_with_sum(0, k_small, s_r[r])
@@ -655,7 +653,8 @@ for name, st, arm, req, method, opts in cases:
     c, s = tiled(st, n_mc)
     dsum = np.full(n_mc, req.deleted_sums(st.n_arms)[arm])
     for world, p in (("unlearned", p_u), ("reference", p_r)):
-        arms_mc, noised_mc, sig = unlearn_batch(c, s, st.tau, arm, req.k, dsum, method, world=world, rng=rng, **opts)
+        arms_mc, noised_mc, sig = unlearn_batch(c, s, st.tau, arm, req.k, dsum,
+                                                options=UnlearnOptions(method=method, **opts), world=world, rng=rng)
         freq = np.bincount(arms_mc, minlength=st.n_arms) / n_mc
         worst_dev = max(worst_dev, np.abs(freq - p).max())
         assert np.all(np.abs(freq - p) <= t_hoeff), (name, world, freq, p)

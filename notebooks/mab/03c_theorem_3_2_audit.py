@@ -440,8 +440,9 @@ def guaranteed_lower(p, q, delta):
 def mc_audit(st, req, opts, method, delta, z_factor):
     c, s = tiled(st, n_aud)
     dsum = np.full(n_aud, req.deleted_sums(2)[0])
-    out = [unlearn_batch(c, s, st.tau, 0, req.k, dsum, method, world=w_, z=z_factor * rng.standard_normal(n_aud),
-                         **opts)[0] for w_ in ("unlearned", "reference")]
+    options = UnlearnOptions(method=method, **opts)
+    out = [unlearn_batch(c, s, st.tau, 0, req.k, dsum, options=options, world=w_,
+                         z=z_factor * rng.standard_normal(n_aud))[0] for w_ in ("unlearned", "reference")]
     return audit_epsilon(out[0], out[1], delta, confidence=confidence, n_outcomes=2).epsilon_lower
 
 

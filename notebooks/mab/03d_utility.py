@@ -29,7 +29,7 @@ from bandit_unlearning.mab.data import (
 )
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
-from bandit_unlearning.mab.unlearn import unlearn_batch
+from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
 from bandit_unlearning.testing.montecarlo import hoeffding_margin
 
 rng = np.random.default_rng(20260603)
@@ -236,8 +236,8 @@ def mc_suboptimality(mu, model, n, k, gamma, a0, rng, reps=R_MC, method="adaptiv
     n_a0 = counts[:, a0]
     s = rng.hypergeometric(sums[:, a0].astype(np.int64), (n_a0 - sums[:, a0]).astype(np.int64), k)
     z = z_scale * rng.standard_normal(reps)
-    arms, noised, _ = unlearn_batch(counts, sums, 1 / counts.sum(axis=1)[0], a0, k, s, method, gamma=gamma,
-                                    z=z, threshold_scale=1.3)
+    arms, noised, _ = unlearn_batch(counts, sums, 1 / counts.sum(axis=1)[0], a0, k, s,
+                                    options=UnlearnOptions(method=method, gamma=gamma, threshold_scale=1.3), z=z)
     cond = sensitivity_condition_holds(n_a0, k, np.log(m * n))
     return mu.max() - mu[arms], noised.mean(), bool(np.all(cond))
 

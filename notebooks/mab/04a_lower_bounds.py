@@ -586,7 +586,7 @@ def sample_pair_statistics(pair: TwoPointPair, instance: int, rng: np.random.Gen
     ``counts``, ``reward_sums``: shape ``(size, 2)``, the statistics of D (as ``sample_statistics_*``
     return them); ``deleted_sums``: shape ``(size,)``, the reward sum of a request of k points of arm
     a0 chosen uniformly at random, independently of the rewards (so hypergeometric given a0's reward
-    sum).  Ready for ``unlearn_batch(counts, reward_sums, tau, pair.source, pair.k, deleted_sums, ...)``.
+    sum).  Ready for ``unlearn_batch(counts, reward_sums, tau, pair.source, pair.k, deleted_sums, options=...)``.
 
     Parameters
     ----------

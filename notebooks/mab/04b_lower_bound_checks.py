@@ -33,7 +33,7 @@ from scipy import optimize, special, stats
 from bandit_unlearning.mab.bounds import gamma0_paper
 from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.lower_bounds import *  # noqa: F403  (the module of chapter A4a)
-from bandit_unlearning.mab.unlearn import noisy_argmax_distribution, unlearn_batch
+from bandit_unlearning.mab.unlearn import UnlearnOptions, noisy_argmax_distribution, unlearn_batch
 from bandit_unlearning.testing.montecarlo import hoeffding_margin
 from bandit_unlearning.privacy.gaussian import analytic_gaussian_sigma, gaussian_gamma
 
@@ -351,7 +351,7 @@ for pair, eps in [(fixed_sample_pair(21, 20), 0.5), (fixed_sample_pair(22, 20), 
 # (At large $\varepsilon$ the bound falls below $t$ and the assertion has no power; the figure shows it.)
 
 # %%
-ALGORITHMS = {                       # name -> unlearn_batch arguments (mixing: add one entry here)
+ALGORITHMS = {                       # name -> UnlearnOptions fields (mixing: add one entry here)
     "Algorithm 2": dict(method="adaptive"),
     "Gaussian": dict(method="gaussian"),
     "rollback": dict(method="rollback"),
@@ -366,8 +366,8 @@ def mc_risk(pair, kwargs, epsilon, delta, reps=R_MC, z_scale=1.0):
         epsilon=epsilon, delta=delta, calibration="analytic", sensitivity="exact")
     for instance in (0, 1):
         counts, sums, deleted = sample_pair_statistics(pair, instance, rng, reps)
-        arms, nz, _ = unlearn_batch(counts, sums, 1 / pair.n, pair.source, pair.k, deleted, **kwargs, **privacy,
-                                    z=z_scale * rng.standard_normal(reps))
+        arms, nz, _ = unlearn_batch(counts, sums, 1 / pair.n, pair.source, pair.k, deleted,
+                                    options=UnlearnOptions(**kwargs, **privacy), z=z_scale * rng.standard_normal(reps))
         losses.append(pair.suboptimality(instance, arms))
         noised.append(nz)
     return float(np.concatenate(losses).mean()), float(np.concatenate(noised).mean())

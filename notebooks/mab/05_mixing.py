@@ -137,13 +137,26 @@ MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distr
 
 def subset_sum_distribution(values, size: int):
     """Exact distribution of the sum of a uniformly random subset of ``size`` of the numbers ``values``
-    (drawn without replacement; the rolled-back subset ``U'`` of mixing).  Returns ``(sums, probs)``,
-    sums increasing, probabilities summing to 1.
+    (drawn without replacement; the rolled-back subset ``U'`` of mixing).
 
     0/1 values: the number of ones is hypergeometric(ones, zeros, size).  General values: a
     multivariate hypergeometric over the distinct values, enumerated exactly (integer weights
     ``prod_v C(c_v, j_v)`` over ``C(k, size)``) and merged by sum (to 1e-10); refused with a
     ValueError if the enumeration would exceed ``MAX_SUBSET_SUMS`` states.
+
+    Parameters
+    ----------
+    values : array_like of float
+        The ``k`` numbers (the deleted rewards), flattened.
+    size : int
+        How many of them the subset holds, in ``[0, k]``.
+
+    Returns
+    -------
+    sums : numpy.ndarray
+        The distinct subset sums, increasing.
+    probs : numpy.ndarray
+        Their probabilities, summing to 1.
     """
     values = check_real_array(values, "values").ravel()
     k = values.size
@@ -306,8 +319,9 @@ for eta, opts in ((0.25, dict(gamma=0.6)), (0.5, dict(gamma=1.5)), (0.75, dict(e
     z_r = np.array([z for _, z in draws])
     dsum = np.array([rw.sum() for rw in rewards_r])
     for world in ("unlearned", "reference"):
-        arms_b, noised_b, sigma_b = unlearn_batch(counts_r, sums_r, tau_small, 0, k_small, dsum, "mixing", world=world,
-                                                  eta=eta, rolled_sums=rolled, z=z_r, **opts)
+        arms_b, noised_b, sigma_b = unlearn_batch(counts_r, sums_r, tau_small, 0, k_small, dsum,
+                                                  options=UnlearnOptions(method="mixing", eta=eta, **opts),
+                                                  world=world, rolled_sums=rolled, z=z_r)
         for r in range(reps):
             st = LCBState(counts_r[r], sums_r[r], tau_small)
             req = DeletionRequest([0] * k_small, rewards_r[r])
@@ -354,7 +368,8 @@ for name, st, req, opts in cases:
     c, s = np.tile(st.counts, (n_mc, 1)), np.tile(st.reward_sums, (n_mc, 1))
     dsum = np.full(n_mc, req.rewards.sum())
     for world, p in (("unlearned", p_u), ("reference", p_r)):
-        arms_mc, noised_mc, _ = unlearn_batch(c, s, st.tau, 0, req.k, dsum, "mixing", world=world, rng=rng, **opts)
+        arms_mc, noised_mc, _ = unlearn_batch(c, s, st.tau, 0, req.k, dsum, options=UnlearnOptions(method="mixing", **opts),
+                                              world=world, rng=rng)
         assert noised_mc.all()
         freq = np.bincount(arms_mc, minlength=st.n_arms) / n_mc
         largest_dev = max(largest_dev, np.abs(freq - p).max())
@@ -808,8 +823,8 @@ ETAS, GAMMAS = [0.0, 0.25, 0.5, 0.75, 1.0], [0.005, 0.05, 0.5, 5.0, 50.0]
 def mixing_losses(mu, n, k, eta, gamma, rng, reps=R_MC, z_scale=1.0):
     counts, sums = sample_statistics_fixed(mu, np.full(mu.size, n // mu.size), rng, size=reps)
     s = rng.hypergeometric(sums[:, 0].astype(np.int64), (counts[:, 0] - sums[:, 0]).astype(np.int64), k).astype(float)
-    arms, noised, _ = unlearn_batch(counts, sums, 1 / n, 0, k, s, "mixing", eta=eta, gamma=gamma, rng=rng,
-                                    z=z_scale * rng.standard_normal(reps))
+    arms, noised, _ = unlearn_batch(counts, sums, 1 / n, 0, k, s, options=UnlearnOptions(method="mixing", eta=eta, gamma=gamma),
+                                    rng=rng, z=z_scale * rng.standard_normal(reps))
     return mu.max() - mu[arms], noised.mean()
 
 

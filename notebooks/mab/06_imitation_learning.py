@@ -868,7 +868,7 @@ plt.show()
 
 # %%
 from bandit_unlearning.mab.data import sample_statistics_distribution
-from bandit_unlearning.mab.unlearn import unlearn_batch
+from bandit_unlearning.mab.unlearn import UnlearnOptions, unlearn_batch
 
 R_cmp, gamma_cmp = 20_000, 0.5
 n_cmp = [100, 200, 300, 500, 700, 900, 1000, 1100, 1200]
@@ -878,8 +878,8 @@ for n in n_cmp:
     k = min(80, n // 4)
     counts, sums = sample_statistics_distribution(PAPER_MEANS, d13, n, rng, size=R_cmp)
     deleted = rng.hypergeometric(sums[:, 0].astype(int), (counts[:, 0] - sums[:, 0]).astype(int), k).astype(float)
-    arms2, noised, _ = unlearn_batch(counts, sums, 1 / n, 0, k, deleted, "adaptive", gamma=gamma_cmp,
-                                     threshold_scale=1.3, rng=rng)
+    arms2, noised, _ = unlearn_batch(counts, sums, 1 / n, 0, k, deleted,
+                                     options=UnlearnOptions(method="adaptive", gamma=gamma_cmp, threshold_scale=1.3), rng=rng)
     arms6 = unlearned_arms(counts, source_request_counts(counts, k, source=0))
     loss2, loss6 = gaps[arms2], gaps[arms6]
     table.append((n, k, loss6.mean(), loss2.mean(), noised.mean()))

@@ -153,7 +153,7 @@ for rule, kw in {"repeated source arms": dict(arm=[0, 0], k=[20, 20], deleted_su
                  "k per arm mismatched": dict(arm=[0, 1], k=[20, 20, 20], deleted_sums=np.zeros((4, 2))),
                  "deleted_sums shape": dict(arm=[0, 1], k=20, deleted_sums=np.zeros(4))}.items():
     try:
-        unlearn_batch(c3, s3, state.tau, method="adaptive", gamma=0.5, rng=rng_probe, **kw)
+        unlearn_batch(c3, s3, state.tau, options=UnlearnOptions(method="adaptive", gamma=0.5), rng=rng_probe, **kw)
         raise AssertionError(rule)
     except ValueError as err:
         print(f"{rule:24}: {err}")
@@ -234,8 +234,8 @@ n_compared = 0
 for method, opts in (("adaptive", dict(gamma=0.8)), ("adaptive", dict(gamma=0.4, threshold="exact", threshold_scale=1.3)),
                      ("gaussian", dict(gamma=0.5)), ("rollback", dict())):
     for world in ("unlearned", "reference"):
-        arms_b, noised_b, sigma_b = unlearn_batch(counts_b, sums_b, tau_b, [0, 1], ks_b, dsum_b, method, world=world,
-                                                  z=z_first, **opts)
+        arms_b, noised_b, sigma_b = unlearn_batch(counts_b, sums_b, tau_b, [0, 1], ks_b, dsum_b,
+                                                  options=UnlearnOptions(method=method, **opts), world=world, z=z_first)
         for r in range(reps):
             st = LCBState(counts_b[r], sums_b[r], tau_b)
             req = DeletionRequest([0] * 6 + [1] * 4, [1.0] * int(dsum_b[r, 0]) + [0.0] * (6 - int(dsum_b[r, 0]))
@@ -250,8 +250,9 @@ for method, opts in (("adaptive", dict(gamma=0.8)), ("adaptive", dict(gamma=0.4,
             assert res.arm == arms_b[r] and [p.noised for p in res.plans] == list(noised_b[r])
             assert [p.sigma for p in res.plans] == list(sigma_b[r])
             n_compared += 1
-arms_1, noised_1, sigma_1 = unlearn_batch(counts_b, sums_b, tau_b, 0, 6, dsum_b[:, 0], "adaptive", gamma=0.8, z=z_first[:, 0])
-arms_s, noised_s, sigma_s = unlearn_batch(counts_b, sums_b, tau_b, [0], [6], dsum_b[:, :1], "adaptive", gamma=0.8,
+alg2 = UnlearnOptions(method="adaptive", gamma=0.8)
+arms_1, noised_1, sigma_1 = unlearn_batch(counts_b, sums_b, tau_b, 0, 6, dsum_b[:, 0], options=alg2, z=z_first[:, 0])
+arms_s, noised_s, sigma_s = unlearn_batch(counts_b, sums_b, tau_b, [0], [6], dsum_b[:, :1], options=alg2,
                                           z=z_first[:, :1])
 assert np.array_equal(arms_1, arms_s) and np.array_equal(noised_1, noised_s[:, 0]) and np.array_equal(sigma_1, sigma_s[:, 0])
 print(f"unlearn_batch (two source arms) == scalar unlearn/reference on {n_compared} runs; "
@@ -387,7 +388,7 @@ for name, f_, s_ in mc_cases:
         f_, s_ = state.scores.copy(), np.array([plans[0].sigma, plans[1].sigma, 0.0])
         p = output_distributions(state, U, options=UnlearnOptions(method="gaussian", gamma=0.5))[0]
         arms_mc = unlearn_batch(np.tile(state.counts, (n_mc, 1)), np.tile(state.reward_sums, (n_mc, 1)), state.tau,
-                                [0, 1], 20, np.tile([20.0, 0.0], (n_mc, 1)), "gaussian", gamma=0.5, rng=rng)[0]
+                                [0, 1], 20, np.tile([20.0, 0.0], (n_mc, 1)), options=opts, rng=rng)[0]
     else:
         p = multi_noisy_argmax_distribution(f_, s_)
         arms_mc = np.argmax(f_ + s_ * rng.standard_normal((n_mc, f_.size)), axis=1)
@@ -839,8 +840,9 @@ def multi_losses(mu, n, gamma, k, sources, method, rng, reps=R_MC, z_scale=1.0):
     dsum = np.stack([rng.hypergeometric(sums[:, a].astype(np.int64), (counts[:, a] - sums[:, a]).astype(np.int64), k)
                      for a in sources], axis=1).astype(float)
     kw = dict(gamma=gamma) if method != "rollback" else {}
-    arms, noised, _ = unlearn_batch(counts, sums, 1 / n, list(sources), k, dsum, method, threshold_scale=SCALE,
-                                    z=z_scale * rng.standard_normal((reps, len(sources))), **kw)
+    arms, noised, _ = unlearn_batch(counts, sums, 1 / n, list(sources), k, dsum,
+                                    options=UnlearnOptions(method=method, threshold_scale=SCALE, **kw),
+                                    z=z_scale * rng.standard_normal((reps, len(sources))))
     return mu.max() - mu[arms], noised.any(axis=1).mean()
 
 

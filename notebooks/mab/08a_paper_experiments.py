@@ -94,9 +94,22 @@ from bandit_unlearning.mab.data import check_distribution, check_means, concentr
 
 @dataclass(frozen=True)
 class Trajectories:
-    """``R`` trajectories of length ``n_max``: ``occurrence_sums[r, a, j]`` is the reward sum of the
-    first ``j`` samples of arm ``a`` in trajectory ``r``; ``arm_counts[r, n, a]`` is ``N(a)`` in the
-    prefix of length ``n`` (for the ``n`` in ``prefixes``)."""
+    """``R`` trajectories of length ``n_max``, as prefix-sum tables.
+
+    Parameters
+    ----------
+    means : array_like of float (m,)
+        The arms' mean rewards, in [0, 1].
+    model : str
+        ``"Mf"`` (fixed design) or ``"Md"`` (data from a behaviour distribution).
+    prefixes : array_like of int
+        The dataset sizes ``N`` (prefix lengths) used, >= 1.
+    arm_counts : numpy.ndarray of int (R, len(prefixes), m)
+        ``arm_counts[r, n, a]`` is ``N(a)`` in prefix number ``n`` of trajectory ``r``.
+    occurrence_sums : numpy.ndarray (R, m, n_max + 1)
+        ``occurrence_sums[r, a, j]`` is the reward sum of the first ``j`` samples of arm ``a`` in
+        trajectory ``r`` (``n_max >= max(prefixes)``).
+    """
 
     means: np.ndarray
     model: str
@@ -136,9 +149,31 @@ class Trajectories:
         r = np.arange(self.n_replicates)[:, None]
         return self.occurrence_sums[r, np.arange(self.means.size)[None, :], self.arm_counts[:, prefix, :]]
 
+# %% [markdown]
+# Trajectories come from given samples (a test oracle, or real data) or are drawn under a model.
 
+# %% tags=["export:bandit_unlearning.experiments.protocol"]
 def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Trajectories:
-    """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``)."""
+    """Prefix statistics of given trajectories ``arms``, ``rewards`` (shape ``(R, n_max)``).
+
+    Parameters
+    ----------
+    means : array_like of float (m,)
+        The arms' mean rewards, in [0, 1].
+    model : str
+        ``"Mf"`` or ``"Md"`` (recorded, not used to check the arms).
+    arms : array_like of int (R, n_max)
+        The arm of each sample, in ``[0, m)``.
+    rewards : array_like of float (R, n_max)
+        The reward of each sample, in [0, 1].
+    prefixes : array_like of int
+        The dataset sizes ``N`` to tabulate, in ``[1, n_max]``.
+
+    Returns
+    -------
+    Trajectories
+        Their prefix-sum tables.
+    """
     means = check_means(means)
     m = means.size
     check_choice(model, "model", ("Mf", "Md"))
@@ -195,6 +230,28 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     ``model="Mf"``: round-robin arms (equal counts in every prefix that is a multiple of m);
     ``model="Md"``: arms i.i.d. from ``behavior`` (default: the paper's policy with ``c_star``,
     best arm = argmax of ``means``).  Rewards are Bernoulli(``means[arm]``).
+
+    Parameters
+    ----------
+    means : array_like of float (m,)
+        The arms' mean rewards, in [0, 1].
+    model : str
+        ``"Mf"`` or ``"Md"``.
+    prefixes : array_like of int
+        The dataset sizes ``N`` to tabulate, >= 1.
+    n_replicates : int
+        ``R``, >= 1.
+    rng : numpy.random.Generator, int or None
+        The draws' generator (None: OS entropy).
+    c_star : float
+        The default behaviour's concentrability ``C*`` (``"Md"`` only).
+    behavior : array_like of float (m,) or None
+        The behaviour distribution (``"Md"`` only; None: the paper's policy).
+
+    Returns
+    -------
+    Trajectories
+        The drawn trajectories' prefix-sum tables.
     """
     means = check_means(means)
     m = means.size
@@ -232,9 +289,31 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
     ``arm`` (counting that arm's samples from 0), with ``s`` uniform over the multiples of ``align``
     in ``[0, N(arm) - k]``, independently per request.  Under M_f (round-robin, m = 5), ``align = 20``
     (= 100 draws / 5 arms) makes a request "all samples of the arm in k/20 consecutive blocks of 100
-    draws", the paper's rule.  Returns ``(start, valid)``, both ``(R, n_requests)``: replicates whose
-    prefix holds fewer than ``k`` samples of ``arm`` are marked invalid (their ``start`` is 0).
-    ``rng``: a Generator, None (fresh OS entropy) or an int seed.
+    draws", the paper's rule.
+
+    Parameters
+    ----------
+    traj : Trajectories
+        The trajectories.
+    prefix : int
+        Index into ``traj.prefixes`` (not the size ``N`` itself).
+    arm : int
+        The arm the requests delete from.
+    k : int
+        Samples per request, >= 0.
+    n_requests : int
+        Requests per replicate, >= 1.
+    rng : numpy.random.Generator, int or None
+        The starts' generator (None: fresh OS entropy).
+    align : int
+        Starts are multiples of ``align``, >= 1.
+
+    Returns
+    -------
+    start : numpy.ndarray of int64 (R, n_requests)
+        The first deleted sample of each request (counting ``arm``'s samples from 0).
+    valid : numpy.ndarray of bool (R, n_requests)
+        False for replicates whose prefix holds fewer than ``k`` samples of ``arm`` (their start is 0).
     """
     check_instance(traj, Trajectories, "traj")
     prefix = check_int(prefix, "prefix", 0, traj.prefixes.size - 1)
@@ -245,7 +324,20 @@ def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_r
 
 
 def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
-    """Unchecked ``consecutive_deletions``: validated arguments only (the engine's inner loop)."""
+    """Unchecked ``consecutive_deletions``: validated arguments only (the engine's inner loop).
+
+    Parameters
+    ----------
+    traj, prefix, arm, k, n_requests, align
+        As in ``consecutive_deletions``, already validated.
+    rng : numpy.random.Generator
+        Drawn from once: ``rng.random((R, n_requests))``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(start, valid)`` as ``consecutive_deletions`` returns them, bit for bit.
+    """
     n_arm = traj.arm_counts[:, prefix, arm]                                # (R,)
     valid = n_arm >= k
     slots = np.where(valid, (n_arm - k) // align + 1, 1)                  # number of legal starts
@@ -253,10 +345,30 @@ def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
     start = np.floor(u * slots[:, None]).astype(np.int64) * align
     return start, np.broadcast_to(valid[:, None], start.shape)
 
+# %% [markdown]
+# A request's reward sum is one subtraction of two prefix sums.
 
+# %% tags=["export:bandit_unlearning.experiments.protocol"]
 def run_sums(traj: Trajectories, arm: int, start, length):
     """Reward sum of ``length`` consecutive samples of ``arm`` from its ``start``-th sample, for every
-    replicate (``start`` has shape ``(R, ...)``); O(1) per entry from the occurrence prefix sums."""
+    replicate; O(1) per entry from the occurrence prefix sums.
+
+    Parameters
+    ----------
+    traj : Trajectories
+        The trajectories.
+    arm : int
+        The arm.
+    start : array_like of int (R, ...)
+        First samples (counting ``arm``'s samples from 0), >= 0, one leading row per replicate.
+    length : int
+        Samples per run, >= 0 (a run past the arm's last sample is cut there).
+
+    Returns
+    -------
+    numpy.ndarray (R, ...)
+        The runs' reward sums.
+    """
     check_instance(traj, Trajectories, "traj")
     arm = check_int(arm, "arm", 0, traj.means.size - 1)
     start = check_int_array(start, "start", 0)
@@ -267,7 +379,20 @@ def run_sums(traj: Trajectories, arm: int, start, length):
 
 
 def run_sums_unchecked(traj, arm, start, length):
-    """Unchecked ``run_sums``: validated arguments only (int64 ``start`` of shape ``(R, ...)``)."""
+    """Unchecked ``run_sums``: validated arguments only.
+
+    Parameters
+    ----------
+    traj, arm, length
+        As in ``run_sums``, already validated.
+    start : numpy.ndarray of int64 (R, ...)
+        Validated starts.
+
+    Returns
+    -------
+    numpy.ndarray (R, ...)
+        What ``run_sums`` returns, bit for bit.
+    """
     occ = traj.occurrence_sums[:, arm, :]                                  # (R, n_max + 1)
     r = np.arange(occ.shape[0]).reshape((-1,) + (1,) * (start.ndim - 1))
     end = np.minimum(start + length, occ.shape[1] - 1)
@@ -412,6 +537,27 @@ class ProtocolA:
     samples (equal in distribution to a uniform subset, since rewards are i.i.d. and independent of
     positions); Table 2 deletes ``k = table2_k_fraction * N`` samples of the best arm (default N/2,
     inside Theorem 3.11's condition ``k <= min(3N/4, (2 - C*) N / C*)`` for C* = 1.3) at ``gamma``.
+
+    Parameters
+    ----------
+    means : tuple of float
+        The arms' mean rewards (the paper's five by default).
+    c_star : float
+        ``C*`` of the M_d behaviour policy, > 1.
+    n_trajectories, n_requests, n_runs : int
+        Trajectories per run, deletion requests per prefix, independent runs (for the standard errors).
+    block : int
+        Draws per block under M_f (requests are aligned to ``block / m`` samples of an arm).
+    threshold_scale : float
+        The factor on Algorithm 2's threshold gamma0 (the paper's 1.3), > 0.
+    mixing_eta : float
+        ``k'/k`` of the method "Mixing", in [0, 1].
+    easy_arm : int
+        The source arm of the "easy" panels (arm 0, the best, is the "hard" one).
+    gamma, k, n : float, int, int
+        The privacy scale, request size and dataset size held fixed while another is swept.
+    table2_c_star, table2_k_fraction : float
+        Table 2's ``C*`` (> 1) and its ``k / N`` (in (0, 1)).
     """
 
     means: tuple = PAPER_MEANS
@@ -441,27 +587,56 @@ class ProtocolA:
         check_real(self.c_star, "c_star (C*)", 1, low_open=True)
         check_real(self.table2_c_star, "table2_c_star (C*)", 1, low_open=True)
 
-    @classmethod
-    def quick(cls, **changes) -> "ProtocolA":
-        """A reduced protocol (40 trajectories, 2 runs) for notebooks and smoke tests."""
-        return replace(cls(n_trajectories=40, n_runs=2), **changes)
+# %% [markdown]
+# A reduced protocol for the notebooks and smoke tests, and the record of the protocol — its knobs and
+# the rules the paper leaves open — that every result file carries.
 
-    def as_json(self) -> dict:
-        d = asdict(self)
-        d["means"] = list(self.means)
-        d["rules"] = {
-            "requests": "k consecutive samples of the source arm from a uniform start; block-aligned "
-                        "(block/m samples) under Mf, unaligned under Md; independent per request",
-            "mixing_subset": "the first k' of the k deleted samples (= a uniform subset in distribution)",
-            "tau": "1/N of the original prefix (erratum E12)",
-            "calibration": "paper: sigma = Delta_f * gamma with gamma given directly (no (eps, delta) "
-                           "claimed; proven only where the implied eps < 1, erratum E1)",
-            "sensitivity": "Lemma A.1's 3k/(2N) where its condition holds, else the exact worst case "
-                           "(erratum E2); the number of such replicates is reported",
-            "excluded": "replicates whose prefix holds fewer than k samples of a source arm",
-            "stderr": "standard deviation of the per-run means / sqrt(n_runs)",
-        }
-        return d
+# %% tags=["export"]
+from bandit_unlearning.literate import add_to_class
+
+
+@add_to_class(ProtocolA)
+@classmethod
+def quick(cls, **changes) -> "ProtocolA":
+    """A reduced protocol (40 trajectories, 2 runs) for notebooks and smoke tests.
+
+    Parameters
+    ----------
+    **changes
+        Fields of ``ProtocolA`` to change as well.
+
+    Returns
+    -------
+    ProtocolA
+        The reduced protocol, validated.
+    """
+    return replace(cls(n_trajectories=40, n_runs=2), **changes)
+
+
+@add_to_class(ProtocolA)
+def as_json(self) -> dict:
+    """The protocol as a JSON-ready record.
+
+    Returns
+    -------
+    dict
+        Every field (``means`` as a list) and, under ``"rules"``, the choices the paper leaves open.
+    """
+    d = asdict(self)
+    d["means"] = list(self.means)
+    d["rules"] = {
+        "requests": "k consecutive samples of the source arm from a uniform start; block-aligned "
+                    "(block/m samples) under Mf, unaligned under Md; independent per request",
+        "mixing_subset": "the first k' of the k deleted samples (= a uniform subset in distribution)",
+        "tau": "1/N of the original prefix (erratum E12)",
+        "calibration": "paper: sigma = Delta_f * gamma with gamma given directly (no (eps, delta) "
+                       "claimed; proven only where the implied eps < 1, erratum E1)",
+        "sensitivity": "Lemma A.1's 3k/(2N) where its condition holds, else the exact worst case "
+                       "(erratum E2); the number of such replicates is reported",
+        "excluded": "replicates whose prefix holds fewer than k samples of a source arm",
+        "stderr": "standard deviation of the per-run means / sqrt(n_runs)",
+    }
+    return d
 
 
 # %% [markdown]
