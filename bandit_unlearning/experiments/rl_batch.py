@@ -34,12 +34,26 @@ from bandit_unlearning.rl.stable import population_users, stable_sigma, stable_u
 from bandit_unlearning.rl.ucbvi import UCBVIConfig
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 14 (line 429): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 14 (line 462): "3. The engine" ---
 def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scales, calibration: str = "paper",
                          delta: float = 0.1, n_points: int = 40, keep_policies: bool = False) -> list:
     """``[stable_regret_curve(mdp, T, rhos[b], seeds[b], rngs[b], bonus_scales[b], calibration, delta,
     n_points, keep_policies=keep_policies) for b in ...]``, bit for bit, from one ``run_batch`` (the
-    ``"policies"`` kept are int8 when ``A <= 127``).  Every argument is checked before anything runs."""
+    ``"policies"`` kept are int8 when ``A <= 127``).  Every argument is checked before anything runs.
+
+    Parameters
+    ----------
+    mdp, T, calibration, delta, n_points, keep_policies
+        As in ``stable_regret_curve``, shared by every run.
+    rhos, seeds, rngs, bonus_scales : sequence
+        One entry per run (``B >= 1`` of each): its ``rho``, ``seed``, ``rng`` and ``bonus_scale``, as
+        in ``stable_regret_curve``.
+
+    Returns
+    -------
+    list of dict
+        ``B`` dictionaries of ``stable_regret_curve``, in the order of the runs.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     T = check_count(T, "T", 1)
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
@@ -66,7 +80,7 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
     return out
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 16 (line 501): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 16 (line 548): "3. The engine" ---
 def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
     """What ``unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)`` records about its cost, with the same draws
     from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the
@@ -87,7 +101,26 @@ def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_p
                     seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0, tree_factory=LightTree) -> dict:
     """``rl_unlearning_cost(mdp, [T], [rho], n_runs, requests_per_run, rng, seed, ...)[rho, T]`` bit for
     bit (``measure_unlearning`` of chapter B4 on the users of population ``seed``), without re-running
-    the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed."""
+    the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed.
+
+    Parameters
+    ----------
+    mdp, n_runs, requests_per_run, rng, calibration, bonus_scale, tree_factory
+        As in ``rl_unlearning_cost``.
+    T : int
+        The number of episodes, ``>= 2``.
+    rho : float
+        The stability parameter, ``> 0`` (``inf``: no noise).
+    seed : int
+        The population seed of the users (``population_users``), in ``[0, 2**64)``.
+
+    Returns
+    -------
+    dict
+        ``measure_unlearning``'s arrays, one entry per request (``n_runs * requests_per_run``):
+        ``"retrained"``, ``"cost"``, ``"conditional_probability"``, ``"conditional_cost"``,
+        ``"retrain_probability"``, ``"expected_cost"``, ``"shift_norm"``; and ``"T"``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     T, seed = check_count(T, "T", 2), check_int(seed, "seed", 0, 2**64 - 1)
     n_runs, requests_per_run = check_count(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)

@@ -39,7 +39,18 @@ from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 # --- from notebooks/rl/07b_stable_ucbvi_regret.py, cell 4 (line 68): "1. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
 def safe_slope(ts, cumulative, start: float = 0.1) -> float:
-    """``loglog_slope`` over ``t >= start * max(ts)``, or ``nan`` when fewer than two points are positive."""
+    """``loglog_slope`` over ``t >= start * max(ts)``, or ``nan`` when fewer than two points are positive.
+
+    Parameters
+    ----------
+    ts, cumulative, start
+        As in ``loglog_slope``.
+
+    Returns
+    -------
+    float
+        The fitted log-log slope, or ``nan``.
+    """
     ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)
     check_real_array(cumulative, "cumulative", shape=ts.shape)
     check_real(start, "start", 0, 1)
@@ -49,15 +60,45 @@ def safe_slope(ts, cumulative, start: float = 0.1) -> float:
         return float("nan")
 
 
+# --- from notebooks/rl/07b_stable_ucbvi_regret.py, cell 6 (line 121): "1. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
 def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.random.Generator,
                         bonus_scale: float = 1.0, calibration: str = "paper", delta: float = 0.1,
                         n_points: int = 40, tree_factory=LightTree, keep_policies: bool = False) -> dict:
     """One run of TV-stable UCB-VI (``rho = math.inf``: non-private ``run_ucbvi``) for ``T`` episodes of
     the users ``0 .. T-1`` of the population ``seed`` (``population_users``: the same episodes in both
-    branches; a research opt-in), tree noise from ``rng``.  Returns ``{"mdp", "T", "rho", "sigma",
-    "bonus_scale", "calibration", "seed", "t", "regret" (cumulative exact expected regret at t),
-    "final" (R(T)), "slope" (last decade)}``, and ``"policies" [T, H, S]`` if ``keep_policies``.
-    ``rng``: a Generator, None (fresh OS entropy) or an int seed.  Every argument is checked first."""
+    branches; a research opt-in), tree noise from ``rng``.  Every argument is checked first.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    T : int
+        The number of episodes, ``>= 1``.
+    rho : float
+        The TV-stability level, ``> 0`` (``math.inf``: non-private).
+    seed : int
+        The population seed of the users, in ``[0, 2**64)``.
+    rng : numpy.random.Generator, int or None
+        The tree's noise (``None``: fresh operating-system entropy); unused when ``rho = inf``.
+    bonus_scale, delta
+        As in ``UCBVIConfig``.
+    calibration : str
+        How sigma follows from ``rho``: one of ``SIGMA_CALIBRATIONS`` (``stable_sigma``).
+    n_points : int
+        The number of log-spaced episode counts in ``[1, T]``, ``>= 1`` (repeats merged).
+    tree_factory : callable
+        The learner's tree (default ``LightTree``).
+    keep_policies : bool
+        Also return the policies played.
+
+    Returns
+    -------
+    dict
+        ``"mdp"`` (its name), ``"T"``, ``"rho"``, ``"sigma"``, ``"bonus_scale"``, ``"calibration"``,
+        ``"seed"``, ``"t"`` (the episode counts), ``"regret"`` (the cumulative exact expected regret
+        at ``t``), ``"final"`` (``R(T)``), ``"slope"`` (``safe_slope``, last decade) and, if
+        ``keep_policies``, ``"policies"`` ``[T, H, S]``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     T = check_count(T, "T", 1)
     sigma = stable_sigma(rho, mdp.H, T, calibration)
@@ -85,10 +126,23 @@ def stable_regret_curve(mdp: TabularMDP, T: int, rho: float, seed: int, rng: np.
     return out
 
 
-# --- from notebooks/rl/07b_stable_ucbvi_regret.py, cell 6 (line 147): "1. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
+# --- from notebooks/rl/07b_stable_ucbvi_regret.py, cell 8 (line 191): "1. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
 def summarize_curves(curves) -> dict:
     """Group curves by ``(mdp, T, rho, bonus_scale)``: mean and standard error of the cumulative
-    regret over replicates, the slope of the mean curve and the replicates' slopes."""
+    regret over replicates, the slope of the mean curve and the replicates' slopes.
+
+    Parameters
+    ----------
+    curves : list or tuple of dict
+        Outputs of ``stable_regret_curve`` (at least one); the replicates of a group share ``"t"``.
+
+    Returns
+    -------
+    dict
+        ``{(mdp, T, rho, bonus_scale): {"t", "mean", "stderr", "slope", "slopes", "n", "sigma"}}``:
+        the mean cumulative regret at ``t``, its standard error (zeros for one replicate), the
+        mean curve's ``safe_slope``, the replicates' slopes, their number and the tree's sigma.
+    """
     keys = {"mdp", "T", "rho", "bonus_scale", "t", "regret", "slope", "sigma"}
     if not isinstance(curves, (list, tuple)) or not curves or not all(
             isinstance(c, dict) and keys <= set(c) for c in curves):
@@ -108,15 +162,41 @@ def summarize_curves(curves) -> dict:
 
 
 def rho_label(rho: float) -> str:
-    """``"rho = 0.1"`` (``rho > 0``), or the non-private label for ``rho = inf``."""
+    """``"rho = 0.1"`` (``rho > 0``), or the non-private label for ``rho = inf``.
+
+    Parameters
+    ----------
+    rho : float
+        The TV-stability level, ``> 0`` (``math.inf`` allowed).
+
+    Returns
+    -------
+    str
+        A legend label.
+    """
     rho = check_real(rho, "rho", 0, low_open=True, allow_inf=True)
     return "non-private (rho = inf)" if rho == math.inf else f"rho = {rho:g}"
 
 
-# --- from notebooks/rl/07b_stable_ucbvi_regret.py, cell 8 (line 178): "1. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
+# --- from notebooks/rl/07b_stable_ucbvi_regret.py, cell 10 (line 246): "1. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
 def plot_stable_regret(curves, ax=None, title: str | None = None):
     """Log-log cumulative regret against t: one colour per rho, solid for the paper's bonus, dashed
-    for scaled bonuses (mean over replicates), the slope of each mean curve in the legend."""
+    for scaled bonuses (mean over replicates), the slope of each mean curve in the legend.
+
+    Parameters
+    ----------
+    curves
+        As in ``summarize_curves``.
+    ax : matplotlib.axes.Axes or None
+        Draw into it; ``None``: a new figure of 6 x 4 inches.
+    title : str or None
+        The axes' title (``None``: "TV-stable UCB-VI").
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn into.
+    """
     summarize_curves(curves)
     if ax is not None:
         check_instance(ax, Axes, "ax")
@@ -138,9 +218,27 @@ def plot_stable_regret(curves, ax=None, title: str | None = None):
     return ax
 
 
+# --- from notebooks/rl/07b_stable_ucbvi_regret.py, cell 12 (line 290): "1. Regret over $T$ for several $\rho$ (Theorem 4.1, measu..." ---
 def plot_theorem_41_terms(S: int, A: int, H: int, Ts, rhos, ax=None):
     """The three terms of Theorem 4.1 (polylog factors dropped) against T: the two rho-free terms,
-    ``H^2.5 S^2 A / rho`` for each rho, and the same term at ``rho = sqrt(H S^3 A / T)``."""
+    ``H^2.5 S^2 A / rho`` for each rho, and the same term at ``rho = sqrt(H S^3 A / T)``.
+
+    Parameters
+    ----------
+    S, A, H : int
+        States, actions, horizon (each ``>= 1``).
+    Ts : array_like
+        Episode counts, ``>= 1``, shape ``(n,)``, ``n >= 1``: the x axis.
+    rhos : array_like
+        TV-stability levels, ``> 0``, shape ``(m,)``: one curve each.
+    ax
+        As in ``plot_stable_regret``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn into.
+    """
     Ts = check_real_array(Ts, "Ts", 1, ndim=1, nonempty=True)
     check_real_array(rhos, "rhos", 0, low_open=True, ndim=1)
     theorem_41_terms(S, A, H, Ts, 1.0)

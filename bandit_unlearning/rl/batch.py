@@ -210,10 +210,23 @@ class _BatchPlanner:
 # --- from notebooks/rl/13_many_runs.py, cell 10 (line 307): "3. The engine" ---
 @dataclass(frozen=True, eq=False)
 class BatchRun:
-    """What ``run_batch`` returns: ``policies [B, T, H, S]`` (episode ``t``'s policy, planned from
-    episodes ``< t``), ``noisy_sum [B, d]`` (``u~_T``: the tree's noisy prefix sum of each run; the
-    exact sum for ``sigma = 0``), ``clean_sum [B, d]`` (``u_T``), the configs and population seeds,
-    and the ``trajectories`` (leading axes ``[B, T]``) if kept."""
+    """What ``run_batch`` returns, run ``b`` at index ``b`` of every field.
+
+    Parameters
+    ----------
+    policies : numpy.ndarray
+        ``[B, T, H, S]`` integer actions: episode ``t``'s policy, planned from episodes ``< t``.
+    noisy_sum : numpy.ndarray
+        ``[B, d]``: ``u~_T``, the tree's noisy prefix sum of each run (the exact sum for ``sigma = 0``).
+    clean_sum : numpy.ndarray
+        ``[B, d]``: ``u_T``, the exact sum of each run's statistics.
+    configs : tuple of UCBVIConfig
+        The runs' configs.
+    seeds : tuple of int
+        The runs' population seeds.
+    trajectories : Trajectory or None
+        The episodes (leading axes ``[B, T]``) if kept, else ``None``.
+    """
 
     policies: np.ndarray
     noisy_sum: np.ndarray
@@ -257,14 +270,34 @@ def _check_batch(mdp, configs, seeds, rngs):
     return tuple(configs), seeds, gens
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 12 (line 361): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 12 (line 374): "3. The engine" ---
 def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernoulli",
               keep_trajectories: bool = False) -> BatchRun:
     """``B = len(configs)`` independent runs of (TV-stable) UCB-VI for ``T = configs[0].T`` episodes,
-    advancing together.  Run ``b``: config ``configs[b]``, the users ``0 .. T-1`` of population
-    ``seeds[b]``, tree noise from ``rngs[b]`` (a Generator, an int seed, or None for OS entropy; not
-    used when ``sigma = 0``).  Equal, run by run, to ``train(stable_ucbvi(mdp, T, sigma=...), ...)``
-    (``sigma > 0``) or ``run_ucbvi`` (``sigma = 0``).  Everything is checked before anything is drawn."""
+    advancing together.  Equal, run by run, to ``train(stable_ucbvi(mdp, T, sigma=...), ...)``
+    (``sigma > 0``) or ``run_ucbvi`` (``sigma = 0``).  Everything is checked before anything is drawn.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    configs : list or tuple of UCBVIConfig
+        Run ``b``'s config (``B >= 1``): ``mdp``'s ``S, A, H``, one ``T`` for all, not pooled, a
+        bonus of ``BONUS_KINDS``.
+    seeds : list or tuple of int
+        Run ``b`` plays the users ``0 .. T-1`` of population ``seeds[b]``, in ``[0, 2**64)``.
+    rngs : list or tuple
+        Run ``b``'s tree noise: a Generator, an int seed or None (OS entropy); unused if ``sigma = 0``.
+    reward_noise : str
+        ``"bernoulli"`` (rewards drawn) or ``"mean"`` (mean rewards).
+    keep_trajectories : bool
+        Also return the episodes (``B T (3H + 1)`` numbers).
+
+    Returns
+    -------
+    BatchRun
+        The policies and final sums, in the order of ``configs``.
+    """
     configs, seeds, gens = _check_batch(mdp, configs, seeds, rngs)
     bernoulli = check_reward_noise(reward_noise) == "bernoulli"
     keep_trajectories = check_bool(keep_trajectories, "keep_trajectories")

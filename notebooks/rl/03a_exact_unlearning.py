@@ -239,6 +239,11 @@ class ReplayableUser:
     ``generator(*address)`` starts the stream at a counter built from up to three non-negative
     integers (e.g. ``(h, s, a)``), so the same user asked the same question answers the same way,
     in any order and any number of times; different addresses give independent streams.
+
+    Parameters
+    ----------
+    key : int
+        The Philox key, in ``[0, 2**128)``: the user's secret (whoever holds it replays the user).
     """
 
     key: int
@@ -250,6 +255,18 @@ class ReplayableUser:
         object.__setattr__(self, "key", key)
 
     def generator(self, *address: int) -> np.random.Generator:
+        """A fresh generator at the user's stream ``address``: the same numbers on every call.
+
+        Parameters
+        ----------
+        *address : int
+            Up to three integers in ``[0, 2**64)`` (e.g. ``h, s, a``); none: the stream at 0.
+
+        Returns
+        -------
+        numpy.random.Generator
+            A Philox generator keyed by ``key``, its counter ``(0, *address)`` (padded with zeros).
+        """
         if len(address) > 3:
             raise ValueError(f"an address has at most 3 integers, got {len(address)}")
         words = [check_int(a, "address", 0) for a in address]
@@ -260,18 +277,50 @@ class ReplayableUser:
         return np.random.Generator(np.random.Philox(key=self.key, counter=counter))
 
     def uniforms(self, shape, *address: int) -> np.ndarray:
-        """Uniforms on [0, 1) of the given shape (an integer or a tuple of integers >= 0) from the
-        stream at ``address``."""
+        """Uniforms on [0, 1) of the given shape from the stream at ``address``.
+
+        Parameters
+        ----------
+        shape : int or tuple of int
+            The output's shape, every dimension ``>= 0``.
+        *address : int
+            The stream, as in ``generator``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Floats in ``[0, 1)`` of shape ``shape``: the first draws of ``generator(*address)``.
+        """
         dims = shape if isinstance(shape, tuple) else (shape,)
         shape = tuple(check_int(s, "shape", 0) for s in dims)
         return self.generator(*address).random(shape)
 
 
+# %% [markdown]
+# A population of users is a seed and a position (reproducible research), or fresh keys that no
+# one can rebuild.
+
+# %% tags=["export"]
 def replayable_users(n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``, so that
     any user can be rebuilt from the seed alone -- the seed is key material (an opt-in for
     reproducible research).  ``seed=None``: ``n`` independent keys from the operating system's
-    entropy (``secrets``), which nothing else can rebuild."""
+    entropy (``secrets``), which nothing else can rebuild.
+
+    Parameters
+    ----------
+    n : int
+        The number of users, ``>= 0``.
+    seed : int or None
+        The population seed, ``>= 0`` (key material); ``None``: keys from the operating system.
+    start : int
+        The first user's position in the population, ``>= 0`` (only with a ``seed``).
+
+    Returns
+    -------
+    tuple of ReplayableUser
+        ``n`` users, in population order.
+    """
     n, start = check_count(n, "n", 0), check_int(start, "start", 0)
     if seed is None:
         return tuple(ReplayableUser(secrets.randbits(128)) for _ in range(n))
@@ -300,10 +349,31 @@ class PrefixSumLearner:
     ``w_{t+1} = update(noisy prefix sum u~_t, t, w_t)``, ``w_1 = initial_model``.
 
     ``oracle`` and ``update`` must be deterministic; ``update`` receives a fresh array ``u_tilde``
-    that it may keep.  ``sigma``: tree noise scale (``0``: no noise, the non-private Algorithm 1); ``B``: the
-    sensitivity bound used to choose ``sigma`` (reported by ``unlearn``, erratum E8; ``None`` if
-    unknown); ``tree_factory(d, sigma, capacity)`` builds the tree (default ``LightTree``, chapter
-    B10: the outputs of the dense ``BinaryTree`` bit for bit, in far less memory).
+    that it may keep.
+
+    Parameters
+    ----------
+    d : int
+        The dimension of a statistic ``x_t``, ``>= 1``.
+    sigma : float
+        The tree's per-node noise standard deviation, ``>= 0`` (``0``: no noise, Algorithm 1).
+    oracle : callable
+        ``oracle(user, t, model) -> x_t`` of shape ``(d,)``, finite (the oracle ``EO_t``).
+    update : callable
+        ``update(u_tilde, t, model) -> w_{t+1}`` from the noisy prefix sum ``u_tilde`` of shape ``(d,)``.
+    initial_model : object
+        ``w_1``, any object the oracle and the update accept.
+    B : float or None
+        The sensitivity bound ``sup ||x - x'||_2`` used to choose ``sigma`` (reported by ``unlearn``,
+        erratum E8), ``> 0``; ``None`` if unknown.
+    tree_factory : callable
+        ``tree_factory(d, sigma, capacity)`` builds the tree (default ``LightTree``, chapter B10: the
+        outputs of the dense ``BinaryTree`` bit for bit, in far less memory).
+    name : str
+        A label for reports.
+    check_user : callable or None
+        ``check_user(user)`` raises on a user the oracle cannot serve (every user of ``train`` and
+        ``extend`` and every dummy is checked before anything runs; ``ZERO_USER`` always passes).
     """
 
     d: int
@@ -334,7 +404,22 @@ class PrefixSumLearner:
         _freeze_arrays(self.initial_model)
 
     def statistics(self, user, t: int, model) -> np.ndarray:
-        """``EO_t(user; w_t)``, validated (shape ``(d,)``, finite); ``ZERO_USER`` gives zeros."""
+        """``EO_t(user; w_t)``, validated (shape ``(d,)``, finite); ``ZERO_USER`` gives zeros.
+
+        Parameters
+        ----------
+        user : object
+            A user the oracle serves, or ``ZERO_USER``.
+        t : int
+            The step, ``>= 1``.
+        model : object
+            The current model ``w_t``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``x_t``, float of shape ``(d,)`` (the oracle's answer, or zeros for ``ZERO_USER``).
+        """
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
@@ -355,7 +440,21 @@ class PrefixSumLearner:
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
     models ``w_1 .. w_{T+1}``, the frozen tree holding ``x_1 .. x_T``, and the deleted positions.
-    Pickling refuses (``TypeError``) unless inside ``allow_secrets()``: the tree's keys are secrets."""
+    Pickling refuses (``TypeError``) unless inside ``allow_secrets()``: the tree's keys are secrets.
+
+    Parameters
+    ----------
+    learner : PrefixSumLearner
+        The learner that ran.
+    users : tuple
+        ``z_1 .. z_T`` as used (``T >= 0``; the dummy at each deleted position).
+    models : tuple
+        ``w_1 .. w_{T+1}`` (``T + 1`` models).
+    tree : BinaryTree or LightTree
+        The frozen tree holding ``x_1 .. x_T``.
+    deleted : frozenset of int
+        The deleted positions, each in ``1 .. T``.
+    """
 
     learner: PrefixSumLearner
     users: tuple
@@ -378,7 +477,18 @@ class Run:
         return len(self.users)
 
     def model(self, t: int):
-        """``w_t`` for ``t`` in ``1 .. T+1``."""
+        """``w_t``, the model that served user ``t`` (``w_{T+1}``: the final model).
+
+        Parameters
+        ----------
+        t : int
+            The step, ``1 <= t <= T + 1``.
+
+        Returns
+        -------
+        object
+            ``models[t - 1]``.
+        """
         return self.models[check_int(t, "t", 1, self.T + 1) - 1]
 
     @property
@@ -391,6 +501,18 @@ class Run:
         return self.tree.leaves()
 
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
+        """The tree's noisy prefix sum ``u~_t`` of ``x_1 .. x_t`` (what ``update`` saw at step ``t``).
+
+        Parameters
+        ----------
+        t : int
+            The number of steps summed, ``0 <= t <= T``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``u~_t``, float of shape ``(d,)`` (a new array; zeros for ``t = 0``).
+        """
         return self.tree.noisy_prefix_sum(t)
 
     def __getstate__(self):
@@ -420,7 +542,20 @@ class Run:
 # %% tags=["export"]
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
-    path node has total variation ``tv`` (Theorem 3.3 (3), exact)."""
+    path node has total variation ``tv`` (Theorem 3.3 (3), exact).
+
+    Parameters
+    ----------
+    tv : float
+        The total variation of each path node's two noisy values, in ``[0, 1]``.
+    path : tuple or list of Node
+        The complete nodes over the deleted leaf, leaf first (``PathCoupling.path``).
+
+    Returns
+    -------
+    float
+        The retraining probability, in ``[0, 1]``.
+    """
     tv = check_real(tv, "tv", 0, 1)
     check_instance(path, (tuple, list), "path")
     return float(1 - (1 - tv) ** len(path))
@@ -428,20 +563,45 @@ def path_retrain_probability(tv: float, path) -> float:
 
 def path_expected_steps(tv: float, path, T: int) -> float:
     """``sum_k (1 - tv)^k tv (T - r_k)``: the expected steps re-run when the ``k``-th path node
-    (last leaf ``r_k``) rejects with probability ``tv`` given that the ones below it were kept."""
+    (last leaf ``r_k``) rejects with probability ``tv`` given that the ones below it were kept.
+
+    Parameters
+    ----------
+    tv, path
+        As in ``path_retrain_probability``.
+    T : int
+        The run's number of steps, ``>= 0`` (every node of ``path`` ends at ``<= T``).
+
+    Returns
+    -------
+    float
+        The expected number of steps re-run, in ``[0, T]``.
+    """
     tv, T = check_real(tv, "tv", 0, 1), check_int(T, "T", 0)
     check_instance(path, (tuple, list), "path")
     return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
 
 
+# %% [markdown]
+# The numbers computed from the deleted statistic sit in a record of their own, made only on request:
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class UnlearnDiagnostics:
     """Numbers computed from the deleted user's statistic ``x_t`` -- for experiments, never by default.
 
-    ``shift_norm``: ``||x_t - x'_t||`` (against the zero dummy, for the UCB bandit ``sqrt(1 + r^2)``
-    gives the deleted reward and for TV-stable UCB-VI ``||x_t||^2 - 2H`` is the deleted episode's
-    return); ``tv_per_node``: ``2 Phi(shift_norm / (2 sigma)) - 1``; ``retrain_probability`` and
-    ``expected_steps_recomputed``: the exact retraining probability and expected cost of this request.
+    Parameters
+    ----------
+    shift_norm : float
+        ``||x_t - x'_t||_2 >= 0`` against the dummy's ``x'_t`` (against the zero dummy, for the UCB
+        bandit ``sqrt(1 + r^2)`` gives the deleted reward and for TV-stable UCB-VI ``||x_t||^2 - 2H``
+        is the deleted episode's return).
+    tv_per_node : float
+        ``2 Phi(shift_norm / (2 sigma)) - 1``, in ``[0, 1]``: the TV of each path node's two values.
+    retrain_probability : float
+        The exact retraining probability of this request (``path_retrain_probability``), in ``[0, 1]``.
+    expected_steps_recomputed : float
+        The exact expected number of steps re-run (``path_expected_steps``), ``>= 0``.
     """
 
     shift_norm: float
@@ -456,24 +616,49 @@ class UnlearnDiagnostics:
         check_real(self.expected_steps_recomputed, "expected_steps_recomputed", 0)
 
 
+# %% [markdown]
+# What every deletion reports (`UnlearnRecord`) is data-independent, apart from the coupling's
+# visible outcomes:
+
+# %% tags=["export"]
 @dataclass(frozen=True)
 class UnlearnRecord:
     """What one call of ``unlearn`` did (Algorithm 3) -- by default nothing computed from the deleted data.
 
-    Data-independent: ``t``, ``T``, the learner's ``B`` (sensitivity bound, ``None`` if unknown) and
-    ``sigma``, ``path`` (the complete nodes over leaf ``t``); the worst-case cost of a request at
-    ``t`` for a shift of norm ``B``: ``tv_bound = 2 Phi(B / (2 sigma)) - 1`` per node,
-    ``retrain_probability_bound`` and ``expected_steps_bound`` (``None`` without ``B``).  The
-    coupling's outcomes, part of what the algorithm visibly does: ``accepted`` / ``rejected`` /
-    ``regenerated`` as in ``PathCoupling``, ``restart`` (steps ``restart+1 .. T`` were re-run,
-    ``steps_recomputed`` of them).  ``diagnostics``: an ``UnlearnDiagnostics`` only if ``unlearn`` was
-    called with ``options=ExactOptions(diagnostics=True)``; its fields are also attributes of the record
-    (``record.shift_norm``, ...), which raise ``AttributeError`` without it.
+    The fields of ``diagnostics`` are also attributes of the record (``record.shift_norm``, ...),
+    which raise ``AttributeError`` without it.
     Which reference world the guarantee holds against: exact unlearning is a statement about the
     distribution of the new run over all of the algorithm's randomness (the original run's included) --
     it equals training from scratch on the sequence with user ``t`` replaced by the dummy, a learner that
     never saw the user (the literal reference, with epsilon = delta = 0).  It is not a statement
     conditional on the earlier release: given the old models, the new ones are coupled to them.
+
+    Parameters
+    ----------
+    t : int
+        The deleted position, ``1 <= t <= T``.
+    T : int
+        The run's number of steps, ``>= 1``.
+    B : float or None
+        The learner's sensitivity bound (``None`` if unknown).
+    sigma : float
+        The tree's per-node noise standard deviation.
+    path : tuple of Node
+        The complete nodes over leaf ``t``, leaf first.
+    accepted, rejected, regenerated
+        The coupling's outcomes, part of what the algorithm visibly does: as in ``PathCoupling``.
+    restart : int
+        Steps still valid, ``0 <= restart <= T``: steps ``restart+1 .. T`` were re-run.
+    steps_recomputed : int
+        ``T - restart``.
+    tv_bound : float or None
+        The worst case per node, for a shift of norm ``B``: ``2 Phi(B / (2 sigma)) - 1`` (``None``
+        without ``B``).
+    retrain_probability_bound, expected_steps_bound : float or None
+        The worst-case retraining probability and expected steps re-run of a request at ``t``: the
+        path formulas at ``tv_bound`` (``None`` without ``B``).
+    diagnostics : UnlearnDiagnostics or None
+        Only if ``unlearn`` was called with ``options=ExactOptions(diagnostics=True)``.
     """
 
     t: int
@@ -561,12 +746,34 @@ def _check_users(users, learner: PrefixSumLearner) -> tuple:
     return users
 
 
+# %% [markdown]
+# `train` runs Algorithm 2 from the first step; `extend` continues a run where it stopped (the tree
+# is anytime).
+
+# %% tags=["export"]
 def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
           capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
     noise from ``rng`` (default: OS entropy; a seeded generator or an int seed makes the run
     reproducible and its seed key material).  ``capacity``: steps to preallocate the tree for (default
-    ``T``).  Every user is checked (``learner.check_user``) before the first step."""
+    ``T``).  Every user is checked (``learner.check_user``) before the first step.
+
+    Parameters
+    ----------
+    learner : PrefixSumLearner
+        The learner.
+    users : sequence
+        ``z_1 .. z_T``, users the learner's oracle serves (``T >= 1``).
+    rng : numpy.random.Generator, int or None
+        The source of the tree's node keys (its noise); ``None``: the operating system's entropy.
+    capacity : int or None
+        Steps to preallocate the tree for, ``>= 1`` (``None``: ``T``).
+
+    Returns
+    -------
+    Run
+        The run: ``T`` users, models ``w_1 .. w_{T+1}``, the frozen tree, no deletion.
+    """
     check_instance(learner, PrefixSumLearner, "learner")
     users = _check_users(users, learner)
     if len(users) < 1:
@@ -581,7 +788,22 @@ def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = No
 
 def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     """Continue ``run`` with more users (the tree is anytime); returns a new run.  Every new user is
-    checked before the first step."""
+    checked before the first step.
+
+    Parameters
+    ----------
+    run : Run
+        The run continued (not modified).
+    users : sequence
+        The new users ``z_{T+1} .. z_{T+n}`` (``n >= 0``).
+    rng
+        As in ``train``.
+
+    Returns
+    -------
+    Run
+        A run of ``T + n`` steps: ``run``'s first ``T`` steps unchanged, its deletions kept.
+    """
     check_instance(run, Run, "run")
     users = run.users + _check_users(users, run.learner)
     rng = as_generator(rng)
@@ -598,14 +820,24 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
 @dataclass(frozen=True, eq=False)
 class ExactOptions:
     """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
+    ``ExactOptions()`` is what ``options=None`` means.
 
-    ``dummy``: the user put in place of a deleted one (default ``ZERO_USER``: zero statistics);
-    ``diagnostics``: for a ``DeleteStep``, also record numbers computed from the deleted statistic
-    (``UnlearnDiagnostics``: its shift norm, TV and the exact retraining probability -- for cost
-    experiments; they reveal the deleted statistic's norm); ``retrain_if_cheaper`` and ``node_cost``:
-    for ``DeleteSteps`` / ``DeleteUser`` (chapter B11), retrain from scratch when the one-pass
-    deletion's worst case (``worst_case_cost`` with ``node_cost``, default ``NODE_COST``) exceeds a
-    training.  ``ExactOptions()`` is what ``options=None`` means."""
+    Parameters
+    ----------
+    dummy : object
+        The user put in place of a deleted one (default ``ZERO_USER``: zero statistics); checked by
+        the learner's ``check_user``.
+    diagnostics : bool
+        For a ``DeleteStep``, also record numbers computed from the deleted statistic
+        (``UnlearnDiagnostics``: its shift norm, TV and the exact retraining probability -- for cost
+        experiments; they reveal the deleted statistic's norm).
+    retrain_if_cheaper : bool
+        For ``DeleteSteps`` / ``DeleteUser`` (chapter B11): retrain from scratch when the one-pass
+        deletion's worst case (``worst_case_cost``) exceeds a training of ``T`` steps.
+    node_cost : float or None
+        The cost of coupling one node, in training steps, for that worst case: finite, ``> 0``
+        (``None``: ``NODE_COST``).
+    """
 
     dummy: Any = ZERO_USER
     diagnostics: bool = False
@@ -621,7 +853,18 @@ class ExactOptions:
 
 
 def exact_options(options) -> ExactOptions:
-    """``options`` of a run's ``unlearn``: ``None`` (the defaults, ``ExactOptions()``) or an ``ExactOptions``."""
+    """``options`` of a run's ``unlearn``: ``None`` (the defaults, ``ExactOptions()``) or an ``ExactOptions``.
+
+    Parameters
+    ----------
+    options : ExactOptions or None
+        What the caller passed (anything else: ``TypeError``).
+
+    Returns
+    -------
+    ExactOptions
+        ``options`` itself, or ``ExactOptions()`` for ``None``.
+    """
     return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
 
 # %% [markdown]
@@ -694,7 +937,20 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
 
 # %% tags=["export"]
 def same_model(a, b) -> bool:
-    """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses)."""
+    """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses).
+
+    Parameters
+    ----------
+    a, b : object
+        Two models, compared recursively: arrays by shape and values (nan equal to nan), tuples and
+        lists by type and items, dicts by keys and values, dataclasses by type and fields, anything
+        else by ``==`` (which must give one truth value, else ``TypeError``).
+
+    Returns
+    -------
+    bool
+        Whether ``a`` and ``b`` are the same model, bit for bit.
+    """
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
                 and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))

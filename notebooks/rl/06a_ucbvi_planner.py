@@ -100,7 +100,13 @@ def _check_dims(S, A, H):
 
 @dataclass(frozen=True)
 class StatsLayout:
-    """Where each statistic of Paper B §4 lives in ``x in R^d``, ``d = 2SAH + S^2AH``."""
+    """Where each statistic of Paper B §4 lives in ``x in R^d``, ``d = 2SAH + S^2AH``.
+
+    Parameters
+    ----------
+    S, A, H : int
+        The numbers of states and actions and the horizon, each ``>= 1``.
+    """
 
     S: int
     A: int
@@ -112,6 +118,18 @@ class StatsLayout:
 
     @classmethod
     def of(cls, mdp: TabularMDP) -> "StatsLayout":
+        """The layout of ``mdp``'s statistics.
+
+        Parameters
+        ----------
+        mdp : TabularMDP
+            The environment.
+
+        Returns
+        -------
+        StatsLayout
+            ``StatsLayout(mdp.S, mdp.A, mdp.H)``.
+        """
         check_instance(mdp, TabularMDP, "mdp")
         return cls(mdp.S, mdp.A, mdp.H)
 
@@ -137,24 +155,57 @@ class StatsLayout:
     def transitions(self) -> slice:
         return slice(2 * self.n_triples, self.d)
 
-    def unpack(self, u):
-        """Views ``(N [..., H, S, A], R [..., H, S, A], Nsas [..., H, S, A, S])`` of ``u [..., d]``."""
-        u = as_array(u, "u").astype(float, copy=False)
-        if u.ndim < 1 or u.shape[-1] != self.d:
-            raise ValueError(f"statistics must have last dimension d = {self.d}, got shape {u.shape}")
-        lead, H, S, A = u.shape[:-1], self.H, self.S, self.A
-        return (u[..., self.visits].reshape(lead + (H, S, A)), u[..., self.rewards].reshape(lead + (H, S, A)),
-                u[..., self.transitions].reshape(lead + (H, S, A, S)))
+# %% [markdown]
+# `unpack` reads a statistics vector (or a stack of them) as the three blocks UCB-VI estimates from;
+# `pack` is its inverse.
 
-    def pack(self, N, R, Nsas) -> np.ndarray:
-        """Inverse of ``unpack``: ``[..., d]`` from ``N, R [..., H, S, A]`` and ``Nsas [..., H, S, A, S]``."""
-        N, R, Nsas = (as_real_array(x, name) for x, name in ((N, "N"), (R, "R"), (Nsas, "Nsas")))
-        hsa = (self.H, self.S, self.A)
-        if N.shape[-3:] != hsa or R.shape != N.shape or Nsas.shape != N.shape + (self.S,):
-            raise ValueError(f"N, R must have shape [..., {self.H}, {self.S}, {self.A}] and Nsas [..., {self.H}, "
-                             f"{self.S}, {self.A}, {self.S}], got {N.shape}, {R.shape}, {Nsas.shape}")
-        lead = N.shape[:-3]
-        return np.concatenate([x.reshape(lead + (-1,)) for x in (N, R, Nsas)], axis=-1)
+# %% tags=["export"]
+@add_to_class(StatsLayout)
+def unpack(self, u):
+    """Views ``(N [..., H, S, A], R [..., H, S, A], Nsas [..., H, S, A, S])`` of ``u [..., d]``.
+
+    Parameters
+    ----------
+    u : array_like
+        Statistics, float of shape ``[..., d]`` (one vector or any stack of them).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        The visit counts ``N [..., H, S, A]``, reward sums ``R [..., H, S, A]`` and transition counts
+        ``Nsas [..., H, S, A, S]``: views of ``u`` when it is already a float array.
+    """
+    u = as_array(u, "u").astype(float, copy=False)
+    if u.ndim < 1 or u.shape[-1] != self.d:
+        raise ValueError(f"statistics must have last dimension d = {self.d}, got shape {u.shape}")
+    lead, H, S, A = u.shape[:-1], self.H, self.S, self.A
+    return (u[..., self.visits].reshape(lead + (H, S, A)), u[..., self.rewards].reshape(lead + (H, S, A)),
+            u[..., self.transitions].reshape(lead + (H, S, A, S)))
+
+
+@add_to_class(StatsLayout)
+def pack(self, N, R, Nsas) -> np.ndarray:
+    """Inverse of ``unpack``: ``[..., d]`` from ``N, R [..., H, S, A]`` and ``Nsas [..., H, S, A, S]``.
+
+    Parameters
+    ----------
+    N, R : array_like
+        Visit counts and reward sums, finite, of one shape ``[..., H, S, A]``.
+    Nsas : array_like
+        Transition counts, finite, of shape ``[..., H, S, A, S]`` (the same leading axes).
+
+    Returns
+    -------
+    numpy.ndarray
+        The statistics vectors, float of shape ``[..., d]`` (a new array).
+    """
+    N, R, Nsas = (as_real_array(x, name) for x, name in ((N, "N"), (R, "R"), (Nsas, "Nsas")))
+    hsa = (self.H, self.S, self.A)
+    if N.shape[-3:] != hsa or R.shape != N.shape or Nsas.shape != N.shape + (self.S,):
+        raise ValueError(f"N, R must have shape [..., {self.H}, {self.S}, {self.A}] and Nsas [..., {self.H}, "
+                         f"{self.S}, {self.A}, {self.S}], got {N.shape}, {R.shape}, {Nsas.shape}")
+    lead = N.shape[:-3]
+    return np.concatenate([x.reshape(lead + (-1,)) for x in (N, R, Nsas)], axis=-1)
 
 # %% [markdown]
 # **Sparse statistics.** An episode touches only $3H$ of the $d$ coordinates: `sparse` lists them (a
@@ -165,7 +216,20 @@ class StatsLayout:
 @add_to_class(StatsLayout)
 def sparse(self, traj: Trajectory):
     """Statistics of episodes ``traj`` (any leading axes) as ``(indices [..., 3H], values [..., 3H])``:
-    visits (value 1), rewards (value ``r_h``), transitions (value 1); distinct indices."""
+    visits (value 1), rewards (value ``r_h``), transitions (value 1); distinct indices.
+
+    Parameters
+    ----------
+    traj : Trajectory
+        Episodes: ``states [..., H+1]`` in ``[0, S)``, ``actions [..., H]`` in ``[0, A)`` and
+        ``rewards [..., H]``, of the same leading axes.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``indices [..., 3H]`` (integers in ``[0, d)``) and float ``values [..., 3H]``, in the order
+        visits, rewards, transitions.
+    """
     check_instance(traj, Trajectory, "traj")
     st, ac = np.asarray(traj.states), np.asarray(traj.actions)
     rw = np.asarray(traj.rewards, dtype=float)
@@ -178,10 +242,26 @@ def sparse(self, traj: Trajectory):
     idx = np.concatenate([k, n + k, 2 * n + k * self.S + st[..., 1:]], axis=-1)
     return idx, np.concatenate([np.ones_like(rw), rw, np.ones_like(rw)], axis=-1)
 
+# %% [markdown]
+# Back from the sparse lists to vectors:
 
+# %% tags=["export"]
 @add_to_class(StatsLayout)
 def densify(self, indices, values) -> np.ndarray:
-    """Dense ``[..., d]`` vectors from sparse ``(indices [..., n], values [..., n])`` (repeats add)."""
+    """Dense ``[..., d]`` vectors from sparse ``(indices [..., n], values [..., n])`` (repeats add).
+
+    Parameters
+    ----------
+    indices : array_like of int
+        Positions in ``[0, d)``, shape ``[..., n]`` (``n >= 0``; repeats allowed).
+    values : array_like
+        Finite values of the same shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float of shape ``[..., d]``: row by row, the sum of the values at their indices.
+    """
     indices, values = self._check_sparse(indices, values)
     lead = indices.shape[:-1]
     rows = int(np.prod(lead, dtype=np.int64))
@@ -205,13 +285,36 @@ def _check_sparse(self, indices, values):
 
 @add_to_class(StatsLayout)
 def accumulate(self, indices, values) -> np.ndarray:
-    """``sum_t x_t`` (one ``[d]`` vector) of the sparse statistics of many episodes."""
+    """``sum_t x_t`` (one ``[d]`` vector) of the sparse statistics of many episodes.
+
+    Parameters
+    ----------
+    indices, values
+        As in ``densify``; every leading axis is summed over.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float of shape ``(d,)``: the sum of the values at their indices.
+    """
     indices, values = self._check_sparse(indices, values)
     return np.bincount(indices.ravel(), weights=values.ravel(), minlength=self.d)
 
 
 @add_to_class(StatsLayout)
 def dense(self, traj: Trajectory) -> np.ndarray:
+    """Statistics of episodes ``traj`` as dense vectors: ``densify`` of ``sparse``.
+
+    Parameters
+    ----------
+    traj
+        As in ``sparse``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float of shape ``[..., d]`` (the leading axes of ``traj``).
+    """
     return self.densify(*self.sparse(traj))
 
 # %% [markdown]
@@ -222,7 +325,20 @@ def dense(self, traj: Trajectory) -> np.ndarray:
 # %% tags=["export"]
 def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
     """L2 sensitivity ``B`` of one episode's statistics (erratum E8): ``sqrt(3H)`` against the zero
-    dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users."""
+    dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users.
+
+    Parameters
+    ----------
+    H : int
+        The horizon, ``>= 1``.
+    dummy : str
+        ``"zero"`` (a user against the zero dummy) or ``"any"`` (two arbitrary users).
+
+    Returns
+    -------
+    float
+        The bound ``B`` on ``||x_t - x'_t||_2``.
+    """
     H = check_count(H, "H", 1)                          # a Python int (an np.uint8 H would wrap in 3H)
     check_choice(dummy, "dummy", ("zero", "any"))
     return float(np.sqrt((3 if dummy == "zero" else 6) * H))
@@ -231,7 +347,26 @@ def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
 def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward_noise: str = "bernoulli"):
     """The environment oracle ``EO_t(z; w)`` of Algorithm 1 for RL: play ``policy`` with the
     replayable ``user`` and return its sparse statistics ``(indices [3H], values [3H])``.
-    (The dummy user of a deletion has zero statistics.)"""
+    (The dummy user of a deletion has zero statistics.)
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    policy : array_like of int
+        A deterministic policy ``[H, S]`` (actions in ``[0, A)``).
+    user : int
+        The user's index in the population, in ``[0, max_users(mdp))``.
+    seed : int
+        The population seed, in ``[0, 2**64)``.
+    reward_noise : str
+        ``"bernoulli"`` (rewards drawn) or ``"mean"`` (mean rewards).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``indices [3H]`` and ``values [3H]``, as ``StatsLayout.sparse`` of the episode.
+    """
     pi = check_policy(mdp, policy)
     u = int(check_users(mdp, [user])[0])
     st, ac, rw = rollout_lists(mdp, pi.tolist(), u, check_seed(seed), check_reward_noise(reward_noise) == "bernoulli")
@@ -416,12 +551,25 @@ PLANNED_BONUS_KINDS = ("noisy_bernstein",)   # bonuses computed inside their own
 class UCBVIConfig:
     """Parameters of UCB-VI / TV-stable UCB-VI (Algorithm 4, Paper B Algorithm 4).
 
-    ``T`` (number of episodes) and ``delta`` enter ``eps_app`` and the bonus; ``sigma`` is the noise
-    level of each tree node (0: exact counts, non-private UCB-VI); ``bonus_scale`` multiplies the
-    bonus (1: the paper's); ``stabilize`` (False: the paper's algorithm) clips noisy estimates into
-    valid ranges (erratum E9); ``bonus_kind`` (one of ``BONUS_KINDS``; ``"paper"``: Algorithm 4's
-    ``b(n)``) chooses the bonus of ``step_bonus``; ``pooled`` (False) sums the statistics over the
-    steps ``h`` before estimating (for stationary MDPs only).
+    Parameters
+    ----------
+    S, A, H : int
+        The numbers of states and actions and the horizon, each ``>= 1``.
+    T : int
+        The number of episodes, ``>= 1`` (enters ``eps_app`` and the bonus).
+    delta : float
+        The confidence parameter, in ``(0, 1)`` (enters ``eps_app`` and the bonus).
+    sigma : float
+        The noise standard deviation of each tree node, ``>= 0`` (0: exact counts, non-private UCB-VI).
+    bonus_scale : float
+        Multiplies the bonus, ``>= 0`` (1: the paper's).
+    stabilize : bool
+        Clip noisy estimates into valid ranges (erratum E9); False: the paper's algorithm.
+    bonus_kind : str
+        The bonus of ``step_bonus``: one of ``BONUS_KINDS`` (``"paper"``: Algorithm 4's ``b(n)``) or
+        ``PLANNED_BONUS_KINDS`` (planned by chapter B7c's planner).
+    pooled : bool
+        Sum the statistics over the steps ``h`` before estimating (stationary MDPs only).
     """
 
     S: int
@@ -448,16 +596,6 @@ class UCBVIConfig:
         object.__setattr__(self, "pooled", check_bool(self.pooled, "pooled"))
         self.eps_unexplored, self.log_term, self.union_log_term      # cached now: later calls change nothing
 
-    @classmethod
-    def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
-        """The config for ``mdp``'s ``S, A, H``."""
-        check_instance(mdp, TabularMDP, "mdp")
-        return cls(mdp.S, mdp.A, mdp.H, T, **kwargs)
-
-    @property
-    def layout(self) -> StatsLayout:
-        return StatsLayout(self.S, self.A, self.H)
-
     @cached_property
     def eps_unexplored(self) -> float:
         """``eps_app(delta/4)`` (``sqrt(H)`` times that when pooled): pairs with ``N~ <= eps_unexplored``
@@ -482,6 +620,41 @@ class UCBVIConfig:
 
 
 # %% [markdown]
+# A config is usually built from an MDP, whose sizes it takes, and reads its statistics with the
+# matching layout.
+
+# %% tags=["export"]
+@add_to_class(UCBVIConfig)
+@classmethod
+def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
+    """The config for ``mdp``'s ``S, A, H``.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    T : int
+        The number of episodes, ``>= 1``.
+    **kwargs
+        The other fields (``delta``, ``sigma``, ``bonus_scale``, ...), as in ``UCBVIConfig``.
+
+    Returns
+    -------
+    UCBVIConfig
+        ``UCBVIConfig(mdp.S, mdp.A, mdp.H, T, **kwargs)``.
+    """
+    check_instance(mdp, TabularMDP, "mdp")
+    return cls(mdp.S, mdp.A, mdp.H, T, **kwargs)
+
+
+@add_to_class(UCBVIConfig)
+@property
+def layout(self) -> StatsLayout:
+    """The ``StatsLayout`` of the config's ``S, A, H``."""
+    return StatsLayout(self.S, self.A, self.H)
+
+
+# %% [markdown]
 # $\varepsilon_{\rm app}(\delta)$ of Algorithm 4 (the accuracy of every noisy count on the tree's
 # event; `eps_unexplored` above is $\varepsilon_{\rm app}(\delta/4)$, times $\sqrt H$ when pooled) and
 # the bonus of each kind (the table above): `bonus` is always the paper's $b(n)$, `step_bonus` the
@@ -494,7 +667,19 @@ from bandit_unlearning.literate import add_to_class
 
 @add_to_class(UCBVIConfig)
 def eps_app(self, delta: float) -> float:
-    """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4), ``delta`` in (0, 1]."""
+    """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4).
+
+    Parameters
+    ----------
+    delta : float
+        The failure probability, in ``(0, 1]``.
+
+    Returns
+    -------
+    float
+        ``eps_app(delta) >= 0``, in counts: every noisy count is within it of the exact one on the
+        tree's event (0 when ``sigma = 0``).
+    """
     delta = check_real(delta, "delta", 0, 1, low_open=True)
     S, A, H, T = self.S, self.A, self.H, self.T
     d = S * S * A * H + 2 * S * A * H
@@ -504,7 +689,18 @@ def eps_app(self, delta: float) -> float:
 @add_to_class(UCBVIConfig)
 def bonus(self, n) -> np.ndarray:
     """``b(n)`` of Paper B Algorithm 4 times ``bonus_scale`` (the paper's, whatever ``bonus_kind``
-    says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``."""
+    says; ``step_bonus`` is what the planner uses); meaningful for ``n > eps_unexplored``.
+
+    Parameters
+    ----------
+    n : array_like
+        (Noisy) visit counts, any shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        The bonus, elementwise (the shape of ``n``), in units of value.
+    """
     n = as_real_array(n, "n")
     return paper_bonus_unchecked(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
 
@@ -516,12 +712,30 @@ def needs_next_variance(self) -> bool:
     return self.bonus_kind == "bernstein"
 
 
+# %% [markdown]
+# `step_bonus` checks its arguments and hands over to `_step_bonus`, the formulas of the table:
+
+# %% tags=["export"]
 @add_to_class(UCBVIConfig)
 def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
-    """The bonus of ``bonus_kind`` at step ``h`` (0-based) for counts ``n`` (any shape; every
-    entry ``> eps_unexplored``; ``inf`` gives 0), times ``bonus_scale``.  ``next_variance``
-    (same shape, ``>= 0``): the variance of ``V_{h+1}(s')`` under ``P~_h(.|s, a)``, needed when
-    ``needs_next_variance`` (ignored otherwise).  The ``"paper"`` kind is ``bonus(n)``, bit for bit."""
+    """The bonus of ``bonus_kind`` at step ``h`` times ``bonus_scale``.  The ``"paper"`` kind is
+    ``bonus(n)``, bit for bit.
+
+    Parameters
+    ----------
+    h : int
+        The step, ``0 <= h < H`` (0-based).
+    n : array_like
+        (Noisy) counts of ``(h, s, a)``, any shape, every entry ``> eps_unexplored`` (``inf`` gives 0).
+    next_variance : array_like or None
+        The variance of ``V_{h+1}(s')`` under ``P~_h(.|s, a)``, the shape of ``n``, ``>= 0``: needed
+        when ``needs_next_variance``, ignored otherwise.
+
+    Returns
+    -------
+    numpy.ndarray
+        The bonus, elementwise (the shape of ``n``), in units of value.
+    """
     if self.bonus_kind in PLANNED_BONUS_KINDS:
         raise ValueError(f"bonus_kind {self.bonus_kind!r} has no step bonus of the counts alone: its planner "
                          "(bandit_unlearning.rl.bernstein, chapter B7c) computes it from all the statistics")
@@ -566,7 +780,26 @@ def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
     (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
     ``bonus_scale`` may be arrays broadcasting against ``n`` (one value per run of a batch): each
-    element sees the same operations as with scalars, so a batch equals its runs bit for bit."""
+    element sees the same operations as with scalars, so a batch equals its runs bit for bit.
+
+    Parameters
+    ----------
+    n : array_like
+        (Noisy) visit counts, ``> eps``.
+    log_term : float or array_like
+        ``ln(8SAHT/delta)`` (``UCBVIConfig.log_term``).
+    eps : float or array_like
+        The unexplored threshold ``eps_app(delta/4) >= 0`` (``UCBVIConfig.eps_unexplored``).
+    H, S : int
+        The horizon and the number of states, ``>= 1``.
+    bonus_scale : float or array_like
+        Multiplies the bonus, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The bonus, elementwise (the broadcast shape), in units of value.
+    """
     n = as_array(n, "n")
     return paper_bonus_unchecked(n, log_term, eps, check_int(H, "H", 1), check_int(S, "S", 1), bonus_scale)
 
@@ -595,8 +828,19 @@ def paper_bonus_unchecked(n, log_term, eps, H: int, S: int, bonus_scale):
 
 @dataclass(frozen=True)
 class OptimisticPlan:
-    """Output of ``plan_from_statistics``: greedy ``policy [H, S]``, optimistic ``Q [H, S, A]`` and
-    ``V [H+1, S]`` (capped to ``[0, H-h]``), and the ``explored [H, S, A]`` mask."""
+    """Output of ``plan_from_statistics``: greedy policy, optimistic values and the explored mask.
+
+    Parameters
+    ----------
+    policy : numpy.ndarray
+        The greedy policy ``[H, S]`` (integer actions; ties to the lowest action).
+    Q : numpy.ndarray
+        The optimistic action values ``[H, S, A]``, capped to ``[0, H-h]``.
+    V : numpy.ndarray
+        The optimistic state values ``[H+1, S]`` (``V[H] = 0``).
+    explored : numpy.ndarray
+        Bool ``[H, S, A]``: the pairs whose (noisy) count exceeds ``eps_unexplored``.
+    """
 
     policy: np.ndarray
     Q: np.ndarray
@@ -625,9 +869,23 @@ def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
     (ties and rounding-level near-ties -> lowest action), ``V_H = 0``.
 
-    ``base [H, S*A]`` holds ``r~ + b(N~)`` (``+inf`` for unexplored pairs: the cap makes them
-    ``H - h``); ``P [H, S*A, S]`` the estimated kernels.  ``out = (policy [H, S] int64,
-    Q [H, S*A], V [H+1, S])`` are filled in place if given.  Returns ``(policy, Q, V)``.
+    Parameters
+    ----------
+    base : array_like
+        ``r~ + b(N~)``, float ``[H, S*A]`` without nan (``+inf`` for unexplored pairs: the cap makes
+        them ``H - h``).
+    P : array_like
+        The estimated kernels ``P~_h(s' | s, a)``, finite, ``[H, S*A, S]``.
+    S, A : int
+        The numbers of states and actions, ``>= 1``.
+    out : tuple of numpy.ndarray or None
+        ``(policy [H, S] int64, Q [H, S*A] float, V [H+1, S] float)``, writeable, filled in place;
+        ``None``: new arrays.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        ``(policy [H, S], Q [H, S*A], V [H+1, S])`` (the arrays of ``out`` if given).
     """
     S, A = check_int(S, "S", 1), check_int(A, "A", 1)
     base = as_array(base, "base")
@@ -701,10 +959,28 @@ def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     return np.where(explored, r + config._step_bonus(h, n, None), np.inf), P, explored, n
 
 
+# %% [markdown]
+# `plan_from_statistics` checks the statistics and plans; `ucbvi_update` is the same planner giving
+# the policy alone (the update of Algorithm 1).
+
+# %% tags=["export"]
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
     non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
-    of step ``h`` is ``config.step_bonus(h, n_h, var_h)``."""
+    of step ``h`` is ``config.step_bonus(h, n_h, var_h)``.
+
+    Parameters
+    ----------
+    u : array_like
+        Summed statistics, finite, of shape ``(d,)``, ``d = 2SAH + S^2AH`` (layout of ``StatsLayout``).
+    config : UCBVIConfig
+        The sizes, ``T``, ``delta``, ``sigma`` and bonus.
+
+    Returns
+    -------
+    OptimisticPlan
+        The greedy policy, the optimistic ``Q`` and ``V`` and the explored mask.
+    """
     u, layout = _checked_statistics(u, config)
     policy, Q, V, explored = _plan(u, config, layout)
     return OptimisticPlan(policy, Q, V, explored)
@@ -743,7 +1019,18 @@ def _plan(u, config: UCBVIConfig, layout: StatsLayout):
 
 def ucbvi_update(u, config: UCBVIConfig) -> np.ndarray:
     """``UPDATE(u_t)`` of Algorithm 1 for (TV-stable) UCB-VI: the next policy ``[H, S]`` (the policy of
-    ``plan_from_statistics``, without building the rest of the plan's record)."""
+    ``plan_from_statistics``, without building the rest of the plan's record).
+
+    Parameters
+    ----------
+    u, config
+        As in ``plan_from_statistics``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The greedy policy ``[H, S]`` (integer actions): ``plan_from_statistics(u, config).policy``.
+    """
     u, layout = _checked_statistics(u, config)
     return _plan(u, config, layout)[0]
 

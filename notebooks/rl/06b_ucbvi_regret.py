@@ -68,10 +68,25 @@ from bandit_unlearning.rl.users import Trajectory, check_reward_noise, check_see
 
 @dataclass(frozen=True)
 class UCBVIRun:
-    """A run of ``run_ucbvi``: ``policies [T, H, S]`` (episode t's policy, planned from episodes
-    ``< t``), the ``trajectories`` (leading axis T), their sparse statistics ``indices, values
-    [T, 3H]``, the config, users and population seed; ``optimistic_V0 [T, S]`` (the plans' ``V_0``)
-    if recorded."""
+    """A run of ``run_ucbvi``.
+
+    Parameters
+    ----------
+    policies : numpy.ndarray
+        ``[T, H, S]`` integer actions: episode ``t``'s policy, planned from episodes ``< t``.
+    trajectories : Trajectory
+        The episodes played (leading axis ``T``).
+    indices, values : numpy.ndarray
+        Their sparse statistics ``[T, 3H]`` (as ``StatsLayout.sparse``).
+    config : UCBVIConfig
+        The config (``sigma = 0``).
+    users : numpy.ndarray
+        ``[T]`` uint64: episode ``t``'s user in the population.
+    seed : int
+        The population seed, in ``[0, 2**64)``.
+    optimistic_V0 : numpy.ndarray or None
+        ``[T, S]``: the plans' optimistic ``V_0`` if recorded (``record_values``), else ``None``.
+    """
 
     policies: np.ndarray
     trajectories: Trajectory
@@ -107,6 +122,28 @@ def run_ucbvi(mdp: TabularMDP, T: int, users=None, seed: int = 0, delta: float =
     (pooled: the visited ``(s, a)`` columns, at every step), with the same elementwise formulas as
     ``plan_from_statistics``, then one optimistic value iteration into preallocated arrays.  The
     policies equal ``plan_from_statistics(u_{t-1}, config)``.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    T : int
+        The number of episodes, ``>= 1``.
+    users : array_like of int or None
+        ``[T]``: episode ``t``'s user in the population (``None``: ``0 .. T-1``).
+    seed : int
+        The population seed, in ``[0, 2**64)``.
+    delta, bonus_scale, bonus_kind, pooled
+        As in ``UCBVIConfig``.
+    reward_noise : str
+        ``"bernoulli"`` (rewards drawn) or ``"mean"`` (mean rewards).
+    record_values : bool
+        Record each plan's optimistic ``V_0`` (``UCBVIRun.optimistic_V0``).
+
+    Returns
+    -------
+    UCBVIRun
+        The policies, episodes and statistics of the run.
     """
     check_instance(mdp, TabularMDP, "mdp")
     T = check_count(T, "T", 1)                          # a Python int (numpy sizes would overflow below)
@@ -271,7 +308,22 @@ from bandit_unlearning.rl.ucbvi import run_ucbvi
 
 
 def loglog_slope(ts, cumulative, start: float = 0.1) -> float:
-    """Least-squares slope of ``log R(t)`` against ``log t`` over ``t >= start * max(ts)``."""
+    """Least-squares slope of ``log R(t)`` against ``log t`` over ``t >= start * max(ts)``.
+
+    Parameters
+    ----------
+    ts : array_like
+        Episode counts, ``> 0``, shape ``(n,)``, ``n >= 1``.
+    cumulative : array_like
+        The cumulative regret ``R(t)`` at ``ts``, shape ``(n,)``; only its positive points are fitted.
+    start : float
+        The fitted range starts at ``start * max(ts)``, ``start`` in ``[0, 1]`` (0.1: the last decade).
+
+    Returns
+    -------
+    float
+        The fitted exponent of ``R(t) ~ t^slope`` (``ValueError`` with fewer than two points to fit).
+    """
     ts = check_real_array(ts, "ts", 0, low_open=True, ndim=1, nonempty=True)
     cumulative = check_real_array(cumulative, "cumulative", shape=ts.shape)
     start = check_real(start, "start", 0, 1)
@@ -284,8 +336,28 @@ def loglog_slope(ts, cumulative, start: float = 0.1) -> float:
 def regret_curves(mdp: TabularMDP, T: int, seeds, bonus_scale: float = 1.0, delta: float = 0.1,
                   n_points: int = 40) -> dict:
     """Cumulative exact expected regret of ``run_ucbvi`` for each user population in ``seeds``,
-    at ``n_points`` log-spaced episode counts.  Returns ``{"t", "regret" [seeds, points],
-    "slopes" (last decade), "bonus_scale", "mdp", "T"}``."""
+    at ``n_points`` log-spaced episode counts.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    T : int
+        The number of episodes, ``>= 1``.
+    seeds : array_like of int
+        Population seeds, ``>= 0``, shape ``(n_seeds,)``: one run each.
+    bonus_scale, delta
+        As in ``UCBVIConfig``.
+    n_points : int
+        The number of log-spaced episode counts in ``[1, T]``, ``>= 1`` (repeats merged).
+
+    Returns
+    -------
+    dict
+        ``"t"`` (the episode counts, ``[points]``), ``"regret"`` (exact expected cumulative regret,
+        ``[n_seeds, points]``), ``"slopes"`` (``loglog_slope`` of each run, last decade),
+        ``"bonus_scale"``, ``"mdp"`` (its name) and ``"T"``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     T, n_points = check_count(T, "T", 1), check_int(n_points, "n_points", 1)
     seeds = check_int_array(seeds, "seeds", 0, ndim=1, nonempty=True)
@@ -299,8 +371,25 @@ def regret_curves(mdp: TabularMDP, T: int, seeds, bonus_scale: float = 1.0, delt
             "bonus_scale": bonus_scale, "mdp": mdp.name, "T": T}
 
 
+# %% [markdown]
+# The figure: one curve per result, its seeds' min-max band, and the $\sqrt T$ and $T$ guides.
+
+# %% tags=["export:bandit_unlearning.experiments.rl_regret"]
 def plot_regret_curves(results, ax=None):
-    """Log-log plot of several ``regret_curves`` results (mean over seeds, min-max band)."""
+    """Log-log plot of several ``regret_curves`` results (mean over seeds, min-max band).
+
+    Parameters
+    ----------
+    results : list or tuple of dict
+        Outputs of ``regret_curves`` (at least one).
+    ax : matplotlib.axes.Axes or None
+        Draw into it; ``None``: a new figure of 6 x 4 inches.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn into.
+    """
     if not isinstance(results, (list, tuple)) or not results or not all(
             isinstance(r, dict) and {"t", "regret", "slopes", "bonus_scale", "mdp", "T"} <= set(r) for r in results):
         raise ValueError("results must be a non-empty list of regret_curves outputs")

@@ -307,10 +307,23 @@ class _BatchPlanner:
 # %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class BatchRun:
-    """What ``run_batch`` returns: ``policies [B, T, H, S]`` (episode ``t``'s policy, planned from
-    episodes ``< t``), ``noisy_sum [B, d]`` (``u~_T``: the tree's noisy prefix sum of each run; the
-    exact sum for ``sigma = 0``), ``clean_sum [B, d]`` (``u_T``), the configs and population seeds,
-    and the ``trajectories`` (leading axes ``[B, T]``) if kept."""
+    """What ``run_batch`` returns, run ``b`` at index ``b`` of every field.
+
+    Parameters
+    ----------
+    policies : numpy.ndarray
+        ``[B, T, H, S]`` integer actions: episode ``t``'s policy, planned from episodes ``< t``.
+    noisy_sum : numpy.ndarray
+        ``[B, d]``: ``u~_T``, the tree's noisy prefix sum of each run (the exact sum for ``sigma = 0``).
+    clean_sum : numpy.ndarray
+        ``[B, d]``: ``u_T``, the exact sum of each run's statistics.
+    configs : tuple of UCBVIConfig
+        The runs' configs.
+    seeds : tuple of int
+        The runs' population seeds.
+    trajectories : Trajectory or None
+        The episodes (leading axes ``[B, T]``) if kept, else ``None``.
+    """
 
     policies: np.ndarray
     noisy_sum: np.ndarray
@@ -362,10 +375,30 @@ def _check_batch(mdp, configs, seeds, rngs):
 def run_batch(mdp: TabularMDP, configs, seeds, rngs, reward_noise: str = "bernoulli",
               keep_trajectories: bool = False) -> BatchRun:
     """``B = len(configs)`` independent runs of (TV-stable) UCB-VI for ``T = configs[0].T`` episodes,
-    advancing together.  Run ``b``: config ``configs[b]``, the users ``0 .. T-1`` of population
-    ``seeds[b]``, tree noise from ``rngs[b]`` (a Generator, an int seed, or None for OS entropy; not
-    used when ``sigma = 0``).  Equal, run by run, to ``train(stable_ucbvi(mdp, T, sigma=...), ...)``
-    (``sigma > 0``) or ``run_ucbvi`` (``sigma = 0``).  Everything is checked before anything is drawn."""
+    advancing together.  Equal, run by run, to ``train(stable_ucbvi(mdp, T, sigma=...), ...)``
+    (``sigma > 0``) or ``run_ucbvi`` (``sigma = 0``).  Everything is checked before anything is drawn.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+        The environment.
+    configs : list or tuple of UCBVIConfig
+        Run ``b``'s config (``B >= 1``): ``mdp``'s ``S, A, H``, one ``T`` for all, not pooled, a
+        bonus of ``BONUS_KINDS``.
+    seeds : list or tuple of int
+        Run ``b`` plays the users ``0 .. T-1`` of population ``seeds[b]``, in ``[0, 2**64)``.
+    rngs : list or tuple
+        Run ``b``'s tree noise: a Generator, an int seed or None (OS entropy); unused if ``sigma = 0``.
+    reward_noise : str
+        ``"bernoulli"`` (rewards drawn) or ``"mean"`` (mean rewards).
+    keep_trajectories : bool
+        Also return the episodes (``B T (3H + 1)`` numbers).
+
+    Returns
+    -------
+    BatchRun
+        The policies and final sums, in the order of ``configs``.
+    """
     configs, seeds, gens = _check_batch(mdp, configs, seeds, rngs)
     bernoulli = check_reward_noise(reward_noise) == "bernoulli"
     keep_trajectories = check_bool(keep_trajectories, "keep_trajectories")
@@ -458,7 +491,21 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
                          delta: float = 0.1, n_points: int = 40, keep_policies: bool = False) -> list:
     """``[stable_regret_curve(mdp, T, rhos[b], seeds[b], rngs[b], bonus_scales[b], calibration, delta,
     n_points, keep_policies=keep_policies) for b in ...]``, bit for bit, from one ``run_batch`` (the
-    ``"policies"`` kept are int8 when ``A <= 127``).  Every argument is checked before anything runs."""
+    ``"policies"`` kept are int8 when ``A <= 127``).  Every argument is checked before anything runs.
+
+    Parameters
+    ----------
+    mdp, T, calibration, delta, n_points, keep_policies
+        As in ``stable_regret_curve``, shared by every run.
+    rhos, seeds, rngs, bonus_scales : sequence
+        One entry per run (``B >= 1`` of each): its ``rho``, ``seed``, ``rng`` and ``bonus_scale``, as
+        in ``stable_regret_curve``.
+
+    Returns
+    -------
+    list of dict
+        ``B`` dictionaries of ``stable_regret_curve``, in the order of the runs.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     T = check_count(T, "T", 1)
     rhos = check_real_array(rhos, "rhos", 0, low_open=True, allow_inf=True, ndim=1).tolist()
@@ -519,7 +566,26 @@ def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_p
                     seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0, tree_factory=LightTree) -> dict:
     """``rl_unlearning_cost(mdp, [T], [rho], n_runs, requests_per_run, rng, seed, ...)[rho, T]`` bit for
     bit (``measure_unlearning`` of chapter B4 on the users of population ``seed``), without re-running
-    the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed."""
+    the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed.
+
+    Parameters
+    ----------
+    mdp, n_runs, requests_per_run, rng, calibration, bonus_scale, tree_factory
+        As in ``rl_unlearning_cost``.
+    T : int
+        The number of episodes, ``>= 2``.
+    rho : float
+        The stability parameter, ``> 0`` (``inf``: no noise).
+    seed : int
+        The population seed of the users (``population_users``), in ``[0, 2**64)``.
+
+    Returns
+    -------
+    dict
+        ``measure_unlearning``'s arrays, one entry per request (``n_runs * requests_per_run``):
+        ``"retrained"``, ``"cost"``, ``"conditional_probability"``, ``"conditional_cost"``,
+        ``"retrain_probability"``, ``"expected_cost"``, ``"shift_norm"``; and ``"T"``.
+    """
     check_instance(mdp, TabularMDP, "mdp")
     T, seed = check_count(T, "T", 2), check_int(seed, "seed", 0, 2**64 - 1)
     n_runs, requests_per_run = check_count(n_runs, "n_runs", 1), check_int(requests_per_run, "requests_per_run", 1)
