@@ -233,7 +233,8 @@ from typing import Any, Callable
 
 from bandit_unlearning.checks import check_callable, check_instance, check_int
 
-IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "exact.learner", "exact.registry")
+IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "mab.contextual_model", "exact.learner",
+                   "exact.registry")
 _UNLEARN: dict = {}          # (state type, request type) -> implementation
 _VERIFY: dict = {}           # state type -> check
 
