@@ -222,7 +222,8 @@ plt.show()
   ``(new_state, record)`` and leaves ``state`` unchanged; ``verify(state)`` replays a state where a
   check exists (``ValueError`` at the first inconsistency);
 - requests: Paper A's ``DeletionRequest`` (``bandit_unlearning.mab.mechanisms``: the deleted rows),
-  ``DeleteStep``, ``DeleteSteps`` and ``DeleteUser`` (a run of Paper B, ``bandit_unlearning.exact``);
+  ``DeleteStep``, ``DeleteSteps`` and ``DeleteUser`` (a run of Paper B, ``bandit_unlearning.exact``),
+  and a learner's own (``DeletionCounts``, ``ContextualRequest``, ``DeleteRows``);
 - options: one ``options=`` object of the learner's own type, ``None`` for its defaults;
 - ``register_unlearn`` / ``register_verify``: how a learner's module adds its implementation;
   ``implementations()`` lists the registered (state, request) pairs.

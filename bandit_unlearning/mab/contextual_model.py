@@ -19,6 +19,7 @@ __all__ = [
     "REASONS",
     "sequential_sensitivity",
     "ContextualDeletionRecord",
+    "ROW_BLOCK",
     "ContextualReleaseState",
     "DeleteRows",
     "ContextualModel",
@@ -27,6 +28,7 @@ __all__ = [
 ]
 
 
+import copy
 import hashlib
 import json
 import os
@@ -37,7 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import (
-    as_generator, check_choice, check_instance, check_int, check_positive, check_real, check_real_array,
+    as_generator, check_choice, check_instance, check_int, check_int_array, check_positive, check_real,
+    check_real_array,
 )
 from bandit_unlearning.mab.contextual import (
     ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
@@ -49,7 +52,7 @@ from bandit_unlearning.protocol import register_unlearn, unlearn
 from bandit_unlearning.literate import FieldView
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 4 (line 78): "1. The promise after a sequence of requests" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 4 (line 79): "1. The promise after a sequence of requests" ---
 MODEL_METHODS = ("adaptive", "rollback")
 MODEL_FORMAT = "bandit_unlearning.ContextualModel/1"
 REASONS = ("rollback-only model", "switch: sigma >= sigma_0", "accountant: budget", "switch and accountant")
@@ -76,7 +79,7 @@ def sequential_sensitivity(state_live: ContextualState, pending_counts) -> np.nd
                       dtype=float)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 5 (line 137): "1. The promise after a sequence of requests" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 5 (line 140): "1. The promise after a sequence of requests" ---
 @dataclass(frozen=True)
 class ContextualDeletionRecord:
     """One entry of the deletion log.  Nothing in it is computed from the deleted rows' rewards or
@@ -123,7 +126,10 @@ class ContextualDeletionRecord:
         check_real(self.mu_release, "mu_release", 0)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 7 (line 200): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 208): "2. The model" ---
+ROW_BLOCK = 256  # rows per block of a release state's row store
+
+
 def _frozen(a, dtype) -> np.ndarray:
     """``a`` as a read-only array of ``dtype``: kept when it is one already, else a read-only copy."""
     if isinstance(a, np.ndarray) and a.dtype == dtype and not a.flags.writeable:
@@ -133,20 +139,48 @@ def _frozen(a, dtype) -> np.ndarray:
     return a
 
 
+def _blocked(values, name: str, dtype, tail: tuple, n: int | None = None) -> tuple:
+    """``values`` (a flat array of shape ``(n,) + tail`` or a tuple of its blocks) as read-only blocks of
+    ``ROW_BLOCK`` rows (copies: no block shares memory with ``values``)."""
+    if not isinstance(values, tuple):
+        flat = np.asarray(values, dtype=dtype)
+        n = flat.shape[0] if n is None and flat.ndim else n
+        if flat.shape != (n,) + tail:
+            raise ValueError(f"{name} must have shape {(n,) + tail}, got {flat.shape}")
+        return tuple(_frozen(np.array(flat[i:i + ROW_BLOCK]), dtype) for i in range(0, flat.shape[0], ROW_BLOCK))
+    blocks = tuple(_frozen(b, dtype) for b in values)
+    n = sum(b.shape[0] if b.ndim else 0 for b in blocks) if n is None else n
+    if [b.shape for b in blocks] != [(min(ROW_BLOCK, n - i),) + tail for i in range(0, n, ROW_BLOCK)]:
+        raise ValueError(f"{name} must have shape {(n,) + tail} in blocks of {ROW_BLOCK} rows")
+    return blocks
+
+
+def _gather(blocks: tuple, ids: np.ndarray) -> np.ndarray:
+    """The rows ``ids`` (int64, any order) of a blocked array, as one new array."""
+    where, offset = np.divmod(ids, ROW_BLOCK)
+    out = np.empty((ids.size,) + blocks[0].shape[1:], dtype=blocks[0].dtype) if blocks else np.empty(0)
+    for b in np.unique(where).tolist():
+        sel = where == b
+        out[sel] = blocks[b][offset[sel]]
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class ContextualReleaseState:
     """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``,
     ``delta``, ``sigma``, ``mu_budget`` and ``eval_contexts`` (fixed at fit); the row store by row id,
-    ``contexts`` (n_fit, d), ``arms`` (-1 once deleted), ``rewards`` and ``alive`` (a deleted row's
-    entries are zero); ``live`` (the ``ContextualState`` of the live rows, with ``lam``, ``beta`` and
-    ``L``); ``pub_gram``, ``pub_moments``, ``pub_counts`` (the released-from statistics); ``pending``
-    (the pending requests, ``(request_id, rows per arm)`` pairs, oldest first); ``release_mus`` (every
-    release's shift); ``release`` (the latest ``ReleasedPolicy``); ``n_requests`` (requests so far).
-    Arrays are read-only (a read-only array of the right type is kept, not copied).
+    ``contexts`` (n_fit, d), ``arms`` and ``rewards``, each a tuple of read-only blocks of
+    ``ROW_BLOCK`` rows (a flat array is accepted and split; ``rows`` gathers): a deleted row's arm is
+    -1 and its other entries are zero (``alive`` is the mask of the others); ``live`` (the
+    ``ContextualState`` of the live rows, with ``lam``, ``beta`` and ``L``); ``pub_gram``,
+    ``pub_moments``, ``pub_counts`` (the released-from statistics); ``pending`` (the pending requests,
+    ``(request_id, rows per arm)`` pairs, oldest first); ``release_mus`` (every release's shift);
+    ``release`` (the latest ``ReleasedPolicy``); ``n_requests`` (requests so far).  Arrays are
+    read-only (a read-only one of the right type is kept).
 
     Parameters
     ----------
-    method, epsilon, delta, sigma, mu_budget, eval_contexts, contexts, arms, rewards, alive, live, pub_gram, pub_moments, pub_counts, pending, release_mus, release, n_requests
+    method, epsilon, delta, sigma, mu_budget, eval_contexts, contexts, arms, rewards, live, pub_gram, pub_moments, pub_counts, pending, release_mus, release, n_requests
         The fields above; ``ContextualModel.release_state`` is one.
     """
 
@@ -156,10 +190,9 @@ class ContextualReleaseState:
     sigma: float | None
     mu_budget: float | None
     eval_contexts: np.ndarray | None
-    contexts: np.ndarray
-    arms: np.ndarray
-    rewards: np.ndarray
-    alive: np.ndarray
+    contexts: tuple
+    arms: tuple
+    rewards: tuple
     live: ContextualState
     pub_gram: np.ndarray
     pub_moments: np.ndarray
@@ -173,10 +206,12 @@ class ContextualReleaseState:
         check_choice(self.method, "method", MODEL_METHODS)
         check_instance(self.live, ContextualState, "live"), check_instance(self.release, ReleasedPolicy, "release")
         m, d = self.live.n_arms, self.live.dim
-        n = np.shape(self.alive)[0] if np.ndim(self.alive) == 1 else -1
-        for name, dtype, shape in (("contexts", float, (n, d)), ("arms", np.int64, (n,)), ("rewards", float, (n,)),
-                                   ("alive", bool, (n,)), ("pub_gram", float, (m, d, d)),
-                                   ("pub_moments", float, (m, d)), ("pub_counts", np.int64, (m,))):
+        object.__setattr__(self, "arms", _blocked(self.arms, "arms", np.int64, ()))
+        n = self.n_fit
+        for name, dtype, tail in (("contexts", float, (d,)), ("rewards", float, ())):
+            object.__setattr__(self, name, _blocked(getattr(self, name), name, dtype, tail, n))
+        for name, dtype, shape in (("pub_gram", float, (m, d, d)), ("pub_moments", float, (m, d)),
+                                   ("pub_counts", np.int64, (m,))):
             a = _frozen(getattr(self, name), dtype)
             if a.shape != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
@@ -192,8 +227,38 @@ class ContextualReleaseState:
         object.__setattr__(self, "release_mus", tuple(float(mu) for mu in self.release_mus))
         check_int(self.n_requests, "n_requests", 0)
 
+    @property
+    def n_fit(self) -> int:
+        """The rows at fit (row ids are ``0 .. n_fit - 1``)."""
+        return (len(self.arms) - 1) * ROW_BLOCK + self.arms[-1].shape[0] if self.arms else 0   # full blocks, then the last
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 270): "2. The model" ---
+    @property
+    def alive(self) -> np.ndarray:
+        """The live-row mask (n_fit,), a new read-only array."""
+        alive = np.concatenate(self.arms) >= 0 if self.arms else np.zeros(0, bool)
+        alive.setflags(write=False)
+        return alive
+
+    def rows(self, ids) -> tuple:
+        """The stored ``(contexts, arms, rewards)`` of row ids ``ids`` (new arrays, in the order given).
+
+        Parameters
+        ----------
+        ids : array_like of int
+            Row ids in ``[0, n_fit)``.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``contexts`` (k, d), ``arms`` (k,), ``rewards`` (k,).
+        """
+        ids = check_int_array(ids, "ids", 0, self.n_fit - 1, ndim=1)
+        d = self.live.dim
+        contexts = _gather(self.contexts, ids) if ids.size else np.zeros((0, d))
+        return contexts, _gather(self.arms, ids).astype(np.int64), _gather(self.rewards, ids).astype(float)
+
+
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 340): "2. The model" ---
 @dataclass(frozen=True)
 class DeleteRows:
     """Delete rows of a ``ContextualReleaseState`` by row id (their positions at fit).  ``rows``: a
@@ -225,7 +290,7 @@ class DeleteRows:
         object.__setattr__(self, "rows", tuple(rows.tolist()))
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 10 (line 307): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 11 (line 377): "2. The model" ---
 def _live_after(state: ContextualReleaseState, rows, request):
     """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
     live = state.live
@@ -234,12 +299,12 @@ def _live_after(state: ContextualReleaseState, rows, request):
     except ValueError as err:
         if "ill-conditioned" not in str(err):
             raise
-    keep = state.alive.copy()
+    keep = np.array(state.alive)
     keep[rows] = False
     touched = np.unique(request.arms)
-    ids = np.flatnonzero(keep & np.isin(state.arms, touched))
-    refit = fit_contextual(state.contexts[ids], state.arms[ids], state.rewards[ids], n_arms=live.n_arms,
-                           lam=live.lam, context_bound=live.context_bound, beta=live.beta) if ids.size else None
+    ids = np.flatnonzero(keep & np.isin(np.concatenate(state.arms), touched))
+    refit = fit_contextual(*state.rows(ids), n_arms=live.n_arms, lam=live.lam, context_bound=live.context_bound,
+                           beta=live.beta) if ids.size else None
     gram, moments = np.array(live.gram), np.array(live.moments)
     counts = np.array(live.counts) - request.counts(live.n_arms)
     for a in touched.tolist():
@@ -249,7 +314,7 @@ def _live_after(state: ContextualReleaseState, rows, request):
                                  context_bound=live.context_bound), tuple(int(a) for a in touched)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 335): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 13 (line 405): "2. The model" ---
 @register_unlearn(ContextualReleaseState, DeleteRows)
 def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options=None, rng=None) -> tuple:
     """``unlearn(state, DeleteRows(rows), rng=...)`` for a contextual deletion stream: delete the rows,
@@ -259,9 +324,13 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
     check_instance(state, ContextualReleaseState, "state"), check_instance(request, DeleteRows, "request")
     if options is not None:
         raise TypeError(f"a model's options are fixed at fit: options must be None, got {type(options).__name__}")
-    rows = check_row_ids(np.array(request.rows, dtype=np.int64), state.alive.size, state.alive)
+    n_fit = state.n_fit
+    rows = check_row_ids(np.array(request.rows, dtype=np.int64), n_fit, np.broadcast_to(True, (n_fit,)))
+    gone = rows[_gather(state.arms, rows) < 0]
+    if gone.size:
+        raise ValueError(f"row {int(gone[0])} was already deleted")
     rng, m, d = as_generator(rng), state.live.n_arms, state.live.dim
-    deleted = ContextualRequest(state.contexts[rows], state.arms[rows], state.rewards[rows])
+    deleted = ContextualRequest(*state.rows(rows))
     live, refit_arms = _live_after(state, rows, deleted)
     req_counts = deleted.counts(m)
     del deleted
@@ -300,16 +369,25 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
         rolled_back=rolled, noised_arms=tuple(int(a) for a in noised), refit_arms=refit_arms, reason=reason,
         sigma=float(state.sigma) if noised.size else 0.0, mu_release=mu, mu_max=mu_max,
         delta_at_target=0.0 if state.method == "rollback" else gdp_delta(mu_max, state.epsilon))
-    alive, contexts, arms, rewards = (np.array(a) for a in (state.alive, state.contexts, state.arms, state.rewards))
-    alive[rows], contexts[rows], arms[rows], rewards[rows] = False, 0.0, -1, 0.0      # wiped: no byte kept
-    new = ContextualReleaseState(
-        state.method, state.epsilon, state.delta, state.sigma, state.mu_budget, state.eval_contexts, contexts, arms,
-        rewards, alive, live, pub_gram, pub_moments, pub_counts, tuple((k, tuple(v.tolist())) for k, v in pending.items()),
-        release_mus, ReleasedPolicy(theta, live.gram_inv, live.beta), request_id + 1)
+    blocks = {"contexts": list(state.contexts), "arms": list(state.arms), "rewards": list(state.rewards)}
+    where, offset = np.divmod(rows, ROW_BLOCK)
+    for b in np.unique(where).tolist():                     # copy the blocks that hold the rows, wipe them
+        for name, fill in (("contexts", 0.0), ("arms", -1), ("rewards", 0.0)):
+            block = np.array(blocks[name][b])
+            block[offset[where == b]] = fill
+            block.setflags(write=False)
+            blocks[name][b] = block
+    contexts, arms, rewards = (tuple(blocks[name]) for name in ("contexts", "arms", "rewards"))
+    new = copy.copy(state)                          # the fields below are built here, read-only: not checked again
+    for name, value in (("contexts", contexts), ("arms", arms), ("rewards", rewards), ("live", live), ("pub_gram", pub_gram), ("pub_moments", pub_moments),
+                        ("pub_counts", pub_counts), ("pending", tuple((k, tuple(v.tolist())) for k, v in pending.items())),
+                        ("release_mus", release_mus), ("release", ReleasedPolicy(theta, live.gram_inv, live.beta)),
+                        ("n_requests", request_id + 1)):
+        object.__setattr__(new, name, value)
     return new, record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 399): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 15 (line 482): "2. The model" ---
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
@@ -357,7 +435,7 @@ class ContextualModel:
                                   np.zeros(self._m, int), lam=self._lam, beta=self._beta, context_bound=self._bound)
         pending = tuple((int(k), tuple(np.asarray(v).tolist())) for k, v in dict(pending).items())
         self._state = ContextualReleaseState(
-            method, epsilon, delta, sigma, self._mu_budget, eval_contexts, x, a, r, alive, live, pub_gram, pub_moments,
+            method, epsilon, delta, sigma, self._mu_budget, eval_contexts, x, a, r, live, pub_gram, pub_moments,
             pub_counts, pending, tuple(release_mus), ReleasedPolicy(_frozen(release_theta, float), live.gram_inv,
                                                                     self._beta), len(log))
         self._log = list(log)
@@ -381,9 +459,9 @@ class ContextualModel:
         self._rng = as_generator(None, "rng")
 
     def __len__(self) -> int:
-        return int(self._state.alive.sum())
+        return int(self._state.live.counts.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 482): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 17 (line 565): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -444,7 +522,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 552): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 19 (line 635): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -495,7 +573,7 @@ class ContextualModel:
         """The model's immutable ``ContextualReleaseState`` now: what ``unlearn`` of the next request starts from."""
         return self._state
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 624): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 21 (line 707): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -510,7 +588,8 @@ class ContextualModel:
             if found is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
             return np.array(sorted(found), dtype=np.int64)
-        return check_row_ids(rows, self._n_fit, self._state.alive)
+        # the shape, type, repeats and range; whether the rows are live, ``unlearn`` checks (without an O(N) mask)
+        return check_row_ids(rows, self._n_fit, np.broadcast_to(True, (self._n_fit,)))
 
     def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
         """Delete one user's rows or the given rows, then make one release.
@@ -544,7 +623,7 @@ class ContextualModel:
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 795): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 26 (line 879): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -571,7 +650,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 683): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 23 (line 767): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -614,8 +693,8 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
             "pending": {str(k): list(v) for k, v in state.pending},
             "log": [{**r.__dict__, "rows": list(r.rows), "rolled_back": list(r.rolled_back),
                      "noised_arms": list(r.noised_arms), "refit_arms": list(r.refit_arms)} for r in model._log]}
-    arrays = {"row_ids": live, "contexts": state.contexts[live], "arms": state.arms[live],
-              "rewards": state.rewards[live],
+    contexts, arms, rewards = state.rows(live)
+    arrays = {"row_ids": live, "contexts": contexts, "arms": arms, "rewards": rewards,
               "users": np.frombuffer(json.dumps(users).encode(), dtype=np.uint8),
               "pub_gram": state.pub_gram, "pub_moments": state.pub_moments, "pub_counts": state.pub_counts,
               "release_theta": np.array(state.release.theta), "release_mus": np.array(state.release_mus, float),
@@ -634,7 +713,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 23 (line 746): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 830): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 

@@ -13,7 +13,8 @@
 # accountant, save / load that forgets) for the contextual learner.  Beyond Paper A.*
 #
 # 1. The promise after a *sequence* of requests, and the sensitivity the model needs for it (Section 1).
-# 2. The model (Section 2) and its lifecycle on a small synthetic log where the Gaussian branch pays
+# 2. The model (Section 2: one release is the package protocol's `unlearn` on an immutable
+#    `ContextualReleaseState`, as for `LCBModel`) and its lifecycle on a small synthetic log where the Gaussian branch pays
 #    (Section 3): pending requests, the accountant forcing a rollback, a file that forgets.
 # 3. The Open Bandit Dataset with its user features as contexts: the contextual policy's value against
 #    the non-contextual LCB, before and after a stream of deletions, which branch each request took,
@@ -88,6 +89,7 @@ inside its arm's released-from sums, until it is rolled back).  ``lam``, ``beta`
 fixed at fit.
 """
 
+import copy
 import hashlib
 import json
 import os
@@ -98,7 +100,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import (
-    as_generator, check_choice, check_instance, check_int, check_positive, check_real, check_real_array,
+    as_generator, check_choice, check_instance, check_int, check_int_array, check_positive, check_real,
+    check_real_array,
 )
 from bandit_unlearning.mab.contextual import (
     ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
@@ -197,7 +200,15 @@ class ContextualDeletionRecord:
 # options were fixed at fit, so `options` must be `None`.  `statistics` is the exact state of what
 # remains; `release` the current policy.
 
+# %% [markdown]
+# The row store is kept in blocks of `ROW_BLOCK` rows, each a read-only array: a request copies (and
+# wipes) only the blocks that hold its rows, so the old state is left unchanged and the new one holds
+# no byte of a deleted row, at a cost independent of $N$ (apart from the live-row mask).
+
 # %% tags=["export"]
+ROW_BLOCK = 256  # rows per block of a release state's row store
+
+
 def _frozen(a, dtype) -> np.ndarray:
     """``a`` as a read-only array of ``dtype``: kept when it is one already, else a read-only copy."""
     if isinstance(a, np.ndarray) and a.dtype == dtype and not a.flags.writeable:
@@ -207,20 +218,48 @@ def _frozen(a, dtype) -> np.ndarray:
     return a
 
 
+def _blocked(values, name: str, dtype, tail: tuple, n: int | None = None) -> tuple:
+    """``values`` (a flat array of shape ``(n,) + tail`` or a tuple of its blocks) as read-only blocks of
+    ``ROW_BLOCK`` rows (copies: no block shares memory with ``values``)."""
+    if not isinstance(values, tuple):
+        flat = np.asarray(values, dtype=dtype)
+        n = flat.shape[0] if n is None and flat.ndim else n
+        if flat.shape != (n,) + tail:
+            raise ValueError(f"{name} must have shape {(n,) + tail}, got {flat.shape}")
+        return tuple(_frozen(np.array(flat[i:i + ROW_BLOCK]), dtype) for i in range(0, flat.shape[0], ROW_BLOCK))
+    blocks = tuple(_frozen(b, dtype) for b in values)
+    n = sum(b.shape[0] if b.ndim else 0 for b in blocks) if n is None else n
+    if [b.shape for b in blocks] != [(min(ROW_BLOCK, n - i),) + tail for i in range(0, n, ROW_BLOCK)]:
+        raise ValueError(f"{name} must have shape {(n,) + tail} in blocks of {ROW_BLOCK} rows")
+    return blocks
+
+
+def _gather(blocks: tuple, ids: np.ndarray) -> np.ndarray:
+    """The rows ``ids`` (int64, any order) of a blocked array, as one new array."""
+    where, offset = np.divmod(ids, ROW_BLOCK)
+    out = np.empty((ids.size,) + blocks[0].shape[1:], dtype=blocks[0].dtype) if blocks else np.empty(0)
+    for b in np.unique(where).tolist():
+        sel = where == b
+        out[sel] = blocks[b][offset[sel]]
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class ContextualReleaseState:
     """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``,
     ``delta``, ``sigma``, ``mu_budget`` and ``eval_contexts`` (fixed at fit); the row store by row id,
-    ``contexts`` (n_fit, d), ``arms`` (-1 once deleted), ``rewards`` and ``alive`` (a deleted row's
-    entries are zero); ``live`` (the ``ContextualState`` of the live rows, with ``lam``, ``beta`` and
-    ``L``); ``pub_gram``, ``pub_moments``, ``pub_counts`` (the released-from statistics); ``pending``
-    (the pending requests, ``(request_id, rows per arm)`` pairs, oldest first); ``release_mus`` (every
-    release's shift); ``release`` (the latest ``ReleasedPolicy``); ``n_requests`` (requests so far).
-    Arrays are read-only (a read-only array of the right type is kept, not copied).
+    ``contexts`` (n_fit, d), ``arms`` and ``rewards``, each a tuple of read-only blocks of
+    ``ROW_BLOCK`` rows (a flat array is accepted and split; ``rows`` gathers): a deleted row's arm is
+    -1 and its other entries are zero (``alive`` is the mask of the others); ``live`` (the
+    ``ContextualState`` of the live rows, with ``lam``, ``beta`` and ``L``); ``pub_gram``,
+    ``pub_moments``, ``pub_counts`` (the released-from statistics); ``pending`` (the pending requests,
+    ``(request_id, rows per arm)`` pairs, oldest first); ``release_mus`` (every release's shift);
+    ``release`` (the latest ``ReleasedPolicy``); ``n_requests`` (requests so far).  Arrays are
+    read-only (a read-only one of the right type is kept).
 
     Parameters
     ----------
-    method, epsilon, delta, sigma, mu_budget, eval_contexts, contexts, arms, rewards, alive, live, pub_gram, pub_moments, pub_counts, pending, release_mus, release, n_requests
+    method, epsilon, delta, sigma, mu_budget, eval_contexts, contexts, arms, rewards, live, pub_gram, pub_moments, pub_counts, pending, release_mus, release, n_requests
         The fields above; ``ContextualModel.release_state`` is one.
     """
 
@@ -230,10 +269,9 @@ class ContextualReleaseState:
     sigma: float | None
     mu_budget: float | None
     eval_contexts: np.ndarray | None
-    contexts: np.ndarray
-    arms: np.ndarray
-    rewards: np.ndarray
-    alive: np.ndarray
+    contexts: tuple
+    arms: tuple
+    rewards: tuple
     live: ContextualState
     pub_gram: np.ndarray
     pub_moments: np.ndarray
@@ -247,10 +285,12 @@ class ContextualReleaseState:
         check_choice(self.method, "method", MODEL_METHODS)
         check_instance(self.live, ContextualState, "live"), check_instance(self.release, ReleasedPolicy, "release")
         m, d = self.live.n_arms, self.live.dim
-        n = np.shape(self.alive)[0] if np.ndim(self.alive) == 1 else -1
-        for name, dtype, shape in (("contexts", float, (n, d)), ("arms", np.int64, (n,)), ("rewards", float, (n,)),
-                                   ("alive", bool, (n,)), ("pub_gram", float, (m, d, d)),
-                                   ("pub_moments", float, (m, d)), ("pub_counts", np.int64, (m,))):
+        object.__setattr__(self, "arms", _blocked(self.arms, "arms", np.int64, ()))
+        n = self.n_fit
+        for name, dtype, tail in (("contexts", float, (d,)), ("rewards", float, ())):
+            object.__setattr__(self, name, _blocked(getattr(self, name), name, dtype, tail, n))
+        for name, dtype, shape in (("pub_gram", float, (m, d, d)), ("pub_moments", float, (m, d)),
+                                   ("pub_counts", np.int64, (m,))):
             a = _frozen(getattr(self, name), dtype)
             if a.shape != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
@@ -265,6 +305,36 @@ class ContextualReleaseState:
         object.__setattr__(self, "pending", pending)
         object.__setattr__(self, "release_mus", tuple(float(mu) for mu in self.release_mus))
         check_int(self.n_requests, "n_requests", 0)
+
+    @property
+    def n_fit(self) -> int:
+        """The rows at fit (row ids are ``0 .. n_fit - 1``)."""
+        return (len(self.arms) - 1) * ROW_BLOCK + self.arms[-1].shape[0] if self.arms else 0   # full blocks, then the last
+
+    @property
+    def alive(self) -> np.ndarray:
+        """The live-row mask (n_fit,), a new read-only array."""
+        alive = np.concatenate(self.arms) >= 0 if self.arms else np.zeros(0, bool)
+        alive.setflags(write=False)
+        return alive
+
+    def rows(self, ids) -> tuple:
+        """The stored ``(contexts, arms, rewards)`` of row ids ``ids`` (new arrays, in the order given).
+
+        Parameters
+        ----------
+        ids : array_like of int
+            Row ids in ``[0, n_fit)``.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``contexts`` (k, d), ``arms`` (k,), ``rewards`` (k,).
+        """
+        ids = check_int_array(ids, "ids", 0, self.n_fit - 1, ndim=1)
+        d = self.live.dim
+        contexts = _gather(self.contexts, ids) if ids.size else np.zeros((0, d))
+        return contexts, _gather(self.arms, ids).astype(np.int64), _gather(self.rewards, ids).astype(float)
 
 
 # %% tags=["export"]
@@ -313,12 +383,12 @@ def _live_after(state: ContextualReleaseState, rows, request):
     except ValueError as err:
         if "ill-conditioned" not in str(err):
             raise
-    keep = state.alive.copy()
+    keep = np.array(state.alive)
     keep[rows] = False
     touched = np.unique(request.arms)
-    ids = np.flatnonzero(keep & np.isin(state.arms, touched))
-    refit = fit_contextual(state.contexts[ids], state.arms[ids], state.rewards[ids], n_arms=live.n_arms,
-                           lam=live.lam, context_bound=live.context_bound, beta=live.beta) if ids.size else None
+    ids = np.flatnonzero(keep & np.isin(np.concatenate(state.arms), touched))
+    refit = fit_contextual(*state.rows(ids), n_arms=live.n_arms, lam=live.lam, context_bound=live.context_bound,
+                           beta=live.beta) if ids.size else None
     gram, moments = np.array(live.gram), np.array(live.moments)
     counts = np.array(live.counts) - request.counts(live.n_arms)
     for a in touched.tolist():
@@ -342,9 +412,13 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
     check_instance(state, ContextualReleaseState, "state"), check_instance(request, DeleteRows, "request")
     if options is not None:
         raise TypeError(f"a model's options are fixed at fit: options must be None, got {type(options).__name__}")
-    rows = check_row_ids(np.array(request.rows, dtype=np.int64), state.alive.size, state.alive)
+    n_fit = state.n_fit
+    rows = check_row_ids(np.array(request.rows, dtype=np.int64), n_fit, np.broadcast_to(True, (n_fit,)))
+    gone = rows[_gather(state.arms, rows) < 0]
+    if gone.size:
+        raise ValueError(f"row {int(gone[0])} was already deleted")
     rng, m, d = as_generator(rng), state.live.n_arms, state.live.dim
-    deleted = ContextualRequest(state.contexts[rows], state.arms[rows], state.rewards[rows])
+    deleted = ContextualRequest(*state.rows(rows))
     live, refit_arms = _live_after(state, rows, deleted)
     req_counts = deleted.counts(m)
     del deleted
@@ -383,12 +457,21 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
         rolled_back=rolled, noised_arms=tuple(int(a) for a in noised), refit_arms=refit_arms, reason=reason,
         sigma=float(state.sigma) if noised.size else 0.0, mu_release=mu, mu_max=mu_max,
         delta_at_target=0.0 if state.method == "rollback" else gdp_delta(mu_max, state.epsilon))
-    alive, contexts, arms, rewards = (np.array(a) for a in (state.alive, state.contexts, state.arms, state.rewards))
-    alive[rows], contexts[rows], arms[rows], rewards[rows] = False, 0.0, -1, 0.0      # wiped: no byte kept
-    new = ContextualReleaseState(
-        state.method, state.epsilon, state.delta, state.sigma, state.mu_budget, state.eval_contexts, contexts, arms,
-        rewards, alive, live, pub_gram, pub_moments, pub_counts, tuple((k, tuple(v.tolist())) for k, v in pending.items()),
-        release_mus, ReleasedPolicy(theta, live.gram_inv, live.beta), request_id + 1)
+    blocks = {"contexts": list(state.contexts), "arms": list(state.arms), "rewards": list(state.rewards)}
+    where, offset = np.divmod(rows, ROW_BLOCK)
+    for b in np.unique(where).tolist():                     # copy the blocks that hold the rows, wipe them
+        for name, fill in (("contexts", 0.0), ("arms", -1), ("rewards", 0.0)):
+            block = np.array(blocks[name][b])
+            block[offset[where == b]] = fill
+            block.setflags(write=False)
+            blocks[name][b] = block
+    contexts, arms, rewards = (tuple(blocks[name]) for name in ("contexts", "arms", "rewards"))
+    new = copy.copy(state)                          # the fields below are built here, read-only: not checked again
+    for name, value in (("contexts", contexts), ("arms", arms), ("rewards", rewards), ("live", live), ("pub_gram", pub_gram), ("pub_moments", pub_moments),
+                        ("pub_counts", pub_counts), ("pending", tuple((k, tuple(v.tolist())) for k, v in pending.items())),
+                        ("release_mus", release_mus), ("release", ReleasedPolicy(theta, live.gram_inv, live.beta)),
+                        ("n_requests", request_id + 1)):
+        object.__setattr__(new, name, value)
     return new, record
 
 # %% [markdown]
@@ -447,7 +530,7 @@ class ContextualModel:
                                   np.zeros(self._m, int), lam=self._lam, beta=self._beta, context_bound=self._bound)
         pending = tuple((int(k), tuple(np.asarray(v).tolist())) for k, v in dict(pending).items())
         self._state = ContextualReleaseState(
-            method, epsilon, delta, sigma, self._mu_budget, eval_contexts, x, a, r, alive, live, pub_gram, pub_moments,
+            method, epsilon, delta, sigma, self._mu_budget, eval_contexts, x, a, r, live, pub_gram, pub_moments,
             pub_counts, pending, tuple(release_mus), ReleasedPolicy(_frozen(release_theta, float), live.gram_inv,
                                                                     self._beta), len(log))
         self._log = list(log)
@@ -471,7 +554,7 @@ class ContextualModel:
         self._rng = as_generator(None, "rng")
 
     def __len__(self) -> int:
-        return int(self._state.alive.sum())
+        return int(self._state.live.counts.sum())
 
 # %% [markdown]
 # **Fitting.** `fit` checks the arguments of the chosen method (the adaptive method needs its target
@@ -637,7 +720,8 @@ def _rows_of(self, user, rows):
         if found is None:
             raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
         return np.array(sorted(found), dtype=np.int64)
-    return check_row_ids(rows, self._n_fit, self._state.alive)
+    # the shape, type, repeats and range; whether the rows are live, ``unlearn`` checks (without an O(N) mask)
+    return check_row_ids(rows, self._n_fit, np.broadcast_to(True, (self._n_fit,)))
 
 
 @add_to_class(ContextualModel)
@@ -723,8 +807,8 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
             "pending": {str(k): list(v) for k, v in state.pending},
             "log": [{**r.__dict__, "rows": list(r.rows), "rolled_back": list(r.rolled_back),
                      "noised_arms": list(r.noised_arms), "refit_arms": list(r.refit_arms)} for r in model._log]}
-    arrays = {"row_ids": live, "contexts": state.contexts[live], "arms": state.arms[live],
-              "rewards": state.rewards[live],
+    contexts, arms, rewards = state.rows(live)
+    arrays = {"row_ids": live, "contexts": contexts, "arms": arms, "rewards": rewards,
               "users": np.frombuffer(json.dumps(users).encode(), dtype=np.uint8),
               "pub_gram": state.pub_gram, "pub_moments": state.pub_moments, "pub_counts": state.pub_counts,
               "release_theta": np.array(state.release.theta), "release_mus": np.array(state.release_mus, float),
@@ -1101,7 +1185,8 @@ assert all(row["max_abs_theta_diff_rollback_vs_refit"] < 1e-12 for row in bench[
 # %% [markdown]
 # ## Summary
 # - `ContextualModel` (module `bandit_unlearning.mab.contextual_model`): fit, `delete(user=... |
-#   rows=...)`, the release and its `actions`, the exact `statistics` of what remains, a log,
+#   rows=...)` (the protocol's `unlearn` on the model's immutable `ContextualReleaseState` with a
+#   `DeleteRows` request, registered here), the release and its `actions`, the exact `statistics` of what remains, a log,
 #   `save` / `load` (atomic, checksummed, no deleted row in the row store); the accountant is chapter
 #   A9a's (`admits`, `request_mus`, `gdp_budget`, `gdp_delta`), the sensitivity the sequential
 #   sensitivity $\Delta^{\mathrm{seq}}$ derived in Section 1, the switch the literal one of chapter A10a:
