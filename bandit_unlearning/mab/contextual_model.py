@@ -165,18 +165,16 @@ def _gather(blocks: tuple, ids: np.ndarray) -> np.ndarray:
     return out
 
 
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 247): "2. The model" ---
 @dataclass(frozen=True, eq=False)
 class ContextualReleaseState:
-    """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``,
-    ``delta``, ``sigma``, ``mu_budget`` and ``eval_contexts`` (fixed at fit); the row store by row id,
-    ``contexts`` (n_fit, d), ``arms`` and ``rewards``, each a tuple of read-only blocks of
-    ``ROW_BLOCK`` rows (a flat array is accepted and split; ``rows`` gathers): a deleted row's arm is
-    -1 and its other entries are zero (``alive`` is the mask of the others); ``live`` (the
-    ``ContextualState`` of the live rows, with ``lam``, ``beta`` and ``L``); ``pub_gram``,
-    ``pub_moments``, ``pub_counts`` (the released-from statistics); ``pending`` (the pending requests,
-    ``(request_id, rows per arm)`` pairs, oldest first); ``release_mus`` (every release's shift);
-    ``release`` (the latest ``ReleasedPolicy``); ``n_requests`` (requests so far).  Arrays are
-    read-only (a read-only one of the right type is kept).
+    """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``, ``delta``,
+    ``sigma``, ``mu_budget``, ``eval_contexts`` (fixed at fit); the row store by row id, ``contexts``
+    (n_fit, d), ``arms``, ``rewards``, each a tuple of blocks of ``ROW_BLOCK`` rows (a flat array is split;
+    ``rows`` gathers), a deleted row's arm -1 and its other entries 0 (``alive``: the other rows); ``live``
+    (the ``ContextualState`` of the live rows); ``pub_gram``, ``pub_moments``, ``pub_counts`` (released-from
+    statistics); ``pending`` (``(request_id, rows per arm)`` pairs, oldest first); ``release_mus``;
+    ``release`` (the latest ``ReleasedPolicy``); ``n_requests``.  Arrays are read-only.
 
     Parameters
     ----------
@@ -258,7 +256,7 @@ class ContextualReleaseState:
         return contexts, _gather(self.arms, ids).astype(np.int64), _gather(self.rewards, ids).astype(float)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 340): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 10 (line 338): "2. The model" ---
 @dataclass(frozen=True)
 class DeleteRows:
     """Delete rows of a ``ContextualReleaseState`` by row id (their positions at fit).  ``rows``: a
@@ -290,7 +288,7 @@ class DeleteRows:
         object.__setattr__(self, "rows", tuple(rows.tolist()))
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 11 (line 377): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 375): "2. The model" ---
 def _live_after(state: ContextualReleaseState, rows, request):
     """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
     live = state.live
@@ -314,7 +312,7 @@ def _live_after(state: ContextualReleaseState, rows, request):
                                  context_bound=live.context_bound), tuple(int(a) for a in touched)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 13 (line 405): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 403): "2. The model" ---
 @register_unlearn(ContextualReleaseState, DeleteRows)
 def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options=None, rng=None) -> tuple:
     """``unlearn(state, DeleteRows(rows), rng=...)`` for a contextual deletion stream: delete the rows,
@@ -387,7 +385,7 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
     return new, record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 15 (line 482): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 480): "2. The model" ---
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
@@ -461,7 +459,7 @@ class ContextualModel:
     def __len__(self) -> int:
         return int(self._state.live.counts.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 17 (line 565): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 563): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -522,7 +520,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 19 (line 635): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 633): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -573,7 +571,7 @@ class ContextualModel:
         """The model's immutable ``ContextualReleaseState`` now: what ``unlearn`` of the next request starts from."""
         return self._state
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 21 (line 707): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 705): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -623,7 +621,7 @@ class ContextualModel:
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 26 (line 879): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 877): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -650,7 +648,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 23 (line 767): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 765): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -713,7 +711,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 830): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 828): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 

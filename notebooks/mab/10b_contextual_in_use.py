@@ -244,18 +244,16 @@ def _gather(blocks: tuple, ids: np.ndarray) -> np.ndarray:
     return out
 
 
+# %% tags=["export"]
 @dataclass(frozen=True, eq=False)
 class ContextualReleaseState:
-    """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``,
-    ``delta``, ``sigma``, ``mu_budget`` and ``eval_contexts`` (fixed at fit); the row store by row id,
-    ``contexts`` (n_fit, d), ``arms`` and ``rewards``, each a tuple of read-only blocks of
-    ``ROW_BLOCK`` rows (a flat array is accepted and split; ``rows`` gathers): a deleted row's arm is
-    -1 and its other entries are zero (``alive`` is the mask of the others); ``live`` (the
-    ``ContextualState`` of the live rows, with ``lam``, ``beta`` and ``L``); ``pub_gram``,
-    ``pub_moments``, ``pub_counts`` (the released-from statistics); ``pending`` (the pending requests,
-    ``(request_id, rows per arm)`` pairs, oldest first); ``release_mus`` (every release's shift);
-    ``release`` (the latest ``ReleasedPolicy``); ``n_requests`` (requests so far).  Arrays are
-    read-only (a read-only one of the right type is kept).
+    """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``, ``delta``,
+    ``sigma``, ``mu_budget``, ``eval_contexts`` (fixed at fit); the row store by row id, ``contexts``
+    (n_fit, d), ``arms``, ``rewards``, each a tuple of blocks of ``ROW_BLOCK`` rows (a flat array is split;
+    ``rows`` gathers), a deleted row's arm -1 and its other entries 0 (``alive``: the other rows); ``live``
+    (the ``ContextualState`` of the live rows); ``pub_gram``, ``pub_moments``, ``pub_counts`` (released-from
+    statistics); ``pending`` (``(request_id, rows per arm)`` pairs, oldest first); ``release_mus``;
+    ``release`` (the latest ``ReleasedPolicy``); ``n_requests``.  Arrays are read-only.
 
     Parameters
     ----------
