@@ -377,15 +377,16 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
             blocks[name][b] = block
     contexts, arms, rewards = (tuple(blocks[name]) for name in ("contexts", "arms", "rewards"))
     new = copy.copy(state)                          # the fields below are built here, read-only: not checked again
-    for name, value in (("contexts", contexts), ("arms", arms), ("rewards", rewards), ("live", live), ("pub_gram", pub_gram), ("pub_moments", pub_moments),
-                        ("pub_counts", pub_counts), ("pending", tuple((k, tuple(v.tolist())) for k, v in pending.items())),
-                        ("release_mus", release_mus), ("release", ReleasedPolicy(theta, live.gram_inv, live.beta)),
-                        ("n_requests", request_id + 1)):
+    pending_pairs = tuple((k, tuple(v.tolist())) for k, v in pending.items())
+    for name, value in (("contexts", contexts), ("arms", arms), ("rewards", rewards), ("live", live),
+                        ("pub_gram", pub_gram), ("pub_moments", pub_moments), ("pub_counts", pub_counts),
+                        ("pending", pending_pairs), ("release_mus", release_mus),
+                        ("release", ReleasedPolicy(theta, live.gram_inv, live.beta)), ("n_requests", request_id + 1)):
         object.__setattr__(new, name, value)
     return new, record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 480): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 481): "2. The model" ---
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
@@ -459,7 +460,7 @@ class ContextualModel:
     def __len__(self) -> int:
         return int(self._state.live.counts.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 563): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 564): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -520,7 +521,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 633): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 634): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -571,7 +572,7 @@ class ContextualModel:
         """The model's immutable ``ContextualReleaseState`` now: what ``unlearn`` of the next request starts from."""
         return self._state
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 705): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 706): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -621,7 +622,7 @@ class ContextualModel:
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 877): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 878): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -648,7 +649,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 765): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 766): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -711,7 +712,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 828): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 829): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 

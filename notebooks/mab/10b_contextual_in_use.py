@@ -465,10 +465,11 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
             blocks[name][b] = block
     contexts, arms, rewards = (tuple(blocks[name]) for name in ("contexts", "arms", "rewards"))
     new = copy.copy(state)                          # the fields below are built here, read-only: not checked again
-    for name, value in (("contexts", contexts), ("arms", arms), ("rewards", rewards), ("live", live), ("pub_gram", pub_gram), ("pub_moments", pub_moments),
-                        ("pub_counts", pub_counts), ("pending", tuple((k, tuple(v.tolist())) for k, v in pending.items())),
-                        ("release_mus", release_mus), ("release", ReleasedPolicy(theta, live.gram_inv, live.beta)),
-                        ("n_requests", request_id + 1)):
+    pending_pairs = tuple((k, tuple(v.tolist())) for k, v in pending.items())
+    for name, value in (("contexts", contexts), ("arms", arms), ("rewards", rewards), ("live", live),
+                        ("pub_gram", pub_gram), ("pub_moments", pub_moments), ("pub_counts", pub_counts),
+                        ("pending", pending_pairs), ("release_mus", release_mus),
+                        ("release", ReleasedPolicy(theta, live.gram_inv, live.beta)), ("n_requests", request_id + 1)):
         object.__setattr__(new, name, value)
     return new, record
 
