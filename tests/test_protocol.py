@@ -390,6 +390,26 @@ def test_the_contextual_release_state_is_what_retraining_stores():
         np.testing.assert_allclose(state.live.theta, refit.theta, rtol=0, atol=1e-10)
 
 
+def test_the_contextual_release_state_forgets_the_deleted_rows():
+    """A pickle of the new state (and of the model that holds it) after a rolled-back request holds no
+    byte of the deleted rows' contexts; the same search finds them in the state before (teeth)."""
+    import pickle
+
+    x, a, r, users, hot, ev = _contextual_log(4)
+    model = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, rng=0)
+    before = model.release_state
+    plain = next(u for u in users if u not in hot)  # its rows have random, distinctive contexts
+    rows = [i for i, u in enumerate(users) if u == plain]
+    new, record = unlearn(before, DeleteRows(rows), rng=np.random.default_rng(0))
+    model.delete(user=plain)
+    assert record.method == "rollback"
+    secrets = [x[i].tobytes() for i in rows]
+    for obj in (new, model):
+        blob = pickle.dumps(obj)
+        assert not any(sec in blob for sec in secrets), type(obj).__name__
+    assert all(sec in pickle.dumps(before) for sec in secrets)
+
+
 def test_a_refused_contextual_request_changes_nothing():
     """A refused request raises before anything is computed or drawn: the state and the generator are
     unchanged, and so is the model that holds the state."""
