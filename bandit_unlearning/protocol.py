@@ -7,7 +7,8 @@
   ``(new_state, record)`` and leaves ``state`` unchanged; ``verify(state)`` replays a state where a
   check exists (``ValueError`` at the first inconsistency);
 - requests: Paper A's ``DeletionRequest`` (``bandit_unlearning.mab.mechanisms``: the deleted rows),
-  ``DeleteStep``, ``DeleteSteps`` and ``DeleteUser`` (a run of Paper B, ``bandit_unlearning.exact``);
+  ``DeleteStep``, ``DeleteSteps`` and ``DeleteUser`` (a run of Paper B, ``bandit_unlearning.exact``),
+  and a learner's own (``DeletionCounts``, ``ContextualRequest``, ``DeleteRows``);
 - options: one ``options=`` object of the learner's own type, ``None`` for its defaults;
 - ``register_unlearn`` / ``register_verify``: how a learner's module adds its implementation;
   ``implementations()`` lists the registered (state, request) pairs.
@@ -34,7 +35,8 @@ from bandit_unlearning.checks import check_callable, check_instance, check_int
 
 
 # --- from notebooks/00_tour.py, cell 17 (line 218): "3. One protocol for every learner" ---
-IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "exact.learner", "exact.registry")
+IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "mab.contextual_model", "exact.learner",
+                   "exact.registry")
 _UNLEARN: dict = {}          # (state type, request type) -> implementation
 _VERIFY: dict = {}           # state type -> check
 
@@ -106,7 +108,7 @@ class DeleteUser:
             check_callable(self.key, "key")
 
 
-# --- from notebooks/00_tour.py, cell 19 (line 312): "3. One protocol for every learner" ---
+# --- from notebooks/00_tour.py, cell 19 (line 314): "3. One protocol for every learner" ---
 def register_unlearn(state_type: type, request_type: type):
     """Decorator: register ``fn(state, request, *, options, rng) -> (new_state, record)`` as the way
     ``unlearn`` serves a ``request_type`` on a ``state_type`` (a later registration replaces one).
@@ -202,7 +204,7 @@ def unlearn(state, request, *, options=None, rng=None):
     return fn(state, request, options=options, rng=rng)
 
 
-# --- from notebooks/00_tour.py, cell 20 (line 408): "3. One protocol for every learner" ---
+# --- from notebooks/00_tour.py, cell 20 (line 410): "3. One protocol for every learner" ---
 def verify(state) -> None:
     """Replay ``state`` and raise ``ValueError`` at the first inconsistency.
 

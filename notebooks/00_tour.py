@@ -222,7 +222,8 @@ plt.show()
   ``(new_state, record)`` and leaves ``state`` unchanged; ``verify(state)`` replays a state where a
   check exists (``ValueError`` at the first inconsistency);
 - requests: Paper A's ``DeletionRequest`` (``bandit_unlearning.mab.mechanisms``: the deleted rows),
-  ``DeleteStep``, ``DeleteSteps`` and ``DeleteUser`` (a run of Paper B, ``bandit_unlearning.exact``);
+  ``DeleteStep``, ``DeleteSteps`` and ``DeleteUser`` (a run of Paper B, ``bandit_unlearning.exact``),
+  and a learner's own (``DeletionCounts``, ``ContextualRequest``, ``DeleteRows``);
 - options: one ``options=`` object of the learner's own type, ``None`` for its defaults;
 - ``register_unlearn`` / ``register_verify``: how a learner's module adds its implementation;
   ``implementations()`` lists the registered (state, request) pairs.
@@ -233,7 +234,8 @@ from typing import Any, Callable
 
 from bandit_unlearning.checks import check_callable, check_instance, check_int
 
-IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "exact.learner", "exact.registry")
+IMPLEMENTATIONS = ("mab.unlearn", "mab.imitation", "mab.model", "mab.contextual", "mab.contextual_model", "exact.learner",
+                   "exact.registry")
 _UNLEARN: dict = {}          # (state type, request type) -> implementation
 _VERIFY: dict = {}           # state type -> check
 

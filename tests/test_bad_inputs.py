@@ -3035,6 +3035,28 @@ V(
 V("not a readable contextual model file", ctxm.load_contextual_model, A_FILE)
 T("rng must be a numpy.random.Generator", ctxm.load_contextual_model, A_FILE, rng="rng")
 V("not a readable contextual model file", ctxm.ContextualModel.load, A_FILE)
+CRS = CMODEL.release_state
+_CRS = {f.name: getattr(CRS, f.name) for f in dataclasses.fields(CRS)}
+V("method must be one of", ctxm.ContextualReleaseState, **(_CRS | {"method": "gaussian"}))
+T("live must be a ContextualState", ctxm.ContextualReleaseState, **(_CRS | {"live": CSTATE.gram}))
+T("release must be a ReleasedPolicy", ctxm.ContextualReleaseState, **(_CRS | {"release": CSTATE.theta}))
+V(r"contexts must have shape \(6, 2\)", ctxm.ContextualReleaseState, **(_CRS | {"contexts": CX[:, :1]}))
+V(r"rewards must have shape \(6,\) in blocks", ctxm.ContextualReleaseState, **(_CRS | {"rewards": (CR[:5],)}))
+V("ids must lie in", CRS.rows, [6])
+V("ids must hold integers", CRS.rows, [0.5])
+V(r"pub_counts must have shape \(2,\)", ctxm.ContextualReleaseState, **(_CRS | {"pub_counts": [1, 2, 3]}))
+V("pending must hold one count per arm", ctxm.ContextualReleaseState, **(_CRS | {"pending": ((0, (1,)),)}))
+T("pending must be a tuple", ctxm.ContextualReleaseState, **(_CRS | {"pending": {}}))
+T("n_requests must be an integer", ctxm.ContextualReleaseState, **(_CRS | {"n_requests": 1.5}))
+T("rows must be a sequence of row ids", ctxm.DeleteRows, 3)
+T("rows must be a sequence of row ids", ctxm.DeleteRows, "12")
+V("rows must be a non-empty 1-D sequence", ctxm.DeleteRows, [])
+V("rows must be a non-empty 1-D sequence", ctxm.DeleteRows, [[1, 2]])
+T("rows must be integer row ids", ctxm.DeleteRows, [1.5])
+T("a model's options are fixed at fit", unlearn, CRS, ctxm.DeleteRows([0]), options=OPTS)
+V("rows names a row twice", unlearn, CRS, ctxm.DeleteRows([0, 0]))
+V(r"unknown row 6: row ids lie in \[0, 6\)", unlearn, CRS, ctxm.DeleteRows([6]))
+T("rng must be a numpy.random.Generator", unlearn, CRS, ctxm.DeleteRows([0]), rng="1")
 
 # --- bandit_unlearning.experiments.guarantees (the guarantee matrix)
 from bandit_unlearning.experiments import paper_numbers as pn  # noqa: E402

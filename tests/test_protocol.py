@@ -24,6 +24,12 @@ from bandit_unlearning.mab.contextual import (
     ContextualState,
     fit_contextual,
 )
+from bandit_unlearning.mab.contextual_model import (
+    ContextualDeletionRecord,
+    ContextualModel,
+    ContextualReleaseState,
+    DeleteRows,
+)
 from bandit_unlearning.mab.data import OfflineDataset
 from bandit_unlearning.mab.imitation import DeletionCounts, ImitationRecord, ImitationState, fit_imitation
 from bandit_unlearning.mab.lcb import LCBState, fit_lcb
@@ -93,6 +99,40 @@ def _model_state():
     ).release_state
 
 
+def _contextual_log(seed=0, n=400):
+    """Chapter A10b's synthetic log, small: users of 4 rows sharing an arm, the 4 users of the first 16 rows
+    of arm 0 at e_1
+    (where the Gaussian branch pays), public evaluation contexts."""
+    g = np.random.default_rng(seed)
+    x = np.abs(g.standard_normal((n, 3)))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    a = np.repeat(g.integers(0, 2, size=n // 4), 4)
+    users = [f"u{i // 4}" for i in range(n)]
+    hot = sorted({users[i] for i in np.flatnonzero(a == 0)[:16]})
+    x[[i for i, u in enumerate(users) if u in hot]] = [1.0, 0.0, 0.0]
+    r = (g.random(n) < x @ np.array([0.5, 0.3, 0.1])).astype(float)
+    ev = np.abs(g.standard_normal((100, 3)))
+    return x, a, r, users, hot, ev / np.linalg.norm(ev, axis=1, keepdims=True)
+
+
+def _contextual_model(rng=3):
+    x, a, r, users, _, ev = _contextual_log()
+    return ContextualModel.fit(
+        x,
+        a,
+        r,
+        n_arms=2,
+        context_bound=1.0,
+        users=users,
+        method="adaptive",
+        epsilon=256.0,
+        delta=1e-5,
+        sigma=0.02,
+        eval_contexts=ev,
+        rng=rng,
+    )
+
+
 # (name, state factory, request, options, record type, verify defined)
 CASES = [
     ("LCB, rollback", lambda: fit_lcb(DATA), ROWS, UnlearnOptions("rollback"), UnlearnResult, False),
@@ -151,6 +191,14 @@ CASES = [
         DeletionRequest([0], [1.0]),
         None,
         DeletionRecord,
+        False,
+    ),
+    (
+        "ContextualModel's release (contextual deletion stream)",
+        lambda: _contextual_model().release_state,
+        DeleteRows((0, 1, 2, 3)),
+        None,
+        ContextualDeletionRecord,
         False,
     ),
     ("prefix-sum UCB bandit, one step (Algorithm 3)", _bandit_run, DeleteStep(7), None, UnlearnRecord, True),
@@ -236,6 +284,7 @@ def test_every_registered_pair_has_a_case():
         (ImitationState, DeletionCounts),
         (ReleaseState, DeletionRequest),
         (ContextualState, ContextualRequest),
+        (ContextualReleaseState, DeleteRows),
         (Run, DeleteStep),
         (Run, DeleteSteps),
         (Run, DeleteUser),
@@ -288,6 +337,99 @@ def test_the_model_deletes_through_unlearn():
             for f in dataclasses.fields(state)
         )
     assert np.array_equal(state.counts, model.statistics.counts) and state.n_requests == 3
+
+
+def test_the_contextual_model_deletes_through_unlearn():
+    """ContextualModel.delete is the protocol's call on its ContextualReleaseState: with the same generator
+    the direct call gives the same record (Gaussian releases included) and the same new state, which the
+    model then holds."""
+    x, a, r, users, hot, ev = _contextual_log()
+    model, state = _contextual_model(np.random.default_rng(5)), _contextual_model().release_state
+    g = np.random.default_rng(5)
+    for user in hot + [u for u in dict.fromkeys(users) if u not in hot][:4]:
+        rows = tuple(i for i, u in enumerate(users) if u == user)
+        record = model.delete(user=user)
+        state, direct = unlearn(state, DeleteRows(rows), rng=g)
+        assert direct == record and record.rows == rows
+        assert _same(_image(model.release_state), _image(state))
+    assert {rec.method for rec in model.log} == {"gaussian", "rollback"}, "both branches, noise drawn"
+    assert any(rec.noised_arms for rec in model.log)
+    assert state.n_requests == 8 and len(model) == int(state.alive.sum()) == len(a) - 32
+
+
+def test_the_contextual_release_state_is_what_retraining_stores():
+    """The chapter's claim: the live statistics equal a fit on the kept rows (bit for bit on one-hot
+    contexts and 0/1 rewards, to rounding otherwise), and the deleted rows are wiped from the row store."""
+    g = np.random.default_rng(2)
+    x = np.zeros((300, 6))
+    x[np.arange(300), g.integers(0, 6, 300)] = 1.0
+    a, r = g.integers(0, 4, 300), g.integers(0, 2, 300).astype(float)
+    state = ContextualModel.fit(x, a, r, n_arms=4, context_bound=1.0, rng=0).release_state
+    gone = g.permutation(300)[:90]
+    for chunk in gone.reshape(9, 10):
+        state, record = unlearn(state, DeleteRows(chunk), rng=np.random.default_rng(0))
+        assert record.method == "rollback" and record.rows == tuple(sorted(chunk.tolist()))
+    keep = np.setdiff1d(np.arange(300), gone)
+    refit = fit_contextual(x[keep], a[keep], r[keep], n_arms=4, context_bound=1.0, beta=state.live.beta)
+    assert np.array_equal(state.live.gram, refit.gram) and np.array_equal(state.live.theta, refit.theta)
+    assert np.array_equal(state.release.theta, refit.theta) and np.array_equal(state.pub_gram, refit.gram)
+    contexts, arms, rewards = state.rows(np.arange(300))
+    assert not state.alive[gone].any() and state.alive[keep].all() and (arms[gone] == -1).all()
+    assert not contexts[gone].any() and not rewards[gone].any()
+    assert np.array_equal(contexts[keep], x[keep]) and np.array_equal(arms[keep], a[keep])
+    assert np.array_equal(rewards[keep], r[keep])
+
+    x, a, r, users, hot, ev = _contextual_log()
+    state, kept = _contextual_model().release_state, np.ones(len(a), bool)
+    for user in hot + [u for u in dict.fromkeys(users) if u not in hot][:2]:
+        rows = [i for i, u in enumerate(users) if u == user]
+        state, _ = unlearn(state, DeleteRows(rows), rng=np.random.default_rng(1))
+        kept[rows] = False
+        refit = fit_contextual(x[kept], a[kept], r[kept], n_arms=2, context_bound=1.0, beta=state.live.beta)
+        np.testing.assert_allclose(state.live.gram, refit.gram, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(state.live.theta, refit.theta, rtol=0, atol=1e-10)
+
+
+def test_the_contextual_release_state_forgets_the_deleted_rows():
+    """A pickle of the new state (and of the model that holds it) after a rolled-back request holds no
+    byte of the deleted rows' contexts; the same search finds them in the state before (teeth)."""
+    import pickle
+
+    x, a, r, users, hot, ev = _contextual_log(4)
+    model = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, rng=0)
+    before = model.release_state
+    plain = next(u for u in users if u not in hot)  # its rows have random, distinctive contexts
+    rows = [i for i, u in enumerate(users) if u == plain]
+    new, record = unlearn(before, DeleteRows(rows), rng=np.random.default_rng(0))
+    model.delete(user=plain)
+    assert record.method == "rollback"
+    secrets = [x[i].tobytes() for i in rows]
+    for obj in (new, model):
+        blob = pickle.dumps(obj)
+        assert not any(sec in blob for sec in secrets), type(obj).__name__
+    assert all(sec in pickle.dumps(before) for sec in secrets)
+
+
+def test_a_refused_contextual_request_changes_nothing():
+    """A refused request raises before anything is computed or drawn: the state and the generator are
+    unchanged, and so is the model that holds the state."""
+    model = _contextual_model()
+    model.delete(rows=[0, 1])
+    state, g = model.release_state, np.random.default_rng(4)
+    before, drawn = _image(state), g.bit_generator.state
+    for bad, kwargs in (
+        (DeleteRows([0]), {}),  # already deleted
+        (DeleteRows([2, 2]), {}),
+        (DeleteRows([400]), {}),
+        (DeleteRows([2]), {"options": ContextualOptions(method="rollback")}),
+    ):
+        with pytest.raises((ValueError, TypeError)):
+            unlearn(state, bad, rng=g, **kwargs)
+        if not kwargs:
+            with pytest.raises(ValueError):
+                model.delete(rows=list(bad.rows))
+    assert _same(_image(state), before) and g.bit_generator.state == drawn
+    assert model.release_state is state and len(model.log) == 1
 
 
 def test_a_refused_request_changes_nothing():

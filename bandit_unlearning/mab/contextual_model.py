@@ -3,12 +3,14 @@
 # with a `# --- from` line naming its chapter and cell.
 """A contextual LCB model with a lifecycle (chapter A10b): fit once, then serve deletion requests over time.
 
-``ContextualModel`` holds the row store, the live per-arm statistics (exact, every deleted row
-removed), the released-from statistics (which still hold *pending* rows that a Gaussian release only
-noised), the current release, a deletion log and the mu-GDP accountant of chapter A9a
-(``bandit_unlearning.mab.model.admits``); ``save`` / ``load`` write an ``.npz`` file that holds no
-byte of a deleted row (a pending row survives only inside its arm's released-from sums, until it is
-rolled back).  ``lam``, ``beta`` and ``L`` are fixed at fit.
+``ContextualModel`` holds an immutable ``ContextualReleaseState`` -- the row store, the live per-arm
+statistics (exact, every deleted row removed), the released-from statistics (which still hold
+*pending* rows that a Gaussian release only noised), the current release and the mu-GDP accountant of
+chapter A9a (``bandit_unlearning.mab.model.admits``) -- with the users and a deletion log; a deletion
+is ``unlearn(state, DeleteRows(rows))`` of the package's protocol, registered here.  ``save`` /
+``load`` write an ``.npz`` file that holds no byte of a deleted row (a pending row survives only
+inside its arm's released-from sums, until it is rolled back).  ``lam``, ``beta`` and ``L`` are
+fixed at fit.
 """
 
 __all__ = [
@@ -17,12 +19,16 @@ __all__ = [
     "REASONS",
     "sequential_sensitivity",
     "ContextualDeletionRecord",
+    "ROW_BLOCK",
+    "ContextualReleaseState",
+    "DeleteRows",
     "ContextualModel",
     "save_contextual_model",
     "load_contextual_model",
 ]
 
 
+import copy
 import hashlib
 import json
 import os
@@ -33,7 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bandit_unlearning.checks import (
-    as_generator, check_choice, check_instance, check_int, check_positive, check_real, check_real_array,
+    as_generator, check_choice, check_instance, check_int, check_int_array, check_positive, check_real,
+    check_real_array,
 )
 from bandit_unlearning.mab.contextual import (
     ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
@@ -41,10 +48,11 @@ from bandit_unlearning.mab.contextual import (
 )
 from bandit_unlearning.mab.model import admits, check_row_ids, gdp_budget, gdp_delta, request_mus
 from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
+from bandit_unlearning.protocol import register_unlearn, unlearn
 from bandit_unlearning.literate import FieldView
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 4 (line 78): "1. The promise after a sequence of requests" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 4 (line 79): "1. The promise after a sequence of requests" ---
 MODEL_METHODS = ("adaptive", "rollback")
 MODEL_FORMAT = "bandit_unlearning.ContextualModel/1"
 REASONS = ("rollback-only model", "switch: sigma >= sigma_0", "accountant: budget", "switch and accountant")
@@ -71,7 +79,7 @@ def sequential_sensitivity(state_live: ContextualState, pending_counts) -> np.nd
                       dtype=float)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 5 (line 134): "1. The promise after a sequence of requests" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 5 (line 140): "1. The promise after a sequence of requests" ---
 @dataclass(frozen=True)
 class ContextualDeletionRecord:
     """One entry of the deletion log.  Nothing in it is computed from the deleted rows' rewards or
@@ -118,7 +126,267 @@ class ContextualDeletionRecord:
         check_real(self.mu_release, "mu_release", 0)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 7 (line 188): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 208): "2. The model" ---
+ROW_BLOCK = 256  # rows per block of a release state's row store
+
+
+def _frozen(a, dtype) -> np.ndarray:
+    """``a`` as a read-only array of ``dtype``: kept when it is one already, else a read-only copy."""
+    if isinstance(a, np.ndarray) and a.dtype == dtype and not a.flags.writeable:
+        return a
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+def _blocked(values, name: str, dtype, tail: tuple, n: int | None = None) -> tuple:
+    """``values`` (a flat array of shape ``(n,) + tail`` or a tuple of its blocks) as read-only blocks of
+    ``ROW_BLOCK`` rows (copies: no block shares memory with ``values``)."""
+    if not isinstance(values, tuple):
+        flat = np.asarray(values, dtype=dtype)
+        n = flat.shape[0] if n is None and flat.ndim else n
+        if flat.shape != (n,) + tail:
+            raise ValueError(f"{name} must have shape {(n,) + tail}, got {flat.shape}")
+        return tuple(_frozen(np.array(flat[i:i + ROW_BLOCK]), dtype) for i in range(0, flat.shape[0], ROW_BLOCK))
+    blocks = tuple(_frozen(b, dtype) for b in values)
+    n = sum(b.shape[0] if b.ndim else 0 for b in blocks) if n is None else n
+    if [b.shape for b in blocks] != [(min(ROW_BLOCK, n - i),) + tail for i in range(0, n, ROW_BLOCK)]:
+        raise ValueError(f"{name} must have shape {(n,) + tail} in blocks of {ROW_BLOCK} rows")
+    return blocks
+
+
+def _gather(blocks: tuple, ids: np.ndarray) -> np.ndarray:
+    """The rows ``ids`` (int64, any order) of a blocked array, as one new array."""
+    where, offset = np.divmod(ids, ROW_BLOCK)
+    out = np.empty((ids.size,) + blocks[0].shape[1:], dtype=blocks[0].dtype) if blocks else np.empty(0)
+    for b in np.unique(where).tolist():
+        sel = where == b
+        out[sel] = blocks[b][offset[sel]]
+    return out
+
+
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 247): "2. The model" ---
+@dataclass(frozen=True, eq=False)
+class ContextualReleaseState:
+    """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``, ``delta``,
+    ``sigma``, ``mu_budget``, ``eval_contexts`` (fixed at fit); the row store by row id, ``contexts``
+    (n_fit, d), ``arms``, ``rewards``, each a tuple of blocks of ``ROW_BLOCK`` rows (a flat array is split;
+    ``rows`` gathers), a deleted row's arm -1 and its other entries 0 (``alive``: the other rows); ``live``
+    (the ``ContextualState`` of the live rows); ``pub_gram``, ``pub_moments``, ``pub_counts`` (released-from
+    statistics); ``pending`` (``(request_id, rows per arm)`` pairs, oldest first); ``release_mus``;
+    ``release`` (the latest ``ReleasedPolicy``); ``n_requests``.  Arrays are read-only.
+
+    Parameters
+    ----------
+    method, epsilon, delta, sigma, mu_budget, eval_contexts, contexts, arms, rewards, live, pub_gram, pub_moments, pub_counts, pending, release_mus, release, n_requests
+        The fields above; ``ContextualModel.release_state`` is one.
+    """
+
+    method: str
+    epsilon: float | None
+    delta: float | None
+    sigma: float | None
+    mu_budget: float | None
+    eval_contexts: np.ndarray | None
+    contexts: tuple
+    arms: tuple
+    rewards: tuple
+    live: ContextualState
+    pub_gram: np.ndarray
+    pub_moments: np.ndarray
+    pub_counts: np.ndarray
+    pending: tuple
+    release_mus: tuple
+    release: ReleasedPolicy
+    n_requests: int
+
+    def __post_init__(self):
+        check_choice(self.method, "method", MODEL_METHODS)
+        check_instance(self.live, ContextualState, "live"), check_instance(self.release, ReleasedPolicy, "release")
+        m, d = self.live.n_arms, self.live.dim
+        object.__setattr__(self, "arms", _blocked(self.arms, "arms", np.int64, ()))
+        n = self.n_fit
+        for name, dtype, tail in (("contexts", float, (d,)), ("rewards", float, ())):
+            object.__setattr__(self, name, _blocked(getattr(self, name), name, dtype, tail, n))
+        for name, dtype, shape in (("pub_gram", float, (m, d, d)), ("pub_moments", float, (m, d)),
+                                   ("pub_counts", np.int64, (m,))):
+            a = _frozen(getattr(self, name), dtype)
+            if a.shape != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
+            object.__setattr__(self, name, a)
+        if self.eval_contexts is not None:
+            object.__setattr__(self, "eval_contexts", _frozen(self.eval_contexts, float))
+        if np.shape(self.release.theta) != (m, d):
+            raise ValueError(f"release must have centres of shape {(m, d)}, got {np.shape(self.release.theta)}")
+        pending = tuple((int(k), tuple(int(c) for c in v)) for k, v in check_instance(self.pending, tuple, "pending"))
+        if any(len(v) != m for _, v in pending):
+            raise ValueError(f"pending must hold one count per arm ({m}) for each request")
+        object.__setattr__(self, "pending", pending)
+        object.__setattr__(self, "release_mus", tuple(float(mu) for mu in self.release_mus))
+        check_int(self.n_requests, "n_requests", 0)
+
+    @property
+    def n_fit(self) -> int:
+        """The rows at fit (row ids are ``0 .. n_fit - 1``)."""
+        return (len(self.arms) - 1) * ROW_BLOCK + self.arms[-1].shape[0] if self.arms else 0   # full blocks, then the last
+
+    @property
+    def alive(self) -> np.ndarray:
+        """The live-row mask (n_fit,), a new read-only array."""
+        alive = np.concatenate(self.arms) >= 0 if self.arms else np.zeros(0, bool)
+        alive.setflags(write=False)
+        return alive
+
+    def rows(self, ids) -> tuple:
+        """The stored ``(contexts, arms, rewards)`` of row ids ``ids`` (new arrays, in the order given).
+
+        Parameters
+        ----------
+        ids : array_like of int
+            Row ids in ``[0, n_fit)``.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``contexts`` (k, d), ``arms`` (k,), ``rewards`` (k,).
+        """
+        ids = check_int_array(ids, "ids", 0, self.n_fit - 1, ndim=1)
+        d = self.live.dim
+        contexts = _gather(self.contexts, ids) if ids.size else np.zeros((0, d))
+        return contexts, _gather(self.arms, ids).astype(np.int64), _gather(self.rewards, ids).astype(float)
+
+
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 10 (line 338): "2. The model" ---
+@dataclass(frozen=True)
+class DeleteRows:
+    """Delete rows of a ``ContextualReleaseState`` by row id (their positions at fit).  ``rows``: a
+    non-empty 1-D sequence of integers; the state checks that they are distinct live rows.
+
+    Parameters
+    ----------
+    rows : sequence of int
+        The row ids to delete (stored as a tuple of ints).
+
+    Raises
+    ------
+    TypeError
+        When ``rows`` is not a sequence (a string included) or holds a non-integer.
+    ValueError
+        When ``rows`` is empty or not one-dimensional.
+    """
+
+    rows: tuple
+
+    def __post_init__(self):
+        if isinstance(self.rows, (str, bytes)) or not hasattr(self.rows, "__iter__"):
+            raise TypeError(f"rows must be a sequence of row ids, got {type(self.rows).__name__}")
+        rows = np.asarray(self.rows if isinstance(self.rows, np.ndarray) else list(self.rows))
+        if rows.ndim != 1 or rows.size == 0:
+            raise ValueError("rows must be a non-empty 1-D sequence of row ids")
+        if not np.issubdtype(rows.dtype, np.integer):
+            raise TypeError(f"rows must be integer row ids, got dtype {rows.dtype}")
+        object.__setattr__(self, "rows", tuple(rows.tolist()))
+
+
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 375): "2. The model" ---
+def _live_after(state: ContextualReleaseState, rows, request):
+    """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
+    live = state.live
+    try:
+        return rollback(live, request), ()
+    except ValueError as err:
+        if "ill-conditioned" not in str(err):
+            raise
+    keep = np.array(state.alive)
+    keep[rows] = False
+    touched = np.unique(request.arms)
+    ids = np.flatnonzero(keep & np.isin(np.concatenate(state.arms), touched))
+    refit = fit_contextual(*state.rows(ids), n_arms=live.n_arms, lam=live.lam, context_bound=live.context_bound,
+                           beta=live.beta) if ids.size else None
+    gram, moments = np.array(live.gram), np.array(live.moments)
+    counts = np.array(live.counts) - request.counts(live.n_arms)
+    for a in touched.tolist():
+        gram[a] = refit.gram[a] if refit is not None else live.lam * np.eye(live.dim)
+        moments[a] = refit.moments[a] if refit is not None else 0.0
+    return state_from_statistics(gram, moments, counts, lam=live.lam, beta=live.beta,
+                                 context_bound=live.context_bound), tuple(int(a) for a in touched)
+
+
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 403): "2. The model" ---
+@register_unlearn(ContextualReleaseState, DeleteRows)
+def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options=None, rng=None) -> tuple:
+    """``unlearn(state, DeleteRows(rows), rng=...)`` for a contextual deletion stream: delete the rows,
+    make one release, return ``(new_state, ContextualDeletionRecord)``.  ``rng``: the noise of a
+    Gaussian release (``None``: fresh OS entropy).  Refused (nothing drawn): ``options`` other than
+    ``None``; unknown, deleted or repeated rows."""
+    check_instance(state, ContextualReleaseState, "state"), check_instance(request, DeleteRows, "request")
+    if options is not None:
+        raise TypeError(f"a model's options are fixed at fit: options must be None, got {type(options).__name__}")
+    n_fit = state.n_fit
+    rows = check_row_ids(np.array(request.rows, dtype=np.int64), n_fit, np.broadcast_to(True, (n_fit,)))
+    gone = rows[_gather(state.arms, rows) < 0]
+    if gone.size:
+        raise ValueError(f"row {int(gone[0])} was already deleted")
+    rng, m, d = as_generator(rng), state.live.n_arms, state.live.dim
+    deleted = ContextualRequest(*state.rows(rows))
+    live, refit_arms = _live_after(state, rows, deleted)
+    req_counts = deleted.counts(m)
+    del deleted
+    pending = {k: np.array(v, dtype=np.int64) for k, v in state.pending}
+    pend = sum(pending.values(), np.zeros(m, dtype=np.int64))
+    request_id = state.n_requests
+    noise, mu, reason = False, 0.0, REASONS[0]
+    if state.method == "adaptive":
+        pend_after = pend + req_counts
+        shifts = sequential_sensitivity(live, pend_after)
+        mu = float(np.sqrt(np.sum(shifts ** 2)) / state.sigma)
+        bounds = branch_bounds(live, pend_after, state.sigma, state.eval_contexts)
+        if state.sigma >= bounds.sigma_threshold:
+            reason = REASONS[1]
+        elif not admits(state.release_mus, mu, state.mu_budget):
+            reason = REASONS[2]
+        else:
+            noise, reason = True, REASONS[3]
+    pub_gram, pub_moments, pub_counts = state.pub_gram, state.pub_moments, state.pub_counts
+    if noise:
+        pending[request_id] = req_counts
+        rolled = ()
+    else:
+        rolled, pending, mu = tuple(pending) + (request_id,), {}, 0.0
+        pub_gram, pub_moments, pub_counts = live.gram, live.moments, live.counts
+    theta = np.array(live.theta)
+    noised = np.flatnonzero(sum(pending.values(), np.zeros(m, dtype=np.int64)))
+    if noised.size:
+        centres = np.linalg.solve(pub_gram[noised], pub_moments[noised][..., None])[..., 0]
+        theta[noised] = centres + state.sigma * rng.standard_normal((noised.size, d))
+    theta.setflags(write=False)
+    release_mus = state.release_mus + (mu,)
+    mu_max = float(request_mus(release_mus)[0])
+    record = ContextualDeletionRecord(
+        request_id=request_id, rows=tuple(rows.tolist()), method="gaussian" if noise else "rollback",
+        rolled_back=rolled, noised_arms=tuple(int(a) for a in noised), refit_arms=refit_arms, reason=reason,
+        sigma=float(state.sigma) if noised.size else 0.0, mu_release=mu, mu_max=mu_max,
+        delta_at_target=0.0 if state.method == "rollback" else gdp_delta(mu_max, state.epsilon))
+    blocks = {"contexts": list(state.contexts), "arms": list(state.arms), "rewards": list(state.rewards)}
+    where, offset = np.divmod(rows, ROW_BLOCK)
+    for b in np.unique(where).tolist():                     # copy the blocks that hold the rows, wipe them
+        for name, fill in (("contexts", 0.0), ("arms", -1), ("rewards", 0.0)):
+            block = np.array(blocks[name][b])
+            block[offset[where == b]] = fill
+            block.setflags(write=False)
+            blocks[name][b] = block
+    contexts, arms, rewards = (tuple(blocks[name]) for name in ("contexts", "arms", "rewards"))
+    new = copy.copy(state)                          # the fields below are built here, read-only: not checked again
+    pending_pairs = tuple((k, tuple(v.tolist())) for k, v in pending.items())
+    for name, value in (("contexts", contexts), ("arms", arms), ("rewards", rewards), ("live", live),
+                        ("pub_gram", pub_gram), ("pub_moments", pub_moments), ("pub_counts", pub_counts),
+                        ("pending", pending_pairs), ("release_mus", release_mus),
+                        ("release", ReleasedPolicy(theta, live.gram_inv, live.beta)), ("n_requests", request_id + 1)):
+        object.__setattr__(new, name, value)
+    return new, record
+
+
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 481): "2. The model" ---
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
@@ -129,6 +397,7 @@ class ContextualModel:
     ----------
     contexts, arms, rewards, row_ids, n_fit, users, n_arms, lam, beta, context_bound, pub_gram, pub_moments, pub_counts, pending, release_mus, log, release_theta, method, epsilon, delta, sigma, eval_contexts, rng
         The model's whole state, keyword-only, as ``fit`` and ``load`` build it; not for direct use.
+        A deletion changes the fields of ``ContextualReleaseState``.
     """
 
     method = FieldView('``"adaptive"`` or ``"rollback"`` (fixed at fit).')
@@ -142,46 +411,43 @@ class ContextualModel:
         self._n_fit, self._m = int(n_fit), int(n_arms)
         self._lam, self._beta, self._bound = float(lam), float(beta), float(context_bound)
         self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
-        self._eval = None if eval_contexts is None else np.array(eval_contexts, dtype=float)
         self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
         row_ids = np.asarray(row_ids, dtype=np.int64)
         contexts = np.asarray(contexts, dtype=float).reshape(row_ids.size, -1)
-        self._d = contexts.shape[1]
-        self._alive = np.zeros(self._n_fit, dtype=bool)
-        self._alive[row_ids] = True
-        self._x = np.zeros((self._n_fit, self._d))
-        self._x[row_ids] = contexts
-        self._a = np.full(self._n_fit, -1, dtype=np.int64)
-        self._a[row_ids] = np.asarray(arms, dtype=np.int64)
-        self._r = np.zeros(self._n_fit)
-        self._r[row_ids] = np.asarray(rewards, dtype=float)
+        d = contexts.shape[1]
+        alive = np.zeros(self._n_fit, dtype=bool)
+        alive[row_ids] = True
+        x = np.zeros((self._n_fit, d))
+        x[row_ids] = contexts
+        a = np.full(self._n_fit, -1, dtype=np.int64)
+        a[row_ids] = np.asarray(arms, dtype=np.int64)
+        r = np.zeros(self._n_fit)
+        r[row_ids] = np.asarray(rewards, dtype=float)
         self._users = None
         if users is not None:
             self._users = [None] * self._n_fit
             for rid, u in zip(row_ids.tolist(), users):
                 self._users[rid] = u
-        self._live = fit_contextual(contexts, arms, rewards, n_arms=self._m, lam=self._lam,
-                                    context_bound=self._bound, beta=self._beta) if row_ids.size else \
-            state_from_statistics(np.broadcast_to(self._lam * np.eye(self._d), (self._m, self._d, self._d)),
-                                  np.zeros((self._m, self._d)), np.zeros(self._m, int), lam=self._lam,
-                                  beta=self._beta, context_bound=self._bound)
-        self._pub_gram = np.array(pub_gram, dtype=float)
-        self._pub_moments = np.array(pub_moments, dtype=float)
-        self._pub_counts = np.array(pub_counts, dtype=np.int64)
-        self._pending = {int(k): np.array(v, dtype=np.int64) for k, v in dict(pending).items()}
-        self._release_mus = list(release_mus)
+        live = fit_contextual(contexts, arms, rewards, n_arms=self._m, lam=self._lam, context_bound=self._bound,
+                              beta=self._beta) if row_ids.size else \
+            state_from_statistics(np.broadcast_to(self._lam * np.eye(d), (self._m, d, d)), np.zeros((self._m, d)),
+                                  np.zeros(self._m, int), lam=self._lam, beta=self._beta, context_bound=self._bound)
+        pending = tuple((int(k), tuple(np.asarray(v).tolist())) for k, v in dict(pending).items())
+        self._state = ContextualReleaseState(
+            method, epsilon, delta, sigma, self._mu_budget, eval_contexts, x, a, r, live, pub_gram, pub_moments,
+            pub_counts, pending, tuple(release_mus), ReleasedPolicy(_frozen(release_theta, float), live.gram_inv,
+                                                                    self._beta), len(log))
         self._log = list(log)
-        self._release = ReleasedPolicy(np.array(release_theta, dtype=float), self._live.gram_inv, self._beta)
         self._rng = rng
         self._user_rows = None
         if self._users is not None:
             rows = {}
-            for rid in np.flatnonzero(self._alive).tolist():
+            for rid in np.flatnonzero(alive).tolist():
                 rows.setdefault(self._users[rid], []).append(rid)
             self._user_rows = rows
 
     def __getstate__(self):
-        # pickling follows the saving contract: the row store holds no deleted row (wiped in place), and
+        # pickling follows the saving contract: the state holds no deleted row (wiped when deleted), and
         # the noise generator is key material, so it is not pickled; an unpickled model draws from OS entropy
         state = dict(self.__dict__)
         del state["_rng"]
@@ -192,9 +458,9 @@ class ContextualModel:
         self._rng = as_generator(None, "rng")
 
     def __len__(self) -> int:
-        return int(self._alive.sum())
+        return int(self._state.live.counts.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 273): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 564): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -255,17 +521,17 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 11 (line 343): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 634): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
         """The exact statistics of the rows not yet deleted."""
-        return self._live
+        return self._state.live
 
     @property
     def release(self) -> ReleasedPolicy:
         """The latest release (the policy's parameters)."""
-        return self._release
+        return self._state.release
 
     def actions(self, contexts) -> np.ndarray:
         """The latest release applied to ``contexts`` (n, d).
@@ -280,7 +546,7 @@ class ContextualModel:
         numpy.ndarray of int (n,)
             The arm the latest release chooses for each context.
         """
-        return self._release.actions(contexts)
+        return self._state.release.actions(contexts)
 
     @property
     def log(self) -> tuple:
@@ -289,19 +555,24 @@ class ContextualModel:
     @property
     def pending(self) -> tuple:
         """Ids of the requests whose rows are still inside the released-from statistics."""
-        return tuple(self._pending)
+        return tuple(k for k, _ in self._state.pending)
 
     @property
     def mu_max(self) -> float:
-        return float(request_mus(self._release_mus)[0]) if self._release_mus else 0.0
+        return float(request_mus(self._state.release_mus)[0]) if self._state.release_mus else 0.0
 
     @property
     def row_ids(self) -> np.ndarray:
-        ids = np.flatnonzero(self._alive)
+        ids = np.flatnonzero(self._state.alive)
         ids.setflags(write=False)
         return ids
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 13 (line 407): "2. The model" ---
+    @property
+    def release_state(self) -> ContextualReleaseState:
+        """The model's immutable ``ContextualReleaseState`` now: what ``unlearn`` of the next request starts from."""
+        return self._state
+
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 706): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -316,30 +587,9 @@ class ContextualModel:
             if found is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
             return np.array(sorted(found), dtype=np.int64)
-        return check_row_ids(rows, self._n_fit, self._alive)
+        # the shape, type, repeats and range; whether the rows are live, ``unlearn`` checks (without an O(N) mask)
+        return check_row_ids(rows, self._n_fit, np.broadcast_to(True, (self._n_fit,)))
 
-    def _live_after(self, rows, request):
-        """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
-        try:
-            return rollback(self._live, request), ()
-        except ValueError as err:
-            if "ill-conditioned" not in str(err):
-                raise
-        keep = self._alive.copy()
-        keep[rows] = False
-        touched = np.unique(request.arms)
-        ids = np.flatnonzero(keep & np.isin(self._a, touched))
-        refit = fit_contextual(self._x[ids], self._a[ids], self._r[ids], n_arms=self._m, lam=self._lam,
-                               context_bound=self._bound, beta=self._beta) if ids.size else None
-        gram, moments = np.array(self._live.gram), np.array(self._live.moments)
-        counts = np.array(self._live.counts) - request.counts(self._m)
-        for a in touched.tolist():
-            gram[a] = refit.gram[a] if refit is not None else self._lam * np.eye(self._d)
-            moments[a] = refit.moments[a] if refit is not None else 0.0
-        return state_from_statistics(gram, moments, counts, lam=self._lam, beta=self._beta,
-                                     context_bound=self._bound), tuple(int(a) for a in touched)
-
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 15 (line 453): "2. The model" ---
     def delete(self, *, user=None, rows=None) -> ContextualDeletionRecord:
         """Delete one user's rows or the given rows, then make one release.
 
@@ -359,46 +609,8 @@ class ContextualModel:
             The log entry of the release that followed.
         """
         rows = self._rows_of(user, rows)
-        request = ContextualRequest(self._x[rows], self._a[rows], self._r[rows])
-        live, refit_arms = self._live_after(rows, request)
-        req_counts = request.counts(self._m)
-        pend = sum(self._pending.values(), np.zeros(self._m, dtype=np.int64))
-        request_id = len(self._log)
-        noise, mu, reason = False, 0.0, REASONS[0]
-        if self._method == "adaptive":
-            pend_after = pend + req_counts
-            shifts = sequential_sensitivity(live, pend_after)
-            mu = float(np.sqrt(np.sum(shifts ** 2)) / self._sigma)
-            bounds = branch_bounds(live, pend_after, self._sigma, self._eval)
-            if self._sigma >= bounds.sigma_threshold:
-                reason = REASONS[1]
-            elif not admits(self._release_mus, mu, self._mu_budget):
-                reason = REASONS[2]
-            else:
-                noise, reason = True, REASONS[3]
-        pending = dict(self._pending)
-        pub_gram, pub_moments, pub_counts = self._pub_gram, self._pub_moments, self._pub_counts
-        if noise:
-            pending[request_id] = req_counts
-            rolled = ()
-        else:
-            rolled, pending, mu = tuple(pending) + (request_id,), {}, 0.0
-            pub_gram, pub_moments, pub_counts = np.array(live.gram), np.array(live.moments), np.array(live.counts)
-        theta = np.array(live.theta)
-        noised = np.flatnonzero(sum(pending.values(), np.zeros(self._m, dtype=np.int64)))
-        if noised.size:
-            centres = np.linalg.solve(pub_gram[noised], pub_moments[noised][..., None])[..., 0]
-            theta[noised] = centres + self._sigma * self._rng.standard_normal((noised.size, self._d))
-        release_mus = self._release_mus + [mu]
-        mu_max = float(request_mus(release_mus)[0])
-        record = ContextualDeletionRecord(
-            request_id=request_id, rows=tuple(rows.tolist()), method="gaussian" if noise else "rollback",
-            rolled_back=rolled, noised_arms=tuple(int(a) for a in noised), refit_arms=refit_arms, reason=reason,
-            sigma=float(self._sigma) if noised.size else 0.0, mu_release=mu, mu_max=mu_max,
-            delta_at_target=0.0 if self._method == "rollback" else gdp_delta(mu_max, self._epsilon))
-        # commit: wipe the rows and their users, then the statistics, the release, the accountant, the log
-        self._alive[rows] = False
-        self._x[rows], self._a[rows], self._r[rows] = 0.0, -1, 0.0
+        new, record = unlearn(self._state, DeleteRows(rows), rng=self._rng)
+        # commit: forget the rows' users, then the state (the rows wiped in it) and the log
         if self._users is not None:
             for rid in rows.tolist():
                 u, self._users[rid] = self._users[rid], None
@@ -406,15 +618,11 @@ class ContextualModel:
                 left.remove(rid)
                 if not left:
                     del self._user_rows[u]
-        self._live, self._pending = live, pending
-        if pub_gram is not self._pub_gram:
-            self._pub_gram, self._pub_moments, self._pub_counts = pub_gram, pub_moments, pub_counts
-        self._release = ReleasedPolicy(theta, live.gram_inv, self._beta)
-        self._release_mus = release_mus
+        self._state = new
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 646): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 878): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -441,7 +649,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 17 (line 536): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 766): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -471,7 +679,8 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"path must name a file in an existing folder, got {path!r}")
-    live = np.flatnonzero(model._alive)
+    state = model._state
+    live = np.flatnonzero(state.alive)
     users = None if model._users is None else [model._users[i] for i in live.tolist()]
     for u in users or ():
         if not isinstance(u, (str, int)) or isinstance(u, bool):
@@ -479,14 +688,15 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
     meta = {"format": MODEL_FORMAT, "n_fit": model._n_fit, "n_arms": model._m, "lam": model._lam,
             "beta": model._beta, "context_bound": model._bound, "method": model._method,
             "epsilon": model._epsilon, "delta": model._delta, "sigma": model._sigma,
-            "eval_contexts": None if model._eval is None else model._eval.tolist(),
-            "pending": {str(k): v.tolist() for k, v in model._pending.items()},
+            "eval_contexts": None if state.eval_contexts is None else state.eval_contexts.tolist(),
+            "pending": {str(k): list(v) for k, v in state.pending},
             "log": [{**r.__dict__, "rows": list(r.rows), "rolled_back": list(r.rolled_back),
                      "noised_arms": list(r.noised_arms), "refit_arms": list(r.refit_arms)} for r in model._log]}
-    arrays = {"row_ids": live, "contexts": model._x[live], "arms": model._a[live], "rewards": model._r[live],
+    contexts, arms, rewards = state.rows(live)
+    arrays = {"row_ids": live, "contexts": contexts, "arms": arms, "rewards": rewards,
               "users": np.frombuffer(json.dumps(users).encode(), dtype=np.uint8),
-              "pub_gram": model._pub_gram, "pub_moments": model._pub_moments, "pub_counts": model._pub_counts,
-              "release_theta": np.array(model._release.theta), "release_mus": np.array(model._release_mus, float),
+              "pub_gram": state.pub_gram, "pub_moments": state.pub_moments, "pub_counts": state.pub_counts,
+              "release_theta": np.array(state.release.theta), "release_mus": np.array(state.release_mus, float),
               "meta": np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)}
     arrays["sha256"] = np.frombuffer(_digest(arrays).encode(), dtype=np.uint8)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
@@ -502,7 +712,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 597): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 829): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 
