@@ -79,9 +79,10 @@ from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
 )
 from bandit_unlearning.protocol import register_unlearn
+from bandit_unlearning.shapes import check_broadcast
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 204): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 202): "3. Implementation: one entry point, plans per source arm" ---
 UNLEARN_METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
@@ -96,7 +97,7 @@ def _choice(name: str, value, allowed: tuple) -> str:
     return check_choice(value, name, allowed)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 270): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 269): "3. Implementation: one entry point, plans per source arm" ---
 @functools.lru_cache(maxsize=1024)
 def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
@@ -124,7 +125,7 @@ def _check_mixing_parameters(options) -> None:
                          f"not of method={options.method!r}")
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 303): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 302): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
@@ -198,7 +199,7 @@ class UnlearnOptions:
                 "calibration='analytic' (proven for every epsilon), or give the noise scale gamma instead of "
                 "(epsilon, delta) to reproduce the paper without a privacy claim")
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 383): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 382): "3. Implementation: one entry point, plans per source arm" ---
     def replace(self, **changes) -> "UnlearnOptions":
         """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
         (epsilon, delta) when those were given and are not replaced by ``gamma``)."""
@@ -264,7 +265,7 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 468): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 467): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
@@ -324,11 +325,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     condition fails (erratum E2); ``rule="exact"``: ``exact_sensitivity``.  Arrays broadcast."""
     _choice("sensitivity", rule, SENSITIVITIES)
     n, k, k_rollback = check_int_array(n, "n"), check_int_array(k, "k"), check_int_array(k_rollback, "k_rollback")
-    try:
-        np.broadcast_shapes(n.shape, k.shape, k_rollback.shape)
-    except ValueError:
-        raise ValueError(f"n, k and k_rollback must broadcast together, got shapes {n.shape}, {k.shape}, "
-                         f"{k_rollback.shape}") from None
+    check_broadcast(n=n, k=k, k_rollback=k_rollback)
     if np.any(k_rollback < 0) or np.any(k_rollback > k):
         raise ValueError(f"k_rollback must lie in [0, k] (cannot roll back more points than are deleted), "
                          f"got k_rollback={k_rollback}, k={k}")
@@ -347,7 +344,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 555): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 550): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``).
@@ -371,7 +368,7 @@ def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     return base * options.threshold_scale
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 583): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 578): "3. Implementation: one entry point, plans per source arm" ---
 def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, log_term: float,
                      options: UnlearnOptions) -> tuple:
     """One source arm's ``(arm, k, n, k_rb, delta_f, reason, note)`` under ``plan_unlearning``'s rules
@@ -403,7 +400,7 @@ def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, 
     return (int(a), k, n, k_rb, delta_f, reason, note)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 620): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 615): "3. Implementation: one entry point, plans per source arm" ---
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
     """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``
     (read only by the paper's rules, ``options.reference="conditional"``), the counts ``N(a)`` of D, the
@@ -472,7 +469,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 692): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 687): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
@@ -519,7 +516,7 @@ class UnlearnResult:
     calibration_proven = property(lambda self: self.options.calibration_proven)
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 744): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 739): "3. Implementation: one entry point, plans per source arm" ---
     @property
     def source_arms(self) -> tuple:
         return tuple(p.arm for p in self.plans)
@@ -586,7 +583,7 @@ class UnlearnResult:
         return float(_joint_sensitivity(noised))
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 841): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 836): "3. Implementation: one entry point, plans per source arm" ---
 def check_options(options) -> UnlearnOptions:
     """The options of one call of ``unlearn``, ``reference`` or ``output_distributions``: an
     ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused."""
@@ -653,7 +650,7 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
     return scores
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 911): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 906): "3. Implementation: one entry point, plans per source arm" ---
 @register_unlearn(LCBState, DeletionRequest)
 def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
                  rng: np.random.Generator | int | None = None) -> tuple:
