@@ -695,18 +695,8 @@ def theorem_a10_numerator(n: int, n_arms: int, n_a0, k, k_prime, gamma):
 
     Parameters
     ----------
-    n : int
-        Total number of samples N (>= 2).
-    n_arms : int
-        Number of arms m (>= 1); ``L = ln(N m)``.
-    n_a0 : int or array of int
-        Samples N(a0) of the optimal arm a0 = a*, ``k < N(a0) <= N``.
-    k : int or array of int
-        Deleted samples of a0, ``k >= 1`` (and Lemma A.1's condition on k).
-    k_prime : int or array of int
-        Deleted samples rolled back, ``0 <= k' <= k``.
-    gamma : float or array of float
-        The noise parameter gamma (> 0).
+    n, n_arms, n_a0, k, k_prime, gamma
+        As in ``theorem_a10_bound``.
 
     Returns
     -------
@@ -723,16 +713,8 @@ def theorem_a10_best_k_prime(n: int, n_arms: int, n_a0, k, gamma):
 
     Parameters
     ----------
-    n : int
-        Total number of samples N (>= 2).
-    n_arms : int
-        Number of arms m (>= 1); ``L = ln(N m)``.
-    n_a0 : int or array of int
-        Samples N(a0) of the optimal arm a0 = a*, ``k < N(a0) <= N``.
-    k : int or array of int
-        Deleted samples of a0, ``k >= 1`` (and Lemma A.1's condition on k).
-    gamma : float or array of float
-        The noise parameter gamma (> 0).
+    n, n_arms, n_a0, k, gamma
+        As in ``theorem_a10_bound``.
 
     Returns
     -------
