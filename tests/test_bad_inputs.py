@@ -3191,6 +3191,11 @@ from bandit_unlearning.literate import add_to_class  # noqa: E402
 T("cls must be a class", add_to_class, "LightTree")
 T("cls must be a class", add_to_class, 3)
 
+from bandit_unlearning.literate import sections_from  # noqa: E402
+
+T("twin must be callable", sections_from, "BinaryTree.leaf")
+V("has no numpydoc section", sections_from, len)
+
 from bandit_unlearning.literate import FieldView  # noqa: E402
 
 T("doc must be a str", FieldView, 3)
