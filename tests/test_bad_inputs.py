@@ -1802,6 +1802,11 @@ V("size must be at most the sample size", ex.power_subbatches, SAMPLE, SAMPLE, 5
 V("size must be >= 1", ex.power_subbatches, SAMPLE, SAMPLE, 0, 0.05)
 V(r"level must lie in \(0, 1\)", ex.power_subbatches, SAMPLE, SAMPLE, 2, 1.5)
 T("sample_d must be a list of dicts", ex.power_subbatches, SAMPLE, None, 2, 0.05)
+SAMPLES = {1: {"U": SAMPLE, "D": SAMPLE}}
+T("samples must be a dict", ex.power_table, [SAMPLE], ["U"], [1], [2], 0.05)
+V("sizes must be >= 1", ex.power_table, SAMPLES, ["U"], [1], [0], 0.05)
+V(r"level must lie in \(0, 1\)", ex.power_table, SAMPLES, ["U"], [1], [2], 1.5)
+T("table must be a dict", ex.format_power_table, [], [2])
 V(r"tv must lie in \[0, 1\]", uc.retrain_probability_uniform, 16, 1.5)
 T("tv must be a real number", uc.retrain_probability_uniform, 16, "0.5")
 V(r"T must lie in \[1, 1048576\]", uc.retrain_probability_uniform, 10**9, 0.5)
