@@ -21,14 +21,20 @@ Rules (the exporter refuses a cell that breaks the first two):
   come after it and stay;
 * no zero-argument ``super()`` and no ``__double_underscore`` names inside an added method: both
   depend on the function being written inside the class body, which it is only in the package.
+
+``sections_from(twin)`` serves two classes with the same methods (the dense and the memory-light
+tree): the numpydoc sections are written once, on the first class's method, and the second's
+docstring says what differs; the decorator stays in the package, where it appends the sections.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["add_to_class", "FieldView"]
+__all__ = ["add_to_class", "sections_from", "FieldView"]
 
 
 def _function_of(member: Any) -> Any:
@@ -66,6 +72,54 @@ def add_to_class(cls: type) -> Callable[[Any], Any]:
         if set_name is not None:
             set_name(cls, name)
         return member
+
+    return decorate
+
+
+_SECTION = re.compile(r"^[A-Z][A-Za-z ]*\n-{3,}[ \t]*$", re.M)
+
+
+def sections_from(twin: Callable[..., Any]) -> Callable[[Any], Any]:
+    """Decorator: end the decorated function's (or class's) docstring with the numpydoc sections of
+    ``twin``'s.
+
+    Two classes with the same method (``BinaryTree.leaf`` and ``LightTree.leaf``) say its
+    Parameters, Returns, ... once, in the first; the second's docstring says "As in
+    ``BinaryTree.leaf``" and only what differs, and ``help`` shows both with the full sections.
+
+    Parameters
+    ----------
+    twin : callable
+        The function (or class) whose docstring holds the sections (from its first ``Name`` / ``----`` header on).
+
+    Returns
+    -------
+    callable
+        A decorator that sets the function's (or class's) ``__doc__`` to its own text followed by
+        those sections, and returns it.
+
+    Raises
+    ------
+    TypeError
+        If ``twin`` is not callable, or the decorated object is neither a function nor a class.
+    ValueError
+        If ``twin``'s docstring has no numpydoc section.
+    """
+    if not callable(twin):
+        raise TypeError(f"sections_from: twin must be callable, got {type(twin).__name__}")
+    doc = inspect.getdoc(twin) or ""
+    first = _SECTION.search(doc)
+    if first is None:
+        raise ValueError(
+            f"sections_from: the docstring of {getattr(twin, '__qualname__', twin)!r} has no numpydoc section"
+        )
+    sections = doc[first.start() :]
+
+    def decorate(function: Any) -> Any:
+        if not (inspect.isfunction(function) or inspect.isclass(function)):
+            raise TypeError(f"sections_from: decorate a def or a class, got {type(function).__name__}")
+        function.__doc__ = inspect.cleandoc(function.__doc__ or "") + "\n\n" + sections
+        return function
 
     return decorate
 

@@ -1176,114 +1176,40 @@ from bandit_unlearning.experiments import paper_a, plots_a, protocol as proto  #
 TRAJ = proto.simulate_trajectories(data.PAPER_MEANS, "Mf", [100, 200], 3, np.random.default_rng(3))
 QUICK = paper_a.ProtocolA.quick()
 STARTS = [np.zeros((3, 2), dtype=np.int64)]
-V(
-    "model must be one of",
-    proto.Trajectories,
-    TRAJ.means,
-    "Mx",
-    TRAJ.prefixes,
-    TRAJ.arm_counts,
-    TRAJ.occurrence_sums,
-)
-V(
-    r"arm_counts must have shape \(R, 2, 5\)",
-    proto.Trajectories,
-    TRAJ.means,
-    "Mf",
-    TRAJ.prefixes,
-    TRAJ.arm_counts[:, :1],
-    TRAJ.occurrence_sums,
-)
-V(
-    "occurrence_sums must have shape",
-    proto.Trajectories,
-    TRAJ.means,
-    "Mf",
-    TRAJ.prefixes,
-    TRAJ.arm_counts,
-    TRAJ.occurrence_sums[:, :, :50],
-)
-V(
-    "prefixes must be >= 1",
-    proto.Trajectories,
-    TRAJ.means,
-    "Mf",
-    [0, 200],
-    TRAJ.arm_counts,
-    TRAJ.occurrence_sums,
-)
-T(
-    "arm_counts must hold integers",
-    proto.Trajectories,
-    TRAJ.means,
-    "Mf",
-    TRAJ.prefixes,
-    TRAJ.arm_counts * 1.0,
-    TRAJ.occurrence_sums,
-)
-V(
-    "means must lie in",
-    proto.Trajectories,
-    [2.0] * 5,
-    "Mf",
-    TRAJ.prefixes,
-    TRAJ.arm_counts,
-    TRAJ.occurrence_sums,
-)
-V(
-    r"arms must lie in \[0, 4\]",
-    proto.trajectories_from_samples,
-    data.PAPER_MEANS,
-    "Mf",
-    [[0, 5]],
-    [[1.0, 0.0]],
-    [2],
-)
-V(
-    r"rewards must lie in \[0, 1\]",
-    proto.trajectories_from_samples,
-    data.PAPER_MEANS,
-    "Mf",
-    [[0, 1]],
-    [[1.0, 2.0]],
-    [2],
-)
-V(
-    "prefixes must be integers in",
-    proto.trajectories_from_samples,
-    data.PAPER_MEANS,
-    "Mf",
-    [[0, 1]],
-    [[1.0, 0.0]],
-    [3],
-)
-V(
-    "prefixes must hold integers \\(whole numbers\\)",
-    proto.trajectories_from_samples,
-    data.PAPER_MEANS,
-    "Mf",
-    [[0, 1]],
-    [[1.0, 0.0]],
-    [1.5],
-)
-T(
-    "model must be one of",
-    proto.trajectories_from_samples,
-    data.PAPER_MEANS,
-    None,
-    [[0, 1]],
-    [[1.0, 0.0]],
-    [2],
-)
-V(
-    "the same shape \\(R, n_max\\)",
-    proto.trajectories_from_samples,
-    data.PAPER_MEANS,
-    "Mf",
-    [[0, 1]],
-    [[1.0]],
-    [1],
-)
+# proto.Trajectories(means, model, prefixes, arm_counts, occurrence_sums): one argument spoilt a row
+TRAJ_ARGS = {
+    "means": TRAJ.means,
+    "model": "Mf",
+    "prefixes": TRAJ.prefixes,
+    "arm_counts": TRAJ.arm_counts,
+    "occurrence_sums": TRAJ.occurrence_sums,
+}
+for kind, match, spoilt in (
+    (V, "model must be one of", {"model": "Mx"}),
+    (V, r"arm_counts must have shape \(R, 2, 5\)", {"arm_counts": TRAJ.arm_counts[:, :1]}),
+    (V, "occurrence_sums must have shape", {"occurrence_sums": TRAJ.occurrence_sums[:, :, :50]}),
+    (V, "prefixes must be >= 1", {"prefixes": [0, 200]}),
+    (T, "arm_counts must hold integers", {"arm_counts": TRAJ.arm_counts * 1.0}),
+    (V, "means must lie in", {"means": [2.0] * 5}),
+):
+    kind(match, proto.Trajectories, *{**TRAJ_ARGS, **spoilt}.values())
+# proto.trajectories_from_samples(means, model, arms, rewards, prefixes), likewise
+SAMPLE_ARGS = {
+    "means": data.PAPER_MEANS,
+    "model": "Mf",
+    "arms": [[0, 1]],
+    "rewards": [[1.0, 0.0]],
+    "prefixes": [2],
+}
+for kind, match, spoilt in (
+    (V, r"arms must lie in \[0, 4\]", {"arms": [[0, 5]]}),
+    (V, r"rewards must lie in \[0, 1\]", {"rewards": [[1.0, 2.0]]}),
+    (V, "prefixes must be integers in", {"prefixes": [3]}),
+    (V, "prefixes must hold integers \\(whole numbers\\)", {"prefixes": [1.5]}),
+    (T, "model must be one of", {"model": None}),
+    (V, "the same shape \\(R, n_max\\)", {"rewards": [[1.0]], "prefixes": [1]}),
+):
+    kind(match, proto.trajectories_from_samples, *{**SAMPLE_ARGS, **spoilt}.values())
 V(
     "prefixes must be a non-empty list of positive integers",
     proto.simulate_trajectories,
@@ -1894,6 +1820,11 @@ V("size must be at most the sample size", ex.power_subbatches, SAMPLE, SAMPLE, 5
 V("size must be >= 1", ex.power_subbatches, SAMPLE, SAMPLE, 0, 0.05)
 V(r"level must lie in \(0, 1\)", ex.power_subbatches, SAMPLE, SAMPLE, 2, 1.5)
 T("sample_d must be a list of dicts", ex.power_subbatches, SAMPLE, None, 2, 0.05)
+SAMPLES = {1: {"U": SAMPLE, "D": SAMPLE}}
+T("samples must be a dict", ex.power_table, [SAMPLE], ["U"], [1], [2], 0.05)
+V("sizes must be >= 1", ex.power_table, SAMPLES, ["U"], [1], [0], 0.05)
+V(r"level must lie in \(0, 1\)", ex.power_table, SAMPLES, ["U"], [1], [2], 1.5)
+T("table must be a dict", ex.format_power_table, [], [2])
 V(r"tv must lie in \[0, 1\]", uc.retrain_probability_uniform, 16, 1.5)
 T("tv must be a real number", uc.retrain_probability_uniform, 16, "0.5")
 V(r"T must lie in \[1, 1048576\]", uc.retrain_probability_uniform, 10**9, 0.5)
@@ -3304,6 +3235,11 @@ from bandit_unlearning.literate import add_to_class  # noqa: E402
 
 T("cls must be a class", add_to_class, "LightTree")
 T("cls must be a class", add_to_class, 3)
+
+from bandit_unlearning.literate import sections_from  # noqa: E402
+
+T("twin must be callable", sections_from, "BinaryTree.leaf")
+V("has no numpydoc section", sections_from, len)
 
 from bandit_unlearning.literate import FieldView  # noqa: E402
 

@@ -366,3 +366,60 @@ def test_add_to_class_at_run_time():
     assert Box().size() == 3 and Box.kind() == "box" and Box.size.__qualname__.endswith("Box.size")
     with pytest.raises(TypeError, match="cls must be a class"):
         add_to_class(Box())
+
+
+# --- twin methods: sections_from ---------------------------------------------------------------------
+
+
+def test_sections_from_appends_the_twins_sections_once_written():
+    """The memory-light tree's twins of the dense tree's methods show the dense tree's sections under
+    their own text, and a decorated object that is not a def is refused."""
+    import inspect
+
+    from bandit_unlearning.exact.light_tree import LightTree
+    from bandit_unlearning.exact.tree import BinaryTree
+    from bandit_unlearning.literate import sections_from
+
+    for name in (
+        "append",
+        "noisy_prefix_sum",
+        "clean_prefix_sum",
+        "leaf",
+        "clean",
+        "noisy",
+        "truncate",
+        "unlearn_leaf",
+    ):
+        light, dense = inspect.getdoc(getattr(LightTree, name)), inspect.getdoc(getattr(BinaryTree, name))
+        head, _, sections = dense.partition("\nParameters\n")
+        assert sections and light.startswith(f"As in ``BinaryTree.{name}``"), name
+        assert light.endswith("\nParameters\n" + sections) and light.count("\nParameters\n") == 1, name
+    assert inspect.getdoc(LightTree).endswith(
+        inspect.getdoc(BinaryTree)[inspect.getdoc(BinaryTree).index("Parameters\n") :]
+    )
+
+    def documented(x):
+        """Twice x.
+
+        Parameters
+        ----------
+        x : float
+            A number.
+
+        Returns
+        -------
+        float
+            ``2 x``.
+        """
+        return 2 * x
+
+    @sections_from(documented)
+    def twin(x):
+        """As in ``documented``, in another way."""
+        return x + x
+
+    assert (
+        inspect.getdoc(twin) == "As in ``documented``, in another way.\n\n" + inspect.getdoc(documented)[10:]
+    )
+    with pytest.raises(TypeError, match="decorate a def or a class"):
+        sections_from(documented)(3)

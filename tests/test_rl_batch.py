@@ -158,21 +158,25 @@ def test_unlearning_cost_equals_measure_unlearning():
             assert got["retrained"].any()  # some deletions re-ran: the generator bookkeeping is exercised
 
 
-def test_the_cost_loop_of_chapter_b4_serves_the_coupling_only_cost():
-    """``measure_unlearning`` with the coupling-only request cost of chapter B13 is ``unlearning_cost``
-    bit for bit: the loop over runs and requests can be one (``cost_of`` is the only difference)."""
+def test_the_coupling_only_cost_is_the_full_request_cost():
+    """``unlearning_cost`` is ``measure_unlearning`` of chapter B4 with ``cost_of=_coupling_only``, where
+    chapter B8 passes ``request_cost`` (which re-runs): request by request, the two costs agree to the
+    bit and leave the generator in the same state (the next draw, buffered half-word included)."""
     from bandit_unlearning.experiments import rl_batch
-    from bandit_unlearning.experiments.unlearning_cost import COST_KEYS, measure_unlearning
+    from bandit_unlearning.experiments.unlearning_cost import request_cost
 
     mdp, T, rho = riverswim(horizon=6), 64, 1.0
-    learner = stable_ucbvi(mdp, T, rho)
-    users = population_users(mdp, T, seed=8)
-    got = measure_unlearning(learner, users, 2, 5, np.random.default_rng(3), cost_of=rl_batch._coupling_only)
-    ref = unlearning_cost(mdp, T, rho, 2, 5, np.random.default_rng(3), seed=8)
-    assert set(got) == set(ref) == set(COST_KEYS) | {"T"} and got["T"] == ref["T"]
-    for key in COST_KEYS:
-        assert np.array_equal(got[key], ref[key]), key
-    assert got["retrained"].any()
+    run = train(stable_ucbvi(mdp, T, rho), population_users(mdp, T, seed=8), np.random.default_rng(3))
+    retrained = 0
+    for t in (1, 2, 17, 32, 33, 50, 63, 64):
+        full_rng, fast_rng = np.random.default_rng(t), np.random.default_rng(t)
+        full_rng.integers(2), fast_rng.integers(2)  # a buffered 32-bit half-word, as inside the cost loop
+        full, fast = request_cost(run, t, full_rng), rl_batch._coupling_only(run, t, fast_rng)
+        assert fast == full, t
+        assert fast_rng.bit_generator.state == full_rng.bit_generator.state, t
+        assert fast_rng.integers(2**63) == full_rng.integers(2**63), t
+        retrained += full["retrained"]
+    assert 0 < retrained < 8  # both branches of the coupling are exercised
 
 
 def test_a_batch_that_is_too_large_is_refused():

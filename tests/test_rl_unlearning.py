@@ -5,7 +5,7 @@ import pytest
 
 from bandit_unlearning.exact.learner import train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, unlearn
-from bandit_unlearning.experiments.exactness import battery, power_subbatches
+from bandit_unlearning.experiments.exactness import battery, format_power_table, power_subbatches, power_table
 from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.rl_unlearning import (
     policy_code,
@@ -74,6 +74,27 @@ def test_battery_detects_a_broken_variant_on_rl_runs():
         power_subbatches(broken, D, 61, level)
     with pytest.raises(ValueError):
         battery([], D)
+    # the table of chapters B4 and B8: the same numbers, world by world, and one text row each
+    table = power_table(
+        {t: {"U": U, "always accept": broken, "D": D}},
+        ("U", "always accept"),
+        (t,),
+        (30, 60),
+        level,
+        ("final policy",),
+    )
+    for world, sample in (("U", U), ("always accept", broken)):
+        p, worst, powers = table[world, t]
+        pv = battery(sample, D, ("final policy",))
+        assert (p, worst) == (min(pv.values()), min(pv, key=pv.get))
+        assert powers == [power_subbatches(sample, D, n, level, ("final policy",)) for n in (30, 60)]
+    text = format_power_table(table, (30, 60)).splitlines()
+    assert len(text) == 3 and text[0].split()[-3:] == ["power@30", "power@60", "statistic"]
+    assert (
+        text[1].startswith("correct")
+        and text[2].startswith("always accept")
+        and text[2].endswith(table["always accept", t][1])
+    )
 
 
 def test_rl_unlearning_cost():

@@ -35,6 +35,7 @@ from bandit_unlearning.exact.tree import (
     KEY_WORDS, BaseTree, BinaryTree, Node, PathCoupling, as_node, coupling_accepts, decomposition_rows,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
 )
+from bandit_unlearning.literate import sections_from
 from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
 
@@ -49,6 +50,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 # --- from notebooks/rl/10_light_tree.py, cell 8 (line 232): "3. Implementation" ---
+@sections_from(BinaryTree)
 class LightTree(BaseTree):
     """Memory-light binary tree mechanism (chapter B10), bit-identical to ``BinaryTree``.
 
@@ -61,15 +63,6 @@ class LightTree(BaseTree):
     them holds the noise.  A frozen tree stays frozen through a pickle round trip; pickling refuses
     (``TypeError``) unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a: a pickle of
     the keys is the keys); ``copy.deepcopy`` needs no opt-in.
-
-    Parameters
-    ----------
-    d : int
-        Dimension of the statistics, >= 1.
-    sigma : float
-        Noise scale, >= 0 (``0``: no noise).
-    capacity : int, default 1
-        Steps to preallocate for, >= 1 (the tree grows by doubling beyond it).
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -100,7 +93,7 @@ class LightTree(BaseTree):
         arrays += [a for _, noisy, partial in self._stack for a in (noisy, partial)]
         return sum({id(a): a.nbytes for a in arrays}.values())
 
-    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 291): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 283): "3. Implementation" ---
     def _reserve(self, leaves: int, entries: int, rows: int):
         if leaves + 1 > self._ptr.size:
             grown = np.zeros(max(leaves + 1, 2 * self._ptr.size), dtype=np.int64)
@@ -161,18 +154,11 @@ class LightTree(BaseTree):
             stack.append((p, noisy, partial))
         self._stack = stack
 
-    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 369): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 361): "3. Implementation" ---
+    @sections_from(BinaryTree.append)
     def append(self, x, rng: np.random.Generator | None = None) -> None:
-        """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x`` (stored sparsely); the nodes ending at
-        ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated.
-
-        Parameters
-        ----------
-        x : array_like or SparseStatistic
-            The statistic of leaf ``t``: a finite vector of shape ``(d,)`` or its non-zeros.
-        rng : numpy.random.Generator, int or None
-            Source of the node keys (``None``: fresh OS entropy).
-        """
+        """As in ``BinaryTree.append`` (TreeUpdate), but ``x`` is stored sparsely and only the node
+        joining ``D(t)`` has its noise generated (the others keep their keys alone)."""
         self._check_mutable()
         fast = accel.kernels()
         if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
@@ -218,7 +204,7 @@ class LightTree(BaseTree):
         partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
         self._stack.append((first + k - 1, noisy, partial))
 
-    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 433): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 418): "3. Implementation" ---
     def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
         """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
         call: the same bits as the code above."""
@@ -237,20 +223,10 @@ class LightTree(BaseTree):
         noisy = _readonly(noisy)
         self._stack.append((first + k - 1, noisy, _readonly(partial) if below else noisy))
 
+    @sections_from(BinaryTree.noisy_prefix_sum)
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
-        """GetNoisyPrefixSum in the canonical order (``t = n``: a copy of the maintained sum;
-        ``t < n``: the decomposition's noisy values are recomputed).
-
-        Parameters
-        ----------
-        t : int
-            Number of leaves summed, ``0 <= t <= n_leaves``.
-
-        Returns
-        -------
-        numpy.ndarray
-            The noisy prefix sum ``u~_t``, shape ``(d,)`` (a new array).
-        """
+        """As in ``BinaryTree.noisy_prefix_sum`` (GetNoisyPrefixSum, canonical order); ``t = n``: a copy
+        of the maintained sum; ``t < n``: the decomposition's noisy values are recomputed."""
         if type(t) is not int or not 0 <= t <= self._n:
             t = check_int(t, "t", 0, self._n)
         if t == 0:
@@ -259,36 +235,16 @@ class LightTree(BaseTree):
             return self._stack[-1][2].copy()
         return fold_rows([self._noisy_value(p) for p in decomposition_rows(t)])
 
+    @sections_from(BinaryTree.clean_prefix_sum)
     def clean_prefix_sum(self, t: int) -> np.ndarray:
-        """``u_t = x_1 + ... + x_t`` (running sum, canonical order).
-
-        Parameters
-        ----------
-        t : int
-            Number of leaves summed, ``0 <= t <= n_leaves``.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``x_1 + ... + x_t``, shape ``(d,)`` (a new array).
-        """
+        """As in ``BinaryTree.clean_prefix_sum``: ``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t) if t else np.zeros(self._d)
 
-    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 499): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 464): "3. Implementation" ---
+    @sections_from(BinaryTree.leaf)
     def leaf(self, t: int) -> np.ndarray:
-        """The statistic ``x_t`` (dense copy).
-
-        Parameters
-        ----------
-        t : int
-            The leaf, ``1 <= t <= n_leaves``.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``x_t``, shape ``(d,)`` (a new array).
-        """
+        """As in ``BinaryTree.leaf``: the statistic ``x_t``, a dense copy of its stored non-zeros."""
         return self._leaf_dense(check_int(t, "t", 1, self._n))
 
     def leaf_sparse(self, t: int):
@@ -316,37 +272,17 @@ class LightTree(BaseTree):
         out[rows, self._idx[:nnz]] = self._val[:nnz]
         return out
 
-    # --- from notebooks/rl/10_light_tree.py, cell 17 (line 545): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 17 (line 500): "3. Implementation" ---
+    @sections_from(BinaryTree.clean)
     def clean(self, node: Node) -> np.ndarray:
-        """Clean value ``v_b`` of a complete node (running sum of its leaves).
-
-        Parameters
-        ----------
-        node : Node or (level, index)
-            A complete node (its last leaf ``<= n_leaves``).
-
-        Returns
-        -------
-        numpy.ndarray
-            Its clean value, shape ``(d,)`` (a new array).
-        """
+        """As in ``BinaryTree.clean``: the clean value ``v_b``, recomputed as the running sum of its leaves."""
         node = as_node(node)
         self._row(node)
         return self._running_sum(node.start, node.end)
 
+    @sections_from(BinaryTree.noisy)
     def noisy(self, node: Node) -> np.ndarray:
-        """Noisy value ``v~_b`` of a complete node (a copy).
-
-        Parameters
-        ----------
-        node : Node or (level, index)
-            A complete node (its last leaf ``<= n_leaves``).
-
-        Returns
-        -------
-        numpy.ndarray
-            Its noisy value, shape ``(d,)`` (a new array).
-        """
+        """As in ``BinaryTree.noisy``: the noisy value ``v~_b`` (stored, or regenerated from its key)."""
         return np.array(self._noisy_value(self._row(as_node(node))))
 
     def values(self):
@@ -367,7 +303,7 @@ class LightTree(BaseTree):
         dense._n = self._n
         return dense
 
-    # --- from notebooks/rl/10_light_tree.py, cell 19 (line 608): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 19 (line 543): "3. Implementation" ---
     def copy(self) -> "LightTree":
         """A mutable copy (leaves and keys copied; read-only noisy-value arrays shared)."""
         new = object.__new__(type(self))
@@ -400,7 +336,7 @@ class LightTree(BaseTree):
         if self._frozen:
             self.freeze()
 
-    # --- from notebooks/rl/10_light_tree.py, cell 21 (line 652): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 21 (line 587): "3. Implementation" ---
     def _cut(self, n: int):
         """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
         touched nodes dropped."""
@@ -412,14 +348,9 @@ class LightTree(BaseTree):
         self._touched = {p: v for p, v in self._touched.items() if p < rows}
         self._n = n
 
+    @sections_from(BinaryTree.truncate)
     def truncate(self, n_leaves: int) -> None:
-        """Forget the steps after ``n_leaves``; steps appended later complete their nodes afresh.
-
-        Parameters
-        ----------
-        n_leaves : int
-            Steps kept, ``0 <= n_leaves <=`` the current number.
-        """
+        """As in ``BinaryTree.truncate``: the keys and leaf entries of the steps forgotten are zeroed."""
         self._check_mutable()
         n = check_int(n_leaves, "n_leaves", 0, self._n)
         self._cut(n)
@@ -438,28 +369,12 @@ class LightTree(BaseTree):
         self._idx, self._val = new_idx, new_val
         self._ptr[t:self._n + 1] += grow
 
-    # --- from notebooks/rl/10_light_tree.py, cell 23 (line 699): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 23 (line 629): "3. Implementation" ---
+    @sections_from(BinaryTree.unlearn_leaf)
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
-        """Replace leaf ``t`` by ``x_new`` by maximally coupling its path (Algorithm 3), exactly as
-        ``BinaryTree.unlearn_leaf``, with the same draws from ``rng``.
-
-        Every node whose value took part in a coupling -- kept or reflected -- has its noisy value
-        stored densely and its key erased.  Mutates this tree; call ``copy()`` first to keep it.
-
-        Parameters
-        ----------
-        t : int
-            The leaf replaced, ``1 <= t <= n_leaves``.
-        x_new : array_like or SparseStatistic
-            Its new statistic (finite, shape ``(d,)`` or its non-zeros).
-        rng : numpy.random.Generator, int or None
-            Source of the uniforms and the regenerated keys (``None``: fresh OS entropy).
-
-        Returns
-        -------
-        PathCoupling
-            What the coupling did (accepted nodes, the rejected one, the regenerated ancestors, the restart).
-        """
+        """As in ``BinaryTree.unlearn_leaf`` (Algorithm 3), with the same draws from ``rng``; in addition,
+        every node whose value took part in a coupling -- kept or reflected -- has its noisy value stored
+        densely and its key erased.  Mutates this tree; call ``copy()`` first to keep it."""
         self._check_mutable()
         t = check_int(t, "t", 1, self._n)
         idx_new, val_new = statistic_sparse(x_new, self._d, "x_new")

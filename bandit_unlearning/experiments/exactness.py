@@ -6,13 +6,15 @@
 ``battery`` compares, statistic by statistic, a sample of runs after unlearning with a sample of
 runs of the world where the deleted user was a dummy all along (two-sample Kolmogorov-Smirnov, or
 chi-square for categorical statistics), and ``power_subbatches`` measures how often the battery
-rejects on disjoint sub-samples.  The deliberately broken versions of Algorithm 3 it is shown
+rejects on disjoint sub-samples (``power_table`` and ``format_power_table``: both, world by world).  The deliberately broken versions of Algorithm 3 it is shown
 rejecting live in ``bandit_unlearning.testing.broken``.
 """
 
 __all__ = [
     "battery",
     "power_subbatches",
+    "power_table",
+    "format_power_table",
 ]
 
 
@@ -21,7 +23,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from bandit_unlearning.checks import check_count, check_int, check_real
+from bandit_unlearning.checks import check_count, check_instance, check_int, check_real
 
 
 # --- from notebooks/rl/04_theorem_3_3.py, cell 6 (line 106): "1. Exactness (Theorem 3.3 (1))" ---
@@ -131,3 +133,76 @@ def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()
         raise ValueError(f"size must be at most the sample size ({min(len(sample_u), len(sample_d))}), got {size}")
     return float(np.mean([min(battery(sample_u[i * size:(i + 1) * size], sample_d[i * size:(i + 1) * size],
                                       categorical).values()) < level for i in range(k)]))
+
+
+# --- from notebooks/rl/04_theorem_3_3.py, cell 17 (line 459): "1. Exactness (Theorem 3.3 (1))" ---
+def power_table(samples: dict, worlds, positions, sizes, level: float, categorical=()) -> dict:
+    """The battery of each world against the dummy world ``"D"`` at each position, and its power.
+
+    Parameters
+    ----------
+    samples : dict
+        ``samples[t][world]``: the runs (a list of dicts, as for ``battery``) of ``world`` at
+        position ``t``; ``samples[t]["D"]`` those of the dummy world.
+    worlds : sequence of str
+        The worlds compared with ``"D"`` (keys of every ``samples[t]``).
+    positions : sequence
+        The positions ``t`` (keys of ``samples``).
+    sizes : sequence of int
+        Runs per world of the sub-samples of ``power_subbatches``.
+    level : float
+        The per-test level, in ``(0, 1)``.
+    categorical : collection of str
+        Passed to ``battery``.
+
+    Returns
+    -------
+    dict
+        ``{(world, t): (p, statistic, powers)}`` in the order of ``worlds`` then ``positions``: the
+        smallest p-value of the battery with all runs, the statistic that gives it, and the list of
+        ``power_subbatches`` at each of ``sizes``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``battery`` and ``power_subbatches``; also if ``samples`` is not a dict or a size is not an
+        integer ``>= 1``.
+    KeyError
+        If a world or a position is missing from ``samples``.
+    """
+    check_instance(samples, dict, "samples")
+    sizes = [check_count(n, "sizes", 1) for n in sizes]
+    level = check_real(level, "level", 0, 1, low_open=True, high_open=True)
+    out = {}
+    for world in worlds:
+        for t in positions:
+            pv = battery(samples[t][world], samples[t]["D"], categorical)
+            worst = min(pv, key=lambda name: pv[name])
+            out[world, t] = (pv[worst], worst,
+                             [power_subbatches(samples[t][world], samples[t]["D"], n, level, categorical) for n in sizes])
+    return out
+
+
+def format_power_table(table: dict, sizes) -> str:
+    """``power_table``'s result as text: a header, then one row per ``(world, t)`` (world ``"U"``,
+    correct unlearning, is labelled ``correct``).
+
+    Parameters
+    ----------
+    table : dict
+        The result of ``power_table``.
+    sizes : sequence of int
+        The ``sizes`` it was computed with (the power columns).
+
+    Returns
+    -------
+    str
+        The table, one line per row.
+    """
+    check_instance(table, dict, "table")
+    lines = [f"{'variant':14s} {'t':>3s}  {'smallest p':>10s}  " + "  ".join(f"power@{n:<4d}" for n in sizes)
+             + "  statistic"]
+    for (world, t), (p, worst, powers) in table.items():
+        label = "correct" if world == "U" else world
+        lines.append(f"{label:14s} {t:3d}  {p:10.1e}  " + "  ".join(f"{x:10.2f}" for x in powers) + f"  {worst}")
+    return "\n".join(lines)

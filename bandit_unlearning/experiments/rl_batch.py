@@ -19,14 +19,13 @@ __all__ = [
 import numpy as np
 
 from bandit_unlearning.checks import (
-    check_count, as_generator, check_bool, check_callable, check_instance, check_real, check_real_array,
-    check_int,
+    check_count, check_bool, check_callable, check_instance, check_real, check_real_array, check_int,
 )
-from bandit_unlearning.exact.learner import ZERO_USER, Run, path_expected_steps, path_retrain_probability, train
+from bandit_unlearning.exact.learner import ZERO_USER, Run, path_expected_steps, path_retrain_probability
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import KEY_WORDS, n_nodes
 from bandit_unlearning.experiments.rl_stable import safe_slope
-from bandit_unlearning.experiments.unlearning_cost import conditional_retraining
+from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.batch import run_batch
 from bandit_unlearning.rl.mdp import TabularMDP, regret
@@ -100,8 +99,8 @@ def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
 def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_per_run: int, rng=None,
                     seed: int = 0, calibration: str = "paper", bonus_scale: float = 1.0, tree_factory=LightTree) -> dict:
     """``rl_unlearning_cost(mdp, [T], [rho], n_runs, requests_per_run, rng, seed, ...)[rho, T]`` bit for
-    bit (``measure_unlearning`` of chapter B4 on the users of population ``seed``), without re-running
-    the episodes after a rejection (``_coupling_only``).  ``rng``: a Generator, None or an int seed.
+    bit: ``measure_unlearning`` of chapter B4 on the users of population ``seed``, with the request cost
+    ``_coupling_only`` (no re-run of the episodes after a rejection).  ``rng``: a Generator, None or an int seed.
 
     Parameters
     ----------
@@ -128,18 +127,4 @@ def unlearning_cost(mdp: TabularMDP, T: int, rho: float, n_runs: int, requests_p
     check_callable(tree_factory, "tree_factory")
     learner = stable_ucbvi(mdp, T, rho, calibration=calibration, bonus_scale=bonus_scale, tree_factory=tree_factory)
     users = population_users(mdp, T, seed=seed)
-    rng = as_generator(rng)
-    keys = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
-            "expected_cost", "shift_norm")
-    out = {k: [] for k in keys}
-    for _ in range(n_runs):
-        run = train(learner, users, rng)
-        for t in rng.integers(1, run.T + 1, size=requests_per_run):
-            p_cond, steps_cond = conditional_retraining(run, int(t))
-            rec = _coupling_only(run, int(t), rng)
-            rec.update(conditional_probability=p_cond, conditional_cost=steps_cond / run.T)
-            for k in keys:
-                out[k].append(rec[k])
-    result = {k: np.array(v, dtype=float) for k, v in out.items()}
-    result["T"] = len(users)
-    return result
+    return measure_unlearning(learner, users, n_runs, requests_per_run, rng, cost_of=_coupling_only)

@@ -35,7 +35,7 @@ from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.tree import leaf_path
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 20 (line 546): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 22 (line 612): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 MAX_COST_T = 2**20        # steps the exact uniform-position formulas enumerate
 
 
@@ -95,7 +95,7 @@ def expected_cost_uniform(T: int, tv: float) -> float:
     return float(total / T**2)
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 22 (line 634): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 24 (line 700): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 def conditional_retraining(run, t: int, dummy=None):
     """Exact probability that deleting user ``t`` from *this* run retrains, and the expected steps
     recomputed, given the run's noisy values (only the coupling's uniforms are random):
@@ -146,7 +146,7 @@ def conditional_retraining(run, t: int, dummy=None):
     return p_retrain, steps
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 24 (line 692): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 26 (line 758): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 COST_KEYS = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
              "expected_cost", "shift_norm")
 _REQUEST_KEYS = ("retrained", "cost", "retrain_probability", "expected_cost", "shift_norm")
@@ -235,7 +235,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     return result
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 26 (line 785): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 28 (line 851): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 def plot_unlearning_cost(measured: dict, sigma_of_rho, B: float, rho_grid, ax=None):
     """Cost of unlearning as a fraction of retraining against rho, one colour per T.
 

@@ -27,15 +27,13 @@ __all__ = [
 import numpy as np
 
 from bandit_unlearning.checks import as_array, check_bool, check_int, check_int_array, check_real
+from bandit_unlearning.shapes import check_broadcast
 
 
 # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 4 (line 108): "2. The threshold and the two branch bounds" ---
 def _counts(n_a0, k):
     n_a0, k = check_int_array(n_a0, "n_a0").astype(float), check_int_array(k, "k").astype(float)
-    try:
-        np.broadcast_shapes(n_a0.shape, k.shape)
-    except ValueError:
-        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
+    check_broadcast(n_a0=n_a0, k=k)
     if np.any(n_a0 < 1) or np.any(k < 1) or np.any(k > n_a0) or np.any(np.mod(n_a0, 1) != 0) or np.any(np.mod(k, 1) != 0):
         raise ValueError(f"need integers 1 <= k <= N(a0), got k={k}, N(a0)={n_a0}")
     return n_a0, k
@@ -97,7 +95,7 @@ def gamma0_exact(n_a0, k, log_term):
     return _out(np.where(k < n, value, np.inf))
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 193): "2. The threshold and the two branch bounds" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 6 (line 191): "2. The threshold and the two branch bounds" ---
 def gaussian_branch_bound(n_a0, k, gamma, log_term):
     """``R_g = sqrt(2L/N(a0)) + sigma/sqrt(2 pi)`` with ``sigma = 3 k gamma / (2 N(a0))``.
 

@@ -48,6 +48,7 @@ from bandit_unlearning.checks import (check_count,
 from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.protocol import register_unlearn
+from bandit_unlearning.shapes import check_broadcast
 
 
 # --- from notebooks/mab/06_imitation_learning.py, cell 4 (line 72): "2. Implementation" ---
@@ -88,7 +89,7 @@ def most_frequent_arm(counts):
     return int(arms) if arms.ndim == 0 else arms
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 142): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 6 (line 143): "2. Implementation" ---
 @dataclass(frozen=True)
 class ImitationState:
     """The stored statistic T(D) of the imitation learner: the per-arm counts ``N(a)`` (total > 0).
@@ -176,7 +177,7 @@ def deletion_counts(request, n_arms: int) -> np.ndarray:
     return k
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 234): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 8 (line 235): "2. Implementation" ---
 @dataclass(frozen=True)
 class DeletionCounts:
     """A request given by its per-arm deletion counts ``k_a`` alone (non-negative integers, one per arm):
@@ -253,7 +254,7 @@ def _unlearn_imitation(state: ImitationState, request, *, options=None, rng=None
     return new, ImitationRecord(new.arm, int(k.sum()))
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 316): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 10 (line 317): "2. Implementation" ---
 def unlearned_arms(counts, k):
     """Vectorised Algorithm 6: ``most_frequent_arm(counts - k)`` for arrays ``(..., m)``, after
     checking ``0 <= k <= counts`` elementwise.
@@ -315,7 +316,7 @@ def source_request_counts(counts, k: int, source: int = 0):
     return out
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 12 (line 382): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 12 (line 383): "2. Implementation" ---
 def count_vectors(n: int, m: int) -> np.ndarray:
     """Every count vector of ``n`` points over ``m`` arms (shape ``(C(n+m-1, m-1), m)``), by stars
     and bars; for exact enumerations over small datasets (at most ``MAX_COUNT_VECTORS`` rows).
@@ -368,7 +369,7 @@ def multinomial_pmf(counts, behavior) -> np.ndarray:
     return np.where(impossible, 0.0, np.exp(log_p))
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 13 (line 435): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 13 (line 436): "2. Implementation" ---
 def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=unlearned_arms):
     """Exact output distributions under M_d of (unlearned, reference) for a request of ``k`` points
     drawn uniformly at random from ``D`` (independently of the rewards).
@@ -423,14 +424,11 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
     return p_unlearned, p_reference
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 15 (line 494): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 15 (line 495): "2. Implementation" ---
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)
-    try:
-        np.broadcast_shapes(n.shape, k.shape)
-    except ValueError:
-        raise ValueError(f"n and k must broadcast together, got shapes {n.shape} and {k.shape}") from None
+    check_broadcast(n=n, k=k)
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
         raise ValueError(f"need integers n >= 1 and 0 <= k <= n, got n={n}, k={k}")
     c_star = check_real(c_star, "c_star (C*)")
@@ -520,7 +518,7 @@ def _difference_chernoff(n: int, k: int, p: float, q: float) -> float:
     return float(min(1.0, np.exp(min(res.fun, 0.0))))
 
 
-# --- from notebooks/mab/06_imitation_learning.py, cell 16 (line 591): "2. Implementation" ---
+# --- from notebooks/mab/06_imitation_learning.py, cell 16 (line 589): "2. Implementation" ---
 def instance_failure_bounds(n: int, k: int, behavior, best_arm: int = 0) -> np.ndarray:
     """Per-arm Chernoff bounds ``P[Algorithm 6 outputs b after deleting k points] <=
     P[N(a*) - N(b) <= k]`` for a known behaviour policy (any request of size k); entry ``best_arm``

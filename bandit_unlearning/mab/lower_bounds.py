@@ -55,6 +55,7 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly, round_robin_arms
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
+from bandit_unlearning.shapes import check_broadcast
 
 
 # --- from notebooks/mab/04a_lower_bounds.py, cell 4 (line 125): "3. Implementation" ---
@@ -114,7 +115,7 @@ def _out(x):
     return float(x) if x.ndim == 0 else x
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 6 (line 217): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 6 (line 218): "3. Implementation" ---
 # ------------------------------------------------------------------------------- the constructions
 def gap_fixed(n_a0: int, k: int) -> float:
     """Theorem 3.7's gap ``Delta = min{1/5, (1/2) sqrt(1 / (5 (N(a0) - k)))}``.
@@ -149,7 +150,7 @@ def gap_distribution(n: int, k: int, c_star: float) -> float:
     return float(min(0.2, 0.5 * np.sqrt(c / (5 * (n - k)))))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 7 (line 252): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 7 (line 253): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class TwoPointPair:
     """Two instances I1 (index 0) and I2 (index 1) of a 2-armed Bernoulli bandit for Le Cam's method.
@@ -232,7 +233,7 @@ class TwoPointPair:
 
     __setstate__ = restore_readonly               # read-only again after unpickling
 
-    # --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 421): "3. Implementation" ---
+    # --- from notebooks/mab/04a_lower_bounds.py, cell 11 (line 422): "3. Implementation" ---
     @property
     def model(self) -> str:
         """``"fixed"`` (M_f) or ``"distribution"`` (M_d)."""
@@ -292,7 +293,7 @@ class TwoPointPair:
         return pmf / pmf.sum()
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 340): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 9 (line 341): "3. Implementation" ---
 def fixed_sample_pair(n_a0: int, k: int, n_other: int | None = None) -> TwoPointPair:
     """Theorem 3.7 (M_f): ``mu_I1 = (1/2 + Delta, 1/2)``, ``mu_I2 = (1/2 - Delta, 1/2)``, counts
     ``(N(a0), n_other)`` (default ``n_other = N(a0)``) in both, ``Delta = gap_fixed(N(a0), k)``.
@@ -369,7 +370,7 @@ def small_cstar_pair(n: int, k: int, c_star: float) -> TwoPointPair:
                         behaviors=np.array([[1 / c, 1 - 1 / c], [1 - 1 / c, 1 / c]]), c_star=c)
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 541): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 14 (line 542): "3. Implementation" ---
 # ------------------------------------------------------------------------------------- sampling
 def _check_pair(pair, instance=None):
     if not isinstance(pair, TwoPointPair):
@@ -444,7 +445,7 @@ def sample_pair_statistics(pair: TwoPointPair, instance: int, rng: np.random.Gen
     return counts, sums, deleted
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 15 (line 616): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 15 (line 617): "3. Implementation" ---
 def sample_pair_dataset(pair: TwoPointPair, instance: int, rng: np.random.Generator) -> OfflineDataset:
     """One dataset of instance 0 (I1) or 1 (I2): round-robin arms under M_f; i.i.d. arms from the
     instance's behaviour policy conditioned on ``N(a0) >= k`` under M_d; Bernoulli rewards.
@@ -506,7 +507,7 @@ def sample_pair_request(pair: TwoPointPair, dataset: OfflineDataset, rng: np.ran
     return np.sort(rng.choice(pool, size=pair.k, replace=False))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 17 (line 683): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 17 (line 684): "3. Implementation" ---
 # ----------------------------------------------------------------------------------- divergences
 def bernoulli_kl(p, q):
     """``KL(Bernoulli(p) || Bernoulli(q))`` in nats (``inf`` where q is 0 or 1 and p differs).  Broadcasts.
@@ -522,10 +523,7 @@ def bernoulli_kl(p, q):
         The broadcast shape of the arguments; a float for scalars.
     """
     p, q = as_real_array(p, "p"), as_real_array(q, "q")
-    try:
-        np.broadcast_shapes(p.shape, q.shape)
-    except ValueError:
-        raise ValueError(f"p and q must broadcast together, got shapes {p.shape} and {q.shape}") from None
+    check_broadcast(p=p, q=q)
     if np.any(~np.isfinite(p)) or np.any(~np.isfinite(q)) or np.any((p < 0) | (p > 1) | (q < 0) | (q > 1)):
         raise ValueError("p and q (Bernoulli parameters) must lie in [0, 1]")
     return _out(special.rel_entr(p, q) + special.rel_entr(1 - p, 1 - q))
@@ -590,7 +588,7 @@ def retained_kl(pair: TwoPointPair, scheme: str = "source") -> float:
     return counts_kl + float(p1 @ (n0 - pair.k).clip(0)) * kl_arms[a0] + float(p1 @ (pair.n - n0)) * kl_arms[other]
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 18 (line 767): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 18 (line 765): "3. Implementation" ---
 def paper_kl_bound(pair: TwoPointPair) -> float:
     """The paper's bound on the KL of the retained data: ``10 Delta^2 (N(a0) - k)`` (Theorem 3.7),
     ``10 Delta^2 (N - k) / C*`` (Theorem 3.9), and the closed form
@@ -615,7 +613,7 @@ def paper_kl_bound(pair: TwoPointPair) -> float:
     return float(pair.retained * (2 - c) / c * np.log(2 / (c - 1)))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 20 (line 795): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 20 (line 793): "3. Implementation" ---
 def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=None) -> float:
     """The extra KL of revealing the LCB learner's output ``pi(D)`` (``tau``, default ``1/N``) on top
     of D \\ U (single-source request): ``E_I1[kl(P_I1[pi(D) = a0 | D\\U] || P_I2[pi(D) = a0 | D\\U])]``.
@@ -669,7 +667,7 @@ def learner_bit_kl(pair: TwoPointPair, tau: float | None = None, source_counts=N
     return total
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 23 (line 869): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 23 (line 867): "3. Implementation" ---
 # ----------------------------------------------------------------------------------------- bounds
 def le_cam_bound(gap, kl, epsilon, delta=0.0):
     """The two-point chain with any KL bound and delta: for every (epsilon, delta)-unlearning mechanism,
@@ -741,7 +739,7 @@ def lower_bound_fixed(n_a0, k, epsilon, delta=None):
     return _out(np.exp(-eps) / 16 * np.sqrt(1 / (5 * np.e * (n - k))))
 
 
-# --- from notebooks/mab/04a_lower_bounds.py, cell 24 (line 941): "3. Implementation" ---
+# --- from notebooks/mab/04a_lower_bounds.py, cell 24 (line 939): "3. Implementation" ---
 def lower_bound_distribution(n, k, c_star, epsilon, delta=None):
     """Theorem 3.9 (M_d, C* >= 2): ``SubOpt >= (e^-epsilon / 16) sqrt(C* / (5 e (N - k)))`` for every
     (epsilon, delta)-unlearning mechanism with ``delta <= 1/(8 sqrt(e))``.  Arrays broadcast.

@@ -32,6 +32,7 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState
+from bandit_unlearning.shapes import check_broadcast
 
 
 # --- from notebooks/mab/02_unlearning_mechanisms.py, cell 4 (line 111): "2. The deletion request" ---
@@ -60,7 +61,7 @@ def _check_points(arms, rewards):
     return arms, rewards
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 6 (line 163): "2. The deletion request" ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 6 (line 164): "2. The deletion request" ---
 @dataclass(frozen=True, eq=False)
 class DeletionRequest:
     """A deletion request ``U``: the deleted points as arms ``arms[j]`` with rewards ``rewards[j]``.
@@ -140,7 +141,7 @@ class DeletionRequest:
                 f"request names unknown arm {int(self.arms.max())}: the state has arms 0..{int(n_arms) - 1}")
         return int(n_arms)
 
-    # --- from notebooks/mab/02_unlearning_mechanisms.py, cell 8 (line 248): "2. The deletion request" ---
+    # --- from notebooks/mab/02_unlearning_mechanisms.py, cell 8 (line 249): "2. The deletion request" ---
     def deleted_counts(self, n_arms: int) -> np.ndarray:
         """``k_a``: the number of deleted points of every arm (length ``n_arms``).
 
@@ -216,7 +217,7 @@ class DeletionRequest:
                 f"{left[a]:.6g}, impossible for rewards in [0, 1] (request does not match the state)")
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 10 (line 337): "2. The deletion request" ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 10 (line 338): "2. The deletion request" ---
 def rollback(state: LCBState, request: DeletionRequest) -> LCBState:
     """Rollback (Paper A §3.1): remove ``U`` from the stored statistic and return the new ``LCBState``.
 
@@ -277,13 +278,10 @@ def gaussian_mechanism(state: LCBState, arm: int, sigma: float, rng: np.random.G
     return scores
 
 
-# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 18 (line 562): "5. Lemma A.1: how much can deleting $k$ points move an ar..." ---
+# --- from notebooks/mab/02_unlearning_mechanisms.py, cell 18 (line 563): "5. Lemma A.1: how much can deleting $k$ points move an ar..." ---
 def _check_counts(n_a0, k):
     n_a0, k = check_int_array(n_a0, "n_a0"), check_int_array(k, "k")
-    try:
-        np.broadcast_shapes(n_a0.shape, k.shape)
-    except ValueError:
-        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
+    check_broadcast(n_a0=n_a0, k=k)
     if np.any(n_a0 < 1):
         raise ValueError(f"n_a0 = N(a0) must be >= 1, got {n_a0}")
     if np.any((k < 0) | (k > n_a0)):

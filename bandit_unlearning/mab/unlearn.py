@@ -79,9 +79,10 @@ from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
 )
 from bandit_unlearning.protocol import register_unlearn
+from bandit_unlearning.shapes import check_broadcast
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 260): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 8 (line 258): "3. Implementation: one entry point, plans per source arm" ---
 UNLEARN_METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
 CALIBRATIONS = ("paper", "classic", "analytic")
@@ -96,7 +97,7 @@ def _choice(name: str, value, allowed: tuple) -> str:
     return check_choice(value, name, allowed)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 326): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 10 (line 325): "3. Implementation: one entry point, plans per source arm" ---
 @functools.lru_cache(maxsize=1024)
 def _unit_sigma(calibration: str, epsilon: float, delta: float) -> float:
     """sigma per unit sensitivity of the classic or analytic calibration, memoised: the analytic one is
@@ -153,7 +154,7 @@ def _check_privacy_level(options) -> None:
             "(epsilon, delta) to reproduce the paper without a privacy claim")
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 388): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 12 (line 387): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class UnlearnOptions:
     """The options of ``unlearn``, ``reference``, ``output_distributions`` and ``unlearn_batch``,
@@ -215,7 +216,7 @@ class UnlearnOptions:
         _check_mixing_parameters(self)
         _check_privacy_level(self)
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 456): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 14 (line 455): "3. Implementation: one entry point, plans per source arm" ---
     def replace(self, **changes) -> "UnlearnOptions":
         """A copy with some fields changed, validated like a new one (``gamma`` is recomputed from
         (epsilon, delta) when those were given and are not replaced by ``gamma``).
@@ -265,7 +266,7 @@ class UnlearnOptions:
             return self.k_prime
         return int(math.floor(self.eta * k + 0.5))
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 515): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 16 (line 514): "3. Implementation: one entry point, plans per source arm" ---
     @property
     def unit_sigma(self) -> float | None:
         """Noise per unit of sensitivity (sigma is linear in the sensitivity for all calibrations)."""
@@ -315,7 +316,7 @@ class UnlearnOptions:
         return None
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 577): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 18 (line 576): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True)
 class SourcePlan:
     """What the mechanism does to one source arm (Algorithms 2, 4, 7): roll back ``k_rollback`` of its
@@ -383,7 +384,7 @@ class SourcePlan:
         return self.reason in FALLBACK_REASONS
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 647): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 20 (line 646): "3. Implementation: one entry point, plans per source arm" ---
 def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     """Sensitivity of an arm's score (``n`` points in D, ``k`` deleted, ``k_rollback`` of them rolled
     back) to the ``k - k_rollback`` deleted points that stay: Lemma A.1 with ``N -> n - k'``,
@@ -407,11 +408,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     """
     _choice("sensitivity", rule, SENSITIVITIES)
     n, k, k_rollback = check_int_array(n, "n"), check_int_array(k, "k"), check_int_array(k_rollback, "k_rollback")
-    try:
-        np.broadcast_shapes(n.shape, k.shape, k_rollback.shape)
-    except ValueError:
-        raise ValueError(f"n, k and k_rollback must broadcast together, got shapes {n.shape}, {k.shape}, "
-                         f"{k_rollback.shape}") from None
+    check_broadcast(n=n, k=k, k_rollback=k_rollback)
     if np.any(k_rollback < 0) or np.any(k_rollback > k):
         raise ValueError(f"k_rollback must lie in [0, k] (cannot roll back more points than are deleted), "
                          f"got k_rollback={k_rollback}, k={k}")
@@ -430,7 +427,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     return paper_sensitivity(n_rest, k_rest)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 698): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 22 (line 693): "3. Implementation: one entry point, plans per source arm" ---
 def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     """The branch threshold: ``gamma0_paper`` or ``gamma0_exact`` (E3), times ``threshold_scale``.
     For a multi-source request, ``n = N_min`` and ``k = k_max`` (Algorithm 7's ``gamma0'``).
@@ -454,7 +451,7 @@ def threshold_gamma0(n, k, log_term, options: UnlearnOptions):
     return base * options.threshold_scale
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 726): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 24 (line 721): "3. Implementation: one entry point, plans per source arm" ---
 def _source_decision(a, n: int, k: int, learner_arm: int, gamma0: float, whole, log_term: float,
                      options: UnlearnOptions) -> tuple:
     """One source arm's ``(arm, k, n, k_rb, delta_f, reason, note)`` under ``plan_unlearning``'s rules
@@ -504,7 +501,7 @@ def _check_plan(learner_arm, counts, deleted_counts, log_term, options) -> tuple
     return counts, deleted, learner_arm, log_term, sources
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 781): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 26 (line 776): "3. Implementation: one entry point, plans per source arm" ---
 def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, options: UnlearnOptions):
     """The per-source-arm plan, from public quantities only: the learner's output ``a_hat = pi(D)``
     (read only by the paper's rules, ``options.reference="conditional"``), the counts ``N(a)`` of D, the
@@ -582,7 +579,7 @@ def plan_unlearning(learner_arm: int, counts, deleted_counts, log_term: float, o
     return plans, gamma0
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 862): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 28 (line 857): "3. Implementation: one entry point, plans per source arm" ---
 @dataclass(frozen=True, eq=False)
 class UnlearnResult:
     """What ``unlearn`` (``world="unlearned"``) or ``reference`` (``world="reference"``) released.
@@ -644,7 +641,7 @@ class UnlearnResult:
     calibration_proven = property(lambda self: self.options.calibration_proven)
     __setstate__ = restore_readonly               # the released scores stay read-only after unpickling
 
-    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 30 (line 929): "3. Implementation: one entry point, plans per source arm" ---
+    # --- from notebooks/mab/03a_adaptive_unlearning.py, cell 30 (line 924): "3. Implementation: one entry point, plans per source arm" ---
     @property
     def source_arms(self) -> tuple:
         return tuple(p.arm for p in self.plans)
@@ -711,7 +708,7 @@ class UnlearnResult:
         return float(_joint_sensitivity(noised))
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 32 (line 1026): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 32 (line 1021): "3. Implementation: one entry point, plans per source arm" ---
 def check_options(options) -> UnlearnOptions:
     """The options of one call of ``unlearn``, ``reference``, ``output_distributions`` or ``unlearn_batch``:
     an ``UnlearnOptions``, said one way (``options=``); anything else, ``None`` included, is refused.
@@ -770,7 +767,7 @@ def _release(base: np.ndarray, plans, rng: np.random.Generator) -> np.ndarray:
     return scores
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 34 (line 1088): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 34 (line 1083): "3. Implementation: one entry point, plans per source arm" ---
 @register_unlearn(LCBState, DeletionRequest)
 def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnOptions | None = None,
                  rng: np.random.Generator | int | None = None) -> tuple:
@@ -809,7 +806,7 @@ def _unlearn_lcb(state: LCBState, request: DeletionRequest, *, options: UnlearnO
                                  rolled_back)
 
 
-# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 36 (line 1129): "3. Implementation: one entry point, plans per source arm" ---
+# --- from notebooks/mab/03a_adaptive_unlearning.py, cell 36 (line 1124): "3. Implementation: one entry point, plans per source arm" ---
 def reference(retrained: LCBState, request: DeletionRequest, *, learner_arm: int,
               options: UnlearnOptions | None = None, rng: np.random.Generator | int | None = None) -> UnlearnResult:
     """The reference mechanism ``pi'(emptyset, pi(D \\ U), T(D \\ U))``: Algorithm 3 (for "adaptive",

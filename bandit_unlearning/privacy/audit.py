@@ -40,6 +40,7 @@ from bandit_unlearning.checks import (
     as_array, as_real_array, as_real, check_bool, check_choice, check_int, check_probability, check_real, check_size,
 )
 from bandit_unlearning.privacy.gaussian import check_delta
+from bandit_unlearning.shapes import check_broadcast
 
 
 # --- from notebooks/privacy/01b_audits.py, cell 4 (line 59): "2. Monte Carlo audits" ---
@@ -112,7 +113,7 @@ def hockey_stick_epsilon(p, q, delta) -> float:
     return float(optimize.brentq(excess, 0.0, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 6 (line 156): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 6 (line 157): "2. Monte Carlo audits" ---
 def _binomial_counts(successes, trials, alpha):
     """Whole numbers ``0 <= successes <= trials`` (``trials >= 1``, arrays broadcast) and ``alpha`` in (0, 1)."""
     k, n = as_array(successes, "successes"), as_array(trials, "trials")
@@ -122,10 +123,7 @@ def _binomial_counts(successes, trials, alpha):
     for name, v in (("successes", k), ("trials", n)):
         if not np.all(np.isfinite(v)) or np.any(np.mod(v, 1) != 0):
             raise ValueError(f"{name} must hold whole numbers, got {v}")
-    try:
-        np.broadcast_shapes(k.shape, n.shape)
-    except ValueError:
-        raise ValueError(f"successes and trials must broadcast together, got shapes {k.shape} and {n.shape}") from None
+    check_broadcast(successes=k, trials=n)
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got successes={k}, trials={n}")
     return k, n, check_probability(alpha, "alpha")
@@ -191,7 +189,7 @@ def _outward(bound, tail, alpha, toward: float):
     return np.where(tail(bound) <= limit, bound, toward)        # pragma: no cover (the end point passes)
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 8 (line 238): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 8 (line 236): "2. Monte Carlo audits" ---
 def clopper_pearson_lower(successes, trials, alpha):
     """One-sided Clopper-Pearson lower bound: ``P[p < bound] <= alpha`` (0 when there is no success).
 
@@ -224,7 +222,7 @@ def clopper_pearson_upper(successes, trials, alpha):
     return bound
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 10 (line 279): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 10 (line 277): "2. Monte Carlo audits" ---
 @dataclass(frozen=True)
 class ThresholdEvent:
     """The event ``{y > threshold}`` (``above=True``) or ``{y <= threshold}`` for real outputs."""
@@ -293,7 +291,7 @@ class AuditResult:
             check_real(getattr(self, name), name, 0, 1)
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 12 (line 352): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 12 (line 350): "2. Monte Carlo audits" ---
 def _is_integer_array(x: np.ndarray) -> bool:
     return np.issubdtype(x.dtype, np.integer) or (
         np.issubdtype(x.dtype, np.floating) and np.all(np.isfinite(x)) and np.all(np.mod(x, 1) == 0))
@@ -315,7 +313,7 @@ def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
     return [(a,) for a in outcomes] + [tuple(b for b in outcomes if b != a) for a in outcomes]
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 14 (line 378): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 14 (line 376): "2. Monte Carlo audits" ---
 def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, events=None,
                   n_outcomes: int | None = None, max_subset_outcomes: int = 10) -> AuditResult:
     """Clopper-Pearson lower confidence bound on the epsilon achieved at ``delta`` by two mechanisms,

@@ -33,6 +33,7 @@ import numpy as np
 from scipy import optimize, special
 
 from bandit_unlearning.checks import as_real_array, as_real
+from bandit_unlearning.shapes import check_broadcast
 
 
 # --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 4 (line 93): "2. Derivation" ---
@@ -109,7 +110,7 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     return sensitivity * gaussian_gamma(epsilon, delta)
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 6 (line 205): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 6 (line 206): "2. Derivation" ---
 _SQRT2 = math.sqrt(2.0)
 _ULP = float(np.finfo(float).eps)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -176,7 +177,7 @@ def _log_profile(t, epsilon):
         return np.where(u == -np.inf, -np.inf, special.log_ndtr(u) + np.log(-np.expm1(r)))
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 276): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 8 (line 277): "2. Derivation" ---
 def gaussian_delta(sigma, sensitivity, epsilon):
     """Exact privacy profile ``delta(epsilon)`` of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
@@ -193,11 +194,7 @@ def gaussian_delta(sigma, sensitivity, epsilon):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
     if not np.all(np.isfinite(epsilon)) or np.any(epsilon < 0):
         raise ValueError(f"epsilon must be finite and >= 0 in a privacy profile, got {epsilon}")
-    try:
-        shape = np.broadcast_shapes(sigma.shape, epsilon.shape)
-    except ValueError:
-        raise ValueError(f"sigma and epsilon must broadcast together, got shapes {sigma.shape} and "
-                         f"{epsilon.shape}") from None
+    shape = check_broadcast(sigma=sigma, epsilon=epsilon)
     if sensitivity == 0:
         out = np.zeros(shape)
     else:
@@ -230,7 +227,7 @@ def _certified_gap(t: float, epsilon: float, target: float):
     return log_delta + err - target, math.exp(min(log_density - math.log(t) - log_delta, 700.0))
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 10 (line 335): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 10 (line 332): "2. Derivation" ---
 def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     """The analytic Gaussian mechanism (Balle & Wang 2018): the smallest sigma with
     ``gaussian_delta(sigma, sensitivity, epsilon) <= delta``, valid for every epsilon > 0.
@@ -294,7 +291,7 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     raise ValueError(f"cannot certify sigma for epsilon = {epsilon:g}, delta = {delta:g} in double precision")
 
 
-# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 12 (line 402): "2. Derivation" ---
+# --- from notebooks/privacy/01a_gaussian_mechanism.py, cell 12 (line 399): "2. Derivation" ---
 def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     """Inverse privacy profile: the smallest epsilon >= 0 with ``gaussian_delta(...) <= delta``.
 

@@ -56,6 +56,7 @@ from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.exact.tree import sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
+from bandit_unlearning.shapes import check_broadcast
 from bandit_unlearning.kernel import GAMMA, MASK, N_STREAMS, rollout_lists
 from bandit_unlearning.rl.users import check_reward_noise, check_seed
 
@@ -100,7 +101,7 @@ def stable_sigma(rho: float, H: int, T: int, calibration: str = "paper") -> floa
     return sigma_paper(rho, B, T) if calibration == "paper" else sigma_exact(rho, B, T)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 230): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 6 (line 231): "3. Implementation" ---
 @dataclass(frozen=True)
 class EpisodeUser:
     """A replayable user of an episodic MDP: its own 64-bit ``key`` of SplitMix64.  The uniform the
@@ -186,7 +187,7 @@ def population_users(mdp: TabularMDP, T: int, *, seed: int, start: int = 0) -> t
     return tuple(EpisodeUser((seed + i * stride) & MASK) for i in range(start, start + T))
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 321): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 8 (line 322): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class EpisodeOracle:
     """The environment oracle ``EO_t(z; pi)`` of Algorithm 1 for RL (Paper B §4).
@@ -269,7 +270,7 @@ class EpisodeOracle:
         ones = [1.0] * len(k)
         return np.array(idx, dtype=np.int64), np.array(ones + rewards + ones)
 
-    # --- from notebooks/rl/07a_stable_ucbvi.py, cell 10 (line 408): "3. Implementation" ---
+    # --- from notebooks/rl/07a_stable_ucbvi.py, cell 10 (line 409): "3. Implementation" ---
     def __call__(self, user, t: int, policy) -> np.ndarray:
         """The episode's statistics as a fresh dense vector ``[d]`` (zeros for ``ZERO_USER``).
 
@@ -296,7 +297,7 @@ class EpisodeOracle:
         return x
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 441): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 12 (line 442): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class PolicyUpdate:
     """``UPDATE(u~_t, w_{1:t})`` of Algorithm 4: ``ucbvi_update(u_tilde, config)`` (optimistic value
@@ -338,7 +339,7 @@ class PolicyUpdate:
         return pi
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 15 (line 504): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 15 (line 505): "3. Implementation" ---
 DEFAULT_MAX_MEMORY = 2 * 1024**3
 _WARN_MEMORY = 256 * 1024**2
 _SECONDS_FACTOR = 2.5
@@ -407,7 +408,7 @@ def _probe_seconds_per_number(n: int = 1 << 18) -> float:
     return best / n
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 17 (line 576): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 17 (line 577): "3. Implementation" ---
 def training_cost(mdp: TabularMDP, T: int, tree_factory: Callable = LightTree, timed: bool = True) -> TrainingCost:
     """Estimate memory (and, if ``timed``, time per episode) of ``train`` on ``stable_ucbvi(mdp, T, ...)``
     before anything is allocated.  Light tree: ``2 floor(log2(T+1)) + 4`` arrays of ``d`` numbers;
@@ -452,7 +453,7 @@ def _check_budget(mdp: TabularMDP, T: int, tree_factory, max_memory) -> None:
         warnings.warn(str(training_cost(mdp, T, tree_factory, timed=True)), ResourceWarning, stacklevel=3)
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 18 (line 621): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 18 (line 622): "3. Implementation" ---
 def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: float | None = None,
                  calibration: str = "paper", delta: float = 0.1, bonus_scale: float = 1.0,
                  stabilize: bool = False, reward_noise: str = "bernoulli",
@@ -521,7 +522,7 @@ def stable_ucbvi(mdp: TabularMDP, T: int, rho: float | None = None, *, sigma: fl
     )
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 20 (line 693): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 20 (line 694): "3. Implementation" ---
 def run_policies(run: Run) -> np.ndarray:
     """Policies ``pi_1 .. pi_T`` played in a run, shape ``[T, H, S]`` (at a deleted position: the
     policy the dummy episode met).
@@ -563,7 +564,7 @@ def run_regret(run: Run, mdp: TabularMDP | None = None) -> np.ndarray:
     return regret(mdp, run_policies(run))
 
 
-# --- from notebooks/rl/07a_stable_ucbvi.py, cell 22 (line 738): "3. Implementation" ---
+# --- from notebooks/rl/07a_stable_ucbvi.py, cell 22 (line 739): "3. Implementation" ---
 def rho_theorem(S: int, A: int, H: int, T: int) -> float:
     """Theorem 4.1's choice ``rho = sqrt(H S^3 A / T)`` (above 1 when ``T < H S^3 A``: then the
     TV-stability statement is vacuous).
@@ -605,10 +606,7 @@ def theorem_41_terms(S: int, A: int, H: int, T, rho) -> dict:
         raise ValueError("T must be >= 1")
     if np.any(~(rho > 0)):
         raise ValueError("rho must be > 0")
-    try:
-        np.broadcast_shapes(T.shape, rho.shape)
-    except ValueError:
-        raise ValueError(f"T and rho must broadcast together, got shapes {T.shape} and {rho.shape}") from None
+    check_broadcast(T=T, rho=rho)
     lower = np.broadcast_to(float(H**3 * S**2 * A), np.broadcast(T, rho).shape)
     return {"H^3 S^2 A": lower, "H^2 sqrt(SAT)": H**2 * np.sqrt(S * A * T) + 0 * rho,
             "H^2.5 S^2 A / rho": H**2.5 * S**2 * A / rho + 0 * T}

@@ -129,6 +129,7 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly
 from bandit_unlearning.mab.lcb import LCBState
+from bandit_unlearning.shapes import check_broadcast
 
 SUM_ATOL = 1e-9   # tolerance for reward sums (floating-point rounding of the stored sums)
 
@@ -562,10 +563,7 @@ print("noisy f(D) :", np.round(noisy, 4), " -> released arm", int(np.argmax(nois
 # %% tags=["export"]
 def _check_counts(n_a0, k):
     n_a0, k = check_int_array(n_a0, "n_a0"), check_int_array(k, "k")
-    try:
-        np.broadcast_shapes(n_a0.shape, k.shape)
-    except ValueError:
-        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
+    check_broadcast(n_a0=n_a0, k=k)
     if np.any(n_a0 < 1):
         raise ValueError(f"n_a0 = N(a0) must be >= 1, got {n_a0}")
     if np.any((k < 0) | (k > n_a0)):

@@ -119,14 +119,12 @@ Arrays broadcast wherever the arguments are numbers.
 import numpy as np
 
 from bandit_unlearning.checks import as_array, check_bool, check_int, check_int_array, check_real
+from bandit_unlearning.shapes import check_broadcast
 
 
 def _counts(n_a0, k):
     n_a0, k = check_int_array(n_a0, "n_a0").astype(float), check_int_array(k, "k").astype(float)
-    try:
-        np.broadcast_shapes(n_a0.shape, k.shape)
-    except ValueError:
-        raise ValueError(f"n_a0 and k must broadcast together, got shapes {n_a0.shape} and {k.shape}") from None
+    check_broadcast(n_a0=n_a0, k=k)
     if np.any(n_a0 < 1) or np.any(k < 1) or np.any(k > n_a0) or np.any(np.mod(n_a0, 1) != 0) or np.any(np.mod(k, 1) != 0):
         raise ValueError(f"need integers 1 <= k <= N(a0), got k={k}, N(a0)={n_a0}")
     return n_a0, k
@@ -302,6 +300,7 @@ from bandit_unlearning.privacy.gaussian import (
     analytic_gaussian_sigma, check_delta, check_epsilon, classic_gaussian_sigma, gaussian_gamma,
 )
 from bandit_unlearning.protocol import register_unlearn
+from bandit_unlearning.shapes import check_broadcast
 
 UNLEARN_METHODS = ("adaptive", "gaussian", "rollback", "mixing")
 THRESHOLDS = ("paper", "exact")
@@ -668,11 +667,7 @@ def noise_sensitivity(n, k, k_rollback, log_term, rule: str):
     """
     _choice("sensitivity", rule, SENSITIVITIES)
     n, k, k_rollback = check_int_array(n, "n"), check_int_array(k, "k"), check_int_array(k_rollback, "k_rollback")
-    try:
-        np.broadcast_shapes(n.shape, k.shape, k_rollback.shape)
-    except ValueError:
-        raise ValueError(f"n, k and k_rollback must broadcast together, got shapes {n.shape}, {k.shape}, "
-                         f"{k_rollback.shape}") from None
+    check_broadcast(n=n, k=k, k_rollback=k_rollback)
     if np.any(k_rollback < 0) or np.any(k_rollback > k):
         raise ValueError(f"k_rollback must lie in [0, k] (cannot roll back more points than are deleted), "
                          f"got k_rollback={k_rollback}, k={k}")

@@ -151,6 +151,7 @@ from bandit_unlearning.checks import (check_count,
 )
 from bandit_unlearning.mab.data import OfflineDataset, restore_readonly, round_robin_arms
 from bandit_unlearning.mab.lcb import check_tau, lcb_scores
+from bandit_unlearning.shapes import check_broadcast
 
 DELTA_MAX = float(1 / (8 * np.sqrt(np.e)))   # Theorems 3.7 and 3.9 need delta <= 1/(8 sqrt(e))
 REQUEST_SCHEMES = ("source", "uniform")
@@ -696,10 +697,7 @@ def bernoulli_kl(p, q):
         The broadcast shape of the arguments; a float for scalars.
     """
     p, q = as_real_array(p, "p"), as_real_array(q, "q")
-    try:
-        np.broadcast_shapes(p.shape, q.shape)
-    except ValueError:
-        raise ValueError(f"p and q must broadcast together, got shapes {p.shape} and {q.shape}") from None
+    check_broadcast(p=p, q=q)
     if np.any(~np.isfinite(p)) or np.any(~np.isfinite(q)) or np.any((p < 0) | (p > 1) | (q < 0) | (q > 1)):
         raise ValueError("p and q (Bernoulli parameters) must lie in [0, 1]")
     return _out(special.rel_entr(p, q) + special.rel_entr(1 - p, 1 - q))

@@ -644,17 +644,14 @@ The mechanism itself is ``unlearn(state, request, options=UnlearnOptions(method=
 import numpy as np
 
 from bandit_unlearning.checks import as_array, check_int, check_int_array
+from bandit_unlearning.shapes import check_broadcast
 
 
 def _check(n, n_arms, n_a0, k, k_prime, gamma):
     n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     n_a0, k, k_prime = (check_int_array(v, name).astype(float)
                         for v, name in ((n_a0, "n_a0"), (k, "k"), (k_prime, "k_prime")))
-    try:
-        np.broadcast_shapes(n_a0.shape, k.shape, k_prime.shape)
-    except ValueError:
-        raise ValueError(f"n_a0, k and k_prime must broadcast together, got shapes {n_a0.shape}, {k.shape}, "
-                         f"{k_prime.shape}") from None
+    check_broadcast(n_a0=n_a0, k=k, k_prime=k_prime)
     if np.any(k < 1) or np.any(k >= n_a0) or np.any(n_a0 > n):
         raise ValueError(f"need integers 1 <= k < N(a0) <= N, got k={k}, N(a0)={n_a0}, N={n}")
     if np.any(k_prime < 0) or np.any(k_prime > k):
@@ -713,18 +710,8 @@ def theorem_a10_numerator(n: int, n_arms: int, n_a0, k, k_prime, gamma):
 
     Parameters
     ----------
-    n : int
-        Total number of samples N (>= 2).
-    n_arms : int
-        Number of arms m (>= 1); ``L = ln(N m)``.
-    n_a0 : int or array of int
-        Samples N(a0) of the optimal arm a0 = a*, ``k < N(a0) <= N``.
-    k : int or array of int
-        Deleted samples of a0, ``k >= 1`` (and Lemma A.1's condition on k).
-    k_prime : int or array of int
-        Deleted samples rolled back, ``0 <= k' <= k``.
-    gamma : float or array of float
-        The noise parameter gamma (> 0).
+    n, n_arms, n_a0, k, k_prime, gamma
+        As in ``theorem_a10_bound``.
 
     Returns
     -------
@@ -741,16 +728,8 @@ def theorem_a10_best_k_prime(n: int, n_arms: int, n_a0, k, gamma):
 
     Parameters
     ----------
-    n : int
-        Total number of samples N (>= 2).
-    n_arms : int
-        Number of arms m (>= 1); ``L = ln(N m)``.
-    n_a0 : int or array of int
-        Samples N(a0) of the optimal arm a0 = a*, ``k < N(a0) <= N``.
-    k : int or array of int
-        Deleted samples of a0, ``k >= 1`` (and Lemma A.1's condition on k).
-    gamma : float or array of float
-        The noise parameter gamma (> 0).
+    n, n_arms, n_a0, k, gamma
+        As in ``theorem_a10_bound``.
 
     Returns
     -------

@@ -96,6 +96,7 @@ from bandit_unlearning.checks import (check_count,
 from bandit_unlearning.mab.data import OfflineDataset, check_distribution, restore_readonly
 from bandit_unlearning.mab.mechanisms import DeletionRequest
 from bandit_unlearning.protocol import register_unlearn
+from bandit_unlearning.shapes import check_broadcast
 
 MAX_COUNT_VECTORS = 1_000_000     # rows ``count_vectors`` may enumerate
 MAX_PAIR_ENTRIES = 20_000_000     # (dataset, request, arm) entries ``output_distributions_uniform_deletion`` may build
@@ -495,10 +496,7 @@ def output_distributions_uniform_deletion(behavior, n: int, k: int, mechanism=un
 def _theorem311_args(n, k, c_star):
     """``N >= 1`` and ``0 <= k <= N`` (integers, arrays broadcast) and ``C*`` in (1, 2)."""
     n, k = check_int_array(n, "n").astype(float), check_int_array(k, "k").astype(float)
-    try:
-        np.broadcast_shapes(n.shape, k.shape)
-    except ValueError:
-        raise ValueError(f"n and k must broadcast together, got shapes {n.shape} and {k.shape}") from None
+    check_broadcast(n=n, k=k)
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
         raise ValueError(f"need integers n >= 1 and 0 <= k <= n, got n={n}, k={k}")
     c_star = check_real(c_star, "c_star (C*)")

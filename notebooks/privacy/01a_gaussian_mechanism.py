@@ -110,6 +110,7 @@ import numpy as np
 from scipy import optimize, special
 
 from bandit_unlearning.checks import as_real_array, as_real
+from bandit_unlearning.shapes import check_broadcast
 
 
 def check_epsilon(epsilon) -> float:
@@ -290,11 +291,7 @@ def gaussian_delta(sigma, sensitivity, epsilon):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
     if not np.all(np.isfinite(epsilon)) or np.any(epsilon < 0):
         raise ValueError(f"epsilon must be finite and >= 0 in a privacy profile, got {epsilon}")
-    try:
-        shape = np.broadcast_shapes(sigma.shape, epsilon.shape)
-    except ValueError:
-        raise ValueError(f"sigma and epsilon must broadcast together, got shapes {sigma.shape} and "
-                         f"{epsilon.shape}") from None
+    shape = check_broadcast(sigma=sigma, epsilon=epsilon)
     if sensitivity == 0:
         out = np.zeros(shape)
     else:

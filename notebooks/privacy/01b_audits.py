@@ -79,6 +79,7 @@ from bandit_unlearning.checks import (
     as_array, as_real_array, as_real, check_bool, check_choice, check_int, check_probability, check_real, check_size,
 )
 from bandit_unlearning.privacy.gaussian import check_delta
+from bandit_unlearning.shapes import check_broadcast
 
 DISTRIBUTION_ATOL = 1e-9
 MAX_EVENT_ENTRIES = 5_000_000   # events x outcomes of the default event family (``subset_events``)
@@ -163,10 +164,7 @@ def _binomial_counts(successes, trials, alpha):
     for name, v in (("successes", k), ("trials", n)):
         if not np.all(np.isfinite(v)) or np.any(np.mod(v, 1) != 0):
             raise ValueError(f"{name} must hold whole numbers, got {v}")
-    try:
-        np.broadcast_shapes(k.shape, n.shape)
-    except ValueError:
-        raise ValueError(f"successes and trials must broadcast together, got shapes {k.shape} and {n.shape}") from None
+    check_broadcast(successes=k, trials=n)
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got successes={k}, trials={n}")
     return k, n, check_probability(alpha, "alpha")

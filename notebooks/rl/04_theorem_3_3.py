@@ -109,7 +109,7 @@ def run_statistics(run, t):
 ``battery`` compares, statistic by statistic, a sample of runs after unlearning with a sample of
 runs of the world where the deleted user was a dummy all along (two-sample Kolmogorov-Smirnov, or
 chi-square for categorical statistics), and ``power_subbatches`` measures how often the battery
-rejects on disjoint sub-samples.  The deliberately broken versions of Algorithm 3 it is shown
+rejects on disjoint sub-samples (``power_table`` and ``format_power_table``: both, world by world).  The deliberately broken versions of Algorithm 3 it is shown
 rejecting live in ``bandit_unlearning.testing.broken``.
 """
 
@@ -118,7 +118,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from bandit_unlearning.checks import check_count, check_int, check_real
+from bandit_unlearning.checks import check_count, check_instance, check_int, check_real
 
 
 def _check_samples(sample_u, sample_d) -> list:
@@ -452,26 +452,92 @@ def power_subbatches(sample_u, sample_d, size: int, level: float, categorical=()
                                       categorical).values()) < level for i in range(k)]))
 
 
+# %% [markdown]
+# The table of the battery and its power, world by world and position by position (chapter B8 shows
+# the same table for its RL worlds).
+
+# %% tags=["export:bandit_unlearning.experiments.exactness"]
+def power_table(samples: dict, worlds, positions, sizes, level: float, categorical=()) -> dict:
+    """The battery of each world against the dummy world ``"D"`` at each position, and its power.
+
+    Parameters
+    ----------
+    samples : dict
+        ``samples[t][world]``: the runs (a list of dicts, as for ``battery``) of ``world`` at
+        position ``t``; ``samples[t]["D"]`` those of the dummy world.
+    worlds : sequence of str
+        The worlds compared with ``"D"`` (keys of every ``samples[t]``).
+    positions : sequence
+        The positions ``t`` (keys of ``samples``).
+    sizes : sequence of int
+        Runs per world of the sub-samples of ``power_subbatches``.
+    level : float
+        The per-test level, in ``(0, 1)``.
+    categorical : collection of str
+        Passed to ``battery``.
+
+    Returns
+    -------
+    dict
+        ``{(world, t): (p, statistic, powers)}`` in the order of ``worlds`` then ``positions``: the
+        smallest p-value of the battery with all runs, the statistic that gives it, and the list of
+        ``power_subbatches`` at each of ``sizes``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``battery`` and ``power_subbatches``; also if ``samples`` is not a dict or a size is not an
+        integer ``>= 1``.
+    KeyError
+        If a world or a position is missing from ``samples``.
+    """
+    check_instance(samples, dict, "samples")
+    sizes = [check_count(n, "sizes", 1) for n in sizes]
+    level = check_real(level, "level", 0, 1, low_open=True, high_open=True)
+    out = {}
+    for world in worlds:
+        for t in positions:
+            pv = battery(samples[t][world], samples[t]["D"], categorical)
+            worst = min(pv, key=lambda name: pv[name])
+            out[world, t] = (pv[worst], worst,
+                             [power_subbatches(samples[t][world], samples[t]["D"], n, level, categorical) for n in sizes])
+    return out
+
+
+def format_power_table(table: dict, sizes) -> str:
+    """``power_table``'s result as text: a header, then one row per ``(world, t)`` (world ``"U"``,
+    correct unlearning, is labelled ``correct``).
+
+    Parameters
+    ----------
+    table : dict
+        The result of ``power_table``.
+    sizes : sequence of int
+        The ``sizes`` it was computed with (the power columns).
+
+    Returns
+    -------
+    str
+        The table, one line per row.
+    """
+    check_instance(table, dict, "table")
+    lines = [f"{'variant':14s} {'t':>3s}  {'smallest p':>10s}  " + "  ".join(f"power@{n:<4d}" for n in sizes)
+             + "  statistic"]
+    for (world, t), (p, worst, powers) in table.items():
+        label = "correct" if world == "U" else world
+        lines.append(f"{label:14s} {t:3d}  {p:10.1e}  " + "  ".join(f"{x:10.2f}" for x in powers) + f"  {worst}")
+    return "\n".join(lines)
+
+
 # %%
 from bandit_unlearning.experiments.exactness import *  # noqa: F403
 
 SUB_SIZES = (100, 250, 500)
-print(f"{'variant':14s} {'t':>3s}  {'smallest p':>10s}  " + "  ".join(f"power@{n:<4d}" for n in SUB_SIZES) + "  statistic")
-power_table = {}
-for name in ("U",) + tuple(VARIANTS):
-    for t in POSITIONS:
-        pv = battery(samples[t][name], samples[t]["D"], CATEGORICAL)
-        worst = min(pv, key=pv.get)
-        power_table[name, t] = [power_subbatches(samples[t][name], samples[t]["D"], n, LEVEL_EX, CATEGORICAL)
-                                 for n in SUB_SIZES]
-        label = "correct" if name == "U" else name
-        print(f"{label:14s} {t:3d}  {pv[worst]:10.1e}  " + "  ".join(f"{x:10.2f}" for x in power_table[name, t])
-              + f"  {worst}")
-        if name == "U":
-            assert pv[worst] > LEVEL_EX
-        else:
-            assert pv[worst] < LEVEL_EX                       # rejected with all R runs
-assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
+table = power_table(samples, ("U",) + tuple(VARIANTS), POSITIONS, SUB_SIZES, LEVEL_EX, CATEGORICAL)
+print(format_power_table(table, SUB_SIZES))
+for (name, t), (p, _, _) in table.items():
+    assert p > LEVEL_EX if name == "U" else p < LEVEL_EX     # broken variants rejected with all R runs
+assert all(max(table["U", t][2]) == 0 for t in POSITIONS)
 
 # %% [markdown]
 # Where the bugs show: `always accept` leaves every path node with the *original* law (its

@@ -168,6 +168,7 @@ from bandit_unlearning.checks import check_int, check_positive
 from bandit_unlearning.exact.tree import sigma_exact, sigma_paper
 from bandit_unlearning.rl.mdp import TabularMDP, check_policy, regret
 from bandit_unlearning.rl.ucbvi import StatsLayout, UCBVIConfig, statistics_sensitivity, ucbvi_update
+from bandit_unlearning.shapes import check_broadcast
 from bandit_unlearning.kernel import GAMMA, MASK, N_STREAMS, rollout_lists
 from bandit_unlearning.rl.users import check_reward_noise, check_seed
 
@@ -777,10 +778,7 @@ def theorem_41_terms(S: int, A: int, H: int, T, rho) -> dict:
         raise ValueError("T must be >= 1")
     if np.any(~(rho > 0)):
         raise ValueError("rho must be > 0")
-    try:
-        np.broadcast_shapes(T.shape, rho.shape)
-    except ValueError:
-        raise ValueError(f"T and rho must broadcast together, got shapes {T.shape} and {rho.shape}") from None
+    check_broadcast(T=T, rho=rho)
     lower = np.broadcast_to(float(H**3 * S**2 * A), np.broadcast(T, rho).shape)
     return {"H^3 S^2 A": lower, "H^2 sqrt(SAT)": H**2 * np.sqrt(S * A * T) + 0 * rho,
             "H^2.5 S^2 A / rho": H**2.5 * S**2 * A / rho + 0 * T}

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 from bandit_unlearning.exact.learner import train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, DeleteSteps, unlearn, verify
 from bandit_unlearning.exact.tree import leaf_path, path_length, sigma_paper
-from bandit_unlearning.experiments.exactness import battery, power_subbatches
+from bandit_unlearning.experiments.exactness import battery, format_power_table, power_table
 from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning, plot_unlearning_cost
 from bandit_unlearning.testing.montecarlo import hoeffding_margin
@@ -341,22 +341,11 @@ print("Algorithm 3 is exact for TV-stable UCB-VI on every statistic and position
 
 # %%
 SUB_SIZES = (100, 200, 400)
-print(f"{'variant':14s} {'t':>3s}  {'smallest p':>10s}  " + "  ".join(f"power@{n:<4d}" for n in SUB_SIZES) + "  statistic")
-power_table = {}
-for name in ("U",) + tuple(VARIANTS):
-    for t in POSITIONS:
-        pv = battery(samples[t][name], samples[t]["D"], CATEGORICAL)
-        worst = min(pv, key=pv.get)
-        power_table[name, t] = [power_subbatches(samples[t][name], samples[t]["D"], n, LEVEL_EX, CATEGORICAL)
-                                for n in SUB_SIZES]
-        label = "correct" if name == "U" else name
-        print(f"{label:14s} {t:3d}  {pv[worst]:10.1e}  " + "  ".join(f"{x:10.2f}" for x in power_table[name, t])
-              + f"  {worst}")
-        if name == "U":
-            assert pv[worst] > LEVEL_EX
-        else:
-            assert pv[worst] < LEVEL_EX                       # rejected with all R runs
-assert all(max(power_table["U", t]) == 0 for t in POSITIONS)
+table = power_table(samples, ("U",) + tuple(VARIANTS), POSITIONS, SUB_SIZES, LEVEL_EX, CATEGORICAL)
+print(format_power_table(table, SUB_SIZES))
+for (name, t), (p, _, _) in table.items():
+    assert p > LEVEL_EX if name == "U" else p < LEVEL_EX     # broken variants rejected with all R runs
+assert all(max(table["U", t][2]) == 0 for t in POSITIONS)
 
 # %% [markdown]
 # Where the bugs show: `always accept` and `no retrain` leave the path's ancestors with the

@@ -213,7 +213,7 @@ from bandit_unlearning.exact.tree import (
     KEY_WORDS, BaseTree, BinaryTree, Node, PathCoupling, as_node, coupling_accepts, decomposition_rows,
     draw_node_keys, fold_rows, leaf_path, n_nodes, node_at, node_noise, postorder_position, statistic_sparse,
 )
-from bandit_unlearning.literate import add_to_class
+from bandit_unlearning.literate import add_to_class, sections_from
 from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
 
@@ -230,6 +230,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 # tree come from `BaseTree` (chapter B2b).
 
 # %% tags=["export"]
+@sections_from(BinaryTree)
 class LightTree(BaseTree):
     """Memory-light binary tree mechanism (chapter B10), bit-identical to ``BinaryTree``.
 
@@ -242,15 +243,6 @@ class LightTree(BaseTree):
     them holds the noise.  A frozen tree stays frozen through a pickle round trip; pickling refuses
     (``TypeError``) unless inside ``bandit_unlearning.secrecy.allow_secrets()`` (chapter B2a: a pickle of
     the keys is the keys); ``copy.deepcopy`` needs no opt-in.
-
-    Parameters
-    ----------
-    d : int
-        Dimension of the statistics, >= 1.
-    sigma : float
-        Noise scale, >= 0 (``0``: no noise).
-    capacity : int, default 1
-        Steps to preallocate for, >= 1 (the tree grows by doubling beyond it).
     """
 
     def __init__(self, d: int, sigma: float, capacity: int = 1):
@@ -368,17 +360,10 @@ def _rebuild_stack(self, keep_below: int):
 
 # %% tags=["export"]
 @add_to_class(LightTree)
+@sections_from(BinaryTree.append)
 def append(self, x, rng: np.random.Generator | None = None) -> None:
-    """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x`` (stored sparsely); the nodes ending at
-    ``t`` get keys from ``rng``; only the one joining ``D(t)`` has its noise generated.
-
-    Parameters
-    ----------
-    x : array_like or SparseStatistic
-        The statistic of leaf ``t``: a finite vector of shape ``(d,)`` or its non-zeros.
-    rng : numpy.random.Generator, int or None
-        Source of the node keys (``None``: fresh OS entropy).
-    """
+    """As in ``BinaryTree.append`` (TreeUpdate), but ``x`` is stored sparsely and only the node
+    joining ``D(t)`` has its noise generated (the others keep their keys alone)."""
     self._check_mutable()
     fast = accel.kernels()
     if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
@@ -452,20 +437,10 @@ def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) 
 
 
 @add_to_class(LightTree)
+@sections_from(BinaryTree.noisy_prefix_sum)
 def noisy_prefix_sum(self, t: int) -> np.ndarray:
-    """GetNoisyPrefixSum in the canonical order (``t = n``: a copy of the maintained sum;
-    ``t < n``: the decomposition's noisy values are recomputed).
-
-    Parameters
-    ----------
-    t : int
-        Number of leaves summed, ``0 <= t <= n_leaves``.
-
-    Returns
-    -------
-    numpy.ndarray
-        The noisy prefix sum ``u~_t``, shape ``(d,)`` (a new array).
-    """
+    """As in ``BinaryTree.noisy_prefix_sum`` (GetNoisyPrefixSum, canonical order); ``t = n``: a copy
+    of the maintained sum; ``t < n``: the decomposition's noisy values are recomputed."""
     if type(t) is not int or not 0 <= t <= self._n:
         t = check_int(t, "t", 0, self._n)
     if t == 0:
@@ -476,19 +451,9 @@ def noisy_prefix_sum(self, t: int) -> np.ndarray:
 
 
 @add_to_class(LightTree)
+@sections_from(BinaryTree.clean_prefix_sum)
 def clean_prefix_sum(self, t: int) -> np.ndarray:
-    """``u_t = x_1 + ... + x_t`` (running sum, canonical order).
-
-    Parameters
-    ----------
-    t : int
-        Number of leaves summed, ``0 <= t <= n_leaves``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``x_1 + ... + x_t``, shape ``(d,)`` (a new array).
-    """
+    """As in ``BinaryTree.clean_prefix_sum``: ``u_t = x_1 + ... + x_t`` (running sum, canonical order)."""
     t = check_int(t, "t", 0, self._n)
     return self._running_sum(1, t) if t else np.zeros(self._d)
 
@@ -498,19 +463,9 @@ def clean_prefix_sum(self, t: int) -> np.ndarray:
 
 # %% tags=["export"]
 @add_to_class(LightTree)
+@sections_from(BinaryTree.leaf)
 def leaf(self, t: int) -> np.ndarray:
-    """The statistic ``x_t`` (dense copy).
-
-    Parameters
-    ----------
-    t : int
-        The leaf, ``1 <= t <= n_leaves``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``x_t``, shape ``(d,)`` (a new array).
-    """
+    """As in ``BinaryTree.leaf``: the statistic ``x_t``, a dense copy of its stored non-zeros."""
     return self._leaf_dense(check_int(t, "t", 1, self._n))
 
 
@@ -544,38 +499,18 @@ def leaves(self) -> np.ndarray:
 
 # %% tags=["export"]
 @add_to_class(LightTree)
+@sections_from(BinaryTree.clean)
 def clean(self, node: Node) -> np.ndarray:
-    """Clean value ``v_b`` of a complete node (running sum of its leaves).
-
-    Parameters
-    ----------
-    node : Node or (level, index)
-        A complete node (its last leaf ``<= n_leaves``).
-
-    Returns
-    -------
-    numpy.ndarray
-        Its clean value, shape ``(d,)`` (a new array).
-    """
+    """As in ``BinaryTree.clean``: the clean value ``v_b``, recomputed as the running sum of its leaves."""
     node = as_node(node)
     self._row(node)
     return self._running_sum(node.start, node.end)
 
 
 @add_to_class(LightTree)
+@sections_from(BinaryTree.noisy)
 def noisy(self, node: Node) -> np.ndarray:
-    """Noisy value ``v~_b`` of a complete node (a copy).
-
-    Parameters
-    ----------
-    node : Node or (level, index)
-        A complete node (its last leaf ``<= n_leaves``).
-
-    Returns
-    -------
-    numpy.ndarray
-        Its noisy value, shape ``(d,)`` (a new array).
-    """
+    """As in ``BinaryTree.noisy``: the noisy value ``v~_b`` (stored, or regenerated from its key)."""
     return np.array(self._noisy_value(self._row(as_node(node))))
 
 
@@ -664,14 +599,9 @@ def _cut(self, n: int):
 
 
 @add_to_class(LightTree)
+@sections_from(BinaryTree.truncate)
 def truncate(self, n_leaves: int) -> None:
-    """Forget the steps after ``n_leaves``; steps appended later complete their nodes afresh.
-
-    Parameters
-    ----------
-    n_leaves : int
-        Steps kept, ``0 <= n_leaves <=`` the current number.
-    """
+    """As in ``BinaryTree.truncate``: the keys and leaf entries of the steps forgotten are zeroed."""
     self._check_mutable()
     n = check_int(n_leaves, "n_leaves", 0, self._n)
     self._cut(n)
@@ -698,27 +628,11 @@ def _set_leaf(self, t: int, idx: np.ndarray, val: np.ndarray):
 
 # %% tags=["export"]
 @add_to_class(LightTree)
+@sections_from(BinaryTree.unlearn_leaf)
 def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
-    """Replace leaf ``t`` by ``x_new`` by maximally coupling its path (Algorithm 3), exactly as
-    ``BinaryTree.unlearn_leaf``, with the same draws from ``rng``.
-
-    Every node whose value took part in a coupling -- kept or reflected -- has its noisy value
-    stored densely and its key erased.  Mutates this tree; call ``copy()`` first to keep it.
-
-    Parameters
-    ----------
-    t : int
-        The leaf replaced, ``1 <= t <= n_leaves``.
-    x_new : array_like or SparseStatistic
-        Its new statistic (finite, shape ``(d,)`` or its non-zeros).
-    rng : numpy.random.Generator, int or None
-        Source of the uniforms and the regenerated keys (``None``: fresh OS entropy).
-
-    Returns
-    -------
-    PathCoupling
-        What the coupling did (accepted nodes, the rejected one, the regenerated ancestors, the restart).
-    """
+    """As in ``BinaryTree.unlearn_leaf`` (Algorithm 3), with the same draws from ``rng``; in addition,
+    every node whose value took part in a coupling -- kept or reflected -- has its noisy value stored
+    densely and its key erased.  Mutates this tree; call ``copy()`` first to keep it."""
     self._check_mutable()
     t = check_int(t, "t", 1, self._n)
     idx_new, val_new = statistic_sparse(x_new, self._d, "x_new")
