@@ -436,7 +436,7 @@ def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
     return [(a,) for a in outcomes] + [tuple(b for b in outcomes if b != a) for a in outcomes]
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 18 (line 506): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 18 (line 507): "2. Monte Carlo audits" ---
 def _event_counts(a, b, events, n_outcomes, max_subset_outcomes):
     """``(events, count_a, count_b)``: the event family (``subset_events`` when ``events`` is None)
     and how many samples of ``a`` and of ``b`` fall in each event, with the checks of ``audit_epsilon``."""
@@ -465,13 +465,24 @@ def _event_counts(a, b, events, n_outcomes, max_subset_outcomes):
         for e in events:
             if not callable(e) and (isinstance(e, (str, bytes)) or not hasattr(e, "__iter__")):
                 raise TypeError(f"each event must be a collection of outcomes or a callable, got {e!r}")
+        if events and all(type(e) is ThresholdEvent for e in events):   # one sort, not a pass per event
+            return events, _threshold_counts(a, events), _threshold_counts(b, events)
         member = lambda e, x: np.asarray(e(x), dtype=bool) if callable(e) else np.isin(x, list(e))
         count_a = np.array([member(e, a).sum() for e in events], dtype=float)
         count_b = np.array([member(e, b).sum() for e in events], dtype=float)
     return events, count_a, count_b
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 20 (line 545): "2. Monte Carlo audits" ---
+def _threshold_counts(outcomes, events) -> np.ndarray:
+    """How many ``outcomes`` fall in each ``ThresholdEvent`` of ``events``, as calling each event would
+    count them (the same conversion to float; nan in no event): one sort and a binary search per event."""
+    x = np.sort(as_array(outcomes, "outcomes").astype(float))      # nan sorts last
+    at_most = np.searchsorted(x, [e.threshold for e in events], side="right")
+    above = np.count_nonzero(~np.isnan(x)) - at_most
+    return np.where([e.above for e in events], above, at_most).astype(float)
+
+
+# --- from notebooks/privacy/01b_audits.py, cell 20 (line 557): "2. Monte Carlo audits" ---
 def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, events=None,
                   n_outcomes: int | None = None, max_subset_outcomes: int = 10) -> AuditResult:
     """Clopper-Pearson lower confidence bound on the epsilon achieved at ``delta`` by two mechanisms,

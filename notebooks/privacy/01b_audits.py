@@ -501,7 +501,8 @@ def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
 # **The audit.** `audit_epsilon` turns samples of two mechanisms into a lower confidence bound on the
 # $\varepsilon$ they achieve at $\delta$: for each event and direction, $\varepsilon \ge
 # \ln((p_{\text{lower}} - \delta) / q_{\text{upper}})$.  First the counts: how many samples of each
-# mechanism fall in each event of the family.
+# mechanism fall in each event of the family (for threshold events, one sort of each sample and a
+# binary search per threshold instead of a pass over the samples per event).
 
 # %% tags=["export:bandit_unlearning.privacy.audit"]
 def _event_counts(a, b, events, n_outcomes, max_subset_outcomes):
@@ -532,10 +533,21 @@ def _event_counts(a, b, events, n_outcomes, max_subset_outcomes):
         for e in events:
             if not callable(e) and (isinstance(e, (str, bytes)) or not hasattr(e, "__iter__")):
                 raise TypeError(f"each event must be a collection of outcomes or a callable, got {e!r}")
+        if events and all(type(e) is ThresholdEvent for e in events):   # one sort, not a pass per event
+            return events, _threshold_counts(a, events), _threshold_counts(b, events)
         member = lambda e, x: np.asarray(e(x), dtype=bool) if callable(e) else np.isin(x, list(e))
         count_a = np.array([member(e, a).sum() for e in events], dtype=float)
         count_b = np.array([member(e, b).sum() for e in events], dtype=float)
     return events, count_a, count_b
+
+
+def _threshold_counts(outcomes, events) -> np.ndarray:
+    """How many ``outcomes`` fall in each ``ThresholdEvent`` of ``events``, as calling each event would
+    count them (the same conversion to float; nan in no event): one sort and a binary search per event."""
+    x = np.sort(as_array(outcomes, "outcomes").astype(float))      # nan sorts last
+    at_most = np.searchsorted(x, [e.threshold for e in events], side="right")
+    above = np.count_nonzero(~np.isnan(x)) - at_most
+    return np.where([e.above for e in events], above, at_most).astype(float)
 
 
 # %% [markdown]
