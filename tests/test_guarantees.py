@@ -5,9 +5,12 @@ import pytest
 
 from bandit_unlearning.experiments.guarantees import (
     KINDS,
+    AuditRow,
     Setting,
     TOLERANCE,
     audit_setting,
+    audit_variants,
+    competitor_means,
     matrix_settings,
     released_arm_distributions,
     summarize,
@@ -129,3 +132,108 @@ def test_audit_quadrature_equals_the_public_adaptive_one():
         public = np.array([multi_noisy_argmax_distribution(r, sigmas) for r in rows])
         worst = max(worst, float(np.max(np.abs(released_arm_distributions(rows, sigmas) - public))))
     assert worst <= 1e-12, worst
+
+
+def _audit_setting_oracle(setting, variant="correct", n_grid=21, arm_audit=True):
+    """``audit_setting`` as a plain loop: a fresh instance, fresh plans and fresh base scores for every
+    group of competitor means (nothing shared between groups, kinds or the two worlds)."""
+    from bandit_unlearning.experiments.guarantees import _bases, _imitation_row, _released_deltas
+    from bandit_unlearning.mab.lcb import lcb_scores
+    from bandit_unlearning.mab.mechanisms import rollback
+    from bandit_unlearning.mab.unlearn import plan_unlearning
+
+    if setting.path == "imitation":
+        return _imitation_row(setting, variant)
+    try:
+        options = setting.options()
+    except ValueError as err:
+        return AuditRow(setting, variant, 0.0, 0.0, False, refused=str(err).split(";")[0])
+    worst, any_noise, any_fallback = np.zeros(4), False, False
+    means = competitor_means(setting, n_grid)
+
+    def noise(plans):
+        sig = np.zeros(setting.n_sources + 1)
+        for p in plans:
+            if p.noised:
+                sig[p.arm] = p.delta_f * options.unit_sigma if variant == "per-arm sigma" else p.sigma
+        return sig / 2 if variant == "half noise" else sig
+
+    for kind in KINDS:
+        probe, request = worst_case_instance(setting.n, setting.k, setting.n_sources, kind, 0.5)
+        sums = np.tile(probe.reward_sums, (means.size, 1))
+        sums[:, -1] = setting.n * means
+        scores = lcb_scores(np.broadcast_to(probe.counts, sums.shape), sums, probe.tau)[2]
+        scores_du = scores.copy()
+        scores_du[:, :-1] = rollback(probe, request).scores[:-1]
+        arms, arms_du = np.argmax(scores, axis=1), np.argmax(scores_du, axis=1)
+        for learner_arm, literal_arm in sorted(set(zip(arms.tolist(), arms_du.tolist()))):
+            group = (arms == learner_arm) & (arms_du == literal_arm)
+            state = worst_case_instance(
+                setting.n, setting.k, setting.n_sources, kind, float(means[group][0])
+            )[0]
+            deleted = request.deleted_counts(state.n_arms)
+            try:
+                plans, _ = plan_unlearning(learner_arm, state.counts, deleted, state.log_term, options)
+                plans_l, _ = plan_unlearning(literal_arm, state.counts, deleted, state.log_term, options)
+            except ValueError as err:
+                return AuditRow(setting, variant, 0.0, 0.0, False, refused=str(err).split(";")[0])
+            sig_u, sig_l = noise(plans), noise(plans_l)
+            any_noise |= bool(np.any(sig_u > 0))
+            any_fallback |= any(p.fell_back for p in plans)
+            base_u, base_r = _bases(state, request, plans, skip_rollback=variant == "skipped rollback")
+            competitor = scores[group, -1]
+            rows_u, rows_r = np.tile(base_u, (competitor.size, 1)), np.tile(base_r, (competitor.size, 1))
+            rows_u[:, -1], rows_r[:, -1] = competitor, competitor
+            conditional = _released_deltas(rows_u, rows_r, sig_u, setting.epsilon, arm_audit)
+            literal = (
+                conditional
+                if np.array_equal(sig_u, sig_l)
+                else _released_deltas(rows_u, rows_r, sig_u, setting.epsilon, arm_audit, sigmas_r=sig_l)
+            )
+            worst = np.maximum(worst, conditional + literal)
+    return AuditRow(
+        setting,
+        variant,
+        float(worst[0]),
+        float(worst[1]),
+        any_noise,
+        None,
+        float(worst[2]),
+        float(worst[3]),
+        any_fallback,
+    )
+
+
+def test_audit_setting_equals_its_plain_loop_oracle_bit_for_bit():
+    """Sharing plans, instances and base scores between groups, and between the variants of
+    ``audit_variants``, changes no bit of any row."""
+    settings = matrix_settings()
+    multi = [s for s in settings if s.n_sources == 4 and s.epsilon == 2.0 and s.delta == 1e-2]
+    sample = settings[::151] + [s for s in multi if s.calibration == "analytic"]
+    assert {s.path for s in sample} == {"gaussian", "rollback", "adaptive", "mixing", "imitation"}
+    for s in sample:
+        variants = ("correct", "half noise", "per-arm sigma" if s.path == "gaussian" else "skipped rollback")
+        for variant in variants:
+            n_grid = 3 if s.n_sources > 1 and s.path == "gaussian" else 21
+            row = _audit_setting_oracle(s, variant, n_grid)
+            assert audit_setting(s, variant, n_grid) == row, (s, variant)
+        # several variants in one pass: each row as audit_setting gives it alone
+        pairs = [(variants[0], True), (variants[1], False), (variants[2], True), (variants[2], False)]
+        assert audit_variants(s, pairs) == [audit_setting(s, v, 21, a) for v, a in pairs], s
+
+
+def test_equal_noised_arms_share_one_quadrature_and_match_the_adaptive_one():
+    """Noised arms with bit-identical integrals (several equal source arms) are evaluated once; the
+    result still matches ``multi_noisy_argmax_distribution``, also when equal arms are not adjacent
+    (their integrals then see the other arms in another order and are evaluated separately)."""
+    rng = np.random.default_rng(7)
+    for columns in ([0, 0, 0, 0, 1], [0, 1, 0, 2], [0, 0, 1, 1, 2]):
+        values = rng.normal(0, 0.3, (4, max(columns) + 1))
+        rows = values[:, columns]
+        sigmas = np.where(np.arange(len(columns)) < len(columns) - 1, 0.25, 0.0)
+        got = released_arm_distributions(rows, sigmas)
+        public = np.array([multi_noisy_argmax_distribution(r, sigmas) for r in rows])
+        assert np.max(np.abs(got - public)) <= 1e-12
+        for i, j in zip(*np.triu_indices(len(columns) - 1, 1)):
+            if columns[i] == columns[j]:
+                assert np.allclose(got[:, i], got[:, j], rtol=0, atol=1e-15)

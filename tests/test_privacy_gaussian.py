@@ -382,3 +382,33 @@ def test_audit_real_outputs_sound_and_catches_half_noise():
         res = audit_epsilon(rng.normal(0, s, n), rng.normal(1, s, n), delta, confidence=conf, events=events)
         assert res.epsilon_lower <= gaussian_epsilon(s, 1.0, delta)
         assert (res.epsilon_lower > 1.0) == caught
+
+
+def test_threshold_events_are_counted_as_calling_each_event():
+    """The sorted count of threshold events (one sort per sample) against the plain loop that calls each
+    event, with ties, nan, infinities, signed zeros, integer and boolean samples; and ``audit_epsilon``
+    gives the same result as with the same events wrapped as plain callables (the loop path)."""
+    from bandit_unlearning.privacy.audit import ThresholdEvent, _threshold_counts
+
+    rng = np.random.default_rng(3)
+    samples = [
+        rng.normal(0, 1, 500),
+        np.round(rng.normal(0, 1, 500), 1),
+        np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 1.0, np.nan, 2.5]),
+        rng.integers(-3, 4, 300),
+        rng.random(50) < 0.5,
+        np.array([7.0]),
+    ]
+    events = threshold_events([-np.inf, -1.0, -0.0, 0.0, 0.1, 1.0, 2.5, np.inf]) + [
+        ThresholdEvent(0.3, False)
+    ]
+    for x in samples:
+        loop = np.array([np.asarray(e(x), dtype=bool).sum() for e in events], dtype=float)
+        fast = _threshold_counts(x, events)
+        assert fast.dtype == loop.dtype and np.array_equal(fast, loop), x
+    a, b = rng.normal(0, 1, 4000), rng.normal(0.5, 1, 4000)
+    fixed = threshold_events(np.linspace(-2, 2, 9))
+    wrapped = [lambda y, e=e: e(y) for e in fixed]
+    fast, loop = audit_epsilon(a, b, 1e-3, events=fixed), audit_epsilon(a, b, 1e-3, events=wrapped)
+    assert fast.epsilon_lower > 0 and fast.epsilon_lower == loop.epsilon_lower
+    assert (fast.count_a, fast.count_b, fast.direction) == (loop.count_a, loop.count_b, loop.direction)

@@ -152,19 +152,47 @@ def check_delta(delta) -> float:
 
 
 def check_sensitivity(sensitivity) -> float:
-    """Validate a sensitivity: a finite number >= 0 (0 means the query never changes)."""
+    """Validate a sensitivity: a finite number >= 0 (0 means the query never changes).
+
+    Parameters
+    ----------
+    sensitivity : float
+        How far the query may move between the two worlds, finite and >= 0.
+
+    Returns
+    -------
+    float
+        ``sensitivity`` as a float (``ValueError`` / ``TypeError`` otherwise).
+    """
     value = as_real(sensitivity, "sensitivity")
     if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"sensitivity must be a finite number >= 0, got {sensitivity!r}")
     return value
 
 
+# %% [markdown]
+# Paper A's privacy scale $\gamma$ and the classic calibration built on it, refused where it is not
+# proven.
+
+# %% tags=["export"]
 def gaussian_gamma(epsilon, delta) -> float:
     """Paper A's privacy scale ``gamma = sqrt(2 ln(1.25/delta)) / epsilon`` (Paper A Definition 2.1).
 
     Defined for every epsilon > 0; whether ``sigma = Delta * gamma`` is private is another matter
     (see ``classic_gaussian_sigma``).  Named ``gaussian_gamma``, not ``gamma``, so that it is never
     confused with the ``gamma=`` argument (a given noise scale) of the unlearning functions.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter, finite and > 0.
+    delta : float
+        The privacy parameter, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        ``gamma``, the noise standard deviation per unit of sensitivity.
     """
     return math.sqrt(2 * math.log(1.25 / check_delta(delta))) / check_epsilon(epsilon)
 
@@ -174,6 +202,20 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
 
     Proven only for ``epsilon < 1``; larger epsilon raises ``ValueError`` (erratum E1) -- use
     ``analytic_gaussian_sigma`` there.
+
+    Parameters
+    ----------
+    sensitivity : float
+        The query's sensitivity ``Delta``, finite and >= 0.
+    epsilon : float
+        The privacy parameter, in (0, 1).
+    delta : float
+        The privacy parameter, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        The noise standard deviation ``sigma`` (0 for sensitivity 0).
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
@@ -283,6 +325,20 @@ def gaussian_delta(sigma, sensitivity, epsilon):
     (epsilon, delta)-indistinguishable.  ``sigma`` (>= 0) and ``epsilon`` (>= 0; 0 gives the total
     variation distance) broadcast against each other; a float is returned for scalar input.  Finite
     everywhere: its limits (0 when sigma/D or epsilon is huge, 1 when sigma/D is 0) come out as such.
+
+    Parameters
+    ----------
+    sigma : float or array_like
+        The noise standard deviation, finite and >= 0.
+    sensitivity : float
+        The query's sensitivity ``D``, finite and >= 0 (0 gives delta 0).
+    epsilon : float or array_like
+        Where the profile is evaluated, finite and >= 0; broadcasts against ``sigma``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The exact delta, in [0, 1]; a float for scalar input, else an array of the broadcast shape.
     """
     sensitivity = check_sensitivity(sensitivity)
     sigma = as_real_array(sigma, "sigma")
@@ -344,6 +400,20 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta) -> float:
     ``sigma / sensitivity ~ 1/sqrt(2 epsilon)`` and one ulp of sigma moves ``u = 1/(2t) - epsilon t`` by
     ``~ 2e-16 sqrt(2 epsilon)``, so double precision no longer resolves the profile.  Returns 0 for
     sensitivity 0; a ValueError if sigma would overflow.
+
+    Parameters
+    ----------
+    sensitivity : float
+        The query's sensitivity, finite and >= 0.
+    epsilon : float
+        The privacy parameter, > 0 and at most ``ANALYTIC_EPSILON_MAX``.
+    delta : float
+        The privacy parameter, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        The smallest certified sigma (0 for sensitivity 0).
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
@@ -404,6 +474,20 @@ def gaussian_epsilon(sigma, sensitivity, delta) -> float:
     sensitivity is 0.  Never below the TRUE epsilon: Brent's root (solved to a few ulp, relative) is
     raised until the float profile plus a bound on its evaluation error (``_certified_gap``, as in
     ``analytic_gaussian_sigma``) is at most delta, and until the float profile is too.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise standard deviation, finite and >= 0.
+    sensitivity : float
+        The query's sensitivity, finite and >= 0.
+    delta : float
+        The target delta, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        The smallest certified epsilon >= 0 (``inf`` when none exists in double range).
     """
     sensitivity, delta = check_sensitivity(sensitivity), check_delta(delta)
     sigma = as_real(sigma, "sigma")

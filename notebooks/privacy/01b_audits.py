@@ -87,7 +87,18 @@ MAX_EVENT_ENTRIES = 5_000_000   # events x outcomes of the default event family 
 
 def check_distributions(p, q):
     """Validate two probability vectors over the same finite set (shape ``(..., m)``, summing to 1
-    along the last axis within ``DISTRIBUTION_ATOL``; tiny negative rounding is clipped to 0)."""
+    along the last axis within ``DISTRIBUTION_ATOL``; tiny negative rounding is clipped to 0).
+
+    Parameters
+    ----------
+    p, q : array_like
+        Distributions of one shape ``(..., m)``, ``m >= 1`` outcomes on the last axis.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``p`` and ``q`` as float arrays, clipped at 0.
+    """
     p, q = as_real_array(p, "p"), as_real_array(q, "q")
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
@@ -108,11 +119,27 @@ def _one_sided(p, q, factor):
     return np.clip(excess, 0, None).sum(axis=-1)
 
 
+# %% [markdown]
+# The hockey-stick divergence in both directions, and its inverse in $\varepsilon$.
+
+# %% tags=["export:bandit_unlearning.privacy.audit"]
 def hockey_stick_delta(p, q, epsilon):
     """``max(sum (p - e^eps q)_+, sum (q - e^eps p)_+)``: the exact delta of the pair (p, q) at epsilon.
 
     ``p`` and ``q`` are distributions over the same finite set (last axis); leading axes and an
     array ``epsilon`` (>= 0) broadcast.  Returns a float for a single pair and scalar epsilon.
+
+    Parameters
+    ----------
+    p, q : array_like
+        Distributions of one shape ``(..., m)`` (as in ``check_distributions``).
+    epsilon : float or array_like
+        Where the divergence is taken, >= 0 (``inf`` allowed); broadcasts against the leading axes.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The exact delta, in [0, 1], of the broadcast leading shape.
     """
     p, q = check_distributions(p, q)
     epsilon = as_real_array(epsilon, "epsilon")
@@ -133,7 +160,18 @@ def hockey_stick_delta(p, q, epsilon):
 def hockey_stick_epsilon(p, q, delta) -> float:
     """The smallest epsilon >= 0 with ``hockey_stick_delta(p, q, epsilon) <= delta`` (``inf`` if none).
 
-    ``p``, ``q``: two distributions over the same finite set (1-D).
+    Parameters
+    ----------
+    p, q : array_like
+        Two distributions over the same finite set (1-D).
+    delta : float
+        The target delta, in the open interval (0, 1).
+
+    Returns
+    -------
+    float
+        The smallest such epsilon (``inf`` when the mass one distribution puts where the other has none
+        exceeds ``delta``).
     """
     p, q = check_distributions(p, q)
     if p.ndim != 1:
@@ -239,7 +277,20 @@ def clopper_pearson_lower(successes, trials, alpha):
 
     ``beta.ppf(alpha, k, n - k + 1)``, then verified on the binomial tail it inverts -- ``P[Bin(n, bound)
     >= k] <= alpha`` -- and moved down (outward) until it holds, so the bound is conservative at every
-    alpha, not only where the quantile function is accurate."""
+    alpha, not only where the quantile function is accurate.
+
+    Parameters
+    ----------
+    successes, trials : int or array_like of int
+        Whole numbers ``0 <= successes <= trials``, ``trials >= 1``; they broadcast.
+    alpha : float
+        The error level, in (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        The lower bounds, in [0, 1], of the broadcast shape.
+    """
     k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
         bound = np.broadcast_to(stats.beta.ppf(alpha, k, n - k + 1), np.broadcast_shapes(k.shape, n.shape))
@@ -256,7 +307,20 @@ def clopper_pearson_upper(successes, trials, alpha):
     first round ``1 - alpha`` and miss small alphas in either direction.  The quantile is then verified on
     the binomial tail it inverts -- ``P[Bin(n, bound) <= k] <= alpha`` -- and moved up (outward) until it
     holds: near 1 (``k`` close to ``n``, tiny alpha) the float grid is coarse against ``1 - bound`` and the
-    nearest double can lie on the wrong side."""
+    nearest double can lie on the wrong side.
+
+    Parameters
+    ----------
+    successes, trials : int or array_like of int
+        Whole numbers ``0 <= successes <= trials``, ``trials >= 1``; they broadcast.
+    alpha : float
+        The error level, in (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        The upper bounds, in [0, 1], of the broadcast shape.
+    """
     k, n, alpha = _binomial_counts(successes, trials, alpha)
     with np.errstate(invalid="ignore"):
         bound = np.broadcast_to(stats.beta.isf(alpha, k + 1, n - k), np.broadcast_shapes(k.shape, n.shape))
@@ -277,7 +341,15 @@ def clopper_pearson_upper(successes, trials, alpha):
 # %% tags=["export:bandit_unlearning.privacy.audit"]
 @dataclass(frozen=True)
 class ThresholdEvent:
-    """The event ``{y > threshold}`` (``above=True``) or ``{y <= threshold}`` for real outputs."""
+    """The event ``{y > threshold}`` (``above=True``) or ``{y <= threshold}`` for real outputs.
+
+    Parameters
+    ----------
+    threshold : float
+        The threshold ``t`` (not nan).
+    above : bool, default True
+        ``True`` for ``{y > t}``, ``False`` for ``{y <= t}``.
+    """
 
     threshold: float
     above: bool = True
@@ -290,6 +362,18 @@ class ThresholdEvent:
         object.__setattr__(self, "above", check_bool(self.above, "above"))
 
     def __call__(self, outcomes):
+        """Membership of each outcome.
+
+        Parameters
+        ----------
+        outcomes : array_like of float
+            Real outputs of a mechanism.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            ``True`` where the outcome lies in the event, of the shape of ``outcomes``.
+        """
         outcomes = as_array(outcomes, "outcomes").astype(float)
         return outcomes > self.threshold if self.above else outcomes <= self.threshold
 
@@ -298,22 +382,52 @@ class ThresholdEvent:
 
 
 def threshold_events(thresholds) -> list:
-    """``{y > t}`` and ``{y <= t}`` for every ``t`` (to be fixed before looking at the samples)."""
+    """``{y > t}`` and ``{y <= t}`` for every ``t`` (to be fixed before looking at the samples).
+
+    Parameters
+    ----------
+    thresholds : float or array_like of float
+        The thresholds ``t`` (no nan).
+
+    Returns
+    -------
+    list of ThresholdEvent
+        ``2 * len(thresholds)`` events, ``{y > t}`` before ``{y <= t}`` for each ``t`` in order.
+    """
     thresholds = as_real_array(thresholds, "thresholds").ravel()
     if np.any(np.isnan(thresholds)):
         raise ValueError("thresholds must be numbers (no nan)")
     return [ThresholdEvent(float(t), above) for t in thresholds for above in (True, False)]
 
 
+# %% [markdown]
+# What an audit returns: its bound, the hypothesis that gave it, and the counts behind it.
+
+# %% tags=["export:bandit_unlearning.privacy.audit"]
 @dataclass(frozen=True)
 class AuditResult:
-    """Outcome of ``audit_epsilon``.
+    """Outcome of ``audit_epsilon``: the bound and the best of the hypotheses searched.
 
-    ``epsilon_lower``: lower confidence bound on the epsilon achieved at ``delta`` (>= 0);
-    ``event`` and ``direction`` (``"a>b"``: ``P_a(E) <= e^eps P_b(E) + delta`` is the violated side,
-    ``"b>a"`` the other) of the best hypothesis, with its counts ``count_a``/``count_b`` out of
-    ``n_a``/``n_b`` samples and Clopper-Pearson bounds ``p_lower`` (larger side) and ``q_upper``;
-    ``n_hypotheses`` = events x 2 directions searched (the Bonferroni factor).
+    Parameters
+    ----------
+    epsilon_lower : float
+        Lower confidence bound on the epsilon achieved at ``delta`` (>= 0, ``inf`` allowed).
+    delta : float
+        The delta of the audit, in (0, 1).
+    confidence : float
+        The confidence level of the bound, in (0, 1).
+    event : object
+        The event of the best hypothesis (a tuple of outcomes or a callable such as ``ThresholdEvent``).
+    direction : {"a>b", "b>a"}
+        ``"a>b"``: ``P_a(E) <= e^eps P_b(E) + delta`` is the violated side; ``"b>a"`` the other.
+    count_a, count_b : int
+        Samples of each mechanism that fell in ``event``.
+    n_a, n_b : int
+        Samples of each mechanism (at least the counts).
+    p_lower, q_upper : float
+        Clopper-Pearson lower bound of the larger side and upper bound of the other, in [0, 1].
+    n_hypotheses : int
+        Events x 2 directions searched (the Bonferroni factor).
     """
 
     epsilon_lower: float
@@ -356,7 +470,20 @@ def _is_integer_array(x: np.ndarray) -> bool:
 def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
     """The default event family for outputs in ``range(n_outcomes)``: every non-empty proper subset
     if ``n_outcomes <= max_subset_outcomes``, else every singleton and its complement (tuples).
-    Refused (ValueError) when events x outcomes would exceed ``MAX_EVENT_ENTRIES``."""
+    Refused (ValueError) when events x outcomes would exceed ``MAX_EVENT_ENTRIES``.
+
+    Parameters
+    ----------
+    n_outcomes : int
+        The number of possible outputs, >= 0 (fewer than 2 give no event).
+    max_subset_outcomes : int, default 10
+        Up to this many outcomes, every subset is an event.
+
+    Returns
+    -------
+    list of tuple
+        The events, each a tuple of outcomes.
+    """
     n_outcomes = check_int(n_outcomes, "n_outcomes", 0)
     max_subset_outcomes = check_int(max_subset_outcomes, "max_subset_outcomes", 0)
     if n_outcomes < 2:
@@ -371,31 +498,14 @@ def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
 # %% [markdown]
 # **The audit.** `audit_epsilon` turns samples of two mechanisms into a lower confidence bound on the
 # $\varepsilon$ they achieve at $\delta$: for each event and direction, $\varepsilon \ge
-# \ln((p_{\text{lower}} - \delta) / q_{\text{upper}})$.
+# \ln((p_{\text{lower}} - \delta) / q_{\text{upper}})$.  First the counts: how many samples of each
+# mechanism fall in each event of the family (for threshold events, one sort of each sample and a
+# binary search per threshold instead of a pass over the samples per event).
 
 # %% tags=["export:bandit_unlearning.privacy.audit"]
-def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, events=None,
-                  n_outcomes: int | None = None, max_subset_outcomes: int = 10) -> AuditResult:
-    """Clopper-Pearson lower confidence bound on the epsilon achieved at ``delta`` by two mechanisms,
-    from i.i.d. samples ``outcomes_a`` of one and ``outcomes_b`` of the other.
-
-    For each event E and each direction, ``eps >= ln((p_lower - delta) / q_upper)`` with one-sided
-    Clopper-Pearson bounds at level ``(1 - confidence) / (2 H)``, ``H`` = 2 x number of events
-    (Bonferroni), so the maximum over the family is a valid bound with probability >= ``confidence``.
-
-    ``events``: None for integer outputs (``subset_events(n_outcomes)``; ``n_outcomes`` defaults to
-    the largest output seen + 1), or a list whose items are collections of output values or
-    callables mapping an array of outputs to a boolean array (e.g. ``threshold_events``).
-    """
-    delta = check_delta(delta)
-    confidence = check_probability(confidence, "confidence")
-    max_subset_outcomes = check_int(max_subset_outcomes, "max_subset_outcomes", 0)
-    for name, outcomes in (("outcomes_a", outcomes_a), ("outcomes_b", outcomes_b)):
-        if isinstance(outcomes, np.ma.MaskedArray):
-            raise TypeError(f"{name} must not be a masked array (its mask would be ignored); pass {name}.compressed()")
-    a, b = np.asarray(outcomes_a).ravel(), np.asarray(outcomes_b).ravel()
-    if a.size == 0 or b.size == 0:
-        raise ValueError("outcomes_a and outcomes_b must be non-empty")
+def _event_counts(a, b, events, n_outcomes, max_subset_outcomes):
+    """``(events, count_a, count_b)``: the event family (``subset_events`` when ``events`` is None)
+    and how many samples of ``a`` and of ``b`` fall in each event, with the checks of ``audit_epsilon``."""
     if events is None:
         if a.dtype.kind not in "iuf" or b.dtype.kind not in "iuf":
             raise TypeError("events=None needs integer outcomes (arms), got dtypes "
@@ -421,9 +531,71 @@ def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, ev
         for e in events:
             if not callable(e) and (isinstance(e, (str, bytes)) or not hasattr(e, "__iter__")):
                 raise TypeError(f"each event must be a collection of outcomes or a callable, got {e!r}")
+        if events and all(type(e) is ThresholdEvent for e in events):   # one sort, not a pass per event
+            return events, _threshold_counts(a, events), _threshold_counts(b, events)
         member = lambda e, x: np.asarray(e(x), dtype=bool) if callable(e) else np.isin(x, list(e))
         count_a = np.array([member(e, a).sum() for e in events], dtype=float)
         count_b = np.array([member(e, b).sum() for e in events], dtype=float)
+    return events, count_a, count_b
+
+
+def _threshold_counts(outcomes, events) -> np.ndarray:
+    """How many ``outcomes`` fall in each ``ThresholdEvent`` of ``events``, as calling each event would
+    count them (the same conversion to float; nan in no event): one sort and a binary search per event."""
+    x = np.sort(as_array(outcomes, "outcomes").astype(float))      # nan sorts last
+    at_most = np.searchsorted(x, [e.threshold for e in events], side="right")
+    above = np.count_nonzero(~np.isnan(x)) - at_most
+    return np.where([e.above for e in events], above, at_most).astype(float)
+
+
+# %% [markdown]
+# `audit_epsilon` itself: one pair of Clopper–Pearson bounds per event and direction, at the
+# Bonferroni-corrected level, and the largest bound they give.
+
+# %% tags=["export:bandit_unlearning.privacy.audit"]
+def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, events=None,
+                  n_outcomes: int | None = None, max_subset_outcomes: int = 10) -> AuditResult:
+    """Clopper-Pearson lower confidence bound on the epsilon achieved at ``delta`` by two mechanisms,
+    from i.i.d. samples ``outcomes_a`` of one and ``outcomes_b`` of the other.
+
+    For each event E and each direction, ``eps >= ln((p_lower - delta) / q_upper)`` with one-sided
+    Clopper-Pearson bounds at level ``(1 - confidence) / (2 H)``, ``H`` = 2 x number of events
+    (Bonferroni), so the maximum over the family is a valid bound with probability >= ``confidence``.
+
+    ``events``: None for integer outputs (``subset_events(n_outcomes)``; ``n_outcomes`` defaults to
+    the largest output seen + 1), or a list whose items are collections of output values or
+    callables mapping an array of outputs to a boolean array (e.g. ``threshold_events``).
+
+    Parameters
+    ----------
+    outcomes_a, outcomes_b : array_like
+        Samples of the two mechanisms' outputs (non-empty; not masked arrays).
+    delta : float
+        The delta at which epsilon is bounded, in (0, 1).
+    confidence : float, default 0.95
+        The probability, in (0, 1), with which the bound holds.
+    events : list, optional
+        The event family (see above); None for the default over integer outputs.
+    n_outcomes : int, optional
+        The number of possible integer outputs when ``events`` is None (at least the largest seen + 1).
+    max_subset_outcomes : int, default 10
+        Passed to ``subset_events``.
+
+    Returns
+    -------
+    AuditResult
+        The bound and the hypothesis that gave it.
+    """
+    delta = check_delta(delta)
+    confidence = check_probability(confidence, "confidence")
+    max_subset_outcomes = check_int(max_subset_outcomes, "max_subset_outcomes", 0)
+    for name, outcomes in (("outcomes_a", outcomes_a), ("outcomes_b", outcomes_b)):
+        if isinstance(outcomes, np.ma.MaskedArray):
+            raise TypeError(f"{name} must not be a masked array (its mask would be ignored); pass {name}.compressed()")
+    a, b = np.asarray(outcomes_a).ravel(), np.asarray(outcomes_b).ravel()
+    if a.size == 0 or b.size == 0:
+        raise ValueError("outcomes_a and outcomes_b must be non-empty")
+    events, count_a, count_b = _event_counts(a, b, events, n_outcomes, max_subset_outcomes)
     if not events:
         raise ValueError("the event family is empty (a single possible outcome cannot be audited)")
     n_hyp = 2 * len(events)
