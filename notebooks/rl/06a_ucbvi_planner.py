@@ -454,7 +454,7 @@ class UCBVIConfig:
         check_instance(mdp, TabularMDP, "mdp")
         return cls(mdp.S, mdp.A, mdp.H, T, **kwargs)
 
-    @cached_property
+    @property
     def layout(self) -> StatsLayout:
         return StatsLayout(self.S, self.A, self.H)
 
