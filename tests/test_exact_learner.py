@@ -300,6 +300,30 @@ def test_uniform_cost_formulas_against_brute_force():
         expected_cost_uniform(T, 1.5)
 
 
+def test_uniform_cost_formulas_equal_their_loops_bit_for_bit():
+    """The vectorised formulas perform the loop over positions and path nodes, operation by operation."""
+    from bandit_unlearning.experiments.unlearning_cost import (
+        expected_cost_uniform,
+        retrain_probability_uniform,
+    )
+
+    def cost_loop(T, tv):
+        total = 0.0
+        for t in range(1, T + 1):
+            total += sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(leaf_path(t, T)))
+        return float(total / T**2)
+
+    def probability_loop(T, tv):
+        lengths = np.array([len(leaf_path(t, T)) for t in range(1, T + 1)])
+        return float(np.mean(1 - (1 - tv) ** lengths))
+
+    rng = np.random.default_rng(3)
+    for T in (1, 2, 3, 7, 8, 12, 100, 255, 256, 257, 1000, 4097):
+        for tv in (0.0, 1.0, 0.5, 1e-9, 1 - 1e-12, *rng.uniform(0, 1, 3)):
+            assert expected_cost_uniform(T, tv) == cost_loop(T, tv), (T, tv)
+            assert retrain_probability_uniform(T, tv) == probability_loop(T, tv), (T, tv)
+
+
 def test_conditional_retraining(users):
     from bandit_unlearning.experiments.unlearning_cost import conditional_retraining, measure_unlearning
 

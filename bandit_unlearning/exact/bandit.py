@@ -187,6 +187,11 @@ def ucb_indices(u_tilde: np.ndarray, t: int, n_arms: int, explore_below: float =
     u_tilde = check_real_array(u_tilde, "u_tilde", shape=(2 * n_arms,))
     t = check_int(t, "t", 0)
     explore_below = check_real(explore_below, "explore_below", 0, low_open=True)
+    return _ucb_indices(u_tilde, t, n_arms, explore_below)
+
+
+def _ucb_indices(u_tilde: np.ndarray, t: int, n_arms: int, explore_below: float) -> np.ndarray:
+    """``ucb_indices`` without its checks: the learner's update, on the tree's own prefix sums."""
     counts, sums = u_tilde[:n_arms], u_tilde[n_arms:]
     explored = counts >= explore_below
     safe = np.where(explored, counts, 1.0)
@@ -204,14 +209,17 @@ def _bandit_oracle(user: BanditUser, t: int, model: np.ndarray, n_arms: int) -> 
     if not isinstance(user, BanditUser) or user.rewards.size != n_arms:
         raise TypeError(f"step {t}: expected a BanditUser with {n_arms} rewards, got {user!r}")
     arm = chosen_arm(model)
-    return bandit_statistics(arm, user.rewards[arm], n_arms)
+    x = np.zeros(2 * n_arms)                 # bandit_statistics without its checks: the arm is in range
+    x[arm] = 1.0                             # and a BanditUser's rewards lie in [0, 1]
+    x[n_arms + arm] = user.rewards[arm]
+    return x
 
 
 def _bandit_update(u_tilde: np.ndarray, t: int, model: np.ndarray, n_arms: int, explore_below: float):
-    return ucb_indices(u_tilde, t, n_arms, explore_below)
+    return _ucb_indices(u_tilde, t, n_arms, explore_below)     # the tree's prefix sums: shape (2m,), finite
 
 
-# --- from notebooks/rl/03b_online_bandit.py, cell 10 (line 261): "1. The learner: UCB on noisy prefix sums" ---
+# --- from notebooks/rl/03b_online_bandit.py, cell 10 (line 269): "1. The learner: UCB on noisy prefix sums" ---
 def ucb_bandit_learner(n_arms: int, sigma: float, explore_below: float = 1.0, tree_factory=LightTree) -> PrefixSumLearner:
     """The UCB bandit as a ``PrefixSumLearner`` (d = 2 m, B = sqrt 2 against the zero dummy).
 

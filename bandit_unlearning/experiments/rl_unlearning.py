@@ -78,6 +78,11 @@ def policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
     """
     check_instance(cache, dict, "cache")
     check_policy(mdp, policy)
+    return _policy_regret(mdp, policy, cache)
+
+
+def _policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
+    """Unchecked: ``policy_regret`` for a policy already known to be valid (a run's own policies)."""
     values = cache.setdefault(("regret", mdp), {})
     key = np.asarray(policy, dtype=np.int64).tobytes()
     if key not in values:
@@ -85,7 +90,7 @@ def policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
     return values[key]
 
 
-# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 6 (line 176): "2. Exactness tests" ---
+# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 6 (line 181): "2. Exactness tests" ---
 def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
     """Statistics of one run of TV-stable UCB-VI for a deletion at position ``t`` (dict name -> value):
     noisy visit and reward totals of every complete path node of leaf ``t``, the final policy
@@ -119,16 +124,16 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
         v = run.tree.noisy(b)
         out[f"node {b.start}-{b.end} visits"] = float(v[layout.visits].sum())
         out[f"node {b.start}-{b.end} rewards"] = float(v[layout.rewards].sum())
-    policies = run_policies(run)
+    policies = check_policy(mdp, run_policies(run), batch=True)     # checked once, read unchecked below
     out["final policy"] = float(policy_code(run.final_model, cache))
     out["policy changes"] = float(np.sum(np.any(policies[1:] != policies[:-1], axis=(1, 2))))
-    out["total regret"] = float(sum(policy_regret(mdp, pi, cache) for pi in policies))
+    out["total regret"] = float(sum(_policy_regret(mdp, pi, cache) for pi in policies))
     visits = layout.unpack(run.statistics())[0]                      # [T, H, S, A]
     out["visits to s >= 1"] = float(visits[:, :, 1:, :].sum())
     return out
 
 
-# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 8 (line 223): "2. Exactness tests" ---
+# --- from notebooks/rl/08_exact_unlearning_rl.py, cell 8 (line 228): "2. Exactness tests" ---
 def rl_unlearning_cost(mdp: TabularMDP, Ts, rhos, n_runs: int, requests_per_run: int, rng=None,
                        seed: int | None = None, calibration: str = "paper", bonus_scale: float = 1.0,
                        tree_factory=LightTree) -> dict:

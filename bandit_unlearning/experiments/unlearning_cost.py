@@ -62,8 +62,17 @@ def retrain_probability_uniform(T: int, tv: float) -> float:
     """
     T = check_int(T, "T", 1, MAX_COST_T)
     tv = check_real(tv, "tv", 0, 1)
-    lengths = np.array([len(leaf_path(t, T)) for t in range(1, T + 1)])
+    lengths = sum(end <= T for _, end in _path_ends(T)).astype(np.int64)      # len(leaf_path(t, T)), t = 1..T
     return float(np.mean(1 - (1 - tv) ** lengths))
+
+
+def _path_ends(T: int):
+    """``(k, ends)`` for ``k = 0 .. floor(log2 T)``: ``ends[t - 1]`` is the last leaf of the level-``k``
+    node holding leaf ``t`` (``t = 1..T``), the ``k``-th node of ``leaf_path(t, T)`` where ``ends <= T``
+    (the path is the levels below the first whose node is incomplete: ``ends`` grows with ``k``)."""
+    first = np.arange(T, dtype=np.int64)                # t - 1
+    for k in range(T.bit_length()):
+        yield k, ((first >> k) + 1) << k
 
 
 def expected_cost_uniform(T: int, tv: float) -> float:
@@ -89,13 +98,16 @@ def expected_cost_uniform(T: int, tv: float) -> float:
     """
     T = check_int(T, "T", 1, MAX_COST_T)
     tv = check_real(tv, "tv", 0, 1)
+    per_leaf = np.zeros(T)                              # sum over t's path, in path order (vectorised over t)
+    for k, ends in _path_ends(T):
+        per_leaf += np.where(ends <= T, (1 - tv) ** k * tv * (T - ends), 0.0)
     total = 0.0
-    for t in range(1, T + 1):
-        total += sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(leaf_path(t, T)))
+    for cost in per_leaf.tolist():                      # summed over t in order, as a loop over t would
+        total += cost
     return float(total / T**2)
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 24 (line 700): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 24 (line 712): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 def conditional_retraining(run, t: int, dummy=None):
     """Exact probability that deleting user ``t`` from *this* run retrains, and the expected steps
     recomputed, given the run's noisy values (only the coupling's uniforms are random):
@@ -146,7 +158,7 @@ def conditional_retraining(run, t: int, dummy=None):
     return p_retrain, steps
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 26 (line 758): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 26 (line 770): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 COST_KEYS = ("retrained", "cost", "conditional_probability", "conditional_cost", "retrain_probability",
              "expected_cost", "shift_norm")
 _REQUEST_KEYS = ("retrained", "cost", "retrain_probability", "expected_cost", "shift_norm")
@@ -235,7 +247,7 @@ def measure_unlearning(learner: PrefixSumLearner, users, n_runs: int, requests_p
     return result
 
 
-# --- from notebooks/rl/04_theorem_3_3.py, cell 28 (line 851): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
+# --- from notebooks/rl/04_theorem_3_3.py, cell 28 (line 863): "2. Retraining probability (Theorem 3.3 (3), erratum E11)" ---
 def plot_unlearning_cost(measured: dict, sigma_of_rho, B: float, rho_grid, ax=None):
     """Cost of unlearning as a fraction of retraining against rho, one colour per T.
 

@@ -491,17 +491,29 @@ def mixture_delta(f_j, w, f_ref, m_values, sigma, eps):
     return np.maximum(d1, d2)
 
 
+@functools.cache                 # the same for every dataset (kind) of a setting
+def setting_k_prime(n, k, eta, eps, delta, calibration, sens):
+    """k' of the mechanism's options for one setting."""
+    options = UnlearnOptions("mixing", epsilon=eps, delta=delta, calibration=calibration, sensitivity=sens, eta=eta)
+    return options.k_rollback_for(k)
+
+
+@functools.cache                 # the same for every dataset and every (eps, delta) of a setting
+def setting_sensitivity(n, k, k_prime, sens, variant):
+    """Delta_f of the noise: the mechanism's, or the broken variant's (sensitivity over N)."""
+    L = np.log(4.0 * n)
+    if variant == "sensitivity over N":
+        return 3 * (k - k_prime) / (2 * n) if sens == "paper" else exact_sensitivity(n, k - k_prime, L)
+    return float(noise_sensitivity(n, k, k_prime, L, sens))
+
+
 def audit_setting(n, k, eta, eps, delta, calibration, sens, kind, variant="correct"):
     """Worst delta over the competitor for one setting and dataset; returns (delta, M, noised)."""
-    options = UnlearnOptions("mixing", epsilon=eps, delta=delta, calibration=calibration, sensitivity=sens, eta=eta)
-    k_prime = options.k_rollback_for(k)
+    k_prime = setting_k_prime(n, k, eta, eps, delta, calibration, sens)
     if k_prime == k:
         return 0.0, np.nan, False
     L = np.log(4.0 * n)
-    if variant == "sensitivity over N":
-        delta_f = 3 * (k - k_prime) / (2 * n) if sens == "paper" else exact_sensitivity(n, k - k_prime, L)
-    else:
-        delta_f = float(noise_sensitivity(n, k, k_prime, L, sens))
+    delta_f = setting_sensitivity(n, k, k_prime, sens, variant)
     sigma = delta_f * unit_sigma(eps, delta, calibration)
     f_d, f_ref, f_j, w, pruned = setting_scores(n, k, k_prime, kind, variant)
     lo, hi = -b_of(n, L), min(1 - b_of(n, L), f_d - 1e-9)      # noise needs a_hat = a0: M <= f_a0(D)

@@ -658,8 +658,17 @@ def retrain_probability_uniform(T: int, tv: float) -> float:
     """
     T = check_int(T, "T", 1, MAX_COST_T)
     tv = check_real(tv, "tv", 0, 1)
-    lengths = np.array([len(leaf_path(t, T)) for t in range(1, T + 1)])
+    lengths = sum(end <= T for _, end in _path_ends(T)).astype(np.int64)      # len(leaf_path(t, T)), t = 1..T
     return float(np.mean(1 - (1 - tv) ** lengths))
+
+
+def _path_ends(T: int):
+    """``(k, ends)`` for ``k = 0 .. floor(log2 T)``: ``ends[t - 1]`` is the last leaf of the level-``k``
+    node holding leaf ``t`` (``t = 1..T``), the ``k``-th node of ``leaf_path(t, T)`` where ``ends <= T``
+    (the path is the levels below the first whose node is incomplete: ``ends`` grows with ``k``)."""
+    first = np.arange(T, dtype=np.int64)                # t - 1
+    for k in range(T.bit_length()):
+        yield k, ((first >> k) + 1) << k
 
 
 def expected_cost_uniform(T: int, tv: float) -> float:
@@ -685,9 +694,12 @@ def expected_cost_uniform(T: int, tv: float) -> float:
     """
     T = check_int(T, "T", 1, MAX_COST_T)
     tv = check_real(tv, "tv", 0, 1)
+    per_leaf = np.zeros(T)                              # sum over t's path, in path order (vectorised over t)
+    for k, ends in _path_ends(T):
+        per_leaf += np.where(ends <= T, (1 - tv) ** k * tv * (T - ends), 0.0)
     total = 0.0
-    for t in range(1, T + 1):
-        total += sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(leaf_path(t, T)))
+    for cost in per_leaf.tolist():                      # summed over t in order, as a loop over t would
+        total += cost
     return float(total / T**2)
 
 

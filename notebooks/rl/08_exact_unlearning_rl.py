@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 
 from bandit_unlearning.exact.learner import train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, DeleteSteps, unlearn, verify
-from bandit_unlearning.exact.tree import leaf_path, path_length, sigma_paper
+from bandit_unlearning.exact.tree import BinaryTree, leaf_path, path_length, sigma_paper
 from bandit_unlearning.experiments.exactness import battery, format_power_table, power_table
 from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning, plot_unlearning_cost
@@ -162,6 +162,11 @@ def policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
     """
     check_instance(cache, dict, "cache")
     check_policy(mdp, policy)
+    return _policy_regret(mdp, policy, cache)
+
+
+def _policy_regret(mdp: TabularMDP, policy, cache: dict) -> float:
+    """Unchecked: ``policy_regret`` for a policy already known to be valid (a run's own policies)."""
     values = cache.setdefault(("regret", mdp), {})
     key = np.asarray(policy, dtype=np.int64).tobytes()
     if key not in values:
@@ -207,10 +212,10 @@ def rl_run_statistics(run: Run, t: int, cache: dict) -> dict:
         v = run.tree.noisy(b)
         out[f"node {b.start}-{b.end} visits"] = float(v[layout.visits].sum())
         out[f"node {b.start}-{b.end} rewards"] = float(v[layout.rewards].sum())
-    policies = run_policies(run)
+    policies = check_policy(mdp, run_policies(run), batch=True)     # checked once, read unchecked below
     out["final policy"] = float(policy_code(run.final_model, cache))
     out["policy changes"] = float(np.sum(np.any(policies[1:] != policies[:-1], axis=(1, 2))))
-    out["total regret"] = float(sum(policy_regret(mdp, pi, cache) for pi in policies))
+    out["total regret"] = float(sum(_policy_regret(mdp, pi, cache) for pi in policies))
     visits = layout.unpack(run.statistics())[0]                      # [T, H, S, A]
     out["visits to s >= 1"] = float(visits[:, :, 1:, :].sum())
     return out
@@ -311,8 +316,9 @@ for t in POSITIONS:
         unlearned, rec = unlearn(original, DeleteStep(t), rng=rng)
         samples[t]["U"].append(rl_run_statistics(unlearned, t, cache))
         records[t].append(rec)
+        dense = with_tree_class(original, BinaryTree)     # the light tree made dense once, for the three variants
         for bug, cls in VARIANTS.items():
-            samples[t][bug].append(rl_run_statistics(unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t, cache))
+            samples[t][bug].append(rl_run_statistics(unlearn(with_tree_class(dense, cls), DeleteStep(t), rng=rng)[0], t, cache))
     verify(unlearned)                                   # the last unlearned run of each position replays exactly
 
 pvals = {t: battery(samples[t]["U"], samples[t]["D"], CATEGORICAL) for t in POSITIONS}

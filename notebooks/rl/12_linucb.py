@@ -38,7 +38,7 @@ from scipy import stats
 
 from bandit_unlearning.exact.learner import train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify
-from bandit_unlearning.exact.tree import leaf_path, path_length, sigma_paper
+from bandit_unlearning.exact.tree import BinaryTree, leaf_path, path_length, sigma_paper
 from bandit_unlearning.experiments.exactness import battery, power_subbatches
 from bandit_unlearning.testing.broken import VARIANTS, with_tree_class
 from bandit_unlearning.experiments.unlearning_cost import measure_unlearning
@@ -1082,8 +1082,9 @@ for t in POSITIONS:
         original = train(LEARNER_EX, USERS_EX, rng)
         samples[t]["U"].append(run_statistics(unlearn(original, DeleteStep(t), rng=rng)[0], t))
         samples[t]["D"].append(run_statistics(train(LEARNER_EX, dummy_users, rng), t))
+        dense = with_tree_class(original, BinaryTree)     # the light tree made dense once, for the three variants
         for name, cls in VARIANTS.items():
-            samples[t][name].append(run_statistics(unlearn(with_tree_class(original, cls), DeleteStep(t), rng=rng)[0], t))
+            samples[t][name].append(run_statistics(unlearn(with_tree_class(dense, cls), DeleteStep(t), rng=rng)[0], t))
 N_TESTS = sum(len(samples[t]["U"][0]) for t in POSITIONS)
 LEVEL_EX = 1e-6 / N_TESTS
 CATEGORICAL = ("final decisions",)
