@@ -50,6 +50,31 @@ HEARTBEAT_S = 30.0  # a line on stderr at least this often while an experiment r
 
 
 def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
+    from bandit_unlearning.experiments.runner import run_tasks
+
+    # one task: here, or on the executor of a use_executor block (the pool of ``reproduce all --workers N``)
+    result, files = run_tasks(_in_folder, [(_lemma31_task, (scale, seed))], progress=False)[0]
+    _write_files(out, files)
+    return result
+
+
+def _in_folder(job: tuple) -> tuple:
+    """``job = (fn, args)`` -> ``(fn(folder, *args), {file name: bytes})`` of the files ``fn`` wrote into
+    a fresh temporary folder: top level, and the files come back as bytes, so that any executor may
+    run it (a cluster's worker on another machine too)."""
+    fn, args = job
+    with tempfile.TemporaryDirectory() as tmp:
+        result = fn(Path(tmp), *args)
+        return result, {f.name: f.read_bytes() for f in sorted(Path(tmp).iterdir())}
+
+
+def _write_files(out: Path, files: dict) -> None:
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+
+
+def _lemma31_task(out: Path, scale: str, seed: int) -> dict:
+    """Lemma 3.1's curve, its figure written into ``out``."""
     from bandit_unlearning.experiments.lemma31 import lemma31_curve, plot_lemma31
     from bandit_unlearning.mab.data import PAPER_MEANS
 
@@ -88,15 +113,23 @@ def _lemma31(out: Path, scale: str, seed: int, workers: int) -> dict:
 def _paper_a(name: str) -> Callable[[Path, str, int, int], dict]:
     def run(out: Path, scale: str, seed: int, workers: int) -> dict:
         from bandit_unlearning.experiments.paper_a import ProtocolA, run_experiment
-        from bandit_unlearning.experiments.plots_a import plot_experiment
+        from bandit_unlearning.experiments.runner import run_tasks
 
         protocol = ProtocolA() if scale == "paper" else ProtocolA.quick()
         result = run_experiment(name, protocol, seed=seed, workers=workers, scale=scale)
-        _save_figure(plot_experiment(result), out / name)
+        # drawn here, or on the executor of a use_executor block (the pool of ``reproduce all``)
+        _write_files(out, run_tasks(_in_folder, [(_draw_a, (result, name))], progress=False)[0][1])
         return result
 
     run.__doc__ = f"Paper A {name} (Paper A §5)."
     return run
+
+
+def _draw_a(out: Path, result: dict, name: str) -> None:
+    """Draw one Paper A figure into ``out``."""
+    from bandit_unlearning.experiments.plots_a import plot_experiment
+
+    _save_figure(plot_experiment(result), out / name)
 
 
 def _rl(out: Path, scale: str, seed: int, workers: int) -> dict:
@@ -608,31 +641,18 @@ def reproduce(
 def _reproduce(names: list[str], out: Path, scale: str, seed: int, workers: int) -> list[dict]:
     created = _check_out(out)  # folders made here, removed again if left empty
     out.mkdir(parents=True, exist_ok=True)
-    results = []
     try:
         _remove_stale_staging(out)
-        for name in names:
-            start = time.perf_counter()
-            stage = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-{name}-", dir=out))
-            try:
-                with _heartbeat(name):
-                    result = {"experiment": name, "scale": scale, "seed": seed}
-                    result.update(EXPERIMENTS[name](stage, scale, seed, workers))
-                    result["scale"], result["seed"] = scale, seed
-                    result["wall_time_s"] = round(time.perf_counter() - start, 2)
-                    (stage / f"{name}.json").write_text(json.dumps(result, indent=1))
-                # into place one file at a time, each atomically; the JSON files (the record) last
-                written = sorted(
-                    (f for f in stage.iterdir() if f.is_file()), key=lambda f: (f.suffix == ".json", f.name)
-                )
-                for f in written:
-                    os.replace(f, out / f.name)
-            finally:
-                shutil.rmtree(stage, ignore_errors=True)
-            results.append(result)
-            print(
-                f"{name}: wrote {', '.join(sorted(f.name for f in written))} into {out} in {result['wall_time_s']} s"
-            )
+        if workers > 1 and len(names) > 1:
+            from bandit_unlearning.experiments.runner import run_together
+
+            # one pool for all: the experiments with the longest units first, each told to use it
+            order = sorted(names, key=lambda n: _FIRST.index(n) if n in _FIRST else len(_FIRST))
+            jobs = [(lambda n=name: _run_one(n, out, scale, seed, workers)) for name in order]
+            done = dict(zip(order, run_together(jobs, workers)))
+            results = [done[name] for name in names]
+        else:
+            results = [_run_one(name, out, scale, seed, workers) for name in names]
         write_summary(out)
     except BaseException:
         for folder in created:  # nothing finished: leave no empty folder behind
@@ -642,6 +662,36 @@ def _reproduce(names: list[str], out: Path, scale: str, seed: int, workers: int)
                 break
         raise
     return results
+
+
+# ``reproduce all --workers N``: every experiment in its own thread, all their tasks on one pool of N
+# processes (``run_together``), the experiments with the longest units first.
+_FIRST = ("rl", "figure1", "figure2", "figure3", "table2", "lemma31")
+
+
+def _run_one(name: str, out: Path, scale: str, seed: int, workers: int) -> dict:
+    """Run one experiment in its private staging folder, then move its files into ``out``."""
+    start = time.perf_counter()
+    stage = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-{name}-", dir=out))
+    try:
+        with _heartbeat(name):
+            result = {"experiment": name, "scale": scale, "seed": seed}
+            result.update(EXPERIMENTS[name](stage, scale, seed, workers))
+            result["scale"], result["seed"] = scale, seed
+            result["wall_time_s"] = round(time.perf_counter() - start, 2)
+            (stage / f"{name}.json").write_text(json.dumps(result, indent=1))
+        # into place one file at a time, each atomically; the JSON files (the record) last
+        written = sorted(
+            (f for f in stage.iterdir() if f.is_file()), key=lambda f: (f.suffix == ".json", f.name)
+        )
+        for f in written:
+            os.replace(f, out / f.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    print(
+        f"{name}: wrote {', '.join(sorted(f.name for f in written))} into {out} in {result['wall_time_s']} s"
+    )
+    return result
 
 
 def _copy(args, parser) -> int:

@@ -242,3 +242,14 @@ def test_a_scheduler_that_dies_mid_run_is_one_line(tmp_path):
     ), stderr[-3000:]
     assert all(line.startswith("figure1: ") for line in progress), stderr[-3000:]  # progress lines only
     assert not out.exists()
+
+
+def test_ctrl_c_during_all_with_workers_stops_every_experiment(tmp_path):
+    # several experiments at once on one shared pool (run_together): one line, exit 130, no staging
+    # folder or worker left behind
+    done = _interrupt(["all", "--scale", "quick", "--workers", "2"], tmp_path)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert (
+        done.stderr.strip().splitlines()[-1].startswith("python -m bandit_unlearning reproduce: interrupted")
+    )
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".staging-")]

@@ -58,7 +58,7 @@ TINY_RL = {
 }
 # reproduce_rl's units of work for TINY_RL: one batch per regret environment, one for the lower bound,
 # one per (T, rho) of the deletion cost.
-RL_TASKS = 5
+RL_TASKS = 8  # 5 units of work and the 3 figures (drawn where the tasks run, returned as bytes)
 # Exported as 1 by the Makefile.  Spawned workers inherit them (Dask's nanny sets 1 only where unset);
 # the fixture also passes them explicitly, and a test checks what the workers see.
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")

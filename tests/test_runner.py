@@ -126,3 +126,46 @@ def test_cli_refuses_bad_scheduler_before_writing(tmp_path, capsys, extra):
         cli.main(["reproduce", "table2", "--out", str(tmp_path / "r"), *extra])
     assert exit_.value.code == 2 and "--scheduler" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+# ------------------------------------------------------------------ run_together (reproduce all --workers N)
+import os  # noqa: E402
+import time  # noqa: E402
+
+from bandit_unlearning.experiments.runner import run_together  # noqa: E402
+
+
+def started_at(seconds):
+    start = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of this machine
+    time.sleep(seconds)
+    return start, os.getpid()
+
+
+def fails(x):
+    raise ValueError(f"task {x} failed")
+
+
+def test_run_together_equals_the_jobs_one_by_one_and_keeps_the_job_order():
+    jobs = [
+        lambda: run_tasks(started_at, [0.3] * 4, progress=False),
+        lambda: run_tasks(started_at, [0.0] * 2, progress=False),
+        lambda: run_tasks(square, range(5), progress=False) + ["own work"],
+    ]
+    first, second, third = run_together(jobs, 2)
+    assert third == [0, 1, 4, 9, 16, "own work"]
+    assert {pid for _, pid in first + second} - {os.getpid()}  # the tasks ran in the pool's processes
+    assert len({pid for _, pid in first + second}) <= 2  # one pool of two processes for every job
+    # the pool takes the earlier job's queued tasks first: the second job's start after all of them
+    assert min(s for s, _ in second) >= max(s for s, _ in first)
+    assert run_together([lambda: 1, lambda: 2], 1) == [1, 2]  # one worker: one after the other
+
+
+def test_run_together_raises_the_first_failure_and_stops_the_others():
+    start = time.monotonic()
+    jobs = [
+        lambda: run_tasks(started_at, [60.0], progress=False),
+        lambda: run_tasks(fails, [1], progress=False),
+    ]
+    with pytest.raises(ValueError, match="task 1 failed"):
+        run_together(jobs, 2)
+    assert time.monotonic() - start < 30  # the 60 s task was stopped

@@ -34,6 +34,16 @@ from bandit_unlearning.rl.ucbvi import UCBVIConfig
 
 
 # --- from notebooks/rl/13_many_runs.py, cell 14 (line 462): "3. The engine" ---
+def _episode_regret(mdp: TabularMDP, policies: np.ndarray) -> np.ndarray:
+    """``regret(mdp, policies)``, bit for bit, evaluating only the episodes whose policy differs from
+    the previous episode's: ``policy_values`` evaluates the sorted distinct policies, which are the same
+    rows (same order, same chunks) in the shortened list, so every value is the same number."""
+    flat = policies.reshape(len(policies), -1)
+    changed = np.ones(len(policies), dtype=bool)
+    changed[1:] = (flat[1:] != flat[:-1]).any(axis=1)
+    return regret(mdp, policies[changed])[np.cumsum(changed) - 1]
+
+
 def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scales, calibration: str = "paper",
                          delta: float = 0.1, n_points: int = 40, keep_policies: bool = False) -> list:
     """``[stable_regret_curve(mdp, T, rhos[b], seeds[b], rngs[b], bonus_scales[b], calibration, delta,
@@ -68,7 +78,7 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
     ts = np.unique(np.geomspace(1, T, n_points).astype(int))
     out = []
     for b, (rho, sigma, scale) in enumerate(zip(rhos, sigmas, scales)):
-        cumulative = np.cumsum(regret(mdp, batch.policies[b]))
+        cumulative = np.cumsum(_episode_regret(mdp, batch.policies[b]))
         curve = cumulative[ts - 1]
         res = {"mdp": mdp.name, "T": T, "rho": float(rho), "sigma": sigma, "bonus_scale": float(scale),
                "calibration": calibration, "seed": int(batch.seeds[b]), "t": ts, "regret": curve,
@@ -79,7 +89,7 @@ def stable_regret_curves(mdp: TabularMDP, T: int, rhos, seeds, rngs, bonus_scale
     return out
 
 
-# --- from notebooks/rl/13_many_runs.py, cell 16 (line 548): "3. The engine" ---
+# --- from notebooks/rl/13_many_runs.py, cell 16 (line 558): "3. The engine" ---
 def _coupling_only(run: Run, t: int, rng: np.random.Generator) -> dict:
     """What ``unlearn(run, DeleteStep(t), options=ExactOptions(diagnostics=True), rng=rng)`` records about its cost, with the same draws
     from ``rng``; the re-run of steps ``restart+1 .. T`` is replaced by drawing (and discarding) the

@@ -25,6 +25,7 @@ import copy
 import json
 import math
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +44,7 @@ from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform,
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.envs import gridworld, independent_bandits, riverswim
 from bandit_unlearning.rl.stable import stable_sigma
-from bandit_unlearning.rl.ucbvi import statistics_sensitivity
+from bandit_unlearning.rl.ucbvi import StatsLayout, statistics_sensitivity
 
 
 # --- from notebooks/rl/09b_reproduce_rl.py, cell 4 (line 85): "1. What `reproduce_rl` writes" ---
@@ -98,7 +99,7 @@ def _lower_bound_mdp(p: dict):
     return independent_bandits(p["n_bandits"], p["n_actions"], p["H"], p["gap"], best_actions=best), best
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 6 (line 179): "2. Units of work" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 6 (line 180): "2. Units of work" ---
 def _task(task: dict):
     """One independent unit of work (top level, picklable for process pools): a batch of regret or
     lower-bound runs (``run_batch``: each run equals its single run), or one cost measurement
@@ -143,9 +144,8 @@ def _batches(runs: list, n: int) -> list:
 
 def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
     """``(runs, tasks)``: every run of the protocol (its kind, parameters and own noise seed, numbered
-    as one run per unit, so seeds do not depend on ``workers``), and the units of work -- the regret
-    runs of each environment and the lower-bound runs cut into ``workers`` batches, then one task per
-    cost measurement (the small units last, to even out the workers), largest first."""
+    as one run per unit, so seeds do not depend on ``workers``), and the units of work (regret and
+    lower-bound runs in ``workers`` batches, a task per cost measurement), longest first (``_step_work``)."""
     master = np.random.default_rng(seed)
     n_pop = max(protocol["regret"]["populations"], protocol["lower_bound"]["populations"], 1)
     populations = [int(p) for p in master.integers(2**63, size=n_pop)]
@@ -175,17 +175,25 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
         mine = [r for r in runs if r["kind"] == "regret" and r["environment"] is env]
         bs = _batches(mine, workers)
         tasks += [{"kind": "regret", "environment": env, "T": env["T"], "n_points": reg["n_points"], "runs": b,
-                   "size": env["T"] * len(b), "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""}
-                  for j, b in enumerate(bs)]
+                   "size": env["T"] * len(b) * _step_work(_env(env)),
+                   "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""} for j, b in enumerate(bs)]
     lower = [r for r in runs if r["kind"] == "lower_bound"]
     bs = _batches(lower, workers)                 # batches named, so that their progress lines differ
-    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b),
+    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b) * _step_work(_lower_bound_mdp(lb)[0]),
                "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""} for j, b in enumerate(bs)]
-    tasks += [dict(r, size=r["T"] * r["n_runs"]) for r in runs if r["kind"] == "cost"]
-    return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
+    tasks += [dict(r, size=r["T"] * r["n_runs"] * 4 * _step_work(_env(cost["environment"])))   # a single run's
+              for r in runs if r["kind"] == "cost"]                           # step, and its share of the deletions
+    return runs, sorted(tasks, key=lambda task: -task["size"])                  # the longest units first
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 8 (line 272): "3. The figures" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 7 (line 267): "2. Units of work" ---
+def _step_work(mdp) -> int:
+    """The rough work of one run's step in a batch (an estimate, for the order of the units only): a
+    part per stage of the planner and the rollout, and a part per statistic (estimates, tree noise)."""
+    return 300 * mdp.H + StatsLayout(mdp.S, mdp.A, mdp.H).d
+
+
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 9 (line 280): "3. The figures" ---
 DELTA = 0.1      # UCB-VI's confidence level in every run here (the default of stable_regret_curves and stable_ucbvi)
 _WHY_SCALED = ("bonus x {s}: Algorithm 4's confidence bonus b(n) (Theorem 4.1) multiplied by {s}.  At full size b(n) >= 1 "
                "for about (H+1)^2 ln(8SAHT/delta)/2 visits of each triple (h, s, a),\nso every Q-value stays at its "
@@ -248,7 +256,7 @@ def _coinciding_text(summary: dict, keys: list) -> str:
     return "curves that coincide (within 0.1 %):\n" + "\n".join(lines)
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 10 (line 339): "3. The figures" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 11 (line 347): "3. The figures" ---
 def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed: int = 0) -> list:
     reg = protocol["regret"]
     envs = [e["name"] for e in reg["environments"]]
@@ -325,7 +333,7 @@ def _regret_part(protocol: dict, curves: list, out: Path, scale: str = "", seed:
     return panels
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 12 (line 420): "3. The figures" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 13 (line 428): "3. The figures" ---
 def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed: int = 0) -> list:
     cost = protocol["cost"]
     H = cost["environment"]["H"]
@@ -396,7 +404,7 @@ def _cost_part(protocol: dict, measured: dict, out: Path, scale: str = "", seed:
             {"id": "retrain_probability", "vary": "rho", "x": cost["rhos"], "methods": retrain, "stderr": retrain_err}]
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 14 (line 495): "3. The figures" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 15 (line 503): "3. The figures" ---
 def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "", seed: int = 0) -> list:
     lb = protocol["lower_bound"]
     panels = []
@@ -461,7 +469,7 @@ def _lower_bound_part(protocol: dict, results: list, out: Path, scale: str = "",
     return panels
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 16 (line 566): "4. The entry point" ---
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 17 (line 574): "4. The entry point" ---
 _PROTOCOL_KEYS = {
     "regret": {"environments", "rhos", "bonus_scales", "populations", "n_points"},
     "cost": {"environment", "Ts", "rhos", "n_runs", "requests_per_run"},
@@ -495,7 +503,23 @@ def _check_protocol(protocol) -> None:
         check_int(protocol[part]["populations"], "populations", 1)
 
 
-# --- from notebooks/rl/09b_reproduce_rl.py, cell 18 (line 603): "4. The entry point" ---
+def _draw(job: tuple) -> tuple:
+    """One figure: ``job = (name, protocol, results, scale, seed)``, ``name`` one of ``rl_regret``,
+    ``rl_unlearning_cost``, ``rl_lower_bound`` -> ``(panels, {file name: bytes})``.  Top level, and the
+    files come back as bytes: any executor may draw it, a cluster's worker on another machine too."""
+    name, protocol, results, scale, seed = job
+    part = {"rl_regret": _regret_part, "rl_unlearning_cost": _cost_part, "rl_lower_bound": _lower_bound_part}[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        panels = part(protocol, results, Path(tmp), scale, seed)
+        return panels, {f.name: f.read_bytes() for f in sorted(Path(tmp).iterdir())}
+
+
+def _write_files(out: Path, files: dict) -> None:
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+
+
+# --- from notebooks/rl/09b_reproduce_rl.py, cell 19 (line 627): "4. The entry point" ---
 def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, protocol: dict | None = None,
                  tree_factory=LightTree, progress: bool | None = None) -> dict:
     """Run chapters B7-B9's experiments; write ``rl_regret``, ``rl_unlearning_cost``, ``rl_lower_bound``
@@ -565,12 +589,12 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
             measured[run["rho"], run["T"]] = res
         else:
             lower.append(res)
-    parts = {"rl_regret": (_regret_part(protocol, curves, out, scale, seed), protocol["regret"]),
-             "rl_unlearning_cost": (_cost_part(protocol, measured, out, scale, seed), protocol["cost"]),
-             "rl_lower_bound": (_lower_bound_part(protocol, lower, out, scale, seed), protocol["lower_bound"])}
+    names = ("rl_regret", "rl_unlearning_cost", "rl_lower_bound")   # drawn here, or on a use_executor block's
+    drawn = run_tasks(_draw, [(n, protocol, r, scale, seed) for n, r in zip(names, (curves, measured, lower))], progress=False)
     panels = []
-    for name, (part_panels, part_protocol) in parts.items():
-        doc = {"experiment": name, "scale": scale, "seed": seed, "protocol": _jsonable(part_protocol),
+    for name, part, (part_panels, files) in zip(names, ("regret", "cost", "lower_bound"), drawn):
+        _write_files(out, files)
+        doc = {"experiment": name, "scale": scale, "seed": seed, "protocol": _jsonable(protocol[part]),
                "panels": _jsonable(part_panels)}
         (out / f"{name}.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
         panels.extend(doc["panels"])

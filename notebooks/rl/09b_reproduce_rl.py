@@ -98,6 +98,7 @@ import copy
 import json
 import math
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -117,7 +118,7 @@ from bandit_unlearning.experiments.unlearning_cost import expected_cost_uniform,
 from bandit_unlearning.privacy.coupling import tv_gaussians
 from bandit_unlearning.rl.envs import gridworld, independent_bandits, riverswim
 from bandit_unlearning.rl.stable import stable_sigma
-from bandit_unlearning.rl.ucbvi import statistics_sensitivity
+from bandit_unlearning.rl.ucbvi import StatsLayout, statistics_sensitivity
 
 INF = math.inf
 PROTOCOLS = {
@@ -221,9 +222,8 @@ def _batches(runs: list, n: int) -> list:
 
 def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
     """``(runs, tasks)``: every run of the protocol (its kind, parameters and own noise seed, numbered
-    as one run per unit, so seeds do not depend on ``workers``), and the units of work -- the regret
-    runs of each environment and the lower-bound runs cut into ``workers`` batches, then one task per
-    cost measurement (the small units last, to even out the workers), largest first."""
+    as one run per unit, so seeds do not depend on ``workers``), and the units of work (regret and
+    lower-bound runs in ``workers`` batches, a task per cost measurement), longest first (``_step_work``)."""
     master = np.random.default_rng(seed)
     n_pop = max(protocol["regret"]["populations"], protocol["lower_bound"]["populations"], 1)
     populations = [int(p) for p in master.integers(2**63, size=n_pop)]
@@ -253,14 +253,22 @@ def _tasks(protocol: dict, seed: int, tree_factory, workers: int = 1) -> tuple:
         mine = [r for r in runs if r["kind"] == "regret" and r["environment"] is env]
         bs = _batches(mine, workers)
         tasks += [{"kind": "regret", "environment": env, "T": env["T"], "n_points": reg["n_points"], "runs": b,
-                   "size": env["T"] * len(b), "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""}
-                  for j, b in enumerate(bs)]
+                   "size": env["T"] * len(b) * _step_work(_env(env)),
+                   "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""} for j, b in enumerate(bs)]
     lower = [r for r in runs if r["kind"] == "lower_bound"]
     bs = _batches(lower, workers)                 # batches named, so that their progress lines differ
-    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b),
+    tasks += [{"kind": "lower_bound", "protocol": lb, "runs": b, "size": lb["T"] * len(b) * _step_work(_lower_bound_mdp(lb)[0]),
                "batch": f", batch {j + 1} of {len(bs)}" if len(bs) > 1 else ""} for j, b in enumerate(bs)]
-    tasks += [dict(r, size=r["T"] * r["n_runs"]) for r in runs if r["kind"] == "cost"]
-    return runs, sorted(tasks, key=lambda task: (task["kind"] == "cost", -task["size"]))   # small units last
+    tasks += [dict(r, size=r["T"] * r["n_runs"] * 4 * _step_work(_env(cost["environment"])))   # a single run's
+              for r in runs if r["kind"] == "cost"]                           # step, and its share of the deletions
+    return runs, sorted(tasks, key=lambda task: -task["size"])                  # the longest units first
+
+
+# %% tags=["export:bandit_unlearning.experiments.rl_paper"]
+def _step_work(mdp) -> int:
+    """The rough work of one run's step in a batch (an estimate, for the order of the units only): a
+    part per stage of the planner and the rollout, and a part per statistic (estimates, tree noise)."""
+    return 300 * mdp.H + StatsLayout(mdp.S, mdp.A, mdp.H).d
 
 
 # %% [markdown]
@@ -596,6 +604,22 @@ def _check_protocol(protocol) -> None:
     for part in ("regret", "lower_bound"):
         check_int(protocol[part]["populations"], "populations", 1)
 
+
+def _draw(job: tuple) -> tuple:
+    """One figure: ``job = (name, protocol, results, scale, seed)``, ``name`` one of ``rl_regret``,
+    ``rl_unlearning_cost``, ``rl_lower_bound`` -> ``(panels, {file name: bytes})``.  Top level, and the
+    files come back as bytes: any executor may draw it, a cluster's worker on another machine too."""
+    name, protocol, results, scale, seed = job
+    part = {"rl_regret": _regret_part, "rl_unlearning_cost": _cost_part, "rl_lower_bound": _lower_bound_part}[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        panels = part(protocol, results, Path(tmp), scale, seed)
+        return panels, {f.name: f.read_bytes() for f in sorted(Path(tmp).iterdir())}
+
+
+def _write_files(out: Path, files: dict) -> None:
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+
 # %% [markdown]
 # `reproduce_rl` checks its arguments and the protocol before `out` is created, runs the units of
 # work (in `workers` processes), and writes each figure with its JSON.
@@ -670,12 +694,12 @@ def reproduce_rl(out, scale: str = "quick", seed: int = 0, workers: int = 1, pro
             measured[run["rho"], run["T"]] = res
         else:
             lower.append(res)
-    parts = {"rl_regret": (_regret_part(protocol, curves, out, scale, seed), protocol["regret"]),
-             "rl_unlearning_cost": (_cost_part(protocol, measured, out, scale, seed), protocol["cost"]),
-             "rl_lower_bound": (_lower_bound_part(protocol, lower, out, scale, seed), protocol["lower_bound"])}
+    names = ("rl_regret", "rl_unlearning_cost", "rl_lower_bound")   # drawn here, or on a use_executor block's
+    drawn = run_tasks(_draw, [(n, protocol, r, scale, seed) for n, r in zip(names, (curves, measured, lower))], progress=False)
     panels = []
-    for name, (part_panels, part_protocol) in parts.items():
-        doc = {"experiment": name, "scale": scale, "seed": seed, "protocol": _jsonable(part_protocol),
+    for name, part, (part_panels, files) in zip(names, ("regret", "cost", "lower_bound"), drawn):
+        _write_files(out, files)
+        doc = {"experiment": name, "scale": scale, "seed": seed, "protocol": _jsonable(protocol[part]),
                "panels": _jsonable(part_panels)}
         (out / f"{name}.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
         panels.extend(doc["panels"])
