@@ -406,7 +406,8 @@ def sigma_paper(rho: float, B: float, T: int) -> float:
     if T < 2:
         raise ValueError("T must be >= 2 for the paper's calibration (log2 T = 0 gives sigma = 0); "
                          "use sigma_exact for T = 1")
-    return _finite_sigma(float(B * np.sqrt(np.log2(T)) / (np.sqrt(2) * rho)), rho)
+    with np.errstate(over="ignore"):  # an overflow (a subnormal rho) is refused by _finite_sigma
+        return _finite_sigma(float(B * np.sqrt(np.log2(T)) / (np.sqrt(2) * rho)), rho)
 
 
 def sigma_exact(rho: float, B: float, T: int) -> float:
