@@ -107,11 +107,10 @@ from bandit_unlearning.mab.contextual import (
     ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
     parameter_sensitivity, rollback, state_from_statistics,
 )
-from bandit_unlearning.mab.model import admits, check_row_ids, gdp_budget, gdp_delta, request_mus
+from bandit_unlearning.mab.model import MODEL_METHODS, admits, check_row_ids, gdp_budget, gdp_delta, request_mus
 from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
 from bandit_unlearning.protocol import register_unlearn, unlearn
 
-MODEL_METHODS = ("adaptive", "rollback")
 MODEL_FORMAT = "bandit_unlearning.ContextualModel/1"
 REASONS = ("rollback-only model", "switch: sigma >= sigma_0", "accountant: budget", "switch and accountant")
 
