@@ -112,7 +112,7 @@
 # | A · Theorem 3.9 | [A4a §1](mab/04a_lower_bounds.ipynb#1-statement) | `bandit_unlearning.mab.lower_bounds.lower_bound_distribution`, `bandit_unlearning.mab.lower_bounds.lower_bound_small_cstar` | `tests/test_mab_lower_bounds.py::test_distribution_kl_matches_enumeration`, `tests/test_mab_lower_bounds.py::test_small_cstar_closed_form_underestimates_single_source_kl` |
 # | A · Theorem A.7 | [A4a §1](mab/04a_lower_bounds.ipynb#1-statement) (step (d) of the printed proof is not a valid bound; the proof's 10Δ² KL bound is used) | `bandit_unlearning.mab.lower_bounds.lower_bound_distribution` | `tests/test_mab_lower_bounds.py::test_distribution_kl_matches_enumeration` |
 # | A · Lemma A.8 | [A4b §1](mab/04b_lower_bound_checks.ipynb#1-the-kl-divergences-exactly) | `bandit_unlearning.mab.lower_bounds.sample_source_counts`, `bandit_unlearning.mab.lower_bounds.retained_kl` | `mab/04b_lower_bound_checks.ipynb::Lemma A.8: the retained count is Binomial(N - k, d(a0))`, `tests/test_mab_lower_bounds.py::test_source_counts_law` |
-# | A · Algorithm 4 | [A5 §3](mab/05_mixing.ipynb#3-using-it) | `bandit_unlearning.protocol.unlearn` (on an `LCBState`) (`method="mixing"`) | `tests/test_mab_mixing.py::test_plan_k_prime_eta_and_sensitivity`, `tests/test_mab_mixing.py::test_mixture_matches_the_mechanism` |
+# | A · Algorithm 4 | [A5 §3](mab/05_mixing.ipynb#3-using-it) | `bandit_unlearning.protocol.unlearn` (on an `LCBState`, `options=UnlearnOptions(method="mixing")`) | `tests/test_mab_mixing.py::test_plan_k_prime_eta_and_sensitivity`, `tests/test_mab_mixing.py::test_mixture_matches_the_mechanism` |
 # | A · Algorithm 5 | [A5 §3](mab/05_mixing.ipynb#3-using-it) | `bandit_unlearning.mab.unlearn.reference` | `tests/test_mab_mixing.py::test_reference_is_algorithm5` |
 # | A · Theorem A.9 | [A5 §5](mab/05_mixing.ipynb#5-theorem-a9-audited-exactly) | `bandit_unlearning.mab.unlearn.output_distributions` | `tests/test_mab_mixing.py::test_worst_case_is_tight_for_analytic_exact_and_no_rollback_leaks` |
 # | A · Theorem A.10 | [A5 §6](mab/05_mixing.ipynb#6-theorem-a10-the-bound-in--and-why-its-minimum-is-at-an-end) | `bandit_unlearning.mab.mixing.theorem_a10_bound`, `bandit_unlearning.mab.mixing.theorem_a10_best_k_prime` | `tests/test_mab_mixing.py::test_theorem_a10_bound_formula_and_endpoints` |
@@ -152,11 +152,21 @@
 # | Sensitivity of the ridge centre to deleting $k$ rows | [A10a §3](mab/10a_contextual_lcb.ipynb#3-the-gaussian-mechanism-on-the-released-centres), [§5](mab/10a_contextual_lcb.ipynb#5-audit-the-sensitivity-bound-against-a-numerical-worst-case) | `bandit_unlearning.mab.contextual.parameter_sensitivity`, `bandit_unlearning.mab.contextual.deletion_sensitivity` | `tests/test_mab_contextual.py::test_sensitivity_dominates_random_designs` |
 # | The Gaussian branch is $(\varepsilon, \delta)$-unlearning | [A10a §6](mab/10a_contextual_lcb.ipynb#6-audit-privacy-of-the-released-policy-exactly) | `unlearn` on `bandit_unlearning.mab.contextual.ContextualState`, `bandit_unlearning.mab.contextual.noisy_action_probability` | `tests/test_mab_contextual.py::test_gaussian_branch_is_private_exactly_on_a_tight_design` |
 # | The adaptive switch and its reference worlds | [A10a §4](mab/10a_contextual_lcb.ipynb#4-the-adaptive-switch-from-the-two-branch-bounds) | `bandit_unlearning.mab.contextual.branch_bounds`, `bandit_unlearning.mab.contextual.reference_contextual` | `tests/test_mab_contextual.py::test_unlearn_records_and_reference_worlds` |
-# | Sequential sensitivity and the contextual lifecycle | [A10b §1](mab/10b_contextual_in_use.ipynb#1-the-promise-after-a-sequence-of-requests) | `bandit_unlearning.mab.contextual_model.ContextualModel`, `bandit_unlearning.mab.contextual_model.sequential_sensitivity` | `tests/test_mab_contextual.py::test_model_live_statistics_equal_a_refit_after_every_request` |
+# | Sequential sensitivity and the contextual lifecycle | [A10b §1](mab/10b_contextual_in_use.ipynb#1-the-promise-after-a-sequence-of-requests) | `bandit_unlearning.mab.contextual_model.ContextualModel`, `bandit_unlearning.mab.contextual_model.sequential_sensitivity`, `bandit_unlearning.mab.contextual_model.ContextualReleaseState` | `tests/test_mab_contextual.py::test_model_live_statistics_equal_a_refit_after_every_request`, `tests/test_protocol.py::test_the_contextual_release_state_forgets_the_deleted_rows` |
 
 # %% [markdown]
+# **Plain modules** (code no chapter explains, written as ordinary Python): `bandit_unlearning.checks`
+# (argument validation shared by every public function), `bandit_unlearning.shapes` (the one broadcast
+# check), `bandit_unlearning.literate` (`add_to_class`, `FieldView`, `sections_from`: the helpers that let a
+# class grow over several cells and say a twin's docstring sections once), `bandit_unlearning.secrecy`
+# (key material from OS entropy, the seed opt-in), `bandit_unlearning.copying` and `bandit_unlearning.cli`
+# (`python -m bandit_unlearning copy | reproduce`), `bandit_unlearning.experiments.runner` (the task runner:
+# progress, worker pools, `run_together`, Dask), `bandit_unlearning.experiments.paper_numbers` (the
+# papers' printed numbers), `bandit_unlearning.exact.accel` and `bandit_unlearning.exact.accel_kernels`
+# (the optional compiled tree kernels) and `bandit_unlearning.testing.refusals` (a test helper).
+#
 # The cell below keeps this page honest: it lists every chapter on disk with the modules it exports,
-# and fails if a chapter or a module is missing from the table above.
+# and fails if a chapter or a module (generated or plain) is missing from this page.
 
 # %%
 import sys
@@ -181,6 +191,11 @@ for chapter in chapters:
     assert f"({chapter.with_suffix('.ipynb').as_posix()})" in index_text, f"{chapter} is missing from the index"
     for module in modules:
         assert f"`{module}`" in index_text, f"{module} is missing from the index"
+package = ROOT / "bandit_unlearning"
+for path in package.rglob("*.py"):
+    dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    if path.name not in ("__init__.py", "__main__.py") and "GENERATED by tools/export.py" not in path.read_text():
+        assert f"`{dotted}`" in index_text, f"the plain module {dotted} is missing from the index"
 
 # %% [markdown]
 # The cell below checks the table against the repository: every section link points to a heading of
