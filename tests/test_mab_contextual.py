@@ -354,6 +354,65 @@ def test_model_refusals_change_nothing():
     assert (len(m), m.log) == before[:2] and np.array_equal(m.statistics.theta, before[2])
 
 
+def test_every_array_of_a_state_and_a_request_is_read_only():
+    """The statistics are immutable after fit and after a rollback: a writable ``counts`` (once made by
+    a float round trip) could be set to 0 behind the model's back, and a release state shares it."""
+    x, a, r = data(3)
+    state = fit_contextual(x, a, r, n_arms=3, context_bound=1.0, beta=0.5)
+    request = ContextualRequest(x[:5], a[:5], r[:5])
+    after = rollback(state, request)
+    for obj in (state, after, request):
+        for name, value in vars(obj).items():
+            if isinstance(value, np.ndarray):
+                assert not value.flags.writeable, (type(obj).__name__, name)
+    assert after.counts.dtype == np.int64 and request.arms.dtype == np.int64
+
+
+def test_emptying_an_arm_in_two_requests_leaves_exactly_what_a_refit_stores():
+    """A rank-k downdate leaves a rounding residue of the deleted rows; where an arm has no row left
+    its statistic is set to that of no rows (``lam I`` and 0), as a refit stores it, bit for bit."""
+    x, a, r = data(4, n=80)
+    state = fit_contextual(x, a, r, n_arms=3, context_bound=1.0, beta=0.5)
+    arm0 = np.flatnonzero(a == 0)
+    half = arm0.size // 2
+    for rows in (arm0[:half], arm0[half:]):
+        state = rollback(state, ContextualRequest(x[rows], a[rows], r[rows]))
+    keep = np.flatnonzero(a != 0)
+    refit = fit_contextual(x[keep], a[keep], r[keep], n_arms=3, context_bound=1.0, beta=0.5)
+    assert state.counts[0] == 0
+    assert np.array_equal(state.gram[0], refit.gram[0]) and np.array_equal(state.moments[0], refit.moments[0])
+    assert np.array_equal(state.theta[0], refit.theta[0])
+
+
+def test_a_model_with_every_row_deleted_saves_and_loads(tmp_path):
+    x, a, r, users, hot, ev = synthetic(2, n=40)
+    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, rng=0)
+    m.delete(rows=np.arange(20))
+    m.delete(rows=np.arange(20, 40))
+    assert len(m) == 0
+    m.save(tmp_path / "empty.npz")
+    back = load_contextual_model(tmp_path / "empty.npz")
+    assert len(back) == 0 and back.log == m.log
+    assert np.array_equal(back.statistics.gram, m.statistics.gram)
+    assert np.array_equal(back.statistics.gram, np.broadcast_to(np.eye(3), (2, 3, 3)))
+
+
+def test_masked_row_ids_are_refused_and_change_nothing():
+    from bandit_unlearning.mab.contextual_model import DeleteRows
+    from bandit_unlearning.mab.model import LCBModel
+
+    x, a, r, users, hot, ev = synthetic(3, n=40)
+    masked = np.ma.masked_array([1, 2], mask=[0, 1])
+    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, rng=0)
+    lcb = LCBModel.fit(a, r, rng=np.random.default_rng(0))
+    for model in (m, lcb):
+        with pytest.raises(TypeError, match="masked"):
+            model.delete(rows=masked)
+        assert len(model) == 40 and model.log == ()
+    with pytest.raises(TypeError, match="masked"):
+        DeleteRows(masked)
+
+
 def test_sequential_sensitivity_dominates_the_one_shot():
     x, a, r, *_ = synthetic(2)
     st_ = fit_contextual(x, a, r, n_arms=2, context_bound=1.0)

@@ -89,8 +89,8 @@ def confidence_radius(n, dim, n_arms, tau, lam, context_bound, theta_bound, nois
 
 
 # --- from notebooks/mab/10a_contextual_lcb.py, cell 6 (line 157): "1. The learner" ---
-def _readonly(a) -> np.ndarray:
-    a = np.array(a, dtype=float)
+def _readonly(a, dtype=float) -> np.ndarray:
+    a = np.array(a, dtype=dtype)
     a.setflags(write=False)
     return a
 
@@ -185,7 +185,7 @@ def state_from_statistics(gram, moments, counts, *, lam, beta, context_bound) ->
         raise ValueError("gram must hold positive definite matrices") from None
     if np.any(lam_min < lam * (1 - 1e-9)):
         raise ValueError("gram must include the ridge: every eigenvalue of V_a must be >= lam")
-    return ContextualState(_readonly(gram), _readonly(moments), _readonly(counts).astype(np.int64), lam, beta,
+    return ContextualState(_readonly(gram), _readonly(moments), _readonly(counts, np.int64), lam, beta,
                            context_bound, _readonly(theta), _readonly(gram_inv), _readonly(lam_min))
 
 
@@ -404,7 +404,7 @@ class ContextualRequest:
         if not (contexts.shape[0] == arms.size == rewards.size):
             raise ValueError("contexts, arms and rewards of a request must have one row each")
         object.__setattr__(self, "contexts", _readonly(contexts))
-        object.__setattr__(self, "arms", _readonly(arms).astype(np.int64))
+        object.__setattr__(self, "arms", _readonly(arms, np.int64))
         object.__setattr__(self, "rewards", _readonly(rewards))
 
     def counts(self, n_arms: int) -> np.ndarray:
@@ -463,6 +463,8 @@ def rollback(state: ContextualState, request: ContextualRequest) -> ContextualSt
         g_u, b_u, _ = _per_arm_sums(request.contexts, request.arms, request.rewards, state.n_arms)
         gram[touched] -= g_u[touched]
         moments[touched] -= b_u[touched]
+        emptied = touched[state.counts[touched] == k[touched]]    # no row left: what retraining stores, exactly
+        gram[emptied], moments[emptied] = state.lam * np.eye(state.dim), 0.0   # (no rounding residue of the rows)
         gram[touched] = 0.5 * (gram[touched] + np.swapaxes(gram[touched], 1, 2))
         try:
             t, w, lm = _derived(gram[touched], moments[touched])
@@ -475,12 +477,12 @@ def rollback(state: ContextualState, request: ContextualRequest) -> ContextualSt
                              f"of V_a - X_U^T X_U exceeds {DOWNDATE_TOLERANCE} lambda_min(V'_a); refit that arm "
                              "from its remaining rows")
         theta[touched], gram_inv[touched], lam_min[touched] = t, w, lm
-    return ContextualState(_readonly(gram), _readonly(moments), _readonly(state.counts - k).astype(np.int64),
+    return ContextualState(_readonly(gram), _readonly(moments), _readonly(state.counts - k, np.int64),
                            state.lam, state.beta, state.context_bound, _readonly(theta), _readonly(gram_inv),
                            _readonly(lam_min))
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 21 (line 725): "3. The Gaussian mechanism on the released centres" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 21 (line 727): "3. The Gaussian mechanism on the released centres" ---
 def parameter_sensitivity(lam_min, k, context_bound, theta_norm):
     """The lemma's bound on ``||theta_a(D' + U) - theta_a(D')||`` for ``k`` added rows (A1, A2).
 
@@ -570,7 +572,7 @@ def calibrate_sigma(sensitivity, epsilon, delta, calibration: str = "analytic") 
     return analytic_gaussian_sigma(sensitivity, epsilon, delta)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 23 (line 851): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 23 (line 853): "4. The adaptive switch, from the two branch bounds" ---
 CONTEXTUAL_METHODS = ("rollback", "gaussian", "adaptive")
 SWITCHES = ("literal", "conditional")
 
@@ -656,7 +658,7 @@ def branch_bounds(state_after: ContextualState, k, sigma, contexts, *, gram_befo
     return BranchBounds(r_gauss, r_roll, threshold)
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 25 (line 944): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 25 (line 946): "4. The adaptive switch, from the two branch bounds" ---
 @dataclass(frozen=True)
 class ContextualRecord:
     """What an unlearning call did: ``branch`` ("rollback" / "gaussian"), ``guarantee`` ("exact" /
@@ -725,7 +727,7 @@ def _check_mechanism_args(method, epsilon, delta, calibration, switch, contexts,
     return epsilon, delta, contexts
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 27 (line 1017): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 27 (line 1019): "4. The adaptive switch, from the two branch bounds" ---
 @dataclass(frozen=True, eq=False)
 class ContextualOptions:
     """How the contextual learner unlearns (``unlearn(state, request, options=ContextualOptions(...))``):
@@ -803,7 +805,7 @@ def _unlearn_contextual(state: ContextualState, request: ContextualRequest, *, o
     return after, record
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 29 (line 1099): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 29 (line 1101): "4. The adaptive switch, from the two branch bounds" ---
 def reference_contextual(state_after: ContextualState, k, *, options: ContextualOptions | None = None,
                          branch=None, rng=None):
     """The reference mechanism: run on ``D \\ U`` (nothing to delete), told only ``k`` per arm.
@@ -856,7 +858,7 @@ def reference_contextual(state_after: ContextualState, k, *, options: Contextual
     return _noised_release(state_after, state_after, touched, sigma, rng), "gaussian"
 
 
-# --- from notebooks/mab/10a_contextual_lcb.py, cell 31 (line 1159): "4. The adaptive switch, from the two branch bounds" ---
+# --- from notebooks/mab/10a_contextual_lcb.py, cell 31 (line 1161): "4. The adaptive switch, from the two branch bounds" ---
 def noisy_action_probability(centre: ReleasedPolicy, arm: int, sigma, contexts) -> np.ndarray:
     """``P[policy(x) = arm]`` when only ``arm``'s centre carries ``N(0, sigma^2 I)`` noise around
     ``centre.theta[arm]``: ``Phi((s_arm(x) - max_{b != arm} s_b(x)) / (sigma ||x||))`` per context.

@@ -278,6 +278,8 @@ class DeleteRows:
     def __post_init__(self):
         if isinstance(self.rows, (str, bytes)) or not hasattr(self.rows, "__iter__"):
             raise TypeError(f"rows must be a sequence of row ids, got {type(self.rows).__name__}")
+        if isinstance(self.rows, np.ma.MaskedArray):
+            raise TypeError("rows must not be a masked array (its mask would be ignored); pass rows.compressed()")
         rows = np.asarray(self.rows if isinstance(self.rows, np.ndarray) else list(self.rows))
         if rows.ndim != 1 or rows.size == 0:
             raise ValueError("rows must be a non-empty 1-D sequence of row ids")
@@ -286,7 +288,7 @@ class DeleteRows:
         object.__setattr__(self, "rows", tuple(rows.tolist()))
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 374): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 376): "2. The model" ---
 def _live_after(state: ContextualReleaseState, rows, request):
     """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
     live = state.live
@@ -310,7 +312,7 @@ def _live_after(state: ContextualReleaseState, rows, request):
                                  context_bound=live.context_bound), tuple(int(a) for a in touched)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 402): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 404): "2. The model" ---
 @register_unlearn(ContextualReleaseState, DeleteRows)
 def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options=None, rng=None) -> tuple:
     """``unlearn(state, DeleteRows(rows), rng=...)`` for a contextual deletion stream: delete the rows,
@@ -384,7 +386,7 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
     return new, record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 480): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 482): "2. The model" ---
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
@@ -411,8 +413,8 @@ class ContextualModel:
         self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
         self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
         row_ids = np.asarray(row_ids, dtype=np.int64)
-        contexts = np.asarray(contexts, dtype=float).reshape(row_ids.size, -1)
-        d = contexts.shape[1]
+        d = np.shape(pub_moments)[-1]                         # known even when every row is deleted
+        contexts = np.asarray(contexts, dtype=float).reshape(row_ids.size, d)
         alive = np.zeros(self._n_fit, dtype=bool)
         alive[row_ids] = True
         x = np.zeros((self._n_fit, d))
@@ -458,7 +460,7 @@ class ContextualModel:
     def __len__(self) -> int:
         return int(self._state.live.counts.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 563): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 565): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -519,7 +521,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 633): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 635): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -570,7 +572,7 @@ class ContextualModel:
         """The model's immutable ``ContextualReleaseState`` now: what ``unlearn`` of the next request starts from."""
         return self._state
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 705): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 707): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -620,7 +622,7 @@ class ContextualModel:
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 877): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 879): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -647,7 +649,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 765): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 767): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -710,7 +712,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 828): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 830): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 

@@ -695,6 +695,8 @@ def check_row_ids(rows, n_fit: int, alive: np.ndarray) -> np.ndarray:
         The ids, sorted.  ``TypeError`` for non-integer ids; ``ValueError`` for an empty, repeated,
         unknown or already deleted id (named).  Used by ``LCBModel`` and ``ContextualModel``.
     """
+    if isinstance(rows, np.ma.MaskedArray):
+        raise TypeError("rows must not be a masked array (its mask would be ignored); pass rows.compressed()")
     rows = np.asarray(rows)
     if rows.ndim != 1 or rows.size == 0:
         raise ValueError("rows must be a non-empty 1-D sequence of row ids")

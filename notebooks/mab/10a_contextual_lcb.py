@@ -155,8 +155,8 @@ def confidence_radius(n, dim, n_arms, tau, lam, context_bound, theta_bound, nois
 # vectorised over contexts and arms (`einsum`), and `ReleasedPolicy` is what leaves the system.
 
 # %% tags=["export"]
-def _readonly(a) -> np.ndarray:
-    a = np.array(a, dtype=float)
+def _readonly(a, dtype=float) -> np.ndarray:
+    a = np.array(a, dtype=dtype)
     a.setflags(write=False)
     return a
 
@@ -255,7 +255,7 @@ def state_from_statistics(gram, moments, counts, *, lam, beta, context_bound) ->
         raise ValueError("gram must hold positive definite matrices") from None
     if np.any(lam_min < lam * (1 - 1e-9)):
         raise ValueError("gram must include the ridge: every eigenvalue of V_a must be >= lam")
-    return ContextualState(_readonly(gram), _readonly(moments), _readonly(counts).astype(np.int64), lam, beta,
+    return ContextualState(_readonly(gram), _readonly(moments), _readonly(counts, np.int64), lam, beta,
                            context_bound, _readonly(theta), _readonly(gram_inv), _readonly(lam_min))
 
 
@@ -505,7 +505,7 @@ class ContextualRequest:
         if not (contexts.shape[0] == arms.size == rewards.size):
             raise ValueError("contexts, arms and rewards of a request must have one row each")
         object.__setattr__(self, "contexts", _readonly(contexts))
-        object.__setattr__(self, "arms", _readonly(arms).astype(np.int64))
+        object.__setattr__(self, "arms", _readonly(arms, np.int64))
         object.__setattr__(self, "rewards", _readonly(rewards))
 
     def counts(self, n_arms: int) -> np.ndarray:
@@ -564,6 +564,8 @@ def rollback(state: ContextualState, request: ContextualRequest) -> ContextualSt
         g_u, b_u, _ = _per_arm_sums(request.contexts, request.arms, request.rewards, state.n_arms)
         gram[touched] -= g_u[touched]
         moments[touched] -= b_u[touched]
+        emptied = touched[state.counts[touched] == k[touched]]    # no row left: what retraining stores, exactly
+        gram[emptied], moments[emptied] = state.lam * np.eye(state.dim), 0.0   # (no rounding residue of the rows)
         gram[touched] = 0.5 * (gram[touched] + np.swapaxes(gram[touched], 1, 2))
         try:
             t, w, lm = _derived(gram[touched], moments[touched])
@@ -576,7 +578,7 @@ def rollback(state: ContextualState, request: ContextualRequest) -> ContextualSt
                              f"of V_a - X_U^T X_U exceeds {DOWNDATE_TOLERANCE} lambda_min(V'_a); refit that arm "
                              "from its remaining rows")
         theta[touched], gram_inv[touched], lam_min[touched] = t, w, lm
-    return ContextualState(_readonly(gram), _readonly(moments), _readonly(state.counts - k).astype(np.int64),
+    return ContextualState(_readonly(gram), _readonly(moments), _readonly(state.counts - k, np.int64),
                            state.lam, state.beta, state.context_bound, _readonly(theta), _readonly(gram_inv),
                            _readonly(lam_min))
 

@@ -358,6 +358,8 @@ class DeleteRows:
     def __post_init__(self):
         if isinstance(self.rows, (str, bytes)) or not hasattr(self.rows, "__iter__"):
             raise TypeError(f"rows must be a sequence of row ids, got {type(self.rows).__name__}")
+        if isinstance(self.rows, np.ma.MaskedArray):
+            raise TypeError("rows must not be a masked array (its mask would be ignored); pass rows.compressed()")
         rows = np.asarray(self.rows if isinstance(self.rows, np.ndarray) else list(self.rows))
         if rows.ndim != 1 or rows.size == 0:
             raise ValueError("rows must be a non-empty 1-D sequence of row ids")
@@ -507,8 +509,8 @@ class ContextualModel:
         self._method, self._epsilon, self._delta, self._sigma = method, epsilon, delta, sigma
         self._mu_budget = None if method == "rollback" else gdp_budget(epsilon, delta)
         row_ids = np.asarray(row_ids, dtype=np.int64)
-        contexts = np.asarray(contexts, dtype=float).reshape(row_ids.size, -1)
-        d = contexts.shape[1]
+        d = np.shape(pub_moments)[-1]                         # known even when every row is deleted
+        contexts = np.asarray(contexts, dtype=float).reshape(row_ids.size, d)
         alive = np.zeros(self._n_fit, dtype=bool)
         alive[row_ids] = True
         x = np.zeros((self._n_fit, d))
