@@ -25,7 +25,7 @@ from bandit_unlearning.checks import as_array, check_int, check_int_array
 from bandit_unlearning.shapes import check_broadcast
 
 
-# --- from notebooks/mab/05_mixing.py, cell 18 (line 644): "6. Theorem A.10: the bound in $k'$, and why its minimum i..." ---
+# --- from notebooks/mab/05_mixing.py, cell 18 (line 645): "6. Theorem A.10: the bound in $k'$, and why its minimum i..." ---
 def _check(n, n_arms, n_a0, k, k_prime, gamma):
     n, n_arms = check_int(n, "N (n)", 2), check_int(n_arms, "n_arms", 1)
     n_a0, k, k_prime = (check_int_array(v, name).astype(float)
@@ -79,7 +79,7 @@ def theorem_a10_bound(n: int, n_arms: int, n_a0, k, k_prime, gamma):
     return _out(np.sqrt(2 * L / rest) + 3 * (k - k_prime) * gamma / (2 * np.sqrt(2 * np.pi) * rest) + 4 / n)
 
 
-# --- from notebooks/mab/05_mixing.py, cell 20 (line 718): "6. Theorem A.10: the bound in $k'$, and why its minimum i..." ---
+# --- from notebooks/mab/05_mixing.py, cell 20 (line 719): "6. Theorem A.10: the bound in $k'$, and why its minimum i..." ---
 def theorem_a10_numerator(n: int, n_arms: int, n_a0, k, k_prime, gamma):
     """The numerator ``h(k') = sqrt(L/2) sqrt(N(a0)-k') - 3 gamma (N(a0)-k) / (2 sqrt(2 pi))`` of
     ``dB/dk' = h(k') / (N(a0)-k')^2`` (``L = ln(Nm)``): strictly decreasing in k', so B rises then falls.

@@ -1305,7 +1305,7 @@ def unlearn_batch_unchecked(counts, sums, tau, src, ks, deleted, options, world,
     return np.argmax(released, axis=-1), noised, sigma
 
 
-# --- from notebooks/mab/05_mixing.py, cell 5 (line 126): "2. Derivation: why mixing is private, and what its output..." ---
+# --- from notebooks/mab/05_mixing.py, cell 5 (line 127): "2. Derivation: why mixing is private, and what its output..." ---
 MAX_SUBSET_SUMS = 200_000      # support points enumerated by ``subset_sum_distribution`` (general rewards)
 
 

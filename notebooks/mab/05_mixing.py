@@ -9,7 +9,8 @@
 #
 # *Paper A, Appendix A: Algorithm 4 (mixing), Algorithm 5 (its reference), Theorems A.9 and A.10
 # (Paper A Algorithms 4-5).  The mechanism runs through the entry points of chapter A3a
-# (`unlearn`/`reference`/`output_distributions`/`unlearn_batch` with `method="mixing"`); this
+# (`unlearn`/`reference`/`output_distributions`/`unlearn_batch` with
+# `options=UnlearnOptions(method="mixing", ...)`); this
 # chapter exports the utility bound, `bandit_unlearning.mab.mixing`.*
 #
 # Algorithm 2 chooses between two extremes: roll back all $k$ deleted points (exact, but the arm
@@ -113,7 +114,7 @@ WIDE_MEANS = np.array([0.9, 0.6, 0.5, 0.4, 0.3])
 # P[\hat a' = a] = \sum_{s'} P[S' = s']\; \mathrm{noisy\_argmax}\big(f_{a_0}(D\setminus U'_{s'}),\ f_{-a_0};\ \sigma\big)_a ,
 # $$
 # a **finite mixture of closed forms — exact**, not an approximation.  `output_distributions(...,
-# method="mixing")` computes it; `unlearn` draws $U'$ with `rng.choice` and `unlearn_batch` either
+# options=UnlearnOptions(method="mixing", ...))` computes it; `unlearn` draws $U'$ with `rng.choice` and `unlearn_batch` either
 # takes the rolled-back reward sums or draws them hypergeometrically.
 
 # %% [markdown]
