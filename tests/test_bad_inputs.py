@@ -2658,6 +2658,8 @@ V("rows must be a non-empty 1-D sequence", mmodel.check_row_ids, [], 3, np.ones(
 V("rows names a row twice", mmodel.check_row_ids, [1, 1], 3, np.ones(3, dtype=bool))
 V(r"unknown row 3: row ids lie in \[0, 3\)", mmodel.check_row_ids, [3], 3, np.ones(3, dtype=bool))
 V("row 1 was already deleted", mmodel.check_row_ids, [1], 3, np.array([True, False, True]))
+T("user must be a str or int id, got bool", mmodel.check_user, True)
+T("user must be a str or int id, got float", mmodel.check_user, 1.0)
 V("sigma must be finite and > 0", mmodel.deletion_capacity, 5, 1, 1.0, 0.0, 1.0, 0.1)
 T("noise_request must be True or False", mmodel.ReleasePlan, "yes", False, (), 0.0)
 V("mu must be finite and >= 0", mmodel.ReleasePlan, False, False, (), -1.0)

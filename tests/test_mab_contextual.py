@@ -434,3 +434,15 @@ def test_model_pickles_without_its_generator_or_deleted_rows():
     assert back.log == m.log and np.array_equal(back.statistics.theta, m.statistics.theta)
     assert all(x[i].tobytes() not in blob for i in rec.rows)
     back.delete(user=hot[1])  # a fresh generator: the model still works
+
+
+def test_model_refuses_a_user_id_that_only_hashes_like_one():
+    x, a, r, _, _, _ = synthetic(1, n=40)
+    users = [i // 4 for i in range(40)]
+    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, rng=0)
+    before = (len(m), m.log, m.statistics.theta.copy())
+    for bad in (True, 1.0, np.float64(1.0), [1]):
+        with pytest.raises(TypeError, match="user must be a str or int id"):
+            m.delete(user=bad)
+        assert (len(m), m.log) == before[:2] and np.array_equal(m.statistics.theta, before[2])
+    assert m.delete(user=np.int64(1)).rows == (4, 5, 6, 7)

@@ -348,3 +348,17 @@ def test_sequence_labels_equal_the_label_by_label_path(arms, given):
     fast, slow = mm._labels_and_index(arms, labels), mm._labels_and_index_slow(arms, labels)
     assert fast[0] == slow[0] and [type(x) for x in fast[0]] == [type(x) for x in slow[0]]
     assert np.array_equal(fast[1], slow[1]) and fast[1].dtype == np.int64
+
+
+def test_user_ids_that_hash_like_an_int_are_refused_not_merged():
+    # True and 1.0 hash like 1: a dict of the distinct ids would merge them into user 1 silently.
+    for users in ([1, True], [1, 1.0], [1, np.float64(1.0)], [np.int64(1), np.bool_(True)]):
+        with pytest.raises(TypeError, match="user ids must be str or int"):
+            LCBModel.fit([0, 1], [0.0, 1.0], users=users)
+    m = LCBModel.fit([0, 1, 1], [0.0, 1.0, 0.5], users=[1, 2, np.int64(2)])
+    before = snapshot(m)
+    for bad in (True, 1.0, np.float64(2.0), np.bool_(True)):
+        with pytest.raises(TypeError, match="user must be a str or int id"):
+            m.delete(user=bad)
+        assert snapshot(m) == before
+    assert m.delete(user=np.int64(2)).rows == (1, 2)

@@ -45,7 +45,8 @@ from bandit_unlearning.mab.contextual import (
     ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
     parameter_sensitivity, rollback, state_from_statistics,
 )
-from bandit_unlearning.mab.model import MODEL_METHODS, admits, check_row_ids, gdp_budget, gdp_delta, request_mus
+from bandit_unlearning.mab.model import (MODEL_METHODS, admits, check_row_ids, check_user, gdp_budget, gdp_delta,
+                                        request_mus)
 from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
 from bandit_unlearning.protocol import register_unlearn, unlearn
 from bandit_unlearning.literate import FieldView
@@ -77,7 +78,7 @@ def sequential_sensitivity(state_live: ContextualState, pending_counts) -> np.nd
                       dtype=float)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 5 (line 139): "1. The promise after a sequence of requests" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 5 (line 140): "1. The promise after a sequence of requests" ---
 @dataclass(frozen=True)
 class ContextualDeletionRecord:
     """One entry of the deletion log.  Nothing in it is computed from the deleted rows' rewards or
@@ -124,7 +125,7 @@ class ContextualDeletionRecord:
         check_real(self.mu_release, "mu_release", 0)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 207): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 8 (line 208): "2. The model" ---
 ROW_BLOCK = 256  # rows per block of a release state's row store
 
 
@@ -163,7 +164,7 @@ def _gather(blocks: tuple, ids: np.ndarray) -> np.ndarray:
     return out
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 246): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 9 (line 247): "2. The model" ---
 @dataclass(frozen=True, eq=False)
 class ContextualReleaseState:
     """What one deletion of a ``ContextualModel`` changes, immutable: ``method``, ``epsilon``, ``delta``,
@@ -254,7 +255,7 @@ class ContextualReleaseState:
         return contexts, _gather(self.arms, ids).astype(np.int64), _gather(self.rewards, ids).astype(float)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 10 (line 337): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 10 (line 338): "2. The model" ---
 @dataclass(frozen=True)
 class DeleteRows:
     """Delete rows of a ``ContextualReleaseState`` by row id (their positions at fit).  ``rows``: a
@@ -288,7 +289,7 @@ class DeleteRows:
         object.__setattr__(self, "rows", tuple(rows.tolist()))
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 376): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 12 (line 377): "2. The model" ---
 def _live_after(state: ContextualReleaseState, rows, request):
     """The live statistics without ``rows``: a downdate, or a refit of the arms it cannot downdate."""
     live = state.live
@@ -312,7 +313,7 @@ def _live_after(state: ContextualReleaseState, rows, request):
                                  context_bound=live.context_bound), tuple(int(a) for a in touched)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 404): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 14 (line 405): "2. The model" ---
 @register_unlearn(ContextualReleaseState, DeleteRows)
 def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options=None, rng=None) -> tuple:
     """``unlearn(state, DeleteRows(rows), rng=...)`` for a contextual deletion stream: delete the rows,
@@ -386,7 +387,7 @@ def _unlearn_rows(state: ContextualReleaseState, request: DeleteRows, *, options
     return new, record
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 482): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 16 (line 483): "2. The model" ---
 class ContextualModel:
     """The contextual LCB learner of chapter A10a with a lifecycle.
 
@@ -460,7 +461,7 @@ class ContextualModel:
     def __len__(self) -> int:
         return int(self._state.live.counts.sum())
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 565): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 18 (line 566): "2. The model" ---
     # -- constructor ----------------------------------------------------------------------------
     @classmethod
     def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=1.0, tau=None,
@@ -521,7 +522,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 635): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 636): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -572,7 +573,7 @@ class ContextualModel:
         """The model's immutable ``ContextualReleaseState`` now: what ``unlearn`` of the next request starts from."""
         return self._state
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 707): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 708): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -580,10 +581,7 @@ class ContextualModel:
         if user is not None:
             if self._user_rows is None:
                 raise ValueError("the model was fitted without user ids: delete by rows=...")
-            try:
-                found = self._user_rows.get(user)
-            except TypeError:
-                raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
+            found = self._user_rows.get(check_user(user))
             if found is None:
                 raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
             return np.array(sorted(found), dtype=np.int64)
@@ -622,7 +620,7 @@ class ContextualModel:
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 879): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 877): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -649,7 +647,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 767): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 765): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -712,7 +710,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 830): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 828): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 

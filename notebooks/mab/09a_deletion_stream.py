@@ -736,6 +736,12 @@ def _check_rewards(rewards, n):
     return arr
 
 
+# %% [markdown]
+# **User ids.** Ids are kept as Python `str` or `int`, and their *types* are checked, not only their
+# distinct values: `True` and `1.0` hash and compare like `1`, so a table keyed by id would silently
+# merge them into user `1` at fit, and `delete(user=True)` would delete user `1`'s rows. Both are refused.
+
+# %% tags=["export"]
 _FACTORED = object()           # marks users given as (distinct ids, codes) by from_csv
 
 
@@ -744,6 +750,35 @@ def _check_user_ids(ids):
         if not isinstance(u, (str, int)) or isinstance(u, bool):
             raise TypeError(f"user ids must be str or int (what a saved file holds), got {type(u).__name__}")
     return ids
+
+
+def _check_user_types(users) -> None:
+    """Every id's type is str or int (numpy's included), checked on the distinct types of a whole list:
+    ``True`` and ``1.0`` hash like ``1``, so a check of the distinct ids alone would let a dict merge them."""
+    for t in set(map(type, users)):
+        if t is bool or not issubclass(t, (str, int, np.integer)):
+            raise TypeError(f"user ids must be str or int (what a saved file holds), got {t.__name__}")
+
+
+def check_user(user):
+    """The user id of a deletion request, as a Python ``str`` or ``int``: refused (``TypeError``) when it
+    is of another type -- ``True`` or ``1.0`` would otherwise find user ``1``.
+
+    Parameters
+    ----------
+    user : str or int
+        A user id (numpy's integer and string scalars are accepted and converted).
+
+    Returns
+    -------
+    str or int
+        The id, as the Python value the model's users are kept as.
+    """
+    if isinstance(user, np.generic):
+        user = user.item()
+    if not isinstance(user, (str, int)) or isinstance(user, bool):
+        raise TypeError(f"user must be a str or int id, got {type(user).__name__}")
+    return user
 
 
 def _factor_users(users, n):
@@ -756,6 +791,7 @@ def _factor_users(users, n):
     users = list(users)
     if len(users) != n:
         raise ValueError(f"users must have one entry per row: {len(users)} vs {n}")
+    _check_user_types(users)
     where = {}
     try:
         codes = np.fromiter((where.setdefault(u.item() if isinstance(u, np.generic) else u, len(where))
@@ -1400,10 +1436,7 @@ def _rows_of(self, user, rows):
         lookup = self._user_of                  # caches are kept only once the request is accepted
         if lookup is None:
             lookup = {u: i for i, u in enumerate(self._user_ids) if u is not None}
-        try:
-            code = lookup.get(user)
-        except TypeError:
-            raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
+        code = lookup.get(check_user(user))
         if code is None:
             raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
         self._user_of = lookup

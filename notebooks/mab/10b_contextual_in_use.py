@@ -107,7 +107,8 @@ from bandit_unlearning.mab.contextual import (
     ContextualRequest, ContextualState, ReleasedPolicy, branch_bounds, deletion_sensitivity, fit_contextual,
     parameter_sensitivity, rollback, state_from_statistics,
 )
-from bandit_unlearning.mab.model import MODEL_METHODS, admits, check_row_ids, gdp_budget, gdp_delta, request_mus
+from bandit_unlearning.mab.model import (MODEL_METHODS, admits, check_row_ids, check_user, gdp_budget, gdp_delta,
+                                        request_mus)
 from bandit_unlearning.privacy.gaussian import check_delta, check_epsilon
 from bandit_unlearning.protocol import register_unlearn, unlearn
 
@@ -713,10 +714,7 @@ def _rows_of(self, user, rows):
     if user is not None:
         if self._user_rows is None:
             raise ValueError("the model was fitted without user ids: delete by rows=...")
-        try:
-            found = self._user_rows.get(user)
-        except TypeError:
-            raise TypeError(f"user must be hashable, got {type(user).__name__}") from None
+        found = self._user_rows.get(check_user(user))
         if found is None:
             raise ValueError(f"unknown user {user!r} (never in the data, or already deleted)")
         return np.array(sorted(found), dtype=np.int64)
