@@ -45,7 +45,7 @@ import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 18 (line 777): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 18 (line 779): "4a. Randomness and arithmetic, pinned down" ---
 KEY_PERSON = b"node key"                         # BLAKE2b personalisation: node keys and nothing else
 
 

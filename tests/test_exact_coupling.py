@@ -1,5 +1,7 @@
 """Unit and bad-input tests of bandit_unlearning.privacy.coupling (chapter B1)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -94,3 +96,14 @@ def test_inputs_not_modified():
     reflection_coupling(x, mu1, mu2, 1.0, rng)
     for a, b in zip((x, mu1, mu2), copies):
         assert np.array_equal(a, b)
+
+
+def test_log_ratio_at_an_underflowing_sigma_is_its_limit_not_nan():
+    # 2 sigma^2 underflows to 0 at sigma = 5e-324: an equidistant point must give 0, not 0/0
+    x, mu1, mu2 = np.full(2, 0.5), np.zeros(2), np.ones(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert coupling_log_ratio(x, mu1, mu2, 5e-324) == 0.0
+        assert coupling_log_ratio(np.zeros(2), mu1, mu2, 5e-324) == -np.inf
+        assert coupling_log_ratio(np.zeros(2), mu1, mu2, 1e-160) == -np.inf
+    assert coupling_log_ratio(np.zeros(2), mu1, mu2, 0.7) == pytest.approx(-2 / (2 * 0.49))

@@ -37,6 +37,7 @@ import resource
 import signal
 import sys
 import tempfile
+import warnings
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -374,7 +375,10 @@ def limits(seconds: float = TIME_LIMIT, memory: int = MEMORY_LIMIT, wall: float 
 def _run(func, args, kwargs):
     """``("returned", result)``, ``("refused", exception)``, ``("crashed", exception)`` or ``("hang", None)``."""
     try:
-        with limits():
+        # a numpy RuntimeWarning (overflow, 0/0, an invalid cast) is an error here: a public function
+        # either returns its documented limit quietly or refuses the input with a clear message
+        with limits(), warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
             result = func(*args, **kwargs)
     except _Timeout:
         return "hang", None

@@ -178,3 +178,12 @@ def test_rl_summary_explains_each_part(tiny_rl, tmp_path):
     sections = {part.split("`")[1]: part for part in text.split("\n## ")[1:] if "`" in part}
     assert "±" not in sections["rl_lower_bound.png"]  # one run per point: no standard error shown
     assert "±" in sections["rl_regret.png"]  # two runs per curve: mean ± standard error
+
+
+def test_sum_mechanism_sigma_keeps_a_tiny_rho_and_refuses_an_overflow():
+    # (1 + rho) / 2 rounds to 1/2 for rho < 1.1e-16: Phi^{-1} of it is 0 and sigma was inf
+    for rho in (1e-17, 1e-100):
+        sigma = sum_mechanism_sigma(rho)
+        assert math.isfinite(sigma) and sum_mechanism_rho(sigma) == pytest.approx(rho, rel=1e-12)
+    with pytest.raises(ValueError, match="rho must be large enough for a finite sigma"):
+        sum_mechanism_sigma(5e-324)

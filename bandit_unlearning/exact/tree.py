@@ -357,7 +357,8 @@ def sigma_exact(rho: float, B: float, T: int) -> float:
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
     n = path_length(T)
-    return _finite_sigma(float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho))), rho)
+    with np.errstate(over="ignore"):                  # an overflow (a subnormal rho) is refused by _finite_sigma
+        return _finite_sigma(float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho))), rho)
 
 
 def _finite_sigma(sigma: float, rho: float) -> float:
@@ -367,7 +368,7 @@ def _finite_sigma(sigma: float, rho: float) -> float:
     return sigma
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 445): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 11 (line 446): "3. Noise calibration: the paper's $\sigma$ and an exact one" ---
 def path_tv(B: float, sigma: float, n_nodes: int) -> float:
     """TV between the tree's outputs on two sequences whose ``n_nodes`` path nodes are shifted by
     vectors of norm ``B``: ``2 Phi(B sqrt(n_nodes) / (2 sigma)) - 1``.
@@ -388,7 +389,8 @@ def path_tv(B: float, sigma: float, n_nodes: int) -> float:
     """
     B, sigma = check_positive(B, "B"), check_positive(sigma, "sigma")
     n = check_int(n_nodes, "n_nodes", 1)
-    return float(erf(B * np.sqrt(n) / (2 * np.sqrt(2) * sigma)))
+    with np.errstate(over="ignore"):                  # a subnormal sigma: erf(inf) = 1
+        return float(erf(B * np.sqrt(n) / (2 * np.sqrt(2) * sigma)))
 
 
 def eps_app(sigma: float, T: int, d: int, delta: float) -> float:
@@ -450,7 +452,7 @@ def prefix_error_union_bound(threshold: float, sigma: float, T: int, d: int) -> 
     return float(d * np.sum(counts[1:] * 2 * norm.sf(threshold / (sigma * np.sqrt(k)))))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 623): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 13 (line 625): "4a. Randomness and arithmetic, pinned down" ---
 class _SparseFields(NamedTuple):
     indices: np.ndarray
     values: np.ndarray
@@ -482,7 +484,7 @@ class SparseStatistic(_SparseFields):
         return tuple.__new__(cls, (indices, values))
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 15 (line 660): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 15 (line 662): "4a. Randomness and arithmetic, pinned down" ---
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every entry of the float array ``a`` is finite: one dot product (a NaN or an infinity
     makes it non-finite), and the entry-wise test only when that overflowed or failed."""
@@ -523,7 +525,7 @@ def _dense_float(x, d: int) -> bool:
     return type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,) and _all_finite(x)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 16 (line 700): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 16 (line 702): "4a. Randomness and arithmetic, pinned down" ---
 def statistic_dense(x, d: int, name: str = "x") -> np.ndarray:
     """Validate a statistic (dense ``(d,)`` or ``SparseStatistic``); return a new dense float vector
     (``-0.0`` stored as ``+0.0``).
@@ -591,7 +593,7 @@ def statistic_sparse(x, d: int, name: str = "x"):
     return idx, x[idx]
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 19 (line 820): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 19 (line 822): "4a. Randomness and arithmetic, pinned down" ---
 KEY_WORDS = 3
 
 
@@ -645,7 +647,7 @@ def _node_key(key) -> np.ndarray:
     return k.astype(np.uint64)
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 21 (line 880): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 21 (line 882): "4a. Randomness and arithmetic, pinned down" ---
 class _KeyWords(ISeedSequence):
     """The seed words of ``node_noise``'s SFC64: the node key itself, which numpy's SFC64 turns into
     the state ``(a, b, c, 1)`` and runs for 12 outputs (its own seeding, without ``SeedSequence``'s
@@ -699,7 +701,7 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
     return z
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 25 (line 973): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 25 (line 975): "4a. Randomness and arithmetic, pinned down" ---
 def coupling_accepts(noisy_S, clean_S, new_clean_S, sigma: float, u: float) -> bool:
     """Algorithm 3's test at one node, in the canonical arithmetic: keep the noisy value iff
     ``u < exp(min(0, l))``, ``l = (fsum(e^2) - fsum(e'^2)) / (2 sigma^2)``, ``e = v~_S - v_S``,
@@ -766,7 +768,7 @@ def fold_rows(rows) -> np.ndarray:
     return acc
 
 
-# --- from notebooks/rl/02a_binary_tree.py, cell 26 (line 1039): "4a. Randomness and arithmetic, pinned down" ---
+# --- from notebooks/rl/02a_binary_tree.py, cell 26 (line 1041): "4a. Randomness and arithmetic, pinned down" ---
 @dataclass(frozen=True)
 class PathCoupling:
     """What ``unlearn_leaf`` did (the tree's half of Algorithm 3).

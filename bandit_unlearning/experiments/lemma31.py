@@ -20,7 +20,7 @@ from bandit_unlearning.mab.data import (
 from bandit_unlearning.mab.lcb import lcb_scores, lemma31_bound_distribution, lemma31_bound_fixed
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 28 (line 887): "4. Figure: sub-optimality against N" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 28 (line 889): "4. Figure: sub-optimality against N" ---
 def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: float = 5.0) -> dict:
     """Monte Carlo mean sub-optimality of LCB (with standard errors) and the Lemma 3.1 bounds.
 
@@ -66,7 +66,7 @@ def lemma31_curve(ns, rng: np.random.Generator, reps: int = 20_000, c_star: floa
     return out
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 29 (line 946): "4. Figure: sub-optimality against N" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 29 (line 948): "4. Figure: sub-optimality against N" ---
 def plot_lemma31(ns, curve: dict, ax=None):
     """Log-log plot of ``lemma31_curve``'s output (``curve`` holds one value per N in ``ns`` under each key).
 

@@ -25,6 +25,7 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
+from scipy.special import erfinv
 from scipy.stats import binom, norm
 from matplotlib.axes import Axes
 
@@ -70,20 +71,25 @@ def sum_mechanism_sigma(rho: float) -> float:
     Returns
     -------
     float
-        ``1 / (2 Phi^{-1}((1 + rho) / 2))`` (``> 0``).
+        ``1 / (2 Phi^{-1}((1 + rho) / 2)) = 1 / (2 sqrt(2) erfinv(rho))`` (``> 0``; erfinv keeps the
+        digits of a tiny rho that ``(1 + rho) / 2`` would round away).
 
     Raises
     ------
     ValueError
-        If ``rho`` is outside ``(0, 1)``.
+        If ``rho`` is outside ``(0, 1)``, or so small that ``sigma`` overflows.
     """
     rho = check_positive(rho, "rho")
     if rho >= 1:
         raise ValueError(f"rho must be < 1, got {rho}")
-    return float(1 / (2 * norm.ppf((1 + rho) / 2)))
+    with np.errstate(divide="ignore", over="ignore"):
+        sigma = float(1 / (2 * np.sqrt(2) * erfinv(rho)))
+    if not math.isfinite(sigma):
+        raise ValueError(f"rho must be large enough for a finite sigma, got rho = {rho!r} (sigma overflows)")
+    return sigma
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 160): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 6 (line 166): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: int = 50) -> float:
     """``TV(M(Bernoulli(p)^n), M(Bernoulli(q)^n))`` for ``M(x) = sum x + N(0, sigma^2)``: half the L1
     distance of two Gaussian mixtures, by the trapezoid rule on ``[-8 sigma, n + 8 sigma]``.
@@ -123,7 +129,7 @@ def gaussian_sum_tv(n: int, p: float, q: float, sigma: float, points_per_sigma: 
     return float(0.5 * np.trapezoid(np.abs(diff), y))
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 8 (line 203): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 8 (line 209): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def karwa_vadhan_bound(n: int, rho: float, tv: float) -> float:
     """``min(1, 4 n rho TV(P, Q))``: the Karwa-Vadhan bound on how far a ``rho``-TV-stable algorithm's
     outputs on ``n`` samples from ``P`` and from ``Q`` can be apart.
@@ -174,7 +180,7 @@ def lower_bound_shape(S: int, A: int, H: int, T, rho):
     return H * np.sqrt(S * A * T) + S * A * H / rho
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 10 (line 259): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 10 (line 265): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def first_correct_episode(policies, best_actions) -> int:
     """First episode (1-based) whose policy plays the best first action at every initial state of the
     hard instance.
@@ -207,7 +213,7 @@ def first_correct_episode(policies, best_actions) -> int:
     return int(np.argmax(right) + 1) if right.any() else int(pis.shape[0] + 1)
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 12 (line 295): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 12 (line 301): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T: int, rhos, seeds,
                            rng: np.random.Generator, bonus_scale: float = 1.0) -> list:
     """TV-stable UCB-VI on ``independent_bandits(n_bandits, n_actions, H, gap)`` with every best action
@@ -265,7 +271,7 @@ def lower_bound_experiment(n_bandits: int, n_actions: int, H: int, gap: float, T
     return out
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 14 (line 356): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 14 (line 362): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def summarize_by_rho(results) -> dict:
     """``{rho: (mean R(T), stderr, mean first-correct episode)}`` over seeds.
 
@@ -292,7 +298,7 @@ def summarize_by_rho(results) -> dict:
     return out
 
 
-# --- from notebooks/rl/09a_lower_bound.py, cell 16 (line 387): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
+# --- from notebooks/rl/09a_lower_bound.py, cell 16 (line 393): "3. The lemma behind the $1/\rho$ term, checked exactly" ---
 def plot_lower_bound(results, ax=None, label: str = "TV-stable UCB-VI", color: str = "C0",
                      show_saturation: bool = True):
     """Regret at fixed T against 1/rho (non-private at 1/rho = 0 drawn as a horizontal line), with

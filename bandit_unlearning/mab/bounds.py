@@ -192,9 +192,9 @@ def theorem33_bound(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
         For ``k`` violating Lemma A.1's condition, and for arguments out of range.
     """
     L = _model(n, n_arms)
-    n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
+    n_a0, k = check_int(n_a0, "n_a0", 1), check_int(k, "k", 1)     # ints: a float 2**63 would wrap in the check
     n_star = check_real(n_star, "n_star", 0, low_open=True)
-    _counts(n_a0, k)
+    n_a0, k = (float(v) for v in _counts(n_a0, k))
     _k_condition(n_a0, k, L, "Theorem 3.3")
     g = check_real(gamma, "gamma", 0, low_open=True)
     a0_is_best = check_bool(a0_is_best, "a0_is_best")
@@ -223,9 +223,9 @@ def theorem33_order(n: int, n_arms: int, n_a0: int, n_star: int, k: int, gamma: 
         The order term (no constants, so not a bound by itself).
     """
     L = _model(n, n_arms)
-    n_a0, k = float(check_int(n_a0, "n_a0", 1)), float(check_int(k, "k", 1))
+    n_a0, k = check_int(n_a0, "n_a0", 1), check_int(k, "k", 1)     # ints: a float 2**63 would wrap in the check
     n_star = check_real(n_star, "n_star", 0, low_open=True)
-    _counts(n_a0, k)
+    n_a0, k = (float(v) for v in _counts(n_a0, k))
     g = check_real(gamma, "gamma", 0, low_open=True)
     g0 = gamma0_paper(n_a0, k, L) if gamma0 is None else check_real(gamma0, "gamma0", 0, low_open=True, allow_inf=True)
     own = np.sqrt(L / n_a0) + k * g / n_a0 if g < g0 else np.sqrt(L / (n_a0 - k)) if k < n_a0 else np.inf

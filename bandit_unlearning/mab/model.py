@@ -144,7 +144,8 @@ def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
     """
     mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
     mus = np.append(mus, check_real(mu_new, "mu_new", 0))
-    return bool(request_mus(mus)[0] <= check_real(mu_budget, "mu_budget", 0))
+    with np.errstate(over="ignore"):                  # a shift near 1e300 squares to inf: not admitted
+        return bool(request_mus(mus)[0] <= check_real(mu_budget, "mu_budget", 0))
 
 
 def release_shift(pub_counts, pending_counts, log_term: float, sigma: float) -> float:
@@ -210,11 +211,12 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     # requests while the running sum of squared shifts stays within the budget (a sequential cumsum:
     # the same additions, in the same order, as a loop over the requests, without a Python loop)
     j = np.arange(1, min(max_requests, n_arm // k) + 1, dtype=float)
-    mu = np.asarray(exact_sensitivity(n_arm, j * k, log_term), dtype=float) / sigma
-    return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
+    with np.errstate(over="ignore"):                  # a subnormal sigma: infinite shifts, capacity 0
+        mu = np.asarray(exact_sensitivity(n_arm, j * k, log_term), dtype=float) / sigma
+        return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 8 (line 349): "2.2 One release, as a pure function" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 8 (line 351): "2.2 One release, as a pure function" ---
 @dataclass(frozen=True)
 class ReleasePlan:
     """What release ``s`` does: keep the new request pending (``noise_request``), roll back every pending
@@ -297,7 +299,7 @@ def plan_release(pub_counts, pending_counts, request_counts, on_policy: bool, re
     return ReleasePlan(False, bool(np.any(pend_after > 0)) or noise_request, (), 0.0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 10 (line 475): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 10 (line 477): "2.3 The model" ---
 MODEL_METHODS = ("adaptive", "rollback")
 REASONS = ("requested", "branch_rule", "budget")
 REFERENCES = ("conditional", "literal")       # the reference world a record's (eps, delta) claim holds against
@@ -377,7 +379,7 @@ class DeletionRecord:
         return DeletionRecord(**{**self.__dict__, "rows": None})
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 12 (line 560): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 12 (line 562): "2.3 The model" ---
 _DENSE_SPAN = 1 << 24          # integer labels spanning at most this many values are numbered by counting
 
 
@@ -414,7 +416,7 @@ def _code_point_labels(arms):
     return np.ascontiguousarray(back).view(arms.dtype).reshape(-1), inverse
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 14 (line 601): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 14 (line 603): "2.3 The model" ---
 def _labels_and_index(arms, labels):
     """(arm labels, int64 index of each row's label) for ``LCBModel.fit``.
 
@@ -490,7 +492,7 @@ def _labels_and_index_slow(arms, labels):
     return labels, np.fromiter((where[a] for a in arms), dtype=np.int64, count=len(arms))
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 16 (line 682): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 16 (line 684): "2.3 The model" ---
 def check_row_ids(rows, n_fit: int, alive: np.ndarray) -> np.ndarray:
     """The live row ids ``rows`` of a model fitted on ``n_fit`` rows, as a sorted int64 array.
 
@@ -547,7 +549,7 @@ def _check_rewards(rewards, n):
     return arr
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 18 (line 744): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 18 (line 746): "2.3 The model" ---
 _FACTORED = object()           # marks users given as (distinct ids, codes) by from_csv
 
 
@@ -613,7 +615,7 @@ def _frozen(a):
     return a
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 20 (line 814): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 20 (line 816): "2.3 The model" ---
 _SCALE = 1127                  # every reward in [0, 1] is an integer multiple of 2**-1127 (53 + 1074 bits)
 _DYADIC = 20                   # rewards that are multiples of 2**-20 (clicks, ratings, ...) sum exactly in floats
 
@@ -665,7 +667,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 22 (line 876): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 22 (line 878): "2.3 The model" ---
 @dataclass(frozen=True, eq=False)
 class ReleaseState:
     """What one deletion of an ``LCBModel`` changes, immutable: ``labels``, ``tau``, ``method``,
@@ -716,7 +718,7 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 24 (line 931): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 24 (line 933): "2.3 The model" ---
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -796,7 +798,7 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
     return new, record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 26 (line 1024): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 26 (line 1026): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -881,7 +883,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 28 (line 1118): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 28 (line 1120): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -957,7 +959,7 @@ class LCBModel:
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 30 (line 1209): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 30 (line 1211): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -1033,7 +1035,7 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 32 (line 1296): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 32 (line 1298): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def reference(self) -> str:
@@ -1056,7 +1058,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 34 (line 1333): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 34 (line 1335): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -1090,7 +1092,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 36 (line 1387): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 36 (line 1389): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -1114,7 +1116,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 38 (line 1424): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 38 (line 1426): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -1187,7 +1189,7 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 66 (line 2390): "2.5 Loading: every entry checked before it is used" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 66 (line 2392): "2.5 Loading: every entry checked before it is used" ---
     def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
         """``save_model(self, path, ...)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -1214,7 +1216,7 @@ class LCBModel:
         return load_model(path, rng, key=key, progress=progress)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 40 (line 1518): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 40 (line 1520): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1246,7 +1248,7 @@ def _typed_column(values, codes, sort):
     return values[order], rank[codes]
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 42 (line 1554): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 42 (line 1556): "2.3 The model" ---
 def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
     """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
     for every column but ``reward``, which is returned as a float64 array.
@@ -1334,7 +1336,7 @@ def _parses_as_float(v) -> bool:
     return True
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 44 (line 1645): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 44 (line 1647): "2.3 The model" ---
 def plot_budget(model, ax=None):
     """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
     the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes.
@@ -1368,7 +1370,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 46 (line 1732): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 46 (line 1734): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1459,7 +1461,7 @@ def _record_json(r: DeletionRecord) -> dict:
             "policy": r.policy}
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 48 (line 1827): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 48 (line 1829): "2.4 Persistence" ---
 def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
@@ -1522,7 +1524,7 @@ def _process_runs(pid: int) -> bool:
     return True
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1890): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1892): "2.4 Persistence" ---
 def remove_stale_temporary_files(path) -> list:
     """Remove the temporary files that a save to ``path`` interrupted by a killed process left behind
     (a file of a process that still runs is kept: it may be another writer).  Returns their paths.
@@ -1552,7 +1554,7 @@ def remove_stale_temporary_files(path) -> list:
     return removed
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1924): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1926): "2.4 Persistence" ---
 def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
@@ -1601,7 +1603,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 1981): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 1983): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1674,7 +1676,7 @@ def _read_entries(path, keys):
         raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 2057): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 2059): "2.5 Loading: every entry checked before it is used" ---
 def _verify(path, arrays, sections, key):
     """Digests of the given sections (bound to the statistics digest), then the key's tag."""
     try:
@@ -1715,7 +1717,7 @@ def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 57 (line 2102): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 57 (line 2104): "2.5 Loading: every entry checked before it is used" ---
 _RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
                   "mu_max", "delta_at_target", "policy"}
 
@@ -1795,7 +1797,7 @@ def _check_statistics_section(path, a) -> dict:
     return meta
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 59 (line 2186): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 59 (line 2188): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_section(path, a, meta, pending_counts) -> list:
     mus = a["release_mus"]
     if not (np.all(np.isfinite(mus)) and np.all(mus >= 0)):
@@ -1871,7 +1873,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
     return records
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2261): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2263): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_row_ids(path, a, meta, records) -> None:
     """The log's kept row ids: ``log_offsets`` delimit each record's ``n_rows`` distinct ids below ``n_fit``."""
     rows, offsets = a["log_rows"], a["log_offsets"]
@@ -1885,7 +1887,7 @@ def _check_log_row_ids(path, a, meta, records) -> None:
         _refuse(path, "row ids present in the log although row_ids_kept is false")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2278): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2280): "2.5 Loading: every entry checked before it is used" ---
 def _check_rows_section(path, a, meta):
     n_live, m = meta["n_live"], len(meta["labels"])
     ids, arms, rewards = a["row_ids"], a["row_arms"], a["row_rewards"]
@@ -1923,7 +1925,7 @@ def _check_rows_section(path, a, meta):
     return users, exact
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 64 (line 2319): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 64 (line 2321): "2.5 Loading: every entry checked before it is used" ---
 @_plain
 def load_statistics(path, *, key=None) -> LCBState:
     """The exact statistic of what remains, read and verified without the row store or the log: O(m).

@@ -220,11 +220,12 @@ def _outward(bound, tail, alpha, toward: float):
         if not np.any(bad):
             return bound
         moved = np.clip(bound + step if toward == 1.0 else bound - step, 0.0, 1.0)
-        bound, step = np.where(bad, moved, bound), np.where(bad, 2 * step, step)
+        # a step past 1 is clipped anyway; capping it keeps 1,100 doublings from overflowing to inf
+        bound, step = np.where(bad, moved, bound), np.where(bad, np.minimum(2 * step, 1.0), step)
     return np.where(tail(bound) <= limit, bound, toward)        # pragma: no cover (the end point passes)
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 10 (line 274): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 10 (line 275): "2. Monte Carlo audits" ---
 def clopper_pearson_lower(successes, trials, alpha):
     """One-sided Clopper-Pearson lower bound: ``P[p < bound] <= alpha`` (0 when there is no success).
 
@@ -283,7 +284,7 @@ def clopper_pearson_upper(successes, trials, alpha):
     return bound
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 12 (line 341): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 12 (line 342): "2. Monte Carlo audits" ---
 @dataclass(frozen=True)
 class ThresholdEvent:
     """The event ``{y > threshold}`` (``above=True``) or ``{y <= threshold}`` for real outputs.
@@ -345,7 +346,7 @@ def threshold_events(thresholds) -> list:
     return [ThresholdEvent(float(t), above) for t in thresholds for above in (True, False)]
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 14 (line 406): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 14 (line 407): "2. Monte Carlo audits" ---
 @dataclass(frozen=True)
 class AuditResult:
     """Outcome of ``audit_epsilon``: the bound and the best of the hypotheses searched.
@@ -399,7 +400,7 @@ class AuditResult:
             check_real(getattr(self, name), name, 0, 1)
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 16 (line 464): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 16 (line 465): "2. Monte Carlo audits" ---
 def _is_integer_array(x: np.ndarray) -> bool:
     return np.issubdtype(x.dtype, np.integer) or (
         np.issubdtype(x.dtype, np.floating) and np.all(np.isfinite(x)) and np.all(np.mod(x, 1) == 0))
@@ -434,7 +435,7 @@ def subset_events(n_outcomes: int, max_subset_outcomes: int = 10) -> list:
     return [(a,) for a in outcomes] + [tuple(b for b in outcomes if b != a) for a in outcomes]
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 18 (line 505): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 18 (line 506): "2. Monte Carlo audits" ---
 def _event_counts(a, b, events, n_outcomes, max_subset_outcomes):
     """``(events, count_a, count_b)``: the event family (``subset_events`` when ``events`` is None)
     and how many samples of ``a`` and of ``b`` fall in each event, with the checks of ``audit_epsilon``."""
@@ -480,7 +481,7 @@ def _threshold_counts(outcomes, events) -> np.ndarray:
     return np.where([e.above for e in events], above, at_most).astype(float)
 
 
-# --- from notebooks/privacy/01b_audits.py, cell 20 (line 555): "2. Monte Carlo audits" ---
+# --- from notebooks/privacy/01b_audits.py, cell 20 (line 556): "2. Monte Carlo audits" ---
 def audit_epsilon(outcomes_a, outcomes_b, delta, *, confidence: float = 0.95, events=None,
                   n_outcomes: int | None = None, max_subset_outcomes: int = 10) -> AuditResult:
     """Clopper-Pearson lower confidence bound on the epsilon achieved at ``delta`` by two mechanisms,

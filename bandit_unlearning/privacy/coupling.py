@@ -88,11 +88,12 @@ def tv_gaussians(mu1, mu2, sigma: float):
     if sigma == 0:
         tv = (dist > 0).astype(float)
     else:
-        tv = erf(dist / (2 * np.sqrt(2) * sigma))
+        with np.errstate(over="ignore"):              # a subnormal sigma: erf(inf) = 1
+            tv = erf(dist / (2 * np.sqrt(2) * sigma))
     return float(tv) if np.ndim(tv) == 0 else tv
 
 
-# --- from notebooks/rl/01_tv_and_coupling.py, cell 8 (line 144): "1. TV distance between $\mathcal N(\mu_1, \sigma^2 I_d)$..." ---
+# --- from notebooks/rl/01_tv_and_coupling.py, cell 8 (line 145): "1. TV distance between $\mathcal N(\mu_1, \sigma^2 I_d)$..." ---
 def coupling_log_ratio(x, mu1, mu2, sigma: float):
     """``log phi(x; mu2, sigma^2 I) - log phi(x; mu1, sigma^2 I)``: the log acceptance ratio of the coupling.
 
@@ -120,10 +121,14 @@ def coupling_log_ratio(x, mu1, mu2, sigma: float):
     check_broadcast(x=x, mu1=mu1, mu2=mu2)
     xi, xi2 = x - mu1, x - mu2
     # sigma * sigma, not sigma**2: a float power raises OverflowError for sigma ~ 1e300 (the product is inf, ratio 0)
-    return (np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)) / (2 * sigma * sigma)
+    diff = np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)
+    with np.errstate(over="ignore"):                  # sigma near 1e-160: the ratio is +-inf, its limit
+        if 2 * sigma * sigma > 0:
+            return diff / (2 * sigma * sigma)
+        return (diff / sigma) / (2 * sigma)           # sigma*sigma underflows: 0 stays 0, not 0/0
 
 
-# --- from notebooks/rl/01_tv_and_coupling.py, cell 10 (line 178): "1. TV distance between $\mathcal N(\mu_1, \sigma^2 I_d)$..." ---
+# --- from notebooks/rl/01_tv_and_coupling.py, cell 10 (line 183): "1. TV distance between $\mathcal N(\mu_1, \sigma^2 I_d)$..." ---
 def reflection_coupling(x, mu1, mu2, sigma: float, rng: np.random.Generator):
     """Maximal coupling of ``N(mu1, s^2 I)`` and ``N(mu2, s^2 I)`` by rejection and reflection.
 

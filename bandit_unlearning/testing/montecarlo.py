@@ -13,7 +13,7 @@ import numpy as np
 from bandit_unlearning.checks import check_int, check_real, check_real_array
 
 
-# --- from notebooks/mab/01_data_and_lcb.py, cell 23 (line 768): "3. Lemma 3.1: why pessimism works" ---
+# --- from notebooks/mab/01_data_and_lcb.py, cell 23 (line 770): "3. Lemma 3.1: why pessimism works" ---
 def hoeffding_margin(n_samples: int, width: float, fail_prob: float) -> float:
     """One-sided Hoeffding deviation: ``P[mean - E > t] <= fail_prob`` for ``n_samples`` i.i.d.
     values in an interval of length ``width``; returns ``t = width sqrt(ln(1/fail_prob) / (2 n))``.

@@ -675,7 +675,8 @@ def lemma31_bound_fixed(n_star: float, n_arms: int, tau: float) -> float:
     """
     n_star = check_real(n_star, "n_star", 0, low_open=True)
     n_arms = check_int(n_arms, "n_arms", 1)
-    return float(np.sqrt(2 * np.log(n_arms / check_tau(tau)) / n_star) + tau)
+    with np.errstate(over="ignore"):                  # a subnormal n_star: the bound is inf (vacuous)
+        return float(np.sqrt(2 * np.log(n_arms / check_tau(tau)) / n_star) + tau)
 
 
 def lemma31_bound_distribution(n: float, c_star: float, n_arms: int, tau: float) -> float:
@@ -700,7 +701,8 @@ def lemma31_bound_distribution(n: float, c_star: float, n_arms: int, tau: float)
     n = check_real(n, "n", 0, low_open=True)
     c_star = check_real(c_star, "c_star (C*)", 1)
     n_arms = check_int(n_arms, "n_arms", 1)
-    return float(2 * np.sqrt(c_star * np.log(n_arms / check_tau(tau)) / n) + 2 * tau)
+    with np.errstate(over="ignore"):                  # a subnormal n: the bound is inf (vacuous)
+        return float(2 * np.sqrt(c_star * np.log(n_arms / check_tau(tau)) / n) + 2 * tau)
 
 
 # %%

@@ -268,7 +268,8 @@ def admits(release_mus, mu_new: float, mu_budget: float) -> bool:
     """
     mus = check_real_array(release_mus, "release_mus", 0, ndim=1)
     mus = np.append(mus, check_real(mu_new, "mu_new", 0))
-    return bool(request_mus(mus)[0] <= check_real(mu_budget, "mu_budget", 0))
+    with np.errstate(over="ignore"):                  # a shift near 1e300 squares to inf: not admitted
+        return bool(request_mus(mus)[0] <= check_real(mu_budget, "mu_budget", 0))
 
 
 def release_shift(pub_counts, pending_counts, log_term: float, sigma: float) -> float:
@@ -334,8 +335,9 @@ def deletion_capacity(n_arm: int, k: int, log_term: float, sigma: float, epsilon
     # requests while the running sum of squared shifts stays within the budget (a sequential cumsum:
     # the same additions, in the same order, as a loop over the requests, without a Python loop)
     j = np.arange(1, min(max_requests, n_arm // k) + 1, dtype=float)
-    mu = np.asarray(exact_sensitivity(n_arm, j * k, log_term), dtype=float) / sigma
-    return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
+    with np.errstate(over="ignore"):                  # a subnormal sigma: infinite shifts, capacity 0
+        mu = np.asarray(exact_sensitivity(n_arm, j * k, log_term), dtype=float) / sigma
+        return int(np.searchsorted(np.cumsum(mu * mu), budget * budget, side="right"))
 
 
 # %% [markdown]

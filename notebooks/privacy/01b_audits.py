@@ -264,7 +264,8 @@ def _outward(bound, tail, alpha, toward: float):
         if not np.any(bad):
             return bound
         moved = np.clip(bound + step if toward == 1.0 else bound - step, 0.0, 1.0)
-        bound, step = np.where(bad, moved, bound), np.where(bad, 2 * step, step)
+        # a step past 1 is clipped anyway; capping it keeps 1,100 doublings from overflowing to inf
+        bound, step = np.where(bad, moved, bound), np.where(bad, np.minimum(2 * step, 1.0), step)
     return np.where(tail(bound) <= limit, bound, toward)        # pragma: no cover (the end point passes)
 
 # %% [markdown]

@@ -133,7 +133,8 @@ def tv_gaussians(mu1, mu2, sigma: float):
     if sigma == 0:
         tv = (dist > 0).astype(float)
     else:
-        tv = erf(dist / (2 * np.sqrt(2) * sigma))
+        with np.errstate(over="ignore"):              # a subnormal sigma: erf(inf) = 1
+            tv = erf(dist / (2 * np.sqrt(2) * sigma))
     return float(tv) if np.ndim(tv) == 0 else tv
 
 
@@ -169,7 +170,11 @@ def coupling_log_ratio(x, mu1, mu2, sigma: float):
     check_broadcast(x=x, mu1=mu1, mu2=mu2)
     xi, xi2 = x - mu1, x - mu2
     # sigma * sigma, not sigma**2: a float power raises OverflowError for sigma ~ 1e300 (the product is inf, ratio 0)
-    return (np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)) / (2 * sigma * sigma)
+    diff = np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)
+    with np.errstate(over="ignore"):                  # sigma near 1e-160: the ratio is +-inf, its limit
+        if 2 * sigma * sigma > 0:
+            return diff / (2 * sigma * sigma)
+        return (diff / sigma) / (2 * sigma)           # sigma*sigma underflows: 0 stays 0, not 0/0
 
 
 # %% [markdown]

@@ -433,7 +433,8 @@ def sigma_exact(rho: float, B: float, T: int) -> float:
     if rho >= 1:
         raise ValueError(f"rho must be < 1 for the exact calibration (TV <= 1 always holds), got {rho}")
     n = path_length(T)
-    return _finite_sigma(float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho))), rho)
+    with np.errstate(over="ignore"):                  # an overflow (a subnormal rho) is refused by _finite_sigma
+        return _finite_sigma(float(B * np.sqrt(n) / (2 * np.sqrt(2) * erfinv(rho))), rho)
 
 
 def _finite_sigma(sigma: float, rho: float) -> float:
@@ -463,7 +464,8 @@ def path_tv(B: float, sigma: float, n_nodes: int) -> float:
     """
     B, sigma = check_positive(B, "B"), check_positive(sigma, "sigma")
     n = check_int(n_nodes, "n_nodes", 1)
-    return float(erf(B * np.sqrt(n) / (2 * np.sqrt(2) * sigma)))
+    with np.errstate(over="ignore"):                  # a subnormal sigma: erf(inf) = 1
+        return float(erf(B * np.sqrt(n) / (2 * np.sqrt(2) * sigma)))
 
 
 def eps_app(sigma: float, T: int, d: int, delta: float) -> float:

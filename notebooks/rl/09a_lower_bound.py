@@ -97,6 +97,7 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
+from scipy.special import erfinv
 from scipy.stats import binom, norm
 
 from matplotlib.axes import Axes
@@ -141,17 +142,22 @@ def sum_mechanism_sigma(rho: float) -> float:
     Returns
     -------
     float
-        ``1 / (2 Phi^{-1}((1 + rho) / 2))`` (``> 0``).
+        ``1 / (2 Phi^{-1}((1 + rho) / 2)) = 1 / (2 sqrt(2) erfinv(rho))`` (``> 0``; erfinv keeps the
+        digits of a tiny rho that ``(1 + rho) / 2`` would round away).
 
     Raises
     ------
     ValueError
-        If ``rho`` is outside ``(0, 1)``.
+        If ``rho`` is outside ``(0, 1)``, or so small that ``sigma`` overflows.
     """
     rho = check_positive(rho, "rho")
     if rho >= 1:
         raise ValueError(f"rho must be < 1, got {rho}")
-    return float(1 / (2 * norm.ppf((1 + rho) / 2)))
+    with np.errstate(divide="ignore", over="ignore"):
+        sigma = float(1 / (2 * np.sqrt(2) * erfinv(rho)))
+    if not math.isfinite(sigma):
+        raise ValueError(f"rho must be large enough for a finite sigma, got rho = {rho!r} (sigma overflows)")
+    return sigma
 
 
 # %% [markdown]
