@@ -32,7 +32,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from bandit_unlearning.exact.bandit import actions, bandit_users, chosen_arm, ucb_bandit_learner
+from bandit_unlearning.exact.bandit import bandit_users, ucb_bandit_learner
 from bandit_unlearning.exact.learner import ExactOptions, train, ZERO_USER
 from bandit_unlearning.protocol import DeleteStep, unlearn
 from bandit_unlearning.exact.tree import (
@@ -89,7 +89,7 @@ def run_statistics(run, t):
     w = np.minimum(run.final_model, 1e6)
     for a in range(m):
         out[f"final index arm {a}"] = w[a]
-    arms = np.append(actions(run), chosen_arm(run.final_model))
+    arms = np.argmax(np.array(run.models), axis=1)    # the arm each of w_1 .. w_{T+1} pulls (chosen_arm, at once)
     out["pulls of arm 0"] = float(np.sum(arms == 0))
     out["arms at T, T+1"] = float(2 * arms[-2] + arms[-1])          # categorical, 4 values
     return out
