@@ -196,7 +196,15 @@ def _popcount(s):
 
 
 @numba.njit(cache=True)
-def dense_append(raw, x, clean, noisy, first, k, t, sigma):
+def _keys_into(raw, table, first):
+    """The keys of ``node_keys(raw)`` written into rows ``first ..`` of ``table`` (no key array kept)."""
+    v, m = np.empty(16, dtype=np.uint64), np.empty(16, dtype=np.uint64)
+    for j in range(raw.size // 3):
+        _hash_words(raw, 3 * j, table, first + j, v, m)
+
+
+@numba.njit(cache=True)
+def dense_append(raw, x, clean, noisy, first, k, t, sigma, top):
     """Unchecked: ``BinaryTree.append``'s arithmetic for leaf ``t``.
 
     Parameters
@@ -212,12 +220,17 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma):
         ``N(t - 1)``, ``nu_2(t) + 1`` and the leaf.
     sigma : float
         Noise scale, >= 0.
+    top : numpy.ndarray
+        Shape ``(d,)``: receives the noisy prefix sum at ``t`` (``dense_prefix(noisy, t)``).
 
     Returns
     -------
-    numpy.ndarray
-        The noisy prefix sum at ``t`` (``dense_prefix(noisy, t)``).
+    bool
+        ``False``, with nothing written, when the buffers have fewer than ``first + k`` rows (the
+        caller grows them and calls again); ``True`` once done.
     """
+    if first + k > clean.shape[0]:
+        return False
     d = x.size
     keys = node_keys(raw)
     for i in range(d):
@@ -233,7 +246,26 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma):
                 clean[p, i] += clean[row, i]
     for h in range(k):
         add_noise(keys[h], sigma, clean[first + h], noisy[first + h])
-    return dense_prefix(noisy, t)
+    _prefix_into(noisy, t, top)
+    return True
+
+
+@numba.njit(cache=True)
+def _prefix_into(noisy, t, out):
+    """The fold of ``dense_prefix(noisy, t)``, written into ``out``."""
+    d = noisy.shape[1]
+    start, seen = 0, False
+    for h in range(62, -1, -1):
+        if (t >> h) & 1:
+            start += 1 << h
+            row = 2 * (start - 1) - _popcount(start - 1) + h
+            if seen:
+                for i in range(d):
+                    out[i] += noisy[row, i]
+            else:
+                for i in range(d):
+                    out[i] = noisy[row, i]
+                seen = True
 
 
 @numba.njit(cache=True)
@@ -252,64 +284,50 @@ def dense_prefix(noisy, t):
     numpy.ndarray
         The rows of the dyadic decomposition of ``[1, t]``, largest node first, folded left to right.
     """
-    d = noisy.shape[1]
-    out = np.empty(d)
-    start, seen = 0, False
-    for h in range(62, -1, -1):
-        if (t >> h) & 1:
-            start += 1 << h
-            row = 2 * (start - 1) - _popcount(start - 1) + h
-            if seen:
-                for i in range(d):
-                    out[i] += noisy[row, i]
-            else:
-                for i in range(d):
-                    out[i] = noisy[row, i]
-                seen = True
+    out = np.empty(noisy.shape[1])
+    _prefix_into(noisy, t, out)
     return out
 
 
 @numba.njit(cache=True)
-def light_append(raw, idx, val, lo, hi, d, sigma, previous):
+def light_append(raw, idx, val, lo, hi, sigma, keys_table, first, previous, out):
     """Unchecked: ``LightTree.append``'s arithmetic for a stored leaf.
 
     Parameters
     ----------
     raw : numpy.ndarray
-        ``3 k`` uint64 words, hashed into the keys of the nodes ending at the leaf.
+        ``3 k`` uint64 words, hashed into the keys of the ``k`` nodes ending at the leaf.
     idx, val : numpy.ndarray
         The tree's entry buffers (int32 indices, float64 values).
     lo, hi : int
         The entries of the new decomposition node's leaves, in order.
-    d : int
-        Dimension.
     sigma : float
         Noise scale, >= 0.
+    keys_table : numpy.ndarray
+        The tree's key table; rows ``first .. first + k - 1`` receive the keys.
+    first : int
+        ``N(t - 1)``.
     previous : numpy.ndarray
-        The last partial sum of the decomposition, or an empty array for the first node.
-
-    Returns
-    -------
-    tuple
-        ``(keys, noisy, partial)``: the keys (``(k, 3)`` uint64); the node's noisy value -- zeros,
-        plus the entries in order (as ``bincount`` adds them), plus the last key's noise; and
-        ``previous + noisy`` (``noisy`` itself when ``previous`` is empty).
+        The last partial sum of the decomposition (read when ``out`` has two rows).
+    out : numpy.ndarray
+        Shape ``(1, d)`` or ``(2, d)``: row 0 receives the node's noisy value -- zeros, plus the
+        entries in order (as ``bincount`` adds them), plus the last key's noise; row 1, if present,
+        ``previous + noisy``.
     """
-    keys = node_keys(raw)
-    noisy = np.zeros(d)
+    k = raw.size // 3
+    _keys_into(raw, keys_table, first)
+    noisy = out[0]
+    noisy[:] = 0.0
     for e in range(lo, hi):
         noisy[idx[e]] += val[e]
-    add_noise(keys[keys.shape[0] - 1], sigma, noisy, noisy)
-    if previous.size == 0:
-        return keys, noisy, noisy
-    partial = np.empty(d)
-    for i in range(d):
-        partial[i] = previous[i] + noisy[i]
-    return keys, noisy, partial
+    add_noise(keys_table[first + k - 1], sigma, noisy, noisy)
+    if out.shape[0] > 1:
+        for i in range(noisy.size):
+            out[1, i] = previous[i] + noisy[i]
 
 
 @numba.njit(cache=True)
-def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, previous):
+def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, previous, out):
     """Unchecked: ``LightTree.append`` of a finite dense float vector (the caller checked).
 
     Parameters
@@ -319,23 +337,27 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, pr
     x : numpy.ndarray
         The statistic, float64 of shape ``(d,)``; its non-zeros become leaf ``t``'s entries.
     ptr, idx, val : numpy.ndarray
-        The tree's leaf pointers and entry buffers (room for ``d`` more entries); ``ptr[t]`` is set.
+        The tree's leaf pointers and entry buffers; ``ptr[t]`` is set.
     keys_table : numpy.ndarray
         The tree's key table; rows ``first .. first + k - 1`` are written.
     t, first, k : int
         The leaf, ``N(t - 1)`` and ``nu_2(t) + 1``.
     sigma : float
         Noise scale, >= 0.
-    previous : numpy.ndarray
+    previous, out : numpy.ndarray
         As for ``light_append``.
 
     Returns
     -------
-    tuple
-        ``(noisy, partial)`` as ``light_append`` gives them.
+    bool
+        ``False``, with nothing written, when a buffer lacks room (``ptr`` for leaf ``t``, the entry
+        buffers for ``d`` more entries, the key table for ``first + k`` rows; the caller grows them and
+        calls again); ``True`` once done.
     """
     d = x.size
     start = ptr[t - 1]
+    if t >= ptr.size or start + d > idx.size or first + k > keys_table.shape[0]:
+        return False
     e = start
     for i in range(d):
         if x[i] != 0.0:
@@ -343,8 +365,5 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, pr
             val[e] = x[i]
             e += 1
     ptr[t] = e
-    keys, noisy, partial = light_append(raw, idx, val, ptr[t - (1 << (k - 1))], e, d, sigma, previous)
-    for j in range(k):
-        for w in range(3):
-            keys_table[first + j, w] = keys[j, w]
-    return noisy, partial
+    light_append(raw, idx, val, ptr[t - (1 << (k - 1))], e, sigma, keys_table, first, previous, out)
+    return True

@@ -73,7 +73,6 @@ from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
 
 _FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
-_NO_TOP = (0, None)                   # a dense tree's cached prefix sum: none
 
 
 class BaseTree:
@@ -173,7 +172,8 @@ class BinaryTree(BaseTree):
         self._noisy = np.zeros((rows, self._d))
         self._n = 0
         self._frozen = False
-        self._top = _NO_TOP              # (n, noisy prefix sum at n): set by append, dropped by any change
+        self._top_n = 0                  # the compiled append's prefix sum is u~_n in _top_sum if n = _top_n > 0;
+        self._top_sum = None             # any change sets _top_n = 0 (the buffer is made on the first such append)
 
     @property
     def nbytes(self) -> int:
@@ -225,7 +225,9 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     rng : numpy.random.Generator, int or None
         Source of the node keys (``None``: fresh OS entropy).
     """
-    self._check_mutable()
+    if self._frozen:
+        self._check_mutable()                                 # the refusal
+    self._top_n = 0
     fast = accel.kernels()
     if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
             and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
@@ -236,10 +238,13 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
     if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
         raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-        self._reserve(first + k)
-        top = fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma)
-        top.setflags(write=False)
-        self._n, self._top = t, (t, top)
+        top = self._top_sum
+        if top is None:
+            top = self._top_sum = np.empty(self._d)
+        if not fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma, top):
+            self._reserve(first + k)                          # no room: nothing written; grow, then write
+            fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma, top)
+        self._n = self._top_n = t
         return
     keys = draw_node_keys(rng, k)
     self._reserve(first + k)
@@ -273,9 +278,8 @@ def noisy_prefix_sum(self, t: int) -> np.ndarray:
         t = check_int(t, "t", 0, self._n)
     if t == 0:
         return np.zeros(self._d)
-    top = getattr(self, "_top", _NO_TOP)
-    if top[0] == t == self._n:           # computed by the compiled append, in the fold's order
-        return top[1].copy()
+    if t == self._top_n == self._n:      # computed by the compiled append, in the fold's order
+        return self._top_sum.copy()
     fast = accel.kernels()
     if fast is not None:                 # the fold below, compiled: the same order, the same bits
         return fast.dense_prefix(self._noisy, t)
@@ -392,6 +396,8 @@ def copy(self) -> "BinaryTree":
         buf = np.zeros_like(getattr(self, name))
         buf[:used] = getattr(self, name)[:used]
         setattr(new, name, buf)
+    if self._top_sum is not None:                 # the compiled append's buffer: the copy's own
+        new._top_sum = self._top_sum.copy()
     new._frozen = False
     return new
 
@@ -415,7 +421,9 @@ def __getstate__(self):
 @add_to_class(BinaryTree)
 def __setstate__(self, state):
     """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
-    self.__dict__.update(state)
+    if "_top" in state:                           # a pickle of an earlier version: no cached prefix sum
+        state = {k: v for k, v in state.items() if k != "_top"}
+    self.__dict__.update({"_top_n": 0, "_top_sum": None, **state})
     if self._frozen:
         self.freeze()
 
@@ -425,7 +433,7 @@ def _check_mutable(self) -> None:
     """``BaseTree``'s refusal of a frozen tree; a mutable one also drops the prefix sum cached by
     ``append``, since the caller is about to change the rows it was summed from."""
     BaseTree._check_mutable(self)
-    self._top = _NO_TOP
+    self._top_n = 0
 
 
 @add_to_class(BinaryTree)
@@ -434,7 +442,7 @@ def _cut(self, n: int) -> None:
     rows, used = n_nodes(n), self.n_nodes
     self._clean[rows:used] = 0
     self._noisy[rows:used] = 0
-    self._n, self._top = n, _NO_TOP
+    self._n, self._top_n = n, 0
 
 
 @add_to_class(BinaryTree)

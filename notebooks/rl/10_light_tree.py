@@ -224,6 +224,9 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
 
+
+_NO_PREVIOUS = _readonly(np.zeros(0))  # the compiled append's partial sum before the first node: none
+
 # %% [markdown]
 # The class and its storage: compressed leaf rows (`_ptr`, `_idx`, `_val`), the key table, the
 # touched nodes and the decomposition stack.  The attributes and copies it shares with the dense
@@ -364,7 +367,8 @@ def _rebuild_stack(self, keep_below: int):
 def append(self, x, rng: np.random.Generator | None = None) -> None:
     """As in ``BinaryTree.append`` (TreeUpdate), but ``x`` is stored sparsely and only the node
     joining ``D(t)`` has its noise generated (the others keep their keys alone)."""
-    self._check_mutable()
+    if self._frozen:
+        self._check_mutable()                            # the refusal
     fast = accel.kernels()
     if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
             and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
@@ -391,12 +395,10 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         del self._stack[1 - k:]                      # the nodes merged into the new one
     if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
         lo = int(self._ptr[t - (1 << (k - 1))])
-        previous = self._stack[-1][2] if self._stack else np.empty(0)
-        keys, noisy, partial = fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._d,
-                                                 self._sigma, previous)
-        self._keys[first:first + k] = keys
-        noisy = _readonly(noisy)
-        self._stack.append((first + k - 1, noisy, _readonly(partial) if self._stack else noisy))
+        previous, out = self._new_entry(len(self._stack))
+        fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._sigma, self._keys, first,
+                          previous, out)
+        self._push(first + k - 1, out)
         return
     self._keys[first:first + k] = keys
     if k > 1:
@@ -413,27 +415,47 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
 # %% [markdown]
 # With the compiled kernels (chapter B2a), a dense float statistic -- the usual case -- is appended in
 # one call: its non-zeros stored, the keys hashed, the new node's running sum, noise and partial sum,
-# in the order above.  `tests/test_exact_accel.py` compares every output with the code above.
+# in the order above.  The kernel writes the new stack entry into one array made here (its noisy value
+# and, below the first entry, its partial sum: two rows), and says when a buffer lacks room -- then it
+# has written nothing, and the buffers grow before the same call is made again.
+# `tests/test_exact_accel.py` compares every output with the code above.
 
 # %% tags=["export"]
+@add_to_class(LightTree)
+def _new_entry(self, below: int):
+    """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
+    partial sum it continues (or none) and the array of one or two rows the kernel fills."""
+    if below:
+        return self._stack[below - 1][2], np.empty((2, self._d))
+    return _NO_PREVIOUS, np.empty((1, self._d))
+
+
+@add_to_class(LightTree)
+def _push(self, p: int, out: np.ndarray) -> None:
+    """Put the node at position ``p`` on the stack: ``out``'s rows (read-only) are its noisy value
+    and its partial sum (one row: the partial sum is the noisy value)."""
+    out.setflags(write=False)                                    # and so the rows, views of it
+    noisy = out[0]
+    self._stack.append((p, noisy, out[1] if len(out) > 1 else noisy))
+
+
 @add_to_class(LightTree)
 def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
     """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
     call: the same bits as the code above."""
     t = self._n + 1
     first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
-    start = int(self._ptr[t - 1])
-    self._reserve(t, start + self._d, first + k)                 # room for every entry of x
     raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-    below = len(self._stack) - (k - 1)                           # the entries the new node keeps
-    previous = self._stack[below - 1][2] if below else np.empty(0)
-    noisy, partial = fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
-                                             self._sigma, previous)
+    previous, out = self._new_entry(len(self._stack) - (k - 1))     # the entries the new node keeps
+    args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma, previous, out)
+    if not fast.light_append_dense(*args):                       # no room: nothing written
+        self._reserve(t, int(self._ptr[t - 1]) + self._d, first + k)  # room for every entry of x
+        fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma,
+                                previous, out)
     if k > 1:
         del self._stack[1 - k:]                                    # the nodes merged into the new one
     self._n = t
-    noisy = _readonly(noisy)
-    self._stack.append((first + k - 1, noisy, _readonly(partial) if below else noisy))
+    self._push(first + k - 1, out)
 
 
 @add_to_class(LightTree)
