@@ -221,3 +221,32 @@ def test_the_package_runs_without_numba():
             tree.append(np.arange(8.0) * t, rng)
         mine.append(tree.noisy_prefix_sum(39).tobytes().hex())
     assert done.stdout.split() == mine
+
+
+@needs_numba
+@pytest.mark.parametrize("d", [2, 16, 300])
+def test_light_tree_dense_leaves_bit_for_bit(d):
+    """Leaves with every entry non-zero (the compiled running sum adds them as a contiguous block) mixed
+    with sparse ones and empty ones, dense and ``SparseStatistic`` inputs: the same bits as the reference."""
+
+    def session():
+        g = np.random.default_rng(d)
+        rng = np.random.default_rng(d + 1)
+        tree, out = LightTree(d, 0.7, 1), []
+        for t in range(1, 70):
+            x = g.standard_normal(d)
+            if t % 3 == 1:
+                x[g.random(d) < 0.5] = 0.0
+            elif t % 7 == 0:
+                x[:] = 0.0
+            if t % 2:
+                tree.append(x, rng)
+            else:
+                idx = np.flatnonzero(x)
+                tree.append(SparseStatistic(idx, x[idx]), rng)
+            out.append(tree.noisy_prefix_sum(t).tobytes())
+        out.extend(tree.noisy_prefix_sum(t).tobytes() for t in range(0, 70, 5))
+        return out, tree.values()[1].tobytes(), rng.random()
+
+    fast, ref = both(session)
+    assert fast == ref

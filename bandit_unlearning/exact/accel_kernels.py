@@ -290,39 +290,47 @@ def dense_prefix(noisy, t):
 
 
 @numba.njit(cache=True)
-def light_append(raw, idx, val, lo, hi, sigma, keys_table, first, previous, out):
+def light_append(raw, ptr, idx, val, lo, hi, sigma, keys_table, first, previous, out):
     """Unchecked: ``LightTree.append``'s arithmetic for a stored leaf.
 
     Parameters
     ----------
     raw : numpy.ndarray
         ``3 k`` uint64 words, hashed into the keys of the ``k`` nodes ending at the leaf.
-    idx, val : numpy.ndarray
-        The tree's entry buffers (int32 indices, float64 values).
+    ptr, idx, val : numpy.ndarray
+        The tree's leaf pointers (leaf ``s``: entries ``ptr[s - 1] .. ptr[s] - 1``) and entry buffers
+        (int32 indices, increasing within a leaf, and float64 values).
     lo, hi : int
-        The entries of the new decomposition node's leaves, in order.
+        The new decomposition node's leaves, ``lo .. hi``.
     sigma : float
         Noise scale, >= 0.
     keys_table : numpy.ndarray
         The tree's key table; rows ``first .. first + k - 1`` receive the keys.
     first : int
-        ``N(t - 1)``.
+        ``N(hi - 1)``.
     previous : numpy.ndarray
         The last partial sum of the decomposition (read when ``out`` has two rows).
     out : numpy.ndarray
         Shape ``(1, d)`` or ``(2, d)``: row 0 receives the node's noisy value -- zeros, plus the
-        entries in order (as ``bincount`` adds them), plus the last key's noise; row 1, if present,
-        ``previous + noisy``.
+        leaves' entries in order (as ``bincount`` adds them), plus the last key's noise; row 1, if
+        present, ``previous + noisy``.
     """
     k = raw.size // 3
+    d = out.shape[1]
     _keys_into(raw, keys_table, first)
     noisy = out[0]
     noisy[:] = 0.0
-    for e in range(lo, hi):
-        noisy[idx[e]] += val[e]
+    for s in range(lo, hi + 1):
+        a, b = ptr[s - 1], ptr[s]
+        if b - a == d:  # a leaf with every entry non-zero: its indices are 0 .. d - 1, in order
+            for i in range(d):
+                noisy[i] += val[a + i]
+        else:
+            for e in range(a, b):
+                noisy[idx[e]] += val[e]
     add_noise(keys_table[first + k - 1], sigma, noisy, noisy)
     if out.shape[0] > 1:
-        for i in range(noisy.size):
+        for i in range(d):
             out[1, i] = previous[i] + noisy[i]
 
 
@@ -365,5 +373,5 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, pr
             val[e] = x[i]
             e += 1
     ptr[t] = e
-    light_append(raw, idx, val, ptr[t - (1 << (k - 1))], e, sigma, keys_table, first, previous, out)
+    light_append(raw, ptr, idx, val, t - (1 << (k - 1)) + 1, t, sigma, keys_table, first, previous, out)
     return True

@@ -157,7 +157,7 @@ class LightTree(BaseTree):
             stack.append((p, noisy, partial))
         self._stack = stack
 
-    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 364): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 371): "3. Implementation" ---
     @sections_from(BinaryTree.append)
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """As in ``BinaryTree.append`` (TreeUpdate), but ``x`` is stored sparsely and only the node
@@ -165,17 +165,30 @@ class LightTree(BaseTree):
         if self._frozen:
             self._check_mutable()                            # the refusal
         fast = accel.kernels()
-        if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-                and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
-            if type(rng) is not np.random.Generator:
-                rng = as_generator(rng)
-            self._append_dense_compiled(fast, x, rng)
-            return
-        idx, val = statistic_sparse(x, self._d, "x")         # the rule a non-finite x broke, or the general path
+        dense = (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+                 and math.isfinite(x.dot(x)))                # a finite float vector: checked, in one call
+        if not dense:
+            idx, val = statistic_sparse(x, self._d, "x")     # the rule a non-finite x broke, or the general path
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
         t = self._n + 1
         first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+        stack = self._stack
+        if dense:                                        # one compiled call: the same bits as below
+            raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+            previous, out = self._new_entry(len(stack) - (k - 1))           # the entries the new node keeps
+            args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma, previous, out)
+            if not fast.light_append_dense(*args):       # no room: nothing written
+                self._reserve(t, int(self._ptr[t - 1]) + self._d, first + k)    # room for every entry of x
+                fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
+                                        self._sigma, previous, out)
+            if k > 1:
+                del stack[1 - k:]                        # the nodes merged into the new one
+            self._n = t
+            out.setflags(write=False)                    # and so its rows, views of it
+            noisy = out[0]
+            stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
+            return
         if fast is None:
             keys = draw_node_keys(rng, k)
         else:                                            # the same words; hashed below, compiled
@@ -187,13 +200,14 @@ class LightTree(BaseTree):
         self._ptr[t] = start + idx.size
         self._n = t
         if k > 1:
-            del self._stack[1 - k:]                      # the nodes merged into the new one
+            del stack[1 - k:]                            # the nodes merged into the new one
         if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
-            lo = int(self._ptr[t - (1 << (k - 1))])
-            previous, out = self._new_entry(len(self._stack))
-            fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._sigma, self._keys, first,
-                              previous, out)
-            self._push(first + k - 1, out)
+            previous, out = self._new_entry(len(stack))
+            fast.light_append(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
+                              first, previous, out)
+            out.setflags(write=False)
+            noisy = out[0]
+            stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
             return
         self._keys[first:first + k] = keys
         if k > 1:
@@ -203,40 +217,15 @@ class LightTree(BaseTree):
             noisy[idx] = val
         noisy += node_noise(keys[k - 1], self._d, self._sigma)
         noisy = _readonly(noisy)
-        partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
-        self._stack.append((first + k - 1, noisy, partial))
+        partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
+        stack.append((first + k - 1, noisy, partial))
 
-    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 423): "3. Implementation" ---
     def _new_entry(self, below: int):
         """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
         partial sum it continues (or none) and the array of one or two rows the kernel fills."""
         if below:
             return self._stack[below - 1][2], np.empty((2, self._d))
         return _NO_PREVIOUS, np.empty((1, self._d))
-
-    def _push(self, p: int, out: np.ndarray) -> None:
-        """Put the node at position ``p`` on the stack: ``out``'s rows (read-only) are its noisy value
-        and its partial sum (one row: the partial sum is the noisy value)."""
-        out.setflags(write=False)                                    # and so the rows, views of it
-        noisy = out[0]
-        self._stack.append((p, noisy, out[1] if len(out) > 1 else noisy))
-
-    def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
-        """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
-        call: the same bits as the code above."""
-        t = self._n + 1
-        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
-        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-        previous, out = self._new_entry(len(self._stack) - (k - 1))     # the entries the new node keeps
-        args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma, previous, out)
-        if not fast.light_append_dense(*args):                       # no room: nothing written
-            self._reserve(t, int(self._ptr[t - 1]) + self._d, first + k)  # room for every entry of x
-            fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma,
-                                    previous, out)
-        if k > 1:
-            del self._stack[1 - k:]                                    # the nodes merged into the new one
-        self._n = t
-        self._push(first + k - 1, out)
 
     @sections_from(BinaryTree.noisy_prefix_sum)
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
@@ -256,7 +245,7 @@ class LightTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t) if t else np.zeros(self._d)
 
-    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 486): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 470): "3. Implementation" ---
     @sections_from(BinaryTree.leaf)
     def leaf(self, t: int) -> np.ndarray:
         """As in ``BinaryTree.leaf``: the statistic ``x_t``, a dense copy of its stored non-zeros."""
@@ -287,7 +276,7 @@ class LightTree(BaseTree):
         out[rows, self._idx[:nnz]] = self._val[:nnz]
         return out
 
-    # --- from notebooks/rl/10_light_tree.py, cell 17 (line 522): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 506): "3. Implementation" ---
     @sections_from(BinaryTree.clean)
     def clean(self, node: Node) -> np.ndarray:
         """As in ``BinaryTree.clean``: the clean value ``v_b``, recomputed as the running sum of its leaves."""
@@ -318,7 +307,7 @@ class LightTree(BaseTree):
         dense._n = self._n
         return dense
 
-    # --- from notebooks/rl/10_light_tree.py, cell 19 (line 565): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 17 (line 549): "3. Implementation" ---
     def copy(self) -> "LightTree":
         """A mutable copy (leaves and keys copied; read-only noisy-value arrays shared)."""
         new = object.__new__(type(self))
@@ -351,7 +340,7 @@ class LightTree(BaseTree):
         if self._frozen:
             self.freeze()
 
-    # --- from notebooks/rl/10_light_tree.py, cell 21 (line 609): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 19 (line 593): "3. Implementation" ---
     def _cut(self, n: int):
         """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
         touched nodes dropped."""
@@ -384,7 +373,7 @@ class LightTree(BaseTree):
         self._idx, self._val = new_idx, new_val
         self._ptr[t:self._n + 1] += grow
 
-    # --- from notebooks/rl/10_light_tree.py, cell 23 (line 651): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 21 (line 635): "3. Implementation" ---
     @sections_from(BinaryTree.unlearn_leaf)
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """As in ``BinaryTree.unlearn_leaf`` (Algorithm 3), with the same draws from ``rng``; in addition,

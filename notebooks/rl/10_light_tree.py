@@ -360,6 +360,13 @@ def _rebuild_stack(self, keep_below: int):
 # written straight into a zero vector (its entries are distinct: the same bits as `bincount`).
 # `noisy_prefix_sum(n)` is then a copy of the top of the stack.  Arguments are checked once, at
 # the boundary.
+#
+# With the compiled kernels (chapter B2a), a dense float statistic -- the usual case -- is appended in
+# one call: its non-zeros stored, the keys hashed, the new node's running sum, noise and partial sum,
+# in the order of the code below.  The kernel writes the new stack entry into one array made here
+# (`_new_entry`: its noisy value and, above the first entry, its partial sum -- two rows), and says
+# when a buffer lacks room; it has then written nothing, and the buffers grow before the same call is
+# made again.  `tests/test_exact_accel.py` compares every output with the numpy code.
 
 # %% tags=["export"]
 @add_to_class(LightTree)
@@ -370,17 +377,30 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     if self._frozen:
         self._check_mutable()                            # the refusal
     fast = accel.kernels()
-    if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-            and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
-        if type(rng) is not np.random.Generator:
-            rng = as_generator(rng)
-        self._append_dense_compiled(fast, x, rng)
-        return
-    idx, val = statistic_sparse(x, self._d, "x")         # the rule a non-finite x broke, or the general path
+    dense = (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+             and math.isfinite(x.dot(x)))                # a finite float vector: checked, in one call
+    if not dense:
+        idx, val = statistic_sparse(x, self._d, "x")     # the rule a non-finite x broke, or the general path
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
     first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    stack = self._stack
+    if dense:                                        # one compiled call: the same bits as below
+        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+        previous, out = self._new_entry(len(stack) - (k - 1))           # the entries the new node keeps
+        args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma, previous, out)
+        if not fast.light_append_dense(*args):       # no room: nothing written
+            self._reserve(t, int(self._ptr[t - 1]) + self._d, first + k)    # room for every entry of x
+            fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
+                                    self._sigma, previous, out)
+        if k > 1:
+            del stack[1 - k:]                        # the nodes merged into the new one
+        self._n = t
+        out.setflags(write=False)                    # and so its rows, views of it
+        noisy = out[0]
+        stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
+        return
     if fast is None:
         keys = draw_node_keys(rng, k)
     else:                                            # the same words; hashed below, compiled
@@ -392,13 +412,14 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     self._ptr[t] = start + idx.size
     self._n = t
     if k > 1:
-        del self._stack[1 - k:]                      # the nodes merged into the new one
+        del stack[1 - k:]                            # the nodes merged into the new one
     if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
-        lo = int(self._ptr[t - (1 << (k - 1))])
-        previous, out = self._new_entry(len(self._stack))
-        fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._sigma, self._keys, first,
-                          previous, out)
-        self._push(first + k - 1, out)
+        previous, out = self._new_entry(len(stack))
+        fast.light_append(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
+                          first, previous, out)
+        out.setflags(write=False)
+        noisy = out[0]
+        stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
         return
     self._keys[first:first + k] = keys
     if k > 1:
@@ -408,19 +429,10 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         noisy[idx] = val
     noisy += node_noise(keys[k - 1], self._d, self._sigma)
     noisy = _readonly(noisy)
-    partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
-    self._stack.append((first + k - 1, noisy, partial))
+    partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
+    stack.append((first + k - 1, noisy, partial))
 
 
-# %% [markdown]
-# With the compiled kernels (chapter B2a), a dense float statistic -- the usual case -- is appended in
-# one call: its non-zeros stored, the keys hashed, the new node's running sum, noise and partial sum,
-# in the order above.  The kernel writes the new stack entry into one array made here (its noisy value
-# and, below the first entry, its partial sum: two rows), and says when a buffer lacks room -- then it
-# has written nothing, and the buffers grow before the same call is made again.
-# `tests/test_exact_accel.py` compares every output with the code above.
-
-# %% tags=["export"]
 @add_to_class(LightTree)
 def _new_entry(self, below: int):
     """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
@@ -428,34 +440,6 @@ def _new_entry(self, below: int):
     if below:
         return self._stack[below - 1][2], np.empty((2, self._d))
     return _NO_PREVIOUS, np.empty((1, self._d))
-
-
-@add_to_class(LightTree)
-def _push(self, p: int, out: np.ndarray) -> None:
-    """Put the node at position ``p`` on the stack: ``out``'s rows (read-only) are its noisy value
-    and its partial sum (one row: the partial sum is the noisy value)."""
-    out.setflags(write=False)                                    # and so the rows, views of it
-    noisy = out[0]
-    self._stack.append((p, noisy, out[1] if len(out) > 1 else noisy))
-
-
-@add_to_class(LightTree)
-def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
-    """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
-    call: the same bits as the code above."""
-    t = self._n + 1
-    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-    previous, out = self._new_entry(len(self._stack) - (k - 1))     # the entries the new node keeps
-    args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma, previous, out)
-    if not fast.light_append_dense(*args):                       # no room: nothing written
-        self._reserve(t, int(self._ptr[t - 1]) + self._d, first + k)  # room for every entry of x
-        fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma,
-                                previous, out)
-    if k > 1:
-        del self._stack[1 - k:]                                    # the nodes merged into the new one
-    self._n = t
-    self._push(first + k - 1, out)
 
 
 @add_to_class(LightTree)
