@@ -204,7 +204,7 @@ def _keys_into(raw, table, first):
 
 
 @numba.njit(cache=True)
-def dense_append(raw, x, clean, noisy, first, k, t, sigma, top):
+def dense_append(raw, x, clean, noisy, t, sigma, top):
     """Unchecked: ``BinaryTree.append``'s arithmetic for leaf ``t``.
 
     Parameters
@@ -214,10 +214,10 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma, top):
     x : numpy.ndarray
         The finite float64 statistic, shape ``(d,)`` (the caller checked).
     clean, noisy : numpy.ndarray
-        The tree's row buffers, shape ``(rows, d)``; rows ``first .. first + k - 1`` are written
-        (clean running sums, noisy values).
-    first, k, t : int
-        ``N(t - 1)``, ``nu_2(t) + 1`` and the leaf.
+        The tree's row buffers, shape ``(rows, d)``; rows ``N(t - 1) .. N(t) - 1`` (the ``k`` nodes
+        ending at ``t``) are written (clean running sums, noisy values).
+    t : int
+        The leaf.
     sigma : float
         Noise scale, >= 0.
     top : numpy.ndarray
@@ -226,9 +226,11 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma, top):
     Returns
     -------
     bool
-        ``False``, with nothing written, when the buffers have fewer than ``first + k`` rows (the
-        caller grows them and calls again); ``True`` once done.
+        ``False``, with nothing written, when the buffers have fewer than ``N(t)`` rows (the caller
+        grows them and calls again); ``True`` once done.
     """
+    k = raw.size // 3
+    first = 2 * (t - 1) - _popcount(t - 1)
     if first + k > clean.shape[0]:
         return False
     d = x.size
@@ -335,7 +337,7 @@ def light_append(raw, ptr, idx, val, lo, hi, sigma, keys_table, first, previous,
 
 
 @numba.njit(cache=True)
-def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, previous, out):
+def light_append_dense(raw, x, ptr, idx, val, keys_table, t, sigma, previous, out):
     """Unchecked: ``LightTree.append`` of a finite dense float vector (the caller checked).
 
     Parameters
@@ -347,9 +349,9 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, pr
     ptr, idx, val : numpy.ndarray
         The tree's leaf pointers and entry buffers; ``ptr[t]`` is set.
     keys_table : numpy.ndarray
-        The tree's key table; rows ``first .. first + k - 1`` are written.
-    t, first, k : int
-        The leaf, ``N(t - 1)`` and ``nu_2(t) + 1``.
+        The tree's key table; rows ``N(t - 1) .. N(t) - 1`` are written.
+    t : int
+        The leaf.
     sigma : float
         Noise scale, >= 0.
     previous, out : numpy.ndarray
@@ -359,9 +361,11 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, pr
     -------
     bool
         ``False``, with nothing written, when a buffer lacks room (``ptr`` for leaf ``t``, the entry
-        buffers for ``d`` more entries, the key table for ``first + k`` rows; the caller grows them and
-        calls again); ``True`` once done.
+        buffers for ``d`` more entries, the key table for ``N(t)`` rows; the caller grows them and calls
+        again); ``True`` once done.
     """
+    k = raw.size // 3
+    first = 2 * (t - 1) - _popcount(t - 1)
     d = x.size
     start = ptr[t - 1]
     if t >= ptr.size or start + d > idx.size or first + k > keys_table.shape[0]:

@@ -964,17 +964,18 @@ class BinaryTree(BaseTree):
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
         t = self._n + 1
-        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+        k = (t & -t).bit_length()                                # the nodes ending at t: levels 0 .. nu_2(t)
         if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
             raw = rng.bit_generator.random_raw(k * KEY_WORDS)
             top = self._top_sum
             if top is None:
                 top = self._top_sum = np.empty(self._d)
-            if not fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma, top):
-                self._reserve(first + k)                          # no room: nothing written; grow, then write
-                fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma, top)
+            if not fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top):
+                self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
+                fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top)
             self._n = self._top_n = t
             return
+        first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
         keys = draw_node_keys(rng, k)
         self._reserve(first + k)
         clean, noisy = self._clean, self._noisy
@@ -1032,7 +1033,7 @@ class BinaryTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 313): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 314): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy).
 
@@ -1093,7 +1094,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 388): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 389): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -1153,7 +1154,7 @@ class BinaryTree(BaseTree):
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 464): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 465): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

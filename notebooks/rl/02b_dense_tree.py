@@ -235,17 +235,18 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
-    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    k = (t & -t).bit_length()                                # the nodes ending at t: levels 0 .. nu_2(t)
     if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
         raw = rng.bit_generator.random_raw(k * KEY_WORDS)
         top = self._top_sum
         if top is None:
             top = self._top_sum = np.empty(self._d)
-        if not fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma, top):
-            self._reserve(first + k)                          # no room: nothing written; grow, then write
-            fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma, top)
+        if not fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top):
+            self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
+            fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top)
         self._n = self._top_n = t
         return
+    first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
     keys = draw_node_keys(rng, k)
     self._reserve(first + k)
     clean, noisy = self._clean, self._noisy

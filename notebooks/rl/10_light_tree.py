@@ -384,23 +384,23 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
-    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    k = (t & -t).bit_length()                        # the nodes ending at t: levels 0 .. nu_2(t)
     stack = self._stack
     if dense:                                        # one compiled call: the same bits as below
         raw = rng.bit_generator.random_raw(k * KEY_WORDS)
         previous, out = self._new_entry(len(stack) - (k - 1))           # the entries the new node keeps
-        args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k, self._sigma, previous, out)
+        args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out)
         if not fast.light_append_dense(*args):       # no room: nothing written
-            self._reserve(t, int(self._ptr[t - 1]) + self._d, first + k)    # room for every entry of x
-            fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
-                                    self._sigma, previous, out)
+            self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
+            fast.light_append_dense(*args[:2], self._ptr, self._idx, self._val, self._keys, *args[6:])
         if k > 1:
             del stack[1 - k:]                        # the nodes merged into the new one
         self._n = t
         out.setflags(write=False)                    # and so its rows, views of it
         noisy = out[0]
-        stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
+        stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if len(out) > 1 else noisy))
         return
+    first = 2 * (t - 1) - (t - 1).bit_count()        # n_nodes(t - 1)
     if fast is None:
         keys = draw_node_keys(rng, k)
     else:                                            # the same words; hashed below, compiled
