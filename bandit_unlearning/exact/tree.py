@@ -942,7 +942,7 @@ class BinaryTree(BaseTree):
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 215): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 218): "1. The dense tree" ---
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise.
@@ -956,7 +956,6 @@ class BinaryTree(BaseTree):
         """
         if self._frozen:
             self._check_mutable()                                 # the refusal
-        self._top_n = 0
         fast = accel.kernels()
         if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
                 and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
@@ -976,6 +975,7 @@ class BinaryTree(BaseTree):
             self._n = self._top_n = t
             return
         first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
+        self._top_n = 0                                          # no compiled prefix sum for this step
         keys = draw_node_keys(rng, k)
         self._reserve(first + k)
         clean, noisy = self._clean, self._noisy
@@ -1033,7 +1033,7 @@ class BinaryTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 314): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 317): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy).
 
@@ -1094,7 +1094,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 389): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 392): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -1154,7 +1154,7 @@ class BinaryTree(BaseTree):
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 465): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 468): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

@@ -210,7 +210,10 @@ def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
 # takes the keys of the $\nu_2(t) + 1$ nodes that step $t$ completes in one draw, and writes their
 # clean and noisy values; `noisy_prefix_sum` folds the rows of $\mathcal D(t)$, largest node first
 # (`fold_rows`' order, without re-validating rows the tree wrote itself).  Both check their arguments
-# once, at the boundary, and then run unchecked arithmetic.
+# once, at the boundary, and then run unchecked arithmetic.  With the compiled kernels (chapter B2a) a
+# dense float statistic takes one compiled call, which also folds $\tilde u_t$ into a buffer the tree
+# keeps (so `noisy_prefix_sum(t)` right after is a copy) and, when the rows lack room, writes nothing
+# and says so: the rows grow, and the same call is made again.
 
 # %% tags=["export"]
 @add_to_class(BinaryTree)
@@ -227,7 +230,6 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     """
     if self._frozen:
         self._check_mutable()                                 # the refusal
-    self._top_n = 0
     fast = accel.kernels()
     if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
             and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
@@ -247,6 +249,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         self._n = self._top_n = t
         return
     first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
+    self._top_n = 0                                          # no compiled prefix sum for this step
     keys = draw_node_keys(rng, k)
     self._reserve(first + k)
     clean, noisy = self._clean, self._noisy
