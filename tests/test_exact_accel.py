@@ -250,3 +250,67 @@ def test_light_tree_dense_leaves_bit_for_bit(d):
 
     fast, ref = both(session)
     assert fast == ref
+
+
+@needs_numba
+@pytest.mark.parametrize("factory", [BinaryTree, LightTree])
+def test_typed_kernels_get_the_types_they_were_compiled_for(factory):
+    """The trees call kernels compiled for fixed argument types without numba's dispatch (which would
+    type each argument): their buffers keep exactly those types through growth, copies, pickles,
+    truncation and unlearning; the noise, key words and the light tree's partial sums too."""
+    import numba
+
+    sig = accel.kernels().SIGNATURES
+    dense, light = sig["dense_append"], sig["light_append_dense"]
+    assert sig["light_append"][1:4] == light[2:5] and sig["light_append"][7] == light[5]
+
+    def check(tree):
+        if isinstance(tree, BinaryTree):
+            assert (numba.typeof(tree._clean), numba.typeof(tree._noisy)) == dense[2:4]
+            assert tree._top_sum is None or numba.typeof(tree._top_sum) == dense[6]
+        else:
+            assert tuple(numba.typeof(a) for a in (tree._ptr, tree._idx, tree._val, tree._keys)) == light[2:6]
+            assert all(numba.typeof(partial) == light[8] for _, _, partial in tree._stack)
+
+    assert numba.typeof(np.random.default_rng(0).bit_generator.random_raw(6)) == dense[0] == light[0]
+    rng, xs = np.random.default_rng(4), _statistics(5, 80, 4)
+    tree = factory(5, 1.0)
+    for i, x in enumerate(xs[:40]):
+        tree.append(x, rng)
+        if i % 9 == 0:
+            check(tree)
+    with allow_secrets():
+        tree = pickle.loads(pickle.dumps(tree))
+    check(tree)
+    tree = tree.copy()
+    tree.truncate(23)
+    check(tree)
+    tree.unlearn_leaf(3, np.zeros(5), rng)
+    check(tree)
+    frozen_copy = tree.freeze().copy()
+    for x in xs[40:]:
+        frozen_copy.append(x, rng)
+    check(frozen_copy)
+
+
+@needs_numba
+@pytest.mark.parametrize("factory", [BinaryTree, LightTree])
+def test_strided_and_readonly_statistics_bit_for_bit(factory):
+    """A statistic that is a strided view, or read-only, goes through the dispatching kernel: the same bits."""
+
+    def session():
+        rng, xs = np.random.default_rng(6), _statistics(12, 50, 6)
+        wide = np.zeros((50, 24))
+        wide[:, ::2] = xs
+        tree, out = factory(12, 1.0), []
+        for t in range(50):
+            x = wide[t, ::2] if t % 2 else xs[t].copy()  # odd steps: a strided view
+            if t % 3 == 0:
+                x.setflags(write=False)
+            assert x.flags.c_contiguous == (t % 2 == 0)
+            tree.append(x, rng)
+            out.append(tree.noisy_prefix_sum(t + 1).tobytes())
+        return out, rng.random()
+
+    fast, ref = both(session)
+    assert fast == ref

@@ -3,6 +3,15 @@
 Nothing here validates its arguments (see ``exact.accel``).  Every kernel reproduces the numpy
 reference of ``exact.tree`` bit for bit: BLAKE2b as RFC 7693 states it, SFC64's step as numpy seeds
 and runs it, numpy's ziggurat with numpy's own tables (as numba ships them).
+
+``DENSE_APPEND``, ``LIGHT_APPEND`` and ``LIGHT_APPEND_DENSE`` are the tree kernels compiled for the
+exact argument types the trees pass (``SIGNATURES``), as plain functions: a call skips numba's dispatch
+(typing every argument and choosing an overload, about half the cost of a tree step at small ``d``).
+They check the types of their arguments even less than the kernels do -- an array of another dtype,
+dimension, layout or alignment would be misread -- so the trees call them with their own buffers
+only (whose types ``tests/test_exact_accel.py`` checks through the trees' life: growth, copies,
+pickles, truncation, unlearning) and with a statistic only when it is an aligned, C-contiguous float64
+vector; any other statistic goes through the dispatching kernel.
 """
 
 __all__ = [
@@ -379,3 +388,41 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, sigma, previous, ou
     ptr[t] = e
     light_append(raw, ptr, idx, val, t - (1 << (k - 1)) + 1, t, sigma, keys_table, first, previous, out)
     return True
+
+
+def _c(dtype, ndim: int, readonly: bool = False):
+    return numba.types.Array(dtype, ndim, "C", readonly=readonly)
+
+
+_f8, _i8 = numba.types.float64, numba.types.int64
+SIGNATURES = {
+    "dense_append": (_c(_u64, 1), _c(_f8, 1), _c(_f8, 2), _c(_f8, 2), _i8, _f8, _c(_f8, 1)),
+    "light_append": (
+        _c(_u64, 1),
+        _c(_i8, 1),
+        _c(numba.types.int32, 1),
+        _c(_f8, 1),
+        _i8,
+        _i8,
+        _f8,
+        _c(_u64, 2),
+        _i8,
+        _c(_f8, 1, readonly=True),
+        _c(_f8, 2),
+    ),
+    "light_append_dense": (
+        _c(_u64, 1),
+        _c(_f8, 1),
+        _c(_i8, 1),
+        _c(numba.types.int32, 1),
+        _c(_f8, 1),
+        _c(_u64, 2),
+        _i8,
+        _f8,
+        _c(_f8, 1, readonly=True),
+        _c(_f8, 2),
+    ),
+}
+DENSE_APPEND = dense_append.compile(SIGNATURES["dense_append"])
+LIGHT_APPEND = light_append.compile(SIGNATURES["light_append"])
+LIGHT_APPEND_DENSE = light_append_dense.compile(SIGNATURES["light_append_dense"])

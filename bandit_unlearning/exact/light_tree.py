@@ -177,10 +177,10 @@ class LightTree(BaseTree):
         if dense:                                        # one compiled call: the same bits as below
             raw = rng.bit_generator.random_raw(k * KEY_WORDS)
             previous, out = self._new_entry(len(stack) - (k - 1))           # the entries the new node keeps
-            args = (raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out)
-            if not fast.light_append_dense(*args):       # no room: nothing written
+            kernel = fast.LIGHT_APPEND_DENSE if x.flags.carray else fast.light_append_dense  # C-contiguous: no dispatch
+            if not kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out):
                 self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
-                fast.light_append_dense(*args[:2], self._ptr, self._idx, self._val, self._keys, *args[6:])
+                kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out)  # no room before
             if k > 1:
                 del stack[1 - k:]                        # the nodes merged into the new one
             self._n = t
@@ -203,8 +203,8 @@ class LightTree(BaseTree):
             del stack[1 - k:]                            # the nodes merged into the new one
         if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
             previous, out = self._new_entry(len(stack))
-            fast.light_append(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
-                              first, previous, out)
+            fast.LIGHT_APPEND(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
+                              first, previous, out)           # the tree's own buffers: their types, no dispatch
             out.setflags(write=False)
             noisy = out[0]
             stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))

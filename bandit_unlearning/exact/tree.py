@@ -969,9 +969,10 @@ class BinaryTree(BaseTree):
             top = self._top_sum
             if top is None:
                 top = self._top_sum = np.empty(self._d)
-            if not fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top):
+            kernel = fast.DENSE_APPEND if x.flags.carray else fast.dense_append   # C-contiguous: no dispatch
+            if not kernel(raw, x, self._clean, self._noisy, t, self._sigma, top):
                 self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
-                fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top)
+                kernel(raw, x, self._clean, self._noisy, t, self._sigma, top)
             self._n = self._top_n = t
             return
         first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
@@ -1033,7 +1034,7 @@ class BinaryTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 317): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 318): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy).
 
@@ -1094,7 +1095,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 392): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 393): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -1154,7 +1155,7 @@ class BinaryTree(BaseTree):
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 468): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 469): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

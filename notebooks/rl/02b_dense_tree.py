@@ -243,9 +243,10 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         top = self._top_sum
         if top is None:
             top = self._top_sum = np.empty(self._d)
-        if not fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top):
+        kernel = fast.DENSE_APPEND if x.flags.carray else fast.dense_append   # C-contiguous: no dispatch
+        if not kernel(raw, x, self._clean, self._noisy, t, self._sigma, top):
             self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
-            fast.dense_append(raw, x, self._clean, self._noisy, t, self._sigma, top)
+            kernel(raw, x, self._clean, self._noisy, t, self._sigma, top)
         self._n = self._top_n = t
         return
     first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
