@@ -184,7 +184,7 @@ class LightTree(BaseTree):
             if k > 1:
                 del stack[1 - k:]                        # the nodes merged into the new one
             self._n = t
-            out.setflags(write=False)                    # and so its rows, views of it
+            out.setflags(False)                          # write=False (positional: cheaper); and so its rows, views of it
             noisy = out[0]
             stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if len(out) > 1 else noisy))
             return
@@ -205,7 +205,7 @@ class LightTree(BaseTree):
             previous, out = self._new_entry(len(stack))
             fast.LIGHT_APPEND(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
                               first, previous, out)           # the tree's own buffers: their types, no dispatch
-            out.setflags(write=False)
+            out.setflags(False)                          # write=False
             noisy = out[0]
             stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
             return
@@ -220,6 +220,7 @@ class LightTree(BaseTree):
         partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
         stack.append((first + k - 1, noisy, partial))
 
+    # --- from notebooks/rl/10_light_tree.py, cell 13 (line 435): "3. Implementation" ---
     def _new_entry(self, below: int):
         """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
         partial sum it continues (or none) and the array of one or two rows the kernel fills."""
@@ -245,7 +246,7 @@ class LightTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t) if t else np.zeros(self._d)
 
-    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 470): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 470): "3. Implementation" ---
     @sections_from(BinaryTree.leaf)
     def leaf(self, t: int) -> np.ndarray:
         """As in ``BinaryTree.leaf``: the statistic ``x_t``, a dense copy of its stored non-zeros."""
@@ -276,7 +277,7 @@ class LightTree(BaseTree):
         out[rows, self._idx[:nnz]] = self._val[:nnz]
         return out
 
-    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 506): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 506): "3. Implementation" ---
     @sections_from(BinaryTree.clean)
     def clean(self, node: Node) -> np.ndarray:
         """As in ``BinaryTree.clean``: the clean value ``v_b``, recomputed as the running sum of its leaves."""
@@ -307,7 +308,7 @@ class LightTree(BaseTree):
         dense._n = self._n
         return dense
 
-    # --- from notebooks/rl/10_light_tree.py, cell 17 (line 549): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 549): "3. Implementation" ---
     def copy(self) -> "LightTree":
         """A mutable copy (leaves and keys copied; read-only noisy-value arrays shared)."""
         new = object.__new__(type(self))
@@ -340,7 +341,7 @@ class LightTree(BaseTree):
         if self._frozen:
             self.freeze()
 
-    # --- from notebooks/rl/10_light_tree.py, cell 19 (line 593): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 593): "3. Implementation" ---
     def _cut(self, n: int):
         """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
         touched nodes dropped."""
@@ -373,7 +374,7 @@ class LightTree(BaseTree):
         self._idx, self._val = new_idx, new_val
         self._ptr[t:self._n + 1] += grow
 
-    # --- from notebooks/rl/10_light_tree.py, cell 21 (line 635): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 22 (line 635): "3. Implementation" ---
     @sections_from(BinaryTree.unlearn_leaf)
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """As in ``BinaryTree.unlearn_leaf`` (Algorithm 3), with the same draws from ``rng``; in addition,

@@ -989,6 +989,7 @@ class BinaryTree(BaseTree):
         for i in range(k):
             np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
+    # --- from notebooks/rl/02b_dense_tree.py, cell 11 (line 266): "1. The dense tree" ---
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
         summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros.
@@ -1034,7 +1035,7 @@ class BinaryTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 318): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 13 (line 318): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy).
 
@@ -1095,7 +1096,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 393): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 15 (line 393): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -1155,7 +1156,7 @@ class BinaryTree(BaseTree):
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 469): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 17 (line 469): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

@@ -263,7 +263,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     for i in range(k):
         np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
-
+# %% tags=["export"]
 @add_to_class(BinaryTree)
 def noisy_prefix_sum(self, t: int) -> np.ndarray:
     """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,

@@ -396,7 +396,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         if k > 1:
             del stack[1 - k:]                        # the nodes merged into the new one
         self._n = t
-        out.setflags(write=False)                    # and so its rows, views of it
+        out.setflags(False)                          # write=False (positional: cheaper); and so its rows, views of it
         noisy = out[0]
         stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if len(out) > 1 else noisy))
         return
@@ -417,7 +417,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         previous, out = self._new_entry(len(stack))
         fast.LIGHT_APPEND(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
                           first, previous, out)           # the tree's own buffers: their types, no dispatch
-        out.setflags(write=False)
+        out.setflags(False)                          # write=False
         noisy = out[0]
         stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
         return
@@ -432,7 +432,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
     stack.append((first + k - 1, noisy, partial))
 
-
+# %% tags=["export"]
 @add_to_class(LightTree)
 def _new_entry(self, below: int):
     """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
