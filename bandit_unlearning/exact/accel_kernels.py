@@ -99,25 +99,30 @@ def node_keys(raw):
 
 
 @numba.njit(inline="always")
-def _sfc64_next(s):
-    tmp = s[0] + s[1] + s[3]
-    s[3] += _u64(1)
-    s[0] = s[1] ^ (s[1] >> _u64(11))
-    s[1] = s[2] + (s[2] << _u64(3))
-    s[2] = ((s[2] << _u64(24)) | (s[2] >> _u64(40))) + tmp
-    return tmp
+def _sfc64(a, b, c, w):
+    """SFC64's step on its state ``(a, b, c, w)`` held in scalars (registers, not memory):
+    ``(output, a, b, c, w)`` after the step."""
+    tmp = a + b + w
+    return (
+        tmp,
+        b ^ (b >> _u64(11)),
+        c + (c << _u64(3)),
+        ((c << _u64(24)) | (c >> _u64(40))) + tmp,
+        w + _u64(1),
+    )
 
 
 @numba.njit(inline="always")
-def _next_double(s):
-    return np.float64(_sfc64_next(s) >> _u64(11)) * (1.0 / 9007199254740992.0)
+def _double(r):
+    return np.float64(r >> _u64(11)) * (1.0 / 9007199254740992.0)
 
 
-@numba.njit(cache=True)
-def _standard_normal(s):
-    """numpy's ziggurat (``random_standard_normal``) on the SFC64 state ``s``."""
+@numba.njit(inline="always")
+def _standard_normal(a, b, c, w):
+    """numpy's ziggurat (``random_standard_normal``) on the SFC64 state ``(a, b, c, w)``:
+    ``(normal, a, b, c, w)`` after the draws it took."""
     while True:
-        r = _sfc64_next(s)
+        r, a, b, c, w = _sfc64(a, b, c, w)
         idx = np.int64(r & _u64(0xFF))
         r >>= _u64(8)
         sign = r & _u64(1)
@@ -126,24 +131,30 @@ def _standard_normal(s):
         if sign:
             x = -x
         if rabs < ki_double[idx]:
-            return x
+            return x, a, b, c, w
         if idx == 0:
             while True:
-                xx = -ziggurat_nor_inv_r * np.log1p(-_next_double(s))
-                yy = -np.log1p(-_next_double(s))
+                u, a, b, c, w = _sfc64(a, b, c, w)
+                xx = -ziggurat_nor_inv_r * np.log1p(-_double(u))
+                u, a, b, c, w = _sfc64(a, b, c, w)
+                yy = -np.log1p(-_double(u))
                 if yy + yy > xx * xx:
                     if (rabs >> _u64(8)) & _u64(1):
-                        return -(ziggurat_nor_r + xx)
-                    return ziggurat_nor_r + xx
-        elif (fi_double[idx - 1] - fi_double[idx]) * _next_double(s) + fi_double[idx] < np.exp(-0.5 * x * x):
-            return x
+                        return -(ziggurat_nor_r + xx), a, b, c, w
+                    return ziggurat_nor_r + xx, a, b, c, w
+        else:
+            u, a, b, c, w = _sfc64(a, b, c, w)
+            if (fi_double[idx - 1] - fi_double[idx]) * _double(u) + fi_double[idx] < np.exp(-0.5 * x * x):
+                return x, a, b, c, w
 
 
-@numba.njit(cache=True)
-def _seed(key, s):
-    s[0], s[1], s[2], s[3] = key[0], key[1], key[2], _u64(1)
+@numba.njit(inline="always")
+def _seed(key):
+    """SFC64 seeded with the key as numpy seeds it: state ``(a, b, c, 1)``, 12 outputs discarded."""
+    a, b, c, w = key[0], key[1], key[2], _u64(1)
     for _ in range(12):
-        _sfc64_next(s)
+        _, a, b, c, w = _sfc64(a, b, c, w)
+    return a, b, c, w
 
 
 @numba.njit(cache=True)
@@ -164,11 +175,11 @@ def noise(key, d, sigma):
     numpy.ndarray
         ``d`` ziggurat normals of the key's SFC64, each times ``sigma``.
     """
-    s = np.empty(4, dtype=np.uint64)
-    _seed(key, s)
+    a, b, c, w = _seed(key)
     out = np.empty(d)
     for i in range(d):
-        out[i] = _standard_normal(s) * sigma
+        z, a, b, c, w = _standard_normal(a, b, c, w)
+        out[i] = z * sigma
     return out
 
 
@@ -189,10 +200,10 @@ def add_noise(key, sigma, base, out):
         for i in range(out.size):
             out[i] = base[i] + 0.0
         return
-    s = np.empty(4, dtype=np.uint64)
-    _seed(key, s)
+    a, b, c, w = _seed(key)
     for i in range(out.size):
-        out[i] = base[i] + _standard_normal(s) * sigma
+        z, a, b, c, w = _standard_normal(a, b, c, w)
+        out[i] = base[i] + z * sigma
 
 
 @numba.njit(inline="always")
