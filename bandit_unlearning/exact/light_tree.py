@@ -176,7 +176,11 @@ class LightTree(BaseTree):
         stack = self._stack
         if dense:                                        # one compiled call: the same bits as below
             raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-            previous, out = self._new_entry(len(stack) - (k - 1))           # the entries the new node keeps
+            below = len(stack) - (k - 1)                 # entries the new node keeps; _new_entry, inlined (a call less)
+            if below:
+                previous, out = stack[below - 1][2], np.empty((2, self._d))
+            else:
+                previous, out = _NO_PREVIOUS, np.empty((1, self._d))
             kernel = fast.LIGHT_APPEND_DENSE if x.flags.carray else fast.light_append_dense  # C-contiguous: no dispatch
             if not kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out):
                 self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
@@ -186,7 +190,7 @@ class LightTree(BaseTree):
             self._n = t
             out.setflags(False)                          # write=False (positional: cheaper); and so its rows, views of it
             noisy = out[0]
-            stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if len(out) > 1 else noisy))
+            stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if below else noisy))
             return
         first = 2 * (t - 1) - (t - 1).bit_count()        # n_nodes(t - 1)
         if fast is None:
@@ -220,7 +224,7 @@ class LightTree(BaseTree):
         partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
         stack.append((first + k - 1, noisy, partial))
 
-    # --- from notebooks/rl/10_light_tree.py, cell 13 (line 435): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 13 (line 439): "3. Implementation" ---
     def _new_entry(self, below: int):
         """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
         partial sum it continues (or none) and the array of one or two rows the kernel fills."""
@@ -246,7 +250,7 @@ class LightTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t) if t else np.zeros(self._d)
 
-    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 470): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 474): "3. Implementation" ---
     @sections_from(BinaryTree.leaf)
     def leaf(self, t: int) -> np.ndarray:
         """As in ``BinaryTree.leaf``: the statistic ``x_t``, a dense copy of its stored non-zeros."""
@@ -277,7 +281,7 @@ class LightTree(BaseTree):
         out[rows, self._idx[:nnz]] = self._val[:nnz]
         return out
 
-    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 506): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 510): "3. Implementation" ---
     @sections_from(BinaryTree.clean)
     def clean(self, node: Node) -> np.ndarray:
         """As in ``BinaryTree.clean``: the clean value ``v_b``, recomputed as the running sum of its leaves."""
@@ -308,7 +312,7 @@ class LightTree(BaseTree):
         dense._n = self._n
         return dense
 
-    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 549): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 553): "3. Implementation" ---
     def copy(self) -> "LightTree":
         """A mutable copy (leaves and keys copied; read-only noisy-value arrays shared)."""
         new = object.__new__(type(self))
@@ -341,7 +345,7 @@ class LightTree(BaseTree):
         if self._frozen:
             self.freeze()
 
-    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 593): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 597): "3. Implementation" ---
     def _cut(self, n: int):
         """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
         touched nodes dropped."""
@@ -374,7 +378,7 @@ class LightTree(BaseTree):
         self._idx, self._val = new_idx, new_val
         self._ptr[t:self._n + 1] += grow
 
-    # --- from notebooks/rl/10_light_tree.py, cell 22 (line 635): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 22 (line 639): "3. Implementation" ---
     @sections_from(BinaryTree.unlearn_leaf)
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """As in ``BinaryTree.unlearn_leaf`` (Algorithm 3), with the same draws from ``rng``; in addition,

@@ -388,7 +388,11 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     stack = self._stack
     if dense:                                        # one compiled call: the same bits as below
         raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-        previous, out = self._new_entry(len(stack) - (k - 1))           # the entries the new node keeps
+        below = len(stack) - (k - 1)                 # entries the new node keeps; _new_entry, inlined (a call less)
+        if below:
+            previous, out = stack[below - 1][2], np.empty((2, self._d))
+        else:
+            previous, out = _NO_PREVIOUS, np.empty((1, self._d))
         kernel = fast.LIGHT_APPEND_DENSE if x.flags.carray else fast.light_append_dense  # C-contiguous: no dispatch
         if not kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out):
             self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
@@ -398,7 +402,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         self._n = t
         out.setflags(False)                          # write=False (positional: cheaper); and so its rows, views of it
         noisy = out[0]
-        stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if len(out) > 1 else noisy))
+        stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if below else noisy))
         return
     first = 2 * (t - 1) - (t - 1).bit_count()        # n_nodes(t - 1)
     if fast is None:
