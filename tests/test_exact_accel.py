@@ -314,3 +314,18 @@ def test_strided_and_readonly_statistics_bit_for_bit(factory):
 
     fast, ref = both(session)
     assert fast == ref
+
+
+@needs_numba
+@pytest.mark.parametrize("d", [1, 3, 16, 17, 1520])
+def test_all_finite_sees_every_non_finite_entry(d):
+    """The trees' finiteness check (a sum of ``x_i - x_i`` in any order): huge finite values pass, one
+    infinity or NaN anywhere fails it, in the typed and the dispatching kernel."""
+    kernels = accel.kernels()
+    x = np.random.default_rng(d).standard_normal(d) * 1e300
+    assert kernels.ALL_FINITE(x) and kernels.all_finite(x)
+    for i in sorted({0, d // 2, d - 1}):
+        for bad in (np.inf, -np.inf, np.nan):
+            y = x.copy()
+            y[i] = bad
+            assert not kernels.ALL_FINITE(y) and not kernels.all_finite(y)

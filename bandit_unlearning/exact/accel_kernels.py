@@ -4,17 +4,18 @@ Nothing here validates its arguments (see ``exact.accel``).  Every kernel reprod
 reference of ``exact.tree`` bit for bit: BLAKE2b as RFC 7693 states it, SFC64's step as numpy seeds
 and runs it, numpy's ziggurat with numpy's own tables (as numba ships them).
 
-``DENSE_APPEND``, ``LIGHT_APPEND`` and ``LIGHT_APPEND_DENSE`` are the tree kernels compiled for the
-exact argument types the trees pass (``SIGNATURES``), as plain functions: a call skips numba's dispatch
+``ALL_FINITE``, ``DENSE_APPEND``, ``LIGHT_APPEND`` and ``LIGHT_APPEND_DENSE`` are the trees' kernels
+compiled for the exact argument types the trees pass (``SIGNATURES``), as plain functions: a call skips numba's dispatch
 (typing every argument and choosing an overload, about half the cost of a tree step at small ``d``).
 They check the types of their arguments even less than the kernels do -- an array of another dtype,
 dimension, layout or alignment would be misread -- so the trees call them with their own buffers
 only (whose types ``tests/test_exact_accel.py`` checks through the trees' life: growth, copies,
-pickles, truncation, unlearning) and with a statistic only when it is an aligned, C-contiguous float64
-vector; any other statistic goes through the dispatching kernel.
+pickles, truncation, unlearning) and with a statistic only when it is an aligned, writeable,
+C-contiguous float64 vector (any other is validated and copied first).
 """
 
 __all__ = [
+    "all_finite",
     "node_keys",
     "noise",
     "add_noise",
@@ -32,6 +33,27 @@ from bandit_unlearning.exact.accel import BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
 
 _H0, _IV, _SIGMA = BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
 _u64 = numba.uint64
+
+
+@numba.njit(cache=True, fastmath={"reassoc"})
+def all_finite(x):
+    """Unchecked: whether every entry of a float64 vector is finite.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        float64, one dimension.
+
+    Returns
+    -------
+    bool
+        ``True`` when no entry is infinite or NaN: ``x_i - x_i`` is ``0`` for a finite entry and NaN
+        otherwise, and a sum with a NaN is NaN in any order (the order is left to the compiler).
+    """
+    bad = 0.0
+    for i in range(x.size):
+        bad += x[i] - x[i]
+    return bad == 0.0
 
 
 @numba.njit(inline="always")
@@ -407,6 +429,7 @@ def _c(dtype, ndim: int, readonly: bool = False):
 
 _f8, _i8 = numba.types.float64, numba.types.int64
 SIGNATURES = {
+    "all_finite": (_c(_f8, 1),),
     "dense_append": (_c(_u64, 1), _c(_f8, 1), _c(_f8, 2), _c(_f8, 2), _i8, _f8, _c(_f8, 1)),
     "light_append": (
         _c(_u64, 1),
@@ -434,6 +457,7 @@ SIGNATURES = {
         _c(_f8, 2),
     ),
 }
+ALL_FINITE = all_finite.compile(SIGNATURES["all_finite"])
 DENSE_APPEND = dense_append.compile(SIGNATURES["dense_append"])
 LIGHT_APPEND = light_append.compile(SIGNATURES["light_append"])
 LIGHT_APPEND_DENSE = light_append_dense.compile(SIGNATURES["light_append_dense"])

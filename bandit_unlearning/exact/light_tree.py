@@ -25,8 +25,6 @@ __all__ = [
 ]
 
 
-import math
-
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
@@ -52,7 +50,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 _NO_PREVIOUS = _readonly(np.zeros(0))  # the compiled append's partial sum before the first node: none
 
 
-# --- from notebooks/rl/10_light_tree.py, cell 8 (line 235): "3. Implementation" ---
+# --- from notebooks/rl/10_light_tree.py, cell 8 (line 233): "3. Implementation" ---
 @sections_from(BinaryTree)
 class LightTree(BaseTree):
     """Memory-light binary tree mechanism (chapter B10), bit-identical to ``BinaryTree``.
@@ -96,7 +94,7 @@ class LightTree(BaseTree):
         arrays += [a for _, noisy, partial in self._stack for a in (noisy, partial)]
         return sum({id(a): a.nbytes for a in arrays}.values())
 
-    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 286): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 284): "3. Implementation" ---
     def _reserve(self, leaves: int, entries: int, rows: int):
         if leaves + 1 > self._ptr.size:
             grown = np.zeros(max(leaves + 1, 2 * self._ptr.size), dtype=np.int64)
@@ -157,7 +155,7 @@ class LightTree(BaseTree):
             stack.append((p, noisy, partial))
         self._stack = stack
 
-    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 371): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 369): "3. Implementation" ---
     @sections_from(BinaryTree.append)
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """As in ``BinaryTree.append`` (TreeUpdate), but ``x`` is stored sparsely and only the node
@@ -166,7 +164,7 @@ class LightTree(BaseTree):
             self._check_mutable()                            # the refusal
         fast = accel.kernels()
         dense = (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-                 and math.isfinite(x.dot(x)))                # a finite float vector: checked, in one call
+                 and x.flags.carray and fast.ALL_FINITE(x))  # a finite, C-contiguous float vector: checked
         if not dense:
             idx, val = statistic_sparse(x, self._d, "x")     # the rule a non-finite x broke, or the general path
         if type(rng) is not np.random.Generator:
@@ -181,7 +179,7 @@ class LightTree(BaseTree):
                 previous, out = stack[below - 1][2], np.empty((2, self._d))
             else:
                 previous, out = _NO_PREVIOUS, np.empty((1, self._d))
-            kernel = fast.LIGHT_APPEND_DENSE if x.flags.carray else fast.light_append_dense  # C-contiguous: no dispatch
+            kernel = fast.LIGHT_APPEND_DENSE             # no dispatch (chapter B2a's typed kernels)
             if not kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out):
                 self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
                 kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out)  # no room before
@@ -224,7 +222,7 @@ class LightTree(BaseTree):
         partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
         stack.append((first + k - 1, noisy, partial))
 
-    # --- from notebooks/rl/10_light_tree.py, cell 13 (line 439): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 13 (line 437): "3. Implementation" ---
     def _new_entry(self, below: int):
         """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
         partial sum it continues (or none) and the array of one or two rows the kernel fills."""
@@ -250,7 +248,7 @@ class LightTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t) if t else np.zeros(self._d)
 
-    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 474): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 472): "3. Implementation" ---
     @sections_from(BinaryTree.leaf)
     def leaf(self, t: int) -> np.ndarray:
         """As in ``BinaryTree.leaf``: the statistic ``x_t``, a dense copy of its stored non-zeros."""
@@ -281,7 +279,7 @@ class LightTree(BaseTree):
         out[rows, self._idx[:nnz]] = self._val[:nnz]
         return out
 
-    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 510): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 508): "3. Implementation" ---
     @sections_from(BinaryTree.clean)
     def clean(self, node: Node) -> np.ndarray:
         """As in ``BinaryTree.clean``: the clean value ``v_b``, recomputed as the running sum of its leaves."""
@@ -312,7 +310,7 @@ class LightTree(BaseTree):
         dense._n = self._n
         return dense
 
-    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 553): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 551): "3. Implementation" ---
     def copy(self) -> "LightTree":
         """A mutable copy (leaves and keys copied; read-only noisy-value arrays shared)."""
         new = object.__new__(type(self))
@@ -345,7 +343,7 @@ class LightTree(BaseTree):
         if self._frozen:
             self.freeze()
 
-    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 597): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 595): "3. Implementation" ---
     def _cut(self, n: int):
         """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
         touched nodes dropped."""
@@ -378,7 +376,7 @@ class LightTree(BaseTree):
         self._idx, self._val = new_idx, new_val
         self._ptr[t:self._n + 1] += grow
 
-    # --- from notebooks/rl/10_light_tree.py, cell 22 (line 639): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 22 (line 637): "3. Implementation" ---
     @sections_from(BinaryTree.unlearn_leaf)
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """As in ``BinaryTree.unlearn_leaf`` (Algorithm 3), with the same draws from ``rng``; in addition,

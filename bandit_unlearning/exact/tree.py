@@ -885,7 +885,7 @@ class BaseTree:
         return self.__deepcopy__({})
 
 
-# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 143): "1. The dense tree" ---
+# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 141): "1. The dense tree" ---
 class BinaryTree(BaseTree):
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
@@ -925,7 +925,7 @@ class BinaryTree(BaseTree):
         """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
         return self._clean.nbytes + self._noisy.nbytes
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 188): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 186): "1. The dense tree" ---
     def _reserve(self, rows: int):
         if rows > self._clean.shape[0]:
             new_rows, used = max(rows, 2 * self._clean.shape[0]), self.n_nodes
@@ -942,7 +942,7 @@ class BinaryTree(BaseTree):
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 218): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 216): "1. The dense tree" ---
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise.
@@ -958,7 +958,7 @@ class BinaryTree(BaseTree):
             self._check_mutable()                                 # the refusal
         fast = accel.kernels()
         if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-                and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+                and x.flags.carray and fast.ALL_FINITE(x)):   # else: validated (and copied, C-contiguous) here
             x = statistic_dense(x, self._d, "x")
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
@@ -969,10 +969,9 @@ class BinaryTree(BaseTree):
             top = self._top_sum
             if top is None:
                 top = self._top_sum = np.empty(self._d)
-            kernel = fast.DENSE_APPEND if x.flags.carray else fast.dense_append   # C-contiguous: no dispatch
-            if not kernel(raw, x, self._clean, self._noisy, t, self._sigma, top):
+            if not fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top):   # no dispatch
                 self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
-                kernel(raw, x, self._clean, self._noisy, t, self._sigma, top)
+                fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top)
             self._n = self._top_n = t
             return
         first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
@@ -989,7 +988,7 @@ class BinaryTree(BaseTree):
         for i in range(k):
             np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 11 (line 266): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 11 (line 263): "1. The dense tree" ---
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
         summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros.
@@ -1035,7 +1034,7 @@ class BinaryTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 13 (line 318): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 13 (line 315): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy).
 
@@ -1096,7 +1095,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 15 (line 393): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 15 (line 390): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -1156,7 +1155,7 @@ class BinaryTree(BaseTree):
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 17 (line 469): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 17 (line 466): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

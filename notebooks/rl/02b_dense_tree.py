@@ -58,8 +58,6 @@ rng = np.random.default_rng(20260602)
 # the keys of the regenerated nodes; in `append`, the keys of the completed nodes.
 
 # %% tags=["export"]
-import math
-
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
@@ -232,7 +230,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         self._check_mutable()                                 # the refusal
     fast = accel.kernels()
     if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-            and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+            and x.flags.carray and fast.ALL_FINITE(x)):   # else: validated (and copied, C-contiguous) here
         x = statistic_dense(x, self._d, "x")
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
@@ -243,10 +241,9 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         top = self._top_sum
         if top is None:
             top = self._top_sum = np.empty(self._d)
-        kernel = fast.DENSE_APPEND if x.flags.carray else fast.dense_append   # C-contiguous: no dispatch
-        if not kernel(raw, x, self._clean, self._noisy, t, self._sigma, top):
+        if not fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top):   # no dispatch
             self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
-            kernel(raw, x, self._clean, self._noisy, t, self._sigma, top)
+            fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top)
         self._n = self._top_n = t
         return
     first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)

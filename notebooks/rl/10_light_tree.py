@@ -203,8 +203,6 @@ Given the same generator, every output -- noisy prefix sums, node values, coupli
 ``PathCoupling`` records, the draws taken from the generator -- equals ``BinaryTree``'s bit for bit.
 """
 
-import math
-
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
@@ -378,7 +376,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         self._check_mutable()                            # the refusal
     fast = accel.kernels()
     dense = (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-             and math.isfinite(x.dot(x)))                # a finite float vector: checked, in one call
+             and x.flags.carray and fast.ALL_FINITE(x))  # a finite, C-contiguous float vector: checked
     if not dense:
         idx, val = statistic_sparse(x, self._d, "x")     # the rule a non-finite x broke, or the general path
     if type(rng) is not np.random.Generator:
@@ -393,7 +391,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
             previous, out = stack[below - 1][2], np.empty((2, self._d))
         else:
             previous, out = _NO_PREVIOUS, np.empty((1, self._d))
-        kernel = fast.LIGHT_APPEND_DENSE if x.flags.carray else fast.light_append_dense  # C-contiguous: no dispatch
+        kernel = fast.LIGHT_APPEND_DENSE             # no dispatch (chapter B2a's typed kernels)
         if not kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out):
             self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
             kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out)  # no room before
