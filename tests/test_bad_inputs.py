@@ -233,6 +233,7 @@ if _accel.available():  # the optional compiled kernels (exact.accel_kernels): t
     UNCHECKED |= {
         f"bandit_unlearning.exact.accel_kernels.{name}"
         for name in (
+            "all_finite",
             "add_noise",
             "dense_append",
             "dense_prefix",

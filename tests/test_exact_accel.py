@@ -221,3 +221,111 @@ def test_the_package_runs_without_numba():
             tree.append(np.arange(8.0) * t, rng)
         mine.append(tree.noisy_prefix_sum(39).tobytes().hex())
     assert done.stdout.split() == mine
+
+
+@needs_numba
+@pytest.mark.parametrize("d", [2, 16, 300])
+def test_light_tree_dense_leaves_bit_for_bit(d):
+    """Leaves with every entry non-zero (the compiled running sum adds them as a contiguous block) mixed
+    with sparse ones and empty ones, dense and ``SparseStatistic`` inputs: the same bits as the reference."""
+
+    def session():
+        g = np.random.default_rng(d)
+        rng = np.random.default_rng(d + 1)
+        tree, out = LightTree(d, 0.7, 1), []
+        for t in range(1, 70):
+            x = g.standard_normal(d)
+            if t % 3 == 1:
+                x[g.random(d) < 0.5] = 0.0
+            elif t % 7 == 0:
+                x[:] = 0.0
+            if t % 2:
+                tree.append(x, rng)
+            else:
+                idx = np.flatnonzero(x)
+                tree.append(SparseStatistic(idx, x[idx]), rng)
+            out.append(tree.noisy_prefix_sum(t).tobytes())
+        out.extend(tree.noisy_prefix_sum(t).tobytes() for t in range(0, 70, 5))
+        return out, tree.values()[1].tobytes(), rng.random()
+
+    fast, ref = both(session)
+    assert fast == ref
+
+
+@needs_numba
+@pytest.mark.parametrize("factory", [BinaryTree, LightTree])
+def test_typed_kernels_get_the_types_they_were_compiled_for(factory):
+    """The trees call kernels compiled for fixed argument types without numba's dispatch (which would
+    type each argument): their buffers keep exactly those types through growth, copies, pickles,
+    truncation and unlearning; the noise, key words and the light tree's partial sums too."""
+    import numba
+
+    sig = accel.kernels().SIGNATURES
+    dense, light = sig["dense_append"], sig["light_append_dense"]
+    assert sig["light_append"][1:4] == light[2:5] and sig["light_append"][7] == light[5]
+
+    def check(tree):
+        if isinstance(tree, BinaryTree):
+            assert (numba.typeof(tree._clean), numba.typeof(tree._noisy)) == dense[2:4]
+            assert tree._top_sum is None or numba.typeof(tree._top_sum) == dense[6]
+        else:
+            assert tuple(numba.typeof(a) for a in (tree._ptr, tree._idx, tree._val, tree._keys)) == light[2:6]
+            assert all(numba.typeof(partial) == light[8] for _, _, partial in tree._stack)
+
+    assert numba.typeof(np.random.default_rng(0).bit_generator.random_raw(6)) == dense[0] == light[0]
+    rng, xs = np.random.default_rng(4), _statistics(5, 80, 4)
+    tree = factory(5, 1.0)
+    for i, x in enumerate(xs[:40]):
+        tree.append(x, rng)
+        if i % 9 == 0:
+            check(tree)
+    with allow_secrets():
+        tree = pickle.loads(pickle.dumps(tree))
+    check(tree)
+    tree = tree.copy()
+    tree.truncate(23)
+    check(tree)
+    tree.unlearn_leaf(3, np.zeros(5), rng)
+    check(tree)
+    frozen_copy = tree.freeze().copy()
+    for x in xs[40:]:
+        frozen_copy.append(x, rng)
+    check(frozen_copy)
+
+
+@needs_numba
+@pytest.mark.parametrize("factory", [BinaryTree, LightTree])
+def test_strided_and_readonly_statistics_bit_for_bit(factory):
+    """A statistic that is a strided view, or read-only, goes through the dispatching kernel: the same bits."""
+
+    def session():
+        rng, xs = np.random.default_rng(6), _statistics(12, 50, 6)
+        wide = np.zeros((50, 24))
+        wide[:, ::2] = xs
+        tree, out = factory(12, 1.0), []
+        for t in range(50):
+            x = wide[t, ::2] if t % 2 else xs[t].copy()  # odd steps: a strided view
+            if t % 3 == 0:
+                x.setflags(write=False)
+            assert x.flags.c_contiguous == (t % 2 == 0)
+            tree.append(x, rng)
+            out.append(tree.noisy_prefix_sum(t + 1).tobytes())
+        return out, rng.random()
+
+    fast, ref = both(session)
+    assert fast == ref
+
+
+@needs_numba
+@pytest.mark.parametrize("d", [1, 3, 16, 17, 1520])
+def test_all_finite_sees_every_non_finite_entry(d):
+    """The trees' finiteness check (a sum of ``x_i - x_i`` in any order): huge finite values pass, one
+    infinity or NaN anywhere fails it, in the typed and the dispatching kernel."""
+    kernels = accel.kernels()
+    x = np.random.default_rng(d).standard_normal(d) * 1e300
+    assert kernels.ALL_FINITE(x) and kernels.all_finite(x)
+    for i in sorted({0, d // 2, d - 1}):
+        for bad in (np.inf, -np.inf, np.nan):
+            y = x.copy()
+            y[i] = bad
+            assert not kernels.ALL_FINITE(y) and not kernels.all_finite(y)

@@ -3,9 +3,19 @@
 Nothing here validates its arguments (see ``exact.accel``).  Every kernel reproduces the numpy
 reference of ``exact.tree`` bit for bit: BLAKE2b as RFC 7693 states it, SFC64's step as numpy seeds
 and runs it, numpy's ziggurat with numpy's own tables (as numba ships them).
+
+``ALL_FINITE``, ``DENSE_APPEND``, ``LIGHT_APPEND`` and ``LIGHT_APPEND_DENSE`` are the trees' kernels
+compiled for the exact argument types the trees pass (``SIGNATURES``), as plain functions: a call skips numba's dispatch
+(typing every argument and choosing an overload, about half the cost of a tree step at small ``d``).
+They check the types of their arguments even less than the kernels do -- an array of another dtype,
+dimension, layout or alignment would be misread -- so the trees call them with their own buffers
+only (whose types ``tests/test_exact_accel.py`` checks through the trees' life: growth, copies,
+pickles, truncation, unlearning) and with a statistic only when it is an aligned, writeable,
+C-contiguous float64 vector (any other is validated and copied first).
 """
 
 __all__ = [
+    "all_finite",
     "node_keys",
     "noise",
     "add_noise",
@@ -23,6 +33,27 @@ from bandit_unlearning.exact.accel import BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
 
 _H0, _IV, _SIGMA = BLAKE2B_H0, BLAKE2B_IV, BLAKE2B_SIGMA
 _u64 = numba.uint64
+
+
+@numba.njit(cache=True, fastmath={"reassoc"})
+def all_finite(x):
+    """Unchecked: whether every entry of a float64 vector is finite.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        float64, one dimension.
+
+    Returns
+    -------
+    bool
+        ``True`` when no entry is infinite or NaN: ``x_i - x_i`` is ``0`` for a finite entry and NaN
+        otherwise, and a sum with a NaN is NaN in any order (the order is left to the compiler).
+    """
+    bad = 0.0
+    for i in range(x.size):
+        bad += x[i] - x[i]
+    return bad == 0.0
 
 
 @numba.njit(inline="always")
@@ -90,25 +121,30 @@ def node_keys(raw):
 
 
 @numba.njit(inline="always")
-def _sfc64_next(s):
-    tmp = s[0] + s[1] + s[3]
-    s[3] += _u64(1)
-    s[0] = s[1] ^ (s[1] >> _u64(11))
-    s[1] = s[2] + (s[2] << _u64(3))
-    s[2] = ((s[2] << _u64(24)) | (s[2] >> _u64(40))) + tmp
-    return tmp
+def _sfc64(a, b, c, w):
+    """SFC64's step on its state ``(a, b, c, w)`` held in scalars (registers, not memory):
+    ``(output, a, b, c, w)`` after the step."""
+    tmp = a + b + w
+    return (
+        tmp,
+        b ^ (b >> _u64(11)),
+        c + (c << _u64(3)),
+        ((c << _u64(24)) | (c >> _u64(40))) + tmp,
+        w + _u64(1),
+    )
 
 
 @numba.njit(inline="always")
-def _next_double(s):
-    return np.float64(_sfc64_next(s) >> _u64(11)) * (1.0 / 9007199254740992.0)
+def _double(r):
+    return np.float64(r >> _u64(11)) * (1.0 / 9007199254740992.0)
 
 
-@numba.njit(cache=True)
-def _standard_normal(s):
-    """numpy's ziggurat (``random_standard_normal``) on the SFC64 state ``s``."""
+@numba.njit(inline="always")
+def _standard_normal(a, b, c, w):
+    """numpy's ziggurat (``random_standard_normal``) on the SFC64 state ``(a, b, c, w)``:
+    ``(normal, a, b, c, w)`` after the draws it took."""
     while True:
-        r = _sfc64_next(s)
+        r, a, b, c, w = _sfc64(a, b, c, w)
         idx = np.int64(r & _u64(0xFF))
         r >>= _u64(8)
         sign = r & _u64(1)
@@ -117,24 +153,30 @@ def _standard_normal(s):
         if sign:
             x = -x
         if rabs < ki_double[idx]:
-            return x
+            return x, a, b, c, w
         if idx == 0:
             while True:
-                xx = -ziggurat_nor_inv_r * np.log1p(-_next_double(s))
-                yy = -np.log1p(-_next_double(s))
+                u, a, b, c, w = _sfc64(a, b, c, w)
+                xx = -ziggurat_nor_inv_r * np.log1p(-_double(u))
+                u, a, b, c, w = _sfc64(a, b, c, w)
+                yy = -np.log1p(-_double(u))
                 if yy + yy > xx * xx:
                     if (rabs >> _u64(8)) & _u64(1):
-                        return -(ziggurat_nor_r + xx)
-                    return ziggurat_nor_r + xx
-        elif (fi_double[idx - 1] - fi_double[idx]) * _next_double(s) + fi_double[idx] < np.exp(-0.5 * x * x):
-            return x
+                        return -(ziggurat_nor_r + xx), a, b, c, w
+                    return ziggurat_nor_r + xx, a, b, c, w
+        else:
+            u, a, b, c, w = _sfc64(a, b, c, w)
+            if (fi_double[idx - 1] - fi_double[idx]) * _double(u) + fi_double[idx] < np.exp(-0.5 * x * x):
+                return x, a, b, c, w
 
 
-@numba.njit(cache=True)
-def _seed(key, s):
-    s[0], s[1], s[2], s[3] = key[0], key[1], key[2], _u64(1)
+@numba.njit(inline="always")
+def _seed(key):
+    """SFC64 seeded with the key as numpy seeds it: state ``(a, b, c, 1)``, 12 outputs discarded."""
+    a, b, c, w = key[0], key[1], key[2], _u64(1)
     for _ in range(12):
-        _sfc64_next(s)
+        _, a, b, c, w = _sfc64(a, b, c, w)
+    return a, b, c, w
 
 
 @numba.njit(cache=True)
@@ -155,11 +197,11 @@ def noise(key, d, sigma):
     numpy.ndarray
         ``d`` ziggurat normals of the key's SFC64, each times ``sigma``.
     """
-    s = np.empty(4, dtype=np.uint64)
-    _seed(key, s)
+    a, b, c, w = _seed(key)
     out = np.empty(d)
     for i in range(d):
-        out[i] = _standard_normal(s) * sigma
+        z, a, b, c, w = _standard_normal(a, b, c, w)
+        out[i] = z * sigma
     return out
 
 
@@ -180,10 +222,10 @@ def add_noise(key, sigma, base, out):
         for i in range(out.size):
             out[i] = base[i] + 0.0
         return
-    s = np.empty(4, dtype=np.uint64)
-    _seed(key, s)
+    a, b, c, w = _seed(key)
     for i in range(out.size):
-        out[i] = base[i] + _standard_normal(s) * sigma
+        z, a, b, c, w = _standard_normal(a, b, c, w)
+        out[i] = base[i] + z * sigma
 
 
 @numba.njit(inline="always")
@@ -196,7 +238,15 @@ def _popcount(s):
 
 
 @numba.njit(cache=True)
-def dense_append(raw, x, clean, noisy, first, k, t, sigma):
+def _keys_into(raw, table, first):
+    """The keys of ``node_keys(raw)`` written into rows ``first ..`` of ``table`` (no key array kept)."""
+    v, m = np.empty(16, dtype=np.uint64), np.empty(16, dtype=np.uint64)
+    for j in range(raw.size // 3):
+        _hash_words(raw, 3 * j, table, first + j, v, m)
+
+
+@numba.njit(cache=True)
+def dense_append(raw, x, clean, noisy, t, sigma, top):
     """Unchecked: ``BinaryTree.append``'s arithmetic for leaf ``t``.
 
     Parameters
@@ -206,18 +256,25 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma):
     x : numpy.ndarray
         The finite float64 statistic, shape ``(d,)`` (the caller checked).
     clean, noisy : numpy.ndarray
-        The tree's row buffers, shape ``(rows, d)``; rows ``first .. first + k - 1`` are written
-        (clean running sums, noisy values).
-    first, k, t : int
-        ``N(t - 1)``, ``nu_2(t) + 1`` and the leaf.
+        The tree's row buffers, shape ``(rows, d)``; rows ``N(t - 1) .. N(t) - 1`` (the ``k`` nodes
+        ending at ``t``) are written (clean running sums, noisy values).
+    t : int
+        The leaf.
     sigma : float
         Noise scale, >= 0.
+    top : numpy.ndarray
+        Shape ``(d,)``: receives the noisy prefix sum at ``t`` (``dense_prefix(noisy, t)``).
 
     Returns
     -------
-    numpy.ndarray
-        The noisy prefix sum at ``t`` (``dense_prefix(noisy, t)``).
+    bool
+        ``False``, with nothing written, when the buffers have fewer than ``N(t)`` rows (the caller
+        grows them and calls again); ``True`` once done.
     """
+    k = raw.size // 3
+    first = 2 * (t - 1) - _popcount(t - 1)
+    if first + k > clean.shape[0]:
+        return False
     d = x.size
     keys = node_keys(raw)
     for i in range(d):
@@ -233,7 +290,26 @@ def dense_append(raw, x, clean, noisy, first, k, t, sigma):
                 clean[p, i] += clean[row, i]
     for h in range(k):
         add_noise(keys[h], sigma, clean[first + h], noisy[first + h])
-    return dense_prefix(noisy, t)
+    _prefix_into(noisy, t, top)
+    return True
+
+
+@numba.njit(cache=True)
+def _prefix_into(noisy, t, out):
+    """The fold of ``dense_prefix(noisy, t)``, written into ``out``."""
+    d = noisy.shape[1]
+    start, seen = 0, False
+    for h in range(62, -1, -1):
+        if (t >> h) & 1:
+            start += 1 << h
+            row = 2 * (start - 1) - _popcount(start - 1) + h
+            if seen:
+                for i in range(d):
+                    out[i] += noisy[row, i]
+            else:
+                for i in range(d):
+                    out[i] = noisy[row, i]
+                seen = True
 
 
 @numba.njit(cache=True)
@@ -252,64 +328,58 @@ def dense_prefix(noisy, t):
     numpy.ndarray
         The rows of the dyadic decomposition of ``[1, t]``, largest node first, folded left to right.
     """
-    d = noisy.shape[1]
-    out = np.empty(d)
-    start, seen = 0, False
-    for h in range(62, -1, -1):
-        if (t >> h) & 1:
-            start += 1 << h
-            row = 2 * (start - 1) - _popcount(start - 1) + h
-            if seen:
-                for i in range(d):
-                    out[i] += noisy[row, i]
-            else:
-                for i in range(d):
-                    out[i] = noisy[row, i]
-                seen = True
+    out = np.empty(noisy.shape[1])
+    _prefix_into(noisy, t, out)
     return out
 
 
 @numba.njit(cache=True)
-def light_append(raw, idx, val, lo, hi, d, sigma, previous):
+def light_append(raw, ptr, idx, val, lo, hi, sigma, keys_table, first, previous, out):
     """Unchecked: ``LightTree.append``'s arithmetic for a stored leaf.
 
     Parameters
     ----------
     raw : numpy.ndarray
-        ``3 k`` uint64 words, hashed into the keys of the nodes ending at the leaf.
-    idx, val : numpy.ndarray
-        The tree's entry buffers (int32 indices, float64 values).
+        ``3 k`` uint64 words, hashed into the keys of the ``k`` nodes ending at the leaf.
+    ptr, idx, val : numpy.ndarray
+        The tree's leaf pointers (leaf ``s``: entries ``ptr[s - 1] .. ptr[s] - 1``) and entry buffers
+        (int32 indices, increasing within a leaf, and float64 values).
     lo, hi : int
-        The entries of the new decomposition node's leaves, in order.
-    d : int
-        Dimension.
+        The new decomposition node's leaves, ``lo .. hi``.
     sigma : float
         Noise scale, >= 0.
+    keys_table : numpy.ndarray
+        The tree's key table; rows ``first .. first + k - 1`` receive the keys.
+    first : int
+        ``N(hi - 1)``.
     previous : numpy.ndarray
-        The last partial sum of the decomposition, or an empty array for the first node.
-
-    Returns
-    -------
-    tuple
-        ``(keys, noisy, partial)``: the keys (``(k, 3)`` uint64); the node's noisy value -- zeros,
-        plus the entries in order (as ``bincount`` adds them), plus the last key's noise; and
-        ``previous + noisy`` (``noisy`` itself when ``previous`` is empty).
+        The last partial sum of the decomposition (read when ``out`` has two rows).
+    out : numpy.ndarray
+        Shape ``(1, d)`` or ``(2, d)``: row 0 receives the node's noisy value -- zeros, plus the
+        leaves' entries in order (as ``bincount`` adds them), plus the last key's noise; row 1, if
+        present, ``previous + noisy``.
     """
-    keys = node_keys(raw)
-    noisy = np.zeros(d)
-    for e in range(lo, hi):
-        noisy[idx[e]] += val[e]
-    add_noise(keys[keys.shape[0] - 1], sigma, noisy, noisy)
-    if previous.size == 0:
-        return keys, noisy, noisy
-    partial = np.empty(d)
-    for i in range(d):
-        partial[i] = previous[i] + noisy[i]
-    return keys, noisy, partial
+    k = raw.size // 3
+    d = out.shape[1]
+    _keys_into(raw, keys_table, first)
+    noisy = out[0]
+    noisy[:] = 0.0
+    for s in range(lo, hi + 1):
+        a, b = ptr[s - 1], ptr[s]
+        if b - a == d:  # a leaf with every entry non-zero: its indices are 0 .. d - 1, in order
+            for i in range(d):
+                noisy[i] += val[a + i]
+        else:
+            for e in range(a, b):
+                noisy[idx[e]] += val[e]
+    add_noise(keys_table[first + k - 1], sigma, noisy, noisy)
+    if out.shape[0] > 1:
+        for i in range(d):
+            out[1, i] = previous[i] + noisy[i]
 
 
 @numba.njit(cache=True)
-def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, previous):
+def light_append_dense(raw, x, ptr, idx, val, keys_table, t, sigma, previous, out):
     """Unchecked: ``LightTree.append`` of a finite dense float vector (the caller checked).
 
     Parameters
@@ -319,23 +389,29 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, pr
     x : numpy.ndarray
         The statistic, float64 of shape ``(d,)``; its non-zeros become leaf ``t``'s entries.
     ptr, idx, val : numpy.ndarray
-        The tree's leaf pointers and entry buffers (room for ``d`` more entries); ``ptr[t]`` is set.
+        The tree's leaf pointers and entry buffers; ``ptr[t]`` is set.
     keys_table : numpy.ndarray
-        The tree's key table; rows ``first .. first + k - 1`` are written.
-    t, first, k : int
-        The leaf, ``N(t - 1)`` and ``nu_2(t) + 1``.
+        The tree's key table; rows ``N(t - 1) .. N(t) - 1`` are written.
+    t : int
+        The leaf.
     sigma : float
         Noise scale, >= 0.
-    previous : numpy.ndarray
+    previous, out : numpy.ndarray
         As for ``light_append``.
 
     Returns
     -------
-    tuple
-        ``(noisy, partial)`` as ``light_append`` gives them.
+    bool
+        ``False``, with nothing written, when a buffer lacks room (``ptr`` for leaf ``t``, the entry
+        buffers for ``d`` more entries, the key table for ``N(t)`` rows; the caller grows them and calls
+        again); ``True`` once done.
     """
+    k = raw.size // 3
+    first = 2 * (t - 1) - _popcount(t - 1)
     d = x.size
     start = ptr[t - 1]
+    if t >= ptr.size or start + d > idx.size or first + k > keys_table.shape[0]:
+        return False
     e = start
     for i in range(d):
         if x[i] != 0.0:
@@ -343,8 +419,45 @@ def light_append_dense(raw, x, ptr, idx, val, keys_table, t, first, k, sigma, pr
             val[e] = x[i]
             e += 1
     ptr[t] = e
-    keys, noisy, partial = light_append(raw, idx, val, ptr[t - (1 << (k - 1))], e, d, sigma, previous)
-    for j in range(k):
-        for w in range(3):
-            keys_table[first + j, w] = keys[j, w]
-    return noisy, partial
+    light_append(raw, ptr, idx, val, t - (1 << (k - 1)) + 1, t, sigma, keys_table, first, previous, out)
+    return True
+
+
+def _c(dtype, ndim: int, readonly: bool = False):
+    return numba.types.Array(dtype, ndim, "C", readonly=readonly)
+
+
+_f8, _i8 = numba.types.float64, numba.types.int64
+SIGNATURES = {
+    "all_finite": (_c(_f8, 1),),
+    "dense_append": (_c(_u64, 1), _c(_f8, 1), _c(_f8, 2), _c(_f8, 2), _i8, _f8, _c(_f8, 1)),
+    "light_append": (
+        _c(_u64, 1),
+        _c(_i8, 1),
+        _c(numba.types.int32, 1),
+        _c(_f8, 1),
+        _i8,
+        _i8,
+        _f8,
+        _c(_u64, 2),
+        _i8,
+        _c(_f8, 1, readonly=True),
+        _c(_f8, 2),
+    ),
+    "light_append_dense": (
+        _c(_u64, 1),
+        _c(_f8, 1),
+        _c(_i8, 1),
+        _c(numba.types.int32, 1),
+        _c(_f8, 1),
+        _c(_u64, 2),
+        _i8,
+        _f8,
+        _c(_f8, 1, readonly=True),
+        _c(_f8, 2),
+    ),
+}
+ALL_FINITE = all_finite.compile(SIGNATURES["all_finite"])
+DENSE_APPEND = dense_append.compile(SIGNATURES["dense_append"])
+LIGHT_APPEND = light_append.compile(SIGNATURES["light_append"])
+LIGHT_APPEND_DENSE = light_append_dense.compile(SIGNATURES["light_append_dense"])

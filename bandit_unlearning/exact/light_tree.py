@@ -25,8 +25,6 @@ __all__ = [
 ]
 
 
-import math
-
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
@@ -49,7 +47,10 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-# --- from notebooks/rl/10_light_tree.py, cell 8 (line 232): "3. Implementation" ---
+_NO_PREVIOUS = _readonly(np.zeros(0))  # the compiled append's partial sum before the first node: none
+
+
+# --- from notebooks/rl/10_light_tree.py, cell 8 (line 233): "3. Implementation" ---
 @sections_from(BinaryTree)
 class LightTree(BaseTree):
     """Memory-light binary tree mechanism (chapter B10), bit-identical to ``BinaryTree``.
@@ -93,7 +94,7 @@ class LightTree(BaseTree):
         arrays += [a for _, noisy, partial in self._stack for a in (noisy, partial)]
         return sum({id(a): a.nbytes for a in arrays}.values())
 
-    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 283): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 10 (line 284): "3. Implementation" ---
     def _reserve(self, leaves: int, entries: int, rows: int):
         if leaves + 1 > self._ptr.size:
             grown = np.zeros(max(leaves + 1, 2 * self._ptr.size), dtype=np.int64)
@@ -154,24 +155,42 @@ class LightTree(BaseTree):
             stack.append((p, noisy, partial))
         self._stack = stack
 
-    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 361): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 12 (line 369): "3. Implementation" ---
     @sections_from(BinaryTree.append)
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """As in ``BinaryTree.append`` (TreeUpdate), but ``x`` is stored sparsely and only the node
         joining ``D(t)`` has its noise generated (the others keep their keys alone)."""
-        self._check_mutable()
+        if self._frozen:
+            self._check_mutable()                            # the refusal
         fast = accel.kernels()
-        if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-                and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
-            if type(rng) is not np.random.Generator:
-                rng = as_generator(rng)
-            self._append_dense_compiled(fast, x, rng)
-            return
-        idx, val = statistic_sparse(x, self._d, "x")         # the rule a non-finite x broke, or the general path
+        dense = (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+                 and x.flags.carray and fast.ALL_FINITE(x))  # a finite, C-contiguous float vector: checked
+        if not dense:
+            idx, val = statistic_sparse(x, self._d, "x")     # the rule a non-finite x broke, or the general path
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
         t = self._n + 1
-        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+        k = (t & -t).bit_length()                        # the nodes ending at t: levels 0 .. nu_2(t)
+        stack = self._stack
+        if dense:                                        # one compiled call: the same bits as below
+            raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+            below = len(stack) - (k - 1)                 # entries the new node keeps; _new_entry, inlined (a call less)
+            if below:
+                previous, out = stack[below - 1][2], np.empty((2, self._d))
+            else:
+                previous, out = _NO_PREVIOUS, np.empty((1, self._d))
+            kernel = fast.LIGHT_APPEND_DENSE             # no dispatch (chapter B2a's typed kernels)
+            if not kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out):
+                self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
+                kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out)  # no room before
+            if k > 1:
+                del stack[1 - k:]                        # the nodes merged into the new one
+            self._n = t
+            out.setflags(False)                          # write=False (positional: cheaper); and so its rows, views of it
+            noisy = out[0]
+            stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if below else noisy))
+            return
+        first = 2 * (t - 1) - (t - 1).bit_count()        # n_nodes(t - 1)
         if fast is None:
             keys = draw_node_keys(rng, k)
         else:                                            # the same words; hashed below, compiled
@@ -183,15 +202,14 @@ class LightTree(BaseTree):
         self._ptr[t] = start + idx.size
         self._n = t
         if k > 1:
-            del self._stack[1 - k:]                      # the nodes merged into the new one
+            del stack[1 - k:]                            # the nodes merged into the new one
         if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
-            lo = int(self._ptr[t - (1 << (k - 1))])
-            previous = self._stack[-1][2] if self._stack else np.empty(0)
-            keys, noisy, partial = fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._d,
-                                                     self._sigma, previous)
-            self._keys[first:first + k] = keys
-            noisy = _readonly(noisy)
-            self._stack.append((first + k - 1, noisy, _readonly(partial) if self._stack else noisy))
+            previous, out = self._new_entry(len(stack))
+            fast.LIGHT_APPEND(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
+                              first, previous, out)           # the tree's own buffers: their types, no dispatch
+            out.setflags(False)                          # write=False
+            noisy = out[0]
+            stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
             return
         self._keys[first:first + k] = keys
         if k > 1:
@@ -201,27 +219,16 @@ class LightTree(BaseTree):
             noisy[idx] = val
         noisy += node_noise(keys[k - 1], self._d, self._sigma)
         noisy = _readonly(noisy)
-        partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
-        self._stack.append((first + k - 1, noisy, partial))
+        partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
+        stack.append((first + k - 1, noisy, partial))
 
-    # --- from notebooks/rl/10_light_tree.py, cell 14 (line 418): "3. Implementation" ---
-    def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
-        """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
-        call: the same bits as the code above."""
-        t = self._n + 1
-        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
-        start = int(self._ptr[t - 1])
-        self._reserve(t, start + self._d, first + k)                 # room for every entry of x
-        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-        below = len(self._stack) - (k - 1)                           # the entries the new node keeps
-        previous = self._stack[below - 1][2] if below else np.empty(0)
-        noisy, partial = fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
-                                                 self._sigma, previous)
-        if k > 1:
-            del self._stack[1 - k:]                                    # the nodes merged into the new one
-        self._n = t
-        noisy = _readonly(noisy)
-        self._stack.append((first + k - 1, noisy, _readonly(partial) if below else noisy))
+    # --- from notebooks/rl/10_light_tree.py, cell 13 (line 437): "3. Implementation" ---
+    def _new_entry(self, below: int):
+        """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
+        partial sum it continues (or none) and the array of one or two rows the kernel fills."""
+        if below:
+            return self._stack[below - 1][2], np.empty((2, self._d))
+        return _NO_PREVIOUS, np.empty((1, self._d))
 
     @sections_from(BinaryTree.noisy_prefix_sum)
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
@@ -241,7 +248,7 @@ class LightTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t) if t else np.zeros(self._d)
 
-    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 464): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 15 (line 472): "3. Implementation" ---
     @sections_from(BinaryTree.leaf)
     def leaf(self, t: int) -> np.ndarray:
         """As in ``BinaryTree.leaf``: the statistic ``x_t``, a dense copy of its stored non-zeros."""
@@ -272,7 +279,7 @@ class LightTree(BaseTree):
         out[rows, self._idx[:nnz]] = self._val[:nnz]
         return out
 
-    # --- from notebooks/rl/10_light_tree.py, cell 17 (line 500): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 16 (line 508): "3. Implementation" ---
     @sections_from(BinaryTree.clean)
     def clean(self, node: Node) -> np.ndarray:
         """As in ``BinaryTree.clean``: the clean value ``v_b``, recomputed as the running sum of its leaves."""
@@ -303,7 +310,7 @@ class LightTree(BaseTree):
         dense._n = self._n
         return dense
 
-    # --- from notebooks/rl/10_light_tree.py, cell 19 (line 543): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 18 (line 551): "3. Implementation" ---
     def copy(self) -> "LightTree":
         """A mutable copy (leaves and keys copied; read-only noisy-value arrays shared)."""
         new = object.__new__(type(self))
@@ -336,7 +343,7 @@ class LightTree(BaseTree):
         if self._frozen:
             self.freeze()
 
-    # --- from notebooks/rl/10_light_tree.py, cell 21 (line 587): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 20 (line 595): "3. Implementation" ---
     def _cut(self, n: int):
         """Keep the first ``n`` steps: later keys and leaf entries are erased (zeroed) and later
         touched nodes dropped."""
@@ -369,7 +376,7 @@ class LightTree(BaseTree):
         self._idx, self._val = new_idx, new_val
         self._ptr[t:self._n + 1] += grow
 
-    # --- from notebooks/rl/10_light_tree.py, cell 23 (line 629): "3. Implementation" ---
+    # --- from notebooks/rl/10_light_tree.py, cell 22 (line 637): "3. Implementation" ---
     @sections_from(BinaryTree.unlearn_leaf)
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """As in ``BinaryTree.unlearn_leaf`` (Algorithm 3), with the same draws from ``rng``; in addition,

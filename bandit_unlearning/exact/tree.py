@@ -823,7 +823,6 @@ class PathCoupling:
 
 # --- from notebooks/rl/02b_dense_tree.py, cell 4 (line 60): "1. The dense tree" ---
 _FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
-_NO_TOP = (0, None)                   # a dense tree's cached prefix sum: none
 
 
 class BaseTree:
@@ -888,7 +887,7 @@ class BaseTree:
         return self.__deepcopy__({})
 
 
-# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 144): "1. The dense tree" ---
+# --- from notebooks/rl/02b_dense_tree.py, cell 6 (line 141): "1. The dense tree" ---
 class BinaryTree(BaseTree):
     """Anytime binary tree mechanism with dense storage (Algorithm 2's data structure, Paper B Algorithm 2) --
     the readable reference.
@@ -920,14 +919,15 @@ class BinaryTree(BaseTree):
         self._noisy = np.zeros((rows, self._d))
         self._n = 0
         self._frozen = False
-        self._top = _NO_TOP              # (n, noisy prefix sum at n): set by append, dropped by any change
+        self._top_n = 0                  # the compiled append's prefix sum is u~_n in _top_sum if n = _top_n > 0;
+        self._top_sum = None             # any change sets _top_n = 0 (the buffer is made on the first such append)
 
     @property
     def nbytes(self) -> int:
         """Bytes of the tree's arrays (allocated buffers, including unused rows)."""
         return self._clean.nbytes + self._noisy.nbytes
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 188): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 8 (line 186): "1. The dense tree" ---
     def _reserve(self, rows: int):
         if rows > self._clean.shape[0]:
             new_rows, used = max(rows, 2 * self._clean.shape[0]), self.n_nodes
@@ -944,7 +944,7 @@ class BinaryTree(BaseTree):
             acc += self._clean[2 * s - s.bit_count()]
         return acc
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 215): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 10 (line 216): "1. The dense tree" ---
     def append(self, x, rng: np.random.Generator | None = None) -> None:
         """TreeUpdate: leaf ``t = n_leaves + 1`` gets ``x``; the nodes ending at ``t`` are completed
         (clean value: running sum of their leaves), each with a key from ``rng`` and its noise.
@@ -956,22 +956,28 @@ class BinaryTree(BaseTree):
         rng : numpy.random.Generator, int or None
             Source of the node keys (``None``: fresh OS entropy).
         """
-        self._check_mutable()
+        if self._frozen:
+            self._check_mutable()                                 # the refusal
         fast = accel.kernels()
         if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-                and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+                and x.flags.carray and fast.ALL_FINITE(x)):   # else: validated (and copied, C-contiguous) here
             x = statistic_dense(x, self._d, "x")
         if type(rng) is not np.random.Generator:
             rng = as_generator(rng)
         t = self._n + 1
-        first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+        k = (t & -t).bit_length()                                # the nodes ending at t: levels 0 .. nu_2(t)
         if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
             raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-            self._reserve(first + k)
-            top = fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma)
-            top.setflags(write=False)
-            self._n, self._top = t, (t, top)
+            top = self._top_sum
+            if top is None:
+                top = self._top_sum = np.empty(self._d)
+            if not fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top):   # no dispatch
+                self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
+                fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top)
+            self._n = self._top_n = t
             return
+        first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
+        self._top_n = 0                                          # no compiled prefix sum for this step
         keys = draw_node_keys(rng, k)
         self._reserve(first + k)
         clean, noisy = self._clean, self._noisy
@@ -984,6 +990,7 @@ class BinaryTree(BaseTree):
         for i in range(k):
             np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
+    # --- from notebooks/rl/02b_dense_tree.py, cell 11 (line 263): "1. The dense tree" ---
     def noisy_prefix_sum(self, t: int) -> np.ndarray:
         """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
         summed largest node first (``popcount(t)`` rows; ``fold_rows``'s order); ``t = 0`` gives zeros.
@@ -1002,9 +1009,8 @@ class BinaryTree(BaseTree):
             t = check_int(t, "t", 0, self._n)
         if t == 0:
             return np.zeros(self._d)
-        top = getattr(self, "_top", _NO_TOP)
-        if top[0] == t == self._n:           # computed by the compiled append, in the fold's order
-            return top[1].copy()
+        if t == self._top_n == self._n:      # computed by the compiled append, in the fold's order
+            return self._top_sum.copy()
         fast = accel.kernels()
         if fast is not None:                 # the fold below, compiled: the same order, the same bits
             return fast.dense_prefix(self._noisy, t)
@@ -1030,7 +1036,7 @@ class BinaryTree(BaseTree):
         t = check_int(t, "t", 0, self._n)
         return self._running_sum(1, t)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 12 (line 309): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 13 (line 315): "1. The dense tree" ---
     def leaf(self, t: int) -> np.ndarray:
         """The statistic ``x_t`` (a copy).
 
@@ -1091,7 +1097,7 @@ class BinaryTree(BaseTree):
             out.append(v)
         return tuple(out)
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 14 (line 384): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 15 (line 390): "1. The dense tree" ---
     def copy(self) -> "BinaryTree":
         """A mutable deep copy (same class, same buffer size)."""
         new = object.__new__(type(self))
@@ -1101,6 +1107,8 @@ class BinaryTree(BaseTree):
             buf = np.zeros_like(getattr(self, name))
             buf[:used] = getattr(self, name)[:used]
             setattr(new, name, buf)
+        if self._top_sum is not None:                 # the compiled append's buffer: the copy's own
+            new._top_sum = self._top_sum.copy()
         new._frozen = False
         return new
 
@@ -1118,7 +1126,9 @@ class BinaryTree(BaseTree):
 
     def __setstate__(self, state):
         """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
-        self.__dict__.update(state)
+        if "_top" in state:                           # a pickle of an earlier version: no cached prefix sum
+            state = {k: v for k, v in state.items() if k != "_top"}
+        self.__dict__.update({"_top_n": 0, "_top_sum": None, **state})
         if self._frozen:
             self.freeze()
 
@@ -1126,14 +1136,14 @@ class BinaryTree(BaseTree):
         """``BaseTree``'s refusal of a frozen tree; a mutable one also drops the prefix sum cached by
         ``append``, since the caller is about to change the rows it was summed from."""
         BaseTree._check_mutable(self)
-        self._top = _NO_TOP
+        self._top_n = 0
 
     def _cut(self, n: int) -> None:
         """Keep the first ``n`` steps; the rows after them are zeroed, not just abandoned."""
         rows, used = n_nodes(n), self.n_nodes
         self._clean[rows:used] = 0
         self._noisy[rows:used] = 0
-        self._n, self._top = n, _NO_TOP
+        self._n, self._top_n = n, 0
 
     def truncate(self, n_leaves: int) -> None:
         """Forget the steps after ``n_leaves`` (keeps the first ``N(n_leaves)`` rows, zeroes the
@@ -1147,7 +1157,7 @@ class BinaryTree(BaseTree):
         self._check_mutable()
         self._cut(check_int(n_leaves, "n_leaves", 0, self._n))
 
-    # --- from notebooks/rl/02b_dense_tree.py, cell 16 (line 456): "1. The dense tree" ---
+    # --- from notebooks/rl/02b_dense_tree.py, cell 17 (line 466): "1. The dense tree" ---
     def unlearn_leaf(self, t: int, x_new, rng: np.random.Generator | None = None) -> PathCoupling:
         """Replace leaf ``t`` by ``x_new`` by maximally coupling its path, leaf to root (Algorithm 3).
 

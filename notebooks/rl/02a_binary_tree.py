@@ -944,9 +944,9 @@ def node_noise(key, d: int, sigma: float) -> np.ndarray:
 # `node_noise` and the trees' `append` call them.  The code above stays the reference: the compiled
 # kernels must give the same bits, and the check below (and `tests/test_exact_accel.py`, on more
 # seeds, sizes and whole unlearning runs) compares them.  They are off by default (`accel.set_enabled(True)`
-or `BANDIT_UNLEARNING_ACCEL=1` switches them on): the first call in a process pays numba's import and,
-in a fresh checkout, its compilation, and the dense tree's compiled step holds a few more vectors of
-$d$ numbers than the memory estimate of chapter B7a counts.
+# or `BANDIT_UNLEARNING_ACCEL=1` switches them on): the first call in a process pays numba's import and,
+# in a fresh checkout, its compilation, and the dense tree's compiled step holds a few more vectors of
+# $d$ numbers than the memory estimate of chapter B7a counts.
 
 # %%
 if accel.available():

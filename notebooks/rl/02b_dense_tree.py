@@ -58,8 +58,6 @@ rng = np.random.default_rng(20260602)
 # the keys of the regenerated nodes; in `append`, the keys of the completed nodes.
 
 # %% tags=["export"]
-import math
-
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
@@ -73,7 +71,6 @@ from bandit_unlearning.privacy.coupling import check_sigma
 from bandit_unlearning.secrecy import check_pickle_allowed
 
 _FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (a singleton)
-_NO_TOP = (0, None)                   # a dense tree's cached prefix sum: none
 
 
 class BaseTree:
@@ -173,7 +170,8 @@ class BinaryTree(BaseTree):
         self._noisy = np.zeros((rows, self._d))
         self._n = 0
         self._frozen = False
-        self._top = _NO_TOP              # (n, noisy prefix sum at n): set by append, dropped by any change
+        self._top_n = 0                  # the compiled append's prefix sum is u~_n in _top_sum if n = _top_n > 0;
+        self._top_sum = None             # any change sets _top_n = 0 (the buffer is made on the first such append)
 
     @property
     def nbytes(self) -> int:
@@ -210,7 +208,10 @@ def _running_sum(self, first: int, last: int, out=None) -> np.ndarray:
 # takes the keys of the $\nu_2(t) + 1$ nodes that step $t$ completes in one draw, and writes their
 # clean and noisy values; `noisy_prefix_sum` folds the rows of $\mathcal D(t)$, largest node first
 # (`fold_rows`' order, without re-validating rows the tree wrote itself).  Both check their arguments
-# once, at the boundary, and then run unchecked arithmetic.
+# once, at the boundary, and then run unchecked arithmetic.  With the compiled kernels (chapter B2a) a
+# dense float statistic takes one compiled call, which also folds $\tilde u_t$ into a buffer the tree
+# keeps (so `noisy_prefix_sum(t)` right after is a copy) and, when the rows lack room, writes nothing
+# and says so: the rows grow, and the same call is made again.
 
 # %% tags=["export"]
 @add_to_class(BinaryTree)
@@ -225,22 +226,28 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     rng : numpy.random.Generator, int or None
         Source of the node keys (``None``: fresh OS entropy).
     """
-    self._check_mutable()
+    if self._frozen:
+        self._check_mutable()                                 # the refusal
     fast = accel.kernels()
     if not (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-            and math.isfinite(x.dot(x))):                 # else: validated (and copied) here
+            and x.flags.carray and fast.ALL_FINITE(x)):   # else: validated (and copied, C-contiguous) here
         x = statistic_dense(x, self._d, "x")
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
-    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    k = (t & -t).bit_length()                                # the nodes ending at t: levels 0 .. nu_2(t)
     if fast is not None:                 # the loops below, compiled (chapter B2a): the same bits
         raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-        self._reserve(first + k)
-        top = fast.dense_append(raw, x, self._clean, self._noisy, first, k, t, self._sigma)
-        top.setflags(write=False)
-        self._n, self._top = t, (t, top)
+        top = self._top_sum
+        if top is None:
+            top = self._top_sum = np.empty(self._d)
+        if not fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top):   # no dispatch
+            self._reserve(2 * t - t.bit_count())              # no room: nothing written; N(t) rows, then write
+            fast.DENSE_APPEND(raw, x, self._clean, self._noisy, t, self._sigma, top)
+        self._n = self._top_n = t
         return
+    first = 2 * (t - 1) - (t - 1).bit_count()                # n_nodes(t - 1)
+    self._top_n = 0                                          # no compiled prefix sum for this step
     keys = draw_node_keys(rng, k)
     self._reserve(first + k)
     clean, noisy = self._clean, self._noisy
@@ -253,7 +260,7 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     for i in range(k):
         np.add(clean[first + i], node_noise(keys[i], self._d, self._sigma), out=noisy[first + i])
 
-
+# %% tags=["export"]
 @add_to_class(BinaryTree)
 def noisy_prefix_sum(self, t: int) -> np.ndarray:
     """GetNoisyPrefixSum: ``u~_t`` = the noisy values of the dyadic decomposition of ``[1, t]``,
@@ -273,9 +280,8 @@ def noisy_prefix_sum(self, t: int) -> np.ndarray:
         t = check_int(t, "t", 0, self._n)
     if t == 0:
         return np.zeros(self._d)
-    top = getattr(self, "_top", _NO_TOP)
-    if top[0] == t == self._n:           # computed by the compiled append, in the fold's order
-        return top[1].copy()
+    if t == self._top_n == self._n:      # computed by the compiled append, in the fold's order
+        return self._top_sum.copy()
     fast = accel.kernels()
     if fast is not None:                 # the fold below, compiled: the same order, the same bits
         return fast.dense_prefix(self._noisy, t)
@@ -392,6 +398,8 @@ def copy(self) -> "BinaryTree":
         buf = np.zeros_like(getattr(self, name))
         buf[:used] = getattr(self, name)[:used]
         setattr(new, name, buf)
+    if self._top_sum is not None:                 # the compiled append's buffer: the copy's own
+        new._top_sum = self._top_sum.copy()
     new._frozen = False
     return new
 
@@ -415,7 +423,9 @@ def __getstate__(self):
 @add_to_class(BinaryTree)
 def __setstate__(self, state):
     """Unpickling makes fresh, writeable arrays: a frozen tree is frozen again."""
-    self.__dict__.update(state)
+    if "_top" in state:                           # a pickle of an earlier version: no cached prefix sum
+        state = {k: v for k, v in state.items() if k != "_top"}
+    self.__dict__.update({"_top_n": 0, "_top_sum": None, **state})
     if self._frozen:
         self.freeze()
 
@@ -425,7 +435,7 @@ def _check_mutable(self) -> None:
     """``BaseTree``'s refusal of a frozen tree; a mutable one also drops the prefix sum cached by
     ``append``, since the caller is about to change the rows it was summed from."""
     BaseTree._check_mutable(self)
-    self._top = _NO_TOP
+    self._top_n = 0
 
 
 @add_to_class(BinaryTree)
@@ -434,7 +444,7 @@ def _cut(self, n: int) -> None:
     rows, used = n_nodes(n), self.n_nodes
     self._clean[rows:used] = 0
     self._noisy[rows:used] = 0
-    self._n, self._top = n, _NO_TOP
+    self._n, self._top_n = n, 0
 
 
 @add_to_class(BinaryTree)

@@ -203,8 +203,6 @@ Given the same generator, every output -- noisy prefix sums, node values, coupli
 ``PathCoupling`` records, the draws taken from the generator -- equals ``BinaryTree``'s bit for bit.
 """
 
-import math
-
 import numpy as np
 
 from bandit_unlearning.checks import as_generator, check_count, check_int
@@ -223,6 +221,9 @@ _FLOAT64 = np.dtype(np.float64)       # the dtype of the statistics' fast path (
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
+
+
+_NO_PREVIOUS = _readonly(np.zeros(0))  # the compiled append's partial sum before the first node: none
 
 # %% [markdown]
 # The class and its storage: compressed leaf rows (`_ptr`, `_idx`, `_val`), the key table, the
@@ -357,6 +358,13 @@ def _rebuild_stack(self, keep_below: int):
 # written straight into a zero vector (its entries are distinct: the same bits as `bincount`).
 # `noisy_prefix_sum(n)` is then a copy of the top of the stack.  Arguments are checked once, at
 # the boundary.
+#
+# With the compiled kernels (chapter B2a), a dense float statistic -- the usual case -- is appended in
+# one call: its non-zeros stored, the keys hashed, the new node's running sum, noise and partial sum,
+# in the order of the code below.  The kernel writes the new stack entry into one array made here
+# (`_new_entry`: its noisy value and, above the first entry, its partial sum -- two rows), and says
+# when a buffer lacks room; it has then written nothing, and the buffers grow before the same call is
+# made again.  `tests/test_exact_accel.py` compares every output with the numpy code.
 
 # %% tags=["export"]
 @add_to_class(LightTree)
@@ -364,19 +372,37 @@ def _rebuild_stack(self, keep_below: int):
 def append(self, x, rng: np.random.Generator | None = None) -> None:
     """As in ``BinaryTree.append`` (TreeUpdate), but ``x`` is stored sparsely and only the node
     joining ``D(t)`` has its noise generated (the others keep their keys alone)."""
-    self._check_mutable()
+    if self._frozen:
+        self._check_mutable()                            # the refusal
     fast = accel.kernels()
-    if (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
-            and math.isfinite(x.dot(x))):                # a finite float vector: checked, in one call
-        if type(rng) is not np.random.Generator:
-            rng = as_generator(rng)
-        self._append_dense_compiled(fast, x, rng)
-        return
-    idx, val = statistic_sparse(x, self._d, "x")         # the rule a non-finite x broke, or the general path
+    dense = (fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (self._d,)
+             and x.flags.carray and fast.ALL_FINITE(x))  # a finite, C-contiguous float vector: checked
+    if not dense:
+        idx, val = statistic_sparse(x, self._d, "x")     # the rule a non-finite x broke, or the general path
     if type(rng) is not np.random.Generator:
         rng = as_generator(rng)
     t = self._n + 1
-    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()     # n_nodes(t - 1), nodes ending at t
+    k = (t & -t).bit_length()                        # the nodes ending at t: levels 0 .. nu_2(t)
+    stack = self._stack
+    if dense:                                        # one compiled call: the same bits as below
+        raw = rng.bit_generator.random_raw(k * KEY_WORDS)
+        below = len(stack) - (k - 1)                 # entries the new node keeps; _new_entry, inlined (a call less)
+        if below:
+            previous, out = stack[below - 1][2], np.empty((2, self._d))
+        else:
+            previous, out = _NO_PREVIOUS, np.empty((1, self._d))
+        kernel = fast.LIGHT_APPEND_DENSE             # no dispatch (chapter B2a's typed kernels)
+        if not kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out):
+            self._reserve(t, int(self._ptr[t - 1]) + self._d, 2 * t - t.bit_count())   # x's entries, N(t) keys
+            kernel(raw, x, self._ptr, self._idx, self._val, self._keys, t, self._sigma, previous, out)  # no room before
+        if k > 1:
+            del stack[1 - k:]                        # the nodes merged into the new one
+        self._n = t
+        out.setflags(False)                          # write=False (positional: cheaper); and so its rows, views of it
+        noisy = out[0]
+        stack.append((2 * t - t.bit_count() - 1, noisy, out[1] if below else noisy))
+        return
+    first = 2 * (t - 1) - (t - 1).bit_count()        # n_nodes(t - 1)
     if fast is None:
         keys = draw_node_keys(rng, k)
     else:                                            # the same words; hashed below, compiled
@@ -388,15 +414,14 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
     self._ptr[t] = start + idx.size
     self._n = t
     if k > 1:
-        del self._stack[1 - k:]                      # the nodes merged into the new one
+        del stack[1 - k:]                            # the nodes merged into the new one
     if fast is not None:                             # keys, running sum, noise, partial sum: the same bits
-        lo = int(self._ptr[t - (1 << (k - 1))])
-        previous = self._stack[-1][2] if self._stack else np.empty(0)
-        keys, noisy, partial = fast.light_append(raw, self._idx, self._val, lo, start + idx.size, self._d,
-                                                 self._sigma, previous)
-        self._keys[first:first + k] = keys
-        noisy = _readonly(noisy)
-        self._stack.append((first + k - 1, noisy, _readonly(partial) if self._stack else noisy))
+        previous, out = self._new_entry(len(stack))
+        fast.LIGHT_APPEND(raw, self._ptr, self._idx, self._val, t - (1 << (k - 1)) + 1, t, self._sigma, self._keys,
+                          first, previous, out)           # the tree's own buffers: their types, no dispatch
+        out.setflags(False)                          # write=False
+        noisy = out[0]
+        stack.append((first + k - 1, noisy, out[1] if len(out) > 1 else noisy))
         return
     self._keys[first:first + k] = keys
     if k > 1:
@@ -406,34 +431,17 @@ def append(self, x, rng: np.random.Generator | None = None) -> None:
         noisy[idx] = val
     noisy += node_noise(keys[k - 1], self._d, self._sigma)
     noisy = _readonly(noisy)
-    partial = noisy if not self._stack else _readonly(self._stack[-1][2] + noisy)
-    self._stack.append((first + k - 1, noisy, partial))
-
-
-# %% [markdown]
-# With the compiled kernels (chapter B2a), a dense float statistic -- the usual case -- is appended in
-# one call: its non-zeros stored, the keys hashed, the new node's running sum, noise and partial sum,
-# in the order above.  `tests/test_exact_accel.py` compares every output with the code above.
+    partial = noisy if not stack else _readonly(stack[-1][2] + noisy)
+    stack.append((first + k - 1, noisy, partial))
 
 # %% tags=["export"]
 @add_to_class(LightTree)
-def _append_dense_compiled(self, fast, x: np.ndarray, rng: np.random.Generator) -> None:
-    """``append`` of a finite float64 vector of shape ``(d,)`` (the caller checked) in one compiled
-    call: the same bits as the code above."""
-    t = self._n + 1
-    first, k = 2 * (t - 1) - (t - 1).bit_count(), (t & -t).bit_length()
-    start = int(self._ptr[t - 1])
-    self._reserve(t, start + self._d, first + k)                 # room for every entry of x
-    raw = rng.bit_generator.random_raw(k * KEY_WORDS)
-    below = len(self._stack) - (k - 1)                           # the entries the new node keeps
-    previous = self._stack[below - 1][2] if below else np.empty(0)
-    noisy, partial = fast.light_append_dense(raw, x, self._ptr, self._idx, self._val, self._keys, t, first, k,
-                                             self._sigma, previous)
-    if k > 1:
-        del self._stack[1 - k:]                                    # the nodes merged into the new one
-    self._n = t
-    noisy = _readonly(noisy)
-    self._stack.append((first + k - 1, noisy, _readonly(partial) if below else noisy))
+def _new_entry(self, below: int):
+    """``(previous, out)`` for a compiled append whose new node lands on ``below`` kept entries: the
+    partial sum it continues (or none) and the array of one or two rows the kernel fills."""
+    if below:
+        return self._stack[below - 1][2], np.empty((2, self._d))
+    return _NO_PREVIOUS, np.empty((1, self._d))
 
 
 @add_to_class(LightTree)
