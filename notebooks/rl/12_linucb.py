@@ -215,12 +215,14 @@ A user is ``LinUCBUser(context, rewards)``: a context ``x`` with ``||x|| <= 1`` 
 ``unlearn``, ``verify`` and the light tree of ``bandit_unlearning.exact`` apply unchanged.
 """
 
+import importlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
 import numpy as np
 
+from bandit_unlearning.exact import accel
 from bandit_unlearning.exact.learner import PrefixSumLearner, Run, replayable_users
 from bandit_unlearning.exact.light_tree import LightTree
 from bandit_unlearning.checks import check_count, check_instance, check_real, check_real_array
@@ -228,6 +230,10 @@ from bandit_unlearning.checks import check_int, check_positive
 
 TIE_TOLERANCE = 1e-9
 SQRT2 = math.sqrt(2.0)
+try:                                                  # the gufunc behind np.linalg.inv (see _inverse)
+    _LAPACK_INV = importlib.import_module("numpy.linalg._umath_linalg").inv
+except (ImportError, AttributeError):                 # pragma: no cover - another numpy layout
+    _LAPACK_INV = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -313,7 +319,8 @@ def block_size(dim: int) -> int:
 def _layout(dim: int):
     """Index arrays for one block: the upper triangle's flat positions in a ``dim x dim`` matrix, the
     ``sqrt 2`` scaling of its off-diagonal entries, for every entry of the full matrix the index of its
-    triangle entry, that entry's ``1 / sqrt 2`` scaling, and the identity matrix (read-only)."""
+    triangle entry, that entry's ``1 / sqrt 2`` scaling, the identity matrix, and the row and column of
+    each triangle entry (read-only)."""
     i, j = np.triu_indices(dim)
     upper = i * dim + j
     up = np.where(i == j, 1.0, SQRT2)
@@ -322,7 +329,7 @@ def _layout(dim: int):
     square[i, j] = np.arange(i.size)
     square[j, i] = np.arange(i.size)
     full = square.ravel()
-    arrays = (upper, up, down, full, down[full], np.eye(dim))
+    arrays = (upper, up, down, full, down[full], np.eye(dim), i, j)
     for a in arrays:
         a.setflags(write=False)
     return arrays
@@ -394,7 +401,7 @@ def unpack(u, n_arms: int, dim: int):
 def _unpack(u: np.ndarray, n_arms: int, dim: int):
     """``unpack`` on checked arguments; ``b`` is a view of ``u``.  Each Gram entry is its triangle entry
     times its scaling: the same product, so the same bits, whether one scales before or after gathering."""
-    _, _, down, full, full_down, _ = _layout(dim)
+    down, full, full_down = _layout(dim)[2:5]
     m = down.size
     blocks = u.reshape(n_arms, m + dim)
     G = np.take(blocks, full, axis=1)
@@ -593,20 +600,27 @@ class LinUCBModel:
         object.__setattr__(self, "radius", check_real(self.radius, "radius", 0))
         object.__setattr__(self, "shift", check_real(self.shift, "shift", 0))
 
+    def __getstate__(self):
+        """The four fields only: the update's private record of its input (``_source``) is not pickled."""
+        return {k: v for k, v in self.__dict__.items() if k != "_source"}
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.theta.setflags(write=False)
         self.Vinv.setflags(write=False)
 
 
-def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float) -> LinUCBModel:
+def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float, source=None) -> LinUCBModel:
     """A ``LinUCBModel`` from arrays the update has just computed (fresh, finite, of matching shapes),
-    without re-validating them: the same object ``LinUCBModel(...)`` would build."""
+    without re-validating them: the same object ``LinUCBModel(...)`` would build.  ``source``: the
+    update's record ``(u~_t, l2)`` of a noiseless step, kept in the private attribute ``_source``."""
     model = object.__new__(LinUCBModel)
     theta.setflags(write=False)
     Vinv.setflags(write=False)
-    for name, value in (("theta", theta), ("Vinv", Vinv), ("radius", float(radius)), ("shift", float(shift))):
-        object.__setattr__(model, name, value)
+    fields = model.__dict__                                  # a frozen dataclass: filled as __init__ would
+    fields.update(theta=theta, Vinv=Vinv, radius=float(radius), shift=float(shift))
+    if source is not None:
+        fields["_source"] = source
     return model
 
 # %% [markdown]
@@ -658,7 +672,9 @@ def choose(scores) -> int:
 
 
 def _choose(scores: np.ndarray) -> int:
-    return int(np.argmax(scores >= scores.max() - TIE_TOLERANCE))        # the first arm within the tolerance
+    values = scores.tolist()                              # Python floats: the same comparisons, faster for few arms
+    threshold = max(values) - TIE_TOLERANCE
+    return next(a for a, v in enumerate(values) if v >= threshold)       # the first arm within the tolerance
 
 
 def initial_model(config: LinUCBConfig) -> LinUCBModel:
@@ -682,8 +698,14 @@ def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np
     if not isinstance(user, LinUCBUser) or user.context.size != config.dim or user.rewards.size != config.n_arms:
         raise TypeError(f"step {t}: expected a LinUCBUser with a {config.dim}-dim context and "
                         f"{config.n_arms} rewards, got {user!r}")
-    arm = _choose(_scores(model, user.context))                  # a LinUCBUser's arrays are checked
-    return _statistics(arm, user.context, float(user.rewards[arm]), config.n_arms)
+    x = user.context                                             # a LinUCBUser's arrays are checked
+    fast = accel.kernels()
+    if fast is not None:                                         # the same arm and statistic, compiled
+        _, up, _, _, _, _, rows, cols = _layout(x.size)
+        return fast.linucb_play(model.theta @ x, (model.Vinv @ x) @ x, model.radius, TIE_TOLERANCE, x,
+                                user.rewards, config.n_arms, rows, cols, up)
+    arm = _choose(_scores(model, x))
+    return _statistics(arm, x, float(user.rewards[arm]), config.n_arms)
 
 # %% [markdown]
 # **The update** turns the noisy prefix sum $\tilde u_t$ into $w_{t+1}$: the noisy Gram matrix
@@ -704,7 +726,9 @@ def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) ->
     t : int
         The step (``>= 1``).
     model : LinUCBModel
-        ``w_t`` (unused: the update depends on ``u~_t`` and ``t`` only).
+        ``w_t``.  The update depends on ``u~_t`` and ``t`` only; at ``sigma = 0`` the inverses of the arms
+        whose block of ``u~_t`` equals, bit for bit, that of the prefix sum ``w_t`` was computed from are
+        taken from ``w_t`` (the bits a fresh inversion gives; any other model: every arm inverted).
     config : LinUCBConfig
         The learner's parameters.
     sigma : float
@@ -724,14 +748,71 @@ def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) ->
 def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
     """``linucb_update`` on checked arguments (the learner's loop calls this)."""
     K, d = config.n_arms, config.dim
-    G, b = _unpack(u_tilde, K, d)
-    c = _gram_shift(sigma, d, t, K, config.delta) if sigma else 0.0
-    gamma = _vector_bound(sigma, d, t, K, config.delta) if sigma else 0.0
-    diagonal = G.reshape(K, d * d)[:, :: d + 1]                    # a view of the K diagonals
-    diagonal += config.l2 + SHIFT_FACTOR * c                      # only the diagonal moves: + 0 elsewhere
-    Vinv = np.linalg.inv(G)
+    if sigma:
+        c, gamma = _gram_shift(sigma, d, t, K, config.delta), _vector_bound(sigma, d, t, K, config.delta)
+        G, b = _unpack(u_tilde, K, d)
+        Vinv = _inverse(_shifted(G, config.l2 + SHIFT_FACTOR * c))
+        source = None
+    else:
+        c = gamma = 0.0
+        u_tilde.setflags(write=False)                              # kept by the model: a fresh array
+        source = (u_tilde.view(np.int64), config.l2)               # its bit patterns
+        Vinv, b = _noiseless_inverses(source[0], u_tilde, model, config)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
-    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
+    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c, source)
+
+
+def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
+    """``G + shift I`` in place, for a stack of square matrices: only the diagonals move (``+ 0``
+    elsewhere would change nothing)."""
+    n, d = G.shape[0], G.shape[-1]
+    diagonal = G.reshape(n, d * d)[:, :: d + 1]                    # a view of the n diagonals
+    diagonal += shift
+    return G
+
+
+def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: LinUCBConfig):
+    """``(V^{-1}, b)`` at ``sigma = 0``.  An arm's inverse depends on its block of ``u~_t`` alone
+    (``np.linalg.inv`` solves each matrix of a stack on its own), and a step changes the block of the
+    arm played -- and of the arms whose sums the tree re-associates: so only the arms whose blocks
+    differ, bit for bit, from the ``u~`` behind ``model`` (its ``_source``: the bit patterns ``bits`` of
+    that ``u~``, and ``l2``) are inverted; the others keep ``model``'s inverses, the very bits a full
+    inversion gives."""
+    K, d = config.n_arms, config.dim
+    blocks = u_tilde.reshape(K, -1)
+    b = blocks[:, blocks.shape[1] - d:]
+    source = getattr(model, "_source", None)
+    if source is None or source[1] != config.l2 or source[0].shape != bits.shape or model.Vinv.shape != (K, d, d):
+        return _inverse(_shifted(_unpack(u_tilde, K, d)[0], config.l2)), b
+    fast = accel.kernels()
+    if fast is not None:                                         # the same arms and matrices, compiled
+        full, full_down = _layout(d)[3:5]
+        changed, G = fast.linucb_changed_grams(bits, source[0], K, d, full, full_down, config.l2)
+    else:
+        changed = np.flatnonzero((bits != source[0]).reshape(K, -1).any(axis=1))
+        G = _shifted(_unpack(blocks[changed].ravel(), changed.size, d)[0], config.l2)
+    Vinv = model.Vinv.copy()
+    if changed.size == 1:                                        # most steps: the arm played alone
+        Vinv[int(changed[0])] = _inverse(G)[0]
+    elif changed.size:
+        Vinv[changed] = _inverse(G)
+    return Vinv, b
+
+
+def _inverse(G: np.ndarray) -> np.ndarray:
+    """``np.linalg.inv`` of a stack of float64 matrices, the same LAPACK call (numpy's
+    ``_umath_linalg.inv``, which ``np.linalg.inv`` wraps) without the wrapper's checks and error-state
+    switch: the update's matrices are positive definite (at ``sigma = 0`` by construction, ``G + l2 I``
+    with ``G`` a sum of ``x x^T``; with noise, with high probability: the shift).  A result that is not
+    finite -- a matrix singular in floating point after all -- is recomputed by ``np.linalg.inv``, which
+    raises ``LinAlgError`` as it always did (numpy may then also warn of the floating-point error)."""
+    if _LAPACK_INV is None:                                          # a numpy without the module
+        return np.linalg.inv(G)
+    try:
+        out = _LAPACK_INV(G, signature="d->d")
+    except FloatingPointError:                                       # np.errstate(all="raise") around us
+        return np.linalg.inv(G)
+    return out if math.isfinite(np.add.reduce(out, axis=None)) else np.linalg.inv(G)
 
 
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
