@@ -186,13 +186,17 @@ def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarr
 
 
 def _statistics(arm: int, x: np.ndarray, reward: float, n_arms: int) -> np.ndarray:
-    """``linucb_statistics`` on checked arguments (the learner's loop calls this)."""
+    """``linucb_statistics`` on checked arguments (the learner's loop calls this).  Each triangle entry is
+    ``(x_i x_j) up``, written in place: the products ``np.outer(x, x)`` would hold, the same bits."""
     dim = x.size
-    upper, up = _layout(dim)[:2]
-    p, m = dim * (dim + 1) // 2 + dim, upper.size
+    _, up, _, _, _, _, rows, cols = _layout(dim)
+    m = up.size
+    start, p = arm * (m + dim), m + dim
     out = np.zeros(n_arms * p)
-    out[arm * p: arm * p + m] = np.outer(x, x).ravel()[upper] * up
-    out[arm * p + m: (arm + 1) * p] = reward * x
+    block = out[start: start + m]
+    np.multiply(x[rows], x[cols], out=block)
+    block *= up
+    np.multiply(x, reward, out=out[start + m: start + p])
     return out
 
 
@@ -230,7 +234,7 @@ def _unpack(u: np.ndarray, n_arms: int, dim: int):
     return G.reshape(n_arms, dim, dim), blocks[:, m:]
 
 
-# --- from notebooks/rl/12_linucb.py, cell 11 (line 414): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 11 (line 418): "3. Implementation" ---
 SENSITIVITY_ZERO_DUMMY = SQRT2          # ||x_t - 0|| <= sqrt(||x||^4 + r^2 ||x||^2) <= sqrt 2
 SENSITIVITY_BETWEEN_USERS = 3 / SQRT2   # sup over two users (same arm, r = 1, x.x' = -1/2): sqrt(9/2)
 SHIFT_FACTOR = 2.0                      # the noisy Gram matrix is shifted by SHIFT_FACTOR c_t (section 2b)
@@ -272,7 +276,7 @@ def _vector_bound(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> 
     return sigma * math.sqrt(t.bit_count()) * (math.sqrt(dim) + _deviation(t, n_arms, delta))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 13 (line 458): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 13 (line 462): "3. Implementation" ---
 def gram_shift(sigma: float, dim: int, t: int, n_arms: int, delta: float) -> float:
     """``c_t``, a high-probability bound on the spectral norm of the noise of one arm's Gram matrix at step
     ``t``: ``s (sqrt(2 dim) + sqrt(2 ln(3 K t (t+1) / delta)))`` with ``s = sigma sqrt(popcount t)``.
@@ -342,7 +346,7 @@ def widened_radius(alpha: float, l2: float, theta_bound: float, shift: float, ga
                                  check_real(gamma, "gamma", 0)))
 
 
-# --- from notebooks/rl/12_linucb.py, cell 15 (line 531): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 15 (line 535): "3. Implementation" ---
 @dataclass(frozen=True)
 class LinUCBConfig:
     """Disjoint LinUCB's parameters.
@@ -381,7 +385,7 @@ class LinUCBConfig:
         object.__setattr__(self, "delta", delta)
 
 
-# --- from notebooks/rl/12_linucb.py, cell 17 (line 572): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 17 (line 576): "3. Implementation" ---
 @dataclass(frozen=True, eq=False)
 class LinUCBModel:
     """``w_t``: the model the learner releases after a step (read-only arrays).
@@ -436,7 +440,7 @@ def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float, sou
     return model
 
 
-# --- from notebooks/rl/12_linucb.py, cell 19 (line 632): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 19 (line 636): "3. Implementation" ---
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
     """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0).
 
@@ -501,21 +505,21 @@ def initial_model(config: LinUCBConfig) -> LinUCBModel:
     return LinUCBModel(np.zeros((K, d)), np.broadcast_to(np.eye(d) / config.l2, (K, d, d)).copy(), config.alpha, 0.0)
 
 
-def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np.ndarray:
+def _linucb_oracle(config: LinUCBConfig, user, t: int, model: LinUCBModel) -> np.ndarray:
     if not isinstance(user, LinUCBUser) or user.context.size != config.dim or user.rewards.size != config.n_arms:
         raise TypeError(f"step {t}: expected a LinUCBUser with a {config.dim}-dim context and "
                         f"{config.n_arms} rewards, got {user!r}")
     x = user.context                                             # a LinUCBUser's arrays are checked
     fast = accel.kernels()
     if fast is not None:                                         # the same arm and statistic, compiled
-        _, up, _, _, _, _, rows, cols = _layout(x.size)
+        layout = _layout(x.size)
         return fast.linucb_play(model.theta @ x, (model.Vinv @ x) @ x, model.radius, TIE_TOLERANCE, x,
-                                user.rewards, config.n_arms, rows, cols, up)
+                                user.rewards, config.n_arms, layout[6], layout[7], layout[1])
     arm = _choose(_scores(model, x))
     return _statistics(arm, x, float(user.rewards[arm]), config.n_arms)
 
 
-# --- from notebooks/rl/12_linucb.py, cell 21 (line 716): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 21 (line 720): "3. Implementation" ---
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
     """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + 2 c_t) I``,
     ``theta_a = V_a^{-1} b~_a``, radius ``widened_radius(alpha, l2, S, c_t, gamma_t)`` for
@@ -554,14 +558,11 @@ def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: flo
         c, gamma = _gram_shift(sigma, d, t, K, config.delta), _vector_bound(sigma, d, t, K, config.delta)
         G, b = _unpack(u_tilde, K, d)
         Vinv = _inverse(_shifted(G, config.l2 + SHIFT_FACTOR * c))
-        source = None
     else:
-        c = gamma = 0.0
-        u_tilde.setflags(write=False)                              # kept by the model: a fresh array
-        source = (u_tilde.view(np.int64), config.l2)               # its bit patterns
-        Vinv, b = _noiseless_inverses(source[0], u_tilde, model, config)
+        return _noiseless_update(config, _widened_radius(config.alpha, config.l2, config.theta_bound, 0.0, 0.0),
+                                 u_tilde, t, model)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
-    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c, source)
+    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
 
 
 def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
@@ -571,6 +572,16 @@ def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
     diagonal = G.reshape(n, d * d)[:, :: d + 1]                    # a view of the n diagonals
     diagonal += shift
     return G
+
+
+# --- from notebooks/rl/12_linucb.py, cell 23 (line 786): "3. Implementation" ---
+def _noiseless_update(config: LinUCBConfig, radius: float, u_tilde: np.ndarray, t: int, model) -> LinUCBModel:
+    """``_update`` at ``sigma = 0`` (``c_t = gamma_t = 0``), with the radius ``widened_radius(alpha, l2, S,
+    0, 0)`` computed once by the caller; the model keeps the bit patterns of ``u~_t`` (``_source``)."""
+    u_tilde.setflags(write=False)                                  # kept by the model: a fresh array
+    source = (u_tilde.view(np.int64), config.l2)
+    Vinv, b = _noiseless_inverses(source[0], u_tilde, model, config)
+    return _model((Vinv @ b[:, :, None])[:, :, 0], Vinv, radius, 0.0, source)
 
 
 def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: LinUCBConfig):
@@ -611,12 +622,13 @@ def _inverse(G: np.ndarray) -> np.ndarray:
     if _LAPACK_INV is None:                                          # a numpy without the module
         return np.linalg.inv(G)
     try:
-        out = _LAPACK_INV(G, signature="d->d")
+        out = _LAPACK_INV(G)                                         # float64: its d->d loop
     except FloatingPointError:                                       # np.errstate(all="raise") around us
         return np.linalg.inv(G)
     return out if math.isfinite(np.add.reduce(out, axis=None)) else np.linalg.inv(G)
 
 
+# --- from notebooks/rl/12_linucb.py, cell 25 (line 844): "3. Implementation" ---
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
     """TV-stable disjoint LinUCB as a ``PrefixSumLearner`` (``d = K (dim (dim+1)/2 + dim)``, ``B = sqrt 2``
     against the zero dummy).
@@ -641,14 +653,15 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     sigma = check_sigma(sigma)
     return PrefixSumLearner(
         d=config.n_arms * block_size(config.dim), sigma=sigma,
-        oracle=partial(_linucb_oracle, config=config),
-        update=partial(_update, config=config, sigma=sigma),
+        oracle=partial(_linucb_oracle, config),
+        update=partial(_update, config=config, sigma=sigma) if sigma else
+        partial(_noiseless_update, config, _widened_radius(config.alpha, config.l2, config.theta_bound, 0.0, 0.0)),
         initial_model=initial_model(config), B=SENSITIVITY_ZERO_DUMMY, tree_factory=tree_factory,
         name=f"TV-stable LinUCB, K = {config.n_arms}, d = {config.dim}",
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 23 (line 851): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 27 (line 879): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1).
 
@@ -686,7 +699,7 @@ def linucb_rewards(run: Run) -> np.ndarray:
     return np.array([u.rewards[a] if a >= 0 else 0.0 for u, a in zip(run.users, arms)])
 
 
-# --- from notebooks/rl/12_linucb.py, cell 25 (line 891): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 29 (line 919): "3. Implementation" ---
 def linear_users(theta, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Synthetic users: context uniform in the unit ball of dimension ``theta.shape[1]``, reward of arm
     ``a`` Bernoulli(clip(theta_a . x, 0, 1)), all drawn from the user's own key (``replayable_users``:

@@ -365,13 +365,17 @@ def linucb_statistics(arm: int, context, reward: float, n_arms: int) -> np.ndarr
 
 
 def _statistics(arm: int, x: np.ndarray, reward: float, n_arms: int) -> np.ndarray:
-    """``linucb_statistics`` on checked arguments (the learner's loop calls this)."""
+    """``linucb_statistics`` on checked arguments (the learner's loop calls this).  Each triangle entry is
+    ``(x_i x_j) up``, written in place: the products ``np.outer(x, x)`` would hold, the same bits."""
     dim = x.size
-    upper, up = _layout(dim)[:2]
-    p, m = dim * (dim + 1) // 2 + dim, upper.size
+    _, up, _, _, _, _, rows, cols = _layout(dim)
+    m = up.size
+    start, p = arm * (m + dim), m + dim
     out = np.zeros(n_arms * p)
-    out[arm * p: arm * p + m] = np.outer(x, x).ravel()[upper] * up
-    out[arm * p + m: (arm + 1) * p] = reward * x
+    block = out[start: start + m]
+    np.multiply(x[rows], x[cols], out=block)
+    block *= up
+    np.multiply(x, reward, out=out[start + m: start + p])
     return out
 
 
@@ -694,16 +698,16 @@ def initial_model(config: LinUCBConfig) -> LinUCBModel:
     return LinUCBModel(np.zeros((K, d)), np.broadcast_to(np.eye(d) / config.l2, (K, d, d)).copy(), config.alpha, 0.0)
 
 
-def _linucb_oracle(user, t: int, model: LinUCBModel, config: LinUCBConfig) -> np.ndarray:
+def _linucb_oracle(config: LinUCBConfig, user, t: int, model: LinUCBModel) -> np.ndarray:
     if not isinstance(user, LinUCBUser) or user.context.size != config.dim or user.rewards.size != config.n_arms:
         raise TypeError(f"step {t}: expected a LinUCBUser with a {config.dim}-dim context and "
                         f"{config.n_arms} rewards, got {user!r}")
     x = user.context                                             # a LinUCBUser's arrays are checked
     fast = accel.kernels()
     if fast is not None:                                         # the same arm and statistic, compiled
-        _, up, _, _, _, _, rows, cols = _layout(x.size)
+        layout = _layout(x.size)
         return fast.linucb_play(model.theta @ x, (model.Vinv @ x) @ x, model.radius, TIE_TOLERANCE, x,
-                                user.rewards, config.n_arms, rows, cols, up)
+                                user.rewards, config.n_arms, layout[6], layout[7], layout[1])
     arm = _choose(_scores(model, x))
     return _statistics(arm, x, float(user.rewards[arm]), config.n_arms)
 
@@ -752,14 +756,11 @@ def _update(u_tilde: np.ndarray, t: int, model, config: LinUCBConfig, sigma: flo
         c, gamma = _gram_shift(sigma, d, t, K, config.delta), _vector_bound(sigma, d, t, K, config.delta)
         G, b = _unpack(u_tilde, K, d)
         Vinv = _inverse(_shifted(G, config.l2 + SHIFT_FACTOR * c))
-        source = None
     else:
-        c = gamma = 0.0
-        u_tilde.setflags(write=False)                              # kept by the model: a fresh array
-        source = (u_tilde.view(np.int64), config.l2)               # its bit patterns
-        Vinv, b = _noiseless_inverses(source[0], u_tilde, model, config)
+        return _noiseless_update(config, _widened_radius(config.alpha, config.l2, config.theta_bound, 0.0, 0.0),
+                                 u_tilde, t, model)
     theta = (Vinv @ b[:, :, None])[:, :, 0]
-    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c, source)
+    return _model(theta, Vinv, _widened_radius(config.alpha, config.l2, config.theta_bound, c, gamma), c)
 
 
 def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
@@ -769,6 +770,27 @@ def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
     diagonal = G.reshape(n, d * d)[:, :: d + 1]                    # a view of the n diagonals
     diagonal += shift
     return G
+
+
+# %% [markdown]
+# **Without noise** ($\sigma = 0$, plain LinUCB) a step changes the block of $\tilde u_t$ of the arm played
+# only -- and, now and then, of arms whose sums the tree re-associates (a node merging its children adds
+# the same numbers in another order).  An arm's inverse depends on its own block alone (`np.linalg.inv`
+# solves each matrix of a stack on its own), so the update inverts only the arms whose block differs,
+# bit for bit, from the prefix sum behind the previous model (which that model keeps privately), and
+# copies the others' inverses: the very bits a full inversion gives (tested at every step, also with
+# signed zeros in the statistics).  With the optional compiled kernels (`exact.accel`) the oracle's arm
+# and statistic and the changed arms' Gram matrices are computed in one call each, the same numbers;
+# the matrix products and the inversion stay numpy's.
+
+# %% tags=["export"]
+def _noiseless_update(config: LinUCBConfig, radius: float, u_tilde: np.ndarray, t: int, model) -> LinUCBModel:
+    """``_update`` at ``sigma = 0`` (``c_t = gamma_t = 0``), with the radius ``widened_radius(alpha, l2, S,
+    0, 0)`` computed once by the caller; the model keeps the bit patterns of ``u~_t`` (``_source``)."""
+    u_tilde.setflags(write=False)                                  # kept by the model: a fresh array
+    source = (u_tilde.view(np.int64), config.l2)
+    Vinv, b = _noiseless_inverses(source[0], u_tilde, model, config)
+    return _model((Vinv @ b[:, :, None])[:, :, 0], Vinv, radius, 0.0, source)
 
 
 def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: LinUCBConfig):
@@ -809,12 +831,17 @@ def _inverse(G: np.ndarray) -> np.ndarray:
     if _LAPACK_INV is None:                                          # a numpy without the module
         return np.linalg.inv(G)
     try:
-        out = _LAPACK_INV(G, signature="d->d")
+        out = _LAPACK_INV(G)                                         # float64: its d->d loop
     except FloatingPointError:                                       # np.errstate(all="raise") around us
         return np.linalg.inv(G)
     return out if math.isfinite(np.add.reduce(out, axis=None)) else np.linalg.inv(G)
 
 
+# %% [markdown]
+# The learner: the oracle and the update bound to the parameters (at $\sigma = 0$ the noiseless update,
+# its radius computed once).
+
+# %% tags=["export"]
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
     """TV-stable disjoint LinUCB as a ``PrefixSumLearner`` (``d = K (dim (dim+1)/2 + dim)``, ``B = sqrt 2``
     against the zero dummy).
@@ -839,8 +866,9 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     sigma = check_sigma(sigma)
     return PrefixSumLearner(
         d=config.n_arms * block_size(config.dim), sigma=sigma,
-        oracle=partial(_linucb_oracle, config=config),
-        update=partial(_update, config=config, sigma=sigma),
+        oracle=partial(_linucb_oracle, config),
+        update=partial(_update, config=config, sigma=sigma) if sigma else
+        partial(_noiseless_update, config, _widened_radius(config.alpha, config.l2, config.theta_bound, 0.0, 0.0)),
         initial_model=initial_model(config), B=SENSITIVITY_ZERO_DUMMY, tree_factory=tree_factory,
         name=f"TV-stable LinUCB, K = {config.n_arms}, d = {config.dim}",
     )
