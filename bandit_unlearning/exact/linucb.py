@@ -429,7 +429,8 @@ class LinUCBModel:
 def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float, source=None) -> LinUCBModel:
     """A ``LinUCBModel`` from arrays the update has just computed (fresh, finite, of matching shapes),
     without re-validating them: the same object ``LinUCBModel(...)`` would build.  ``source``: the
-    update's record ``(u~_t, l2)`` of a noiseless step, kept in the private attribute ``_source``."""
+    update's record ``(bits of u~_t, l2)`` of a noiseless step, kept in the private attribute ``_source``
+    until the next update from this model takes it over."""
     model = object.__new__(LinUCBModel)
     theta.setflags(write=False)
     Vinv.setflags(write=False)
@@ -440,7 +441,7 @@ def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float, sou
     return model
 
 
-# --- from notebooks/rl/12_linucb.py, cell 19 (line 636): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 19 (line 637): "3. Implementation" ---
 def linucb_scores(model: LinUCBModel, context) -> np.ndarray:
     """``theta_a . x + radius sqrt(x^T Vinv_a x)`` for every arm (the quadratic form clipped at 0).
 
@@ -519,7 +520,7 @@ def _linucb_oracle(config: LinUCBConfig, user, t: int, model: LinUCBModel) -> np
     return _statistics(arm, x, float(user.rewards[arm]), config.n_arms)
 
 
-# --- from notebooks/rl/12_linucb.py, cell 21 (line 720): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 21 (line 721): "3. Implementation" ---
 def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) -> LinUCBModel:
     """``w_{t+1}`` from the noisy prefix sum ``u~_t``: ``V_a = G~_a + (l2 + 2 c_t) I``,
     ``theta_a = V_a^{-1} b~_a``, radius ``widened_radius(alpha, l2, S, c_t, gamma_t)`` for
@@ -534,7 +535,8 @@ def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) ->
     model : LinUCBModel
         ``w_t``.  The update depends on ``u~_t`` and ``t`` only; at ``sigma = 0`` the inverses of the arms
         whose block of ``u~_t`` equals, bit for bit, that of the prefix sum ``w_t`` was computed from are
-        taken from ``w_t`` (the bits a fresh inversion gives; any other model: every arm inverted).
+        taken from ``w_t`` (the bits a fresh inversion gives).  ``w_t``'s private record of that prefix
+        sum moves to the new model; a model without one (older, or built by hand): every arm inverted.
     config : LinUCBConfig
         The learner's parameters.
     sigma : float
@@ -574,7 +576,7 @@ def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
     return G
 
 
-# --- from notebooks/rl/12_linucb.py, cell 23 (line 786): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 23 (line 788): "3. Implementation" ---
 def _noiseless_update(config: LinUCBConfig, radius: float, u_tilde: np.ndarray, t: int, model) -> LinUCBModel:
     """``_update`` at ``sigma = 0`` (``c_t = gamma_t = 0``), with the radius ``widened_radius(alpha, l2, S,
     0, 0)`` computed once by the caller; the model keeps the bit patterns of ``u~_t`` (``_source``)."""
@@ -588,13 +590,15 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
     """``(V^{-1}, b)`` at ``sigma = 0``.  An arm's inverse depends on its block of ``u~_t`` alone
     (``np.linalg.inv`` solves each matrix of a stack on its own), and a step changes the block of the
     arm played -- and of the arms whose sums the tree re-associates: so only the arms whose blocks
-    differ, bit for bit, from the ``u~`` behind ``model`` (its ``_source``: the bit patterns ``bits`` of
-    that ``u~``, and ``l2``) are inverted; the others keep ``model``'s inverses, the very bits a full
-    inversion gives."""
+    differ, bit for bit, from the ``u~`` behind ``model`` (its ``_source``: the bit patterns of that
+    ``u~``, and ``l2``; ``bits``: those of ``u~_t``) are inverted; the others keep ``model``'s inverses,
+    the very bits a full inversion gives.  The record moves to the new model: only the newest model of a
+    run holds one (no prefix sum kept per step); an update from an older model, or from a model built by
+    hand, inverts every arm -- the same bits again."""
     K, d = config.n_arms, config.dim
     blocks = u_tilde.reshape(K, -1)
     b = blocks[:, blocks.shape[1] - d:]
-    source = getattr(model, "_source", None)
+    source = model.__dict__.pop("_source", None) if type(model) is LinUCBModel else None     # the record moves on
     if source is None or source[1] != config.l2 or source[0].shape != bits.shape or model.Vinv.shape != (K, d, d):
         return _inverse(_shifted(_unpack(u_tilde, K, d)[0], config.l2)), b
     fast = accel.kernels()
@@ -606,29 +610,36 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
         G = _shifted(_unpack(blocks[changed].ravel(), changed.size, d)[0], config.l2)
     Vinv = model.Vinv.copy()
     if changed.size == 1:                                        # most steps: the arm played alone
-        Vinv[int(changed[0])] = _inverse(G)[0]
+        a = int(changed[0])
+        _inverse(G, Vinv[a: a + 1])                              # written in place
     elif changed.size:
         Vinv[changed] = _inverse(G)
     return Vinv, b
 
 
-def _inverse(G: np.ndarray) -> np.ndarray:
+def _inverse(G: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``np.linalg.inv`` of a stack of float64 matrices, the same LAPACK call (numpy's
     ``_umath_linalg.inv``, which ``np.linalg.inv`` wraps) without the wrapper's checks and error-state
     switch: the update's matrices are positive definite (at ``sigma = 0`` by construction, ``G + l2 I``
     with ``G`` a sum of ``x x^T``; with noise, with high probability: the shift).  A result that is not
     finite -- a matrix singular in floating point after all -- is recomputed by ``np.linalg.inv``, which
-    raises ``LinAlgError`` as it always did (numpy may then also warn of the floating-point error)."""
-    if _LAPACK_INV is None:                                          # a numpy without the module
-        return np.linalg.inv(G)
+    raises ``LinAlgError`` as it always did (numpy may then also warn of the floating-point error).
+    ``out``: a C-contiguous float64 array of ``G``'s shape the inverses are written to (returned)."""
     try:
-        out = _LAPACK_INV(G)                                         # float64: its d->d loop
+        if _LAPACK_INV is None:                                      # a numpy without the module
+            raise FloatingPointError
+        inverse = _LAPACK_INV(G, out=out)                            # float64: its d->d loop
+        if math.isfinite(np.add.reduce(inverse, axis=None)):
+            return inverse
     except FloatingPointError:                                       # np.errstate(all="raise") around us
-        return np.linalg.inv(G)
-    return out if math.isfinite(np.add.reduce(out, axis=None)) else np.linalg.inv(G)
+        pass
+    inverse = np.linalg.inv(G)
+    if out is not None:
+        out[...] = inverse
+    return inverse if out is None else out
 
 
-# --- from notebooks/rl/12_linucb.py, cell 25 (line 844): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 25 (line 855): "3. Implementation" ---
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
     """TV-stable disjoint LinUCB as a ``PrefixSumLearner`` (``d = K (dim (dim+1)/2 + dim)``, ``B = sqrt 2``
     against the zero dummy).
@@ -661,7 +672,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 27 (line 879): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 27 (line 890): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1).
 
@@ -699,7 +710,7 @@ def linucb_rewards(run: Run) -> np.ndarray:
     return np.array([u.rewards[a] if a >= 0 else 0.0 for u, a in zip(run.users, arms)])
 
 
-# --- from notebooks/rl/12_linucb.py, cell 29 (line 919): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 29 (line 930): "3. Implementation" ---
 def linear_users(theta, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Synthetic users: context uniform in the unit ball of dimension ``theta.shape[1]``, reward of arm
     ``a`` Bernoulli(clip(theta_a . x, 0, 1)), all drawn from the user's own key (``replayable_users``:

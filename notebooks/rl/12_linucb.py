@@ -617,7 +617,8 @@ class LinUCBModel:
 def _model(theta: np.ndarray, Vinv: np.ndarray, radius: float, shift: float, source=None) -> LinUCBModel:
     """A ``LinUCBModel`` from arrays the update has just computed (fresh, finite, of matching shapes),
     without re-validating them: the same object ``LinUCBModel(...)`` would build.  ``source``: the
-    update's record ``(u~_t, l2)`` of a noiseless step, kept in the private attribute ``_source``."""
+    update's record ``(bits of u~_t, l2)`` of a noiseless step, kept in the private attribute ``_source``
+    until the next update from this model takes it over."""
     model = object.__new__(LinUCBModel)
     theta.setflags(write=False)
     Vinv.setflags(write=False)
@@ -732,7 +733,8 @@ def linucb_update(u_tilde, t: int, model, config: LinUCBConfig, sigma: float) ->
     model : LinUCBModel
         ``w_t``.  The update depends on ``u~_t`` and ``t`` only; at ``sigma = 0`` the inverses of the arms
         whose block of ``u~_t`` equals, bit for bit, that of the prefix sum ``w_t`` was computed from are
-        taken from ``w_t`` (the bits a fresh inversion gives; any other model: every arm inverted).
+        taken from ``w_t`` (the bits a fresh inversion gives).  ``w_t``'s private record of that prefix
+        sum moves to the new model; a model without one (older, or built by hand): every arm inverted.
     config : LinUCBConfig
         The learner's parameters.
     sigma : float
@@ -777,9 +779,9 @@ def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
 # only -- and, now and then, of arms whose sums the tree re-associates (a node merging its children adds
 # the same numbers in another order).  An arm's inverse depends on its own block alone (`np.linalg.inv`
 # solves each matrix of a stack on its own), so the update inverts only the arms whose block differs,
-# bit for bit, from the prefix sum behind the previous model (which that model keeps privately), and
-# copies the others' inverses: the very bits a full inversion gives (tested at every step, also with
-# signed zeros in the statistics).  With the optional compiled kernels (`exact.accel`) the oracle's arm
+# bit for bit, from the prefix sum behind the previous model (a private record that moves from model to
+# model: only a run's newest model holds one), and copies the others' inverses: the very bits a full
+# inversion gives (tested at every step, also with signed zeros in the statistics).  With the optional compiled kernels (`exact.accel`) the oracle's arm
 # and statistic and the changed arms' Gram matrices are computed in one call each, the same numbers;
 # the matrix products and the inversion stay numpy's.
 
@@ -797,13 +799,15 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
     """``(V^{-1}, b)`` at ``sigma = 0``.  An arm's inverse depends on its block of ``u~_t`` alone
     (``np.linalg.inv`` solves each matrix of a stack on its own), and a step changes the block of the
     arm played -- and of the arms whose sums the tree re-associates: so only the arms whose blocks
-    differ, bit for bit, from the ``u~`` behind ``model`` (its ``_source``: the bit patterns ``bits`` of
-    that ``u~``, and ``l2``) are inverted; the others keep ``model``'s inverses, the very bits a full
-    inversion gives."""
+    differ, bit for bit, from the ``u~`` behind ``model`` (its ``_source``: the bit patterns of that
+    ``u~``, and ``l2``; ``bits``: those of ``u~_t``) are inverted; the others keep ``model``'s inverses,
+    the very bits a full inversion gives.  The record moves to the new model: only the newest model of a
+    run holds one (no prefix sum kept per step); an update from an older model, or from a model built by
+    hand, inverts every arm -- the same bits again."""
     K, d = config.n_arms, config.dim
     blocks = u_tilde.reshape(K, -1)
     b = blocks[:, blocks.shape[1] - d:]
-    source = getattr(model, "_source", None)
+    source = model.__dict__.pop("_source", None) if type(model) is LinUCBModel else None     # the record moves on
     if source is None or source[1] != config.l2 or source[0].shape != bits.shape or model.Vinv.shape != (K, d, d):
         return _inverse(_shifted(_unpack(u_tilde, K, d)[0], config.l2)), b
     fast = accel.kernels()
@@ -815,26 +819,33 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
         G = _shifted(_unpack(blocks[changed].ravel(), changed.size, d)[0], config.l2)
     Vinv = model.Vinv.copy()
     if changed.size == 1:                                        # most steps: the arm played alone
-        Vinv[int(changed[0])] = _inverse(G)[0]
+        a = int(changed[0])
+        _inverse(G, Vinv[a: a + 1])                              # written in place
     elif changed.size:
         Vinv[changed] = _inverse(G)
     return Vinv, b
 
 
-def _inverse(G: np.ndarray) -> np.ndarray:
+def _inverse(G: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``np.linalg.inv`` of a stack of float64 matrices, the same LAPACK call (numpy's
     ``_umath_linalg.inv``, which ``np.linalg.inv`` wraps) without the wrapper's checks and error-state
     switch: the update's matrices are positive definite (at ``sigma = 0`` by construction, ``G + l2 I``
     with ``G`` a sum of ``x x^T``; with noise, with high probability: the shift).  A result that is not
     finite -- a matrix singular in floating point after all -- is recomputed by ``np.linalg.inv``, which
-    raises ``LinAlgError`` as it always did (numpy may then also warn of the floating-point error)."""
-    if _LAPACK_INV is None:                                          # a numpy without the module
-        return np.linalg.inv(G)
+    raises ``LinAlgError`` as it always did (numpy may then also warn of the floating-point error).
+    ``out``: a C-contiguous float64 array of ``G``'s shape the inverses are written to (returned)."""
     try:
-        out = _LAPACK_INV(G)                                         # float64: its d->d loop
+        if _LAPACK_INV is None:                                      # a numpy without the module
+            raise FloatingPointError
+        inverse = _LAPACK_INV(G, out=out)                            # float64: its d->d loop
+        if math.isfinite(np.add.reduce(inverse, axis=None)):
+            return inverse
     except FloatingPointError:                                       # np.errstate(all="raise") around us
-        return np.linalg.inv(G)
-    return out if math.isfinite(np.add.reduce(out, axis=None)) else np.linalg.inv(G)
+        pass
+    inverse = np.linalg.inv(G)
+    if out is not None:
+        out[...] = inverse
+    return inverse if out is None else out
 
 
 # %% [markdown]
