@@ -500,6 +500,10 @@ def test_a_singular_matrix_still_raises_linalg_error():
     with pytest.raises(np.linalg.LinAlgError), np.errstate(invalid="ignore"):
         linucb_update(u, 3, w, cfg, 0.0)
     assert w.Vinv.flags.writeable is False and np.isfinite(w.Vinv).all()
+    assert "_source" in vars(w)  # a failed call keeps the record; a successful one moves it on
+    assert "_source" in vars(
+        linucb_update(run.noisy_prefix_sum(2), 3, w, cfg, 0.0)
+    ) and "_source" not in vars(w)
 
 
 def test_pickled_model_drops_the_record(users):

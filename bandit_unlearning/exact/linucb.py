@@ -598,9 +598,12 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
     K, d = config.n_arms, config.dim
     blocks = u_tilde.reshape(K, -1)
     b = blocks[:, blocks.shape[1] - d:]
-    source = model.__dict__.pop("_source", None) if type(model) is LinUCBModel else None     # the record moves on
+    fields = model.__dict__ if type(model) is LinUCBModel else {}
+    source = fields.get("_source")
     if source is None or source[1] != config.l2 or source[0].shape != bits.shape or model.Vinv.shape != (K, d, d):
-        return _inverse(_shifted(_unpack(u_tilde, K, d)[0], config.l2)), b
+        Vinv = _inverse(_shifted(_unpack(u_tilde, K, d)[0], config.l2))
+        fields.pop("_source", None)                              # the record moves on (a failed call keeps it)
+        return Vinv, b
     fast = accel.kernels()
     if fast is not None:                                         # the same arms and matrices, compiled
         full, full_down = _layout(d)[3:5]
@@ -614,6 +617,7 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
         _inverse(G, Vinv[a: a + 1])                              # written in place
     elif changed.size:
         Vinv[changed] = _inverse(G)
+    fields.pop("_source", None)
     return Vinv, b
 
 
@@ -639,7 +643,7 @@ def _inverse(G: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return inverse if out is None else out
 
 
-# --- from notebooks/rl/12_linucb.py, cell 25 (line 855): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 25 (line 859): "3. Implementation" ---
 def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -> PrefixSumLearner:
     """TV-stable disjoint LinUCB as a ``PrefixSumLearner`` (``d = K (dim (dim+1)/2 + dim)``, ``B = sqrt 2``
     against the zero dummy).
@@ -672,7 +676,7 @@ def linucb_learner(config: LinUCBConfig, sigma: float, tree_factory=LightTree) -
     )
 
 
-# --- from notebooks/rl/12_linucb.py, cell 27 (line 890): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 27 (line 894): "3. Implementation" ---
 def linucb_arms(run: Run) -> np.ndarray:
     """Arms chosen at steps ``1 .. T`` (dummies: -1).
 
@@ -710,7 +714,7 @@ def linucb_rewards(run: Run) -> np.ndarray:
     return np.array([u.rewards[a] if a >= 0 else 0.0 for u, a in zip(run.users, arms)])
 
 
-# --- from notebooks/rl/12_linucb.py, cell 29 (line 930): "3. Implementation" ---
+# --- from notebooks/rl/12_linucb.py, cell 29 (line 934): "3. Implementation" ---
 def linear_users(theta, n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Synthetic users: context uniform in the unit ball of dimension ``theta.shape[1]``, reward of arm
     ``a`` Bernoulli(clip(theta_a . x, 0, 1)), all drawn from the user's own key (``replayable_users``:

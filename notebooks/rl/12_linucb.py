@@ -807,9 +807,12 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
     K, d = config.n_arms, config.dim
     blocks = u_tilde.reshape(K, -1)
     b = blocks[:, blocks.shape[1] - d:]
-    source = model.__dict__.pop("_source", None) if type(model) is LinUCBModel else None     # the record moves on
+    fields = model.__dict__ if type(model) is LinUCBModel else {}
+    source = fields.get("_source")
     if source is None or source[1] != config.l2 or source[0].shape != bits.shape or model.Vinv.shape != (K, d, d):
-        return _inverse(_shifted(_unpack(u_tilde, K, d)[0], config.l2)), b
+        Vinv = _inverse(_shifted(_unpack(u_tilde, K, d)[0], config.l2))
+        fields.pop("_source", None)                              # the record moves on (a failed call keeps it)
+        return Vinv, b
     fast = accel.kernels()
     if fast is not None:                                         # the same arms and matrices, compiled
         full, full_down = _layout(d)[3:5]
@@ -823,6 +826,7 @@ def _noiseless_inverses(bits: np.ndarray, u_tilde: np.ndarray, model, config: Li
         _inverse(G, Vinv[a: a + 1])                              # written in place
     elif changed.size:
         Vinv[changed] = _inverse(G)
+    fields.pop("_source", None)
     return Vinv, b
 
 
