@@ -239,6 +239,8 @@ if _accel.available():  # the optional compiled kernels (exact.accel_kernels): t
             "dense_prefix",
             "light_append",
             "light_append_dense",
+            "linucb_changed_grams",
+            "linucb_play",
             "node_keys",
             "noise",
         )

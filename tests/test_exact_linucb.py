@@ -417,3 +417,138 @@ def test_set_accuracy_is_the_loop_it_describes():
     assert np.array_equal(res["previous"][1.0][0], prev)
     majority = max(np.mean([u.rewards[a] for u in users]) for a in range(3))
     assert res["majority"] == majority
+
+
+# --- the noiseless update's reuse of inverses, and the compiled path -----------------------------------
+def _fresh(model):
+    """``model``'s four fields in a new model: no record of the prefix sum behind it (nothing to reuse)."""
+    return LinUCBModel(model.theta, model.Vinv, model.radius, model.shift)
+
+
+def _zero_coordinate_users(users, dim):
+    """Users whose contexts have one coordinate set to 0 (statistics with signed zeros), a dummy among them."""
+    out = [
+        LinUCBUser(np.where(np.arange(dim) == i % dim, 0.0, u.context), u.rewards)
+        for i, u in enumerate(users)
+    ]
+    out[5] = ZERO_USER
+    return out
+
+
+@pytest.mark.parametrize("l2", [1.0, 0.3])
+def test_noiseless_update_reuses_exactly_the_inverses_a_full_inversion_gives(users, l2):
+    """At sigma = 0 the update inverts only the arms whose block of u~ changed bit for bit; every model
+    equals, byte for byte, the update that inverts every arm (a model without the record of its prefix
+    sum), at every step of runs on ordinary contexts and on contexts with zero coordinates; and the update
+    does invert fewer arms than K on most steps (the claim has something to test).  The record moves from
+    model to model: only the newest model of the run holds one."""
+    cfg = LinUCBConfig(K, D, alpha=0.5, l2=l2)
+    for stream in (users[:200], _zero_coordinate_users(users[:200], D)):
+        run = train(linucb_learner(cfg, 0.0), stream, np.random.default_rng(3))
+        assert [t for t, w in enumerate(run.models) if "_source" in vars(w)] == [run.T]
+        reused = 0
+        for t in range(1, run.T + 1):
+            u, w = run.noisy_prefix_sum(t), run.models[t - 1]
+            full = linucb_update(u, t, _fresh(w), cfg, 0.0)
+            w_next = run.models[t]
+            assert (
+                w_next.theta.tobytes() == full.theta.tobytes()
+                and w_next.Vinv.tobytes() == full.Vinv.tobytes()
+            )
+            assert (w_next.radius, w_next.shift) == (full.radius, full.shift)
+            if t > 1:
+                before = run.noisy_prefix_sum(t - 1).reshape(K, -1).view(np.int64)
+                same = (u.reshape(K, -1).view(np.int64) == before).all(axis=1)
+                reused += int(same.sum())
+                assert all(w_next.Vinv[a].tobytes() == w.Vinv[a].tobytes() for a in np.flatnonzero(same))
+        assert reused > (K - 2) * (run.T - 1)
+
+
+def test_noiseless_update_ignores_a_record_of_another_ridge(users):
+    """A model whose record comes from another ``l2`` is not reused: every arm inverted.  (With the same
+    ``l2`` and the same prefix sum every arm is reused: the record is what the update reads.)"""
+    cfg, other = LinUCBConfig(K, D, l2=1.0), LinUCBConfig(K, D, l2=0.5)
+    u = None
+    for config, reused in ((cfg, True), (other, False)):
+        run = train(linucb_learner(cfg, 0.0), users[:30], np.random.default_rng(4))
+        u, w = run.noisy_prefix_sum(30), run.final_model
+        got = linucb_update(u, 30, w, config, 0.0)
+        want = linucb_update(u, 30, _fresh(w), config, 0.0)
+        assert got.Vinv.tobytes() == want.Vinv.tobytes() and got.theta.tobytes() == want.theta.tobytes()
+        assert (got.Vinv.tobytes() == w.Vinv.tobytes()) == reused
+        assert "_source" in vars(got) and "_source" not in vars(w)
+    assert np.allclose(np.linalg.inv(got.Vinv), unpack(u, K, D)[0] + 0.5 * np.eye(D))
+
+
+def test_a_singular_matrix_still_raises_linalg_error():
+    """The update's inverse skips np.linalg.inv's wrapper; a singular matrix still raises LinAlgError (and
+    changes nothing): ``G`` with diagonal ``-l2`` makes ``V = 0``."""
+    cfg = LinUCBConfig(2, 2, l2=1.0)
+    u = np.zeros(2 * block_size(2))
+    u[[0, 2]] = -1.0  # arm 0's diagonal entries (vech order 00, 01, 11)
+    before = u.copy()
+    with pytest.raises(np.linalg.LinAlgError), np.errstate(invalid="ignore"):
+        linucb_update(u, 1, initial_model(cfg), cfg, 0.0)
+    with pytest.raises(np.linalg.LinAlgError), np.errstate(all="raise"):  # numpy's own error state too
+        linucb_update(u, 1, initial_model(cfg), cfg, 0.0)
+    assert np.array_equal(u, before)
+    # the same through the reuse of inverses: one arm changed, its inverse written in place
+    users = classification_users(unit_ball(np.array([[0.6, 0.8], [0.8, -0.6]])), np.array([0, 1]), 2)
+    run = train(linucb_learner(cfg, 0.0), users, np.random.default_rng(0))
+    w, u = run.final_model, run.noisy_prefix_sum(2)
+    u[:3] = [-1.0, 0.0, -1.0]  # arm 0 only: G_0 = -I, arm 1 as recorded
+    with pytest.raises(np.linalg.LinAlgError), np.errstate(invalid="ignore"):
+        linucb_update(u, 3, w, cfg, 0.0)
+    assert w.Vinv.flags.writeable is False and np.isfinite(w.Vinv).all()
+    assert "_source" in vars(w)  # a failed call keeps the record; a successful one moves it on
+    assert "_source" in vars(
+        linucb_update(run.noisy_prefix_sum(2), 3, w, cfg, 0.0)
+    ) and "_source" not in vars(w)
+
+
+def test_pickled_model_drops_the_record(users):
+    """The record of the prefix sum is private to the update: not pickled; the pickled model's fields and
+    its next update are unchanged."""
+    cfg = LinUCBConfig(K, D)
+    run = train(linucb_learner(cfg, 0.0), users[:20], np.random.default_rng(5))
+    w = run.final_model
+    back = pickle.loads(pickle.dumps(w))
+    assert "_source" in vars(w) and "_source" not in vars(back) and same_model(w, back)
+    u = run.noisy_prefix_sum(20)
+    assert (
+        linucb_update(u, 20, back, cfg, 0.0).Vinv.tobytes()
+        == linucb_update(u, 20, w, cfg, 0.0).Vinv.tobytes()
+    )
+
+
+@pytest.mark.skipif(not lin.accel.available(), reason="numba is not installed")
+@pytest.mark.parametrize("sigma", [0.0, 0.6])
+def test_compiled_kernels_give_the_numpy_runs_bit_for_bit(users, sigma):
+    """With the optional compiled kernels (oracle's arm and statistic, the changed arms' Gram matrices)
+    every model, arm and tree leaf equals the numpy reference's, also after deletions."""
+    from bandit_unlearning.exact import accel
+
+    cfg = LinUCBConfig(K, D, alpha=0.5, l2=0.7)
+    results = []
+    for flag in (False, True):
+        previous = accel.set_enabled(flag)
+        try:
+            out = []
+            for stream in (users[:150], _zero_coordinate_users(users[:150], D)):
+                g = np.random.default_rng(6)
+                run = train(linucb_learner(cfg, sigma), stream, g)
+                runs = [run] + [unlearn(run, DeleteStep(t), rng=g)[0] for t in (1, 70, 150)]
+                out.append(
+                    [
+                        (
+                            b"".join(m.theta.tobytes() + m.Vinv.tobytes() for m in r.models),
+                            linucb_arms(r).tobytes(),
+                            r.tree.leaves().tobytes(),
+                        )
+                        for r in runs
+                    ]
+                )
+            results.append(out)
+        finally:
+            accel.set_enabled(previous)
+    assert results[0] == results[1]

@@ -23,6 +23,8 @@ __all__ = [
     "dense_prefix",
     "light_append",
     "light_append_dense",
+    "linucb_play",
+    "linucb_changed_grams",
 ]
 
 import numba
@@ -461,3 +463,109 @@ ALL_FINITE = all_finite.compile(SIGNATURES["all_finite"])
 DENSE_APPEND = dense_append.compile(SIGNATURES["dense_append"])
 LIGHT_APPEND = light_append.compile(SIGNATURES["light_append"])
 LIGHT_APPEND_DENSE = light_append_dense.compile(SIGNATURES["light_append_dense"])
+
+
+# The disjoint LinUCB learner's element-wise steps (chapter B12, ``exact.linucb``): the arm chosen from
+# the scores' parts and the statistic of the step, and the Gram matrices of the arms whose block of the
+# prefix sum changed.  Every number is one IEEE operation of the numpy reference, in its order (no
+# contraction into fused multiply-adds: numba compiles without fastmath); the matrix products and the
+# inversion stay in numpy.
+
+
+@numba.njit(cache=True)
+def linucb_play(tx, quad, radius, tie, x, rewards, n_arms, rows, cols, up):
+    """Unchecked: the arm ``exact.linucb``'s oracle plays and the step's statistic.
+
+    Parameters
+    ----------
+    tx, quad : numpy.ndarray
+        ``theta_a . x`` and ``x^T Vinv_a x`` for every arm (float64, shape ``(K,)``).
+    radius, tie : float
+        The model's confidence radius and the tie tolerance.
+    x : numpy.ndarray
+        The context, float64 of shape ``(d,)``.
+    rewards : numpy.ndarray
+        The user's reward of every arm.
+    n_arms : int
+        ``K``.
+    rows, cols, up : numpy.ndarray
+        The upper triangle's row and column of each entry, and its scaling (1 or ``sqrt 2``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The statistic (float64 of shape ``(K p,)``, ``p = m + d``) of the arm played: the lowest arm
+        whose score ``tx + radius sqrt(max(quad, 0))`` is within ``tie`` of the best.
+    """
+    K = tx.size
+    scores = np.empty(K)
+    best = -np.inf
+    for a in range(K):
+        q = quad[a] if quad[a] > 0.0 else 0.0
+        scores[a] = tx[a] + radius * np.sqrt(q)
+        if scores[a] > best:
+            best = scores[a]
+    threshold = best - tie
+    arm = 0
+    for a in range(K):
+        if scores[a] >= threshold:
+            arm = a
+            break
+    d, m = x.size, up.size
+    p = m + d
+    out = np.zeros(n_arms * p)
+    start = arm * p
+    for e in range(m):
+        out[start + e] = x[rows[e]] * x[cols[e]] * up[e]
+    r = rewards[arm]
+    for j in range(d):
+        out[start + m + j] = r * x[j]
+    return out
+
+
+@numba.njit(cache=True)
+def linucb_changed_grams(bits, before, n_arms, dim, full, full_down, shift):
+    """Unchecked: the arms whose block of a prefix sum differs, bit for bit, from ``before``'s, and
+    their shifted Gram matrices.
+
+    Parameters
+    ----------
+    bits, before : numpy.ndarray
+        Two prefix sums of shape ``(K p,)`` viewed as int64 (their bit patterns).
+    n_arms, dim : int
+        ``K`` and ``d``.
+    full, full_down : numpy.ndarray
+        For every entry of a ``d x d`` matrix, the index of its triangle entry and that entry's
+        scaling (1 or ``1 / sqrt 2``).
+    shift : float
+        Added to each diagonal entry.
+
+    Returns
+    -------
+    tuple
+        ``(changed, G)``: the arms (int64, increasing) and their matrices ``G_a + shift I`` (float64 of
+        shape ``(n, d, d)``).
+    """
+    p = bits.size // n_arms
+    flags = np.zeros(n_arms, dtype=np.bool_)
+    n = 0
+    for a in range(n_arms):
+        for e in range(a * p, (a + 1) * p):
+            if bits[e] != before[e]:
+                flags[a] = True
+                n += 1
+                break
+    changed = np.empty(n, dtype=np.int64)
+    G = np.empty((n, dim, dim))
+    values = bits.view(np.float64)
+    i = 0
+    for a in range(n_arms):
+        if flags[a]:
+            changed[i] = a
+            for r in range(dim):
+                for c in range(dim):
+                    e = r * dim + c
+                    G[i, r, c] = values[a * p + full[e]] * full_down[e]
+                G[i, r, r] += shift
+            i += 1
+    return changed, G

@@ -27,7 +27,7 @@ from bandit_unlearning.exact.linucb import (
 from bandit_unlearning.exact.tree import sigma_paper
 
 
-# --- from notebooks/rl/12_linucb.py, cell 39 (line 1162): "4e. Real data: handwritten digits and three small sets as..." ---
+# --- from notebooks/rl/12_linucb.py, cell 43 (line 1286): "4e. Real data: handwritten digits and three small sets as..." ---
 BUNDLED_SETS = ("digits", "iris", "wine", "breast_cancer")
 
 
@@ -64,7 +64,7 @@ def pca_users(name: str, dim: int, standardise: bool) -> tuple:
     return classification_users(unit_ball(Z[order] / np.linalg.norm(Z, axis=1).max()), y[order], int(y.max()) + 1)
 
 
-# --- from notebooks/rl/12_linucb.py, cell 41 (line 1220): "4e. Real data: handwritten digits and three small sets as..." ---
+# --- from notebooks/rl/12_linucb.py, cell 45 (line 1344): "4e. Real data: handwritten digits and three small sets as..." ---
 def previous_learner(config: LinUCBConfig, sigma: float) -> PrefixSumLearner:
     """The chapter's first design, for comparison: Gordon's bound, shift ``c_t``, radius term
     ``gamma_t / sqrt(l2)``.
@@ -104,7 +104,7 @@ def previous_learner(config: LinUCBConfig, sigma: float) -> PrefixSumLearner:
                             initial_model=initial_model(config), B=SENSITIVITY_ZERO_DUMMY)
 
 
-# --- from notebooks/rl/12_linucb.py, cell 43 (line 1264): "4e. Real data: handwritten digits and three small sets as..." ---
+# --- from notebooks/rl/12_linucb.py, cell 47 (line 1388): "4e. Real data: handwritten digits and three small sets as..." ---
 def set_accuracy(users, config: LinUCBConfig, rhos, reps: int, rng, previous_rhos=(), previous_reps: int = 1) -> dict:
     """Accuracy of TV-stable LinUCB over ``rho`` on one stream of classification users.
 
