@@ -136,13 +136,20 @@ def chromium():
     return binary
 
 
-def test_every_page_reads_well_in_a_browser(chromium, book):
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """One headless Chromium for every check of this file (each check clears its HTTP cache and serves
+    its book on a new port)."""
+    with book_browser.Browser(chromium) as running:
+        yield running
+
+
+def test_every_page_reads_well_in_a_browser(chromium, browser, book):
     """Every page of the built book in headless Chromium, offline: see tools/book_browser.py."""
-    binary = chromium
     run, out = book
     assert run.returncode == 0, "the book did not build (see the build test)"
     start = time.monotonic()
-    reports = book_browser.check_book(out, binary)
+    reports = book_browser.check_book(out, browser=browser)
     problems = {r.page: r.problems for r in reports if r.problems}
     assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)[:6000]
     pages = {r.page for r in reports}
@@ -254,13 +261,12 @@ def _png() -> bytes:
     return buf.getvalue()
 
 
-def test_the_browser_check_rejects_broken_pages(chromium, tiny_book, tmp_path):
+def test_the_browser_check_rejects_broken_pages(chromium, browser, tiny_book, tmp_path):
     """The same browser check fails on the list-item pitfall and on a figure whose file is missing,
     and passes the same formula written safely and the same figure present."""
-    binary = chromium
     out = tmp_path / "html"
     shutil.copytree(tiny_book, out)
-    by_page = {r.page: r for r in book_browser.check_book(out, binary)}
+    by_page = {r.page: r for r in book_browser.check_book(out, browser=browser)}
     broken = by_page["mab/01_broken.html"].problems
     assert broken and all(p.startswith("raw TeX") for p in broken), broken
     assert any("\\frac" in p for p in broken)
@@ -270,15 +276,14 @@ def test_the_browser_check_rejects_broken_pages(chromium, tiny_book, tmp_path):
     images = list((out / "_images").glob("*.png"))
     assert len(images) == 1
     images[0].unlink()
-    figure = {r.page: r for r in book_browser.check_book(out, binary)}["mab/03_figure.html"]
+    (figure,) = book_browser.check_book(out, browser=browser, pages=["mab/03_figure.html"])
     assert figure.problems == [f"image not loaded: ../_images/{images[0].name}"], figure.problems
 
 
-def test_the_browser_check_rejects_mathjax_from_a_cdn(chromium, tiny_book, tmp_path):
+def test_the_browser_check_rejects_mathjax_from_a_cdn(chromium, browser, tiny_book, tmp_path):
     """The book as it was before MathJax was shipped with it (Sphinx's default: MathJax from a CDN):
     offline nothing renders, and the check reports both the request and the raw TeX (nothing leaves
     the machine: name resolution is off inside the browser)."""
-    binary = chromium
     out = tmp_path / "html"
     shutil.copytree(tiny_book, out)
     index = (out / "index.html").read_text()
@@ -290,7 +295,7 @@ def test_the_browser_check_rejects_mathjax_from_a_cdn(chromium, tiny_book, tmp_p
             index,
         )
     )
-    index = {r.page: r for r in book_browser.check_book(out, binary)}["index.html"]
+    (index,) = book_browser.check_book(out, browser=browser, pages=["index.html"])
     assert index.formulas == 0
     assert any(p.startswith("request leaves the machine: https://cdn.jsdelivr.net/") for p in index.problems)
     assert any(p.startswith("raw TeX") for p in index.problems)

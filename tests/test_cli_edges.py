@@ -19,48 +19,95 @@ from bandit_unlearning import cli
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _cli(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "bandit_unlearning", *args],
+# Several runs of `python -m bandit_unlearning ARGS` in one fresh interpreter, so that the runs below pay
+# Python's start-up and the package's import once: each run does what `-m` does (runpy, as __main__,
+# sys.argv set), with its stdout and stderr captured, its exit code the SystemExit's, and an uncaught
+# exception printed as the interpreter prints it (a traceback, exit code 1).
+_BATCH = """
+import contextlib, io, json, runpy, sys, traceback
+runs = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    sys.argv = ["-m", *args]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_module("bandit_unlearning", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+            if not isinstance(stop.code, (int, type(None))):
+                print(stop.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    runs.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(runs))
+"""
+
+VALIDATION = (
+    ["reproduce", "figure9"],
+    ["reproduce", "lemma31", "--workers", "0"],
+    ["copy", "mab.nothing", "x"],
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """The command-line runs of the tests below (name -> CompletedProcess), in one subprocess; each
+    test's files are in its own folder (name -> Path under "folders")."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in ("under_a_file", "truncated")}
+    (folders["under_a_file"] / "a_file").write_text("x")
+    (folders["truncated"] / "figure1.json").write_text('{"experiment": "figure1", "pan')
+    quick = ["reproduce", "lemma31", "--scale", "quick", "--out"]
+    todo = {
+        "under_a_file": [*quick, str(folders["under_a_file"] / "a_file" / "sub")],
+        **{f"validation{i}": args for i, args in enumerate(VALIDATION)},
+        "help": ["--help"],
+        "reproduce_help": ["reproduce", "--help"],
+        "truncated": [*quick, str(folders["truncated"])],  # the only run that computes: last
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _BATCH, json.dumps(list(todo.values()))],
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=300,
         cwd=ROOT,
     )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {
+        name: subprocess.CompletedProcess(["python", "-m", "bandit_unlearning", *args], code, out, err)
+        for (name, args), (code, out, err) in zip(todo.items(), json.loads(done.stdout), strict=True)
+    }
+    return {**results, "folders": folders}
 
 
-def test_out_under_a_file_is_one_clean_line_with_the_subcommand_usage(tmp_path):
-    (tmp_path / "a_file").write_text("x")
-    done = _cli("reproduce", "lemma31", "--scale", "quick", "--out", str(tmp_path / "a_file" / "sub"))
+def test_out_under_a_file_is_one_clean_line_with_the_subcommand_usage(runs):
+    done, tmp_path = runs["under_a_file"], runs["folders"]["under_a_file"]
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("usage: python -m bandit_unlearning reproduce ")
     assert "error: --out must be a folder" in done.stderr and "which is a file" in done.stderr
     assert (tmp_path / "a_file").read_text() == "x"
 
 
-def test_validation_errors_print_the_subcommand_usage():
-    for args in (
-        ["reproduce", "figure9"],
-        ["reproduce", "lemma31", "--workers", "0"],
-        ["copy", "mab.nothing", "x"],
-    ):
-        done = _cli(*args)
+def test_validation_errors_print_the_subcommand_usage(runs):
+    for i, args in enumerate(VALIDATION):
+        done = runs[f"validation{i}"]
         assert done.returncode == 2 and "Traceback" not in done.stderr, args
         assert done.stderr.startswith(f"usage: python -m bandit_unlearning {args[0]} "), done.stderr
 
 
-def test_help_has_defaults_and_no_markup():
-    top, rep = _cli("--help").stdout, _cli("reproduce", "--help").stdout
+def test_help_has_defaults_and_no_markup(runs):
+    top, rep = runs["help"].stdout, runs["reproduce_help"].stdout
+    assert runs["help"].returncode == runs["reproduce_help"].returncode == 0
     assert "``" not in top + rep and "copy" in top
     for default in ("(default: paper)", "(default: 0)", "(default: 1)", "(default: results)"):
         assert default in " ".join(rep.split()), default
 
 
-def test_a_truncated_result_file_does_not_stop_the_summary(tmp_path):
+def test_a_truncated_result_file_does_not_stop_the_summary(runs):
     """A JSON file truncated by an interrupted run of an older version: the run succeeds, its summary
     names the file it skipped."""
-    (tmp_path / "figure1.json").write_text('{"experiment": "figure1", "pan')
-    done = _cli("reproduce", "lemma31", "--scale", "quick", "--out", str(tmp_path))
+    done, tmp_path = runs["truncated"], runs["folders"]["truncated"]
     assert done.returncode == 0, done.stderr
     summary = (tmp_path / "summary.md").read_text()
     assert "Lemma 3.1" in summary and "`figure1.json`" in summary and "Skipped files" in summary
@@ -87,6 +134,9 @@ def _interrupt(args, out: Path) -> subprocess.CompletedProcess:
         text=True,
         cwd=ROOT,
         start_new_session=True,
+        # Ctrl-C's default action, even where pytest itself was started with SIGINT ignored (a job put in
+        # the background by a non-interactive shell), which its children would inherit
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:

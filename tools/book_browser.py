@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
@@ -250,7 +251,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def check_book(html_dir: str | Path, binary: str | None = None, timeout: float = 30.0) -> list[PageReport]:
+def check_book(
+    html_dir: str | Path,
+    binary: str | None = None,
+    timeout: float = 30.0,
+    browser: Browser | None = None,
+    pages: list[str] | None = None,
+) -> list[PageReport]:
     """Load every page of a built book in headless Chromium; one report per page (problems empty = good).
 
     Parameters
@@ -258,6 +265,10 @@ def check_book(html_dir: str | Path, binary: str | None = None, timeout: float =
     html_dir : path of the built HTML book (``docs/_build/html``).
     binary : the Chromium binary (default: ``find_chromium()``).
     timeout : seconds allowed for one page (load, MathJax and images).
+    browser : a running ``Browser`` to use (and leave running), e.g. one for several checks; its HTTP
+        cache is cleared first.  Default: a new one, closed at the end.
+    pages : the pages to load, paths under ``html_dir`` (default: every page).  A link is checked
+        against the anchors of the loaded pages only.
 
     Returns
     -------
@@ -266,15 +277,19 @@ def check_book(html_dir: str | Path, binary: str | None = None, timeout: float =
     html_dir = Path(html_dir).resolve()
     if not (html_dir / "index.html").is_file():
         raise FileNotFoundError(f"html_dir: no index.html in {html_dir} (build the book first: make book)")
-    binary = binary or find_chromium()
-    if binary is None:
-        raise FileNotFoundError(INSTALL_HINT)
-    pages = sorted(
+    if browser is None:
+        binary = binary or find_chromium()
+        if binary is None:
+            raise FileNotFoundError(INSTALL_HINT)
+    every = sorted(
         p.relative_to(html_dir).as_posix()
         for p in html_dir.rglob("*.html")
         if p.relative_to(html_dir).parts[0] not in {"_static", "_sources", "_images"}
         and p.name not in {"search.html", "genindex.html"}
     )
+    if pages is not None and not set(pages) <= set(every):
+        raise ValueError(f"pages: not pages of {html_dir}: {sorted(set(pages) - set(every))}")
+    pages = every if pages is None else sorted(pages)
     handler = functools.partial(_QuietHandler, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -282,7 +297,8 @@ def check_book(html_dir: str | Path, binary: str | None = None, timeout: float =
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     reports, ids, links = [], {}, []
     try:
-        with Browser(binary, timeout=timeout) as browser:
+        with Browser(binary, timeout=timeout) if browser is None else nullcontext(browser) as browser:
+            browser.call("Network.clearBrowserCache", session=True)  # nothing from an earlier check
             for page in pages:
                 report = PageReport(page)
                 browser.events.clear()

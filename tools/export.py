@@ -315,11 +315,18 @@ def locate(root: Path, module_file: Path, lineno: int, modules: dict | None = No
     return origin
 
 
-@functools.lru_cache(maxsize=128)
 def _origins(module: str, chunks: tuple[Chunk, ...]) -> list[tuple[Path, int] | None]:
-    """The origins of ``render_with_origins`` for one module, memoised (chunks are frozen): locating every
-    marker of a module renders it once, not once per marker."""
-    return render_with_origins(module, list(chunks))[1]
+    """The origins of ``render_with_origins`` for one module, memoised: locating every marker of a module
+    renders it once, not once per marker."""
+    return _rendered(module, chunks)[1]
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered(module: str, chunks: tuple[Chunk, ...]) -> tuple[str, list[tuple[Path, int] | None]]:
+    """``render_with_origins``, memoised on the module's name and its chunks (frozen, with chapter paths
+    relative to the root): a module is rendered once per process however many drift checks and trees (the
+    tests' copies of the real one) ask for it.  Callers only read what it returns."""
+    return render_with_origins(module, list(chunks))
 
 
 def _render_from(level: int, module: str | None, aliases: list[ast.alias]) -> str:
@@ -490,7 +497,7 @@ def render_with_origins(module: str, chunks: list[Chunk]) -> tuple[str, list[tup
 
 def render(module: str, chunks: list[Chunk]) -> str:
     """The text of one generated module (see the module docstring for its layout)."""
-    return render_with_origins(module, chunks)[0]
+    return _rendered(module, tuple(chunks))[0]
 
 
 def _rest_lines(chunk: Chunk, rest: str) -> list[tuple[str, tuple[Path, int] | None]]:
