@@ -237,6 +237,11 @@ def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, 
     return counts, occurrence
 
 
+# %% [markdown]
+# The draws: under $M_d$ the arms by the inverse of the behaviour's CDF (the rule of numpy's
+# `Generator.choice`, with its draws), then every reward as one uniform against the arm's mean.
+
+# %% tags=["export:bandit_unlearning.experiments.protocol"]
 def _inverse_cdf_draws(behavior: np.ndarray, shape: tuple, rng: np.random.Generator) -> np.ndarray:
     """``rng.choice(m, size=shape, p=behavior)`` bit for bit, for a validated distribution ``behavior``:
     one uniform per draw, whose arm is the number of entries of the normalised cumulative distribution
