@@ -237,6 +237,14 @@ def test_learner_bad_input(users):
     inf_stats = dataclasses.replace(good, oracle=lambda u, t, w: np.full(6, np.inf))
     with pytest.raises(ValueError, match="finite"):
         train(inf_stats, users, rng)
+    one_nan = dataclasses.replace(good, oracle=lambda u, t, w: np.array([0, 0, np.nan, 0, 0, 0.0]))
+    with pytest.raises(ValueError, match="finite"):
+        train(one_nan, users, rng)
+    big = np.full(6, 1e300)  # finite, however large
+    x = dataclasses.replace(good, oracle=lambda u, t, w: big).statistics(users[0], 1, good.initial_model)
+    assert np.array_equal(x, big) and x is not big  # a copy of the oracle's answer
+    ints = dataclasses.replace(good, oracle=lambda u, t, w: [1, 0, 0, 0, 0, 2])
+    assert good.d == 6 and ints.statistics(users[0], 1, good.initial_model).dtype == float
     with pytest.raises(ValueError):
         ucb_bandit_learner(0, 1.0)
 

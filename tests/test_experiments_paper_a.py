@@ -233,3 +233,29 @@ def test_simulated_trajectories_equal_the_one_hot_construction():
     rewards = (rng.random((4, 300)) < np.asarray(PAPER_MEANS)[arms]).astype(float)
     ref_counts, ref_occ = _prefix_tables_onehot(arms, rewards, np.array([300, 100]), 5)
     assert np.array_equal(traj.arm_counts, ref_counts) and traj.occurrence_sums.tobytes() == ref_occ.tobytes()
+
+
+def test_fixed_design_trajectories_equal_the_one_hot_construction():
+    """M_f: the tables counted and sorted from one row equal the one-hot construction of every row."""
+    traj = simulate_trajectories(PAPER_MEANS, "Mf", [300, 101, 7], 4, np.random.default_rng(6))
+    rng = np.random.default_rng(6)  # the same draws, in the same order
+    arms = np.broadcast_to(np.arange(300) % 5, (4, 300))
+    rewards = (rng.random((4, 300)) < np.asarray(PAPER_MEANS)[arms]).astype(float)
+    ref_counts, ref_occ = _prefix_tables_onehot(arms, rewards, np.array([300, 101, 7]), 5)
+    assert np.array_equal(traj.arm_counts, ref_counts) and traj.occurrence_sums.tobytes() == ref_occ.tobytes()
+
+
+@pytest.mark.parametrize(
+    "behavior",
+    [[0.2] * 5, [0.77, 0.0575, 0.0575, 0.0575, 0.0575], [0.5, 0.0, 0.5, 0.0], [1.0], list(np.full(20, 0.05))],
+)
+def test_inverse_cdf_draws_equal_numpy_choice(behavior):
+    """The arms of M_d: ``rng.choice``'s draws bit for bit (the same uniforms, the same rule), for few
+    arms (comparisons), zero-probability arms, one arm and many arms (binary search)."""
+    from bandit_unlearning.experiments.protocol import _inverse_cdf_draws
+
+    p = np.asarray(behavior, dtype=float)
+    for seed in range(4):
+        want = np.random.default_rng(seed).choice(p.size, size=(7, 501), p=p)
+        got = _inverse_cdf_draws(p, (7, 501), np.random.default_rng(seed))
+        assert np.array_equal(got, want) and got.shape == want.shape

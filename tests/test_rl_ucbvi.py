@@ -588,3 +588,45 @@ def test_practical_bonus_learns_where_the_paper_bonus_does_not():
     paper = regret(mdp, run_ucbvi(mdp, 1000, seed=2).policies).sum()
     practical = regret(mdp, run_ucbvi(mdp, 1000, seed=2, bonus_kind="simplified", pooled=True).policies).sum()
     assert paper == pytest.approx(1000 * v_star) and practical < 0.5 * paper
+
+
+@pytest.mark.parametrize("kind", ["paper", "hoeffding", "simplified", "bernstein"])
+def test_a_plan_with_nothing_explored_equals_the_value_iteration_bit_for_bit(kind):
+    """The planner skips the value iteration when no pair is explored (every Q is capped at H - h): its
+    plan must be the numbers the value iteration computes from the same statistics; with one explored
+    pair the planner must run the value iteration again (and the capped plan would be wrong there)."""
+    from bandit_unlearning.rl.ucbvi import _estimates, _value_iteration
+
+    def full(u, cfg):
+        n3 = cfg.layout.n_triples
+        N, R, Nsas = u[:n3].reshape(4, 15), u[n3 : 2 * n3].reshape(4, 15), u[2 * n3 :].reshape(4, 15, 5)
+        base, P, explored, n = _estimates(N, R, Nsas, cfg, np.arange(4)[:, None])
+        bonus = (cfg, n) if cfg.needs_next_variance else None
+        return _value_iteration(base, P, 5, 3, bonus=bonus) + (explored,)
+
+    rng = np.random.default_rng(11)
+    cfg = UCBVIConfig(5, 3, 4, T=200, sigma=2.0, bonus_kind=kind, bonus_scale=0.0)
+    u = rng.normal(0.0, 3.0, cfg.layout.d)  # noisy, signed, far below eps
+    for explored_pairs in (0, 1):
+        if explored_pairs:
+            u[0] = cfg.eps_unexplored + 1.0  # (h, s, a) = (0, 0, 0) explored, mean reward 0.2
+            u[cfg.layout.n_triples] = 0.2 * u[0]
+        policy, Q, V, explored = full(u, cfg)
+        plan = plan_from_statistics(u, cfg)
+        assert explored.sum() == explored_pairs and plan.explored.sum() == explored_pairs
+        assert plan.policy.dtype == policy.dtype and plan.policy.tobytes() == policy.tobytes()
+        assert (
+            plan.Q.shape == (4, 5, 3) and plan.Q.tobytes() == Q.tobytes() and plan.V.tobytes() == V.tobytes()
+        )
+    assert plan.Q[0, 0, 0] < 4.0  # explored: not the cap H - h of the shortcut
+
+
+def test_statistics_check_refuses_every_non_finite_entry():
+    cfg = UCBVIConfig(2, 2, 3, T=10)
+    big = np.full(cfg.layout.d, 1e300)  # finite, however large
+    assert plan_from_statistics(big, cfg).policy.shape == (3, 2)
+    for bad in (np.inf, -np.inf, np.nan):
+        u = np.zeros(cfg.layout.d)
+        u[-1] = bad
+        with pytest.raises(ValueError, match="finite"):
+            plan_from_statistics(u, cfg)

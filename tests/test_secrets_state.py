@@ -232,7 +232,8 @@ def test_module_level_generator_gives_deleted_statistics_back(path, monkeypatch)
 
 def test_the_package_keeps_no_generator_and_only_documented_caches():
     """Only caches of public parameters: a block layout by dimension, a calibration's sigma per unit
-    sensitivity by (calibration, epsilon, delta), Gymnasium's environment class (imported lazily)."""
+    sensitivity by (calibration, epsilon, delta), Gymnasium's environment class (imported lazily), a
+    Paper A method's options by (method, k, gamma, sensitivity rule, protocol)."""
     for _ in _bandit(LightTree, 1.0)(2):
         pass
     state = F.package_state()
@@ -241,6 +242,7 @@ def test_the_package_keeps_no_generator_and_only_documented_caches():
     names = {f"{m}.{n}" for m, n, _ in F.cached_functions()}
     assert names == {
         "bandit_unlearning.exact.linucb._layout",
+        "bandit_unlearning.experiments.paper_a._method_options",
         "bandit_unlearning.mab.unlearn._unit_sigma",
         "bandit_unlearning.rl.gym._env_class",
     }

@@ -274,7 +274,8 @@ class PrefixSumLearner:
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x = as_real_array(self.oracle(user, t, model), f"the oracle's statistics at step {t}")
+        x, name = self.oracle(user, t, model), f"the oracle's statistics at step {t}"
+        x = x.copy() if type(x) is np.ndarray and x.dtype == np.float64 else as_real_array(x, name)
         if x.shape != (self.d,):
             raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
         if not np.isfinite(x).all():
@@ -282,7 +283,7 @@ class PrefixSumLearner:
         return x
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 438): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 439): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
@@ -380,7 +381,7 @@ class Run:
         _freeze_arrays(self.models)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 14 (line 542): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 14 (line 543): "3. Implementation: the framework" ---
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact).
@@ -423,7 +424,7 @@ def path_expected_steps(tv: float, path, T: int) -> float:
     return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 16 (line 588): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 16 (line 589): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class UnlearnDiagnostics:
     """Numbers computed from the deleted user's statistic ``x_t`` -- for experiments, never by default.
@@ -454,7 +455,7 @@ class UnlearnDiagnostics:
         check_real(self.expected_steps_recomputed, "expected_steps_recomputed", 0)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 18 (line 623): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 18 (line 624): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class UnlearnRecord:
     """What one call of ``unlearn`` did (Algorithm 3) -- by default nothing computed from the deleted data.
@@ -531,7 +532,7 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 20 (line 706): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 20 (line 707): "3. Implementation: the framework" ---
 def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
@@ -574,7 +575,7 @@ def _check_users(users, learner: PrefixSumLearner) -> tuple:
     return users
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 753): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 754): "3. Implementation: the framework" ---
 def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
           capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
@@ -637,7 +638,7 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 819): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 820): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class ExactOptions:
     """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
@@ -689,7 +690,7 @@ def exact_options(options) -> ExactOptions:
     return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 875): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 876): "3. Implementation: the framework" ---
 @register_unlearn(Run, DeleteStep)
 def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
                   rng: np.random.Generator | None = None):
@@ -748,7 +749,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 938): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 939): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses).
 

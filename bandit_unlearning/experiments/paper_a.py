@@ -25,6 +25,7 @@ __all__ = [
 
 
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -37,12 +38,11 @@ from bandit_unlearning.experiments.protocol import (  # noqa: F401  (public name
 )
 from bandit_unlearning.mab.data import PAPER_MEANS, check_means
 from bandit_unlearning.mab.imitation import unlearned_arms
-from bandit_unlearning.mab.lcb import lcb_scores
 from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import UnlearnOptions, batch_scores_unchecked, unlearn_batch_unchecked
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 19 (line 505): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 21 (line 540): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
@@ -104,7 +104,7 @@ class ProtocolA:
         check_real(self.c_star, "c_star (C*)", 1, low_open=True)
         check_real(self.table2_c_star, "table2_c_star (C*)", 1, low_open=True)
 
-    # --- from notebooks/mab/08a_paper_experiments.py, cell 21 (line 594): "2. The engine" ---
+    # --- from notebooks/mab/08a_paper_experiments.py, cell 23 (line 629): "2. The engine" ---
     @classmethod
     def quick(cls, **changes) -> "ProtocolA":
         """A reduced protocol (40 trajectories, 2 runs) for notebooks and smoke tests.
@@ -146,7 +146,7 @@ class ProtocolA:
         return d
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 23 (line 647): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 25 (line 682): "2. The engine" ---
 _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
@@ -190,13 +190,15 @@ def _mixing_k_prime(method: str, k: int, protocol: ProtocolA) -> int:
     return UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 25 (line 697): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 27 (line 732): "2. The engine" ---
 _MECHANISMS = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive",
                "Alg2-literal": "adaptive", "Alg7-literal": "adaptive"}   # -literal: reference="literal" (A3a)
 
 
+@lru_cache(maxsize=1024)
 def _method_options(method: str, k: int, gamma: float, rule: str, protocol: ProtocolA) -> UnlearnOptions:
-    """The ``UnlearnOptions`` of one mechanism method under sensitivity ``rule`` (``"paper"``/``"exact"``)."""
+    """The ``UnlearnOptions`` of one mechanism method under sensitivity ``rule`` (``"paper"``/``"exact"``);
+    built and validated once per distinct arguments (the options are immutable and carry no data)."""
     settings = dict(gamma=None if method == "Rollback" else gamma, threshold_scale=protocol.threshold_scale,
                     sensitivity=rule)
     if method.endswith("-literal"):
@@ -230,14 +232,16 @@ def _outputs(method, counts, sums, tau, sources, k, parts, n_exact, rolled, gamm
     the exact sensitivity (E2).  ``parts``, ``n_exact``: ``_rule_parts`` of the batch; ``rolled(k')``:
     the reward sums of the first ``k'`` deleted samples of each source arm (for mixing).  Every call of
     the mechanism is ``unlearn_batch_unchecked`` on arrays validated by ``request_losses``/``evaluate``."""
-    if method == "Oracle":
-        return np.argmax(lcb_scores(counts, sums, tau)[2], axis=-1), 0
+    out = np.empty(counts.shape[0], dtype=np.int64)
+    if method == "Oracle":                  # the learner on D: each part's scores f(D) (lcb_scores' bits)
+        for rule, rows, counts_r, sums_r, deleted_r, scores in parts:
+            out[rows] = np.argmax(scores[0], axis=-1)
+        return out, 0
     if method == "Alg6":
         kvec = np.zeros(counts.shape[-1], dtype=np.int64)
         kvec[list(sources)] = k
         return unlearned_arms(counts, np.broadcast_to(kvec, counts.shape)), 0
     src, ks = np.array(sources, dtype=np.int64), np.full(len(sources), k, dtype=np.int64)
-    out = np.empty(counts.shape[0], dtype=np.int64)
     rolled_all = None
     for rule, rows, counts_r, sums_r, deleted_r, scores in parts:
         options = _method_options(method, k, gamma, rule, protocol)
@@ -249,7 +253,7 @@ def _outputs(method, counts, sums, tau, sources, k, parts, n_exact, rolled, gamm
     return out, (n_exact if method != "Rollback" else 0)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 27 (line 760): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 29 (line 799): "2. The engine" ---
 def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gamma: float, methods, rng,
                    protocol):
     """Per-replicate sub-optimality ``mu(a*) - mu(output)`` of each method for given requests.
@@ -314,7 +318,7 @@ def _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, proto
     return losses, n_exact
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 29 (line 829): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 31 (line 868): "2. The engine" ---
 def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, methods, rng, protocol):
     """Mean sub-optimality of each method on prefix number ``prefix`` of ``traj``, over
     ``n_trajectories x n_requests`` replicates (fresh requests and noise from ``rng``).
@@ -349,7 +353,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 31 (line 869): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 33 (line 908): "2. The engine" ---
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
@@ -424,7 +428,7 @@ def panels(experiment: str, protocol: ProtocolA) -> list:
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 33 (line 948): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 35 (line 987): "2. The engine" ---
 def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of
@@ -469,7 +473,7 @@ def run_once(task: tuple) -> dict:
     return result
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 35 (line 998): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 37 (line 1037): "2. The engine" ---
 def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: int = 0, executor=None,
                    workers: int = 1, progress: bool = True, scale: str = "custom") -> dict:
     """Run ``experiment`` (one of ``EXPERIMENTS``) and return its JSON-ready result (issue layout:

@@ -126,33 +126,64 @@ def trajectories_from_samples(means, model: str, arms, rewards, prefixes) -> Tra
 
 
 # --- from notebooks/mab/08a_paper_experiments.py, cell 8 (line 196): "1. Trajectories with prefix sharing" ---
-def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, m: int):
-    """``(arm_counts, occurrence_sums)`` of validated int64 ``arms`` in ``[0, m)``, float ``rewards``
-    (both ``(R, n_max)``) and ``prefixes`` in ``[1, n_max]``; unchecked (``trajectories_from_samples``
-    checks).  O(R n_max) work: a stable counting sort of each row by arm, no ``(R, n_max, m)`` one-hot."""
+def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, m: int, *,
+                   shared_arms: bool = False):
+    """``(arm_counts, occurrence_sums)`` of validated integer ``arms`` in ``[0, m)``, real or boolean
+    ``rewards`` (both ``(R, n_max)``) and ``prefixes`` in ``[1, n_max]``; unchecked
+    (``trajectories_from_samples`` checks).  ``shared_arms``: every row holds the arms of row 0 (a
+    fixed design), which is then counted and sorted once.  O(R n_max) work: a stable counting sort of
+    each row by arm, no ``(R, n_max, m)`` one-hot."""
     n_rep, n_max = arms.shape
-    key = arms + (np.arange(n_rep, dtype=np.int64) * m)[:, None]        # (replicate, arm) -> one bin
-    # arm counts of each prefix: counts of the stretches between consecutive distinct prefixes, summed
+    rows = 1 if shared_arms else n_rep
+    key = arms[:rows] + (np.arange(rows, dtype=np.int64) * m)[:, None]  # (replicate, arm) -> one bin
+    # arm counts of each prefix (and of the whole row, last): counts of the stretches between
+    # consecutive distinct prefixes, summed
     cuts = np.unique(prefixes)
-    stretch = np.empty((cuts.size, n_rep * m), np.int64)
-    for i, (lo, hi) in enumerate(zip(np.concatenate([[0], cuts[:-1]]), cuts)):
-        stretch[i] = np.bincount(key[:, lo:hi].ravel(), minlength=n_rep * m)
+    stretch = np.empty((cuts.size + 1, rows * m), np.int64)
+    for i, (lo, hi) in enumerate(zip(np.concatenate([[0], cuts]), np.append(cuts, n_max))):
+        stretch[i] = np.bincount(key[:, lo:hi].ravel(), minlength=rows * m)
     np.cumsum(stretch, axis=0, out=stretch)
-    counts = stretch.reshape(cuts.size, n_rep, m).transpose(1, 0, 2)[:, np.searchsorted(cuts, prefixes), :]
+    stretch = np.broadcast_to(stretch.reshape(cuts.size + 1, rows, m), (cuts.size + 1, n_rep, m))
+    counts = np.ascontiguousarray(stretch.transpose(1, 0, 2)[:, np.searchsorted(cuts, prefixes), :])
+    total = stretch[-1]
     # occurrence sums: each row's samples grouped by arm in time order (numpy's stable sort of a small
-    # integer type is a radix sort), written to their arm's slot 1, 2, ... and summed left to right --
-    # the same additions in the same order as a cumulative sum over the arm's samples alone
-    order = np.argsort(arms.astype(np.int8 if m <= 127 else np.int16 if m <= 32767 else np.int64), axis=1,
+    # integer type is a radix sort), laid out in a band as wide as the largest arm count and summed
+    # left to right -- the same additions in the same order as a cumulative sum over the arm's
+    # samples alone; past an arm's last sample its sum stays (the additions of 0 a full-width cumulative
+    # sum would make), so the columns right of the band are filled with the band's last column
+    order = np.argsort(arms[:rows].astype(np.int8 if m <= 127 else np.int16 if m <= 32767 else np.int64), axis=1,
                        kind="stable")
-    grouped = np.take_along_axis(arms, order, axis=1)
-    total = np.bincount(key.ravel(), minlength=n_rep * m).reshape(n_rep, m)
-    first = np.cumsum(total, axis=1) - total                            # where each arm's group starts
-    rank = np.arange(n_max) - np.take_along_axis(first, grouped, axis=1)
-    occurrence = np.zeros((n_rep, m, n_max + 1))
-    slot = (np.arange(n_rep)[:, None] * m + grouped) * (n_max + 1) + 1 + rank
-    occurrence.reshape(-1)[slot.ravel()] = np.take_along_axis(rewards, order, axis=1).ravel()
-    np.cumsum(occurrence[:, :, 1:], axis=2, out=occurrence[:, :, 1:])
+    if shared_arms:
+        grouped = rewards[:, order[0]]
+    else:
+        order += (np.arange(n_rep) * n_max)[:, None]                   # flat indices: a plain take
+        grouped = rewards.reshape(-1)[order]
+    width = int(total.max(initial=0))
+    band = np.zeros((n_rep, m, width + 1))
+    band[:, :, 1:][np.arange(width) < total[:, :, None]] = grouped.ravel()   # row-major: (r, arm, rank)
+    np.cumsum(band[:, :, 1:], axis=2, out=band[:, :, 1:])
+    occurrence = np.empty((n_rep, m, n_max + 1))
+    occurrence[:, :, :width + 1] = band
+    for row, last in zip(occurrence.reshape(n_rep * m, n_max + 1), band[:, :, width].ravel().tolist()):
+        row[width + 1:].fill(last)
     return counts, occurrence
+
+
+# --- from notebooks/mab/08a_paper_experiments.py, cell 10 (line 244): "1. Trajectories with prefix sharing" ---
+def _inverse_cdf_draws(behavior: np.ndarray, shape: tuple, rng: np.random.Generator) -> np.ndarray:
+    """``rng.choice(m, size=shape, p=behavior)`` bit for bit, for a validated distribution ``behavior``:
+    one uniform per draw, whose arm is the number of entries of the normalised cumulative distribution
+    at or below it (numpy's rule) -- counted by ``m - 1`` comparisons for few arms instead of a binary
+    search per draw."""
+    cdf = np.cumsum(behavior)
+    cdf /= cdf[-1]
+    u = rng.random(shape)
+    if cdf.size > 16:
+        return cdf.searchsorted(u, side="right")
+    arms = np.zeros(shape, np.int8)
+    for c in cdf[:-1]:                                 # (u < 1 = cdf[-1]: the last entry never counts)
+        arms += u >= c
+    return arms
 
 
 def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: np.random.Generator,
@@ -200,15 +231,15 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
         if behavior is None:
             behavior = concentrability_behavior(m, c_star, int(np.argmax(means)))
         behavior = check_distribution(behavior, m)
-        arms = rng.choice(m, size=(n_replicates, n_max), p=behavior)
+        arms = _inverse_cdf_draws(behavior, (n_replicates, n_max), rng)
     else:
         raise ValueError(f"model must be 'Mf' or 'Md', got {model!r}")
-    rewards = (rng.random((n_replicates, n_max)) < means[arms]).astype(float)
-    counts, occurrence = _prefix_tables(arms, rewards, prefixes, m)      # drawn here: valid by construction
+    rewards = rng.random((n_replicates, n_max)) < means[arms[:1] if model == "Mf" else arms]   # 0/1
+    counts, occurrence = _prefix_tables(arms, rewards, prefixes, m, shared_arms=model == "Mf")  # valid by construction
     return Trajectories(means, model, prefixes, counts, occurrence)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 10 (line 283): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 12 (line 318): "1. Trajectories with prefix sharing" ---
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).
@@ -274,7 +305,7 @@ def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
     return start, np.broadcast_to(valid[:, None], start.shape)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 12 (line 351): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 14 (line 386): "1. Trajectories with prefix sharing" ---
 def run_sums(traj: Trajectories, arm: int, start, length):
     """Reward sum of ``length`` consecutive samples of ``arm`` from its ``start``-th sample, for every
     replicate; O(1) per entry from the occurrence prefix sums.

@@ -479,8 +479,8 @@ class UCBVIConfig:
 
     def _step_bonus(self, h, n, var):
         """``step_bonus`` without the checks; ``h`` may be an int array broadcasting against ``n``."""
-        if self.bonus_kind == "paper":
-            return self.bonus(n)
+        if self.bonus_kind == "paper":                          # bonus(n) without its copy of n
+            return paper_bonus_unchecked(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
         eps, span = self.eps_unexplored, self.H - h             # span: the range H - h of r + V_{h+1}
         m = n - eps if eps > 0 else n
         if self.bonus_kind == "simplified":
@@ -671,7 +671,7 @@ def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     return np.where(explored, r + config._step_bonus(h, n, None), np.inf), P, explored, n
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 31 (line 966): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 31 (line 969): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
     non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
@@ -712,17 +712,32 @@ def _plan(u, config: UCBVIConfig, layout: StatsLayout):
     """``plan_from_statistics`` on a checked float ``u [d]`` (no checks: the drivers' hot path);
     returns the plan's ``(policy, Q, V, explored)``."""
     S, A, H = config.S, config.A, config.H
-    N, R, Nsas = layout.unpack(u)
+    N, R, Nsas = (u[layout.visits].reshape(H, S, A), u[layout.rewards].reshape(H, S, A),   # layout.unpack(u),
+                  u[layout.transitions].reshape(H, S, A, S))                               # unchecked
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
     if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)
         from bandit_unlearning.rl.bernstein import noisy_bernstein_plan
         plan = noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
         return plan.policy, plan.Q, plan.V, plan.explored
+    if not N.max() > config.eps_unexplored:        # nothing explored yet: the plan is known (see below)
+        return _unexplored_plan(H, S, A)
     base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
                                       np.arange(H)[:, None])
     policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)
     return policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A)
+
+
+def _unexplored_plan(H: int, S: int, A: int):
+    """``_plan``'s ``(policy, Q, V, explored)`` when no pair is explored: every ``base = inf``, so every
+    ``Q_h(s, a)`` is capped at ``H - h`` whatever ``P~`` and ``V_{h+1}`` are, all actions tie (the
+    lowest, 0, is played) and ``V_h = H - h`` -- the numbers the value iteration computes, bit for bit,
+    without computing ``P~``."""
+    steps_left = np.arange(H, 0, -1, dtype=float)                     # H - h, h = 0 .. H-1
+    V = np.zeros((H + 1, S))
+    V[:H] = steps_left[:, None]
+    return (np.zeros((H, S), dtype=np.int64), np.repeat(steps_left, S * A).reshape(H, S, A), V,
+            np.zeros((H, S, A), dtype=bool))
 
 
 def ucbvi_update(u, config: UCBVIConfig) -> np.ndarray:

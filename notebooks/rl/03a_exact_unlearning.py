@@ -423,7 +423,8 @@ class PrefixSumLearner:
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x = as_real_array(self.oracle(user, t, model), f"the oracle's statistics at step {t}")
+        x, name = self.oracle(user, t, model), f"the oracle's statistics at step {t}"
+        x = x.copy() if type(x) is np.ndarray and x.dtype == np.float64 else as_real_array(x, name)
         if x.shape != (self.d,):
             raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
         if not np.isfinite(x).all():

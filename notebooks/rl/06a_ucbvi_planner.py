@@ -755,8 +755,8 @@ def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
 @add_to_class(UCBVIConfig)
 def _step_bonus(self, h, n, var):
     """``step_bonus`` without the checks; ``h`` may be an int array broadcasting against ``n``."""
-    if self.bonus_kind == "paper":
-        return self.bonus(n)
+    if self.bonus_kind == "paper":                          # bonus(n) without its copy of n
+        return paper_bonus_unchecked(n, self.log_term, self.eps_unexplored, self.H, self.S, self.bonus_scale)
     eps, span = self.eps_unexplored, self.H - h             # span: the range H - h of r + V_{h+1}
     m = n - eps if eps > 0 else n
     if self.bonus_kind == "simplified":
@@ -961,7 +961,10 @@ def _estimates(N, R, Nsas, config: UCBVIConfig, h):
 
 # %% [markdown]
 # `plan_from_statistics` checks the statistics and plans; `ucbvi_update` is the same planner giving
-# the policy alone (the update of Algorithm 1).
+# the policy alone (the update of Algorithm 1).  While no pair's (noisy) count exceeds
+# `eps_unexplored`, the plan needs no value iteration: every $Q_h$ is capped at $H - h$, all actions
+# tie and the lowest is played (`_unexplored_plan`, the same numbers).  A TV-stable learner spends its
+# first hundreds of episodes there, its noisy counts below a threshold of the order of the noise.
 
 # %% tags=["export"]
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
@@ -1004,17 +1007,32 @@ def _plan(u, config: UCBVIConfig, layout: StatsLayout):
     """``plan_from_statistics`` on a checked float ``u [d]`` (no checks: the drivers' hot path);
     returns the plan's ``(policy, Q, V, explored)``."""
     S, A, H = config.S, config.A, config.H
-    N, R, Nsas = layout.unpack(u)
+    N, R, Nsas = (u[layout.visits].reshape(H, S, A), u[layout.rewards].reshape(H, S, A),   # layout.unpack(u),
+                  u[layout.transitions].reshape(H, S, A, S))                               # unchecked
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
     if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)
         from bandit_unlearning.rl.bernstein import noisy_bernstein_plan
         plan = noisy_bernstein_plan(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config)
         return plan.policy, plan.Q, plan.V, plan.explored
+    if not N.max() > config.eps_unexplored:        # nothing explored yet: the plan is known (see below)
+        return _unexplored_plan(H, S, A)
     base, P, explored, n = _estimates(N.reshape(H, S * A), R.reshape(H, S * A), Nsas.reshape(H, S * A, S), config,
                                       np.arange(H)[:, None])
     policy, Q, V = _value_iteration(base, P, S, A, bonus=(config, n) if config.needs_next_variance else None)
     return policy, Q.reshape(H, S, A), V, explored.reshape(H, S, A)
+
+
+def _unexplored_plan(H: int, S: int, A: int):
+    """``_plan``'s ``(policy, Q, V, explored)`` when no pair is explored: every ``base = inf``, so every
+    ``Q_h(s, a)`` is capped at ``H - h`` whatever ``P~`` and ``V_{h+1}`` are, all actions tie (the
+    lowest, 0, is played) and ``V_h = H - h`` -- the numbers the value iteration computes, bit for bit,
+    without computing ``P~``."""
+    steps_left = np.arange(H, 0, -1, dtype=float)                     # H - h, h = 0 .. H-1
+    V = np.zeros((H + 1, S))
+    V[:H] = steps_left[:, None]
+    return (np.zeros((H, S), dtype=np.int64), np.repeat(steps_left, S * A).reshape(H, S, A), V,
+            np.zeros((H, S, A), dtype=bool))
 
 
 def ucbvi_update(u, config: UCBVIConfig) -> np.ndarray:
