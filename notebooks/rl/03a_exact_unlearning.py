@@ -178,6 +178,7 @@ pickling one is refused unless inside ``bandit_unlearning.secrecy.allow_secrets(
 records, learners and users pickle freely.
 """
 
+import math
 import secrets
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Callable
@@ -205,6 +206,15 @@ def _freeze_arrays(value) -> None:
             _freeze_arrays(v)
 
 
+
+def _valid_statistics(x, t: int, d: int) -> np.ndarray:
+    """The oracle's answer ``x`` at step ``t`` checked (shape ``(d,)``, finite), as a new float array."""
+    x = as_real_array(x, f"the oracle's statistics at step {t}")
+    if x.shape != (d,):
+        raise ValueError(f"the oracle's statistics at step {t} must have shape ({d},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"the oracle's statistics at step {t} must be finite")
+    return x
 class _ZeroUser:
     """The default dummy user z' (Paper B Definition 2.1): its statistics are zero whatever the model."""
 
@@ -423,12 +433,7 @@ class PrefixSumLearner:
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x = as_real_array(self.oracle(user, t, model), f"the oracle's statistics at step {t}")
-        if x.shape != (self.d,):
-            raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
-        if not np.isfinite(x).all():
-            raise ValueError(f"the oracle's statistics at step {t} must be finite")
-        return x
+        return _valid_statistics(self.oracle(user, t, model), t, self.d)
 
 # %% [markdown]
 # **A run** is what Algorithm 2 leaves behind: the users as used, the models $w_1, \dots, w_{T+1}$,
@@ -708,7 +713,9 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
     The loop of ``train``, ``unlearn`` and ``exact.registry.unlearn_user``, called after they have
-    checked the learner, the users and the generator.
+    checked the learner, the users and the generator.  Each step's statistic is checked as
+    ``learner.statistics`` checks it (one whole-vector test when it already is a finite float vector of
+    shape ``(d,)``, which is then passed to ``tree.append`` as is: the tree stores a copy).
 
     Parameters
     ----------
@@ -727,10 +734,19 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     -------
     None
     """
+    oracle, update, d = learner.oracle, learner.update, learner.d
+    append, noisy_prefix_sum = tree.append, tree.noisy_prefix_sum
     for t in range(tree.n_leaves + 1, len(users) + 1):
-        model = models[t - 1]
-        tree.append(learner.statistics(users[t - 1], t, model), rng)
-        models.append(learner.update(tree.noisy_prefix_sum(t), t, model))
+        model, user = models[t - 1], users[t - 1]
+        if user is ZERO_USER:
+            x = np.zeros(d)
+        else:                 # learner.statistics, less the check of t and the copy (the tree copies x)
+            x = oracle(user, t, model)
+            if not (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,)
+                    and math.isfinite(x.dot(x))):          # else the full check: a finite float vector
+                x = _valid_statistics(x, t, d)
+        append(x, rng)
+        models.append(update(noisy_prefix_sum(t), t, model))
 
 
 def _check_users(users, learner: PrefixSumLearner) -> tuple:
