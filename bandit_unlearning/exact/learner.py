@@ -76,7 +76,6 @@ def _freeze_arrays(value) -> None:
             _freeze_arrays(v)
 
 
-
 def _valid_statistics(x, t: int, d: int) -> np.ndarray:
     """The oracle's answer ``x`` at step ``t`` checked (shape ``(d,)``, finite), as a new float array."""
     x = as_real_array(x, f"the oracle's statistics at step {t}")
@@ -85,6 +84,8 @@ def _valid_statistics(x, t: int, d: int) -> np.ndarray:
     if not np.isfinite(x).all():
         raise ValueError(f"the oracle's statistics at step {t} must be finite")
     return x
+
+
 class _ZeroUser:
     """The default dummy user z' (Paper B Definition 2.1): its statistics are zero whatever the model."""
 
@@ -105,7 +106,7 @@ class _ZeroUser:
 ZERO_USER = _ZeroUser()
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 243): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 244): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class ReplayableUser:
     """A user as a fixed source of environment randomness (erratum E10).
@@ -171,7 +172,7 @@ class ReplayableUser:
         return self.generator(*address).random(shape)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 313): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 314): "3. Implementation: the framework" ---
 def replayable_users(n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``, so that
     any user can be rebuilt from the seed alone -- the seed is key material (an opt-in for
@@ -203,7 +204,7 @@ def replayable_users(n: int, *, seed: int | None = None, start: int = 0) -> tupl
     return tuple(users)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 355): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 356): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
@@ -287,7 +288,7 @@ class PrefixSumLearner:
         return _valid_statistics(self.oracle(user, t, model), t, self.d)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 443): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 444): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
@@ -385,7 +386,7 @@ class Run:
         _freeze_arrays(self.models)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 14 (line 547): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 14 (line 548): "3. Implementation: the framework" ---
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact).
@@ -428,7 +429,7 @@ def path_expected_steps(tv: float, path, T: int) -> float:
     return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 16 (line 593): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 16 (line 594): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class UnlearnDiagnostics:
     """Numbers computed from the deleted user's statistic ``x_t`` -- for experiments, never by default.
@@ -459,7 +460,7 @@ class UnlearnDiagnostics:
         check_real(self.expected_steps_recomputed, "expected_steps_recomputed", 0)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 18 (line 628): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 18 (line 629): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class UnlearnRecord:
     """What one call of ``unlearn`` did (Algorithm 3) -- by default nothing computed from the deleted data.
@@ -536,7 +537,7 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 20 (line 711): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 20 (line 712): "3. Implementation: the framework" ---
 def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
@@ -590,7 +591,7 @@ def _check_users(users, learner: PrefixSumLearner) -> tuple:
     return users
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 769): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 770): "3. Implementation: the framework" ---
 def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
           capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
@@ -653,7 +654,7 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 835): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 836): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class ExactOptions:
     """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
@@ -705,7 +706,7 @@ def exact_options(options) -> ExactOptions:
     return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 891): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 892): "3. Implementation: the framework" ---
 @register_unlearn(Run, DeleteStep)
 def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
                   rng: np.random.Generator | None = None):
@@ -764,7 +765,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 954): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 955): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses).
 

@@ -206,7 +206,6 @@ def _freeze_arrays(value) -> None:
             _freeze_arrays(v)
 
 
-
 def _valid_statistics(x, t: int, d: int) -> np.ndarray:
     """The oracle's answer ``x`` at step ``t`` checked (shape ``(d,)``, finite), as a new float array."""
     x = as_real_array(x, f"the oracle's statistics at step {t}")
@@ -215,6 +214,8 @@ def _valid_statistics(x, t: int, d: int) -> np.ndarray:
     if not np.isfinite(x).all():
         raise ValueError(f"the oracle's statistics at step {t} must be finite")
     return x
+
+
 class _ZeroUser:
     """The default dummy user z' (Paper B Definition 2.1): its statistics are zero whatever the model."""
 
