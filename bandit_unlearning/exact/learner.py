@@ -542,9 +542,8 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
     The loop of ``train``, ``unlearn`` and ``exact.registry.unlearn_user``, called after they have
-    checked the learner, the users and the generator.  Each step's statistic is checked as
-    ``learner.statistics`` checks it (one whole-vector test when it already is a finite float vector of
-    shape ``(d,)``, which is then passed to ``tree.append`` as is: the tree stores a copy).
+    checked the learner, the users and the generator.  Each step's statistic is checked once
+    (``_step_statistics``: as ``learner.statistics`` checks it, without re-checking the step).
 
     Parameters
     ----------
@@ -563,19 +562,24 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     -------
     None
     """
-    oracle, update, d = learner.oracle, learner.update, learner.d
-    append, noisy_prefix_sum = tree.append, tree.noisy_prefix_sum
+    update, append, noisy_prefix_sum = learner.update, tree.append, tree.noisy_prefix_sum
     for t in range(tree.n_leaves + 1, len(users) + 1):
-        model, user = models[t - 1], users[t - 1]
-        if user is ZERO_USER:
-            x = np.zeros(d)
-        else:                 # learner.statistics, less the check of t and the copy (the tree copies x)
-            x = oracle(user, t, model)
-            if not (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,)
-                    and math.isfinite(x.dot(x))):          # else the full check: a finite float vector
-                x = _valid_statistics(x, t, d)
-        append(x, rng)
+        model = models[t - 1]
+        append(_step_statistics(learner, users[t - 1], t, model), rng)
         models.append(update(noisy_prefix_sum(t), t, model))
+
+
+def _step_statistics(learner: PrefixSumLearner, user, t: int, model) -> np.ndarray:
+    """``learner.statistics`` inside a loop over steps: ``t`` is not re-checked, and the oracle's answer,
+    when it already is a finite float vector of shape ``(d,)``, is returned as is (one whole-vector
+    test, no copy: the caller only reads it, or hands it to a tree, which stores a copy)."""
+    if user is ZERO_USER:
+        return np.zeros(learner.d)
+    x = learner.oracle(user, t, model)
+    if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (learner.d,)
+            and math.isfinite(x.dot(x))):
+        return x
+    return _valid_statistics(x, t, learner.d)                # the full check and its messages
 
 
 def _check_users(users, learner: PrefixSumLearner) -> tuple:
@@ -591,7 +595,7 @@ def _check_users(users, learner: PrefixSumLearner) -> tuple:
     return users
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 770): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 774): "3. Implementation: the framework" ---
 def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
           capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
@@ -654,7 +658,7 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 836): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 840): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class ExactOptions:
     """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
@@ -706,7 +710,7 @@ def exact_options(options) -> ExactOptions:
     return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 892): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 896): "3. Implementation: the framework" ---
 @register_unlearn(Run, DeleteStep)
 def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
                   rng: np.random.Generator | None = None):
@@ -765,7 +769,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 955): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 959): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses).
 
@@ -813,7 +817,7 @@ def _verify_run(run: Run) -> None:
     if not same_model(run.models[0], learner.initial_model):
         raise ValueError("w_1 is not the learner's initial model")
     for t in range(1, run.T + 1):
-        if not np.array_equal(tree.leaf(t), learner.statistics(run.users[t - 1], t, run.models[t - 1])):
+        if not np.array_equal(tree.leaf(t), _step_statistics(learner, run.users[t - 1], t, run.models[t - 1])):
             raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
         if not same_model(run.models[t], learner.update(tree.noisy_prefix_sum(t), t, run.models[t - 1])):
             raise ValueError(f"w_{t + 1} differs from UPDATE of the recorded noisy prefix sum")

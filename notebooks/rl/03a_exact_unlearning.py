@@ -714,9 +714,8 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
     The loop of ``train``, ``unlearn`` and ``exact.registry.unlearn_user``, called after they have
-    checked the learner, the users and the generator.  Each step's statistic is checked as
-    ``learner.statistics`` checks it (one whole-vector test when it already is a finite float vector of
-    shape ``(d,)``, which is then passed to ``tree.append`` as is: the tree stores a copy).
+    checked the learner, the users and the generator.  Each step's statistic is checked once
+    (``_step_statistics``: as ``learner.statistics`` checks it, without re-checking the step).
 
     Parameters
     ----------
@@ -735,19 +734,24 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     -------
     None
     """
-    oracle, update, d = learner.oracle, learner.update, learner.d
-    append, noisy_prefix_sum = tree.append, tree.noisy_prefix_sum
+    update, append, noisy_prefix_sum = learner.update, tree.append, tree.noisy_prefix_sum
     for t in range(tree.n_leaves + 1, len(users) + 1):
-        model, user = models[t - 1], users[t - 1]
-        if user is ZERO_USER:
-            x = np.zeros(d)
-        else:                 # learner.statistics, less the check of t and the copy (the tree copies x)
-            x = oracle(user, t, model)
-            if not (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (d,)
-                    and math.isfinite(x.dot(x))):          # else the full check: a finite float vector
-                x = _valid_statistics(x, t, d)
-        append(x, rng)
+        model = models[t - 1]
+        append(_step_statistics(learner, users[t - 1], t, model), rng)
         models.append(update(noisy_prefix_sum(t), t, model))
+
+
+def _step_statistics(learner: PrefixSumLearner, user, t: int, model) -> np.ndarray:
+    """``learner.statistics`` inside a loop over steps: ``t`` is not re-checked, and the oracle's answer,
+    when it already is a finite float vector of shape ``(d,)``, is returned as is (one whole-vector
+    test, no copy: the caller only reads it, or hands it to a tree, which stores a copy)."""
+    if user is ZERO_USER:
+        return np.zeros(learner.d)
+    x = learner.oracle(user, t, model)
+    if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (learner.d,)
+            and math.isfinite(x.dot(x))):
+        return x
+    return _valid_statistics(x, t, learner.d)                # the full check and its messages
 
 
 def _check_users(users, learner: PrefixSumLearner) -> tuple:
@@ -1000,7 +1004,7 @@ def _verify_run(run: Run) -> None:
     if not same_model(run.models[0], learner.initial_model):
         raise ValueError("w_1 is not the learner's initial model")
     for t in range(1, run.T + 1):
-        if not np.array_equal(tree.leaf(t), learner.statistics(run.users[t - 1], t, run.models[t - 1])):
+        if not np.array_equal(tree.leaf(t), _step_statistics(learner, run.users[t - 1], t, run.models[t - 1])):
             raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
         if not same_model(run.models[t], learner.update(tree.noisy_prefix_sum(t), t, run.models[t - 1])):
             raise ValueError(f"w_{t + 1} differs from UPDATE of the recorded noisy prefix sum")
