@@ -27,7 +27,8 @@ from bandit_unlearning.exact.learner import (
     ZERO_USER,
 )
 from bandit_unlearning.protocol import DeleteStep, unlearn, verify
-from bandit_unlearning.exact.tree import leaf_path
+from bandit_unlearning.exact.light_tree import LightTree
+from bandit_unlearning.exact.tree import BinaryTree, leaf_path
 from bandit_unlearning.privacy.coupling import tv_gaussians
 
 MEANS = np.array([0.7, 0.5, 0.3])
@@ -247,6 +248,46 @@ def test_learner_bad_input(users):
     assert good.d == 6 and ints.statistics(users[0], 1, good.initial_model).dtype == float
     with pytest.raises(ValueError):
         ucb_bandit_learner(0, 1.0)
+
+
+def test_train_checks_each_statistic_once_and_keeps_a_copy():
+    """train's loop checks the oracle's answer as ``statistics`` does (messages naming the step), accepts
+    what ``statistics`` accepts with the same bits, and never keeps the oracle's own array."""
+    rng = np.random.default_rng(0)
+    base = PrefixSumLearner(
+        d=2,
+        sigma=0.5,
+        oracle=lambda u, t, w: np.array([1.0, float(u)]),
+        update=lambda u, t, w: float(u[0]),
+        initial_model=0.0,
+    )
+    users = [0.25, 0.5, 0.75]
+    nan_late = dataclasses.replace(base, oracle=lambda u, t, w: np.array([1.0, np.nan if t == 3 else u]))
+    with pytest.raises(ValueError, match="step 3 must be finite"):
+        train(nan_late, users, rng)
+    with pytest.raises(ValueError, match=r"step 1 must have shape \(2,\)"):
+        train(dataclasses.replace(base, oracle=lambda u, t, w: np.zeros((1, 2))), users, rng)
+    reference = train(base, users, np.random.default_rng(1))
+    as_lists = train(
+        dataclasses.replace(base, oracle=lambda u, t, w: [1, u]), users, np.random.default_rng(1)
+    )
+    assert np.array_equal(as_lists.statistics(), reference.statistics())
+    assert as_lists.models == reference.models
+    with np.errstate(over="ignore"):  # x . x overflows: the full check decides
+        huge = train(dataclasses.replace(base, oracle=lambda u, t, w: np.array([1e200, u])), users, rng)
+    assert huge.statistics()[0, 0] == 1e200  # finite, though its square overflows
+    shared = np.zeros(2)
+
+    def reused(u, t, w):  # an oracle that reuses one array
+        shared[:] = (1.0, u)
+        return shared
+
+    for factory in (LightTree, BinaryTree):
+        run = train(
+            dataclasses.replace(base, oracle=reused, tree_factory=factory), users, np.random.default_rng(1)
+        )
+        assert np.array_equal(run.statistics(), reference.statistics())
+        verify(run)
 
 
 def test_custom_dummy_and_generic_models():

@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 
+import math
 import secrets
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Callable
@@ -75,6 +76,17 @@ def _freeze_arrays(value) -> None:
             _freeze_arrays(v)
 
 
+def _valid_statistics(x, t: int, d: int) -> np.ndarray:
+    """The oracle's answer ``x`` at step ``t`` checked (shape ``(d,)``, finite), as a new float array."""
+    name = f"the oracle's statistics at step {t}"
+    x = x.copy() if type(x) is np.ndarray and x.dtype == np.float64 else as_real_array(x, name)
+    if x.shape != (d,):
+        raise ValueError(f"the oracle's statistics at step {t} must have shape ({d},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"the oracle's statistics at step {t} must be finite")
+    return x
+
+
 class _ZeroUser:
     """The default dummy user z' (Paper B Definition 2.1): its statistics are zero whatever the model."""
 
@@ -95,7 +107,7 @@ class _ZeroUser:
 ZERO_USER = _ZeroUser()
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 233): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 6 (line 245): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class ReplayableUser:
     """A user as a fixed source of environment randomness (erratum E10).
@@ -161,7 +173,7 @@ class ReplayableUser:
         return self.generator(*address).random(shape)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 303): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 8 (line 315): "3. Implementation: the framework" ---
 def replayable_users(n: int, *, seed: int | None = None, start: int = 0) -> tuple:
     """Users ``start .. start+n-1`` of a population: keys derived from ``SeedSequence(seed)``, so that
     any user can be rebuilt from the seed alone -- the seed is key material (an opt-in for
@@ -193,7 +205,7 @@ def replayable_users(n: int, *, seed: int | None = None, start: int = 0) -> tupl
     return tuple(users)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 345): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 10 (line 357): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class PrefixSumLearner:
     """A prefix-sum learner (Algorithms 1-2): ``x_t = oracle(z_t, t, w_t)``,
@@ -274,16 +286,10 @@ class PrefixSumLearner:
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x, name = self.oracle(user, t, model), f"the oracle's statistics at step {t}"
-        x = x.copy() if type(x) is np.ndarray and x.dtype == np.float64 else as_real_array(x, name)
-        if x.shape != (self.d,):
-            raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
-        if not np.isfinite(x).all():
-            raise ValueError(f"the oracle's statistics at step {t} must be finite")
-        return x
+        return _valid_statistics(self.oracle(user, t, model), t, self.d)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 439): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 12 (line 445): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class Run:
     """An immutable record of Algorithm 2: the users as used (dummies at deleted positions), the
@@ -381,7 +387,7 @@ class Run:
         _freeze_arrays(self.models)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 14 (line 543): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 14 (line 549): "3. Implementation: the framework" ---
 def path_retrain_probability(tv: float, path) -> float:
     """``1 - (1 - tv)^{|path|}``: the probability that coupling ``path`` rejects somewhere when every
     path node has total variation ``tv`` (Theorem 3.3 (3), exact).
@@ -424,7 +430,7 @@ def path_expected_steps(tv: float, path, T: int) -> float:
     return float(sum((1 - tv) ** k * tv * (T - b.end) for k, b in enumerate(path)))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 16 (line 589): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 16 (line 595): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class UnlearnDiagnostics:
     """Numbers computed from the deleted user's statistic ``x_t`` -- for experiments, never by default.
@@ -455,7 +461,7 @@ class UnlearnDiagnostics:
         check_real(self.expected_steps_recomputed, "expected_steps_recomputed", 0)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 18 (line 624): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 18 (line 630): "3. Implementation: the framework" ---
 @dataclass(frozen=True)
 class UnlearnRecord:
     """What one call of ``unlearn`` did (Algorithm 3) -- by default nothing computed from the deleted data.
@@ -532,12 +538,13 @@ class UnlearnRecord:
     expected_steps_recomputed = property(lambda self: self._diagnostic("expected_steps_recomputed"))
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 20 (line 707): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 20 (line 713): "3. Implementation: the framework" ---
 def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: np.random.Generator):
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
     The loop of ``train``, ``unlearn`` and ``exact.registry.unlearn_user``, called after they have
-    checked the learner, the users and the generator.
+    checked the learner, the users and the generator.  Each step's statistic is checked once
+    (``_step_statistics``: as ``learner.statistics`` checks it, without re-checking the step).
 
     Parameters
     ----------
@@ -556,10 +563,24 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     -------
     None
     """
+    update, append, noisy_prefix_sum = learner.update, tree.append, tree.noisy_prefix_sum
     for t in range(tree.n_leaves + 1, len(users) + 1):
         model = models[t - 1]
-        tree.append(learner.statistics(users[t - 1], t, model), rng)
-        models.append(learner.update(tree.noisy_prefix_sum(t), t, model))
+        append(_step_statistics(learner, users[t - 1], t, model), rng)
+        models.append(update(noisy_prefix_sum(t), t, model))
+
+
+def _step_statistics(learner: PrefixSumLearner, user, t: int, model) -> np.ndarray:
+    """``learner.statistics`` inside a loop over steps: ``t`` is not re-checked, and the oracle's answer,
+    when it already is a finite float vector of shape ``(d,)``, is returned as is (one whole-vector
+    test, no copy: the caller only reads it, or hands it to a tree, which stores a copy)."""
+    if user is ZERO_USER:
+        return np.zeros(learner.d)
+    x = learner.oracle(user, t, model)
+    if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (learner.d,)
+            and math.isfinite(x.dot(x))):
+        return x
+    return _valid_statistics(x, t, learner.d)                # the full check and its messages
 
 
 def _check_users(users, learner: PrefixSumLearner) -> tuple:
@@ -575,7 +596,7 @@ def _check_users(users, learner: PrefixSumLearner) -> tuple:
     return users
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 754): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 22 (line 775): "3. Implementation: the framework" ---
 def train(learner: PrefixSumLearner, users, rng: np.random.Generator | None = None,
           capacity: int | None = None) -> Run:
     """Algorithm 2: run ``learner`` over ``users`` (``T = len(users) >= 1`` steps) with fresh tree
@@ -638,7 +659,7 @@ def extend(run: Run, users, rng: np.random.Generator | None = None) -> Run:
     return Run(run.learner, users, tuple(models), tree.freeze(), run.deleted)
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 820): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 24 (line 841): "3. Implementation: the framework" ---
 @dataclass(frozen=True, eq=False)
 class ExactOptions:
     """How a run of Paper B unlearns (``unlearn(run, request, options=ExactOptions(...))``).
@@ -690,7 +711,7 @@ def exact_options(options) -> ExactOptions:
     return ExactOptions() if options is None else check_instance(options, ExactOptions, "options")
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 876): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 26 (line 897): "3. Implementation: the framework" ---
 @register_unlearn(Run, DeleteStep)
 def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None = None,
                   rng: np.random.Generator | None = None):
@@ -749,7 +770,7 @@ def _unlearn_step(run: Run, request: DeleteStep, *, options: ExactOptions | None
     return Run(learner, users, models, tree.freeze(), run.deleted | {t}), record
 
 
-# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 939): "3. Implementation: the framework" ---
+# --- from notebooks/rl/03a_exact_unlearning.py, cell 28 (line 960): "3. Implementation: the framework" ---
 def same_model(a, b) -> bool:
     """Exact equality of two models (arrays, numbers, tuples, lists, dicts, dataclasses).
 
@@ -797,7 +818,7 @@ def _verify_run(run: Run) -> None:
     if not same_model(run.models[0], learner.initial_model):
         raise ValueError("w_1 is not the learner's initial model")
     for t in range(1, run.T + 1):
-        if not np.array_equal(tree.leaf(t), learner.statistics(run.users[t - 1], t, run.models[t - 1])):
+        if not np.array_equal(tree.leaf(t), _step_statistics(learner, run.users[t - 1], t, run.models[t - 1])):
             raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
         if not same_model(run.models[t], learner.update(tree.noisy_prefix_sum(t), t, run.models[t - 1])):
             raise ValueError(f"w_{t + 1} differs from UPDATE of the recorded noisy prefix sum")

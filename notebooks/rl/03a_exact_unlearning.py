@@ -178,6 +178,7 @@ pickling one is refused unless inside ``bandit_unlearning.secrecy.allow_secrets(
 records, learners and users pickle freely.
 """
 
+import math
 import secrets
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Callable
@@ -203,6 +204,17 @@ def _freeze_arrays(value) -> None:
     elif isinstance(value, dict):
         for v in value.values():
             _freeze_arrays(v)
+
+
+def _valid_statistics(x, t: int, d: int) -> np.ndarray:
+    """The oracle's answer ``x`` at step ``t`` checked (shape ``(d,)``, finite), as a new float array."""
+    name = f"the oracle's statistics at step {t}"
+    x = x.copy() if type(x) is np.ndarray and x.dtype == np.float64 else as_real_array(x, name)
+    if x.shape != (d,):
+        raise ValueError(f"the oracle's statistics at step {t} must have shape ({d},), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"the oracle's statistics at step {t} must be finite")
+    return x
 
 
 class _ZeroUser:
@@ -423,13 +435,7 @@ class PrefixSumLearner:
         t = check_int(t, "t", 1)
         if user is ZERO_USER:
             return np.zeros(self.d)
-        x, name = self.oracle(user, t, model), f"the oracle's statistics at step {t}"
-        x = x.copy() if type(x) is np.ndarray and x.dtype == np.float64 else as_real_array(x, name)
-        if x.shape != (self.d,):
-            raise ValueError(f"the oracle's statistics at step {t} must have shape ({self.d},), got {x.shape}")
-        if not np.isfinite(x).all():
-            raise ValueError(f"the oracle's statistics at step {t} must be finite")
-        return x
+        return _valid_statistics(self.oracle(user, t, model), t, self.d)
 
 # %% [markdown]
 # **A run** is what Algorithm 2 leaves behind: the users as used, the models $w_1, \dots, w_{T+1}$,
@@ -709,7 +715,8 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     """Unchecked: Algorithm 2's steps ``tree.n_leaves + 1 .. len(users)``, appending to ``models``.
 
     The loop of ``train``, ``unlearn`` and ``exact.registry.unlearn_user``, called after they have
-    checked the learner, the users and the generator.
+    checked the learner, the users and the generator.  Each step's statistic is checked once
+    (``_step_statistics``: as ``learner.statistics`` checks it, without re-checking the step).
 
     Parameters
     ----------
@@ -728,10 +735,24 @@ def run_steps(learner: PrefixSumLearner, users: tuple, tree, models: list, rng: 
     -------
     None
     """
+    update, append, noisy_prefix_sum = learner.update, tree.append, tree.noisy_prefix_sum
     for t in range(tree.n_leaves + 1, len(users) + 1):
         model = models[t - 1]
-        tree.append(learner.statistics(users[t - 1], t, model), rng)
-        models.append(learner.update(tree.noisy_prefix_sum(t), t, model))
+        append(_step_statistics(learner, users[t - 1], t, model), rng)
+        models.append(update(noisy_prefix_sum(t), t, model))
+
+
+def _step_statistics(learner: PrefixSumLearner, user, t: int, model) -> np.ndarray:
+    """``learner.statistics`` inside a loop over steps: ``t`` is not re-checked, and the oracle's answer,
+    when it already is a finite float vector of shape ``(d,)``, is returned as is (one whole-vector
+    test, no copy: the caller only reads it, or hands it to a tree, which stores a copy)."""
+    if user is ZERO_USER:
+        return np.zeros(learner.d)
+    x = learner.oracle(user, t, model)
+    if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (learner.d,)
+            and math.isfinite(x.dot(x))):
+        return x
+    return _valid_statistics(x, t, learner.d)                # the full check and its messages
 
 
 def _check_users(users, learner: PrefixSumLearner) -> tuple:
@@ -984,7 +1005,7 @@ def _verify_run(run: Run) -> None:
     if not same_model(run.models[0], learner.initial_model):
         raise ValueError("w_1 is not the learner's initial model")
     for t in range(1, run.T + 1):
-        if not np.array_equal(tree.leaf(t), learner.statistics(run.users[t - 1], t, run.models[t - 1])):
+        if not np.array_equal(tree.leaf(t), _step_statistics(learner, run.users[t - 1], t, run.models[t - 1])):
             raise ValueError(f"x_{t} differs from the oracle's answer on the recorded model")
         if not same_model(run.models[t], learner.update(tree.noisy_prefix_sum(t), t, run.models[t - 1])):
             raise ValueError(f"w_{t + 1} differs from UPDATE of the recorded noisy prefix sum")

@@ -237,8 +237,11 @@ def _ucb_indices(u_tilde: np.ndarray, t: int, n_arms: int, explore_below: float)
     """``ucb_indices`` without its checks: the learner's update, on the tree's own prefix sums."""
     counts, sums = u_tilde[:n_arms], u_tilde[n_arms:]
     explored = counts >= explore_below
-    safe = np.where(explored, counts, 1.0)
-    w = np.where(explored, sums / safe + np.sqrt(2 * np.log(max(t, 2)) / safe), np.inf)
+    if explored.all():                       # the usual case: the same operations on the counts themselves
+        w = sums / counts + np.sqrt(2 * np.log(max(t, 2)) / counts)
+    else:
+        safe = np.where(explored, counts, 1.0)
+        w = np.where(explored, sums / safe + np.sqrt(2 * np.log(max(t, 2)) / safe), np.inf)
     w.setflags(write=False)
     return w
 
@@ -251,7 +254,12 @@ def _check_bandit_user(user, n_arms: int) -> None:
 def _bandit_oracle(user: BanditUser, t: int, model: np.ndarray, n_arms: int) -> np.ndarray:
     if not isinstance(user, BanditUser) or user.rewards.size != n_arms:
         raise TypeError(f"step {t}: expected a BanditUser with {n_arms} rewards, got {user!r}")
-    arm = chosen_arm(model)
+    if type(model) is np.ndarray and model.dtype == np.float64 and model.shape == (n_arms,):
+        arm = int(model.argmax())            # chosen_arm, checked in one look: argmax stops at a nan
+        if model[arm] != model[arm]:
+            chosen_arm(model)                # which it refuses
+    else:
+        arm = chosen_arm(model)
     x = np.zeros(2 * n_arms)                 # bandit_statistics without its checks: the arm is in range
     x[arm] = 1.0                             # and a BanditUser's rewards lie in [0, 1]
     x[n_arms + arm] = user.rewards[arm]
