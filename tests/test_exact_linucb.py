@@ -4,6 +4,7 @@ oracle here, and MABWiser's LinUCB when it is installed), unlearning, immutabili
 
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -487,7 +488,8 @@ def test_a_singular_matrix_still_raises_linalg_error():
     u = np.zeros(2 * block_size(2))
     u[[0, 2]] = -1.0  # arm 0's diagonal entries (vech order 00, 01, 11)
     before = u.copy()
-    with pytest.raises(np.linalg.LinAlgError), np.errstate(invalid="ignore"):
+    with pytest.raises(np.linalg.LinAlgError), warnings.catch_warnings():
+        warnings.simplefilter("error")
         linucb_update(u, 1, initial_model(cfg), cfg, 0.0)
     with pytest.raises(np.linalg.LinAlgError), np.errstate(all="raise"):  # numpy's own error state too
         linucb_update(u, 1, initial_model(cfg), cfg, 0.0)
@@ -497,7 +499,8 @@ def test_a_singular_matrix_still_raises_linalg_error():
     run = train(linucb_learner(cfg, 0.0), users, np.random.default_rng(0))
     w, u = run.final_model, run.noisy_prefix_sum(2)
     u[:3] = [-1.0, 0.0, -1.0]  # arm 0 only: G_0 = -I, arm 1 as recorded
-    with pytest.raises(np.linalg.LinAlgError), np.errstate(invalid="ignore"):
+    with pytest.raises(np.linalg.LinAlgError), warnings.catch_warnings():
+        warnings.simplefilter("error")
         linucb_update(u, 3, w, cfg, 0.0)
     assert w.Vinv.flags.writeable is False and np.isfinite(w.Vinv).all()
     assert "_source" in vars(w)  # a failed call keeps the record; a successful one moves it on
@@ -552,3 +555,20 @@ def test_compiled_kernels_give_the_numpy_runs_bit_for_bit(users, sigma):
         finally:
             accel.set_enabled(previous)
     assert results[0] == results[1]
+
+
+def test_update_keeps_its_own_copy_of_the_prefix_sum():
+    """``learner.update`` is public: a caller that writes to its array after the call (or holds a view of
+    it) must neither change the next update's inverses nor find its array frozen."""
+    cfg = LinUCBConfig(2, 2, l2=1.0)
+    users = classification_users(unit_ball(np.array([[0.6, 0.8], [0.8, -0.6]])), np.array([0, 1]), 2)
+    learner = linucb_learner(cfg, 0.0)
+    run = train(learner, users, np.random.default_rng(0))
+    base = run.noisy_prefix_sum(2).copy()
+    view = base[:]
+    m1 = learner.update(view, 2, run.final_model)
+    assert view.flags.writeable and base.flags.writeable
+    base[block_size(2) : block_size(2) + 3] += [1.0, 0.0, 1.0]  # arm 1's Gram block changes after the call
+    m2 = learner.update(base, 3, m1)
+    want = linucb_update(base, 3, initial_model(cfg), cfg, 0.0)
+    assert m2.Vinv.tobytes() == want.Vinv.tobytes() and m2.theta.tobytes() == want.theta.tobytes()

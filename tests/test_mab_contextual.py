@@ -446,3 +446,12 @@ def test_model_refuses_a_user_id_that_only_hashes_like_one():
             m.delete(user=bad)
         assert (len(m), m.log) == before[:2] and np.array_equal(m.statistics.theta, before[2])
     assert m.delete(user=np.int64(1)).rows == (4, 5, 6, 7)
+
+
+def test_fit_refuses_user_ids_that_would_merge_with_an_int():
+    x, a, r, _, _, _ = synthetic(1, n=8)
+    for users in ([1.0] + [1] * 7, [True] + [1] * 7, [np.bool_(True)] + [2] * 7):
+        with pytest.raises(TypeError, match="user must be a str or int id"):
+            ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=users, rng=0)
+    m = ContextualModel.fit(x, a, r, n_arms=2, context_bound=1.0, users=[np.int64(1)] * 4 + ["1"] * 4, rng=0)
+    assert m.delete(user=1).rows == (0, 1, 2, 3) and m.delete(user="1").rows == (4, 5, 6, 7)

@@ -509,11 +509,10 @@ class ContextualModel:
         elif not (epsilon is None and delta is None and sigma is None and eval_contexts is None):
             raise ValueError("method 'rollback' is exact: epsilon, delta, sigma and eval_contexts must be None")
         if users is not None:
-            users = [u.item() if isinstance(u, np.generic) else u for u in users]
+            users = list(users)
             if len(users) != x.shape[0]:
                 raise ValueError(f"users must have one entry per row: {len(users)} vs {x.shape[0]}")
-            for u in users:
-                hash(u)
+            users = [check_user(u) for u in users]       # str or int: True or 1.0 would merge with user 1
         rng = as_generator(rng, "rng")
         n = x.shape[0]
         return cls(contexts=x, arms=arms, rewards=rewards, row_ids=np.arange(n), n_fit=n, users=users,
@@ -522,7 +521,7 @@ class ContextualModel:
                    release_mus=[], log=[], release_theta=state.theta, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, eval_contexts=eval_contexts, rng=rng)
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 636): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 20 (line 635): "2. The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def statistics(self) -> ContextualState:
@@ -573,7 +572,7 @@ class ContextualModel:
         """The model's immutable ``ContextualReleaseState`` now: what ``unlearn`` of the next request starts from."""
         return self._state
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 708): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 22 (line 707): "2. The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -620,7 +619,7 @@ class ContextualModel:
         self._log.append(record)
         return record
 
-    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 877): "2. The model" ---
+    # --- from notebooks/mab/10b_contextual_in_use.py, cell 27 (line 876): "2. The model" ---
     def save(self, path) -> None:
         """``save_contextual_model(self, path)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -647,7 +646,7 @@ class ContextualModel:
         return load_contextual_model(path, rng)
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 765): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 24 (line 764): "2. The model" ---
 _KEYS = ("row_ids", "contexts", "arms", "rewards", "users", "pub_gram", "pub_moments", "pub_counts", "release_theta",
          "release_mus", "meta")
 
@@ -710,7 +709,7 @@ def save_contextual_model(model: "ContextualModel", path) -> None:
         raise
 
 
-# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 828): "2. The model" ---
+# --- from notebooks/mab/10b_contextual_in_use.py, cell 25 (line 827): "2. The model" ---
 def load_contextual_model(path, rng=None) -> "ContextualModel":
     """Read a model written by ``save_contextual_model`` (checksum verified).  ``rng`` as in ``fit``.
 

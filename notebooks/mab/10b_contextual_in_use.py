@@ -615,11 +615,10 @@ def fit(cls, contexts, arms, rewards, *, n_arms, context_bound, users=None, lam=
     elif not (epsilon is None and delta is None and sigma is None and eval_contexts is None):
         raise ValueError("method 'rollback' is exact: epsilon, delta, sigma and eval_contexts must be None")
     if users is not None:
-        users = [u.item() if isinstance(u, np.generic) else u for u in users]
+        users = list(users)
         if len(users) != x.shape[0]:
             raise ValueError(f"users must have one entry per row: {len(users)} vs {x.shape[0]}")
-        for u in users:
-            hash(u)
+        users = [check_user(u) for u in users]       # str or int: True or 1.0 would merge with user 1
     rng = as_generator(rng, "rng")
     n = x.shape[0]
     return cls(contexts=x, arms=arms, rewards=rewards, row_ids=np.arange(n), n_fit=n, users=users,

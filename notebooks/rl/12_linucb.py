@@ -789,7 +789,8 @@ def _shifted(G: np.ndarray, shift: float) -> np.ndarray:
 def _noiseless_update(config: LinUCBConfig, radius: float, u_tilde: np.ndarray, t: int, model) -> LinUCBModel:
     """``_update`` at ``sigma = 0`` (``c_t = gamma_t = 0``), with the radius ``widened_radius(alpha, l2, S,
     0, 0)`` computed once by the caller; the model keeps the bit patterns of ``u~_t`` (``_source``)."""
-    u_tilde.setflags(write=False)                                  # kept by the model: a fresh array
+    u_tilde = u_tilde.copy()                                       # kept by the model: its own, frozen copy
+    u_tilde.setflags(write=False)
     source = (u_tilde.view(np.int64), config.l2)
     Vinv, b = _noiseless_inverses(source[0], u_tilde, model, config)
     return _model((Vinv @ b[:, :, None])[:, :, 0], Vinv, radius, 0.0, source)
@@ -836,16 +837,15 @@ def _inverse(G: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     switch: the update's matrices are positive definite (at ``sigma = 0`` by construction, ``G + l2 I``
     with ``G`` a sum of ``x x^T``; with noise, with high probability: the shift).  A result that is not
     finite -- a matrix singular in floating point after all -- is recomputed by ``np.linalg.inv``, which
-    raises ``LinAlgError`` as it always did (numpy may then also warn of the floating-point error).
+    raises ``LinAlgError`` as it always did; the direct call runs with floating-point errors ignored, so
+    a singular matrix raises that error and warns of nothing, whatever the caller's error state.
     ``out``: a C-contiguous float64 array of ``G``'s shape the inverses are written to (returned)."""
-    try:
-        if _LAPACK_INV is None:                                      # a numpy without the module
-            raise FloatingPointError
-        inverse = _LAPACK_INV(G, out=out)                            # float64: its d->d loop
-        if math.isfinite(np.add.reduce(inverse, axis=None)):
+    if _LAPACK_INV is not None:                                      # a numpy with the module
+        with np.errstate(all="ignore"):
+            inverse = _LAPACK_INV(G, out=out)                        # float64: its d->d loop
+            finite = math.isfinite(np.add.reduce(inverse, axis=None))
+        if finite:
             return inverse
-    except FloatingPointError:                                       # np.errstate(all="raise") around us
-        pass
     inverse = np.linalg.inv(G)
     if out is not None:
         out[...] = inverse
