@@ -553,18 +553,16 @@ def _check_rewards(rewards, n):
 _FACTORED = object()           # marks users given as (distinct ids, codes) by from_csv
 
 
-def _check_user_ids(ids):
-    for u in ids:
-        if not isinstance(u, (str, int)) or isinstance(u, bool):
-            raise TypeError(f"user ids must be str or int (what a saved file holds), got {type(u).__name__}")
-    return ids
+def _is_id_type(t: type) -> bool:
+    """Whether ids of type ``t`` are kept: str or int, numpy's included; not bool (nor numpy's)."""
+    return t is not bool and issubclass(t, (str, int, np.integer))
 
 
 def _check_user_types(users) -> None:
-    """Every id's type is str or int (numpy's included), checked on the distinct types of a whole list:
-    ``True`` and ``1.0`` hash like ``1``, so a check of the distinct ids alone would let a dict merge them."""
+    """Every id's type is str or int, checked on the distinct types of a whole list: ``True`` and ``1.0``
+    hash like ``1``, so a check of the distinct ids alone would let a dict merge them."""
     for t in set(map(type, users)):
-        if t is bool or not issubclass(t, (str, int, np.integer)):
+        if not _is_id_type(t):
             raise TypeError(f"user ids must be str or int (what a saved file holds), got {t.__name__}")
 
 
@@ -582,20 +580,18 @@ def check_user(user):
     str or int
         The id, as the Python value the model's users are kept as.
     """
-    if isinstance(user, np.generic):
-        user = user.item()
-    if not isinstance(user, (str, int)) or isinstance(user, bool):
+    if not _is_id_type(type(user)):
         raise TypeError(f"user must be a str or int id, got {type(user).__name__}")
-    return user
+    return user.item() if isinstance(user, np.generic) else user
 
 
 def _factor_users(users, n):
-    """(distinct user ids, code of each row into them); ids must be str or int (checked once each)."""
+    """(distinct user ids, code of each row into them); ids must be str or int (their types checked once)."""
     if isinstance(users, np.ndarray) and users.ndim == 1 and users.dtype.kind in "iuU":
         if users.size != n:
             raise ValueError(f"users must have one entry per row: {users.size} vs {n}")
         uniq, codes = np.unique(users, return_inverse=True)
-        return _check_user_ids(uniq.tolist()), codes.astype(np.int64)
+        return uniq.tolist(), codes.astype(np.int64)          # Python ints or strs: nothing to check
     users = list(users)
     if len(users) != n:
         raise ValueError(f"users must have one entry per row: {len(users)} vs {n}")
@@ -606,7 +602,7 @@ def _factor_users(users, n):
                              for u in users), dtype=np.int64, count=n)
     except TypeError:
         raise TypeError("user ids must be str or int (what a saved file holds), got an unhashable id") from None
-    return _check_user_ids(list(where)), codes
+    return list(where), codes
 
 
 def _frozen(a):
@@ -615,7 +611,7 @@ def _frozen(a):
     return a
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 20 (line 816): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 20 (line 812): "2.3 The model" ---
 _SCALE = 1127                  # every reward in [0, 1] is an integer multiple of 2**-1127 (53 + 1074 bits)
 _DYADIC = 20                   # rewards that are multiples of 2**-20 (clicks, ratings, ...) sum exactly in floats
 
@@ -667,7 +663,7 @@ def _rounded(total: int) -> float:
     return total / (1 << _SCALE)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 22 (line 878): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 22 (line 874): "2.3 The model" ---
 @dataclass(frozen=True, eq=False)
 class ReleaseState:
     """What one deletion of an ``LCBModel`` changes, immutable: ``labels``, ``tau``, ``method``,
@@ -718,7 +714,7 @@ class ReleaseState:
         check_int(self.policy, "policy", 0, m - 1), check_int(self.n_requests, "n_requests", 0)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 24 (line 933): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 24 (line 929): "2.3 The model" ---
 @register_unlearn(ReleaseState, DeletionRequest)
 def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=None, rng=None) -> tuple:
     """``unlearn(state, request, rng=...)`` for a deletion stream: plan the release that follows
@@ -798,7 +794,7 @@ def _unlearn_release(state: ReleaseState, request: DeletionRequest, *, options=N
     return new, record
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 26 (line 1026): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 26 (line 1022): "2.3 The model" ---
 class LCBModel:
     """The LCB learner of Paper A with a lifecycle: ``fit`` once, then ``delete`` requests over time.
 
@@ -883,7 +879,7 @@ class LCBModel:
         self._user_rows = None                     # rows of each user id, built at the first deletion by user
         self._user_of = None                       # user id -> code, built at the first deletion by user
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 28 (line 1120): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 28 (line 1116): "2.3 The model" ---
     # -- pickling: the same contract as save (no generator, no row ids in the log) ----------------
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_rng", "_user_rows", "_user_of")}
@@ -959,7 +955,7 @@ class LCBModel:
                    pending_ids=(), release_mus=[], log=[], policy=None, method=method, epsilon=epsilon,
                    delta=delta, sigma=sigma, rng=rng, reference=reference)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 30 (line 1211): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 30 (line 1207): "2.3 The model" ---
     @classmethod
     def from_csv(cls, path, *, arm: str = "arm", reward: str = "reward", user: str | None = None,
                  progress=None, **options) -> "LCBModel":
@@ -1035,7 +1031,7 @@ class LCBModel:
         return cls.fit(arms, np.asarray(frame[reward]), users=None if user is None else list(frame[user]),
                        **options)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 32 (line 1298): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 32 (line 1294): "2.3 The model" ---
     # -- what the model shows -------------------------------------------------------------------
     @property
     def reference(self) -> str:
@@ -1058,7 +1054,7 @@ class LCBModel:
         """The statistic releases are computed from: the live rows and the pending ones."""
         return LCBState(self._pub_counts, np.clip(self._pub_sums, 0.0, self._pub_counts), self._tau)
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 34 (line 1335): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 34 (line 1331): "2.3 The model" ---
     @property
     def log(self) -> tuple:
         return tuple(self._log)
@@ -1092,7 +1088,7 @@ class LCBModel:
     def __len__(self) -> int:
         return self._n_live
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 36 (line 1389): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 36 (line 1385): "2.3 The model" ---
     def summary(self) -> dict:
         """What the model is, in numbers: rows, arms, served arm, deletions, pending, budget."""
         out = {"method": self._method, "reference": self._reference, "rows": self._n_live, "rows_at_fit": self._n_fit,
@@ -1116,7 +1112,7 @@ class LCBModel:
                      f"{s['mu_budget']:.3g} spent")
         return text + ")"
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 38 (line 1426): "2.3 The model" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 38 (line 1422): "2.3 The model" ---
     # -- deletion -------------------------------------------------------------------------------
     def _rows_of(self, user, rows):
         if (user is None) == (rows is None):
@@ -1189,7 +1185,7 @@ class LCBModel:
                             self._pub_counts, self._pub_sums, self._pub_exact, self._pending_counts,
                             self._pending_ids, self._release_mus, self._policy, len(self._log))
 
-    # --- from notebooks/mab/09a_deletion_stream.py, cell 66 (line 2392): "2.5 Loading: every entry checked before it is used" ---
+    # --- from notebooks/mab/09a_deletion_stream.py, cell 66 (line 2388): "2.5 Loading: every entry checked before it is used" ---
     def save(self, path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
         """``save_model(self, path, ...)``: write the model to ``path`` (``.npz``) atomically.
 
@@ -1216,7 +1212,7 @@ class LCBModel:
         return load_model(path, rng, key=key, progress=progress)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 40 (line 1520): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 40 (line 1516): "2.3 The model" ---
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _NA_TEXT = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
@@ -1248,7 +1244,7 @@ def _typed_column(values, codes, sort):
     return values[order], rank[codes]
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 42 (line 1556): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 42 (line 1552): "2.3 The model" ---
 def read_csv_columns(path, names, *, reward=None, unsorted=()) -> dict:
     """Read columns ``names`` of a CSV file with a header row: ``{name: (distinct typed values, codes)}``
     for every column but ``reward``, which is returned as a float64 array.
@@ -1336,7 +1332,7 @@ def _parses_as_float(v) -> bool:
     return True
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 44 (line 1647): "2.3 The model" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 44 (line 1643): "2.3 The model" ---
 def plot_budget(model, ax=None):
     """The accountant over the model's deletion stream: the composed ``mu_{1:t}`` after every request,
     the budget ``mu*`` and the requests that rolled back pending rows.  Returns the axes.
@@ -1370,7 +1366,7 @@ def plot_budget(model, ax=None):
     return ax
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 46 (line 1734): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 46 (line 1730): "2.4 Persistence" ---
 _STAT_KEYS = ("counts", "sums", "pub_counts", "pub_sums", "pending_counts", "meta")
 _LOG_KEYS = ("release_mus", "log", "log_rows", "log_offsets")
 _ROW_KEYS = ("row_ids", "row_arms", "row_rewards", "user_ids", "row_user_codes")
@@ -1461,7 +1457,7 @@ def _record_json(r: DeletionRecord) -> dict:
             "policy": r.policy}
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 48 (line 1829): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 48 (line 1825): "2.4 Persistence" ---
 def _model_arrays(model: "LCBModel", keep_row_ids: bool, key) -> dict:
     _json_ok(model._labels, "arm labels")
     live = np.flatnonzero(model._alive)
@@ -1524,7 +1520,7 @@ def _process_runs(pid: int) -> bool:
     return True
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1892): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 49 (line 1888): "2.4 Persistence" ---
 def remove_stale_temporary_files(path) -> list:
     """Remove the temporary files that a save to ``path`` interrupted by a killed process left behind
     (a file of a process that still runs is kept: it may be another writer).  Returns their paths.
@@ -1554,7 +1550,7 @@ def remove_stale_temporary_files(path) -> list:
     return removed
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1926): "2.4 Persistence" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 51 (line 1922): "2.4 Persistence" ---
 def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None, progress=None) -> None:
     """Write ``model`` to ``path`` (``.npz``) atomically: temporary file, fsync, ``os.replace``.
 
@@ -1603,7 +1599,7 @@ def save_model(model: "LCBModel", path, *, keep_row_ids: bool = False, key=None,
     stages.step("renamed")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 1983): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 53 (line 1979): "2.5 Loading: every entry checked before it is used" ---
 class _Refused(ValueError):
     """Internal marker of a refusal already worded (re-raised as a plain ``ValueError``)."""
 
@@ -1676,7 +1672,7 @@ def _read_entries(path, keys):
         raise ValueError(f"{os.fspath(path)}: not a readable model file ({err})") from None
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 2059): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 55 (line 2055): "2.5 Loading: every entry checked before it is used" ---
 def _verify(path, arrays, sections, key):
     """Digests of the given sections (bound to the statistics digest), then the key's tag."""
     try:
@@ -1717,7 +1713,7 @@ def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 57 (line 2104): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 57 (line 2100): "2.5 Loading: every entry checked before it is used" ---
 _RECORD_FIELDS = {"request_id", "n_rows", "method", "reason", "rolled_back", "noised_arms", "sigma", "mu_release",
                   "mu_max", "delta_at_target", "policy"}
 
@@ -1797,7 +1793,7 @@ def _check_statistics_section(path, a) -> dict:
     return meta
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 59 (line 2188): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 59 (line 2184): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_section(path, a, meta, pending_counts) -> list:
     mus = a["release_mus"]
     if not (np.all(np.isfinite(mus)) and np.all(mus >= 0)):
@@ -1873,7 +1869,7 @@ def _check_log_section(path, a, meta, pending_counts) -> list:
     return records
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2263): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 60 (line 2259): "2.5 Loading: every entry checked before it is used" ---
 def _check_log_row_ids(path, a, meta, records) -> None:
     """The log's kept row ids: ``log_offsets`` delimit each record's ``n_rows`` distinct ids below ``n_fit``."""
     rows, offsets = a["log_rows"], a["log_offsets"]
@@ -1887,7 +1883,7 @@ def _check_log_row_ids(path, a, meta, records) -> None:
         _refuse(path, "row ids present in the log although row_ids_kept is false")
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2280): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 62 (line 2276): "2.5 Loading: every entry checked before it is used" ---
 def _check_rows_section(path, a, meta):
     n_live, m = meta["n_live"], len(meta["labels"])
     ids, arms, rewards = a["row_ids"], a["row_arms"], a["row_rewards"]
@@ -1925,7 +1921,7 @@ def _check_rows_section(path, a, meta):
     return users, exact
 
 
-# --- from notebooks/mab/09a_deletion_stream.py, cell 64 (line 2321): "2.5 Loading: every entry checked before it is used" ---
+# --- from notebooks/mab/09a_deletion_stream.py, cell 64 (line 2317): "2.5 Loading: every entry checked before it is used" ---
 @_plain
 def load_statistics(path, *, key=None) -> LCBState:
     """The exact statistic of what remains, read and verified without the row store or the log: O(m).

@@ -747,18 +747,16 @@ def _check_rewards(rewards, n):
 _FACTORED = object()           # marks users given as (distinct ids, codes) by from_csv
 
 
-def _check_user_ids(ids):
-    for u in ids:
-        if not isinstance(u, (str, int)) or isinstance(u, bool):
-            raise TypeError(f"user ids must be str or int (what a saved file holds), got {type(u).__name__}")
-    return ids
+def _is_id_type(t: type) -> bool:
+    """Whether ids of type ``t`` are kept: str or int, numpy's included; not bool (nor numpy's)."""
+    return t is not bool and issubclass(t, (str, int, np.integer))
 
 
 def _check_user_types(users) -> None:
-    """Every id's type is str or int (numpy's included), checked on the distinct types of a whole list:
-    ``True`` and ``1.0`` hash like ``1``, so a check of the distinct ids alone would let a dict merge them."""
+    """Every id's type is str or int, checked on the distinct types of a whole list: ``True`` and ``1.0``
+    hash like ``1``, so a check of the distinct ids alone would let a dict merge them."""
     for t in set(map(type, users)):
-        if t is bool or not issubclass(t, (str, int, np.integer)):
+        if not _is_id_type(t):
             raise TypeError(f"user ids must be str or int (what a saved file holds), got {t.__name__}")
 
 
@@ -776,20 +774,18 @@ def check_user(user):
     str or int
         The id, as the Python value the model's users are kept as.
     """
-    if isinstance(user, np.generic):
-        user = user.item()
-    if not isinstance(user, (str, int)) or isinstance(user, bool):
+    if not _is_id_type(type(user)):
         raise TypeError(f"user must be a str or int id, got {type(user).__name__}")
-    return user
+    return user.item() if isinstance(user, np.generic) else user
 
 
 def _factor_users(users, n):
-    """(distinct user ids, code of each row into them); ids must be str or int (checked once each)."""
+    """(distinct user ids, code of each row into them); ids must be str or int (their types checked once)."""
     if isinstance(users, np.ndarray) and users.ndim == 1 and users.dtype.kind in "iuU":
         if users.size != n:
             raise ValueError(f"users must have one entry per row: {users.size} vs {n}")
         uniq, codes = np.unique(users, return_inverse=True)
-        return _check_user_ids(uniq.tolist()), codes.astype(np.int64)
+        return uniq.tolist(), codes.astype(np.int64)          # Python ints or strs: nothing to check
     users = list(users)
     if len(users) != n:
         raise ValueError(f"users must have one entry per row: {len(users)} vs {n}")
@@ -800,7 +796,7 @@ def _factor_users(users, n):
                              for u in users), dtype=np.int64, count=n)
     except TypeError:
         raise TypeError("user ids must be str or int (what a saved file holds), got an unhashable id") from None
-    return _check_user_ids(list(where)), codes
+    return list(where), codes
 
 
 def _frozen(a):

@@ -171,10 +171,9 @@ def coupling_log_ratio(x, mu1, mu2, sigma: float):
     xi, xi2 = x - mu1, x - mu2
     # sigma * sigma, not sigma**2: a float power raises OverflowError for sigma ~ 1e300 (the product is inf, ratio 0)
     diff = np.einsum("...i,...i->...", xi, xi) - np.einsum("...i,...i->...", xi2, xi2)
+    denom = 2 * sigma * sigma
     with np.errstate(over="ignore"):                  # sigma near 1e-160: the ratio is +-inf, its limit
-        if 2 * sigma * sigma > 0:
-            return diff / (2 * sigma * sigma)
-        return (diff / sigma) / (2 * sigma)           # sigma*sigma underflows: 0 stays 0, not 0/0
+        return diff / denom if denom > 0 else (diff / sigma) / (2 * sigma)   # denom underflowed: 0 stays 0
 
 
 # %% [markdown]
