@@ -42,7 +42,7 @@ from bandit_unlearning.mab.mechanisms import sensitivity_condition_holds
 from bandit_unlearning.mab.unlearn import UnlearnOptions, batch_scores_unchecked, unlearn_batch_unchecked
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 21 (line 540): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 21 (line 539): "2. The engine" ---
 @dataclass(frozen=True)
 class ProtocolA:
     """The knobs of Paper A §5, with the paper's values as defaults (``quick()`` for small runs).
@@ -104,7 +104,7 @@ class ProtocolA:
         check_real(self.c_star, "c_star (C*)", 1, low_open=True)
         check_real(self.table2_c_star, "table2_c_star (C*)", 1, low_open=True)
 
-    # --- from notebooks/mab/08a_paper_experiments.py, cell 23 (line 629): "2. The engine" ---
+    # --- from notebooks/mab/08a_paper_experiments.py, cell 23 (line 628): "2. The engine" ---
     @classmethod
     def quick(cls, **changes) -> "ProtocolA":
         """A reduced protocol (40 trajectories, 2 runs) for notebooks and smoke tests.
@@ -146,7 +146,7 @@ class ProtocolA:
         return d
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 25 (line 682): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 25 (line 681): "2. The engine" ---
 _METHODS = ("Oracle", "Gaussian", "Rollback", "Mixing", "Alg2", "Alg7", "Alg6", "Alg2-literal", "Alg7-literal")
 
 
@@ -190,7 +190,7 @@ def _mixing_k_prime(method: str, k: int, protocol: ProtocolA) -> int:
     return UnlearnOptions(method="mixing", eta=eta, gamma=1.0).k_rollback_for(k)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 27 (line 732): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 27 (line 731): "2. The engine" ---
 _MECHANISMS = {"Gaussian": "gaussian", "Rollback": "rollback", "Alg2": "adaptive", "Alg7": "adaptive",
                "Alg2-literal": "adaptive", "Alg7-literal": "adaptive"}   # -literal: reference="literal" (A3a)
 
@@ -253,7 +253,7 @@ def _outputs(method, counts, sums, tau, sources, k, parts, n_exact, rolled, gamm
     return out, (n_exact if method != "Rollback" else 0)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 29 (line 799): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 29 (line 798): "2. The engine" ---
 def request_losses(traj: Trajectories, prefix: int, sources, k: int, starts, gamma: float, methods, rng,
                    protocol):
     """Per-replicate sub-optimality ``mu(a*) - mu(output)`` of each method for given requests.
@@ -318,7 +318,7 @@ def _request_losses(traj, prefix, sources, k, starts, gamma, methods, rng, proto
     return losses, n_exact
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 31 (line 868): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 31 (line 867): "2. The engine" ---
 def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, methods, rng, protocol):
     """Mean sub-optimality of each method on prefix number ``prefix`` of ``traj``, over
     ``n_trajectories x n_requests`` replicates (fresh requests and noise from ``rng``).
@@ -353,7 +353,7 @@ def evaluate(traj: Trajectories, prefix: int, sources, k: int, gamma: float, met
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 33 (line 908): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 33 (line 907): "2. The engine" ---
 N_GRID = tuple(range(1000, 5001, 500))
 K_GRID = (20, 40, 80, 120, 160, 200, 300, 400, 500)
 GAMMA_GRID = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
@@ -428,7 +428,7 @@ def panels(experiment: str, protocol: ProtocolA) -> list:
     return out
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 35 (line 987): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 35 (line 986): "2. The engine" ---
 def run_once(task: tuple) -> dict:
     """One independent run of one model of an experiment: ``task = (experiment, protocol, model,
     run, seed)``.  Top-level and picklable, so any executor can run it.  Returns per-panel lists of
@@ -473,7 +473,7 @@ def run_once(task: tuple) -> dict:
     return result
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 37 (line 1037): "2. The engine" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 37 (line 1036): "2. The engine" ---
 def run_experiment(experiment: str, protocol: ProtocolA | None = None, *, seed: int = 0, executor=None,
                    workers: int = 1, progress: bool = True, scale: str = "custom") -> dict:
     """Run ``experiment`` (one of ``EXPERIMENTS``) and return its JSON-ready result (issue layout:

@@ -164,12 +164,11 @@ def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, 
     np.cumsum(band[:, :, 1:], axis=2, out=band[:, :, 1:])
     occurrence = np.empty((n_rep, m, n_max + 1))
     occurrence[:, :, :width + 1] = band
-    for row, last in zip(occurrence.reshape(n_rep * m, n_max + 1), band[:, :, width].ravel().tolist()):
-        row[width + 1:].fill(last)
+    occurrence[:, :, width + 1:] = band[:, :, width:]                   # each arm's last sum, carried right
     return counts, occurrence
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 10 (line 244): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 10 (line 243): "1. Trajectories with prefix sharing" ---
 def _inverse_cdf_draws(behavior: np.ndarray, shape: tuple, rng: np.random.Generator) -> np.ndarray:
     """``rng.choice(m, size=shape, p=behavior)`` bit for bit, for a validated distribution ``behavior``:
     one uniform per draw, whose arm is the number of entries of the normalised cumulative distribution
@@ -239,7 +238,7 @@ def simulate_trajectories(means, model: str, prefixes, n_replicates: int, rng: n
     return Trajectories(means, model, prefixes, counts, occurrence)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 12 (line 318): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 12 (line 317): "1. Trajectories with prefix sharing" ---
 def consecutive_deletions(traj: Trajectories, prefix: int, arm: int, k: int, n_requests: int,
                           rng: np.random.Generator, *, align: int = 1):
     """Reward-independent deletion requests: ``k`` consecutive samples of ``arm`` (in time order).
@@ -305,7 +304,7 @@ def deletion_starts_unchecked(traj, prefix, arm, k, n_requests, rng, align):
     return start, np.broadcast_to(valid[:, None], start.shape)
 
 
-# --- from notebooks/mab/08a_paper_experiments.py, cell 14 (line 386): "1. Trajectories with prefix sharing" ---
+# --- from notebooks/mab/08a_paper_experiments.py, cell 14 (line 385): "1. Trajectories with prefix sharing" ---
 def run_sums(traj: Trajectories, arm: int, start, length):
     """Reward sum of ``length`` consecutive samples of ``arm`` from its ``start``-th sample, for every
     replicate; O(1) per entry from the occurrence prefix sums.

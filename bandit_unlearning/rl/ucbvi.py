@@ -124,6 +124,10 @@ class StatsLayout:
         u = as_array(u, "u").astype(float, copy=False)
         if u.ndim < 1 or u.shape[-1] != self.d:
             raise ValueError(f"statistics must have last dimension d = {self.d}, got shape {u.shape}")
+        return self._views(u)
+
+    def _views(self, u: np.ndarray):
+        """``unpack`` of a float array ``u [..., d]`` without the checks (the planner's hot path)."""
         lead, H, S, A = u.shape[:-1], self.H, self.S, self.A
         return (u[..., self.visits].reshape(lead + (H, S, A)), u[..., self.rewards].reshape(lead + (H, S, A)),
                 u[..., self.transitions].reshape(lead + (H, S, A, S)))
@@ -151,7 +155,7 @@ class StatsLayout:
         lead = N.shape[:-3]
         return np.concatenate([x.reshape(lead + (-1,)) for x in (N, R, Nsas)], axis=-1)
 
-    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 8 (line 215): "1. Episode statistics (Paper B §4)" ---
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 8 (line 221): "1. Episode statistics (Paper B §4)" ---
     def sparse(self, traj: Trajectory):
         """Statistics of episodes ``traj`` (any leading axes) as ``(indices [..., 3H], values [..., 3H])``:
         visits (value 1), rewards (value ``r_h``), transitions (value 1); distinct indices.
@@ -180,7 +184,7 @@ class StatsLayout:
         idx = np.concatenate([k, n + k, 2 * n + k * self.S + st[..., 1:]], axis=-1)
         return idx, np.concatenate([np.ones_like(rw), rw, np.ones_like(rw)], axis=-1)
 
-    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 10 (line 248): "1. Episode statistics (Paper B §4)" ---
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 10 (line 254): "1. Episode statistics (Paper B §4)" ---
     def densify(self, indices, values) -> np.ndarray:
         """Dense ``[..., d]`` vectors from sparse ``(indices [..., n], values [..., n])`` (repeats add).
 
@@ -246,7 +250,7 @@ class StatsLayout:
         return self.densify(*self.sparse(traj))
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 12 (line 325): "1. Episode statistics (Paper B §4)" ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 12 (line 331): "1. Episode statistics (Paper B §4)" ---
 def statistics_sensitivity(H: int, dummy: str = "zero") -> float:
     """L2 sensitivity ``B`` of one episode's statistics (erratum E8): ``sqrt(3H)`` against the zero
     dummy user (the project's deletion model), ``sqrt(6H)`` between two arbitrary users.
@@ -297,7 +301,7 @@ def episode_statistics(mdp: TabularMDP, policy, user: int, seed: int = 0, reward
     return StatsLayout.of(mdp).sparse(Trajectory(np.array(st), np.array(ac), np.array(rw)))
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 545): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 17 (line 551): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 BONUS_KINDS = ("paper", "hoeffding", "bernstein", "simplified")
 PLANNED_BONUS_KINDS = ("noisy_bernstein",)   # bonuses computed inside their own planner (chapter B7c)
 
@@ -373,7 +377,7 @@ class UCBVIConfig:
         n_max = self.T * (self.H if self.pooled else 1)
         return float(np.log(c * self.S * self.A * self.H * n_max / self.delta))
 
-    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 19 (line 626): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 19 (line 632): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
     @classmethod
     def of(cls, mdp: TabularMDP, T: int, **kwargs) -> "UCBVIConfig":
         """The config for ``mdp``'s ``S, A, H``.
@@ -400,7 +404,7 @@ class UCBVIConfig:
         """The ``StatsLayout`` of the config's ``S, A, H``."""
         return StatsLayout(self.S, self.A, self.H)
 
-    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 21 (line 664): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 21 (line 670): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
     def eps_app(self, delta: float) -> float:
         """``sigma ln T (1 + sqrt(2 ln(2T(S^2AH + 2SAH)/delta)))`` (Paper B Algorithm 4).
 
@@ -442,7 +446,7 @@ class UCBVIConfig:
         """Whether ``step_bonus`` reads ``next_variance`` (only the ``"bernstein"`` kind does)."""
         return self.bonus_kind == "bernstein"
 
-    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 23 (line 718): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+    # --- from notebooks/rl/06a_ucbvi_planner.py, cell 23 (line 724): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
     def step_bonus(self, h: int, n, next_variance=None) -> np.ndarray:
         """The bonus of ``bonus_kind`` at step ``h`` times ``bonus_scale``.  The ``"paper"`` kind is
         ``bonus(n)``, bit for bit.
@@ -495,7 +499,7 @@ class UCBVIConfig:
         return self.bonus_scale * b
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 25 (line 778): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 25 (line 784): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def paper_bonus(n, log_term, eps, H: int, S: int, bonus_scale):
     """``bonus_scale ((H+1) sqrt(log_term / (2(n - eps))) + eps/n (1 + 2H(sqrt S + 1)))`` elementwise
     (Paper B Algorithm 4), the second term only where ``eps > 0``; ``log_term``, ``eps`` and
@@ -579,7 +583,7 @@ class OptimisticPlan:
 Q_TIE_TOLERANCE = 1e-9
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 27 (line 866): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 27 (line 872): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def optimistic_value_iteration(base, P, S: int, A: int, out=None):
     """Core of Algorithm 4's planning: ``Q_h = clip(base_h + P_h V_{h+1}, 0, H-h)``, ``V_h = Q_h(policy_h)``,
     ``policy_h`` = the lowest action whose ``Q_h`` is within ``Q_TIE_TOLERANCE`` of ``max_a Q_h``
@@ -650,7 +654,7 @@ def _value_iteration(base, P, S: int, A: int, out=None, bonus=None):
     return out
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 29 (line 941): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 29 (line 947): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     """Elementwise: ``base = r~ + b(N~)`` (``inf`` where unexplored), ``P~``, the explored mask and
     the counts ``n``, from ``N, R [...]``, ``Nsas [..., S]`` and the steps ``h`` (an int array
@@ -671,7 +675,7 @@ def _estimates(N, R, Nsas, config: UCBVIConfig, h):
     return np.where(explored, r + config._step_bonus(h, n, None), np.inf), P, explored, n
 
 
-# --- from notebooks/rl/06a_ucbvi_planner.py, cell 31 (line 969): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
+# --- from notebooks/rl/06a_ucbvi_planner.py, cell 31 (line 975): "2. Planning from (noisy) prefix sums: Algorithm 4, Paper..." ---
 def plan_from_statistics(u, config: UCBVIConfig) -> OptimisticPlan:
     """Algorithm 4's planning step from summed statistics ``u [d]``: exact sums (``config.sigma = 0``,
     non-private UCB-VI) or the tree's noisy prefix sum (``sigma`` = per-node noise level).  The bonus
@@ -712,8 +716,7 @@ def _plan(u, config: UCBVIConfig, layout: StatsLayout):
     """``plan_from_statistics`` on a checked float ``u [d]`` (no checks: the drivers' hot path);
     returns the plan's ``(policy, Q, V, explored)``."""
     S, A, H = config.S, config.A, config.H
-    N, R, Nsas = (u[layout.visits].reshape(H, S, A), u[layout.rewards].reshape(H, S, A),   # layout.unpack(u),
-                  u[layout.transitions].reshape(H, S, A, S))                               # unchecked
+    N, R, Nsas = layout._views(u)
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
     if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)

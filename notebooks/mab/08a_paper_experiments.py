@@ -232,8 +232,7 @@ def _prefix_tables(arms: np.ndarray, rewards: np.ndarray, prefixes: np.ndarray, 
     np.cumsum(band[:, :, 1:], axis=2, out=band[:, :, 1:])
     occurrence = np.empty((n_rep, m, n_max + 1))
     occurrence[:, :, :width + 1] = band
-    for row, last in zip(occurrence.reshape(n_rep * m, n_max + 1), band[:, :, width].ravel().tolist()):
-        row[width + 1:].fill(last)
+    occurrence[:, :, width + 1:] = band[:, :, width:]                   # each arm's last sum, carried right
     return counts, occurrence
 
 

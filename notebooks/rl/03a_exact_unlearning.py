@@ -211,9 +211,9 @@ def _valid_statistics(x, t: int, d: int) -> np.ndarray:
     name = f"the oracle's statistics at step {t}"
     x = x.copy() if type(x) is np.ndarray and x.dtype == np.float64 else as_real_array(x, name)
     if x.shape != (d,):
-        raise ValueError(f"the oracle's statistics at step {t} must have shape ({d},), got {x.shape}")
+        raise ValueError(f"{name} must have shape ({d},), got {x.shape}")
     if not np.isfinite(x).all():
-        raise ValueError(f"the oracle's statistics at step {t} must be finite")
+        raise ValueError(f"{name} must be finite")
     return x
 
 

@@ -178,6 +178,12 @@ def unpack(self, u):
     u = as_array(u, "u").astype(float, copy=False)
     if u.ndim < 1 or u.shape[-1] != self.d:
         raise ValueError(f"statistics must have last dimension d = {self.d}, got shape {u.shape}")
+    return self._views(u)
+
+
+@add_to_class(StatsLayout)
+def _views(self, u: np.ndarray):
+    """``unpack`` of a float array ``u [..., d]`` without the checks (the planner's hot path)."""
     lead, H, S, A = u.shape[:-1], self.H, self.S, self.A
     return (u[..., self.visits].reshape(lead + (H, S, A)), u[..., self.rewards].reshape(lead + (H, S, A)),
             u[..., self.transitions].reshape(lead + (H, S, A, S)))
@@ -1007,8 +1013,7 @@ def _plan(u, config: UCBVIConfig, layout: StatsLayout):
     """``plan_from_statistics`` on a checked float ``u [d]`` (no checks: the drivers' hot path);
     returns the plan's ``(policy, Q, V, explored)``."""
     S, A, H = config.S, config.A, config.H
-    N, R, Nsas = (u[layout.visits].reshape(H, S, A), u[layout.rewards].reshape(H, S, A),   # layout.unpack(u),
-                  u[layout.transitions].reshape(H, S, A, S))                               # unchecked
+    N, R, Nsas = layout._views(u)
     if config.pooled:                       # every step sees the sums over h (stationary MDPs)
         N, R, Nsas = (np.broadcast_to(x.sum(axis=0), x.shape) for x in (N, R, Nsas))
     if config.bonus_kind in PLANNED_BONUS_KINDS:   # chapter B7c's planner (imported here: it imports this module)
